@@ -1,0 +1,72 @@
+# silt — build, run, test and benchmark. Plain make; libraries via pkg-config.
+# `make run` and `make test` install missing Debian packages first (as root).
+
+BUILD   ?= build
+PKGS     = libpq libevent libzstd libxxhash
+CC      ?= cc
+OPT     ?= -O2 -g
+WERROR  ?=
+SAN     ?=
+SANFLAGS = $(if $(SAN),-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined)
+CFLAGS   = -std=c11 -D_GNU_SOURCE $(OPT) -Wall -Wextra -Wformat=2 -Wstrict-prototypes \
+           $(WERROR) $(SANFLAGS) -Isrc -I$(BUILD)/gen $(shell pkg-config --cflags $(PKGS))
+LDFLAGS  = $(SANFLAGS)
+LDLIBS   = $(shell pkg-config --libs $(PKGS)) -lm
+
+SRC      := $(shell find src -name '*.c' | sort)
+OBJ      := $(SRC:%.c=$(BUILD)/%.o) $(BUILD)/gen/embed_sql.o
+LIBOBJ   := $(filter-out $(BUILD)/src/main.o,$(OBJ))
+UNIT     := $(shell find tests/unit -name '*.c' | sort)
+INTEG    := $(shell find tests/integration -name '*.c' | sort)
+SQL      := $(sort $(wildcard sql/*.sql))
+
+.PHONY: all deps run test test-unit bench clean fuzz
+all: deps
+	@$(MAKE) --no-print-directory $(BUILD)/silt
+
+deps:
+	@scripts/deps.sh
+
+$(BUILD)/silt: $(OBJ)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+$(BUILD)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -MMD -MP -c -o $@ $<
+
+$(BUILD)/gen/embed_sql.c: $(SQL) scripts/embed.sh
+	@mkdir -p $(dir $@)
+	scripts/embed.sh embed_sql $(SQL) > $@
+
+$(BUILD)/gen/embed_sql.o: $(BUILD)/gen/embed_sql.c
+	$(CC) $(CFLAGS) -c -o $@ $<
+
+$(BUILD)/unit_tests: $(UNIT:%.c=$(BUILD)/%.o) $(BUILD)/tests/harness.o $(LIBOBJ)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+$(BUILD)/integration_tests: $(INTEG:%.c=$(BUILD)/%.o) $(BUILD)/tests/harness.o $(LIBOBJ)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+$(BUILD)/tests/%.o: tests/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -Itests -MMD -MP -c -o $@ $<
+
+# make run: a private cluster under ./var unless PG_HOST or DATABASE_URL is set.
+run: all
+	@scripts/run.sh $(BUILD)/silt
+
+test: deps
+	@$(MAKE) --no-print-directory $(BUILD)/silt $(BUILD)/unit_tests $(BUILD)/integration_tests
+	@scripts/test.sh $(BUILD)
+
+bench: all
+	@scripts/bench.sh $(BUILD)/silt
+
+clean:
+	rm -rf build build-asan
+
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
+
+fuzz: deps
+	clang -std=c11 -D_GNU_SOURCE -g -O1 -fsanitize=fuzzer,address,undefined -Isrc tests/fuzz/fuzz_json.c src/base/json.c src/base/buf.c -o $(BUILD)/fuzz_json
+	$(BUILD)/fuzz_json -max_total_time=$${FUZZ_SECONDS:-60} -max_len=4096

@@ -1,0 +1,18 @@
+#!/bin/sh
+# Installs the Debian packages silt builds and tests with, when any is missing.
+# Runs apt-get only as root; otherwise it names what to install and fails.
+set -e
+need=""
+for pkg in gcc make pkg-config libpq-dev libevent-dev libzstd-dev libxxhash-dev \
+           libinih-dev postgresql; do
+    dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" \
+        || need="$need $pkg"
+done
+[ -z "$need" ] && exit 0
+if [ "$(id -u)" != 0 ]; then
+    echo "silt needs these Debian packages:$need (run as root or install them)" >&2
+    exit 1
+fi
+echo "installing:$need"
+DEBIAN_FRONTEND=noninteractive apt-get install -y $need >/dev/null \
+    || { apt-get update >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y $need >/dev/null; }

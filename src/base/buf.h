@@ -1,0 +1,26 @@
+/* buf: a growable byte buffer, the one way silt builds strings and blobs.
+ * Allocation failure aborts: a broker that cannot allocate a few bytes cannot
+ * answer honestly anyway, and it keeps every caller free of OOM branches. */
+#ifndef SILT_BUF_H
+#define SILT_BUF_H
+#include <stddef.h>
+#include <stdarg.h>
+
+typedef struct buf {
+    char  *data;   /* always NUL-terminated when cap > 0 */
+    size_t len;    /* bytes used, excluding the terminator */
+    size_t cap;    /* bytes allocated */
+} buf;
+
+void  buf_init(buf *b);
+void  buf_fini(buf *b);
+void  buf_reset(buf *b);                      /* len = 0, keeps memory */
+void  buf_reserve(buf *b, size_t extra);      /* room for extra more bytes */
+void  buf_append(buf *b, const void *p, size_t n);
+void  buf_puts(buf *b, const char *s);
+void  buf_putc(buf *b, char c);
+void  buf_printf(buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void  buf_vprintf(buf *b, const char *fmt, va_list ap);
+char *buf_steal(buf *b);                      /* hands the memory to the caller, resets b */
+
+#endif

@@ -1,0 +1,13 @@
+/* embed: files compiled into the binary (SQL migrations), generated at build
+ * time by scripts/embed.sh so the binary needs no files beside it. */
+#ifndef SILT_EMBED_H
+#define SILT_EMBED_H
+
+typedef struct embed_file {
+    const char *name;   /* file name, e.g. "001_schema.sql"; NULL ends a list */
+    const char *text;
+} embed_file;
+
+extern const embed_file embed_sql[];   /* sql/*.sql in name order */
+
+#endif

@@ -1,0 +1,13 @@
+/* cli: the command-line client subcommands. Each talks to a silt server over
+ * HTTP (URL from SILT_URL, default http://localhost:6632) and returns a process
+ * exit status: 0 ok, 1 the server refused or failed, 2 usage error. */
+#ifndef SILT_CLI_H
+#define SILT_CLI_H
+
+int cli_push(int argc, char **argv);
+int cli_pop(int argc, char **argv);
+int cli_ack(int argc, char **argv);
+int cli_configure(int argc, char **argv);
+int cli_bench(int argc, char **argv);
+
+#endif

@@ -1,0 +1,548 @@
+/* http_client: a small blocking HTTP/1.1 client (see http_client.h).
+ *
+ * One TCP connection per client, kept alive between requests. The socket is
+ * non-blocking and every wait goes through poll() against one deadline per
+ * request (connect, send and the whole response), so a silent server costs at
+ * most the configured timeout. Received bytes go into one input buffer from
+ * which lines and bodies are consumed; framing follows RFC 9112: chunked, else
+ * Content-Length, else until the server closes.
+ *
+ * A keep-alive connection may have been closed by the server while idle; that
+ * shows up as a failed send or an EOF before any response byte, and the
+ * request is then sent once more on a fresh connection. */
+#include "net/http_client.h"
+#include <ctype.h>
+#include <errno.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#define HTTP_MAX_LINE    (16 * 1024)          /* status, header or chunk-size line, bytes */
+#define HTTP_MAX_HEADERS 200                  /* header lines per response */
+#define HTTP_MAX_BODY    ((size_t)1 << 30)    /* response body, bytes */
+#define HTTP_READ_CHUNK  (64 * 1024)          /* bytes asked of one recv() */
+#define HTTP_RETRY       (-2)                 /* exchange failed on a stale connection */
+
+struct http_client {
+    char    host[256];      /* host name or address, IPv6 without brackets */
+    char    port[6];        /* decimal service for getaddrinfo */
+    char    hostport[272];  /* Host header value */
+    int     fd;             /* -1 when not connected */
+    int     timeout_ms;     /* per-request deadline, milliseconds */
+    bool    reused;         /* fd has already carried a complete response */
+    bool    got_bytes;      /* current exchange received a response byte */
+    bool    timed_out;      /* current exchange hit the deadline */
+    int64_t deadline;       /* CLOCK_MONOTONIC milliseconds, current request */
+    buf     in;             /* received bytes; [in_pos, in.len) not yet consumed */
+    size_t  in_pos;
+    char    error[256];
+};
+
+/* What the status line and headers say about the body that follows. */
+typedef struct http_head {
+    int    status;
+    bool   chunked;
+    bool   close;       /* the server will close after this response */
+    bool   has_length;
+    size_t length;      /* Content-Length, bytes */
+} http_head;
+
+static void set_error(http_client *c, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static void set_error(http_client *c, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(c->error, sizeof c->error, fmt, ap);
+    va_end(ap);
+}
+
+static int64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* ---- url -------------------------------------------------------------- */
+
+static int url_port(http_client *c, const char *p, const char **rest)
+{
+    size_t n = strspn(p, "0123456789");
+    if (n == 0 || n > 5) return -1;
+    long port = strtol(p, NULL, 10);
+    if (port < 1 || port > 65535) return -1;
+    snprintf(c->port, sizeof c->port, "%ld", port);
+    *rest = p + n;
+    return 0;
+}
+
+static int url_parse(http_client *c, const char *url)
+{
+    if (strncasecmp(url, "http://", 7) != 0) return -1;
+    const char *p = url + 7, *host = p, *end;
+    if (*p == '[') {
+        host = p + 1;
+        end = strchr(host, ']');
+        if (!end) return -1;
+        p = end + 1;
+    } else {
+        end = p + strcspn(p, ":/?#");
+        p = end;
+    }
+    size_t n = (size_t)(end - host);
+    if (n == 0 || n >= sizeof c->host || memchr(host, '@', n)) return -1;
+    memcpy(c->host, host, n);
+    c->host[n] = '\0';
+    strcpy(c->port, "80");
+    if (*p == ':' && url_port(c, p + 1, &p) < 0) return -1;
+    if (*p && *p != '/' && *p != '?' && *p != '#') return -1;
+    return 0;
+}
+
+static void set_hostport(http_client *c)
+{
+    bool v6 = strchr(c->host, ':') != NULL;
+    bool dflt = strcmp(c->port, "80") == 0;
+    snprintf(c->hostport, sizeof c->hostport, "%s%s%s%s%s", v6 ? "[" : "", c->host,
+             v6 ? "]" : "", dflt ? "" : ":", dflt ? "" : c->port);
+}
+
+/* ---- lifecycle -------------------------------------------------------- */
+
+http_client *http_client_new(const char *url)
+{
+    if (!url) return NULL;
+    http_client *c = calloc(1, sizeof *c);
+    if (!c) return NULL;
+    if (url_parse(c, url) < 0) { free(c); return NULL; }
+    set_hostport(c);
+    c->fd = -1;
+    c->timeout_ms = 60000;
+    buf_init(&c->in);
+    return c;
+}
+
+static void conn_close(http_client *c)
+{
+    if (c->fd >= 0) close(c->fd);
+    c->fd = -1;
+    c->reused = false;
+    buf_reset(&c->in);
+    c->in_pos = 0;
+}
+
+void http_client_free(http_client *c)
+{
+    if (!c) return;
+    conn_close(c);
+    buf_fini(&c->in);
+    free(c);
+}
+
+const char *http_client_error(const http_client *c) { return c->error; }
+
+void http_client_set_timeout(http_client *c, int timeout_ms)
+{
+    c->timeout_ms = timeout_ms > 0 ? timeout_ms : 60000;
+}
+
+void http_response_init(http_response *r)
+{
+    r->status = 0;
+    buf_init(&r->body);
+    buf_init(&r->content_type);
+}
+
+void http_response_fini(http_response *r)
+{
+    buf_fini(&r->body);
+    buf_fini(&r->content_type);
+    r->status = 0;
+}
+
+static void response_reset(http_response *r)
+{
+    r->status = 0;
+    buf_reset(&r->body);
+    buf_reserve(&r->body, 0);   /* body.data is never NULL after a request */
+    buf_reset(&r->content_type);
+    buf_reserve(&r->content_type, 0);
+}
+
+/* ---- socket i/o ------------------------------------------------------- */
+
+/* Waits until fd is ready for events or the request deadline passes. */
+static int wait_io(http_client *c, int fd, short events)
+{
+    for (;;) {
+        int64_t left = c->deadline - now_ms();
+        if (left <= 0) break;
+        struct pollfd pfd = { .fd = fd, .events = events, .revents = 0 };
+        int rc = poll(&pfd, 1, left > INT32_MAX ? INT32_MAX : (int)left);
+        if (rc > 0) return 0;
+        if (rc < 0 && errno != EINTR) {
+            set_error(c, "poll failed: %s", strerror(errno));
+            return -1;
+        }
+    }
+    c->timed_out = true;
+    set_error(c, "timeout after %d ms talking to %s", c->timeout_ms, c->hostport);
+    return -1;
+}
+
+/* One non-blocking connect attempt; fd or -1 with c->error set. */
+static int connect_one(http_client *c, const struct addrinfo *ai)
+{
+    int fd = socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC,
+                    ai->ai_protocol);
+    if (fd < 0) {
+        set_error(c, "could not create socket: %s", strerror(errno));
+        return -1;
+    }
+    int err = 0;
+    socklen_t len = sizeof err;
+    if (connect(fd, ai->ai_addr, ai->ai_addrlen) < 0) {
+        if (errno != EINPROGRESS) err = errno;
+        else if (wait_io(c, fd, POLLOUT) < 0) { close(fd); return -1; }
+        else if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0) err = errno;
+    }
+    if (err) {
+        set_error(c, "could not connect to %s: %s", c->hostport, strerror(err));
+        close(fd);
+        return -1;
+    }
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    return fd;
+}
+
+static int conn_open(http_client *c)
+{
+    struct addrinfo hints, *res = NULL;
+    memset(&hints, 0, sizeof hints);
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    int rc = getaddrinfo(c->host, c->port, &hints, &res);
+    if (rc != 0) {
+        set_error(c, "could not resolve host \"%s\": %s", c->host, gai_strerror(rc));
+        return -1;
+    }
+    for (struct addrinfo *ai = res; ai && c->fd < 0 && !c->timed_out; ai = ai->ai_next)
+        c->fd = connect_one(c, ai);
+    freeaddrinfo(res);
+    c->reused = false;
+    return c->fd >= 0 ? 0 : -1;
+}
+
+static int send_all(http_client *c, const char *p, size_t n)
+{
+    while (n > 0) {
+        ssize_t w = send(c->fd, p, n, MSG_NOSIGNAL);
+        if (w > 0) { p += w; n -= (size_t)w; continue; }
+        if (w < 0 && errno == EINTR) continue;
+        if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            if (wait_io(c, c->fd, POLLOUT) < 0) return -1;
+            continue;
+        }
+        set_error(c, "could not send to %s: %s", c->hostport, strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+/* Reads more bytes into c->in: 1 got some, 0 the server closed, -1 error. */
+static int fill(http_client *c)
+{
+    if (c->in_pos == c->in.len) {
+        buf_reset(&c->in);
+        c->in_pos = 0;
+    }
+    buf_reserve(&c->in, HTTP_READ_CHUNK);
+    for (;;) {
+        ssize_t r = recv(c->fd, c->in.data + c->in.len, c->in.cap - c->in.len - 1, 0);
+        if (r > 0) {
+            c->in.len += (size_t)r;
+            c->in.data[c->in.len] = '\0';
+            c->got_bytes = true;
+            return 1;
+        }
+        if (r == 0) return 0;
+        if (errno == EINTR) continue;
+        if (errno != EAGAIN && errno != EWOULDBLOCK) {
+            set_error(c, "could not receive from %s: %s", c->hostport, strerror(errno));
+            return -1;
+        }
+        if (wait_io(c, c->fd, POLLIN) < 0) return -1;
+    }
+}
+
+/* fill() for when the response is not complete yet: EOF is an error. */
+static int fill_more(http_client *c)
+{
+    int rc = fill(c);
+    if (rc == 0)
+        set_error(c, "%s closed the connection %s", c->hostport,
+                  c->got_bytes ? "mid-response" : "before responding");
+    return rc > 0 ? 0 : -1;
+}
+
+/* ---- response parsing ------------------------------------------------- */
+
+/* Next line without its CRLF (a bare LF is accepted) into line. */
+static int read_line(http_client *c, buf *line)
+{
+    for (;;) {
+        char *start = c->in.data + c->in_pos;
+        size_t avail = c->in.len - c->in_pos;
+        char *nl = avail ? memchr(start, '\n', avail) : NULL;
+        if (nl) {
+            size_t n = (size_t)(nl - start);
+            buf_reset(line);
+            buf_append(line, start, n > 0 && start[n - 1] == '\r' ? n - 1 : n);
+            c->in_pos += n + 1;
+            return 0;
+        }
+        if (avail > HTTP_MAX_LINE) {
+            set_error(c, "response line longer than %d bytes", HTTP_MAX_LINE);
+            return -1;
+        }
+        if (fill_more(c) < 0) return -1;
+    }
+}
+
+/* Moves n bytes of body into out. */
+static int read_exact(http_client *c, size_t n, buf *out)
+{
+    while (n > 0) {
+        size_t avail = c->in.len - c->in_pos;
+        if (avail == 0) {
+            if (fill_more(c) < 0) return -1;
+            continue;
+        }
+        size_t take = avail < n ? avail : n;
+        buf_append(out, c->in.data + c->in_pos, take);
+        c->in_pos += take;
+        n -= take;
+    }
+    return 0;
+}
+
+static int read_until_close(http_client *c, buf *out)
+{
+    for (;;) {
+        size_t avail = c->in.len - c->in_pos;
+        if (out->len + avail > HTTP_MAX_BODY) {
+            set_error(c, "response body larger than %zu bytes", HTTP_MAX_BODY);
+            return -1;
+        }
+        buf_append(out, c->in.data + c->in_pos, avail);
+        c->in_pos += avail;
+        int rc = fill(c);
+        if (rc <= 0) return rc;
+    }
+}
+
+static int parse_size(const char *s, int base, size_t *out)
+{
+    if (!(base == 16 ? isxdigit((unsigned char)*s) : (*s >= '0' && *s <= '9'))) return -1;
+    errno = 0;
+    char *end;
+    unsigned long long v = strtoull(s, &end, base);
+    if (errno || v > HTTP_MAX_BODY) return -1;
+    while (*end == ' ' || *end == '\t') end++;
+    if (*end && !(base == 16 && *end == ';')) return -1;   /* chunk extensions */
+    *out = (size_t)v;
+    return 0;
+}
+
+static int read_chunked(http_client *c, buf *line, buf *out)
+{
+    for (;;) {
+        size_t n;
+        if (read_line(c, line) < 0) return -1;
+        if (parse_size(line->data, 16, &n) < 0 || out->len + n > HTTP_MAX_BODY) {
+            set_error(c, "malformed chunk size \"%.40s\"", line->data);
+            return -1;
+        }
+        if (n == 0) break;
+        if (read_exact(c, n, out) < 0 || read_line(c, line) < 0) return -1;
+        if (line->len != 0) {
+            set_error(c, "malformed chunk terminator");
+            return -1;
+        }
+    }
+    do {   /* trailer section up to the empty line */
+        if (read_line(c, line) < 0) return -1;
+    } while (line->len != 0);
+    return 0;
+}
+
+static int parse_status(http_client *c, const char *s, http_head *h)
+{
+    if (strncmp(s, "HTTP/1.", 7) != 0 || (s[7] != '0' && s[7] != '1') || s[8] != ' '
+        || !isdigit((unsigned char)s[9]) || !isdigit((unsigned char)s[10])
+        || !isdigit((unsigned char)s[11]) || (s[12] != ' ' && s[12] != '\0')) {
+        set_error(c, "malformed status line \"%.60s\"", s);
+        return -1;
+    }
+    memset(h, 0, sizeof *h);
+    h->status = (s[9] - '0') * 100 + (s[10] - '0') * 10 + (s[11] - '0');
+    h->close = s[7] == '0';   /* HTTP/1.0 closes unless it says keep-alive */
+    return 0;
+}
+
+static bool has_token(const char *value, const char *token)
+{
+    return strcasestr(value, token) != NULL;
+}
+
+static int parse_header(http_client *c, char *line, http_head *h, http_response *out)
+{
+    char *colon = strchr(line, ':');
+    if (!colon || colon == line) {
+        set_error(c, "malformed header line \"%.60s\"", line);
+        return -1;
+    }
+    *colon = '\0';
+    char *v = colon + 1;
+    while (*v == ' ' || *v == '\t') v++;
+    for (char *e = v + strlen(v); e > v && (e[-1] == ' ' || e[-1] == '\t'); ) *--e = '\0';
+    if (strcasecmp(line, "content-length") == 0) {
+        if (parse_size(v, 10, &h->length) < 0) {
+            set_error(c, "bad content-length \"%.40s\"", v);
+            return -1;
+        }
+        h->has_length = true;
+    } else if (strcasecmp(line, "transfer-encoding") == 0) {
+        h->chunked = has_token(v, "chunked");
+    } else if (strcasecmp(line, "connection") == 0) {
+        if (has_token(v, "close")) h->close = true;
+        else if (has_token(v, "keep-alive")) h->close = false;
+    } else if (strcasecmp(line, "content-type") == 0) {
+        buf_reset(&out->content_type);
+        buf_puts(&out->content_type, v);
+    }
+    return 0;
+}
+
+static int read_head(http_client *c, buf *line, http_head *h, http_response *out)
+{
+    if (read_line(c, line) < 0 || parse_status(c, line->data, h) < 0) return -1;
+    for (int n = 0;; n++) {
+        if (read_line(c, line) < 0) return -1;
+        if (line->len == 0) return 0;
+        if (n == HTTP_MAX_HEADERS) {
+            set_error(c, "more than %d response headers", HTTP_MAX_HEADERS);
+            return -1;
+        }
+        if (parse_header(c, line->data, h, out) < 0) return -1;
+    }
+}
+
+static int read_body(http_client *c, buf *line, http_head *h, bool head_req, buf *out)
+{
+    if (head_req || h->status == 204 || h->status == 304) return 0;
+    if (h->chunked) return read_chunked(c, line, out);
+    if (h->has_length) return read_exact(c, h->length, out);
+    h->close = true;
+    return read_until_close(c, out);
+}
+
+static int read_response(http_client *c, bool head_req, http_response *out)
+{
+    buf line;
+    buf_init(&line);
+    http_head h;
+    int rc;
+    do {   /* interim 1xx responses carry no body and are skipped */
+        rc = read_head(c, &line, &h, out);
+    } while (rc == 0 && h.status < 200);
+    if (rc == 0) rc = read_body(c, &line, &h, head_req, &out->body);
+    buf_fini(&line);
+    if (rc < 0) return -1;
+    out->status = h.status;
+    /* Bytes past the response were not asked for: the stream is out of step. */
+    if (h.close || c->in_pos != c->in.len) conn_close(c);
+    else c->reused = true;
+    return 0;
+}
+
+/* ---- request ---------------------------------------------------------- */
+
+static bool method_has_body(const char *method)
+{
+    return strcmp(method, "POST") == 0 || strcmp(method, "PUT") == 0
+        || strcmp(method, "PATCH") == 0;
+}
+
+static bool token_ok(const char *s)
+{
+    if (!*s) return false;
+    for (; *s; s++)
+        if ((unsigned char)*s <= ' ' || *s == 0x7f) return false;
+    return true;
+}
+
+static void build_request(const http_client *c, buf *req, const char *method,
+                          const char *path, const char *body, size_t body_len)
+{
+    buf_printf(req, "%s %s HTTP/1.1\r\nHost: %s\r\nUser-Agent: silt\r\n"
+               "Accept: application/json\r\nConnection: keep-alive\r\n",
+               method, path, c->hostport);
+    if (body)
+        buf_printf(req, "Content-Type: application/json\r\nContent-Length: %zu\r\n",
+                   body_len);
+    else if (method_has_body(method))
+        buf_puts(req, "Content-Length: 0\r\n");
+    buf_puts(req, "\r\n");
+    if (body) buf_append(req, body, body_len);
+}
+
+/* One attempt. HTTP_RETRY when a reused connection proved stale before any
+ * response byte arrived: the server never saw the request. */
+static int exchange(http_client *c, const buf *req, bool head_req, http_response *out)
+{
+    bool reused = c->fd >= 0;
+    c->got_bytes = false;
+    if (!reused && conn_open(c) < 0) return -1;
+    int rc = send_all(c, req->data, req->len);
+    if (rc == 0) rc = read_response(c, head_req, out);
+    if (rc == 0) return 0;
+    conn_close(c);
+    response_reset(out);
+    return reused && !c->got_bytes && !c->timed_out ? HTTP_RETRY : -1;
+}
+
+int http_request(http_client *c, const char *method, const char *path,
+                 const char *body, size_t body_len, http_response *out)
+{
+    response_reset(out);
+    c->error[0] = '\0';
+    if (!token_ok(method) || !token_ok(path) || path[0] != '/') {
+        set_error(c, "invalid request line");
+        return -1;
+    }
+    buf req;
+    buf_init(&req);
+    build_request(c, &req, method, path, body, body_len);
+    c->timed_out = false;
+    c->deadline = now_ms() + c->timeout_ms;
+    bool head_req = strcmp(method, "HEAD") == 0;
+    int rc = exchange(c, &req, head_req, out);
+    if (rc == HTTP_RETRY) rc = exchange(c, &req, head_req, out);
+    buf_fini(&req);
+    return rc == 0 ? 0 : -1;
+}

@@ -1,0 +1,79 @@
+/* harness: runs registered tests, each in its own forked process with a
+ * timeout (HARNESS_TIMEOUT seconds, default 60). Arguments filter tests by
+ * substring. The last line is always "N passed, N failed". */
+#include "harness.h"
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define HARNESS_MAX 1024
+
+static struct { const char *name; harness_fn fn; } tests[HARNESS_MAX];
+static int ntests;
+
+void harness_register(const char *name, harness_fn fn)
+{
+    if (ntests < HARNESS_MAX) { tests[ntests].name = name; tests[ntests].fn = fn; ntests++; }
+}
+
+void harness_fail(const char *file, int line, const char *what)
+{
+    fprintf(stderr, "    %s:%d: check failed: %s\n", file, line, what);
+    fflush(stderr);
+    _exit(1);
+}
+
+void harness_failf(const char *file, int line, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "    %s:%d: ", file, line);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    fflush(stderr);
+    _exit(1);
+}
+
+static int selected(const char *name, int argc, char **argv)
+{
+    if (argc < 2) return 1;
+    for (int i = 1; i < argc; i++)
+        if (strstr(name, argv[i])) return 1;
+    return 0;
+}
+
+static int run_one(int i, int timeout)
+{
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid == 0) {
+        alarm((unsigned)timeout);
+        tests[i].fn();
+        _exit(0);
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return 1;
+    if (WIFSIGNALED(status))
+        fprintf(stderr, "    killed by signal %d%s\n", WTERMSIG(status),
+                WTERMSIG(status) == SIGALRM ? " (timeout)" : "");
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    const char *t = getenv("HARNESS_TIMEOUT");
+    int timeout = t ? atoi(t) : 60, passed = 0, failed = 0;
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    for (int i = 0; i < ntests; i++) {
+        if (!selected(tests[i].name, argc, argv)) continue;
+        if (run_one(i, timeout)) { passed++; printf("ok   %s\n", tests[i].name); }
+        else { failed++; printf("FAIL %s\n", tests[i].name); }
+    }
+    printf("%d passed, %d failed\n", passed, failed);
+    return failed ? 1 : 0;
+}

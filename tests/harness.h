@@ -1,0 +1,31 @@
+/* harness: a tiny test runner. Each TEST is a plain function registered at load
+ * time; the runner forks one process per test with a timeout so a crash or a
+ * hang fails that test only, then prints "N passed, N failed". */
+#ifndef SILT_HARNESS_H
+#define SILT_HARNESS_H
+#include <stdint.h>
+#include <string.h>
+
+typedef void (*harness_fn)(void);
+void harness_register(const char *name, harness_fn fn);
+_Noreturn void harness_fail(const char *file, int line, const char *what);
+_Noreturn void harness_failf(const char *file, int line, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+#define TEST(name)                                                        \
+    static void name(void);                                               \
+    __attribute__((constructor)) static void register_##name(void)        \
+    { harness_register(#name, name); }                                    \
+    static void name(void)
+
+#define CHECK(cond) \
+    do { if (!(cond)) harness_fail(__FILE__, __LINE__, #cond); } while (0)
+#define CHECK_INT(a, b)                                                   \
+    do { long long a_ = (long long)(a), b_ = (long long)(b);              \
+         if (a_ != b_) harness_failf(__FILE__, __LINE__, "%s == %lld, expected %lld", #a, a_, b_); } while (0)
+#define CHECK_STR(a, b)                                                   \
+    do { const char *a_ = (a), *b_ = (b);                                 \
+         if (!a_ || !b_ || strcmp(a_, b_) != 0)                           \
+             harness_failf(__FILE__, __LINE__, "%s == \"%s\", expected \"%s\"", #a, a_ ? a_ : "(null)", b_ ? b_ : "(null)"); } while (0)
+
+#endif
