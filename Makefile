@@ -7,7 +7,8 @@ CC      ?= cc
 OPT     ?= -O2 -g
 WERROR  ?=
 SAN     ?=
-SANFLAGS = $(if $(SAN),-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined)
+SANITIZERS = -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+SANFLAGS = $(if $(SAN),$(SANITIZERS))
 CFLAGS   = -std=c11 -D_GNU_SOURCE $(OPT) -Wall -Wextra -Wformat=2 -Wstrict-prototypes \
            $(WERROR) $(SANFLAGS) -Isrc -I$(BUILD)/gen $(shell pkg-config --cflags $(PKGS))
 LDFLAGS  = $(SANFLAGS)

@@ -71,18 +71,21 @@ END $$;
 -- Appends one segment to a partition (created on first use). Offsets and
 -- created_at are assigned under the partition row lock, so created_at never
 -- decreases with offset. With p_probe, a segment holding a transactionId
--- already pushed inside the queue's dedupWindowSeconds is not written; the
--- duplicates are returned instead and the caller re-encodes without them.
+-- already pushed inside the queue's dedupWindowSeconds is refused with
+-- SQLSTATE SLD01 and the duplicates ("frame:message-id-hex,...") as DETAIL,
+-- which aborts the whole flush; the caller re-encodes without them and
+-- retries, so a flush stays all-or-nothing.
 CREATE FUNCTION queen.push_segment(p_queue text, p_partition text, p_count integer,
                                    p_blob bytea, p_hashes bytea, p_ids bytea,
                                    p_probe boolean,
                                    OUT partition_id uuid, OUT base_offset bigint,
-                                   OUT created_at timestamptz, OUT duplicates text)
+                                   OUT created_at timestamptz)
 LANGUAGE plpgsql AS $$
 #variable_conflict use_variable
 DECLARE
     part   queen.log_partitions%ROWTYPE;
     win    integer;
+    dups   text;
 BEGIN
     SELECT * INTO part FROM queen.log_partitions p
      WHERE p.queue = p_queue AND p.name = p_partition FOR UPDATE;
@@ -97,9 +100,11 @@ BEGIN
         SELECT (q.options->>'dedupWindowSeconds')::integer INTO win
           FROM queen.queues q WHERE q.name = p_queue;
         IF win > 0 THEN
-            duplicates := queen.find_duplicates(part.id, part.txns_start,
-                                                created_at - make_interval(secs => win), p_hashes);
-            IF duplicates IS NOT NULL THEN base_offset := -1; RETURN; END IF;
+            dups := queen.find_duplicates(part.id, part.txns_start,
+                                          created_at - make_interval(secs => win), p_hashes);
+            IF dups IS NOT NULL THEN
+                RAISE EXCEPTION 'duplicate transaction ids' USING ERRCODE = 'SLD01', DETAIL = dups;
+            END IF;
         END IF;
     END IF;
     base_offset := part.last_offset + 1;

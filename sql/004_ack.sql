@@ -169,18 +169,20 @@ BEGIN
     RETURN QUERY SELECT * FROM unnest(res);
 END $$;
 
--- Acks a batch: items [{"i": index, "p": partitionId, "h": hash hex,
--- "s": c|f|r|d, "l": leaseId|null}], partitions locked in id order.
-CREATE FUNCTION queen.ack(p_group text, p_items jsonb)
+-- Acks a batch: items [{"i": index, "g": consumerGroup, "p": partitionId,
+-- "h": hash hex, "s": c|f|r|d, "l": leaseId|null}]. Cursors are locked in
+-- (partition, group) order, so concurrent batches cannot deadlock.
+CREATE FUNCTION queen.ack(p_items jsonb)
 RETURNS SETOF queen.ack_result LANGUAGE plpgsql AS $$
-#variable_conflict use_variable
 DECLARE
-    pid uuid;
+    k record;
 BEGIN
-    FOR pid IN SELECT DISTINCT (x->>'p')::uuid FROM jsonb_array_elements(p_items) x ORDER BY 1
+    FOR k IN SELECT DISTINCT (x->>'p')::uuid AS pid, x->>'g' AS grp
+               FROM jsonb_array_elements(p_items) x ORDER BY 1, 2
     LOOP
-        RETURN QUERY SELECT * FROM queen.ack_partition(p_group, pid,
-            (SELECT jsonb_agg(x) FROM jsonb_array_elements(p_items) x WHERE (x->>'p')::uuid = pid));
+        RETURN QUERY SELECT * FROM queen.ack_partition(k.grp, k.pid,
+            (SELECT jsonb_agg(x) FROM jsonb_array_elements(p_items) x
+              WHERE (x->>'p')::uuid = k.pid AND x->>'g' = k.grp));
     END LOOP;
 END $$;
 

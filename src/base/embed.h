@@ -8,6 +8,6 @@ typedef struct embed_file {
     const char *text;
 } embed_file;
 
-extern const embed_file embed_sql[];   /* sql/*.sql in name order */
+extern const embed_file embed_sql[];   /* the sql directory, in name order */
 
 #endif

@@ -352,7 +352,7 @@ static void handle_odd_headers(int conn, int fd)
     buf_fini(&req);
 }
 
-TEST(http_client_header_case_interim_and_204)
+TEST(http_client_header_case_and_interim)
 {
     fake_server s;
     fake_start(&s, handle_odd_headers);

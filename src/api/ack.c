@@ -1,0 +1,153 @@
+/* ack: POST /api/v1/ack, /api/v1/ack/batch and /api/v1/lease/:leaseId/extend. */
+#include <stdlib.h>
+#include <string.h>
+#include "api/api.h"
+#include "base/ids.h"
+#include "db/result.h"
+#include "streams/ack.h"
+
+#define QUEUE_MODE "__QUEUE_MODE__"
+
+typedef struct ack_call {
+    httpd_req *req;
+    server    *srv;
+} ack_call;
+
+static int read_status(httpd_req *req, const json_doc *d, uint32_t obj, size_t i, char *status)
+{
+    static const struct { const char *name; char code; } statuses[] = {
+        { "completed", 'c' }, { "success", 'c' }, { "failed", 'f' }, { "retry", 'r' }, { "dlq", 'd' },
+    };
+    int v = json_get(d, obj, "status");
+    *status = 'c';
+    if (v < 0 || d->tokens[v].type == JSON_NULL) return 0;
+    for (size_t k = 0; k < sizeof statuses / sizeof statuses[0]; k++)
+        if (d->tokens[v].type == JSON_STRING && json_str_eq(d, (uint32_t)v, statuses[k].name)) {
+            *status = statuses[k].code;
+            return 0;
+        }
+    httpd_error_field(req, 400, "field", "status", "acknowledgments[%zu]: status must be completed, success, failed, retry or dlq", i);
+    return -1;
+}
+
+static int read_uuid_field(httpd_req *req, const json_doc *d, uint32_t obj, const char *key, char out[37])
+{
+    char *text = NULL;
+    uint8_t id[16];
+    out[0] = '\0';
+    if (api_opt_string(req, d, obj, key, &text) < 0) return -1;
+    if (!text) return 0;
+    int bad = ids_uuid_parse(text, strlen(text), id) < 0;
+    free(text);
+    if (bad) { httpd_error_field(req, 400, "field", key, "invalid %s", key); return -1; }
+    ids_uuid_format(id, out);
+    return 0;
+}
+
+static int read_item(httpd_req *req, const json_doc *d, uint32_t obj, size_t i, const char *group, ack_item *it)
+{
+    if (d->tokens[obj].type != JSON_OBJECT) { httpd_error(req, 400, "acknowledgments[%zu] must be an object", i); return -1; }
+    if (api_opt_string(req, d, obj, "transactionId", &it->txn) < 0) return -1;
+    if (!it->txn) { httpd_error_field(req, 400, "field", "transactionId", "transactionId is required"); return -1; }
+    if (read_uuid_field(req, d, obj, "partitionId", it->partition_id) < 0) return -1;
+    if (!it->partition_id[0]) {
+        httpd_error_field(req, 400, "field", "partitionId", "partitionId is required to ensure message uniqueness");
+        return -1;
+    }
+    if (read_uuid_field(req, d, obj, "leaseId", it->lease_id) < 0 || read_status(req, d, obj, i, &it->status) < 0 ||
+        api_opt_string(req, d, obj, "consumerGroup", &it->group) < 0 || api_opt_string(req, d, obj, "error", &it->error_text) < 0)
+        return -1;
+    if (!it->group) it->group = strdup(group);
+    return 0;
+}
+
+static void reply_results(httpd_req *req, server *srv, const ack_request *a)
+{
+    buf out;
+    buf_init(&out);
+    buf_putc(&out, '[');
+    for (size_t i = 0; i < a->n; i++) {
+        const ack_item *it = &a->items[i];
+        srv->stats.acked += it->success;
+        srv->stats.dead_lettered += it->dlq;
+        buf_printf(&out, "%s{\"index\":%zu,\"transactionId\":", i ? "," : "", i);
+        json_put_cstr(&out, it->txn);
+        buf_printf(&out, ",\"success\":%s,\"error\":", it->success ? "true" : "false");
+        json_put_cstr(&out, it->error);
+        buf_printf(&out, ",\"leaseReleased\":%s,\"dlq\":%s,\"noop\":%s%s}", it->lease_released ? "true" : "false",
+                   it->dlq ? "true" : "false", it->noop ? "true" : "false", it->dropped ? ",\"dropped\":true" : "");
+    }
+    buf_putc(&out, ']');
+    httpd_reply_buf(req, 200, &out);
+}
+
+static void ack_done(ack_request *a, void *arg)
+{
+    ack_call *c = arg;
+    if (a->error) api_engine_error(c->req, a->error, a->unavailable);
+    else reply_results(c->req, c->srv, a);
+    ack_request_free(a);
+    free(c);
+}
+
+static void submit(httpd_req *req, server *srv, ack_request *a)
+{
+    ack_call *c = calloc(1, sizeof *c);
+    if (!c) abort();
+    c->req = req;
+    c->srv = srv;
+    a->done = ack_done;
+    a->arg = c;
+    ack_submit(srv->pool, srv->max_segment_bytes, a);
+}
+
+static ack_request *new_request(size_t n)
+{
+    ack_request *a = calloc(1, sizeof *a);
+    if (!a) abort();
+    a->items = calloc(n ? n : 1, sizeof *a->items);
+    if (!a->items) abort();
+    a->n = n;
+    return a;
+}
+
+void api_ack(httpd_req *req, server *srv)
+{
+    json_doc d;
+    json_doc_init(&d);
+    ack_request *a = NULL;
+    if (api_read_object(req, srv, &d) == 0) {
+        a = new_request(1);
+        if (read_item(req, &d, 0, 0, QUEUE_MODE, &a->items[0]) < 0) { ack_request_free(a); a = NULL; }
+    }
+    json_doc_fini(&d);
+    if (a) submit(req, srv, a);
+}
+
+static ack_request *read_batch(httpd_req *req, server *srv, const json_doc *d)
+{
+    char *group = NULL;
+    if (api_opt_string(req, d, 0, "consumerGroup", &group) < 0) return NULL;
+    int list = json_get(d, 0, "acknowledgments");
+    ack_request *a = NULL;
+    if (list < 0 || d->tokens[list].type != JSON_ARRAY) httpd_error(req, 400, "acknowledgments array is required");
+    else if (d->tokens[list].count > (uint32_t)srv->cfg.max_items) httpd_error(req, 413, "too many acknowledgments");
+    else a = new_request(d->tokens[list].count);
+    uint32_t tok = (uint32_t)list + 1;
+    for (size_t i = 0; a && i < a->n; i++, tok = d->tokens[tok].next)
+        if (read_item(req, d, tok, i, group ? group : QUEUE_MODE, &a->items[i]) < 0) { ack_request_free(a); a = NULL; }
+    free(group);
+    return a;
+}
+
+void api_ack_batch(httpd_req *req, server *srv)
+{
+    json_doc d;
+    json_doc_init(&d);
+    ack_request *a = NULL;
+    if (api_read_object(req, srv, &d) == 0) a = read_batch(req, srv, &d);
+    json_doc_fini(&d);
+    if (!a) return;
+    if (a->n == 0) { ack_request_free(a); httpd_reply(req, 200, "[]", 2); return; }
+    submit(req, srv, a);
+}

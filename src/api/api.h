@@ -1,0 +1,41 @@
+/* api: the HTTP handlers, one file per resource, and the helpers they share
+ * for reading requests. Handlers translate JSON to engine calls and engine
+ * results back to JSON; the rules themselves live in src/streams and sql/. */
+#ifndef SILT_API_H
+#define SILT_API_H
+#include <stdbool.h>
+#include <stdint.h>
+#include "api/server.h"
+#include "base/json.h"
+#include "net/httpd.h"
+#include "streams/options.h"
+
+typedef void (*api_handler)(httpd_req *req, server *srv);
+
+void api_dispatch(httpd_req *req, void *srv);
+
+void api_health(httpd_req *req, server *srv);
+void api_metrics(httpd_req *req, server *srv);
+void api_configure(httpd_req *req, server *srv);
+void api_push(httpd_req *req, server *srv);
+void api_pop(httpd_req *req, server *srv);
+void api_ack(httpd_req *req, server *srv);
+void api_ack_batch(httpd_req *req, server *srv);
+void api_lease_extend(httpd_req *req, server *srv);
+
+/* Request helpers (request.c). Each replies with a 4xx itself and returns -1
+ * when the input is bad, so a handler just returns. */
+int  api_read_object(httpd_req *req, server *srv, json_doc *doc) __attribute__((warn_unused_result));
+/* Optional string member: *out NULL when absent or null; 400 naming the field
+ * when present with another type or empty. */
+int  api_opt_string(httpd_req *req, const json_doc *d, uint32_t obj, const char *key, char **out)
+     __attribute__((warn_unused_result));
+/* Query parameters. */
+int  api_query_int(httpd_req *req, const char *key, int64_t fallback, int64_t min, int64_t max, int64_t *out)
+     __attribute__((warn_unused_result));
+int  api_query_bool(httpd_req *req, const char *key, bool fallback, bool *out) __attribute__((warn_unused_result));
+/* Reply for a failed engine call: 503 when PostgreSQL is unreachable, 400
+ * for data errors PostgreSQL rejected, 500 otherwise. */
+void api_engine_error(httpd_req *req, const char *error, bool unavailable);
+
+#endif

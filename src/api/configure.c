@@ -1,0 +1,65 @@
+/* configure: POST /api/v1/configure — create a queue or merge its options. */
+#include <stdlib.h>
+#include <string.h>
+#include "api/api.h"
+
+typedef struct configure_call {
+    httpd_req *req;
+    server    *srv;
+    char      *queue;
+} configure_call;
+
+static void configure_done(void *arg, const db_reply *reply)
+{
+    configure_call *c = arg;
+    if (reply->error) {
+        api_engine_error(c->req, reply->error, reply->unavailable);
+    } else {
+        const PGresult *r = reply->results[0];
+        buf out;
+        buf_init(&out);
+        buf_puts(&out, "{\"configured\":true,\"queue\":");
+        json_put_cstr(&out, c->queue);
+        buf_puts(&out, ",\"namespace\":");
+        json_put_cstr(&out, PQgetisnull(r, 0, 0) ? NULL : PQgetvalue(r, 0, 0));
+        buf_puts(&out, ",\"task\":");
+        json_put_cstr(&out, PQgetisnull(r, 0, 1) ? NULL : PQgetvalue(r, 0, 1));
+        buf_printf(&out, ",\"options\":%s}", PQgetvalue(r, 0, 2));
+        httpd_reply_buf(c->req, 200, &out);
+    }
+    free(c->queue);
+    free(c);
+}
+
+void api_configure(httpd_req *req, server *srv)
+{
+    json_doc d;
+    json_doc_init(&d);
+    char *queue = NULL, *ns = NULL, *task = NULL;
+    buf patch;
+    buf_init(&patch);
+    if (api_read_object(req, srv, &d) < 0) goto out;
+    if (api_opt_string(req, &d, 0, "queue", &queue) < 0 || api_opt_string(req, &d, 0, "namespace", &ns) < 0 ||
+        api_opt_string(req, &d, 0, "task", &task) < 0) goto out;
+    if (!queue) { httpd_error(req, 400, "queue is required"); goto out; }
+    const char *bad = NULL;
+    char err[256];
+    if (options_patch(&d, json_get(&d, 0, "options"), &patch, &bad, err, sizeof err) < 0) {
+        httpd_error_field(req, 400, "invalid", bad, "%s", err);
+        goto out;
+    }
+    configure_call *c = calloc(1, sizeof *c);
+    if (!c) abort();
+    c->req = req;
+    c->srv = srv;
+    c->queue = queue;
+    queue = NULL;
+    const char *values[4] = { c->queue, ns, task, patch.data };
+    db_job *job = db_job_new(configure_done, c);
+    db_job_call(job, STMT_CONFIGURE, values, NULL, NULL);
+    db_submit(srv->pool, job);
+out:
+    free(queue); free(ns); free(task);
+    buf_fini(&patch);
+    json_doc_fini(&d);
+}

@@ -1,0 +1,47 @@
+/* health: the readiness gate (/health) and Prometheus metrics. */
+#include <stdio.h>
+#include <unistd.h>
+#include "api/api.h"
+
+void api_health(httpd_req *req, server *srv)
+{
+    static const char up[] =
+        "{\"status\":\"healthy\",\"database\":\"connected\",\"version\":\"" SILT_VERSION "\"}";
+    static const char down[] =
+        "{\"status\":\"unhealthy\",\"database\":\"disconnected\",\"version\":\"" SILT_VERSION "\"}";
+    if (db_pool_ready(srv->pool) && !srv->draining) httpd_reply(req, 200, up, sizeof up - 1);
+    else httpd_reply(req, 503, down, sizeof down - 1);
+}
+
+static long resident_bytes(void)
+{
+    long pages = 0, resident = 0;
+    FILE *f = fopen("/proc/self/statm", "r");
+    if (!f) return 0;
+    if (fscanf(f, "%ld %ld", &pages, &resident) != 2) resident = 0;
+    fclose(f);
+    return resident * sysconf(_SC_PAGESIZE);
+}
+
+void api_metrics(httpd_req *req, server *srv)
+{
+    const server_stats *s = &srv->stats;
+    buf out;
+    buf_init(&out);
+    buf_printf(&out,
+        "# TYPE silt_messages_pushed_total counter\nsilt_messages_pushed_total %llu\n"
+        "# TYPE silt_push_duplicates_total counter\nsilt_push_duplicates_total %llu\n"
+        "# TYPE silt_messages_popped_total counter\nsilt_messages_popped_total %llu\n"
+        "# TYPE silt_acks_total counter\nsilt_acks_total %llu\n"
+        "# TYPE silt_dead_letters_total counter\nsilt_dead_letters_total %llu\n"
+        "# TYPE silt_http_requests_in_flight gauge\nsilt_http_requests_in_flight %d\n"
+        "# TYPE silt_database_up gauge\nsilt_database_up %d\n"
+        "# TYPE process_resident_memory_bytes gauge\nprocess_resident_memory_bytes %ld\n",
+        (unsigned long long)s->pushed, (unsigned long long)s->duplicates, (unsigned long long)s->popped,
+        (unsigned long long)s->acked, (unsigned long long)s->dead_lettered,
+        httpd_inflight(srv->http) - 1, db_pool_ready(srv->pool) ? 1 : 0, resident_bytes());
+    if (req->ev)
+        evhttp_add_header(evhttp_request_get_output_headers(req->ev), "Content-Type", "text/plain; version=0.0.4");
+    httpd_reply(req, 200, out.data, out.len);
+    buf_fini(&out);
+}

@@ -1,0 +1,73 @@
+/* lease: POST /api/v1/lease/:leaseId/extend — renews every partition lease
+ * held under one leaseId, never shortening one. */
+#include <stdlib.h>
+#include <string.h>
+#include "api/api.h"
+#include "base/ids.h"
+#include "db/result.h"
+
+#define MAX_EXTEND_SECONDS 86400
+
+typedef struct lease_call {
+    httpd_req *req;
+    char       lease_id[IDS_UUID_TEXT];
+} lease_call;
+
+static void extend_done(void *arg, const db_reply *reply)
+{
+    lease_call *c = arg;
+    if (reply->error) { api_engine_error(c->req, reply->error, reply->unavailable); free(c); return; }
+    const PGresult *r = reply->results[0];
+    int renewed = atoi(PQgetvalue(r, 0, 0));
+    buf out;
+    buf_init(&out);
+    buf_printf(&out, "{\"leaseId\":\"%s\",\"success\":%s,\"renewed\":%d,\"expiresAt\":", c->lease_id,
+               renewed > 0 ? "true" : "false", renewed);
+    if (renewed > 0) {
+        char iso[32];
+        db_iso_time(PQgetvalue(r, 0, 1), iso);
+        buf_printf(&out, "\"%s\"}", iso);
+    } else {
+        buf_puts(&out, "null,\"error\":\"lease not found or expired\"}");
+    }
+    httpd_reply_buf(c->req, 200, &out);
+    free(c);
+}
+
+static int read_seconds(httpd_req *req, server *srv, int64_t *seconds)
+{
+    *seconds = 60;
+    if (req->body_len == 0) return 0;
+    json_doc d;
+    json_doc_init(&d);
+    int rc = api_read_object(req, srv, &d);
+    int v = rc == 0 ? json_get(&d, 0, "seconds") : -1;
+    if (v >= 0 && d.tokens[v].type != JSON_NULL &&
+        (json_int64(&d, (uint32_t)v, seconds) < 0 || *seconds < 1 || *seconds > MAX_EXTEND_SECONDS)) {
+        httpd_error_field(req, 400, "field", "seconds", "seconds must be an integer from 1 to %d", MAX_EXTEND_SECONDS);
+        rc = -1;
+    }
+    json_doc_fini(&d);
+    return rc;
+}
+
+void api_lease_extend(httpd_req *req, server *srv)
+{
+    uint8_t id[16];
+    if (ids_uuid_parse(req->params[0], strlen(req->params[0]), id) < 0) {
+        httpd_error_field(req, 400, "field", "leaseId", "invalid leaseId");
+        return;
+    }
+    int64_t seconds;
+    if (read_seconds(req, srv, &seconds) < 0) return;
+    lease_call *c = calloc(1, sizeof *c);
+    if (!c) abort();
+    c->req = req;
+    ids_uuid_format(id, c->lease_id);
+    char secs[24];
+    snprintf(secs, sizeof secs, "%lld", (long long)seconds);
+    const char *values[2] = { c->lease_id, secs };
+    db_job *job = db_job_new(extend_done, c);
+    db_job_call(job, STMT_EXTEND_LEASE, values, NULL, NULL);
+    db_submit(srv->pool, job);
+}

@@ -1,0 +1,109 @@
+/* pop: GET /api/v1/pop/queue/:queue[/partition/:partition]. */
+#include <stdlib.h>
+#include <string.h>
+#include "api/api.h"
+#include "base/ids.h"
+#include "db/result.h"
+
+#define QUEUE_MODE "__QUEUE_MODE__"
+#define MAX_TIMEOUT_MS 3600000
+
+typedef struct pop_call {
+    httpd_req *req;
+    server    *srv;
+} pop_call;
+
+static void put_message(buf *out, const pop_request *p, const pop_msg *m)
+{
+    char id[IDS_UUID_TEXT], trace[IDS_UUID_TEXT], created[32];
+    ids_uuid_format(m->message_id, id);
+    db_format_time(m->created_us, created);
+    buf_printf(out, "{\"id\":\"%s\",\"transactionId\":", id);
+    json_put_str(out, m->txn, m->txn_len);
+    if (m->has_trace) { ids_uuid_format(m->trace_id, trace); buf_printf(out, ",\"traceId\":\"%s\"", trace); }
+    else buf_puts(out, ",\"traceId\":null");
+    buf_puts(out, ",\"data\":");
+    buf_append(out, m->payload, m->payload_len);
+    buf_printf(out, ",\"createdAt\":\"%s\",\"partitionId\":\"%s\",\"partition\":", created, p->partition_id);
+    json_put_cstr(out, p->partition_name);
+    buf_printf(out, ",\"leaseId\":\"%s\",\"consumerGroup\":", p->lease_id);
+    json_put_cstr(out, p->group);
+    buf_printf(out, ",\"producerSub\":null,\"offset\":%lld}", (long long)m->offset);
+}
+
+static void reply_messages(httpd_req *req, const pop_request *p)
+{
+    buf out;
+    buf_init(&out);
+    buf_puts(&out, "{\"success\":true,\"queue\":");
+    json_put_cstr(&out, p->queue);
+    buf_puts(&out, ",\"partition\":");
+    json_put_cstr(&out, p->partition_name);
+    buf_printf(&out, ",\"partitionId\":\"%s\",\"leaseId\":\"%s\",\"consumerGroup\":", p->partition_id, p->lease_id);
+    json_put_cstr(&out, p->group);
+    buf_puts(&out, ",\"partitionsClaimed\":1,\"messages\":[");
+    for (size_t i = 0; i < p->nmsgs; i++) {
+        if (i) buf_putc(&out, ',');
+        put_message(&out, p, &p->msgs[i]);
+    }
+    buf_puts(&out, "]}");
+    httpd_reply_buf(req, 200, &out);
+}
+
+static void pop_done(pop_request *p, void *arg)
+{
+    pop_call *c = arg;
+    if (p->error) api_engine_error(c->req, p->error, p->unavailable);
+    else if (p->nmsgs == 0) httpd_reply(c->req, 204, NULL, 0);
+    else { c->srv->stats.popped += p->nmsgs; reply_messages(c->req, p); }
+    pop_request_free(p);
+    free(c);
+}
+
+/* subscriptionMode/subscriptionFrom into the SQL form: NULL, "all", "now" or a timestamp. */
+static int read_subscription(httpd_req *req, char **out)
+{
+    const char *mode = httpd_query(req, "subscriptionMode");
+    const char *from = httpd_query(req, "subscriptionFrom");
+    *out = NULL;
+    if (mode && strcmp(mode, "all") != 0 && strcmp(mode, "new") != 0 && strcmp(mode, "new-only") != 0) {
+        httpd_error_field(req, 400, "field", "subscriptionMode", "subscriptionMode must be all, new or new-only");
+        return -1;
+    }
+    if (from && *from) *out = strdup(from);
+    else if (mode) *out = strdup(strcmp(mode, "all") == 0 ? "all" : "now");
+    return 0;
+}
+
+static int read_options(httpd_req *req, server *srv, pop_request *p)
+{
+    int64_t batch, timeout, partitions;
+    if (api_query_int(req, "batch", 1, 1, srv->cfg.max_pop_batch, &batch) < 0 ||
+        api_query_int(req, "timeout", 30000, 0, MAX_TIMEOUT_MS, &timeout) < 0 ||
+        api_query_int(req, "partitions", 1, 1, 1, &partitions) < 0 ||
+        api_query_bool(req, "wait", false, &p->wait) < 0 ||
+        api_query_bool(req, "autoAck", false, &p->auto_ack) < 0 ||
+        read_subscription(req, &p->subscription) < 0)
+        return -1;
+    p->batch = (int)batch;
+    p->timeout_ms = (int)timeout;
+    const char *group = httpd_query(req, "consumerGroup");
+    p->group = strdup(group && *group ? group : QUEUE_MODE);
+    return 0;
+}
+
+void api_pop(httpd_req *req, server *srv)
+{
+    pop_request *p = calloc(1, sizeof *p);
+    if (!p) abort();
+    p->queue = strdup(req->params[0]);
+    p->partition = req->nparams > 1 ? strdup(req->params[1]) : NULL;
+    if (read_options(req, srv, p) < 0) { pop_request_free(p); return; }
+    pop_call *c = calloc(1, sizeof *c);
+    if (!c) abort();
+    c->req = req;
+    c->srv = srv;
+    p->done = pop_done;
+    p->arg = c;
+    popper_submit(srv->pop, p);
+}

@@ -1,0 +1,136 @@
+/* push: POST /api/v1/push — validates every item before anything is queued
+ * (bad input changes nothing), hands the batch to push fusion, and replies
+ * 201 after the flush that holds it commits. */
+#include <stdlib.h>
+#include <string.h>
+#include "api/api.h"
+#include "base/ids.h"
+#include "streams/frame.h"
+
+#define NAME_MAX_BYTES 255
+
+typedef struct push_call {
+    httpd_req *req;
+    server    *srv;
+} push_call;
+
+static int item_name(httpd_req *req, const json_doc *d, uint32_t item, size_t i, const char *key,
+                     const char *fallback, char **out)
+{
+    if (api_opt_string(req, d, item, key, out) < 0) return -1;
+    if (!*out && !fallback) { httpd_error_field(req, 400, "field", key, "items[%zu]: %s is required", i, key); return -1; }
+    if (!*out) *out = strdup(fallback);
+    if (strlen(*out) > NAME_MAX_BYTES) {
+        httpd_error_field(req, 400, "field", key, "items[%zu]: %s is longer than %d bytes", i, key, NAME_MAX_BYTES);
+        return -1;
+    }
+    return 0;
+}
+
+static int item_ids(httpd_req *req, const json_doc *d, uint32_t item, size_t i, push_item *it)
+{
+    char *trace = NULL;
+    if (api_opt_string(req, d, item, "transactionId", &it->txn) < 0) return -1;
+    if (it->txn && strlen(it->txn) > FRAME_MAX_TXN) {
+        httpd_error_field(req, 400, "field", "transactionId", "items[%zu]: transactionId is too long", i);
+        return -1;
+    }
+    it->txn_given = it->txn != NULL;
+    if (!it->txn) {
+        uint8_t id[16];
+        it->txn = malloc(IDS_UUID_TEXT);
+        ids_uuid7(id);
+        ids_uuid_format(id, it->txn);
+    }
+    if (api_opt_string(req, d, item, "traceId", &trace) < 0) return -1;
+    it->has_trace = trace != NULL;
+    int bad = trace && ids_uuid_parse(trace, strlen(trace), it->trace_id) < 0;
+    free(trace);
+    if (bad) httpd_error_field(req, 400, "field", "traceId", "items[%zu]: traceId must be a uuid", i);
+    return bad ? -1 : 0;
+}
+
+static int read_item(httpd_req *req, server *srv, const json_doc *d, uint32_t item, size_t i, push_item *it)
+{
+    if (d->tokens[item].type != JSON_OBJECT) { httpd_error(req, 400, "items[%zu] must be an object", i); return -1; }
+    if (item_name(req, d, item, i, "queue", NULL, &it->queue) < 0) return -1;
+    if (item_name(req, d, item, i, "partition", "Default", &it->partition) < 0) return -1;
+    if (item_ids(req, d, item, i, it) < 0) return -1;
+    int payload = json_get(d, item, "payload");
+    if (payload < 0) { httpd_error_field(req, 400, "field", "payload", "items[%zu]: payload is required", i); return -1; }
+    it->payload = json_span(d, (uint32_t)payload, &it->payload_len);
+    if (it->payload_len > (size_t)srv->cfg.max_payload_bytes) {
+        httpd_error(req, 413, "items[%zu]: payload exceeds %lld bytes", i, (long long)srv->cfg.max_payload_bytes);
+        return -1;
+    }
+    return 0;
+}
+
+static void reply_results(httpd_req *req, server *srv, const push_batch *b)
+{
+    buf out;
+    buf_init(&out);
+    buf_reserve(&out, b->n * 160);
+    buf_putc(&out, '[');
+    for (size_t i = 0; i < b->n; i++) {
+        const push_item *it = &b->items[i];
+        char id[IDS_UUID_TEXT];
+        ids_uuid_format(it->message_id, id);
+        bool dup = it->status == PUSH_DUPLICATE;
+        srv->stats.pushed += !dup;
+        srv->stats.duplicates += dup;
+        buf_printf(&out, "%s{\"index\":%zu,\"message_id\":\"%s\",\"transaction_id\":", i ? "," : "", i, id);
+        json_put_cstr(&out, it->txn);
+        buf_puts(&out, ",\"queueName\":");
+        json_put_cstr(&out, it->queue);
+        buf_printf(&out, ",\"status\":\"%s\"}", dup ? "duplicate" : "queued");
+    }
+    buf_putc(&out, ']');
+    httpd_reply_buf(req, 201, &out);
+}
+
+static void push_done(push_batch *b, void *arg)
+{
+    push_call *c = arg;
+    if (b->error) api_engine_error(c->req, b->error, b->unavailable);
+    else reply_results(c->req, c->srv, b);
+    push_batch_free(b);
+    free(c);
+}
+
+static push_batch *read_batch(httpd_req *req, server *srv, const json_doc *d)
+{
+    int items = json_get(d, 0, "items");
+    if (items < 0 || d->tokens[items].type != JSON_ARRAY) { httpd_error(req, 400, "items array is required"); return NULL; }
+    size_t n = d->tokens[items].count;
+    if (n > (size_t)srv->cfg.max_items) {
+        httpd_error(req, 413, "too many items: %zu (the limit is %lld)", n, (long long)srv->cfg.max_items);
+        return NULL;
+    }
+    push_batch *b = calloc(1, sizeof *b);
+    b->items = calloc(n ? n : 1, sizeof *b->items);
+    if (!b || !b->items) abort();
+    b->n = n;
+    uint32_t item = (uint32_t)items + 1;
+    for (size_t i = 0; i < n; i++, item = d->tokens[item].next)
+        if (read_item(req, srv, d, item, i, &b->items[i]) < 0) { push_batch_free(b); return NULL; }
+    return b;
+}
+
+void api_push(httpd_req *req, server *srv)
+{
+    json_doc d;
+    json_doc_init(&d);
+    push_batch *b = NULL;
+    if (api_read_object(req, srv, &d) == 0) b = read_batch(req, srv, &d);
+    json_doc_fini(&d);   /* payload spans point into the request body, not the doc */
+    if (!b) return;
+    if (b->n == 0) { push_batch_free(b); httpd_reply(req, 201, "[]", 2); return; }
+    push_call *c = calloc(1, sizeof *c);
+    if (!c) abort();
+    c->req = req;
+    c->srv = srv;
+    b->done = push_done;
+    b->arg = c;
+    pusher_submit(srv->push, b);
+}

@@ -1,0 +1,73 @@
+/* request: reading and checking request input for the handlers (see api.h). */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include "api/api.h"
+
+#define API_MAX_TOKENS_PER_BYTE 1   /* a token needs at least one byte of input */
+
+int api_read_object(httpd_req *req, server *srv, json_doc *doc)
+{
+    size_t limit = httpd_max_body(srv->http);
+    if (req->body_len > limit) {
+        httpd_error(req, 413, "request body exceeds %zu bytes", limit);
+        return -1;
+    }
+    if (req->body_len == 0) { httpd_error(req, 400, "request body is required"); return -1; }
+    if (json_parse(doc, req->body, req->body_len, (uint32_t)(req->body_len * API_MAX_TOKENS_PER_BYTE + 1)) < 0) {
+        httpd_error(req, 400, "%s", doc->error);
+        return -1;
+    }
+    if (doc->tokens[0].type != JSON_OBJECT) {
+        httpd_error(req, 400, "request body must be a json object");
+        return -1;
+    }
+    return 0;
+}
+
+int api_opt_string(httpd_req *req, const json_doc *d, uint32_t obj, const char *key, char **out)
+{
+    *out = NULL;
+    int v = json_get(d, obj, key);
+    if (v < 0 || d->tokens[v].type == JSON_NULL) return 0;
+    if (d->tokens[v].type != JSON_STRING || d->tokens[v].end - d->tokens[v].start <= 2) {
+        httpd_error_field(req, 400, "field", key, "%s must be a non-empty string", key);
+        return -1;
+    }
+    *out = json_str_dup(d, (uint32_t)v);
+    return 0;
+}
+
+int api_query_int(httpd_req *req, const char *key, int64_t fallback, int64_t min, int64_t max, int64_t *out)
+{
+    const char *text = httpd_query(req, key);
+    *out = fallback;
+    if (!text) return 0;
+    char *end;
+    errno = 0;
+    long long v = strtoll(text, &end, 10);
+    if (errno || end == text || *end || v < min || v > max) {
+        httpd_error_field(req, 400, "field", key, "%s must be an integer from %lld to %lld",
+                          key, (long long)min, (long long)max);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+int api_query_bool(httpd_req *req, const char *key, bool fallback, bool *out)
+{
+    const char *text = httpd_query(req, key);
+    *out = fallback;
+    if (!text) return 0;
+    if (strcmp(text, "true") == 0 || strcmp(text, "1") == 0) { *out = true; return 0; }
+    if (strcmp(text, "false") == 0 || strcmp(text, "0") == 0) { *out = false; return 0; }
+    httpd_error_field(req, 400, "field", key, "%s must be true or false", key);
+    return -1;
+}
+
+void api_engine_error(httpd_req *req, const char *error, bool unavailable)
+{
+    if (unavailable) httpd_error(req, 503, "database unavailable: %s", error);
+    else httpd_error(req, 500, "%s", error);
+}

@@ -1,0 +1,66 @@
+/* routes: the route table. Patterns are matched segment by segment; ":name"
+ * segments capture their percent-decoded text into req->params in order. */
+#include <stdlib.h>
+#include <string.h>
+#include <event2/http.h>
+#include "api/api.h"
+
+typedef struct route {
+    httpd_method method;
+    const char  *pattern;
+    api_handler  handler;
+} route;
+
+static const route routes[] = {
+    { HTTPD_GET,  "/health", api_health },
+    { HTTPD_GET,  "/metrics/prometheus", api_metrics },
+    { HTTPD_POST, "/api/v1/configure", api_configure },
+    { HTTPD_POST, "/api/v1/push", api_push },
+    { HTTPD_GET,  "/api/v1/pop/queue/:queue", api_pop },
+    { HTTPD_GET,  "/api/v1/pop/queue/:queue/partition/:partition", api_pop },
+    { HTTPD_POST, "/api/v1/ack", api_ack },
+    { HTTPD_POST, "/api/v1/ack/batch", api_ack_batch },
+    { HTTPD_POST, "/api/v1/lease/:leaseId/extend", api_lease_extend },
+};
+
+static void clear_params(httpd_req *req)
+{
+    for (int i = 0; i < req->nparams; i++) free(req->params[i]);
+    req->nparams = 0;
+}
+
+/* Matches path against pattern, capturing parameters; false on mismatch. */
+static bool match(httpd_req *req, const char *pattern)
+{
+    const char *p = pattern, *s = req->path;
+    clear_params(req);
+    while (*p && *s) {
+        if (*p++ != '/' || *s++ != '/') return false;
+        size_t plen = strcspn(p, "/"), slen = strcspn(s, "/");
+        if (*p == ':') {
+            if (slen == 0 || req->nparams == HTTPD_MAX_PARAMS) return false;
+            char *raw = strndup(s, slen);
+            req->params[req->nparams++] = evhttp_uridecode(raw, 0, NULL);
+            free(raw);
+        } else if (plen != slen || strncmp(p, s, plen) != 0) {
+            return false;
+        }
+        p += plen;
+        s += slen;
+    }
+    return *p == '\0' && (*s == '\0' || strcmp(s, "/") == 0);
+}
+
+void api_dispatch(httpd_req *req, void *arg)
+{
+    server *srv = arg;
+    bool path_known = false;
+    for (size_t i = 0; i < sizeof routes / sizeof routes[0]; i++) {
+        if (!match(req, routes[i].pattern)) continue;
+        path_known = true;
+        if (routes[i].method == req->method) { routes[i].handler(req, srv); return; }
+    }
+    clear_params(req);
+    if (path_known) httpd_error(req, 405, "method not allowed");
+    else httpd_error(req, 404, "not found");
+}

@@ -1,0 +1,116 @@
+/* server: wiring and lifecycle of `silt server` (see server.h). */
+#include "api/server.h"
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/time.h>
+#include "api/api.h"
+#include "base/log.h"
+#include "db/migrate.h"
+
+#define DRAIN_CHECK_MS 20
+
+static int64_t now_us(void)
+{
+    struct timeval tv;
+    gettimeofday(&tv, NULL);
+    return (int64_t)tv.tv_sec * 1000000 + tv.tv_usec;
+}
+
+static void on_push_commit(void *arg, const char *queue)
+{
+    server *srv = arg;
+    popper_wake(srv->pop, queue);
+}
+
+static bool drained(const server *srv)
+{
+    return httpd_inflight(srv->http) == 0 && pusher_idle(srv->push) && db_pool_busy(srv->pool) == 0;
+}
+
+static void drain_check(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd; (void)what;
+    server *srv = arg;
+    if (drained(srv)) { log_info("shutdown complete"); event_base_loopexit(srv->base, NULL); return; }
+    if (now_us() >= srv->drain_deadline_us) {
+        log_warn("shutdown timeout: %d requests still in flight", httpd_inflight(srv->http));
+        event_base_loopexit(srv->base, NULL);
+        return;
+    }
+    struct timeval tv = { 0, DRAIN_CHECK_MS * 1000 };
+    evtimer_add(srv->drain_timer, &tv);
+}
+
+static void on_signal(evutil_socket_t sig, short what, void *arg)
+{
+    (void)what;
+    server *srv = arg;
+    if (srv->draining) { log_warn("second signal: exiting now"); event_base_loopexit(srv->base, NULL); return; }
+    log_info("received %s: draining", sig == SIGTERM ? "SIGTERM" : "SIGINT");
+    srv->draining = true;
+    srv->drain_deadline_us = now_us() + srv->cfg.shutdown_timeout_ms * 1000;
+    httpd_stop_accepting(srv->http);
+    popper_drain(srv->pop);
+    drain_check(-1, 0, srv);
+}
+
+static int start(server *srv)
+{
+    char err[1024];
+    char *conninfo = config_conninfo(&srv->cfg);
+    int rc = migrate_run(conninfo, srv->cfg.startup_db_wait_ms, err, sizeof err);
+    if (rc < 0) { log_error("%s", err); free(conninfo); return -1; }
+    srv->base = event_base_new();
+    srv->pool = db_pool_new(srv->base, conninfo, (int)srv->cfg.db_pool_size, (int)srv->cfg.db_pipeline_depth);
+    free(conninfo);
+    push_limits limits = { (int)srv->cfg.push_max_flushes, (int)srv->cfg.push_flush_messages, (int)srv->cfg.zstd_level };
+    srv->push = pusher_new(srv->base, srv->pool, limits, on_push_commit, srv);
+    srv->max_segment_bytes = (size_t)srv->cfg.max_body_bytes * 2 + 1024 * 1024;
+    srv->pop = popper_new(srv->base, srv->pool, (int)srv->cfg.long_poll_recheck_ms, srv->max_segment_bytes);
+    srv->http = httpd_new(srv->base, srv->cfg.host, (int)srv->cfg.port, (size_t)srv->cfg.max_body_bytes,
+                          api_dispatch, srv);
+    if (!srv->http) { log_error("cannot listen on %s:%lld", srv->cfg.host, (long long)srv->cfg.port); return -1; }
+    srv->sigterm = evsignal_new(srv->base, SIGTERM, on_signal, srv);
+    srv->sigint = evsignal_new(srv->base, SIGINT, on_signal, srv);
+    srv->drain_timer = evtimer_new(srv->base, drain_check, srv);
+    event_add(srv->sigterm, NULL);
+    event_add(srv->sigint, NULL);
+    return 0;
+}
+
+static void stop(server *srv)
+{
+    if (srv->sigterm) event_free(srv->sigterm);
+    if (srv->sigint) event_free(srv->sigint);
+    if (srv->drain_timer) event_free(srv->drain_timer);
+    httpd_free(srv->http);
+    popper_free(srv->pop);
+    pusher_free(srv->push);
+    db_pool_free(srv->pool);
+    if (srv->base) event_base_free(srv->base);
+    config_fini(&srv->cfg);
+}
+
+int server_main(int argc, char **argv)
+{
+    (void)argc; (void)argv;
+    server srv;
+    memset(&srv, 0, sizeof srv);
+    char err[512];
+    if (config_load(&srv.cfg, err, sizeof err) < 0) { fprintf(stderr, "silt: %s\n", err); return 2; }
+    if (log_set_level(srv.cfg.log_level) < 0) {
+        fprintf(stderr, "silt: invalid value for LOG_LEVEL: \"%s\" (expected debug, info, warn or error)\n", srv.cfg.log_level);
+        config_fini(&srv.cfg);
+        return 2;
+    }
+    signal(SIGPIPE, SIG_IGN);
+    int rc = start(&srv);
+    if (rc == 0) {
+        log_info("silt %s listening on %s:%lld", SILT_VERSION, srv.cfg.host, (long long)srv.cfg.port);
+        event_base_dispatch(srv.base);
+    }
+    stop(&srv);
+    return rc < 0 ? 1 : 0;
+}

@@ -1,0 +1,42 @@
+/* server: `silt server`, the broker process. It owns the event loop, the
+ * database pool, the HTTP server and the stream engines, and shuts them down
+ * in order on SIGTERM/SIGINT: stop accepting, answer parked pops, flush
+ * gathered pushes, finish in-flight requests, exit. */
+#ifndef SILT_SERVER_H
+#define SILT_SERVER_H
+#include <stdbool.h>
+#include <stdint.h>
+#include <event2/event.h>
+#include "base/config.h"
+#include "db/pool.h"
+#include "net/httpd.h"
+#include "streams/pop.h"
+#include "streams/push.h"
+
+#define SILT_VERSION "0.1.0"
+
+typedef struct server_stats {
+    uint64_t pushed;          /* messages written */
+    uint64_t duplicates;      /* pushed items refused as duplicates */
+    uint64_t popped;          /* messages handed out */
+    uint64_t acked;           /* ack items answered with success */
+    uint64_t dead_lettered;
+} server_stats;
+
+typedef struct server {
+    silt_config        cfg;
+    struct event_base *base;
+    db_pool           *pool;
+    httpd             *http;
+    pusher            *push;
+    popper            *pop;
+    bool               draining;
+    int64_t            drain_deadline_us;
+    struct event      *sigterm, *sigint, *drain_timer;
+    server_stats       stats;
+    size_t             max_segment_bytes;   /* largest decompressed segment accepted */
+} server;
+
+int server_main(int argc, char **argv);
+
+#endif

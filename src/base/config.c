@@ -1,0 +1,108 @@
+/* config: the settings table. Each row names an environment variable, its
+ * default and, for numbers, its bounds; config_load walks the table once. */
+#include "base/config.h"
+#include <errno.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "base/buf.h"
+
+typedef struct setting {
+    const char *env;
+    size_t      offset;     /* into silt_config */
+    int         is_text;
+    const char *fallback;   /* default, as text */
+    int64_t     min, max;
+} setting;
+
+#define TEXT(env, field, def) { env, offsetof(silt_config, field), 1, def, 0, 0 }
+#define NUM(env, field, def, lo, hi) { env, offsetof(silt_config, field), 0, def, lo, hi }
+
+static const setting settings[] = {
+    TEXT("HOST", host, "0.0.0.0"),
+    NUM("PORT", port, "6632", 1, 65535),
+    TEXT("DATABASE_URL", database_url, ""),
+    TEXT("PG_HOST", pg_host, "localhost"),
+    NUM("PG_PORT", pg_port, "5432", 1, 65535),
+    TEXT("PG_USER", pg_user, "postgres"),
+    TEXT("PG_PASSWORD", pg_password, ""),
+    TEXT("PG_DB", pg_db, "postgres"),
+    NUM("DB_POOL_SIZE", db_pool_size, "8", 1, 256),
+    NUM("DB_PIPELINE_DEPTH", db_pipeline_depth, "4", 1, 64),
+    TEXT("LOG_LEVEL", log_level, "info"),
+    NUM("MAX_BODY_BYTES", max_body_bytes, "16777216", 1024, 1073741824),
+    NUM("MAX_BATCH_ITEMS", max_items, "10000", 1, 1000000),
+    NUM("MAX_POP_BATCH", max_pop_batch, "10000", 1, 1000000),
+    NUM("MAX_PAYLOAD_BYTES", max_payload_bytes, "1048576", 16, 1073741824),
+    NUM("PUSH_MAX_FLUSHES", push_max_flushes, "4", 1, 64),
+    NUM("PUSH_FLUSH_MESSAGES", push_flush_messages, "20000", 1, 1000000),
+    NUM("LONG_POLL_RECHECK_MS", long_poll_recheck_ms, "1000", 10, 60000),
+    NUM("SHUTDOWN_TIMEOUT_MS", shutdown_timeout_ms, "10000", 0, 600000),
+    NUM("STARTUP_DB_WAIT_MS", startup_db_wait_ms, "60000", 0, 3600000),
+    NUM("ZSTD_LEVEL", zstd_level, "1", -7, 19),
+};
+
+static int parse_number(const setting *s, const char *text, int64_t *out, char *err, size_t errlen)
+{
+    char *end;
+    errno = 0;
+    long long v = strtoll(text, &end, 10);
+    if (errno || end == text || *end || v < s->min || v > s->max) {
+        snprintf(err, errlen, "invalid value for %s: \"%s\" (expected an integer from %lld to %lld)",
+                 s->env, text, (long long)s->min, (long long)s->max);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+int config_load(silt_config *cfg, char *err, size_t errlen)
+{
+    memset(cfg, 0, sizeof *cfg);
+    for (size_t i = 0; i < sizeof settings / sizeof settings[0]; i++) {
+        const setting *s = &settings[i];
+        const char *text = getenv(s->env);
+        if (!text || !*text) text = s->fallback;
+        char *field = (char *)cfg + s->offset;
+        if (s->is_text) *(char **)field = strdup(text);
+        else if (parse_number(s, text, (int64_t *)field, err, errlen) < 0) return -1;
+    }
+    return 0;
+}
+
+void config_fini(silt_config *cfg)
+{
+    for (size_t i = 0; i < sizeof settings / sizeof settings[0]; i++)
+        if (settings[i].is_text) free(*(char **)((char *)cfg + settings[i].offset));
+    memset(cfg, 0, sizeof *cfg);
+}
+
+/* Values are single-quoted for libpq, with quotes and backslashes escaped. */
+static void put_keyword(buf *b, const char *key, const char *value)
+{
+    buf_printf(b, "%s='", key);
+    for (const char *p = value; *p; p++) {
+        if (*p == '\'' || *p == '\\') buf_putc(b, '\\');
+        buf_putc(b, *p);
+    }
+    buf_puts(b, "' ");
+}
+
+char *config_conninfo(const silt_config *cfg)
+{
+    buf b;
+    buf_init(&b);
+    if (cfg->database_url[0]) {
+        buf_puts(&b, cfg->database_url);
+        return buf_steal(&b);
+    }
+    char port[16];
+    snprintf(port, sizeof port, "%lld", (long long)cfg->pg_port);
+    put_keyword(&b, "host", cfg->pg_host);
+    put_keyword(&b, "port", port);
+    put_keyword(&b, "user", cfg->pg_user);
+    put_keyword(&b, "dbname", cfg->pg_db);
+    if (cfg->pg_password[0]) put_keyword(&b, "password", cfg->pg_password);
+    return buf_steal(&b);
+}

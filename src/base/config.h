@@ -1,0 +1,36 @@
+/* config: every server setting, read from the environment through one table
+ * (name, default, bounds), so docs/operations.md and the code agree. */
+#ifndef SILT_CONFIG_H
+#define SILT_CONFIG_H
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct silt_config {
+    char   *host;                 /* HOST: listen address */
+    int64_t port;                 /* PORT */
+    char   *database_url;         /* DATABASE_URL: libpq URI; wins over PG_* */
+    char   *pg_host, *pg_user, *pg_password, *pg_db;
+    int64_t pg_port;
+    int64_t db_pool_size;         /* connections to PostgreSQL */
+    int64_t db_pipeline_depth;    /* jobs pipelined on one connection at most */
+    char   *log_level;
+    int64_t max_body_bytes;       /* request bodies larger than this get 413 */
+    int64_t max_items;            /* items in one push or ack request */
+    int64_t max_pop_batch;        /* largest pop batch */
+    int64_t max_payload_bytes;    /* one message's payload */
+    int64_t push_max_flushes;     /* push flushes in flight at once */
+    int64_t push_flush_messages;  /* messages one flush gathers at most */
+    int64_t long_poll_recheck_ms; /* parked pops re-check the database this often */
+    int64_t shutdown_timeout_ms;  /* in-flight work gets this long on SIGTERM */
+    int64_t startup_db_wait_ms;   /* how long start-up waits for PostgreSQL */
+    int64_t zstd_level;           /* segment compression level */
+} silt_config;
+
+/* Fills cfg from the environment; on a bad value writes a message to err
+ * and returns -1. */
+int  config_load(silt_config *cfg, char *err, size_t errlen) __attribute__((warn_unused_result));
+void config_fini(silt_config *cfg);
+/* libpq connection string (keywords form) or the URL; caller frees. */
+char *config_conninfo(const silt_config *cfg);
+
+#endif

@@ -1,0 +1,99 @@
+/* ids: UUIDv7 generation and parsing, and transactionId hashing (see ids.h). */
+#include "base/ids.h"
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+#include <xxhash.h>
+
+static uint64_t rng_state;
+static uint64_t last_ms;
+static uint16_t seq;
+
+/* xorshift64*: fast, seeded from the kernel once; ids need uniqueness, not secrecy. */
+static uint64_t next_random(void)
+{
+    if (rng_state == 0 && (getrandom(&rng_state, sizeof rng_state, 0) != sizeof rng_state || rng_state == 0))
+        rng_state = (uint64_t)time(NULL) | 1;
+    rng_state ^= rng_state >> 12;
+    rng_state ^= rng_state << 25;
+    rng_state ^= rng_state >> 27;
+    return rng_state * 0x2545F4914F6CDD1DULL;
+}
+
+static uint64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+void ids_uuid7(uint8_t out[16])
+{
+    uint64_t ms = now_ms();
+    if (ms <= last_ms) {
+        ms = last_ms;
+        if (++seq > 0x0fff) { ms = ++last_ms; seq = 0; }   /* borrow the next millisecond */
+    } else {
+        last_ms = ms;
+        seq = (uint16_t)(next_random() & 0x3ff);
+    }
+    for (int i = 0; i < 6; i++) out[i] = (uint8_t)(ms >> (40 - 8 * i));
+    out[6] = (uint8_t)(0x70 | (seq >> 8));
+    out[7] = (uint8_t)seq;
+    uint64_t r = next_random();
+    memcpy(out + 8, &r, 8);
+    out[8] = (uint8_t)(0x80 | (out[8] & 0x3f));
+}
+
+void ids_hex(const uint8_t *p, size_t n, char *out)
+{
+    static const char digits[] = "0123456789abcdef";
+    for (size_t i = 0; i < n; i++) {
+        out[2 * i] = digits[p[i] >> 4];
+        out[2 * i + 1] = digits[p[i] & 15];
+    }
+    out[2 * n] = '\0';
+}
+
+void ids_uuid_format(const uint8_t id[16], char out[IDS_UUID_TEXT])
+{
+    char hex[33];
+    ids_hex(id, 16, hex);
+    memcpy(out, hex, 8); out[8] = '-';
+    memcpy(out + 9, hex + 8, 4); out[13] = '-';
+    memcpy(out + 14, hex + 12, 4); out[18] = '-';
+    memcpy(out + 19, hex + 16, 4); out[23] = '-';
+    memcpy(out + 24, hex + 20, 12); out[36] = '\0';
+}
+
+static int hex_value(char c)
+{
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+}
+
+int ids_uuid_parse(const char *s, size_t n, uint8_t out[16])
+{
+    if (n != 36) return -1;
+    int byte = 0;
+    for (size_t i = 0; i < 36; i += 2) {
+        if (i == 8 || i == 13 || i == 18 || i == 23) {
+            if (s[i] != '-') return -1;
+            i--;   /* the loop's += 2 then lands on the next digit pair */
+            continue;
+        }
+        int hi = hex_value(s[i]), lo = hex_value(s[i + 1]);
+        if (hi < 0 || lo < 0) return -1;
+        out[byte++] = (uint8_t)(hi << 4 | lo);
+    }
+    return byte == 16 ? 0 : -1;
+}
+
+void ids_txn_hash(const char *txn, size_t n, uint8_t out[16])
+{
+    XXH128_canonical_t c;
+    XXH128_canonicalFromHash(&c, XXH3_128bits(txn, n));
+    memcpy(out, c.digest, 16);
+}

@@ -1,0 +1,37 @@
+/* log: one line per event on stderr, with a UTC timestamp, so output from
+ * several servers and the test harness can be merged and sorted. */
+#include "base/log.h"
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/time.h>
+#include <time.h>
+
+static log_level threshold = LOG_INFO;
+static const char *const level_names[] = { "debug", "info", "warn", "error" };
+
+int log_set_level(const char *name)
+{
+    for (int i = LOG_DEBUG; i <= LOG_ERROR; i++)
+        if (strcmp(name, level_names[i]) == 0) { threshold = (log_level)i; return 0; }
+    return -1;
+}
+
+int log_enabled(log_level level) { return level >= threshold; }
+
+void log_msg(log_level level, const char *fmt, ...)
+{
+    if (level < threshold) return;
+    struct timeval tv;
+    gettimeofday(&tv, NULL);
+    struct tm tm;
+    gmtime_r(&tv.tv_sec, &tm);
+    char stamp[32];
+    strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%S", &tm);
+    char line[2048];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "%s.%03dZ %-5s %s\n", stamp, (int)(tv.tv_usec / 1000), level_names[level], line);
+}

@@ -1,0 +1,127 @@
+/* ack: `silt ack`, one POST /api/v1/ack naming a message by
+ * (partitionId, transactionId) as pop printed them. The server answers 200
+ * even when it refuses the ack, so the exit status comes from the result
+ * element's "success", not from the HTTP status. */
+#include "cli/cli.h"
+#include "cli/cli_common.h"
+#include <stdlib.h>
+#include <string.h>
+
+static const char ack_usage[] =
+    "usage: silt ack <partitionId> <transactionId> [options]\n"
+    "\n"
+    "Acknowledges a popped message, moving the consumer group's cursor.\n"
+    "\n"
+    "options:\n"
+    "  --status S     completed (default) | failed | retry | dlq\n"
+    "  --lease ID     the leaseId the message was popped under\n"
+    "  --group G      consumer group (default: queue mode)\n"
+    "  --error TEXT   reason, recorded with failed and dlq acks\n"
+    "  --json         print the server's reply as JSON\n"
+    "  --help         show this help\n"
+    "\n"
+    "The server is SILT_URL (default " CLI_DEFAULT_URL ").\n";
+
+typedef struct ack_opts {
+    const char *status;
+    const char *lease;
+    const char *group;
+    const char *error;
+    bool        json;
+} ack_opts;
+
+static bool ack_status_ok(const char *s)
+{
+    static const char *const statuses[] = { "completed", "success", "failed", "retry", "dlq" };
+    for (size_t i = 0; i < sizeof statuses / sizeof statuses[0]; i++)
+        if (strcmp(s, statuses[i]) == 0) return true;
+    return false;
+}
+
+static void ack_field(buf *b, const char *key, const char *value)
+{
+    if (!value) return;
+    buf_putc(b, ',');
+    json_put_cstr(b, key);
+    buf_putc(b, ':');
+    json_put_cstr(b, value);
+}
+
+static void ack_build(buf *b, const char *partition_id, const char *txn, const ack_opts *o)
+{
+    buf_puts(b, "{\"partitionId\":");
+    json_put_cstr(b, partition_id);
+    ack_field(b, "transactionId", txn);
+    ack_field(b, "status", o->status);
+    ack_field(b, "leaseId", o->lease);
+    ack_field(b, "consumerGroup", o->group);
+    ack_field(b, "error", o->error);
+    buf_putc(b, '}');
+}
+
+/* Exit status from the first result element; its error goes to stderr. */
+static int ack_outcome(const json_doc *d, int result)
+{
+    int success = result < 0 ? -1 : json_get(d, (uint32_t)result, "success");
+    if (success >= 0 && d->tokens[success].type == JSON_TRUE) return CLI_EXIT_OK;
+    char *err = cli_get_str(d, result, "error");
+    cli_error("ack refused: %s", err ? err : "no reason given");
+    free(err);
+    return CLI_EXIT_FAILED;
+}
+
+static int ack_report(const ack_opts *o, const http_response *r)
+{
+    json_doc d;
+    json_doc_init(&d);
+    if (cli_parse_reply(r, &d) < 0) { json_doc_fini(&d); return CLI_EXIT_FAILED; }
+    int result = json_at(&d, 0, 0);
+    if (o->json) cli_print_json(r->body.data, r->body.len);
+    else {
+        static const char *const headers[] = { "FIELD", "VALUE" };
+        cli_table t;
+        cli_table_init(&t, 2, headers);
+        cli_table_add_members(&t, &d, result);
+        cli_table_print(&t, stdout);
+        cli_table_fini(&t);
+    }
+    int rc = ack_outcome(&d, result);
+    json_doc_fini(&d);
+    return rc;
+}
+
+static int ack_run(const cli_args *a, const ack_opts *o)
+{
+    buf body;
+    buf_init(&body);
+    ack_build(&body, a->pos[0], a->pos[1], o);
+    http_response r;
+    http_response_init(&r);
+    int rc = cli_request("POST", "/api/v1/ack", &body, 0, &r) < 0
+           ? CLI_EXIT_FAILED : ack_report(o, &r);
+    http_response_fini(&r);
+    buf_fini(&body);
+    return rc;
+}
+
+int cli_ack(int argc, char **argv)
+{
+    ack_opts o = { 0 };
+    const cli_opt opts[] = {
+        { "status", CLI_OPT_STR,  &o.status },
+        { "lease",  CLI_OPT_STR,  &o.lease },
+        { "group",  CLI_OPT_STR,  &o.group },
+        { "error",  CLI_OPT_STR,  &o.error },
+        { "json",   CLI_OPT_FLAG, &o.json },
+    };
+    const cli_cmd cmd = { "ack", ack_usage, opts, sizeof opts / sizeof opts[0], 2, 2 };
+    cli_args a;
+    int rc;
+    if (cli_parse(&cmd, argc, argv, &a, &rc) == 0) {
+        if (o.status && !ack_status_ok(o.status))
+            rc = cli_usage_error(&cmd, "--status must be completed, failed, retry or dlq");
+        else rc = ack_run(&a, &o);
+    }
+    cli_args_fini(&a);
+    return rc;
+}

@@ -1,0 +1,336 @@
+/* cli_common: shared plumbing of the client subcommands (see cli_common.h).
+ * Subcommands describe their options in a table and their output in terms of
+ * cells; this file owns argv handling, talking to the server, reporting its
+ * errors in one format ("silt: <error>") and laying out tables. */
+#include "cli/cli_common.h"
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- argument parsing ------------------------------------------------- */
+
+static const cli_opt *opt_find(const cli_cmd *cmd, const char *name, size_t n)
+{
+    for (size_t i = 0; i < cmd->nopts; i++)
+        if (strlen(cmd->opts[i].name) == n && strncmp(cmd->opts[i].name, name, n) == 0)
+            return &cmd->opts[i];
+    return NULL;
+}
+
+static int opt_store_int(const cli_cmd *cmd, const cli_opt *o, const char *v)
+{
+    char *end;
+    errno = 0;
+    long n = strtol(v, &end, 10);
+    if (*v < '0' || *v > '9' || *end || errno)
+        return cli_usage_error(cmd, "--%s needs a non-negative integer, got \"%s\"", o->name, v);
+    *(long *)o->dest = n;
+    return 0;
+}
+
+static void list_push(cli_list *l, const char *v)
+{
+    const char **items = realloc(l->items, (size_t)(l->n + 1) * sizeof *items);
+    if (!items) { fputs("silt: out of memory\n", stderr); abort(); }
+    items[l->n++] = v;
+    l->items = items;
+}
+
+static int opt_store(const cli_cmd *cmd, const cli_opt *o, const char *v)
+{
+    switch (o->kind) {
+    case CLI_OPT_FLAG: *(bool *)o->dest = true; return 0;
+    case CLI_OPT_STR: *(const char **)o->dest = v; return 0;
+    case CLI_OPT_INT: return opt_store_int(cmd, o, v);
+    case CLI_OPT_LIST: list_push(o->dest, v); return 0;
+    }
+    return 0;
+}
+
+/* Handles argv[*i], an option; advances *i past a separate argument.
+ * 0 ok, 2 usage error (printed). */
+static int parse_option(const cli_cmd *cmd, int argc, char **argv, int *i)
+{
+    const char *name = argv[*i] + 2, *eq = strchr(name, '=');
+    size_t n = eq ? (size_t)(eq - name) : strlen(name);
+    const cli_opt *o = opt_find(cmd, name, n);
+    if (!o) return cli_usage_error(cmd, "unknown option \"%s\"", argv[*i]);
+    if (o->kind == CLI_OPT_FLAG) {
+        if (eq) return cli_usage_error(cmd, "--%s takes no value", o->name);
+        return opt_store(cmd, o, NULL);
+    }
+    if (eq) return opt_store(cmd, o, eq + 1);
+    if (*i + 1 >= argc) return cli_usage_error(cmd, "--%s needs a value", o->name);
+    return opt_store(cmd, o, argv[++*i]);
+}
+
+static bool is_help(const char *a)
+{
+    return strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0;
+}
+
+static int parse_argv(const cli_cmd *cmd, int argc, char **argv, cli_args *args)
+{
+    bool options = true;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (options && strcmp(a, "--") == 0) options = false;
+        else if (options && strncmp(a, "--", 2) == 0) {
+            int rc = parse_option(cmd, argc, argv, &i);
+            if (rc) return rc;
+        } else args->pos[args->npos++] = argv[i];
+    }
+    if (args->npos < cmd->min_pos)
+        return cli_usage_error(cmd, "missing arguments");
+    if (cmd->max_pos >= 0 && args->npos > cmd->max_pos)
+        return cli_usage_error(cmd, "unexpected argument \"%s\"", args->pos[cmd->max_pos]);
+    return 0;
+}
+
+int cli_parse(const cli_cmd *cmd, int argc, char **argv, cli_args *args, int *exit_code)
+{
+    args->npos = 0;
+    args->pos = calloc((size_t)argc + 1, sizeof *args->pos);
+    if (!args->pos) { fputs("silt: out of memory\n", stderr); abort(); }
+    for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++) {
+        if (is_help(argv[i])) {
+            fputs(cmd->usage, stdout);
+            *exit_code = CLI_EXIT_OK;
+            return -1;
+        }
+    }
+    *exit_code = parse_argv(cmd, argc, argv, args);
+    return *exit_code ? -1 : 0;
+}
+
+void cli_args_fini(cli_args *args)
+{
+    free(args->pos);
+    args->pos = NULL;
+    args->npos = 0;
+}
+
+void cli_list_fini(cli_list *l)
+{
+    free(l->items);
+    l->items = NULL;
+    l->n = 0;
+}
+
+int cli_usage_error(const cli_cmd *cmd, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "silt %s: ", cmd->name);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    /* The synopsis (first usage line) and a pointer to the rest. */
+    int n = (int)strcspn(cmd->usage, "\n");
+    fprintf(stderr, "\n%.*s\n(see \"silt %s --help\")\n", n, cmd->usage, cmd->name);
+    return CLI_EXIT_USAGE;
+}
+
+void cli_error(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("silt: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+}
+
+/* ---- talking to the server -------------------------------------------- */
+
+const char *cli_server_url(void)
+{
+    const char *url = getenv("SILT_URL");
+    return url && *url ? url : CLI_DEFAULT_URL;
+}
+
+void cli_url_encode(buf *out, const char *s)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if ((*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9')
+            || strchr("-._~", *p)) {
+            buf_putc(out, (char)*p);
+            continue;
+        }
+        buf_putc(out, '%');
+        buf_putc(out, hex[*p >> 4]);
+        buf_putc(out, hex[*p & 15]);
+    }
+}
+
+int cli_parse_reply(const http_response *r, json_doc *d)
+{
+    if (json_parse(d, r->body.data, r->body.len, CLI_MAX_TOKENS) == 0) return 0;
+    cli_error("malformed reply from server (HTTP %d): %s", r->status, d->error);
+    return -1;
+}
+
+/* Reports an HTTP error status, preferring the server's own words. */
+static void report_status(const http_response *r)
+{
+    json_doc d;
+    json_doc_init(&d);
+    char *error = NULL, *invalid = NULL;
+    if (json_parse(&d, r->body.data, r->body.len, CLI_MAX_TOKENS) == 0) {
+        error = cli_get_str(&d, 0, "error");
+        invalid = cli_get_str(&d, 0, "invalid");
+    }
+    if (error && invalid) cli_error("%s (option \"%s\")", error, invalid);
+    else if (error) cli_error("%s", error);
+    else cli_error("server answered HTTP %d", r->status);
+    free(error);
+    free(invalid);
+    json_doc_fini(&d);
+}
+
+int cli_request(const char *method, const char *path, const buf *body, int timeout_ms,
+                http_response *r)
+{
+    const char *url = cli_server_url();
+    http_client *c = http_client_new(url);
+    if (!c) {
+        cli_error("invalid server url \"%s\" (expected http://host[:port])", url);
+        return -1;
+    }
+    if (timeout_ms > 0) http_client_set_timeout(c, timeout_ms);
+    int rc = http_request(c, method, path, body ? body->data : NULL, body ? body->len : 0, r);
+    if (rc < 0) cli_error("%s", http_client_error(c));
+    else if (r->status >= 400) { report_status(r); rc = -1; }
+    http_client_free(c);
+    return rc;
+}
+
+/* ---- output ----------------------------------------------------------- */
+
+void cli_print_json(const char *text, size_t len)
+{
+    buf out;
+    buf_init(&out);
+    json_pretty(&out, text, len);
+    buf_putc(&out, '\n');
+    fwrite(out.data, 1, out.len, stdout);
+    buf_fini(&out);
+}
+
+void cli_put_compact(buf *out, const char *text, size_t len)
+{
+    bool in_string = false;
+    for (size_t i = 0; i < len; i++) {
+        char c = text[i];
+        if (in_string) {
+            buf_putc(out, c);
+            if (c == '\\' && i + 1 < len) buf_putc(out, text[++i]);
+            else if (c == '"') in_string = false;
+        } else if (!strchr(" \t\r\n", c)) {
+            buf_putc(out, c);
+            in_string = c == '"';
+        }
+    }
+}
+
+static bool has_control(const char *s, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if ((unsigned char)s[i] < 0x20) return true;
+    return false;
+}
+
+void cli_put_cell(buf *out, const json_doc *d, int tok)
+{
+    if (tok < 0) { buf_putc(out, '-'); return; }
+    size_t n;
+    const char *span = json_span(d, (uint32_t)tok, &n);
+    if (d->tokens[tok].type != JSON_STRING) { cli_put_compact(out, span, n); return; }
+    size_t mark = out->len;
+    json_str_decode(d, (uint32_t)tok, out);
+    if (!has_control(out->data + mark, out->len - mark)) return;
+    out->len = mark;   /* a newline or tab would break the row: show it escaped */
+    buf_append(out, span, n);
+}
+
+char *cli_get_str(const json_doc *d, int obj, const char *key)
+{
+    int t = obj < 0 ? -1 : json_get(d, (uint32_t)obj, key);
+    if (t < 0 || d->tokens[t].type != JSON_STRING) return NULL;
+    return json_str_dup(d, (uint32_t)t);
+}
+
+/* ---- tables ----------------------------------------------------------- */
+
+static void table_push(cli_table *t, char *cell)
+{
+    if (t->ncells == t->cap) {
+        size_t cap = t->cap ? t->cap * 2 : 16;
+        char **cells = realloc(t->cells, cap * sizeof *cells);
+        if (!cells) { fputs("silt: out of memory\n", stderr); abort(); }
+        t->cells = cells;
+        t->cap = cap;
+    }
+    t->cells[t->ncells++] = cell;
+}
+
+void cli_table_init(cli_table *t, int ncols, const char *const *headers)
+{
+    t->ncols = ncols;
+    t->cells = NULL;
+    t->ncells = t->cap = 0;
+    for (int i = 0; i < ncols; i++) cli_table_add(t, headers[i]);
+}
+
+void cli_table_add(cli_table *t, const char *cell)
+{
+    buf b;
+    buf_init(&b);
+    buf_puts(&b, cell);
+    table_push(t, buf_steal(&b));
+}
+
+void cli_table_add_value(cli_table *t, const json_doc *d, int tok)
+{
+    buf b;
+    buf_init(&b);
+    buf_append(&b, "", 0);
+    cli_put_cell(&b, d, tok);
+    table_push(t, buf_steal(&b));
+}
+
+void cli_table_add_members(cli_table *t, const json_doc *d, int obj)
+{
+    if (obj < 0 || d->tokens[obj].type != JSON_OBJECT) return;
+    uint32_t k = (uint32_t)obj + 1;
+    for (uint32_t m = 0; m < d->tokens[obj].count; m++) {
+        cli_table_add_value(t, d, (int)k);
+        cli_table_add_value(t, d, (int)k + 1);
+        k = d->tokens[k + 1].next;
+    }
+}
+
+void cli_table_print(const cli_table *t, FILE *f)
+{
+    size_t width[32] = { 0 };
+    int ncols = t->ncols < 32 ? t->ncols : 32;
+    for (size_t i = 0; i < t->ncells; i++) {
+        size_t n = strlen(t->cells[i]), col = i % (size_t)t->ncols;
+        if (col < (size_t)ncols && n > width[col]) width[col] = n;
+    }
+    for (size_t i = 0; i < t->ncells; i++) {
+        size_t col = i % (size_t)t->ncols;
+        bool last = col + 1 == (size_t)t->ncols || i + 1 == t->ncells;
+        if (last) fprintf(f, "%s\n", t->cells[i]);
+        else fprintf(f, "%-*s  ", (int)(col < 32 ? width[col] : 0), t->cells[i]);
+    }
+}
+
+void cli_table_fini(cli_table *t)
+{
+    for (size_t i = 0; i < t->ncells; i++) free(t->cells[i]);
+    free(t->cells);
+    t->cells = NULL;
+    t->ncells = t->cap = 0;
+}

@@ -1,0 +1,109 @@
+/* cli_common: what the client subcommands share — option parsing from a
+ * table, the server URL, one request with error reporting, and the two output
+ * modes (a readable table by default, the server's JSON pretty-printed with
+ * --json). Exit statuses are those of cli.h. */
+#ifndef SILT_CLI_COMMON_H
+#define SILT_CLI_COMMON_H
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+#include "base/buf.h"
+#include "base/json.h"
+#include "net/http_client.h"
+
+#define CLI_EXIT_OK     0
+#define CLI_EXIT_FAILED 1
+#define CLI_EXIT_USAGE  2
+
+#define CLI_DEFAULT_URL "http://localhost:6632"
+#define CLI_MAX_TOKENS  (1u << 22)   /* JSON tokens accepted in a payload or a reply */
+
+typedef enum cli_opt_kind {
+    CLI_OPT_FLAG,   /* dest is bool *: set true */
+    CLI_OPT_STR,    /* dest is const char **: the argument (last one wins) */
+    CLI_OPT_INT,    /* dest is long *: a non-negative decimal argument */
+    CLI_OPT_LIST,   /* dest is cli_list *: every argument, in order */
+} cli_opt_kind;
+
+typedef struct cli_list {
+    const char **items;   /* point into argv */
+    int          n;
+} cli_list;
+
+typedef struct cli_opt {
+    const char  *name;    /* long name without the dashes, e.g. "partition" */
+    cli_opt_kind kind;
+    void        *dest;
+} cli_opt;
+
+typedef struct cli_cmd {
+    const char    *name;     /* subcommand, for messages: "push" */
+    const char    *usage;    /* full help text */
+    const cli_opt *opts;
+    size_t         nopts;
+    int            min_pos;  /* positional arguments required */
+    int            max_pos;  /* positional arguments allowed, -1 for any */
+} cli_cmd;
+
+typedef struct cli_args {
+    char **pos;   /* positional arguments, in order (owned array, argv strings) */
+    int    npos;
+} cli_args;
+
+/* Parses argv[1..] ("--name value", "--name=value", "--" ends options;
+ * "--help"/"-h" prints the usage to stdout). 0: carry on. -1: the command is
+ * done and returns *exit_code (0 after --help, 2 after a usage error; both
+ * already printed). Free args and any cli_list with the _fini functions. */
+int  cli_parse(const cli_cmd *cmd, int argc, char **argv, cli_args *args, int *exit_code)
+     __attribute__((warn_unused_result));
+void cli_args_fini(cli_args *args);
+void cli_list_fini(cli_list *l);
+
+/* Prints "silt <cmd>: <message>" and the synopsis to stderr; returns 2. */
+int  cli_usage_error(const cli_cmd *cmd, const char *fmt, ...)
+     __attribute__((format(printf, 2, 3)));
+/* Prints "silt: <message>" to stderr. */
+void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* SILT_URL, or the default when unset or empty. */
+const char *cli_server_url(void);
+/* Appends s percent-encoded for a path segment or a query value. */
+void cli_url_encode(buf *out, const char *s);
+
+/* One request to the server (body may be NULL; timeout_ms 0 keeps the
+ * client's default). 0 with the response in r for a status below 400.
+ * Otherwise prints "silt: <error>" (the server's {"error"} when it sent one)
+ * and returns -1. */
+int  cli_request(const char *method, const char *path, const buf *body, int timeout_ms,
+                 http_response *r) __attribute__((warn_unused_result));
+/* Parses a reply body into d; on malformed JSON prints an error and returns -1. */
+int  cli_parse_reply(const http_response *r, json_doc *d) __attribute__((warn_unused_result));
+
+/* Writes a JSON text pretty-printed to stdout, newline-terminated. */
+void cli_print_json(const char *text, size_t len);
+/* Appends a valid JSON text with the whitespace between tokens removed. */
+void cli_put_compact(buf *out, const char *text, size_t len);
+/* Appends a value as a table cell: strings decoded, other values compact JSON,
+ * "-" for an absent value (tok < 0). */
+void cli_put_cell(buf *out, const json_doc *d, int tok);
+/* The decoded string at member key of obj, or NULL (caller frees). */
+char *cli_get_str(const json_doc *d, int obj, const char *key);
+
+/* A text table whose columns are as wide as their widest cell. */
+typedef struct cli_table {
+    int     ncols;
+    char  **cells;    /* row-major, header row first */
+    size_t  ncells;
+    size_t  cap;
+} cli_table;
+
+/* headers: ncols column titles. */
+void cli_table_init(cli_table *t, int ncols, const char *const *headers);
+void cli_table_add(cli_table *t, const char *cell);
+void cli_table_add_value(cli_table *t, const json_doc *d, int tok);
+/* One row per member of object obj: key, value. */
+void cli_table_add_members(cli_table *t, const json_doc *d, int obj);
+void cli_table_print(const cli_table *t, FILE *f);
+void cli_table_fini(cli_table *t);
+
+#endif

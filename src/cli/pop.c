@@ -1,0 +1,162 @@
+/* pop: `silt pop`, one GET /api/v1/pop/queue/<q>[/partition/<p>]. Only the
+ * query parameters the user gave are sent, so the server's defaults stay the
+ * only defaults. A long poll gets an HTTP timeout longer than its own wait. */
+#include "cli/cli.h"
+#include "cli/cli_common.h"
+#include <stdio.h>
+#include <string.h>
+
+#define POP_DEFAULT_WAIT_MS 30000   /* the server's default long-poll timeout */
+#define POP_HTTP_SLACK_MS   15000   /* margin over the long poll for the reply */
+
+static const char pop_usage[] =
+    "usage: silt pop <queue> [options]\n"
+    "\n"
+    "Pops a batch of messages from a queue (or one partition of it) under a lease.\n"
+    "\n"
+    "options:\n"
+    "  --partition P             pop from this partition only\n"
+    "  --batch N                 messages to take (server default 1)\n"
+    "  --wait                    long-poll until something is deliverable\n"
+    "  --timeout MS              how long --wait waits (server default 30000)\n"
+    "  --group G                 consumer group (default: queue mode)\n"
+    "  --auto-ack                commit on delivery; no lease, no ack needed\n"
+    "  --subscription-mode M     all | new | new-only, for a group's first pop\n"
+    "  --from TS                 a new group starts at ISO timestamp TS (or \"now\")\n"
+    "  --json                    print the server's reply as JSON\n"
+    "  --help                    show this help\n"
+    "\n"
+    "The server is SILT_URL (default " CLI_DEFAULT_URL ").\n";
+
+typedef struct pop_opts {
+    const char *partition;
+    long        batch;       /* -1: not given */
+    bool        wait;
+    long        timeout_ms;  /* -1: not given */
+    const char *group;
+    bool        auto_ack;
+    const char *mode;
+    const char *from;
+    bool        json;
+} pop_opts;
+
+static void pop_param(buf *path, bool *first, const char *key, const char *value)
+{
+    if (!value) return;
+    buf_putc(path, *first ? '?' : '&');
+    *first = false;
+    buf_puts(path, key);
+    buf_putc(path, '=');
+    cli_url_encode(path, value);
+}
+
+static void pop_build_path(buf *path, const char *queue, const pop_opts *o)
+{
+    char batch[24], timeout[24];
+    snprintf(batch, sizeof batch, "%ld", o->batch);
+    snprintf(timeout, sizeof timeout, "%ld", o->timeout_ms);
+    buf_puts(path, "/api/v1/pop/queue/");
+    cli_url_encode(path, queue);
+    if (o->partition) {
+        buf_puts(path, "/partition/");
+        cli_url_encode(path, o->partition);
+    }
+    bool first = true;
+    pop_param(path, &first, "batch", o->batch >= 0 ? batch : NULL);
+    pop_param(path, &first, "wait", o->wait ? "true" : NULL);
+    pop_param(path, &first, "timeout", o->timeout_ms >= 0 ? timeout : NULL);
+    pop_param(path, &first, "consumerGroup", o->group);
+    pop_param(path, &first, "autoAck", o->auto_ack ? "true" : NULL);
+    pop_param(path, &first, "subscriptionMode", o->mode);
+    pop_param(path, &first, "subscriptionFrom", o->from);
+}
+
+static int pop_check(const cli_cmd *cmd, const pop_opts *o)
+{
+    if (o->batch == 0) return cli_usage_error(cmd, "--batch must be at least 1");
+    if (o->timeout_ms > 24L * 3600 * 1000)
+        return cli_usage_error(cmd, "--timeout must be at most one day");
+    if (o->mode && strcmp(o->mode, "all") != 0 && strcmp(o->mode, "new") != 0
+        && strcmp(o->mode, "new-only") != 0)
+        return cli_usage_error(cmd, "--subscription-mode must be all, new or new-only");
+    return 0;
+}
+
+static void pop_table(const json_doc *d)
+{
+    static const char *const headers[] = {
+        "OFFSET", "PARTITION", "TRANSACTION_ID", "PARTITION_ID", "LEASE_ID", "DATA",
+    };
+    static const char *const fields[] = {
+        "offset", "partition", "transactionId", "partitionId", "leaseId", "data",
+    };
+    int messages = json_get(d, 0, "messages"), m;
+    cli_table t;
+    cli_table_init(&t, 6, headers);
+    for (uint32_t i = 0; messages >= 0 && (m = json_at(d, (uint32_t)messages, i)) >= 0; i++)
+        for (int f = 0; f < 6; f++)
+            cli_table_add_value(&t, d, json_get(d, (uint32_t)m, fields[f]));
+    if (t.ncells == 6) puts("(no messages)");
+    else cli_table_print(&t, stdout);
+    cli_table_fini(&t);
+}
+
+static int pop_report(const pop_opts *o, const http_response *r)
+{
+    static const char empty[] = "{\"messages\":[]}";
+    if (r->status == 204) {
+        if (o->json) cli_print_json(empty, sizeof empty - 1);
+        else puts("(no messages)");
+        return CLI_EXIT_OK;
+    }
+    json_doc d;
+    json_doc_init(&d);
+    int rc = cli_parse_reply(r, &d) < 0 ? CLI_EXIT_FAILED : CLI_EXIT_OK;
+    if (rc == CLI_EXIT_OK && o->json) cli_print_json(r->body.data, r->body.len);
+    else if (rc == CLI_EXIT_OK) pop_table(&d);
+    json_doc_fini(&d);
+    return rc;
+}
+
+static int pop_run(const char *queue, const pop_opts *o)
+{
+    buf path;
+    buf_init(&path);
+    pop_build_path(&path, queue, o);
+    int http_timeout = 0;
+    if (o->wait)
+        http_timeout = (int)(o->timeout_ms >= 0 ? o->timeout_ms : POP_DEFAULT_WAIT_MS)
+                     + POP_HTTP_SLACK_MS;
+    http_response r;
+    http_response_init(&r);
+    int rc = cli_request("GET", path.data, NULL, http_timeout, &r) < 0
+           ? CLI_EXIT_FAILED : pop_report(o, &r);
+    http_response_fini(&r);
+    buf_fini(&path);
+    return rc;
+}
+
+int cli_pop(int argc, char **argv)
+{
+    pop_opts o = { .batch = -1, .timeout_ms = -1 };
+    const cli_opt opts[] = {
+        { "partition",         CLI_OPT_STR,  &o.partition },
+        { "batch",             CLI_OPT_INT,  &o.batch },
+        { "wait",              CLI_OPT_FLAG, &o.wait },
+        { "timeout",           CLI_OPT_INT,  &o.timeout_ms },
+        { "group",             CLI_OPT_STR,  &o.group },
+        { "auto-ack",          CLI_OPT_FLAG, &o.auto_ack },
+        { "subscription-mode", CLI_OPT_STR,  &o.mode },
+        { "from",              CLI_OPT_STR,  &o.from },
+        { "json",              CLI_OPT_FLAG, &o.json },
+    };
+    const cli_cmd cmd = { "pop", pop_usage, opts, sizeof opts / sizeof opts[0], 1, 1 };
+    cli_args a;
+    int rc;
+    if (cli_parse(&cmd, argc, argv, &a, &rc) == 0) {
+        rc = pop_check(&cmd, &o);
+        if (rc == 0) rc = pop_run(a.pos[0], &o);
+    }
+    cli_args_fini(&a);
+    return rc;
+}

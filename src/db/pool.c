@@ -1,0 +1,414 @@
+/* pool: asynchronous libpq connections in pipeline mode (see pool.h).
+ *
+ * Each connection keeps a FIFO of jobs it has sent. Results arrive in the same
+ * order: every call yields its result(s) and then a NULL, and the job's Sync
+ * yields PGRES_PIPELINE_SYNC, which completes the job. A new job goes to the
+ * ready connection with the fewest jobs in flight, up to the pipeline depth;
+ * beyond that it waits in the pool's queue. */
+#include "db/pool.h"
+#include <stdlib.h>
+#include <string.h>
+#include "base/buf.h"
+#include "base/log.h"
+
+typedef enum conn_state { CONN_DOWN, CONN_CONNECTING, CONN_PREPARING, CONN_READY } conn_state;
+
+typedef struct db_call {
+    db_stmt stmt;
+    int     nparams;
+    char   *values[DB_MAX_PARAMS];
+    int     lengths[DB_MAX_PARAMS];
+    int     formats[DB_MAX_PARAMS];
+} db_call;
+
+struct db_job {
+    db_done_fn done;
+    void      *arg;
+    db_call   *calls;
+    int        ncalls, cap;
+    int        current;           /* call whose results are being read */
+    PGresult **results;
+    char      *error, *sqlstate, *detail;
+    int        failed_call;
+    bool       unavailable;
+    db_job    *next;
+};
+
+typedef struct db_conn {
+    db_pool     *pool;
+    PGconn      *pg;
+    conn_state   state;
+    struct event *io, *wr, *retry;
+    db_job      *head, *tail;     /* jobs sent, oldest first */
+    int          inflight;
+    int          backoff_ms;
+} db_conn;
+
+struct db_pool {
+    struct event_base *base;
+    char        *conninfo;
+    db_conn     *conns;
+    int          size, depth;
+    db_job      *wait_head, *wait_tail;   /* submitted, not yet sent */
+    db_job      *done_head, *done_tail;   /* finished, callbacks pending */
+    struct event *deliver;
+    int          busy;
+};
+
+static void conn_connect(db_conn *c);
+static void pool_dispatch(db_pool *pool);
+
+/* ---- jobs ---- */
+
+db_job *db_job_new(db_done_fn done, void *arg)
+{
+    db_job *job = calloc(1, sizeof *job);
+    if (!job) abort();
+    job->done = done;
+    job->arg = arg;
+    job->failed_call = -1;
+    return job;
+}
+
+void db_job_call(db_job *job, db_stmt stmt, const char *const *values, const int *lengths, const int *formats)
+{
+    if (job->ncalls == job->cap) {
+        job->cap = job->cap ? job->cap * 2 : 4;
+        job->calls = realloc(job->calls, (size_t)job->cap * sizeof *job->calls);
+        if (!job->calls) abort();
+    }
+    db_call *call = &job->calls[job->ncalls++];
+    memset(call, 0, sizeof *call);
+    call->stmt = stmt;
+    call->nparams = db_statements[stmt].nparams;
+    for (int i = 0; i < call->nparams; i++) {
+        if (!values[i]) continue;
+        int len = lengths && formats && formats[i] ? lengths[i] : (int)strlen(values[i]);
+        call->values[i] = malloc((size_t)len + 1);
+        if (!call->values[i]) abort();
+        memcpy(call->values[i], values[i], (size_t)len);
+        call->values[i][len] = '\0';
+        call->lengths[i] = len;
+        call->formats[i] = formats ? formats[i] : 0;
+    }
+}
+
+static void job_free(db_job *job)
+{
+    for (int i = 0; i < job->ncalls && job->calls; i++) {
+        for (int p = 0; p < job->calls[i].nparams; p++) free(job->calls[i].values[p]);
+        if (job->results) PQclear(job->results[i]);
+    }
+    free(job->calls);
+    free(job->results);
+    free(job->error);
+    free(job->sqlstate);
+    free(job->detail);
+    free(job);
+}
+
+static void job_set_error(db_job *job, const char *msg, const char *state, const char *detail)
+{
+    if (job->error) return;
+    job->error = strdup(msg ? msg : "database error");
+    job->sqlstate = strdup(state ? state : "");
+    job->detail = strdup(detail ? detail : "");
+    job->failed_call = job->current;
+}
+
+/* Callbacks run from a deferred event, never inside db_submit or in the middle
+ * of reading a connection, so they may submit new jobs freely. */
+static void job_finish(db_pool *pool, db_job *job)
+{
+    job->next = NULL;
+    if (pool->done_tail) pool->done_tail->next = job; else pool->done_head = job;
+    pool->done_tail = job;
+    event_active(pool->deliver, EV_TIMEOUT, 0);
+}
+
+static void pool_deliver(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd; (void)what;
+    db_pool *pool = arg;
+    db_job *job = pool->done_head;
+    pool->done_head = pool->done_tail = NULL;
+    while (job) {
+        db_job *next = job->next;
+        db_reply reply = { job->results, job->ncalls, job->error, job->sqlstate ? job->sqlstate : "",
+                           job->detail ? job->detail : "", job->failed_call, job->unavailable };
+        pool->busy--;
+        job->done(job->arg, &reply);
+        job_free(job);
+        job = next;
+    }
+    pool_dispatch(pool);
+}
+
+static void job_fail(db_pool *pool, db_job *job, const char *msg, bool unavailable)
+{
+    job_set_error(job, msg, "08006", "");
+    job->unavailable = unavailable;
+    job_finish(pool, job);
+}
+
+/* ---- connections ---- */
+
+static void conn_fail_jobs(db_conn *c, const char *msg)
+{
+    db_job *job = c->head;
+    c->head = c->tail = NULL;
+    c->inflight = 0;
+    while (job) {
+        db_job *next = job->next;
+        if (job->done) job_fail(c->pool, job, msg, true);
+        else job_free(job);   /* the connection's own statement preparation */
+        job = next;
+    }
+}
+
+static void conn_retry(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd; (void)what;
+    conn_connect(arg);
+}
+
+static void conn_lost(db_conn *c, const char *why)
+{
+    if (c->state == CONN_READY || c->state == CONN_PREPARING)
+        log_warn("database connection lost: %s", why);
+    if (c->io) { event_free(c->io); c->io = NULL; }
+    if (c->wr) { event_free(c->wr); c->wr = NULL; }
+    if (c->pg) { PQfinish(c->pg); c->pg = NULL; }
+    c->state = CONN_DOWN;
+    conn_fail_jobs(c, "database connection lost");
+    c->backoff_ms = c->backoff_ms ? (c->backoff_ms * 2 > 2000 ? 2000 : c->backoff_ms * 2) : 100;
+    struct timeval tv = { c->backoff_ms / 1000, (c->backoff_ms % 1000) * 1000 };
+    evtimer_add(c->retry, &tv);
+    pool_dispatch(c->pool);
+}
+
+static void conn_flush(db_conn *c)
+{
+    int rc = PQflush(c->pg);
+    if (rc < 0) { conn_lost(c, PQerrorMessage(c->pg)); return; }
+    if (rc == 1) event_add(c->wr, NULL);
+    else event_del(c->wr);
+}
+
+static void conn_send(db_conn *c, db_job *job)
+{
+    job->results = calloc((size_t)(job->ncalls ? job->ncalls : 1), sizeof *job->results);
+    if (!job->results) abort();
+    for (int i = 0; i < job->ncalls; i++) {
+        db_call *call = &job->calls[i];
+        PQsendQueryPrepared(c->pg, db_statements[call->stmt].name, call->nparams,
+                            (const char *const *)call->values, call->lengths, call->formats,
+                            db_statements[call->stmt].binary);
+    }
+    PQpipelineSync(c->pg);
+    job->next = NULL;
+    if (c->tail) c->tail->next = job; else c->head = job;
+    c->tail = job;
+    c->inflight++;
+}
+
+static void job_take_result(db_job *job, PGresult *r)
+{
+    ExecStatusType st = PQresultStatus(r);
+    if (st == PGRES_FATAL_ERROR)
+        job_set_error(job, PQresultErrorField(r, PG_DIAG_MESSAGE_PRIMARY),
+                      PQresultErrorField(r, PG_DIAG_SQLSTATE), PQresultErrorField(r, PG_DIAG_MESSAGE_DETAIL));
+    if (job->current < job->ncalls && job->results && !job->results[job->current])
+        job->results[job->current] = r;
+    else
+        PQclear(r);
+}
+
+/* Reads every result that has fully arrived. */
+static void conn_read_results(db_conn *c)
+{
+    while (c->head && !PQisBusy(c->pg)) {
+        db_job *job = c->head;
+        PGresult *r = PQgetResult(c->pg);
+        if (!r) { job->current++; continue; }
+        if (PQresultStatus(r) != PGRES_PIPELINE_SYNC) { job_take_result(job, r); continue; }
+        PQclear(r);
+        c->head = job->next;
+        if (!c->head) c->tail = NULL;
+        c->inflight--;
+        if (c->state == CONN_PREPARING) {
+            bool ok = !job->error;
+            job_free(job);
+            if (!ok) { conn_lost(c, "could not prepare statements"); return; }
+            c->state = CONN_READY;
+            c->backoff_ms = 0;
+            log_info("database connection ready");
+            continue;
+        }
+        job_finish(c->pool, job);
+    }
+}
+
+static void conn_io(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    db_conn *c = arg;
+    if (what & EV_WRITE) { conn_flush(c); if (!c->pg) return; }
+    if (!(what & EV_READ)) return;
+    if (!PQconsumeInput(c->pg)) { conn_lost(c, PQerrorMessage(c->pg)); return; }
+    conn_read_results(c);
+    if (c->pg && PQstatus(c->pg) == CONNECTION_BAD) { conn_lost(c, PQerrorMessage(c->pg)); return; }
+    if (c->pg) pool_dispatch(c->pool);
+}
+
+static void conn_prepare(db_conn *c)
+{
+    PQsetnonblocking(c->pg, 1);
+    if (!PQenterPipelineMode(c->pg)) { conn_lost(c, "cannot enter pipeline mode"); return; }
+    int fd = PQsocket(c->pg);
+    c->io = event_new(c->pool->base, fd, EV_READ | EV_PERSIST, conn_io, c);
+    c->wr = event_new(c->pool->base, fd, EV_WRITE | EV_PERSIST, conn_io, c);
+    event_add(c->io, NULL);
+    db_job *job = db_job_new(NULL, NULL);
+    for (int i = 0; i < STMT_COUNT; i++) {
+        PQsendPrepare(c->pg, db_statements[i].name, db_statements[i].sql, db_statements[i].nparams, NULL);
+        job->ncalls++;
+    }
+    job->calls = NULL;
+    c->state = CONN_PREPARING;
+    job->results = NULL;
+    PQpipelineSync(c->pg);
+    job->next = NULL;
+    c->head = c->tail = job;
+    c->inflight = 1;
+    conn_flush(c);
+}
+
+static void conn_poll(evutil_socket_t fd, short what, void *arg);
+
+static void conn_wait(db_conn *c, PostgresPollingStatusType st)
+{
+    short ev = st == PGRES_POLLING_WRITING ? EV_WRITE : EV_READ;
+    if (c->io) event_free(c->io);
+    c->io = event_new(c->pool->base, PQsocket(c->pg), ev, conn_poll, c);
+    event_add(c->io, NULL);
+}
+
+static void conn_poll(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd; (void)what;
+    db_conn *c = arg;
+    PostgresPollingStatusType st = PQconnectPoll(c->pg);
+    if (st == PGRES_POLLING_FAILED) { conn_lost(c, PQerrorMessage(c->pg)); return; }
+    if (st != PGRES_POLLING_OK) { conn_wait(c, st); return; }
+    event_free(c->io);
+    c->io = NULL;
+    conn_prepare(c);
+}
+
+static void conn_connect(db_conn *c)
+{
+    static const char *const keys[] = { "dbname", "application_name", "options", "connect_timeout", NULL };
+    const char *values[] = { c->pool->conninfo, "silt", "-c TimeZone=UTC -c DateStyle=ISO", "10", NULL };
+    c->pg = PQconnectStartParams(keys, values, 1);
+    if (!c->pg || PQstatus(c->pg) == CONNECTION_BAD) {
+        conn_lost(c, c->pg ? PQerrorMessage(c->pg) : "out of memory");
+        return;
+    }
+    c->state = CONN_CONNECTING;
+    conn_wait(c, PGRES_POLLING_WRITING);
+}
+
+/* ---- the pool ---- */
+
+static db_conn *pool_pick(db_pool *pool)
+{
+    db_conn *best = NULL;
+    for (int i = 0; i < pool->size; i++) {
+        db_conn *c = &pool->conns[i];
+        if (c->state != CONN_READY || c->inflight >= pool->depth) continue;
+        if (!best || c->inflight < best->inflight) best = c;
+    }
+    return best;
+}
+
+/* Sends waiting jobs to connections with room; without any usable
+ * connection, waiting jobs fail at once rather than hang. */
+static void pool_dispatch(db_pool *pool)
+{
+    while (pool->wait_head) {
+        db_conn *c = pool_pick(pool);
+        if (!c) break;
+        db_job *job = pool->wait_head;
+        pool->wait_head = job->next;
+        if (!pool->wait_head) pool->wait_tail = NULL;
+        conn_send(c, job);
+        conn_flush(c);
+    }
+    if (pool->wait_head && !db_pool_ready(pool)) {
+        db_job *job = pool->wait_head;
+        pool->wait_head = pool->wait_tail = NULL;
+        while (job) {
+            db_job *next = job->next;
+            job_fail(pool, job, "database unavailable", true);
+            job = next;
+        }
+    }
+}
+
+void db_submit(db_pool *pool, db_job *job)
+{
+    job->next = NULL;
+    pool->busy++;
+    if (pool->wait_tail) pool->wait_tail->next = job; else pool->wait_head = job;
+    pool->wait_tail = job;
+    pool_dispatch(pool);
+}
+
+bool db_pool_ready(const db_pool *pool)
+{
+    for (int i = 0; i < pool->size; i++)
+        if (pool->conns[i].state == CONN_READY) return true;
+    return false;
+}
+
+int db_pool_busy(const db_pool *pool) { return pool->busy; }
+
+db_pool *db_pool_new(struct event_base *base, const char *conninfo, int size, int pipeline_depth)
+{
+    db_pool *pool = calloc(1, sizeof *pool);
+    if (!pool) abort();
+    pool->base = base;
+    pool->conninfo = strdup(conninfo);
+    pool->size = size;
+    pool->depth = pipeline_depth;
+    pool->conns = calloc((size_t)size, sizeof *pool->conns);
+    if (!pool->conns || !pool->conninfo) abort();
+    pool->deliver = event_new(base, -1, 0, pool_deliver, pool);
+    for (int i = 0; i < size; i++) {
+        db_conn *c = &pool->conns[i];
+        c->pool = pool;
+        c->retry = evtimer_new(base, conn_retry, c);
+        conn_connect(c);
+    }
+    return pool;
+}
+
+void db_pool_free(db_pool *pool)
+{
+    if (!pool) return;
+    for (int i = 0; i < pool->size; i++) {
+        db_conn *c = &pool->conns[i];
+        if (c->io) event_free(c->io);
+        if (c->wr) event_free(c->wr);
+        event_free(c->retry);
+        if (c->pg) PQfinish(c->pg);
+        for (db_job *j = c->head, *n; j; j = n) { n = j->next; job_free(j); }
+    }
+    for (db_job *j = pool->done_head, *n; j; j = n) { n = j->next; job_free(j); }
+    for (db_job *j = pool->wait_head, *n; j; j = n) { n = j->next; job_free(j); }
+    event_free(pool->deliver);
+    free(pool->conns);
+    free(pool->conninfo);
+    free(pool);
+}

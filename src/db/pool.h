@@ -1,0 +1,48 @@
+/* pool: asynchronous PostgreSQL connections on the event loop. Work is
+ * submitted as jobs: a list of prepared-statement calls sent in pipeline mode
+ * and closed by one Sync, so a job costs one round trip, and its calls run in
+ * one implicit transaction: all commit at the Sync, or none does. Connections reconnect
+ * with backoff when PostgreSQL goes away; jobs in flight on a lost connection
+ * fail with an error, none is retried silently. */
+#ifndef SILT_POOL_H
+#define SILT_POOL_H
+#include <stdbool.h>
+#include <libpq-fe.h>
+#include <event2/event.h>
+#include "db/statements.h"
+
+#define DB_MAX_PARAMS 10
+#define DB_MAX_CALLS  512
+
+typedef struct db_pool db_pool;
+typedef struct db_job  db_job;
+
+/* What a finished job hands its callback. results[i] belongs to call i (NULL
+ * if it never ran); freed after the callback returns. */
+typedef struct db_reply {
+    PGresult  **results;
+    int         ncalls;
+    const char *error;      /* NULL on success; else the first error's message */
+    const char *sqlstate;   /* SQLSTATE of that error, "" when none */
+    const char *detail;     /* DETAIL of that error, "" when none */
+    int         failed_call;/* index of the call that failed, -1 */
+    bool        unavailable;/* no connection: PostgreSQL unreachable */
+} db_reply;
+
+typedef void (*db_done_fn)(void *arg, const db_reply *reply);
+
+db_pool *db_pool_new(struct event_base *base, const char *conninfo, int size, int pipeline_depth);
+void     db_pool_free(db_pool *pool);
+bool     db_pool_ready(const db_pool *pool);   /* at least one connection is usable */
+int      db_pool_busy(const db_pool *pool);    /* jobs queued or in flight */
+
+db_job *db_job_new(db_done_fn done, void *arg);
+/* Appends a call of a prepared statement. Values are copied. lengths and
+ * formats may be NULL (all text); format 1 marks a binary value. */
+void    db_job_call(db_job *job, db_stmt stmt, const char *const *values,
+                    const int *lengths, const int *formats);
+/* Submits; done runs exactly once, always from the event loop, never inside
+ * this call. */
+void    db_submit(db_pool *pool, db_job *job);
+
+#endif

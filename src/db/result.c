@@ -1,0 +1,59 @@
+/* result: decoding of binary and text PostgreSQL values (see result.h). */
+#include "db/result.h"
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+/* Seconds between the Unix epoch and PostgreSQL's (2000-01-01). */
+#define PG_EPOCH_OFFSET_US (946684800LL * 1000000LL)
+
+bool db_null(const PGresult *r, int row, int col) { return PQgetisnull(r, row, col); }
+
+int64_t db_int(const PGresult *r, int row, int col)
+{
+    if (PQgetisnull(r, row, col)) return 0;
+    const unsigned char *p = (const unsigned char *)PQgetvalue(r, row, col);
+    int n = PQgetlength(r, row, col);
+    uint64_t v = 0;
+    for (int i = 0; i < n; i++) v = v << 8 | p[i];
+    if (n == 4) return (int32_t)(uint32_t)v;
+    if (n == 2) return (int16_t)(uint16_t)v;
+    return (int64_t)v;
+}
+
+bool db_bool(const PGresult *r, int row, int col)
+{
+    return !PQgetisnull(r, row, col) && PQgetvalue(r, row, col)[0] != 0;
+}
+
+const char *db_bytes(const PGresult *r, int row, int col, size_t *len)
+{
+    *len = (size_t)PQgetlength(r, row, col);
+    return PQgetvalue(r, row, col);
+}
+
+int64_t db_time_us(const PGresult *r, int row, int col)
+{
+    return db_int(r, row, col) + PG_EPOCH_OFFSET_US;
+}
+
+void db_format_time(int64_t unix_us, char out[32])
+{
+    time_t secs = (time_t)(unix_us / 1000000);
+    int ms = (int)((unix_us % 1000000) / 1000);
+    if (ms < 0) { ms += 1000; secs--; }
+    struct tm tm;
+    gmtime_r(&secs, &tm);
+    char date[24];
+    strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%S", &tm);
+    snprintf(out, 32, "%s.%03dZ", date, ms);
+}
+
+void db_iso_time(const char *pg, char out[32])
+{
+    /* "YYYY-MM-DD HH:MM:SS[.ffffff]+00" with TimeZone=UTC and DateStyle=ISO */
+    char frac[4] = "000";
+    const char *dot = strchr(pg, '.');
+    for (int i = 0; dot && i < 3 && dot[1 + i] >= '0' && dot[1 + i] <= '9'; i++) frac[i] = dot[1 + i];
+    snprintf(out, 32, "%.10sT%.8s.%sZ", pg, strlen(pg) > 11 ? pg + 11 : "00:00:00", frac);
+}

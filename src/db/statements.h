@@ -1,0 +1,26 @@
+/* statements: every SQL statement the server sends, named once. Each is
+ * prepared on every pooled connection when it connects, so a call costs one
+ * pipelined Bind/Execute and no parsing. */
+#ifndef SILT_STATEMENTS_H
+#define SILT_STATEMENTS_H
+
+typedef enum db_stmt {
+    STMT_PUSH_SEGMENT,
+    STMT_POP,
+    STMT_ACK,
+    STMT_DEAD_LETTER,
+    STMT_EXTEND_LEASE,
+    STMT_CONFIGURE,
+    STMT_COUNT
+} db_stmt;
+
+typedef struct db_statement {
+    const char *name;
+    const char *sql;
+    int         nparams;
+    int         binary;   /* 1: results in binary format (see result.h) */
+} db_statement;
+
+extern const db_statement db_statements[STMT_COUNT];
+
+#endif

@@ -1,0 +1,204 @@
+/* httpd: evhttp glue (see httpd.h). */
+#include "net/httpd.h"
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/queue.h>
+#include <sys/time.h>
+#include <event2/buffer.h>
+#include <event2/http.h>
+#include "base/json.h"
+#include "base/log.h"
+
+struct httpd {
+    struct evhttp                  *http;
+    struct evhttp_bound_socket     *socket;
+    httpd_handler                   handler;
+    void                           *arg;
+    size_t                          max_body;
+    int                             inflight;
+};
+
+static int64_t now_us(void)
+{
+    struct timeval tv;
+    gettimeofday(&tv, NULL);
+    return (int64_t)tv.tv_sec * 1000000 + tv.tv_usec;
+}
+
+static httpd_method method_of(struct evhttp_request *ev)
+{
+    switch (evhttp_request_get_command(ev)) {
+    case EVHTTP_REQ_GET: return HTTPD_GET;
+    case EVHTTP_REQ_POST: return HTTPD_POST;
+    case EVHTTP_REQ_DELETE: return HTTPD_DELETE;
+    default: return HTTPD_OTHER;
+    }
+}
+
+static const char *method_name(httpd_method m)
+{
+    static const char *const names[] = { "GET", "POST", "DELETE", "OTHER" };
+    return names[m];
+}
+
+/* The peer closed while its request was being worked on: evhttp frees the
+ * request with the connection, so forget it. */
+static void on_close(struct evhttp_connection *conn, void *arg)
+{
+    (void)conn;
+    httpd_req *req = arg;
+    req->ev = NULL;
+}
+
+static void req_free(httpd_req *req)
+{
+    evhttp_clear_headers(&req->query);
+    for (int i = 0; i < req->nparams; i++) free(req->params[i]);
+    free(req->path);
+    buf_fini(&req->storage);
+    free(req);
+}
+
+static httpd_req *req_new(httpd *h, struct evhttp_request *ev)
+{
+    httpd_req *req = calloc(1, sizeof *req);
+    if (!req) abort();
+    req->server = h;
+    req->ev = ev;
+    req->method = method_of(ev);
+    req->started_us = now_us();
+    TAILQ_INIT(&req->query);
+    const struct evhttp_uri *uri = evhttp_request_get_evhttp_uri(ev);
+    const char *path = evhttp_uri_get_path(uri);
+    req->path = strdup(path && *path ? path : "/");
+    const char *q = evhttp_uri_get_query(uri);
+    if (q) evhttp_parse_query_str(q, &req->query);
+    struct evbuffer *in = evhttp_request_get_input_buffer(ev);
+    size_t len = evbuffer_get_length(in);
+    buf_init(&req->storage);
+    buf_reserve(&req->storage, len);
+    evbuffer_remove(in, req->storage.data, len);
+    req->storage.len = len;
+    req->storage.data[len] = '\0';
+    req->body = req->storage.data;
+    req->body_len = len;
+    return req;
+}
+
+static void on_request(struct evhttp_request *ev, void *arg)
+{
+    httpd *h = arg;
+    httpd_req *req = req_new(h, ev);
+    h->inflight++;
+    evhttp_connection_set_closecb(evhttp_request_get_connection(ev), on_close, req);
+    h->handler(req, h->arg);
+}
+
+void httpd_reply(httpd_req *req, int status, const char *body, size_t len)
+{
+    httpd *h = req->server;
+    double ms = (double)(now_us() - req->started_us) / 1000.0;
+    if (req->ev) {
+        evhttp_connection_set_closecb(evhttp_request_get_connection(req->ev), NULL, NULL);
+        struct evbuffer *out = evhttp_request_get_output_buffer(req->ev);
+        struct evkeyvalq *headers = evhttp_request_get_output_headers(req->ev);
+        if (body) {
+            if (!evhttp_find_header(headers, "Content-Type"))
+                evhttp_add_header(headers, "Content-Type", "application/json");
+            evbuffer_add(out, body, len);
+        }
+        evhttp_send_reply(req->ev, status, NULL, NULL);
+        log_info("%s %s %d %.1fms", method_name(req->method), req->path, status, ms);
+    } else {
+        log_info("%s %s %d %.1fms (client gone)", method_name(req->method), req->path, status, ms);
+    }
+    h->inflight--;
+    req_free(req);
+}
+
+void httpd_reply_buf(httpd_req *req, int status, buf *body)
+{
+    httpd_reply(req, status, body->data, body->len);
+    buf_fini(body);
+}
+
+static void send_error(httpd_req *req, int status, const char *field, const char *value,
+                       const char *fmt, va_list ap)
+{
+    buf msg, out;
+    buf_init(&msg);
+    buf_init(&out);
+    buf_vprintf(&msg, fmt, ap);
+    buf_puts(&out, "{\"error\":");
+    json_put_str(&out, msg.data, msg.len);
+    if (field) {
+        buf_putc(&out, ',');
+        json_put_cstr(&out, field);
+        buf_putc(&out, ':');
+        json_put_cstr(&out, value);
+    }
+    buf_putc(&out, '}');
+    buf_fini(&msg);
+    httpd_reply_buf(req, status, &out);
+}
+
+void httpd_error(httpd_req *req, int status, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    send_error(req, status, NULL, NULL, fmt, ap);
+    va_end(ap);
+}
+
+void httpd_error_field(httpd_req *req, int status, const char *field, const char *value, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    send_error(req, status, field, value, fmt, ap);
+    va_end(ap);
+}
+
+const char *httpd_query(const httpd_req *req, const char *key)
+{
+    return evhttp_find_header(&req->query, key);
+}
+
+bool httpd_gone(const httpd_req *req) { return req->ev == NULL; }
+
+httpd *httpd_new(struct event_base *base, const char *host, int port, size_t max_body,
+                 httpd_handler handler, void *arg)
+{
+    httpd *h = calloc(1, sizeof *h);
+    if (!h) abort();
+    h->http = evhttp_new(base);
+    h->handler = handler;
+    h->arg = arg;
+    h->max_body = max_body;
+    /* Bodies up to twice the limit are read so the handler can refuse them
+     * with a JSON error; beyond that evhttp refuses them itself. */
+    evhttp_set_max_body_size(h->http, (ev_ssize_t)(max_body * 2));
+    evhttp_set_max_headers_size(h->http, 64 * 1024);
+    evhttp_set_allowed_methods(h->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_DELETE |
+                                        EVHTTP_REQ_PUT | EVHTTP_REQ_PATCH | EVHTTP_REQ_OPTIONS | EVHTTP_REQ_HEAD);
+    evhttp_set_gencb(h->http, on_request, h);
+    h->socket = evhttp_bind_socket_with_handle(h->http, host, (ev_uint16_t)port);
+    if (!h->socket) { evhttp_free(h->http); free(h); return NULL; }
+    return h;
+}
+
+void httpd_stop_accepting(httpd *h)
+{
+    if (h->socket) evhttp_del_accept_socket(h->http, h->socket);
+    h->socket = NULL;
+}
+
+int httpd_inflight(const httpd *h) { return h->inflight; }
+size_t httpd_max_body(const httpd *h) { return h->max_body; }
+
+void httpd_free(httpd *h)
+{
+    if (!h) return;
+    evhttp_free(h->http);
+    free(h);
+}

@@ -1,0 +1,58 @@
+/* httpd: the HTTP server glue over libevent's evhttp. It turns each request
+ * into an httpd_req (decoded path, query, body), hands it to one handler, and
+ * owns the reply: JSON body, status, one log line, and the in-flight count
+ * that graceful shutdown waits on. A client that disconnects before its reply
+ * marks the request gone; the work it started still completes, and its reply
+ * is dropped. */
+#ifndef SILT_HTTPD_H
+#define SILT_HTTPD_H
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <event2/event.h>
+#include <event2/http.h>
+#include <event2/keyvalq_struct.h>
+#include "base/buf.h"
+
+#define HTTPD_MAX_PARAMS 4
+
+typedef struct httpd httpd;
+typedef struct httpd_req httpd_req;
+
+typedef enum httpd_method { HTTPD_GET, HTTPD_POST, HTTPD_DELETE, HTTPD_OTHER } httpd_method;
+
+struct httpd_req {
+    httpd                 *server;
+    struct evhttp_request *ev;       /* NULL once the client is gone */
+    httpd_method           method;
+    char                  *path;     /* as sent (still percent-encoded), without the query */
+    struct evkeyvalq       query;
+    const char            *body;     /* NUL-terminated copy of the body */
+    size_t                 body_len;
+    char                  *params[HTTPD_MAX_PARAMS]; /* route parameters, decoded */
+    int                    nparams;
+    int64_t                started_us;
+    buf                    storage;  /* owns body */
+};
+
+typedef void (*httpd_handler)(httpd_req *req, void *arg);
+
+httpd *httpd_new(struct event_base *base, const char *host, int port, size_t max_body,
+                 httpd_handler handler, void *arg);
+void   httpd_free(httpd *h);
+void   httpd_stop_accepting(httpd *h);
+int    httpd_inflight(const httpd *h);     /* requests received and not yet answered */
+size_t httpd_max_body(const httpd *h);
+
+/* Sends the reply and frees req. body may be NULL (no content). */
+void httpd_reply(httpd_req *req, int status, const char *body, size_t len);
+void httpd_reply_buf(httpd_req *req, int status, buf *body);   /* frees body */
+/* {"error": "<message>"} with status. */
+void httpd_error(httpd_req *req, int status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* {"error": "<message>", "<field>": "<value>"}. */
+void httpd_error_field(httpd_req *req, int status, const char *field, const char *value,
+                       const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+const char *httpd_query(const httpd_req *req, const char *key);
+bool        httpd_gone(const httpd_req *req);
+
+#endif

@@ -1,0 +1,173 @@
+/* ack: the ack contract's C half (see ack.h; the rules live in sql/004_ack.sql). */
+#include "streams/ack.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "base/buf.h"
+#include "base/ids.h"
+#include "base/json.h"
+#include "base/log.h"
+#include "db/result.h"
+#include "streams/frame.h"
+#include "streams/segment.h"
+
+enum { COL_IDX, COL_SUCCESS, COL_ERROR, COL_RELEASED, COL_DLQ, COL_NOOP, COL_DROPPED,
+       COL_DLQ_OFFSET, COL_DLQ_BASE, COL_DLQ_CREATED, COL_DLQ_BLOB };
+
+typedef struct handoff {        /* dead letters in flight for one request */
+    ack_request *req;
+    size_t      *items;          /* item index per dead_letter call */
+    size_t       n;
+} handoff;
+
+static void items_json(const ack_request *req, buf *out)
+{
+    buf_putc(out, '[');
+    for (size_t i = 0; i < req->n; i++) {
+        const ack_item *it = &req->items[i];
+        uint8_t hash[16];
+        char hex[33];
+        ids_txn_hash(it->txn, strlen(it->txn), hash);
+        ids_hex(hash, 16, hex);
+        buf_printf(out, "%s{\"i\":%zu,\"p\":\"%s\",\"h\":\"%s\",\"s\":\"%c\",\"g\":",
+                   i ? "," : "", i, it->partition_id, hex, it->status);
+        json_put_cstr(out, it->group);
+        if (it->lease_id[0]) buf_printf(out, ",\"l\":\"%s\"}", it->lease_id);
+        else buf_puts(out, ",\"l\":null}");
+    }
+    buf_putc(out, ']');
+}
+
+static void take_outcome(ack_item *it, const PGresult *r, int row)
+{
+    size_t len;
+    it->success = db_bool(r, row, COL_SUCCESS);
+    it->lease_released = db_bool(r, row, COL_RELEASED);
+    it->dlq = db_bool(r, row, COL_DLQ);
+    it->noop = db_bool(r, row, COL_NOOP);
+    it->dropped = db_bool(r, row, COL_DROPPED);
+    if (!db_null(r, row, COL_ERROR)) {
+        const char *e = db_bytes(r, row, COL_ERROR, &len);
+        it->error = strndup(e, len);
+    }
+}
+
+/* Adds the dead_letter call for the message at the row's dlq_offset. */
+static int add_handoff(db_job *job, const ack_request *req, const ack_item *it, const PGresult *r, int row)
+{
+    size_t len;
+    const char *blob = db_bytes(r, row, COL_DLQ_BLOB, &len);
+    buf seg;
+    buf_init(&seg);
+    frame f;
+    int64_t offset = db_int(r, row, COL_DLQ_OFFSET);
+    if (segment_decode(&seg, blob, len, req->max_segment_bytes) < 0 ||
+        segment_frame_at(&seg, (size_t)(offset - db_int(r, row, COL_DLQ_BASE)), &f) < 0) {
+        buf_fini(&seg);
+        return -1;
+    }
+    char off[24], msg[37], trace[37], created[32];
+    snprintf(off, sizeof off, "%lld", (long long)offset);
+    ids_uuid_format(f.message_id, msg);
+    ids_uuid_format(f.trace_id, trace);
+    db_format_time(db_time_us(r, row, COL_DLQ_CREATED), created);
+    char *txn = strndup(f.txn, f.txn_len);
+    const char *values[9] = { it->group, it->partition_id, off, msg, txn,
+                              (f.flags & FRAME_HAS_TRACE) ? trace : NULL, f.payload,
+                              it->error_text, created };
+    int lengths[9] = { 0, 0, 0, 0, 0, 0, (int)f.payload_len, 0, 0 };
+    int formats[9] = { 0, 0, 0, 0, 0, 0, 1, 0, 0 };
+    db_job_call(job, STMT_DEAD_LETTER, values, lengths, formats);
+    free(txn);
+    buf_fini(&seg);
+    return 0;
+}
+
+static void handoff_done(void *arg, const db_reply *reply)
+{
+    handoff *h = arg;
+    for (size_t k = 0; k < h->n; k++) {
+        ack_item *it = &h->req->items[h->items[k]];
+        const PGresult *r = reply->results[k];
+        if (reply->error || !r || PQntuples(r) != 1) {
+            it->success = false;
+            it->error = strdup(reply->error ? reply->error : "dead-letter hand-off failed");
+            continue;
+        }
+        if (!PQgetisnull(r, 0, 1)) { it->success = false; it->error = strdup(PQgetvalue(r, 0, 1)); continue; }
+        it->dlq = true;
+        it->lease_released = PQgetvalue(r, 0, 0)[0] == 't';
+    }
+    h->req->done(h->req, h->req->arg);
+    free(h->items);
+    free(h);
+}
+
+static void start_handoffs(ack_request *req, const PGresult *r)
+{
+    handoff *h = calloc(1, sizeof *h);
+    h->items = calloc((size_t)PQntuples(r), sizeof *h->items);
+    if (!h || !h->items) abort();
+    h->req = req;
+    db_job *job = db_job_new(handoff_done, h);
+    for (int row = 0; row < PQntuples(r); row++) {
+        if (db_null(r, row, COL_DLQ_OFFSET)) continue;
+        size_t i = (size_t)db_int(r, row, COL_IDX);
+        if (add_handoff(job, req, &req->items[i], r, row) < 0) {
+            req->items[i].success = false;
+            free(req->items[i].error);
+            req->items[i].error = strdup("dlq rejected: corrupt segment");
+            continue;
+        }
+        h->items[h->n++] = i;
+    }
+    db_submit(req->pool, job);
+}
+
+static void ack_done(void *arg, const db_reply *reply)
+{
+    ack_request *req = arg;
+    if (reply->error) {
+        req->error = strdup(reply->error);
+        req->unavailable = reply->unavailable;
+        req->done(req, req->arg);
+        return;
+    }
+    const PGresult *r = reply->results[0];
+    bool handoffs = false;
+    for (int row = 0; row < PQntuples(r); row++) {
+        size_t i = (size_t)db_int(r, row, COL_IDX);
+        if (i < req->n) take_outcome(&req->items[i], r, row);
+        handoffs |= !db_null(r, row, COL_DLQ_OFFSET);
+    }
+    if (handoffs) start_handoffs(req, r);
+    else req->done(req, req->arg);
+}
+
+void ack_submit(db_pool *pool, size_t max_segment_bytes, ack_request *req)
+{
+    req->pool = pool;
+    req->max_segment_bytes = max_segment_bytes;
+    buf items;
+    buf_init(&items);
+    items_json(req, &items);
+    const char *values[1] = { items.data };
+    db_job *job = db_job_new(ack_done, req);
+    db_job_call(job, STMT_ACK, values, NULL, NULL);
+    buf_fini(&items);
+    db_submit(pool, job);
+}
+
+void ack_request_free(ack_request *req)
+{
+    if (!req) return;
+    for (size_t i = 0; i < req->n; i++) {
+        free(req->items[i].txn);
+        free(req->items[i].group);
+        free(req->items[i].error_text);
+        free(req->items[i].error);
+    }
+    free(req->items);
+    free(req->error);
+    free(req);
+}

@@ -1,0 +1,217 @@
+/* pop: leases and long-polls (see pop.h). */
+#include "streams/pop.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "base/ids.h"
+#include "base/log.h"
+#include "db/result.h"
+#include "streams/frame.h"
+#include "streams/segment.h"
+
+struct popper {
+    struct event_base *base;
+    db_pool     *pool;
+    int          recheck_ms;
+    size_t       max_segment_bytes;
+    pop_request *parked;        /* doubly linked */
+    bool         draining;
+};
+
+enum { COL_PARTITION_ID, COL_PARTITION, COL_FROM, COL_TO, COL_SEG_BASE, COL_SEG_CREATED, COL_SEG_BLOB };
+
+static void pop_query(pop_request *req);
+
+static void finish(pop_request *req)
+{
+    popper *p = req->owner;
+    if (req->parked) {
+        if (req->prev) req->prev->next = req->next; else p->parked = req->next;
+        if (req->next) req->next->prev = req->prev;
+        req->parked = false;
+    }
+    if (req->deadline) evtimer_del(req->deadline);
+    if (req->recheck) evtimer_del(req->recheck);
+    req->done(req, req->arg);
+}
+
+static void add_frames(pop_request *req, const buf *seg, int64_t base, int64_t from, int64_t to, int64_t created_us)
+{
+    size_t pos = 0;
+    frame f;
+    for (int64_t off = base; off <= to && pos < seg->len; off++) {
+        if (frame_decode(seg->data, seg->len, &pos, &f) < 0) break;
+        if (off <= from) continue;
+        pop_msg *m = &req->msgs[req->nmsgs++];
+        memcpy(m->message_id, f.message_id, 16);
+        m->txn = f.txn;
+        m->txn_len = f.txn_len;
+        m->has_trace = f.flags & FRAME_HAS_TRACE;
+        memcpy(m->trace_id, f.trace_id, 16);
+        m->payload = f.payload;
+        m->payload_len = f.payload_len;
+        m->offset = off;
+        m->created_us = created_us;
+    }
+}
+
+static int take_rows(pop_request *req, const PGresult *r)
+{
+    int rows = PQntuples(r);
+    int64_t from = db_int(r, 0, COL_FROM), to = db_int(r, 0, COL_TO);
+    size_t len;
+    ids_uuid_format((const uint8_t *)PQgetvalue(r, 0, COL_PARTITION_ID), req->partition_id);
+    const char *name = db_bytes(r, 0, COL_PARTITION, &len);
+    req->partition_name = strndup(name, len);
+    req->msgs = calloc((size_t)(to - from), sizeof *req->msgs);
+    req->decoded = calloc((size_t)rows, sizeof *req->decoded);
+    if (!req->msgs || !req->decoded || !req->partition_name) abort();
+    req->ndecoded = (size_t)rows;
+    for (int i = 0; i < rows; i++) {
+        const char *blob = db_bytes(r, i, COL_SEG_BLOB, &len);
+        buf_init(&req->decoded[i]);
+        if (segment_decode(&req->decoded[i], blob, len, req->owner->max_segment_bytes) < 0) return -1;
+        add_frames(req, &req->decoded[i], db_int(r, i, COL_SEG_BASE), from, to, db_time_us(r, i, COL_SEG_CREATED));
+    }
+    return 0;
+}
+
+static void park(pop_request *req);
+
+static void query_done(void *arg, const db_reply *reply)
+{
+    pop_request *req = arg;
+    req->querying = false;
+    if (reply->error) {
+        req->error = strdup(reply->error);
+        req->unavailable = reply->unavailable;
+        finish(req);
+        return;
+    }
+    const PGresult *r = reply->results[0];
+    if (PQntuples(r) > 0) {
+        if (take_rows(req, r) < 0) req->error = strdup("corrupt segment");
+        if (req->auto_ack) req->lease_id[0] = '\0';
+        finish(req);
+        return;
+    }
+    if (!req->wait || req->expired || req->owner->draining) { finish(req); return; }
+    if (req->rerun) { req->rerun = false; pop_query(req); return; }
+    park(req);
+}
+
+static void pop_query(pop_request *req)
+{
+    uint8_t lease[16];
+    ids_uuid7(lease);
+    ids_uuid_format(lease, req->lease_id);
+    char batch[16];
+    snprintf(batch, sizeof batch, "%d", req->batch);
+    const char *values[7] = { req->queue, req->partition, req->group, batch,
+                              req->auto_ack ? "t" : "f", req->subscription, req->lease_id };
+    db_job *job = db_job_new(query_done, req);
+    db_job_call(job, STMT_POP, values, NULL, NULL);
+    req->querying = true;
+    db_submit(req->owner->pool, job);
+}
+
+/* ---- parking ---- */
+
+static void on_deadline(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd; (void)what;
+    pop_request *req = arg;
+    req->expired = true;
+    if (!req->querying) finish(req);
+}
+
+static void on_recheck(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd; (void)what;
+    pop_request *req = arg;
+    if (req->querying) { req->rerun = true; return; }
+    pop_query(req);
+}
+
+static void park(pop_request *req)
+{
+    popper *p = req->owner;
+    if (!req->parked) {
+        req->parked = true;
+        req->prev = NULL;
+        req->next = p->parked;
+        if (p->parked) p->parked->prev = req;
+        p->parked = req;
+    }
+    struct timeval tv = { p->recheck_ms / 1000, (p->recheck_ms % 1000) * 1000 };
+    evtimer_add(req->recheck, &tv);
+}
+
+void popper_wake(popper *p, const char *queue)
+{
+    for (pop_request *req = p->parked; req; req = req->next) {
+        if (strcmp(req->queue, queue) != 0) continue;
+        if (req->querying) { req->rerun = true; continue; }
+        evtimer_del(req->recheck);
+        pop_query(req);
+    }
+}
+
+void popper_drain(popper *p)
+{
+    p->draining = true;
+    while (p->parked) {
+        pop_request *req = p->parked;
+        if (req->querying) {   /* answers when its query returns */
+            p->parked = req->next;
+            if (p->parked) p->parked->prev = NULL;
+            req->parked = false;
+            continue;
+        }
+        finish(req);
+    }
+}
+
+void popper_submit(popper *p, pop_request *req)
+{
+    req->owner = p;
+    if (req->wait && !p->draining) {
+        req->deadline = evtimer_new(p->base, on_deadline, req);
+        req->recheck = evtimer_new(p->base, on_recheck, req);
+        struct timeval tv = { req->timeout_ms / 1000, (req->timeout_ms % 1000) * 1000 };
+        evtimer_add(req->deadline, &tv);
+    } else {
+        req->wait = false;
+    }
+    pop_query(req);
+}
+
+void pop_request_free(pop_request *req)
+{
+    if (!req) return;
+    if (req->deadline) event_free(req->deadline);
+    if (req->recheck) event_free(req->recheck);
+    for (size_t i = 0; i < req->ndecoded; i++) buf_fini(&req->decoded[i]);
+    free(req->decoded);
+    free(req->msgs);
+    free(req->partition_name);
+    free(req->error);
+    free(req->queue);
+    free(req->partition);
+    free(req->group);
+    free(req->subscription);
+    free(req);
+}
+
+popper *popper_new(struct event_base *base, db_pool *pool, int recheck_ms, size_t max_segment_bytes)
+{
+    popper *p = calloc(1, sizeof *p);
+    if (!p) abort();
+    p->base = base;
+    p->pool = pool;
+    p->recheck_ms = recheck_ms;
+    p->max_segment_bytes = max_segment_bytes;
+    return p;
+}
+
+void popper_free(popper *p) { free(p); }

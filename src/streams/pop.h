@@ -1,0 +1,71 @@
+/* pop: claims a batch of one partition under a lease (or commits it at once
+ * with autoAck) and decodes the covering segments into messages. A pop that
+ * finds nothing and may wait is parked here, in the server, not in a SQL
+ * statement: it is woken when a push to its queue commits, re-checks the
+ * database every recheck interval (pushes through other servers), and
+ * answers empty at its deadline. */
+#ifndef SILT_POP_H
+#define SILT_POP_H
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <event2/event.h>
+#include "base/buf.h"
+#include "db/pool.h"
+
+typedef struct pop_msg {
+    uint8_t     message_id[16];
+    const char *txn;
+    size_t      txn_len;
+    bool        has_trace;
+    uint8_t     trace_id[16];
+    const char *payload;       /* verbatim client bytes */
+    size_t      payload_len;
+    int64_t     offset;
+    int64_t     created_us;    /* Unix microseconds: the segment's commit time */
+} pop_msg;
+
+typedef struct pop_request pop_request;
+typedef void (*pop_done_fn)(pop_request *req, void *arg);
+
+struct pop_request {
+    /* what to pop */
+    char    *queue;
+    char    *partition;        /* NULL: any partition of the queue */
+    char    *group;            /* "__QUEUE_MODE__" for queue mode */
+    char    *subscription;     /* NULL, "all", "now" or an ISO timestamp */
+    int      batch;
+    bool     auto_ack;
+    bool     wait;
+    int      timeout_ms;
+    pop_done_fn done;
+    void    *arg;
+    /* what was popped (nmsgs == 0: nothing) */
+    char     partition_id[37];
+    char    *partition_name;
+    char     lease_id[37];     /* "" with autoAck */
+    pop_msg *msgs;
+    size_t   nmsgs;
+    char    *error;
+    bool     unavailable;
+    /* internal */
+    struct popper *owner;
+    buf     *decoded;          /* one decompressed segment per row */
+    size_t   ndecoded;
+    struct event *deadline, *recheck;
+    bool     querying, rerun, parked, expired;
+    pop_request *prev, *next;  /* parked list */
+};
+
+typedef struct popper popper;
+
+popper *popper_new(struct event_base *base, db_pool *pool, int recheck_ms, size_t max_segment_bytes);
+void    popper_free(popper *p);
+void    popper_submit(popper *p, pop_request *req);
+/* A push to queue committed: parked pops of that queue try again. */
+void    popper_wake(popper *p, const char *queue);
+/* Shutdown: every parked pop answers now. */
+void    popper_drain(popper *p);
+void    pop_request_free(pop_request *req);
+
+#endif

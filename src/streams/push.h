@@ -1,0 +1,59 @@
+/* push: push fusion. Requests hand in batches of items; while flushes are in
+ * flight, new batches gather, and the next flush writes everything gathered
+ * as one segment per partition, all partitions in one transaction. A batch
+ * is never split across flushes and its reply waits for the commit. */
+#ifndef SILT_PUSH_H
+#define SILT_PUSH_H
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <event2/event.h>
+#include "db/pool.h"
+
+typedef enum push_status { PUSH_PENDING, PUSH_QUEUED, PUSH_DUPLICATE } push_status;
+
+typedef struct push_item {
+    char        *queue, *partition, *txn;  /* owned by the item */
+    const char  *payload;                  /* the client's bytes; outlives the batch */
+    size_t       payload_len;
+    bool         txn_given;                /* client chose txn: dedup applies */
+    bool         has_trace;
+    uint8_t      trace_id[16];
+    uint8_t      message_id[16];           /* generated; a duplicate's original after */
+    uint8_t      hash[16];                 /* xxh3-128 of txn */
+    push_status  status;
+    struct push_item *dup_of;              /* an earlier item of the same flush */
+} push_item;
+
+typedef struct push_batch push_batch;
+typedef void (*push_done_fn)(push_batch *batch, void *arg);
+
+struct push_batch {
+    push_item   *items;
+    size_t       n;
+    char        *error;        /* set when the flush failed; nothing was written */
+    bool         unavailable;  /* the failure was PostgreSQL being unreachable */
+    push_done_fn done;
+    void        *arg;
+    push_batch  *next;
+};
+
+typedef struct pusher pusher;
+/* Called after a flush commits, once per queue it wrote to. */
+typedef void (*push_commit_fn)(void *arg, const char *queue);
+
+typedef struct push_limits {
+    int max_flushes;        /* flushes in flight at once */
+    int flush_messages;     /* messages gathered into one flush, at most */
+    int zstd_level;
+} push_limits;
+
+pusher *pusher_new(struct event_base *base, db_pool *pool, push_limits limits,
+                   push_commit_fn on_commit, void *commit_arg);
+void    pusher_free(pusher *p);
+/* Fills each item's message_id and hash, then queues the batch. */
+void    pusher_submit(pusher *p, push_batch *batch);
+bool    pusher_idle(const pusher *p);
+void    push_batch_free(push_batch *batch);
+
+#endif
