@@ -61,7 +61,7 @@ void buf_printf(buf *b, const char *fmt, ...)
 
 char *buf_steal(buf *b)
 {
-    if (!b->data) buf_reserve(b, 0);
+    if (!b->data) buf_append(b, "", 0);   /* an empty string, terminated */
     char *p = b->data;
     buf_init(b);
     return p;

@@ -20,7 +20,7 @@ void  buf_append(buf *b, const void *p, size_t n);
 void  buf_puts(buf *b, const char *s);
 void  buf_putc(buf *b, char c);
 void  buf_printf(buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-void  buf_vprintf(buf *b, const char *fmt, va_list ap);
+void  buf_vprintf(buf *b, const char *fmt, va_list ap) __attribute__((format(printf, 2, 0)));
 char *buf_steal(buf *b);                      /* hands the memory to the caller, resets b */
 
 #endif

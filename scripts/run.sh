@@ -1,0 +1,21 @@
+#!/bin/sh
+# make run: start silt. With PG_HOST or DATABASE_URL set, use that database;
+# otherwise run a private PostgreSQL cluster under ./var (created on first
+# run) and stop it again when silt exits (Ctrl-C stops both).
+set -e
+bin="$1"
+if [ -n "${PG_HOST:-}" ] || [ -n "${DATABASE_URL:-}" ]; then
+    exec "$bin" server
+fi
+dir="$(pwd)/var/pg"
+port="${SILT_PG_PORT:-5433}"
+scripts/pgcluster.sh start "$dir" "$port"
+echo "silt: PostgreSQL running in $dir on port $port"
+stop_cluster() { scripts/pgcluster.sh stop "$dir"; }
+trap stop_cluster EXIT
+trap 'kill -INT "$pid" 2>/dev/null || true' INT TERM
+PG_HOST=127.0.0.1 PG_PORT="$port" PG_USER=postgres PG_DB=postgres "$bin" server &
+pid=$!
+# wait returns early when a trapped signal arrives; wait again for silt to drain.
+wait "$pid" || true
+wait "$pid" 2>/dev/null || true

@@ -1,0 +1,198 @@
+/* support: integration-test helpers (see support.h). */
+#include "support.h"
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include <libpq-fe.h>
+#include "harness.h"
+
+#define RING 16
+
+static char *ring_put(char *s)
+{
+    static char *ring[RING];
+    static int next;
+    free(ring[next]);
+    ring[next] = s;
+    next = (next + 1) % RING;
+    return s;
+}
+
+static int free_port(void)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+    socklen_t len = sizeof a;
+    if (bind(fd, (struct sockaddr *)&a, sizeof a) < 0 || getsockname(fd, (struct sockaddr *)&a, &len) < 0)
+        harness_fail(__FILE__, __LINE__, "no free port");
+    close(fd);
+    return ntohs(a.sin_port);
+}
+
+static void exec_server(int port, const char *const *env)
+{
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    char portv[16];
+    snprintf(portv, sizeof portv, "%d", port);
+    setenv("PORT", portv, 1);
+    setenv("HOST", "127.0.0.1", 1);
+    setenv("PG_HOST", "127.0.0.1", 1);
+    setenv("PG_PORT", getenv("SILT_TEST_PGPORT") ? getenv("SILT_TEST_PGPORT") : "5432", 1);
+    setenv("PG_USER", "postgres", 1);
+    if (!getenv("LOG_LEVEL")) setenv("LOG_LEVEL", "warn", 1);
+    for (int i = 0; env && env[i]; i++) putenv(strdup(env[i]));
+    const char *bin = getenv("SILT_BIN") ? getenv("SILT_BIN") : "build/silt";
+    execl(bin, bin, "server", (char *)NULL);
+    _exit(127);
+}
+
+void srv_start(silt_server *s, const char *const *env)
+{
+    memset(s, 0, sizeof *s);
+    s->port = free_port();
+    snprintf(s->url, sizeof s->url, "http://127.0.0.1:%d", s->port);
+    s->pid = fork();
+    if (s->pid == 0) exec_server(s->port, env);
+    s->http = http_client_new(s->url);
+    http_client_set_timeout(s->http, 1000);
+    for (int i = 0; i < 400; i++) {   /* readiness: up to 20 s */
+        http_response r;
+        http_response_init(&r);
+        int ok = http_request(s->http, "GET", "/health", NULL, 0, &r) == 0 && r.status == 200;
+        http_response_fini(&r);
+        if (ok) { http_client_set_timeout(s->http, 60000); return; }
+        int status;
+        if (waitpid(s->pid, &status, WNOHANG) == s->pid) harness_fail(__FILE__, __LINE__, "server exited at start");
+        struct timespec ts = { 0, 50 * 1000000 };
+        nanosleep(&ts, NULL);
+    }
+    harness_fail(__FILE__, __LINE__, "server did not become healthy");
+}
+
+int srv_stop(silt_server *s)
+{
+    int status = 0;
+    kill(s->pid, SIGTERM);
+    waitpid(s->pid, &status, 0);
+    http_client_free(s->http);
+    s->http = NULL;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+void rq(silt_server *s, const char *method, const char *path, const char *body, reply *out)
+{
+    http_response_init(&out->raw);
+    json_doc_init(&out->doc);
+    if (http_request(s->http, method, path, body, body ? strlen(body) : 0, &out->raw) < 0)
+        harness_failf(__FILE__, __LINE__, "%s %s: %s", method, path, http_client_error(s->http));
+    out->status = out->raw.status;
+    if (out->raw.body.len && json_parse(&out->doc, out->raw.body.data, out->raw.body.len, 1u << 24) < 0)
+        harness_failf(__FILE__, __LINE__, "%s %s: reply is not json: %s", method, path, out->raw.body.data);
+}
+
+void reply_fini(reply *r)
+{
+    http_response_fini(&r->raw);
+    json_doc_fini(&r->doc);
+}
+
+int jpath(const reply *r, const char *path)
+{
+    if (r->doc.ntokens == 0) return -1;
+    int tok = 0;
+    char *copy = strdup(path), *save = NULL;
+    for (char *part = strtok_r(copy, ".", &save); part && tok >= 0; part = strtok_r(NULL, ".", &save)) {
+        if (r->doc.tokens[tok].type == JSON_ARRAY) tok = json_at(&r->doc, (uint32_t)tok, (uint32_t)atoi(part));
+        else if (r->doc.tokens[tok].type == JSON_OBJECT) tok = json_get(&r->doc, (uint32_t)tok, part);
+        else tok = -1;
+    }
+    free(copy);
+    return tok;
+}
+
+const char *jstr(const reply *r, const char *path)
+{
+    int t = jpath(r, path);
+    if (t < 0 || r->doc.tokens[t].type != JSON_STRING) return NULL;
+    return ring_put(json_str_dup(&r->doc, (uint32_t)t));
+}
+
+int64_t jint(const reply *r, const char *path)
+{
+    int t = jpath(r, path);
+    int64_t v = -999999;
+    if (t < 0 || json_int64(&r->doc, (uint32_t)t, &v) < 0) return -999999;
+    return v;
+}
+
+bool jbool(const reply *r, const char *path)
+{
+    int t = jpath(r, path);
+    return t >= 0 && r->doc.tokens[t].type == JSON_TRUE;
+}
+
+const char *jraw(const reply *r, const char *path)
+{
+    int t = jpath(r, path);
+    if (t < 0) return NULL;
+    size_t n;
+    const char *p = json_span(&r->doc, (uint32_t)t, &n);
+    return ring_put(strndup(p, n));
+}
+
+const char *uniq(const char *prefix)
+{
+    static unsigned counter;
+    char *s = malloc(96);
+    snprintf(s, 96, "%s-%d-%ld-%u", prefix, (int)getpid(), (long)time(NULL), counter++);
+    return ring_put(s);
+}
+
+const char *sql(const char *fmt, ...)
+{
+    static PGconn *pg;
+    if (!pg) {
+        char conninfo[128];
+        snprintf(conninfo, sizeof conninfo, "host=127.0.0.1 port=%s user=postgres dbname=postgres",
+                 getenv("SILT_TEST_PGPORT") ? getenv("SILT_TEST_PGPORT") : "5432");
+        pg = PQconnectdb(conninfo);
+        if (PQstatus(pg) != CONNECTION_OK) harness_failf(__FILE__, __LINE__, "sql: %s", PQerrorMessage(pg));
+    }
+    char text[4096];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(text, sizeof text, fmt, ap);
+    va_end(ap);
+    PGresult *r = PQexec(pg, text);
+    ExecStatusType st = PQresultStatus(r);
+    if (st != PGRES_TUPLES_OK && st != PGRES_COMMAND_OK)
+        harness_failf(__FILE__, __LINE__, "sql: %s: %s", text, PQresultErrorMessage(r));
+    char *value = strdup(st == PGRES_TUPLES_OK && PQntuples(r) > 0 && PQnfields(r) > 0 ? PQgetvalue(r, 0, 0) : "");
+    PQclear(r);
+    return ring_put(value);
+}
+
+int push_simple(silt_server *s, const char *queue, const char *partition, int n)
+{
+    char *body = malloc((size_t)n * 128 + 64);
+    size_t len = (size_t)sprintf(body, "{\"items\":[");
+    for (int i = 0; i < n; i++)
+        len += (size_t)sprintf(body + len, "%s{\"queue\":\"%s\",\"partition\":\"%s\",\"payload\":{\"i\":%d}}",
+                               i ? "," : "", queue, partition, i);
+    sprintf(body + len, "]}");
+    reply r;
+    rq(s, "POST", "/api/v1/push", body, &r);
+    int status = r.status;
+    reply_fini(&r);
+    free(body);
+    return status;
+}

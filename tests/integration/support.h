@@ -1,0 +1,49 @@
+/* support: what integration tests share. Each test starts its own silt
+ * server (the real binary, SILT_BIN) on a free port against the suite's
+ * throwaway PostgreSQL (SILT_TEST_PGPORT), waits for /health instead of
+ * sleeping, and talks to it over HTTP. The server dies with the test process. */
+#ifndef SILT_TEST_SUPPORT_H
+#define SILT_TEST_SUPPORT_H
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include "base/json.h"
+#include "net/http_client.h"
+
+typedef struct silt_server {
+    pid_t        pid;
+    int          port;
+    char         url[64];
+    http_client *http;
+} silt_server;
+
+/* Starts a server; env is NULL or a NULL-terminated list of "NAME=value". */
+void srv_start(silt_server *s, const char *const *env);
+int  srv_stop(silt_server *s);           /* SIGTERM, waits; returns exit status */
+
+/* A reply: status, raw body and the parsed JSON (doc.ntokens 0 if none). */
+typedef struct reply {
+    int            status;
+    http_response  raw;
+    json_doc       doc;
+} reply;
+
+void rq(silt_server *s, const char *method, const char *path, const char *body, reply *out);
+void reply_fini(reply *r);
+/* JSON paths like "messages.0.data" or "0.status" into a reply; -1 if absent. */
+int         jpath(const reply *r, const char *path);
+const char *jstr(const reply *r, const char *path);     /* decoded copy, static ring */
+int64_t     jint(const reply *r, const char *path);
+bool        jbool(const reply *r, const char *path);
+const char *jraw(const reply *r, const char *path);     /* raw JSON text, static ring */
+
+/* A queue name unique to this test run. */
+const char *uniq(const char *prefix);
+/* Runs SQL on the test database; returns the first value of the first row
+ * (static ring) or "" when none. Fails the test on an SQL error. */
+const char *sql(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Convenience: push n payloads to queue/partition; returns the reply status. */
+int  push_simple(silt_server *s, const char *queue, const char *partition, int n);
+
+#endif
