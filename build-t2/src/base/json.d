@@ -1,0 +1,3 @@
+build-t2/src/base/json.o: src/base/json.c src/base/json.h src/base/buf.h
+src/base/json.h:
+src/base/buf.h:
