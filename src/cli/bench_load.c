@@ -92,6 +92,11 @@ double bench_load_elapsed(const bench_load *l)
     return bench_now() - l->t_measure;
 }
 
+bench_stats *bench_load_stats(bench_load *l)
+{
+    return l->stats;
+}
+
 static void load_maybe_finish(bench_load *l)
 {
     if (l->inflight == 0) event_base_loopbreak(l->base);
@@ -143,7 +148,7 @@ static void handle_success(bench_load *l, bench_worker *w, struct evhttp_request
     struct evbuffer *in = evhttp_request_get_input_buffer(req);
     size_t len = evbuffer_get_length(in);
     const char *body = len ? (const char *)evbuffer_pullup(in, -1) : "";
-    long msgs = l->ops->done(w, l->ctx, status, body, len, &l->stats->item_errors);
+    long msgs = l->ops->done(w, l->ctx, status, body, len);
     if (now < l->t_measure || now >= l->t_end) return;
     l->stats->msgs += msgs > 0 ? (uint64_t)msgs : 0;
     l->stats->requests++;

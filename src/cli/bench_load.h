@@ -33,9 +33,9 @@ typedef struct bench_ops {
      * has nothing more to send. */
     bool (*next)(bench_worker *w, void *ctx);
     /* Handles a 2xx reply (status 204 has an empty body). Returns the messages
-     * it completed; adds items the server refused inside it to *item_errors. */
-    long (*done)(bench_worker *w, void *ctx, int status, const char *body, size_t len,
-                 uint64_t *item_errors);
+     * it completed; items the server refused inside it go to the stats'
+     * item_errors (see bench_load_stats). */
+    long (*done)(bench_worker *w, void *ctx, int status, const char *body, size_t len);
 } bench_ops;
 
 /* What one run measured. Counters other than errors cover the measured window. */
@@ -65,6 +65,8 @@ int  bench_load_run(const bench_config *cfg, const bench_ops *ops, void *ctx,
                     bench_stats *stats) __attribute__((warn_unused_result));
 /* Ends the measured window now (e.g. the queue ran dry); in-flight requests finish. */
 void bench_load_stop(bench_load *l);
+/* The statistics the running load fills in. */
+bench_stats *bench_load_stats(bench_load *l);
 /* Seconds since the measured window began (negative during the warm-up). */
 double bench_load_elapsed(const bench_load *l);
 

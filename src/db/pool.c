@@ -240,9 +240,9 @@ static void conn_read_results(db_conn *c)
             bool ok = !job->error;
             job_free(job);
             if (!ok) { conn_lost(c, "could not prepare statements"); return; }
+            if (c->backoff_ms) log_info("database connection restored");
             c->state = CONN_READY;
             c->backoff_ms = 0;
-            log_info("database connection ready");
             continue;
         }
         job_finish(c->pool, job);

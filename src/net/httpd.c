@@ -10,6 +10,10 @@
 #include "base/json.h"
 #include "base/log.h"
 
+/* Idle keep-alive connections close after this; it also bounds a request's
+ * life, so it exceeds the longest long-poll timeout (one hour). */
+#define HTTPD_IDLE_TIMEOUT_S 3700
+
 struct httpd {
     struct evhttp                  *http;
     struct evhttp_bound_socket     *socket;
@@ -179,6 +183,7 @@ httpd *httpd_new(struct event_base *base, const char *host, int port, size_t max
      * with a JSON error; beyond that evhttp refuses them itself. */
     evhttp_set_max_body_size(h->http, (ev_ssize_t)(max_body * 2));
     evhttp_set_max_headers_size(h->http, 64 * 1024);
+    evhttp_set_timeout(h->http, HTTPD_IDLE_TIMEOUT_S);
     evhttp_set_allowed_methods(h->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_DELETE |
                                         EVHTTP_REQ_PUT | EVHTTP_REQ_PATCH | EVHTTP_REQ_OPTIONS | EVHTTP_REQ_HEAD);
     evhttp_set_gencb(h->http, on_request, h);
