@@ -22,6 +22,17 @@ void api_pop(httpd_req *req, server *srv);
 void api_ack(httpd_req *req, server *srv);
 void api_ack_batch(httpd_req *req, server *srv);
 void api_lease_extend(httpd_req *req, server *srv);
+void api_queue_list(httpd_req *req, server *srv);
+void api_queue_detail(httpd_req *req, server *srv);
+void api_queue_delete(httpd_req *req, server *srv);
+void api_overview(httpd_req *req, server *srv);
+void api_group_list(httpd_req *req, server *srv);
+void api_group_detail(httpd_req *req, server *srv);
+void api_group_delete(httpd_req *req, server *srv);
+void api_group_queue_delete(httpd_req *req, server *srv);
+void api_group_subscription(httpd_req *req, server *srv);
+void api_seek_queue(httpd_req *req, server *srv);
+void api_seek_partition(httpd_req *req, server *srv);
 
 /* Request helpers (request.c). Each replies with a 4xx itself and returns -1
  * when the input is bad, so a handler just returns. */
@@ -37,5 +48,11 @@ int  api_query_bool(httpd_req *req, const char *key, bool fallback, bool *out) _
 /* Reply for a failed engine call: 503 when PostgreSQL is unreachable, 400
  * for data errors PostgreSQL rejected, 500 otherwise. */
 void api_engine_error(httpd_req *req, const char *error, bool unavailable);
+/* The same for a database reply: SQLSTATE class 22 (bad data, such as a
+ * malformed timestamp) is the client's error, 400. */
+void api_db_error(httpd_req *req, const db_reply *reply);
+/* Runs a statement whose one value is a JSON document and replies with it:
+ * 200, or 404 with not_found when the value is NULL. */
+void api_json_call(httpd_req *req, server *srv, db_stmt stmt, const char *const *values, const char *not_found);
 
 #endif

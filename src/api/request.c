@@ -71,3 +71,35 @@ void api_engine_error(httpd_req *req, const char *error, bool unavailable)
     if (unavailable) httpd_error(req, 503, "database unavailable: %s", error);
     else httpd_error(req, 500, "%s", error);
 }
+
+void api_db_error(httpd_req *req, const db_reply *reply)
+{
+    if (strncmp(reply->sqlstate, "22", 2) == 0) httpd_error(req, 400, "%s", reply->error);
+    else api_engine_error(req, reply->error, reply->unavailable);
+}
+
+typedef struct json_call {
+    httpd_req  *req;
+    const char *not_found;
+} json_call;
+
+static void json_call_done(void *arg, const db_reply *reply)
+{
+    json_call *c = arg;
+    const PGresult *r = reply->results[0];
+    if (reply->error) api_db_error(c->req, reply);
+    else if (PQntuples(r) == 0 || PQgetisnull(r, 0, 0)) httpd_error(c->req, 404, "%s", c->not_found);
+    else httpd_reply(c->req, 200, PQgetvalue(r, 0, 0), (size_t)PQgetlength(r, 0, 0));
+    free(c);
+}
+
+void api_json_call(httpd_req *req, server *srv, db_stmt stmt, const char *const *values, const char *not_found)
+{
+    json_call *c = calloc(1, sizeof *c);
+    if (!c) abort();
+    c->req = req;
+    c->not_found = not_found;
+    db_job *job = db_job_new(json_call_done, c);
+    db_job_call(job, stmt, values, NULL, NULL);
+    db_submit(srv->pool, job);
+}

@@ -21,6 +21,17 @@ static const route routes[] = {
     { HTTPD_POST, "/api/v1/ack", api_ack },
     { HTTPD_POST, "/api/v1/ack/batch", api_ack_batch },
     { HTTPD_POST, "/api/v1/lease/:leaseId/extend", api_lease_extend },
+    { HTTPD_GET,  "/api/v1/resources/queues", api_queue_list },
+    { HTTPD_GET,  "/api/v1/resources/queues/:queue", api_queue_detail },
+    { HTTPD_DELETE, "/api/v1/resources/queues/:queue", api_queue_delete },
+    { HTTPD_GET,  "/api/v1/resources/overview", api_overview },
+    { HTTPD_GET,  "/api/v1/consumer-groups", api_group_list },
+    { HTTPD_GET,  "/api/v1/consumer-groups/:group", api_group_detail },
+    { HTTPD_DELETE, "/api/v1/consumer-groups/:group", api_group_delete },
+    { HTTPD_DELETE, "/api/v1/consumer-groups/:group/queues/:queue", api_group_queue_delete },
+    { HTTPD_POST, "/api/v1/consumer-groups/:group/subscription", api_group_subscription },
+    { HTTPD_POST, "/api/v1/consumer-groups/:group/queues/:queue/seek", api_seek_queue },
+    { HTTPD_POST, "/api/v1/consumer-groups/:group/queues/:queue/partitions/:partition/seek", api_seek_partition },
 };
 
 static void clear_params(httpd_req *req)

@@ -41,6 +41,8 @@ static const setting settings[] = {
     NUM("SHUTDOWN_TIMEOUT_MS", shutdown_timeout_ms, "10000", 0, 600000),
     NUM("STARTUP_DB_WAIT_MS", startup_db_wait_ms, "60000", 0, 3600000),
     NUM("ZSTD_LEVEL", zstd_level, "1", -7, 19),
+    NUM("GROUP_LAGGING_SECONDS", group_lagging_s, "60", 0, 2147483647),
+    NUM("GROUP_DEAD_SECONDS", group_dead_s, "3600", 1, 2147483647),
 };
 
 static int parse_number(const setting *s, const char *text, int64_t *out, char *err, size_t errlen)

@@ -24,6 +24,8 @@ typedef struct silt_config {
     int64_t shutdown_timeout_ms;  /* in-flight work gets this long on SIGTERM */
     int64_t startup_db_wait_ms;   /* how long start-up waits for PostgreSQL */
     int64_t zstd_level;           /* segment compression level */
+    int64_t group_lagging_s;      /* backlog older than this makes a group Lagging */
+    int64_t group_dead_s;         /* a lagging group idle this long is Dead */
 } silt_config;
 
 /* Fills cfg from the environment; on a bad value writes a message to err

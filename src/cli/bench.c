@@ -366,3 +366,253 @@ static const bench_scenario bench_scenarios[] = {
     { "popack",  "pop+ack batch=100", run_popack },
 };
 #define BENCH_NSCEN (sizeof bench_scenarios / sizeof bench_scenarios[0])
+
+/* ---- options and the server ---- */
+
+static size_t scenario_find(const char *name, size_t n)
+{
+    size_t i = 0;
+    while (i < BENCH_NSCEN && !(strlen(bench_scenarios[i].key) == n
+                                && strncmp(bench_scenarios[i].key, name, n) == 0))
+        i++;
+    return i;
+}
+
+static int select_scenarios(const cli_cmd *cmd, const char *list, bool sel[BENCH_NSCEN])
+{
+    for (size_t i = 0; i < BENCH_NSCEN; i++) sel[i] = list == NULL;
+    for (const char *p = list; p && *p; ) {
+        size_t n = strcspn(p, ","), i = scenario_find(p, n);
+        if (i == BENCH_NSCEN)
+            return cli_usage_error(cmd, "unknown scenario \"%.*s\" (choose from push1, push10, "
+                                   "push100, popack)", (int)n, p);
+        sel[i] = true;
+        p += n + (p[n] == ',');
+    }
+    for (size_t i = 0; i < BENCH_NSCEN; i++)
+        if (sel[i]) return 0;
+    return cli_usage_error(cmd, "--scenarios names no scenario");
+}
+
+static int check_range(const cli_cmd *cmd, const char *name, long v, long lo, long hi)
+{
+    if (v >= lo && v <= hi) return 0;
+    return cli_usage_error(cmd, "--%s must be between %ld and %ld", name, lo, hi);
+}
+
+static int bench_check(const cli_cmd *cmd, const bench_opts *o, bool sel[BENCH_NSCEN])
+{
+    int rc = check_range(cmd, "seconds", o->seconds, 1, 86400);
+    if (!rc) rc = check_range(cmd, "connections", o->connections, 1, 10000);
+    if (!rc) rc = check_range(cmd, "partitions", o->partitions, 1, 100000);
+    if (!rc) rc = check_range(cmd, "consumers", o->consumers, 1, 10000);
+    if (!rc) rc = check_range(cmd, "preload", o->preload, 1, 1000000000L);
+    if (!rc) rc = select_scenarios(cmd, o->scenarios, sel);
+    return rc;
+}
+
+static int parse_target(const cli_cmd *cmd, bench_run *r, const char *url)
+{
+    struct evhttp_uri *u = evhttp_uri_parse(url);
+    const char *scheme = u ? evhttp_uri_get_scheme(u) : NULL;
+    const char *host = u ? evhttp_uri_get_host(u) : NULL;
+    int rc = 0;
+    if (!scheme || strcmp(scheme, "http") != 0 || !host || !*host
+        || strlen(host) >= sizeof r->host)
+        rc = cli_usage_error(cmd, "the server URL must look like http://host[:port], not \"%s\"",
+                             url);
+    else {
+        snprintf(r->host, sizeof r->host, "%s", host);
+        r->port = evhttp_uri_get_port(u) > 0 ? evhttp_uri_get_port(u) : 80;
+    }
+    if (u) evhttp_uri_free(u);
+    return rc;
+}
+
+/* One blocking request outside the measurement. 0 with the reply in resp. */
+static int server_call(const char *url, const char *method, const char *path,
+                       http_response *resp)
+{
+    http_client *c = http_client_new(url);
+    if (!c) return -1;
+    http_client_set_timeout(c, BENCH_TIMEOUT_S * 1000);
+    int rc = http_request(c, method, path, NULL, 0, resp);
+    if (rc < 0) cli_error("%s %s%s: %s", method, url, path, http_client_error(c));
+    http_client_free(c);
+    return rc;
+}
+
+static int server_ready(const char *url)
+{
+    http_response resp;
+    http_response_init(&resp);
+    int rc = server_call(url, "GET", "/health", &resp);
+    if (rc == 0 && resp.status != 200) {
+        cli_error("server at %s is not ready: GET /health answered HTTP %d: %s", url,
+                  resp.status, resp.body.data ? resp.body.data : "");
+        rc = -1;
+    }
+    http_response_fini(&resp);
+    return rc;
+}
+
+/* process_resident_memory_bytes from the Prometheus text; -1 when absent. */
+static double server_rss(const char *url)
+{
+    static const char metric[] = "process_resident_memory_bytes ";
+    http_response resp;
+    http_response_init(&resp);
+    double rss = -1;
+    if (server_call(url, "GET", "/metrics/prometheus", &resp) == 0 && resp.status == 200) {
+        for (const char *p = resp.body.data; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : "")
+            if (strncmp(p, metric, sizeof metric - 1) == 0) rss = strtod(p + sizeof metric - 1, NULL);
+    }
+    http_response_fini(&resp);
+    return rss;
+}
+
+/* Best effort: a server without the delete route keeps the queues. */
+static void server_drop_queue(const char *url, const char *queue)
+{
+    char path[128];
+    snprintf(path, sizeof path, "/api/v1/resources/queues/%s", queue);
+    http_client *c = http_client_new(url);
+    http_response resp;
+    http_response_init(&resp);
+    if (c && http_request(c, "DELETE", path, NULL, 0, &resp) < 0) { /* ignored */ }
+    http_response_fini(&resp);
+    http_client_free(c);
+}
+
+static void names_init(bench_run *r)
+{
+    uint8_t id[16];
+    char text[IDS_UUID_TEXT];
+    ids_uuid7(id);
+    ids_uuid_format(id, text);
+    snprintf(r->suffix, sizeof r->suffix, "%.8s", text + 28);   /* random bits */
+    snprintf(r->push_queue, sizeof r->push_queue, "bench-push-%s", r->suffix);
+    snprintf(r->pop_queue, sizeof r->pop_queue, "bench-pop-%s", r->suffix);
+}
+
+/* ---- output ---- */
+
+static uint64_t result_failures(const bench_result *res)
+{
+    return res->errors + res->item_errors;
+}
+
+static void print_table(const bench_result *res, double rss)
+{
+    printf("%-20s %10s %8s %8s %8s\n", "scenario", "msg/s", "p50 ms", "p99 ms", "errors");
+    for (size_t i = 0; i < BENCH_NSCEN; i++)
+        if (res[i].ran)
+            printf("%-20s %10.0f %8.2f %8.2f %8" PRIu64 "\n", res[i].name, res[i].rate,
+                   res[i].p50_ms, res[i].p99_ms, result_failures(&res[i]));
+    if (rss >= 0) printf("%-20s %10.1f MiB\n", "server RSS", rss / 1048576.0);
+    else printf("%-20s %10s\n", "server RSS", "unknown");
+    for (size_t i = 0; i < BENCH_NSCEN; i++) {
+        if (res[i].note[0]) printf("note: %s: %s\n", res[i].name, res[i].note);
+        if (res[i].first_error[0]) printf("first error in %s: %s\n", res[i].name,
+                                          res[i].first_error);
+    }
+}
+
+static void json_result(buf *b, const bench_result *r)
+{
+    buf_puts(b, "{\"scenario\":");
+    json_put_cstr(b, r->key);
+    buf_puts(b, ",\"name\":");
+    json_put_cstr(b, r->name);
+    buf_printf(b, ",\"msgPerSec\":%.1f,\"p50Ms\":%.3f,\"p99Ms\":%.3f,\"messages\":%" PRIu64
+               ",\"requests\":%" PRIu64 ",\"seconds\":%.3f,\"errors\":%" PRIu64
+               ",\"itemErrors\":%" PRIu64 ",\"note\":", r->rate, r->p50_ms, r->p99_ms,
+               r->msgs, r->requests, r->seconds, r->errors, r->item_errors);
+    json_put_cstr(b, r->note[0] ? r->note : NULL);
+    buf_puts(b, ",\"firstError\":");
+    json_put_cstr(b, r->first_error[0] ? r->first_error : NULL);
+    buf_putc(b, '}');
+}
+
+static void print_json(const bench_run *run, const bench_result *res, double rss,
+                       uint64_t failures)
+{
+    const bench_opts *o = run->o;
+    buf b;
+    buf_init(&b);
+    buf_puts(&b, "{\"url\":");
+    json_put_cstr(&b, o->url);
+    buf_printf(&b, ",\"seconds\":%ld,\"connections\":%ld,\"partitions\":%ld,\"consumers\":%ld,"
+               "\"preload\":%ld,\"results\":[", o->seconds, o->connections, o->partitions,
+               o->consumers, o->preload);
+    for (size_t i = 0, n = 0; i < BENCH_NSCEN; i++) {
+        if (!res[i].ran) continue;
+        if (n++) buf_putc(&b, ',');
+        json_result(&b, &res[i]);
+    }
+    if (rss >= 0) buf_printf(&b, "],\"serverRssBytes\":%.0f", rss);
+    else buf_puts(&b, "],\"serverRssBytes\":null");
+    buf_printf(&b, ",\"errors\":%" PRIu64 "}", failures);
+    cli_print_json(b.data, b.len);
+    buf_fini(&b);
+}
+
+/* ---- the command ---- */
+
+static void run_one(bench_run *r, size_t i, bench_result *res)
+{
+    const bench_scenario *sc = &bench_scenarios[i];
+    fprintf(stderr, "silt bench: %s for %ld s\n", sc->name, r->o->seconds);
+    if (sc->run(r, res) < 0) res->errors++;
+    fprintf(stderr, "silt bench: %s: %.0f msg/s, p50 %.2f ms, p99 %.2f ms, %" PRIu64
+            " errors\n", sc->name, res->rate, res->p50_ms, res->p99_ms, result_failures(res));
+}
+
+static int bench_main(bench_run *r, const bool sel[BENCH_NSCEN])
+{
+    if (server_ready(r->o->url) < 0) return CLI_EXIT_FAILED;
+    names_init(r);
+    bench_result res[BENCH_NSCEN];
+    uint64_t failures = 0;
+    for (size_t i = 0; i < BENCH_NSCEN; i++) {
+        res[i] = (bench_result){ .key = bench_scenarios[i].key, .name = bench_scenarios[i].name };
+        if (sel[i]) run_one(r, i, &res[i]);
+        failures += result_failures(&res[i]);
+    }
+    double rss = server_rss(r->o->url);
+    if (!r->o->keep && r->pushed) server_drop_queue(r->o->url, r->push_queue);
+    if (!r->o->keep && r->popped) server_drop_queue(r->o->url, r->pop_queue);
+    if (r->o->json) print_json(r, res, rss, failures);
+    else print_table(res, rss);
+    return failures ? CLI_EXIT_FAILED : CLI_EXIT_OK;
+}
+
+int cli_bench(int argc, char **argv)
+{
+    bench_opts o = { .seconds = 10, .connections = 50, .partitions = 10, .consumers = 10,
+                     .preload = 1000000 };
+    const cli_opt opts[] = {
+        { "url",         CLI_OPT_STR,  &o.url },
+        { "seconds",     CLI_OPT_INT,  &o.seconds },
+        { "connections", CLI_OPT_INT,  &o.connections },
+        { "partitions",  CLI_OPT_INT,  &o.partitions },
+        { "consumers",   CLI_OPT_INT,  &o.consumers },
+        { "preload",     CLI_OPT_INT,  &o.preload },
+        { "scenarios",   CLI_OPT_STR,  &o.scenarios },
+        { "keep",        CLI_OPT_FLAG, &o.keep },
+        { "json",        CLI_OPT_FLAG, &o.json },
+    };
+    const cli_cmd cmd = { "bench", bench_usage, opts, sizeof opts / sizeof opts[0], 0, 0 };
+    bool sel[BENCH_NSCEN];
+    bench_run r = { .o = &o };
+    cli_args a;
+    int rc;
+    if (cli_parse(&cmd, argc, argv, &a, &rc) == 0) {
+        if (!o.url) o.url = cli_server_url();
+        rc = bench_check(&cmd, &o, sel);
+        if (rc == 0) rc = parse_target(&cmd, &r, o.url);
+        if (rc == 0) rc = bench_main(&r, sel);
+    }
+    cli_args_fini(&a);
+    return rc;
+}

@@ -1,0 +1,24 @@
+/* queues: /api/v1/resources — queue listing, detail, deletion, overview. */
+#include "api/api.h"
+
+void api_queue_list(httpd_req *req, server *srv)
+{
+    api_json_call(req, srv, STMT_QUEUE_LIST, NULL, "no queues");
+}
+
+void api_queue_detail(httpd_req *req, server *srv)
+{
+    const char *values[1] = { req->params[0] };
+    api_json_call(req, srv, STMT_QUEUE_DETAIL, values, "queue not found");
+}
+
+void api_queue_delete(httpd_req *req, server *srv)
+{
+    const char *values[1] = { req->params[0] };
+    api_json_call(req, srv, STMT_QUEUE_DELETE, values, "queue not found");
+}
+
+void api_overview(httpd_req *req, server *srv)
+{
+    api_json_call(req, srv, STMT_OVERVIEW, NULL, "no overview");
+}
