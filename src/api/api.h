@@ -33,6 +33,10 @@ void api_group_queue_delete(httpd_req *req, server *srv);
 void api_group_subscription(httpd_req *req, server *srv);
 void api_seek_queue(httpd_req *req, server *srv);
 void api_seek_partition(httpd_req *req, server *srv);
+void api_dlq_list(httpd_req *req, server *srv);
+void api_dlq_replay(httpd_req *req, server *srv);
+void api_message_get(httpd_req *req, server *srv);
+void api_message_delete(httpd_req *req, server *srv);
 
 /* Request helpers (request.c). Each replies with a 4xx itself and returns -1
  * when the input is bad, so a handler just returns. */

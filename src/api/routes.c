@@ -32,6 +32,10 @@ static const route routes[] = {
     { HTTPD_POST, "/api/v1/consumer-groups/:group/subscription", api_group_subscription },
     { HTTPD_POST, "/api/v1/consumer-groups/:group/queues/:queue/seek", api_seek_queue },
     { HTTPD_POST, "/api/v1/consumer-groups/:group/queues/:queue/partitions/:partition/seek", api_seek_partition },
+    { HTTPD_GET,  "/api/v1/dlq", api_dlq_list },
+    { HTTPD_POST, "/api/v1/dlq/:id/replay", api_dlq_replay },
+    { HTTPD_GET,  "/api/v1/messages/:partitionId/:transactionId", api_message_get },
+    { HTTPD_DELETE, "/api/v1/messages/:partitionId/:transactionId", api_message_delete },
 };
 
 static void clear_params(httpd_req *req)

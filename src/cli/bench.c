@@ -40,6 +40,8 @@ static const char bench_usage[] =
     "  --consumers N      concurrent pop+ack consumers (default 10)\n"
     "  --preload N        messages pushed before pop+ack (default 1000000)\n"
     "  --scenarios LIST   comma-separated subset of push1,push10,push100,popack\n"
+    "                     (default all four), or health: GET /health, the\n"
+    "                     ceiling of this client and the server's HTTP layer\n"
     "  --keep             do not delete the benchmark queues afterwards\n"
     "  --json             machine-readable output\n"
     "  --help             show this help\n";
@@ -353,17 +355,44 @@ static int run_popack(bench_run *r, bench_result *res)
     return rc;
 }
 
+/* ---- the HTTP baseline: what the client and the server's HTTP layer can do ---- */
+
+static bool health_next(bench_worker *w, void *ctx)
+{
+    (void)ctx;
+    w->method = BENCH_GET;
+    buf_reset(&w->path);
+    buf_puts(&w->path, "/health");
+    return true;
+}
+
+static long health_done(bench_worker *w, void *ctx, int status, const char *body, size_t len)
+{
+    (void)w; (void)ctx; (void)status; (void)body; (void)len;
+    return 1;
+}
+
+static const bench_ops health_ops = { health_next, health_done };
+
+static int run_health(bench_run *r, bench_result *res)
+{
+    bench_config cfg = run_config(r, r->o->connections, BENCH_WARMUP_S, (double)r->o->seconds);
+    return run_load(&cfg, &health_ops, NULL, res);
+}
+
 typedef struct bench_scenario {
     const char *key;
     const char *name;
     int (*run)(bench_run *r, bench_result *res);
+    bool        by_default;   /* run when --scenarios is not given */
 } bench_scenario;
 
 static const bench_scenario bench_scenarios[] = {
-    { "push1",   "push batch=1",      run_push1 },
-    { "push10",  "push batch=10",     run_push10 },
-    { "push100", "push batch=100",    run_push100 },
-    { "popack",  "pop+ack batch=100", run_popack },
+    { "push1",   "push batch=1",      run_push1,   true },
+    { "push10",  "push batch=10",     run_push10,  true },
+    { "push100", "push batch=100",    run_push100, true },
+    { "popack",  "pop+ack batch=100", run_popack,  true },
+    { "health",  "GET /health",       run_health,  false },
 };
 #define BENCH_NSCEN (sizeof bench_scenarios / sizeof bench_scenarios[0])
 
@@ -380,12 +409,12 @@ static size_t scenario_find(const char *name, size_t n)
 
 static int select_scenarios(const cli_cmd *cmd, const char *list, bool sel[BENCH_NSCEN])
 {
-    for (size_t i = 0; i < BENCH_NSCEN; i++) sel[i] = list == NULL;
+    for (size_t i = 0; i < BENCH_NSCEN; i++) sel[i] = !list && bench_scenarios[i].by_default;
     for (const char *p = list; p && *p; ) {
         size_t n = strcspn(p, ","), i = scenario_find(p, n);
         if (i == BENCH_NSCEN)
             return cli_usage_error(cmd, "unknown scenario \"%.*s\" (choose from push1, push10, "
-                                   "push100, popack)", (int)n, p);
+                                   "push100, popack, health)", (int)n, p);
         sel[i] = true;
         p += n + (p[n] == ',');
     }

@@ -28,4 +28,16 @@ const db_statement db_statements[STMT_COUNT] = {
     [STMT_GROUP_SUBSCRIPTION] = { "group_subscription",
         "SELECT jsonb_build_object('updated', queen.group_set_subscription($1, $2), 'subscriptionTimestamp', $2::timestamptz)", 2 },
     [STMT_SEEK]         = { "seek", "SELECT queen.seek($1, $2, $3, $4, $5)", 5 },
+    /* dead letters: rows in DLQ_COLUMNS order (see api/dead_letters.c) */
+    [STMT_DLQ_COUNT]    = { "dlq_count", "SELECT queen.dlq_count($1, $2, $3)", 3 },
+    [STMT_DLQ_PAGE]     = { "dlq_page", "SELECT " DLQ_COLUMNS " FROM queen.dlq_page($1, $2, $3, $4, $5)", 5, 1 },
+    [STMT_DLQ_GET]      = { "dlq_get", "SELECT " DLQ_COLUMNS " FROM queen.log_dlq WHERE id = $1", 1, 1 },
+    [STMT_DLQ_TAKE]     = { "dlq_take", "SELECT queen.dlq_take($1)", 1 },
+    [STMT_DLQ_BY_MESSAGE] = { "dlq_by_message", "SELECT " DLQ_COLUMNS " FROM queen.log_dlq"
+        " WHERE partition_id = $1 AND transaction_id = $2 ORDER BY failed_at DESC, id DESC", 2, 1 },
+    [STMT_DLQ_DELETE_MESSAGE] = { "dlq_delete_message",
+        "WITH gone AS (DELETE FROM queen.log_dlq WHERE partition_id = $1 AND transaction_id = $2 RETURNING 1)"
+        " SELECT count(*)::integer FROM gone", 2 },
+    [STMT_MESSAGE_LOOKUP] = { "message_lookup", "SELECT queue, partition, message_offset, seg_base, seg_created,"
+        " seg_blob FROM queen.message_lookup($1, $2) WHERE message_offset IS NOT NULL", 2, 1 },
 };

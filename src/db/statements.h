@@ -20,8 +20,19 @@ typedef enum db_stmt {
     STMT_GROUP_DELETE,
     STMT_GROUP_SUBSCRIPTION,
     STMT_SEEK,
+    STMT_DLQ_COUNT,
+    STMT_DLQ_PAGE,
+    STMT_DLQ_GET,
+    STMT_DLQ_TAKE,
+    STMT_DLQ_BY_MESSAGE,
+    STMT_DLQ_DELETE_MESSAGE,
+    STMT_MESSAGE_LOOKUP,
     STMT_COUNT
 } db_stmt;
+
+/* Columns of a dead letter, in the order readers index them. */
+#define DLQ_COLUMNS "id, queue, partition_id, partition, consumer_group, message_offset, message_id," \
+    " transaction_id, trace_id, payload, error_message, retry_count, created_at, failed_at"
 
 typedef struct db_statement {
     const char *name;

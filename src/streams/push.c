@@ -114,14 +114,15 @@ static void mark_repeats(group *g)
 
 /* ---- encoding ---- */
 
-static void encode_group(const group *g, int level, buf *blob, buf *hashes, buf *ids, int *count, bool *probe)
+static void encode_items(push_item *const *items, size_t n, int level, buf *blob, buf *hashes, buf *ids,
+                         int *count, bool *probe)
 {
     buf frames;
     buf_init(&frames);
     *count = 0;
     *probe = false;
-    for (size_t i = 0; i < g->n; i++) {
-        const push_item *it = g->items[i];
+    for (size_t i = 0; i < n; i++) {
+        const push_item *it = items[i];
         if (it->dup_of) continue;
         frame fr = { it->has_trace ? FRAME_HAS_TRACE : 0, {0}, it->txn, strlen(it->txn), {0},
                      it->payload, it->payload_len };
@@ -137,21 +138,29 @@ static void encode_group(const group *g, int level, buf *blob, buf *hashes, buf 
     buf_fini(&frames);
 }
 
-static void add_segment_call(db_job *job, const group *g, int level)
+void push_segment_call(db_job *job, push_item *const *items, size_t n, int level)
 {
     buf blob, hashes, ids;
     buf_init(&blob); buf_init(&hashes); buf_init(&ids);
     int count;
     bool probe;
-    encode_group(g, level, &blob, &hashes, &ids, &count, &probe);
+    encode_items(items, n, level, &blob, &hashes, &ids, &count, &probe);
     char count_text[16];
     snprintf(count_text, sizeof count_text, "%d", count);
-    const char *values[7] = { g->items[0]->queue, g->items[0]->partition, count_text,
+    const char *values[7] = { items[0]->queue, items[0]->partition, count_text,
                               blob.data, hashes.data, ids.data, probe ? "t" : "f" };
     int lengths[7] = { 0, 0, 0, (int)blob.len, (int)hashes.len, (int)ids.len, 0 };
     int formats[7] = { 0, 0, 0, 1, 1, 1, 0 };
     db_job_call(job, STMT_PUSH_SEGMENT, values, lengths, formats);
     buf_fini(&blob); buf_fini(&hashes); buf_fini(&ids);
+}
+
+void push_item_prepare(push_item *it)
+{
+    ids_uuid7(it->message_id);
+    ids_txn_hash(it->txn, strlen(it->txn), it->hash);
+    it->status = PUSH_PENDING;
+    it->dup_of = NULL;
 }
 
 /* ---- completion ---- */
@@ -245,7 +254,7 @@ static void flush_send(flush *f)
     db_job *job = db_job_new(flush_done, f);
     for (size_t g = 0; g < f->ngroups; g++) {
         mark_repeats(&f->groups[g]);
-        add_segment_call(job, &f->groups[g], f->p->limits.zstd_level);
+        push_segment_call(job, f->groups[g].items, f->groups[g].n, f->p->limits.zstd_level);
     }
     db_submit(f->p->pool, job);
 }
@@ -283,12 +292,7 @@ static void kick(evutil_socket_t fd, short what, void *arg)
 
 void pusher_submit(pusher *p, push_batch *batch)
 {
-    for (size_t i = 0; i < batch->n; i++) {
-        push_item *it = &batch->items[i];
-        ids_uuid7(it->message_id);
-        ids_txn_hash(it->txn, strlen(it->txn), it->hash);
-        it->status = PUSH_PENDING;
-    }
+    for (size_t i = 0; i < batch->n; i++) push_item_prepare(&batch->items[i]);
     batch->next = NULL;
     if (p->tail) p->tail->next = batch; else p->head = batch;
     p->tail = batch;

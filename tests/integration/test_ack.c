@@ -86,7 +86,9 @@ static void ack(silt_server *s, const char *txn, const char *pid, const char *st
     char body[1024];
     ack_item_json(body, sizeof body, txn, pid, status, lease, group, error);
     rq(s, "POST", "/api/v1/ack", body, r);
-    CHECK_INT(r->status, 200);
+    if (r->status != 200)
+        harness_failf(__FILE__, __LINE__, "POST /api/v1/ack %s: %d %s", body, r->status,
+                      r->raw.body.data ? r->raw.body.data : "");
     CHECK(r->doc.ntokens > 0 && r->doc.tokens[0].type == JSON_ARRAY);
     CHECK_INT(r->doc.tokens[0].count, 1);
     CHECK_INT(jint(r, "0.index"), 0);
@@ -104,10 +106,6 @@ static void configure(silt_server *s, const char *q, const char *options)
     reply_fini(&r);
 }
 
-static const char *part_id(const char *q, const char *part)
-{
-    return sql("select id from queen.log_partitions where queue = '%s' and name = '%s'", q, part);
-}
 
 static long long committed(const char *pid, const char *group)
 {
@@ -142,6 +140,14 @@ static long long dlq_rows(const char *pid)
     return atoll(sql("select count(*) from queen.log_dlq where partition_id = '%s'", pid));
 }
 
+/* A queue name that outlives the support ring (one per test). */
+static const char *qname(const char *prefix)
+{
+    static char name[128];
+    snprintf(name, sizeof name, "%s", uniq(prefix));
+    return name;
+}
+
 /* A copy of a string from the reply ring, which later calls overwrite. */
 static char *keep(const char *s)
 {
@@ -155,7 +161,7 @@ TEST(ack_completed_on_last_of_batch_commits_the_whole_batch)
 {
     silt_server s;
     srv_start(&s, NULL);
-    const char *q = uniq("ack-implicit");
+    const char *q = qname("ack-implicit");
     pushn(&s, q, "Default", 0, 5);
     reply r;
     pop_expect(&s, q, NULL, "batch=5", 0, 5, &r);
@@ -186,7 +192,7 @@ TEST(ack_completed_in_middle_commits_up_to_it_and_keeps_lease)
 {
     silt_server s;
     srv_start(&s, NULL);
-    const char *q = uniq("ack-partial");
+    const char *q = qname("ack-partial");
     pushn(&s, q, "Default", 0, 5);
     reply r;
     pop_expect(&s, q, NULL, "batch=5", 0, 5, &r);
@@ -214,7 +220,7 @@ TEST(ack_lease_released_only_when_whole_batch_committed)
 {
     silt_server s;
     srv_start(&s, NULL);
-    const char *q = uniq("ack-released");
+    const char *q = qname("ack-released");
     pushn(&s, q, "Default", 0, 3);
     reply r;
     pop_expect(&s, q, NULL, "batch=3", 0, 3, &r);
@@ -245,7 +251,7 @@ TEST(ack_failed_is_never_skipped_completed_above_it_redeliver)
 {
     silt_server s;
     srv_start(&s, NULL);
-    const char *q = uniq("ack-noskip");
+    const char *q = qname("ack-noskip");
     pushn(&s, q, "Default", 0, 5);
     reply r;
     pop_expect(&s, q, NULL, "batch=5", 0, 5, &r);
@@ -292,7 +298,7 @@ TEST(ack_failed_charges_retry_budget_then_dead_letters_full_message)
 {
     silt_server s;
     srv_start(&s, NULL);
-    const char *q = uniq("ack-budget");
+    const char *q = qname("ack-budget");
     configure(&s, q, "{\"retryLimit\":2}");
     /* a payload with odd spacing and an escape: the dead letter keeps the exact bytes */
     const char *payload = "{ \"k\" : [1, 2.50, \"\\u00e9\"] ,\"n\":null }";
@@ -362,7 +368,7 @@ TEST(ack_retry_releases_lease_without_charging_budget)
 {
     silt_server s;
     srv_start(&s, NULL);
-    const char *q = uniq("ack-retry");
+    const char *q = qname("ack-retry");
     pushn(&s, q, "Default", 0, 2);
     reply r;
     pop_expect(&s, q, NULL, "batch=2", 0, 2, &r);
@@ -410,7 +416,7 @@ TEST(ack_dlq_status_dead_letters_at_once)
 {
     silt_server s;
     srv_start(&s, NULL);
-    const char *q = uniq("ack-dlq");
+    const char *q = qname("ack-dlq");
     pushn(&s, q, "Default", 0, 3);
     reply r;
     pop_expect(&s, q, NULL, "batch=3", 0, 3, &r);
@@ -441,11 +447,50 @@ TEST(ack_dlq_status_dead_letters_at_once)
     srv_stop(&s);
 }
 
+TEST(ack_dlq_is_never_skipped_completed_above_it_is_not_committed)
+{
+    silt_server s;
+    srv_start(&s, NULL);
+    const char *q = qname("ack-dlqskip");
+    pushn(&s, q, "Default", 0, 3);
+    reply r;
+    pop_expect(&s, q, NULL, "batch=3", 0, 3, &r);
+    char *pid = keep(jstr(&r, "partitionId")), *lease = keep(jstr(&r, "leaseId"));
+    reply_fini(&r);
+
+    char a[512], b[512], body[2048];
+    ack_item_json(a, sizeof a, "tx2", pid, "completed", lease, NULL, NULL);
+    ack_item_json(b, sizeof b, "tx1", pid, "dlq", lease, NULL, "poison");
+    snprintf(body, sizeof body, "{\"acknowledgments\":[%s,%s]}", a, b);
+    rq(&s, "POST", "/api/v1/ack/batch", body, &r);
+    CHECK_INT(r.status, 200);
+    CHECK(jbool(&r, "0.success"));
+    CHECK(!jbool(&r, "0.dlq"));
+    CHECK(jbool(&r, "1.success"));
+    CHECK(jbool(&r, "1.dlq"));
+    CHECK(!jbool(&r, "1.leaseReleased"));
+    reply_fini(&r);
+    CHECK_INT(committed(pid, QM), 1);        /* past the dead letter, not past tx2 */
+    CHECK_INT(dlq_rows(pid), 1);
+    CHECK_STR(sql("select message_offset from queen.log_dlq where partition_id = '%s'", pid), "1");
+
+    /* tx2 was not committed by that call: acking it again is real work, not a noop */
+    ack(&s, "tx2", pid, "completed", lease, NULL, NULL, &r);
+    CHECK(jbool(&r, "0.success"));
+    CHECK(!jbool(&r, "0.noop"));
+    CHECK(jbool(&r, "0.leaseReleased"));
+    reply_fini(&r);
+    CHECK_INT(committed(pid, QM), 2);
+    free(pid);
+    free(lease);
+    srv_stop(&s);
+}
+
 TEST(ack_with_dlq_disabled_drops_the_message)
 {
     silt_server s;
     srv_start(&s, NULL);
-    const char *q = uniq("ack-drop");
+    const char *q = qname("ack-drop");
     configure(&s, q, "{\"deadLetterQueue\":false,\"dlqAfterMaxRetries\":false,\"retryLimit\":1}");
     pushn(&s, q, "Default", 0, 3);
     reply r;
@@ -491,7 +536,7 @@ TEST(ack_completed_at_or_below_cursor_is_noop)
 {
     silt_server s;
     srv_start(&s, NULL);
-    const char *q = uniq("ack-noop");
+    const char *q = qname("ack-noop");
     pushn(&s, q, "Default", 0, 3);
     reply r;
     pop_expect(&s, q, NULL, "batch=2", 0, 2, &r);
@@ -527,7 +572,7 @@ TEST(ack_non_completed_at_or_below_cursor_is_already_committed)
 {
     silt_server s;
     srv_start(&s, NULL);
-    const char *q = uniq("ack-already");
+    const char *q = qname("ack-already");
     pushn(&s, q, "Default", 0, 2);
     reply r;
     pop_expect(&s, q, NULL, "batch=2", 0, 2, &r);
@@ -560,7 +605,7 @@ TEST(ack_unknown_transaction_id_is_unresolvable_and_message_redelivers)
 {
     silt_server s;
     srv_start(&s, NULL);
-    const char *q = uniq("ack-unres");
+    const char *q = qname("ack-unres");
     pushn(&s, q, "Default", 0, 1);
     reply r;
     pop_expect(&s, q, NULL, "batch=1", 0, 1, &r);
@@ -594,7 +639,7 @@ TEST(ack_with_wrong_or_expired_lease_is_invalid_or_expired_lease)
 {
     silt_server s;
     srv_start(&s, NULL);
-    const char *q = uniq("ack-lease");
+    const char *q = qname("ack-lease");
     pushn(&s, q, "Default", 0, 2);
     reply r;
     pop_expect(&s, q, NULL, "batch=2", 0, 2, &r);
@@ -643,7 +688,7 @@ TEST(lease_expiry_redelivers_same_messages_with_new_lease_and_no_retry_charge)
 {
     silt_server s;
     srv_start(&s, NULL);
-    const char *q = uniq("ack-expiry");
+    const char *q = qname("ack-expiry");
     pushn(&s, q, "Default", 0, 3);
     reply r;
     pop_expect(&s, q, NULL, "batch=3", 0, 3, &r);
@@ -692,7 +737,7 @@ TEST(ack_batch_spans_two_partitions_in_one_call)
 {
     silt_server s;
     srv_start(&s, NULL);
-    const char *q = uniq("ack-2part");
+    const char *q = qname("ack-2part");
     pushn(&s, q, "p1", 0, 2);
     pushn(&s, q, "p2", 0, 2);
     reply r;
@@ -741,7 +786,7 @@ TEST(ack_batch_item_consumer_group_overrides_batch_group)
 {
     silt_server s;
     srv_start(&s, NULL);
-    const char *q = uniq("ack-groups");
+    const char *q = qname("ack-groups");
     pushn(&s, q, "Default", 0, 2);
     reply r;
     pop_expect(&s, q, NULL, "batch=2&consumerGroup=g1", 0, 2, &r);
@@ -787,7 +832,7 @@ TEST(lease_extend_renews_and_never_shortens)
 {
     silt_server s;
     srv_start(&s, NULL);
-    const char *q = uniq("lease-extend");
+    const char *q = qname("lease-extend");
     pushn(&s, q, "Default", 0, 1);
     reply r;
     pop_expect(&s, q, NULL, "batch=1", 0, 1, &r);
@@ -840,7 +885,7 @@ TEST(lease_extend_unknown_or_expired_lease_fails)
 {
     silt_server s;
     srv_start(&s, NULL);
-    const char *q = uniq("lease-unknown");
+    const char *q = qname("lease-unknown");
     reply r;
     rq(&s, "POST", "/api/v1/lease/01900000-0000-7000-8000-000000000001/extend", "{\"seconds\":60}", &r);
     CHECK_INT(r.status, 200);
@@ -873,7 +918,7 @@ TEST(ack_dlq_whose_segment_is_gone_is_rejected_and_cursor_stays)
 {
     silt_server s;
     srv_start(&s, NULL);
-    const char *q = uniq("ack-dlqgone");
+    const char *q = qname("ack-dlqgone");
     pushn(&s, q, "Default", 0, 1);   /* segment [0,0] */
     pushn(&s, q, "Default", 1, 1);   /* segment [1,1] */
     reply r;
@@ -902,7 +947,7 @@ TEST(pop_auto_ack_commits_in_the_pop_itself)
 {
     silt_server s;
     srv_start(&s, NULL);
-    const char *q = uniq("autoack");
+    const char *q = qname("autoack");
     pushn(&s, q, "Default", 0, 4);
     reply r;
     pop_expect(&s, q, NULL, "batch=2&autoAck=true", 0, 2, &r);

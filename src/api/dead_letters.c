@@ -1,0 +1,303 @@
+/* dead_letters: GET /api/v1/dlq, POST /api/v1/dlq/:id/replay, and
+ * GET/DELETE /api/v1/messages/:partitionId/:transactionId. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "api/api.h"
+#include "base/ids.h"
+#include "db/result.h"
+#include "streams/frame.h"
+#include "streams/push.h"
+#include "streams/segment.h"
+
+#define DLQ_MAX_LIMIT 1000
+
+/* Indexes into DLQ_COLUMNS. */
+enum { D_ID, D_QUEUE, D_PARTITION_ID, D_PARTITION, D_GROUP, D_OFFSET, D_MESSAGE_ID, D_TXN, D_TRACE,
+       D_PAYLOAD, D_ERROR, D_RETRIES, D_CREATED, D_FAILED };
+
+typedef struct dlq_call {
+    httpd_req *req;
+    server    *srv;
+    char       id[IDS_UUID_TEXT];
+    char      *txn;          /* message calls: the transactionId */
+    push_item  item;         /* replay: the message going back */
+    int64_t    limit, offset;
+} dlq_call;
+
+static dlq_call *call_new(httpd_req *req, server *srv)
+{
+    dlq_call *c = calloc(1, sizeof *c);
+    if (!c) abort();
+    c->req = req;
+    c->srv = srv;
+    return c;
+}
+
+static void call_free(dlq_call *c)
+{
+    free(c->txn);
+    free(c->item.queue);
+    free(c->item.partition);
+    free(c->item.txn);
+    free((char *)c->item.payload);
+    free(c);
+}
+
+static void put_uuid(buf *out, const char *key, const PGresult *r, int row, int col)
+{
+    char id[IDS_UUID_TEXT];
+    buf_printf(out, "\"%s\":", key);
+    if (db_null(r, row, col)) { buf_puts(out, "null"); return; }
+    ids_uuid_format((const uint8_t *)PQgetvalue(r, row, col), id);
+    buf_printf(out, "\"%s\"", id);
+}
+
+static void put_text(buf *out, const char *key, const PGresult *r, int row, int col)
+{
+    size_t n;
+    buf_printf(out, "\"%s\":", key);
+    if (db_null(r, row, col)) { buf_puts(out, "null"); return; }
+    const char *p = db_bytes(r, row, col, &n);
+    json_put_str(out, p, n);
+}
+
+static void put_time(buf *out, const char *key, const PGresult *r, int row, int col)
+{
+    char iso[32];
+    db_format_time(db_time_us(r, row, col), iso);
+    buf_printf(out, "\"%s\":\"%s\"", key, iso);
+}
+
+static void dlq_row_json(buf *out, const PGresult *r, int row)
+{
+    size_t n;
+    buf_putc(out, '{');
+    put_uuid(out, "id", r, row, D_ID); buf_putc(out, ',');
+    put_text(out, "transactionId", r, row, D_TXN); buf_putc(out, ',');
+    put_uuid(out, "partitionId", r, row, D_PARTITION_ID); buf_putc(out, ',');
+    put_text(out, "queue", r, row, D_QUEUE); buf_putc(out, ',');
+    put_text(out, "partition", r, row, D_PARTITION); buf_putc(out, ',');
+    put_text(out, "consumerGroup", r, row, D_GROUP); buf_putc(out, ',');
+    buf_printf(out, "\"offset\":%lld,", (long long)db_int(r, row, D_OFFSET));
+    put_uuid(out, "messageId", r, row, D_MESSAGE_ID); buf_putc(out, ',');
+    put_uuid(out, "traceId", r, row, D_TRACE); buf_putc(out, ',');
+    put_text(out, "errorMessage", r, row, D_ERROR); buf_putc(out, ',');
+    buf_printf(out, "\"retryCount\":%lld,\"data\":", (long long)db_int(r, row, D_RETRIES));
+    const char *payload = db_bytes(r, row, D_PAYLOAD, &n);
+    buf_append(out, payload, n);
+    buf_putc(out, ',');
+    put_time(out, "createdAt", r, row, D_CREATED); buf_putc(out, ',');
+    put_time(out, "failedAt", r, row, D_FAILED);
+    buf_putc(out, '}');
+}
+
+/* ---- listing ---- */
+
+static void list_done(void *arg, const db_reply *reply)
+{
+    dlq_call *c = arg;
+    if (reply->error) { api_db_error(c->req, reply); call_free(c); return; }
+    const PGresult *page = reply->results[1];
+    buf out;
+    buf_init(&out);
+    buf_puts(&out, "{\"messages\":[");
+    for (int row = 0; row < PQntuples(page); row++) {
+        if (row) buf_putc(&out, ',');
+        dlq_row_json(&out, page, row);
+    }
+    buf_printf(&out, "],\"total\":%s,\"pagination\":{\"limit\":%lld,\"offset\":%lld}}",
+               PQgetvalue(reply->results[0], 0, 0), (long long)c->limit, (long long)c->offset);
+    httpd_reply_buf(c->req, 200, &out);
+    call_free(c);
+}
+
+void api_dlq_list(httpd_req *req, server *srv)
+{
+    dlq_call *c = call_new(req, srv);
+    if (api_query_int(req, "limit", 100, 1, DLQ_MAX_LIMIT, &c->limit) < 0 ||
+        api_query_int(req, "offset", 0, 0, INT32_MAX, &c->offset) < 0) { call_free(c); return; }
+    char limit[24], offset[24];
+    snprintf(limit, sizeof limit, "%lld", (long long)c->limit);
+    snprintf(offset, sizeof offset, "%lld", (long long)c->offset);
+    const char *values[5] = { httpd_query(req, "queue"), httpd_query(req, "consumerGroup"),
+                              httpd_query(req, "partition"), limit, offset };
+    db_job *job = db_job_new(list_done, c);
+    db_job_call(job, STMT_DLQ_COUNT, values, NULL, NULL);
+    db_job_call(job, STMT_DLQ_PAGE, values, NULL, NULL);
+    db_submit(srv->pool, job);
+}
+
+/* ---- replay ---- */
+
+static void replay_done(void *arg, const db_reply *reply)
+{
+    dlq_call *c = arg;
+    if (reply->error && strcmp(reply->sqlstate, "SLN01") == 0) httpd_error(c->req, 404, "dead letter not found");
+    else if (reply->error && strcmp(reply->sqlstate, "SLD01") == 0)
+        httpd_error(c->req, 409, "this dead letter was already replayed within the dedup window");
+    else if (reply->error) api_db_error(c->req, reply);
+    else {
+        const PGresult *r = reply->results[0];
+        char msg[IDS_UUID_TEXT];
+        ids_uuid_format(c->item.message_id, msg);
+        buf out;
+        buf_init(&out);
+        buf_printf(&out, "{\"replayed\":true,\"id\":\"%s\",\"messageId\":\"%s\",\"transactionId\":", c->id, msg);
+        json_put_cstr(&out, c->item.txn);
+        buf_puts(&out, ",\"queue\":");
+        json_put_cstr(&out, c->item.queue);
+        buf_puts(&out, ",\"partition\":");
+        json_put_cstr(&out, c->item.partition);
+        buf_printf(&out, ",\"partitionId\":\"%s\",\"offset\":%s}", PQgetvalue(r, 0, 0), PQgetvalue(r, 0, 1));
+        c->srv->stats.pushed++;
+        popper_wake(c->srv->pop, c->item.queue);
+        httpd_reply_buf(c->req, 200, &out);
+    }
+    call_free(c);
+}
+
+/* The dead letter as a new message of its partition, transactionId dlq:<id>. */
+static void build_item(dlq_call *c, const PGresult *r)
+{
+    size_t n;
+    push_item *it = &c->item;
+    const char *p = db_bytes(r, 0, D_QUEUE, &n);
+    it->queue = strndup(p, n);
+    p = db_bytes(r, 0, D_PARTITION, &n);
+    it->partition = strndup(p, n);
+    it->txn = malloc(IDS_UUID_TEXT + 4);
+    snprintf(it->txn, IDS_UUID_TEXT + 4, "dlq:%s", c->id);
+    it->txn_given = true;
+    p = db_bytes(r, 0, D_PAYLOAD, &n);
+    it->payload = memcpy(malloc(n + 1), p, n);
+    it->payload_len = n;
+    it->has_trace = !db_null(r, 0, D_TRACE);
+    if (it->has_trace) memcpy(it->trace_id, PQgetvalue(r, 0, D_TRACE), 16);
+    push_item_prepare(it);
+}
+
+static void replay_fetched(void *arg, const db_reply *reply)
+{
+    dlq_call *c = arg;
+    if (reply->error) { api_db_error(c->req, reply); call_free(c); return; }
+    if (PQntuples(reply->results[0]) == 0) { httpd_error(c->req, 404, "dead letter not found"); call_free(c); return; }
+    build_item(c, reply->results[0]);
+    push_item *items[1] = { &c->item };
+    const char *values[1] = { c->id };
+    db_job *job = db_job_new(replay_done, c);
+    push_segment_call(job, items, 1, (int)c->srv->cfg.zstd_level);
+    db_job_call(job, STMT_DLQ_TAKE, values, NULL, NULL);   /* same transaction: both or neither */
+    db_submit(c->srv->pool, job);
+}
+
+static int read_id(httpd_req *req, const char *text, char out[IDS_UUID_TEXT], const char *what)
+{
+    uint8_t id[16];
+    if (ids_uuid_parse(text, strlen(text), id) < 0) { httpd_error(req, 400, "invalid %s", what); return -1; }
+    ids_uuid_format(id, out);
+    return 0;
+}
+
+void api_dlq_replay(httpd_req *req, server *srv)
+{
+    dlq_call *c = call_new(req, srv);
+    if (read_id(req, req->params[0], c->id, "dead letter id") < 0) { call_free(c); return; }
+    const char *values[1] = { c->id };
+    db_job *job = db_job_new(replay_fetched, c);
+    db_job_call(job, STMT_DLQ_GET, values, NULL, NULL);
+    db_submit(srv->pool, job);
+}
+
+/* ---- messages by (partitionId, transactionId) ---- */
+
+static int retained_json(buf *out, dlq_call *c, const PGresult *r)
+{
+    size_t n;
+    const char *blob = db_bytes(r, 0, 5, &n);
+    buf seg;
+    buf_init(&seg);
+    frame f;
+    int64_t offset = db_int(r, 0, 2);
+    int rc = segment_decode(&seg, blob, n, c->srv->max_segment_bytes);
+    if (rc == 0) rc = segment_frame_at(&seg, (size_t)(offset - db_int(r, 0, 3)), &f);
+    if (rc == 0) {
+        char id[IDS_UUID_TEXT], trace[IDS_UUID_TEXT];
+        ids_uuid_format(f.message_id, id);
+        ids_uuid_format(f.trace_id, trace);
+        buf_printf(out, "{\"status\":\"retained\",\"id\":\"%s\",\"transactionId\":", id);
+        json_put_str(out, f.txn, f.txn_len);
+        buf_printf(out, ",\"traceId\":%s%s%s,\"partitionId\":\"%s\",", (f.flags & FRAME_HAS_TRACE) ? "\"" : "",
+                   (f.flags & FRAME_HAS_TRACE) ? trace : "null", (f.flags & FRAME_HAS_TRACE) ? "\"" : "", c->id);
+        put_text(out, "queue", r, 0, 0); buf_putc(out, ',');
+        put_text(out, "partition", r, 0, 1); buf_putc(out, ',');
+        buf_printf(out, "\"offset\":%lld,\"data\":", (long long)offset);
+        buf_append(out, f.payload, f.payload_len);
+        buf_putc(out, ',');
+        put_time(out, "createdAt", r, 0, 4);
+        buf_putc(out, '}');
+    }
+    buf_fini(&seg);
+    return rc;
+}
+
+static void message_done(void *arg, const db_reply *reply)
+{
+    dlq_call *c = arg;
+    if (reply->error) { api_db_error(c->req, reply); call_free(c); return; }
+    const PGresult *log = reply->results[0], *dead = reply->results[1];
+    buf out;
+    buf_init(&out);
+    if (PQntuples(log) > 0 && retained_json(&out, c, log) == 0) {
+        httpd_reply_buf(c->req, 200, &out);
+    } else if (PQntuples(dead) > 0) {
+        buf_reset(&out);
+        buf_puts(&out, "{\"status\":\"dead-lettered\",\"deadLetter\":");
+        dlq_row_json(&out, dead, 0);
+        buf_putc(&out, '}');
+        httpd_reply_buf(c->req, 200, &out);
+    } else {
+        buf_fini(&out);
+        httpd_error(c->req, 404, "message not found");
+    }
+    call_free(c);
+}
+
+void api_message_get(httpd_req *req, server *srv)
+{
+    dlq_call *c = call_new(req, srv);
+    if (read_id(req, req->params[0], c->id, "partitionId") < 0) { call_free(c); return; }
+    uint8_t hash[16];
+    ids_txn_hash(req->params[1], strlen(req->params[1]), hash);
+    const char *lookup[2] = { c->id, (const char *)hash };
+    int lengths[2] = { 0, 16 }, formats[2] = { 0, 1 };
+    const char *by_message[2] = { c->id, req->params[1] };
+    db_job *job = db_job_new(message_done, c);
+    db_job_call(job, STMT_MESSAGE_LOOKUP, lookup, lengths, formats);
+    db_job_call(job, STMT_DLQ_BY_MESSAGE, by_message, NULL, NULL);
+    db_submit(srv->pool, job);
+}
+
+static void delete_done(void *arg, const db_reply *reply)
+{
+    dlq_call *c = arg;
+    if (reply->error) api_db_error(c->req, reply);
+    else if (atoi(PQgetvalue(reply->results[0], 0, 0)) == 0) httpd_error(c->req, 404, "no dead letter for that message");
+    else {
+        buf out;
+        buf_init(&out);
+        buf_printf(&out, "{\"deleted\":%s}", PQgetvalue(reply->results[0], 0, 0));
+        httpd_reply_buf(c->req, 200, &out);
+    }
+    call_free(c);
+}
+
+void api_message_delete(httpd_req *req, server *srv)
+{
+    dlq_call *c = call_new(req, srv);
+    if (read_id(req, req->params[0], c->id, "partitionId") < 0) { call_free(c); return; }
+    const char *values[2] = { c->id, req->params[1] };
+    db_job *job = db_job_new(delete_done, c);
+    db_job_call(job, STMT_DLQ_DELETE_MESSAGE, values, NULL, NULL);
+    db_submit(srv->pool, job);
+}
