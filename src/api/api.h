@@ -19,6 +19,7 @@ void api_metrics(httpd_req *req, server *srv);
 void api_configure(httpd_req *req, server *srv);
 void api_push(httpd_req *req, server *srv);
 void api_pop(httpd_req *req, server *srv);
+void api_pop_discover(httpd_req *req, server *srv);
 void api_ack(httpd_req *req, server *srv);
 void api_ack_batch(httpd_req *req, server *srv);
 void api_lease_extend(httpd_req *req, server *srv);

@@ -7,6 +7,7 @@
 
 #define QUEUE_MODE "__QUEUE_MODE__"
 #define MAX_TIMEOUT_MS 3600000
+#define MAX_POP_PARTITIONS 100
 
 typedef struct pop_call {
     httpd_req *req;
@@ -15,6 +16,7 @@ typedef struct pop_call {
 
 static void put_message(buf *out, const pop_request *p, const pop_msg *m)
 {
+    const pop_part *part = &p->parts[m->part];
     char id[IDS_UUID_TEXT], trace[IDS_UUID_TEXT], created[32];
     ids_uuid_format(m->message_id, id);
     db_format_time(m->created_us, created);
@@ -24,24 +26,27 @@ static void put_message(buf *out, const pop_request *p, const pop_msg *m)
     else buf_puts(out, ",\"traceId\":null");
     buf_puts(out, ",\"data\":");
     buf_append(out, m->payload, m->payload_len);
-    buf_printf(out, ",\"createdAt\":\"%s\",\"partitionId\":\"%s\",\"partition\":", created, p->partition_id);
-    json_put_cstr(out, p->partition_name);
+    buf_printf(out, ",\"createdAt\":\"%s\",\"queue\":", created);
+    json_put_cstr(out, part->queue);
+    buf_printf(out, ",\"partitionId\":\"%s\",\"partition\":", part->id);
+    json_put_cstr(out, part->name);
     buf_printf(out, ",\"leaseId\":\"%s\",\"consumerGroup\":", p->lease_id);
     json_put_cstr(out, p->group);
     buf_printf(out, ",\"producerSub\":null,\"offset\":%lld}", (long long)m->offset);
 }
 
+/* The envelope names the first claimed partition; every message names its own. */
 static void reply_messages(httpd_req *req, const pop_request *p)
 {
     buf out;
     buf_init(&out);
     buf_puts(&out, "{\"success\":true,\"queue\":");
-    json_put_cstr(&out, p->queue);
+    json_put_cstr(&out, p->parts[0].queue);
     buf_puts(&out, ",\"partition\":");
-    json_put_cstr(&out, p->partition_name);
-    buf_printf(&out, ",\"partitionId\":\"%s\",\"leaseId\":\"%s\",\"consumerGroup\":", p->partition_id, p->lease_id);
+    json_put_cstr(&out, p->parts[0].name);
+    buf_printf(&out, ",\"partitionId\":\"%s\",\"leaseId\":\"%s\",\"consumerGroup\":", p->parts[0].id, p->lease_id);
     json_put_cstr(&out, p->group);
-    buf_puts(&out, ",\"partitionsClaimed\":1,\"messages\":[");
+    buf_printf(&out, ",\"partitionsClaimed\":%zu,\"messages\":[", p->nparts);
     for (size_t i = 0; i < p->nmsgs; i++) {
         if (i) buf_putc(&out, ',');
         put_message(&out, p, &p->msgs[i]);
@@ -80,24 +85,21 @@ static int read_options(httpd_req *req, server *srv, pop_request *p)
     int64_t batch, timeout, partitions;
     if (api_query_int(req, "batch", 1, 1, srv->cfg.max_pop_batch, &batch) < 0 ||
         api_query_int(req, "timeout", 30000, 0, MAX_TIMEOUT_MS, &timeout) < 0 ||
-        api_query_int(req, "partitions", 1, 1, 1, &partitions) < 0 ||
+        api_query_int(req, "partitions", 1, 1, MAX_POP_PARTITIONS, &partitions) < 0 ||
         api_query_bool(req, "wait", false, &p->wait) < 0 ||
         api_query_bool(req, "autoAck", false, &p->auto_ack) < 0 ||
         read_subscription(req, &p->subscription) < 0)
         return -1;
     p->batch = (int)batch;
+    p->partitions = (int)partitions;
     p->timeout_ms = (int)timeout;
     const char *group = httpd_query(req, "consumerGroup");
     p->group = strdup(group && *group ? group : QUEUE_MODE);
     return 0;
 }
 
-void api_pop(httpd_req *req, server *srv)
+static void submit(httpd_req *req, server *srv, pop_request *p)
 {
-    pop_request *p = calloc(1, sizeof *p);
-    if (!p) abort();
-    p->queue = strdup(req->params[0]);
-    p->partition = req->nparams > 1 ? strdup(req->params[1]) : NULL;
     if (read_options(req, srv, p) < 0) { pop_request_free(p); return; }
     pop_call *c = calloc(1, sizeof *c);
     if (!c) abort();
@@ -106,4 +108,28 @@ void api_pop(httpd_req *req, server *srv)
     p->done = pop_done;
     p->arg = c;
     popper_submit(srv->pop, p);
+}
+
+void api_pop(httpd_req *req, server *srv)
+{
+    pop_request *p = calloc(1, sizeof *p);
+    if (!p) abort();
+    p->queue = strdup(req->params[0]);
+    p->partition = req->nparams > 1 ? strdup(req->params[1]) : NULL;
+    submit(req, srv, p);
+}
+
+/* GET /api/v1/pop?namespace=&task=: any queue carrying those tags. */
+void api_pop_discover(httpd_req *req, server *srv)
+{
+    const char *ns = httpd_query(req, "namespace"), *task = httpd_query(req, "task");
+    if ((!ns || !*ns) && (!task || !*task)) {
+        httpd_error(req, 400, "a discovery pop needs namespace or task");
+        return;
+    }
+    pop_request *p = calloc(1, sizeof *p);
+    if (!p) abort();
+    p->namespace_tag = ns && *ns ? strdup(ns) : NULL;
+    p->task_tag = task && *task ? strdup(task) : NULL;
+    submit(req, srv, p);
 }

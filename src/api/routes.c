@@ -16,6 +16,7 @@ static const route routes[] = {
     { HTTPD_GET,  "/metrics/prometheus", api_metrics },
     { HTTPD_POST, "/api/v1/configure", api_configure },
     { HTTPD_POST, "/api/v1/push", api_push },
+    { HTTPD_GET,  "/api/v1/pop", api_pop_discover },
     { HTTPD_GET,  "/api/v1/pop/queue/:queue", api_pop },
     { HTTPD_GET,  "/api/v1/pop/queue/:queue/partition/:partition", api_pop },
     { HTTPD_POST, "/api/v1/ack", api_ack },

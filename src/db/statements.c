@@ -5,8 +5,8 @@ const db_statement db_statements[STMT_COUNT] = {
     [STMT_PUSH_SEGMENT] = { "push_segment",
         "SELECT partition_id, base_offset, created_at FROM queen.push_segment($1, $2, $3, $4, $5, $6, $7)", 7 },
     [STMT_POP]          = { "pop",
-        "SELECT partition_id, partition, cursor_from, cursor_to, seg_base, seg_created, seg_blob"
-        " FROM queen.pop($1, $2, $3, $4, $5, $6, $7)", 7, 1 },
+        "SELECT queue, partition_id, partition, cursor_from, cursor_to, seg_base, seg_created, seg_blob"
+        " FROM queen.pop($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)", 10, 1 },
     [STMT_ACK]          = { "ack",
         "SELECT idx, success, error, lease_released, dlq, noop, dropped, dlq_offset, dlq_base,"
         " dlq_created, dlq_blob FROM queen.ack($1)", 1, 1 },

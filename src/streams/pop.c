@@ -18,7 +18,7 @@ struct popper {
     bool         draining;
 };
 
-enum { COL_PARTITION_ID, COL_PARTITION, COL_FROM, COL_TO, COL_SEG_BASE, COL_SEG_CREATED, COL_SEG_BLOB };
+enum { COL_QUEUE, COL_PARTITION_ID, COL_PARTITION, COL_FROM, COL_TO, COL_SEG_BASE, COL_SEG_CREATED, COL_SEG_BLOB };
 
 static void pop_query(pop_request *req);
 
@@ -43,6 +43,7 @@ static void add_frames(pop_request *req, const buf *seg, int64_t base, int64_t f
         if (frame_decode(seg->data, seg->len, &pos, &f) < 0) break;
         if (off <= from) continue;
         pop_msg *m = &req->msgs[req->nmsgs++];
+        m->part = req->nparts - 1;
         memcpy(m->message_id, f.message_id, 16);
         m->txn = f.txn;
         m->txn_len = f.txn_len;
@@ -55,23 +56,49 @@ static void add_frames(pop_request *req, const buf *seg, int64_t base, int64_t f
     }
 }
 
+static void copy_text(char *out, size_t cap, const PGresult *r, int row, int col)
+{
+    size_t n;
+    const char *p = db_bytes(r, row, col, &n);
+    snprintf(out, cap, "%.*s", (int)n, p);
+}
+
+/* Rows come grouped by partition; a row whose partition differs from the
+ * previous one starts a new claimed partition. */
+static void start_part(pop_request *req, const PGresult *r, int row)
+{
+    pop_part *part = &req->parts[req->nparts++];
+    copy_text(part->queue, sizeof part->queue, r, row, COL_QUEUE);
+    copy_text(part->name, sizeof part->name, r, row, COL_PARTITION);
+    ids_uuid_format((const uint8_t *)PQgetvalue(r, row, COL_PARTITION_ID), part->id);
+}
+
+static size_t claimed_total(const PGresult *r)
+{
+    size_t total = 0;
+    for (int row = 0; row < PQntuples(r); row++)
+        if (row == 0 || memcmp(PQgetvalue(r, row, COL_PARTITION_ID), PQgetvalue(r, row - 1, COL_PARTITION_ID), 16))
+            total += (size_t)(db_int(r, row, COL_TO) - db_int(r, row, COL_FROM));
+    return total;
+}
+
 static int take_rows(pop_request *req, const PGresult *r)
 {
     int rows = PQntuples(r);
-    int64_t from = db_int(r, 0, COL_FROM), to = db_int(r, 0, COL_TO);
-    size_t len;
-    ids_uuid_format((const uint8_t *)PQgetvalue(r, 0, COL_PARTITION_ID), req->partition_id);
-    const char *name = db_bytes(r, 0, COL_PARTITION, &len);
-    req->partition_name = strndup(name, len);
-    req->msgs = calloc((size_t)(to - from), sizeof *req->msgs);
+    req->msgs = calloc(claimed_total(r) + 1, sizeof *req->msgs);
+    req->parts = calloc((size_t)rows, sizeof *req->parts);
     req->decoded = calloc((size_t)rows, sizeof *req->decoded);
-    if (!req->msgs || !req->decoded || !req->partition_name) abort();
+    if (!req->msgs || !req->parts || !req->decoded) abort();
     req->ndecoded = (size_t)rows;
     for (int i = 0; i < rows; i++) {
+        if (i == 0 || memcmp(PQgetvalue(r, i, COL_PARTITION_ID), PQgetvalue(r, i - 1, COL_PARTITION_ID), 16))
+            start_part(req, r, i);
+        size_t len;
         const char *blob = db_bytes(r, i, COL_SEG_BLOB, &len);
         buf_init(&req->decoded[i]);
         if (segment_decode(&req->decoded[i], blob, len, req->owner->max_segment_bytes) < 0) return -1;
-        add_frames(req, &req->decoded[i], db_int(r, i, COL_SEG_BASE), from, to, db_time_us(r, i, COL_SEG_CREATED));
+        add_frames(req, &req->decoded[i], db_int(r, i, COL_SEG_BASE), db_int(r, i, COL_FROM),
+                   db_int(r, i, COL_TO), db_time_us(r, i, COL_SEG_CREATED));
     }
     return 0;
 }
@@ -105,10 +132,11 @@ static void pop_query(pop_request *req)
     uint8_t lease[16];
     ids_uuid7(lease);
     ids_uuid_format(lease, req->lease_id);
-    char batch[16];
+    char batch[16], partitions[16];
     snprintf(batch, sizeof batch, "%d", req->batch);
-    const char *values[7] = { req->queue, req->partition, req->group, batch,
-                              req->auto_ack ? "t" : "f", req->subscription, req->lease_id };
+    snprintf(partitions, sizeof partitions, "%d", req->partitions > 0 ? req->partitions : 1);
+    const char *values[10] = { req->queue, req->partition, req->namespace_tag, req->task_tag, req->group,
+                               batch, partitions, req->auto_ack ? "t" : "f", req->subscription, req->lease_id };
     db_job *job = db_job_new(query_done, req);
     db_job_call(job, STMT_POP, values, NULL, NULL);
     req->querying = true;
@@ -150,7 +178,7 @@ static void park(pop_request *req)
 void popper_wake(popper *p, const char *queue)
 {
     for (pop_request *req = p->parked; req; req = req->next) {
-        if (strcmp(req->queue, queue) != 0) continue;
+        if (req->queue && strcmp(req->queue, queue) != 0) continue;
         if (req->querying) { req->rerun = true; continue; }
         evtimer_del(req->recheck);
         pop_query(req);
@@ -194,7 +222,9 @@ void pop_request_free(pop_request *req)
     for (size_t i = 0; i < req->ndecoded; i++) buf_fini(&req->decoded[i]);
     free(req->decoded);
     free(req->msgs);
-    free(req->partition_name);
+    free(req->parts);
+    free(req->namespace_tag);
+    free(req->task_tag);
     free(req->error);
     free(req->queue);
     free(req->partition);

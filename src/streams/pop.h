@@ -13,7 +13,14 @@
 #include "base/buf.h"
 #include "db/pool.h"
 
+typedef struct pop_part {      /* one claimed partition */
+    char        queue[256];
+    char        id[37];
+    char        name[256];
+} pop_part;
+
 typedef struct pop_msg {
+    size_t      part;          /* index into pop_request.parts */
     uint8_t     message_id[16];
     const char *txn;
     size_t      txn_len;
@@ -29,9 +36,11 @@ typedef struct pop_request pop_request;
 typedef void (*pop_done_fn)(pop_request *req, void *arg);
 
 struct pop_request {
-    /* what to pop */
+    /* what to pop: a queue, or (queue NULL) any queue with the tags given */
     char    *queue;
     char    *partition;        /* NULL: any partition of the queue */
+    char    *namespace_tag, *task_tag;
+    int      partitions;       /* partitions one pop may claim (batch is a total) */
     char    *group;            /* "__QUEUE_MODE__" for queue mode */
     char    *subscription;     /* NULL, "all", "now" or an ISO timestamp */
     int      batch;
@@ -41,8 +50,8 @@ struct pop_request {
     pop_done_fn done;
     void    *arg;
     /* what was popped (nmsgs == 0: nothing) */
-    char     partition_id[37];
-    char    *partition_name;
+    pop_part *parts;
+    size_t   nparts;
     char     lease_id[37];     /* "" with autoAck */
     pop_msg *msgs;
     size_t   nmsgs;
@@ -62,7 +71,8 @@ typedef struct popper popper;
 popper *popper_new(struct event_base *base, db_pool *pool, int recheck_ms, size_t max_segment_bytes);
 void    popper_free(popper *p);
 void    popper_submit(popper *p, pop_request *req);
-/* A push to queue committed: parked pops of that queue try again. */
+/* A push to queue committed: parked pops of that queue (and discovery pops)
+ * try again. */
 void    popper_wake(popper *p, const char *queue);
 /* Shutdown: every parked pop answers now. */
 void    popper_drain(popper *p);
