@@ -7,7 +7,7 @@
 #include "base/ids.h"
 #include "db/result.h"
 #include "streams/frame.h"
-#include "streams/push.h"
+#include "streams/push_plan.h"
 #include "streams/segment.h"
 
 #define DLQ_MAX_LIMIT 1000
@@ -185,8 +185,12 @@ static void replay_fetched(void *arg, const db_reply *reply)
     build_item(c, reply->results[0]);
     push_item *items[1] = { &c->item };
     const char *values[1] = { c->id };
+    push_plan plan;
+    push_plan_init(&plan);
+    push_plan_build(&plan, items, 1);
     db_job *job = db_job_new(replay_done, c);
-    push_segment_call(job, items, 1, (int)c->srv->cfg.zstd_level);
+    push_plan_calls(&plan, job, (int)c->srv->cfg.zstd_level);
+    push_plan_fini(&plan);
     db_job_call(job, STMT_DLQ_TAKE, values, NULL, NULL);   /* same transaction: both or neither */
     db_submit(c->srv->pool, job);
 }

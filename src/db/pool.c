@@ -93,6 +93,8 @@ void db_job_call(db_job *job, db_stmt stmt, const char *const *values, const int
     }
 }
 
+int db_job_ncalls(const db_job *job) { return job->ncalls; }
+
 static void job_free(db_job *job)
 {
     for (int i = 0; i < job->ncalls && job->calls; i++) {

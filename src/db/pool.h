@@ -41,6 +41,7 @@ db_job *db_job_new(db_done_fn done, void *arg);
  * formats may be NULL (all text); format 1 marks a binary value. */
 void    db_job_call(db_job *job, db_stmt stmt, const char *const *values,
                     const int *lengths, const int *formats);
+int     db_job_ncalls(const db_job *job);
 /* Submits; done runs exactly once, always from the event loop, never inside
  * this call. */
 void    db_submit(db_pool *pool, db_job *job);

@@ -55,12 +55,8 @@ void    pusher_free(pusher *p);
 void    pusher_submit(pusher *p, push_batch *batch);
 bool    pusher_idle(const pusher *p);
 void    push_batch_free(push_batch *batch);
-
-/* Building blocks shared with transactions and dead-letter replay, which
- * write outside fusion: a fresh message id and hash for an item, and the
- * push_segment call writing items of one partition (repeats marked by
- * dup_of are left out) as one segment. */
+/* Gives an item a fresh message id and its transactionId hash (writers
+ * outside fusion — transactions, dead-letter replay — call it too). */
 void    push_item_prepare(push_item *it);
-void    push_segment_call(db_job *job, push_item *const *items, size_t n, int level);
 
 #endif

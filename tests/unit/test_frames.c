@@ -186,7 +186,7 @@ TEST(frame_sequence_decodes_in_order)
 {
     buf b;
     buf_init(&b);
-    char txn[3][8], payload[3][16];
+    char txn[3][16], payload[3][32];
     frame in[3];
     for (int i = 0; i < 3; i++) {
         snprintf(txn[i], sizeof txn[i], "t%d", i);

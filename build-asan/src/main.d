@@ -1,0 +1,19 @@
+build-asan/src/main.o: src/main.c src/cli/cli.h src/db/migrate.h \
+ src/api/server.h src/base/config.h src/db/pool.h \
+ /usr/include/postgresql/libpq-fe.h \
+ /usr/include/postgresql/postgres_ext.h \
+ /usr/include/postgresql/pg_config_ext.h src/db/statements.h \
+ src/net/httpd.h src/base/buf.h src/streams/pop.h src/streams/push.h
+src/cli/cli.h:
+src/db/migrate.h:
+src/api/server.h:
+src/base/config.h:
+src/db/pool.h:
+/usr/include/postgresql/libpq-fe.h:
+/usr/include/postgresql/postgres_ext.h:
+/usr/include/postgresql/pg_config_ext.h:
+src/db/statements.h:
+src/net/httpd.h:
+src/base/buf.h:
+src/streams/pop.h:
+src/streams/push.h:

@@ -1,3 +1,0 @@
-build-t2/src/base/json.o: src/base/json.c src/base/json.h src/base/buf.h
-src/base/json.h:
-src/base/buf.h:

@@ -1,5 +1,0 @@
-build-t2/src/streams/segment.o: src/streams/segment.c \
- src/streams/segment.h src/base/buf.h src/streams/frame.h
-src/streams/segment.h:
-src/base/buf.h:
-src/streams/frame.h:

@@ -1,0 +1,196 @@
+/* push_plan: sorting, grouping and encoding of pushed items (see push_plan.h). */
+#include "streams/push_plan.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "base/buf.h"
+#include "base/ids.h"
+#include "streams/frame.h"
+#include "streams/segment.h"
+
+static int item_order(const void *a, const void *b)
+{
+    const push_item *x = *(push_item *const *)a, *y = *(push_item *const *)b;
+    int c = strcmp(x->queue, y->queue);
+    if (c == 0) c = strcmp(x->partition, y->partition);
+    if (c == 0) c = x < y ? -1 : x > y;   /* items are contiguous per batch: keeps arrival order */
+    return c;
+}
+
+static void collect_items(push_plan *f, push_item *const *items, size_t n)
+{
+    free(f->items);
+    f->items = malloc((n ? n : 1) * sizeof *f->items);
+    if (!f->items) abort();
+    f->nitems = 0;
+    for (size_t i = 0; i < n; i++)
+        if (items[i]->status == PUSH_PENDING) f->items[f->nitems++] = items[i];
+    qsort(f->items, f->nitems, sizeof *f->items, item_order);
+}
+
+static void build_groups(push_plan *f)
+{
+    free(f->groups);
+    f->groups = calloc(f->nitems ? f->nitems : 1, sizeof *f->groups);
+    if (!f->groups) abort();
+    f->ngroups = 0;
+    for (size_t i = 0; i < f->nitems; i++) {
+        push_group *g = f->ngroups ? &f->groups[f->ngroups - 1] : NULL;
+        if (!g || strcmp(g->items[0]->queue, f->items[i]->queue) != 0 ||
+            strcmp(g->items[0]->partition, f->items[i]->partition) != 0) {
+            g = &f->groups[f->ngroups++];
+            g->items = &f->items[i];
+        }
+        g->n++;
+    }
+}
+
+/* Later items repeating a client transactionId of the same partition in this
+ * flush are duplicates of the first (open addressing on the hash). */
+static void mark_repeats(push_group *g)
+{
+    size_t cap = 16;
+    while (cap < g->n * 2) cap *= 2;
+    push_item **table = calloc(cap, sizeof *table);
+    if (!table) abort();
+    for (size_t i = 0; i < g->n; i++) {
+        push_item *it = g->items[i];
+        it->dup_of = NULL;
+        if (!it->txn_given) continue;
+        size_t h;
+        memcpy(&h, it->hash, sizeof h);
+        for (h &= cap - 1; table[h]; h = (h + 1) & (cap - 1))
+            if (memcmp(table[h]->hash, it->hash, 16) == 0) { it->dup_of = table[h]; break; }
+        if (!it->dup_of) table[h] = it;
+    }
+    free(table);
+}
+
+void push_plan_init(push_plan *plan) { memset(plan, 0, sizeof *plan); }
+
+void push_plan_fini(push_plan *plan)
+{
+    free(plan->items);
+    free(plan->groups);
+    push_plan_init(plan);
+}
+
+void push_plan_build(push_plan *plan, push_item *const *items, size_t n)
+{
+    collect_items(plan, items, n);
+    build_groups(plan);
+    for (size_t g = 0; g < plan->ngroups; g++) mark_repeats(&plan->groups[g]);
+}
+
+/* ---- encoding ---- */
+
+static void encode_items(push_item *const *items, size_t n, int level, buf *blob, buf *hashes, buf *ids,
+                         int *count, bool *probe)
+{
+    buf frames;
+    buf_init(&frames);
+    *count = 0;
+    *probe = false;
+    for (size_t i = 0; i < n; i++) {
+        const push_item *it = items[i];
+        if (it->dup_of) continue;
+        frame fr = { it->has_trace ? FRAME_HAS_TRACE : 0, {0}, it->txn, strlen(it->txn), {0},
+                     it->payload, it->payload_len };
+        memcpy(fr.message_id, it->message_id, 16);
+        memcpy(fr.trace_id, it->trace_id, 16);
+        frame_encode(&frames, &fr);
+        buf_append(hashes, it->hash, 16);
+        buf_append(ids, it->message_id, 16);
+        *probe |= it->txn_given;
+        (*count)++;
+    }
+    segment_encode(blob, frames.data, frames.len, level);
+    buf_fini(&frames);
+}
+
+static void segment_call(db_job *job, push_item *const *items, size_t n, int level)
+{
+    buf blob, hashes, ids;
+    buf_init(&blob); buf_init(&hashes); buf_init(&ids);
+    int count;
+    bool probe;
+    encode_items(items, n, level, &blob, &hashes, &ids, &count, &probe);
+    char count_text[16];
+    snprintf(count_text, sizeof count_text, "%d", count);
+    const char *values[7] = { items[0]->queue, items[0]->partition, count_text,
+                              blob.data, hashes.data, ids.data, probe ? "t" : "f" };
+    int lengths[7] = { 0, 0, 0, (int)blob.len, (int)hashes.len, (int)ids.len, 0 };
+    int formats[7] = { 0, 0, 0, 1, 1, 1, 0 };
+    db_job_call(job, STMT_PUSH_SEGMENT, values, lengths, formats);
+    buf_fini(&blob); buf_fini(&hashes); buf_fini(&ids);
+}
+
+void push_plan_calls(push_plan *plan, db_job *job, int zstd_level)
+{
+    plan->first_call = db_job_ncalls(job);
+    for (size_t g = 0; g < plan->ngroups; g++)
+        segment_call(job, plan->groups[g].items, plan->groups[g].n, zstd_level);
+}
+
+void push_item_prepare(push_item *it)
+{
+    ids_uuid7(it->message_id);
+    ids_txn_hash(it->txn, strlen(it->txn), it->hash);
+    it->status = PUSH_PENDING;
+    it->dup_of = NULL;
+}
+
+/* ---- outcomes ---- */
+
+/* DETAIL "frame:message-id-hex,...": frame numbers count written frames only. */
+static void mark_duplicates(push_group *g, const char *detail)
+{
+    const char *p = detail;
+    while (*p) {
+        char *end;
+        long frame_no = strtol(p, &end, 10);
+        if (*end != ':' || strlen(end + 1) < 32) return;
+        long k = -1;
+        for (size_t i = 0; i < g->n; i++) {
+            if (g->items[i]->dup_of) continue;
+            if (++k != frame_no) continue;
+            push_item *it = g->items[i];
+            it->status = PUSH_DUPLICATE;
+            for (int b = 0; b < 16; b++) {
+                unsigned v;
+                sscanf(end + 1 + 2 * b, "%2x", &v);
+                it->message_id[b] = (uint8_t)v;
+            }
+            for (size_t j = i + 1; j < g->n; j++)   /* its repeats in this flush too */
+                if (g->items[j]->dup_of == it) {
+                    g->items[j]->status = PUSH_DUPLICATE;
+                    memcpy(g->items[j]->message_id, it->message_id, 16);
+                }
+            break;
+        }
+        p = end + 33;
+        if (*p == ',') p++;
+    }
+}
+
+bool push_plan_take_duplicates(push_plan *plan, const db_reply *reply)
+{
+    int g = reply->failed_call - plan->first_call;
+    if (!reply->error || strcmp(reply->sqlstate, PUSH_DUPLICATE_SQLSTATE) != 0 || g < 0 || (size_t)g >= plan->ngroups)
+        return false;
+    mark_duplicates(&plan->groups[g], reply->detail);
+    return true;
+}
+
+void push_plan_resolve(push_plan *f)
+{
+    for (size_t i = 0; i < f->nitems; i++)
+        if (!f->items[i]->dup_of && f->items[i]->status == PUSH_PENDING) f->items[i]->status = PUSH_QUEUED;
+    for (size_t i = 0; i < f->nitems; i++) {
+        push_item *it = f->items[i];
+        if (!it->dup_of) continue;
+        it->status = PUSH_DUPLICATE;
+        memcpy(it->message_id, it->dup_of->message_id, 16);
+    }
+}
+
