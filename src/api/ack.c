@@ -6,7 +6,6 @@
 #include "db/result.h"
 #include "streams/ack.h"
 
-#define QUEUE_MODE "__QUEUE_MODE__"
 
 typedef struct ack_call {
     httpd_req *req;
@@ -44,7 +43,7 @@ static int read_uuid_field(httpd_req *req, const json_doc *d, uint32_t obj, cons
     return 0;
 }
 
-static int read_item(httpd_req *req, const json_doc *d, uint32_t obj, size_t i, const char *group, ack_item *it)
+int api_ack_item(httpd_req *req, const json_doc *d, uint32_t obj, size_t i, const char *group, ack_item *it)
 {
     if (d->tokens[obj].type != JSON_OBJECT) { httpd_error(req, 400, "acknowledgments[%zu] must be an object", i); return -1; }
     if (api_opt_string(req, d, obj, "transactionId", &it->txn) < 0) return -1;
@@ -118,7 +117,7 @@ void api_ack(httpd_req *req, server *srv)
     ack_request *a = NULL;
     if (api_read_object(req, srv, &d) == 0) {
         a = new_request(1);
-        if (read_item(req, &d, 0, 0, QUEUE_MODE, &a->items[0]) < 0) { ack_request_free(a); a = NULL; }
+        if (api_ack_item(req, &d, 0, 0, QUEUE_MODE, &a->items[0]) < 0) { ack_request_free(a); a = NULL; }
     }
     json_doc_fini(&d);
     if (a) submit(req, srv, a);
@@ -135,7 +134,7 @@ static ack_request *read_batch(httpd_req *req, server *srv, const json_doc *d)
     else a = new_request(d->tokens[list].count);
     uint32_t tok = (uint32_t)list + 1;
     for (size_t i = 0; a && i < a->n; i++, tok = d->tokens[tok].next)
-        if (read_item(req, d, tok, i, group ? group : QUEUE_MODE, &a->items[i]) < 0) { ack_request_free(a); a = NULL; }
+        if (api_ack_item(req, d, tok, i, group ? group : QUEUE_MODE, &a->items[i]) < 0) { ack_request_free(a); a = NULL; }
     free(group);
     return a;
 }

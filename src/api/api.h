@@ -8,7 +8,9 @@
 #include "api/server.h"
 #include "base/json.h"
 #include "net/httpd.h"
+#include "streams/ack.h"
 #include "streams/options.h"
+#include "streams/push.h"
 
 typedef void (*api_handler)(httpd_req *req, server *srv);
 
@@ -38,6 +40,17 @@ void api_dlq_list(httpd_req *req, server *srv);
 void api_dlq_replay(httpd_req *req, server *srv);
 void api_message_get(httpd_req *req, server *srv);
 void api_message_delete(httpd_req *req, server *srv);
+void api_transaction(httpd_req *req, server *srv);
+
+/* The implicit consumer group: "queue mode". */
+#define QUEUE_MODE "__QUEUE_MODE__"
+
+/* Item readers shared by /push, /ack and /transaction; each replies 400 and
+ * returns -1 on bad input. */
+int  api_push_item(httpd_req *req, server *srv, const json_doc *d, uint32_t tok, size_t i, push_item *it)
+     __attribute__((warn_unused_result));
+int  api_ack_item(httpd_req *req, const json_doc *d, uint32_t tok, size_t i, const char *group, ack_item *it)
+     __attribute__((warn_unused_result));
 
 /* Request helpers (request.c). Each replies with a 4xx itself and returns -1
  * when the input is bad, so a handler just returns. */

@@ -5,7 +5,6 @@
 #include "base/ids.h"
 #include "db/result.h"
 
-#define QUEUE_MODE "__QUEUE_MODE__"
 #define MAX_TIMEOUT_MS 3600000
 #define MAX_POP_PARTITIONS 100
 

@@ -50,7 +50,7 @@ static int item_ids(httpd_req *req, const json_doc *d, uint32_t item, size_t i, 
     return bad ? -1 : 0;
 }
 
-static int read_item(httpd_req *req, server *srv, const json_doc *d, uint32_t item, size_t i, push_item *it)
+int api_push_item(httpd_req *req, server *srv, const json_doc *d, uint32_t item, size_t i, push_item *it)
 {
     if (d->tokens[item].type != JSON_OBJECT) { httpd_error(req, 400, "items[%zu] must be an object", i); return -1; }
     if (item_name(req, d, item, i, "queue", NULL, &it->queue) < 0) return -1;
@@ -113,7 +113,7 @@ static push_batch *read_batch(httpd_req *req, server *srv, const json_doc *d)
     b->n = n;
     uint32_t item = (uint32_t)items + 1;
     for (size_t i = 0; i < n; i++, item = d->tokens[item].next)
-        if (read_item(req, srv, d, item, i, &b->items[i]) < 0) { push_batch_free(b); return NULL; }
+        if (api_push_item(req, srv, d, item, i, &b->items[i]) < 0) { push_batch_free(b); return NULL; }
     return b;
 }
 

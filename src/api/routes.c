@@ -22,6 +22,7 @@ static const route routes[] = {
     { HTTPD_POST, "/api/v1/ack", api_ack },
     { HTTPD_POST, "/api/v1/ack/batch", api_ack_batch },
     { HTTPD_POST, "/api/v1/lease/:leaseId/extend", api_lease_extend },
+    { HTTPD_POST, "/api/v1/transaction", api_transaction },
     { HTTPD_GET,  "/api/v1/resources/queues", api_queue_list },
     { HTTPD_GET,  "/api/v1/resources/queues/:queue", api_queue_detail },
     { HTTPD_DELETE, "/api/v1/resources/queues/:queue", api_queue_delete },

@@ -40,4 +40,11 @@ const db_statement db_statements[STMT_COUNT] = {
         " SELECT count(*)::integer FROM gone", 2 },
     [STMT_MESSAGE_LOOKUP] = { "message_lookup", "SELECT queue, partition, message_offset, seg_base, seg_created,"
         " seg_blob FROM queen.message_lookup($1, $2) WHERE message_offset IS NOT NULL", 2, 1 },
+    /* transactions */
+    [STMT_REQUIRE_LEASES] = { "require_leases", "SELECT queen.require_leases($1::uuid[])", 1 },
+    [STMT_TX_ACK]       = { "tx_ack",
+        "SELECT idx, success, error, lease_released, dlq, noop, dropped, dlq_offset, dlq_base,"
+        " dlq_created, dlq_blob FROM queen.tx_ack($1, $2)", 2, 1 },
+    [STMT_SEGMENT_FOR_COPY] = { "segment_for_copy",
+        "SELECT base, created, blob, $3::bigint, $2::bigint FROM queen.covering_segment($1, $2)", 3, 1 },
 };

@@ -27,6 +27,9 @@ typedef enum db_stmt {
     STMT_DLQ_BY_MESSAGE,
     STMT_DLQ_DELETE_MESSAGE,
     STMT_MESSAGE_LOOKUP,
+    STMT_REQUIRE_LEASES,
+    STMT_TX_ACK,
+    STMT_SEGMENT_FOR_COPY,
     STMT_COUNT
 } db_stmt;
 

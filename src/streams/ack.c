@@ -11,8 +11,6 @@
 #include "streams/frame.h"
 #include "streams/segment.h"
 
-enum { COL_IDX, COL_SUCCESS, COL_ERROR, COL_RELEASED, COL_DLQ, COL_NOOP, COL_DROPPED,
-       COL_DLQ_OFFSET, COL_DLQ_BASE, COL_DLQ_CREATED, COL_DLQ_BLOB };
 
 typedef struct handoff {        /* dead letters in flight for one request */
     ack_request *req;
@@ -20,11 +18,11 @@ typedef struct handoff {        /* dead letters in flight for one request */
     size_t       n;
 } handoff;
 
-static void items_json(const ack_request *req, buf *out)
+void ack_items_json(const ack_item *items, size_t n, buf *out)
 {
     buf_putc(out, '[');
-    for (size_t i = 0; i < req->n; i++) {
-        const ack_item *it = &req->items[i];
+    for (size_t i = 0; i < n; i++) {
+        const ack_item *it = &items[i];
         uint8_t hash[16];
         char hex[33];
         ids_txn_hash(it->txn, strlen(it->txn), hash);
@@ -32,22 +30,26 @@ static void items_json(const ack_request *req, buf *out)
         buf_printf(out, "%s{\"i\":%zu,\"p\":\"%s\",\"h\":\"%s\",\"s\":\"%c\",\"g\":",
                    i ? "," : "", i, it->partition_id, hex, it->status);
         json_put_cstr(out, it->group);
+        buf_puts(out, ",\"t\":");
+        json_put_cstr(out, it->txn);
+        buf_puts(out, ",\"e\":");
+        json_put_cstr(out, it->error_text);
         if (it->lease_id[0]) buf_printf(out, ",\"l\":\"%s\"}", it->lease_id);
         else buf_puts(out, ",\"l\":null}");
     }
     buf_putc(out, ']');
 }
 
-static void take_outcome(ack_item *it, const PGresult *r, int row)
+void ack_take_outcome(ack_item *it, const PGresult *r, int row)
 {
     size_t len;
-    it->success = db_bool(r, row, COL_SUCCESS);
-    it->lease_released = db_bool(r, row, COL_RELEASED);
-    it->dlq = db_bool(r, row, COL_DLQ);
-    it->noop = db_bool(r, row, COL_NOOP);
-    it->dropped = db_bool(r, row, COL_DROPPED);
-    if (!db_null(r, row, COL_ERROR)) {
-        const char *e = db_bytes(r, row, COL_ERROR, &len);
+    it->success = db_bool(r, row, ACK_SUCCESS);
+    it->lease_released = db_bool(r, row, ACK_RELEASED);
+    it->dlq = db_bool(r, row, ACK_DLQ);
+    it->noop = db_bool(r, row, ACK_NOOP);
+    it->dropped = db_bool(r, row, ACK_DROPPED);
+    if (!db_null(r, row, ACK_ERROR)) {
+        const char *e = db_bytes(r, row, ACK_ERROR, &len);
         it->error = strndup(e, len);
     }
 }
@@ -56,13 +58,13 @@ static void take_outcome(ack_item *it, const PGresult *r, int row)
 static int add_handoff(db_job *job, const ack_request *req, const ack_item *it, const PGresult *r, int row)
 {
     size_t len;
-    const char *blob = db_bytes(r, row, COL_DLQ_BLOB, &len);
+    const char *blob = db_bytes(r, row, ACK_DLQ_BLOB, &len);
     buf seg;
     buf_init(&seg);
     frame f;
-    int64_t offset = db_int(r, row, COL_DLQ_OFFSET);
+    int64_t offset = db_int(r, row, ACK_DLQ_OFFSET);
     if (segment_decode(&seg, blob, len, req->max_segment_bytes) < 0 ||
-        segment_frame_at(&seg, (size_t)(offset - db_int(r, row, COL_DLQ_BASE)), &f) < 0) {
+        segment_frame_at(&seg, (size_t)(offset - db_int(r, row, ACK_DLQ_BASE)), &f) < 0) {
         buf_fini(&seg);
         return -1;
     }
@@ -70,7 +72,7 @@ static int add_handoff(db_job *job, const ack_request *req, const ack_item *it, 
     snprintf(off, sizeof off, "%lld", (long long)offset);
     ids_uuid_format(f.message_id, msg);
     ids_uuid_format(f.trace_id, trace);
-    db_format_time(db_time_us(r, row, COL_DLQ_CREATED), created);
+    db_format_time(db_time_us(r, row, ACK_DLQ_CREATED), created);
     char *txn = strndup(f.txn, f.txn_len);
     const char *values[9] = { it->group, it->partition_id, off, msg, txn,
                               (f.flags & FRAME_HAS_TRACE) ? trace : NULL, f.payload,
@@ -111,8 +113,8 @@ static void start_handoffs(ack_request *req, const PGresult *r)
     h->req = req;
     db_job *job = db_job_new(handoff_done, h);
     for (int row = 0; row < PQntuples(r); row++) {
-        if (db_null(r, row, COL_DLQ_OFFSET)) continue;
-        size_t i = (size_t)db_int(r, row, COL_IDX);
+        if (db_null(r, row, ACK_DLQ_OFFSET)) continue;
+        size_t i = (size_t)db_int(r, row, ACK_IDX);
         if (add_handoff(job, req, &req->items[i], r, row) < 0) {
             req->items[i].success = false;
             free(req->items[i].error);
@@ -136,9 +138,9 @@ static void ack_done(void *arg, const db_reply *reply)
     const PGresult *r = reply->results[0];
     bool handoffs = false;
     for (int row = 0; row < PQntuples(r); row++) {
-        size_t i = (size_t)db_int(r, row, COL_IDX);
-        if (i < req->n) take_outcome(&req->items[i], r, row);
-        handoffs |= !db_null(r, row, COL_DLQ_OFFSET);
+        size_t i = (size_t)db_int(r, row, ACK_IDX);
+        if (i < req->n) ack_take_outcome(&req->items[i], r, row);
+        handoffs |= !db_null(r, row, ACK_DLQ_OFFSET);
     }
     if (handoffs) start_handoffs(req, r);
     else req->done(req, req->arg);
@@ -150,7 +152,7 @@ void ack_submit(db_pool *pool, size_t max_segment_bytes, ack_request *req)
     req->max_segment_bytes = max_segment_bytes;
     buf items;
     buf_init(&items);
-    items_json(req, &items);
+    ack_items_json(req->items, req->n, &items);
     const char *values[1] = { items.data };
     db_job *job = db_job_new(ack_done, req);
     db_job_call(job, STMT_ACK, values, NULL, NULL);

@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include "base/buf.h"
 #include "db/pool.h"
 
 typedef struct ack_item {
@@ -36,6 +37,13 @@ struct ack_request {
 };
 
 void ack_submit(db_pool *pool, size_t max_segment_bytes, ack_request *req);
+/* The items as queen.ack reads them: [{"i","p","h","s","g","t","e","l"}]. */
+void ack_items_json(const ack_item *items, size_t n, buf *out);
+/* Column order of queen.ack / queen.tx_ack results. */
+enum { ACK_IDX, ACK_SUCCESS, ACK_ERROR, ACK_RELEASED, ACK_DLQ, ACK_NOOP, ACK_DROPPED,
+       ACK_DLQ_OFFSET, ACK_DLQ_BASE, ACK_DLQ_CREATED, ACK_DLQ_BLOB };
+/* Reads one result row into its item. */
+void ack_take_outcome(ack_item *it, const PGresult *r, int row);
 void ack_request_free(ack_request *req);
 
 #endif

@@ -881,6 +881,61 @@ TEST(lease_extend_renews_and_never_shortens)
     srv_stop(&s);
 }
 
+TEST(lease_extend_renews_every_partition_of_a_multi_partition_pop)
+{
+    silt_server s;
+    srv_start(&s, NULL);
+    const char *q = qname("lease-multi");
+    pushn(&s, q, "p1", 0, 1);
+    pushn(&s, q, "p2", 0, 1);
+    reply r;
+    pop(&s, q, NULL, "batch=2&partitions=2", &r);
+    CHECK_INT(r.status, 200);
+    CHECK_INT(jint(&r, "partitionsClaimed"), 2);
+    int m = jpath(&r, "messages");
+    CHECK(m >= 0);
+    CHECK_INT(r.doc.tokens[m].count, 2);
+    char *lease = keep(jstr(&r, "leaseId"));
+    char *pid0 = keep(jstr(&r, "messages.0.partitionId")), *pid1 = keep(jstr(&r, "messages.1.partitionId"));
+    CHECK(strcmp(pid0, pid1) != 0);
+    CHECK_STR(jstr(&r, "messages.0.leaseId"), lease);
+    CHECK_STR(jstr(&r, "messages.1.leaseId"), lease);
+    reply_fini(&r);
+
+    char path[256];
+    snprintf(path, sizeof path, "/api/v1/lease/%s/extend", lease);
+    rq(&s, "POST", path, "{\"seconds\":900}", &r);
+    CHECK_INT(r.status, 200);
+    CHECK(jbool(&r, "success"));
+    CHECK_INT(jint(&r, "renewed"), 2);
+    reply_fini(&r);
+    CHECK_STR(sql("select count(*) from queen.log_consumers where lease_id = '%s' "
+                  "and lease_expires > now() + interval '890 seconds'", lease), "2");
+
+    /* one batch ack commits both partitions and releases both */
+    char a[512], b[512], body[2048];
+    ack_item_json(a, sizeof a, "tx0", pid0, "completed", lease, NULL, NULL);
+    ack_item_json(b, sizeof b, "tx0", pid1, "completed", lease, NULL, NULL);
+    snprintf(body, sizeof body, "{\"acknowledgments\":[%s,%s]}", a, b);
+    rq(&s, "POST", "/api/v1/ack/batch", body, &r);
+    CHECK_INT(r.status, 200);
+    CHECK(jbool(&r, "0.success"));
+    CHECK(jbool(&r, "0.leaseReleased"));
+    CHECK(jbool(&r, "1.success"));
+    CHECK(jbool(&r, "1.leaseReleased"));
+    reply_fini(&r);
+    CHECK_INT(committed(pid0, QM), 0);
+    CHECK_INT(committed(pid1, QM), 0);
+    rq(&s, "POST", path, "{\"seconds\":60}", &r);   /* nothing left under it */
+    CHECK(!jbool(&r, "success"));
+    CHECK_INT(jint(&r, "renewed"), 0);
+    reply_fini(&r);
+    free(pid0);
+    free(pid1);
+    free(lease);
+    srv_stop(&s);
+}
+
 TEST(lease_extend_unknown_or_expired_lease_fails)
 {
     silt_server s;

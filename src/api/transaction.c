@@ -1,0 +1,193 @@
+/* transaction: POST /api/v1/transaction — pushes and acks that commit
+ * together or not at all (the engine is streams/tx.c). */
+#include <stdlib.h>
+#include <string.h>
+#include "api/api.h"
+#include "base/ids.h"
+#include "streams/tx.h"
+
+typedef struct tx_call {
+    httpd_req *req;
+    server    *srv;
+} tx_call;
+
+/* Sizes the request: items of push operations and ack operations. */
+static int count_ops(httpd_req *req, const json_doc *d, int ops, size_t *pushes, size_t *acks)
+{
+    *pushes = *acks = 0;
+    uint32_t t = (uint32_t)ops + 1;
+    for (uint32_t k = 0; k < d->tokens[ops].count; k++, t = d->tokens[t].next) {
+        int type = d->tokens[t].type == JSON_OBJECT ? json_get(d, t, "type") : -1;
+        if (type < 0 || d->tokens[type].type != JSON_STRING) {
+            httpd_error(req, 400, "operations[%u] needs a type", k);
+            return -1;
+        }
+        int items = json_get(d, t, "items");
+        if (json_str_eq(d, (uint32_t)type, "push")) {
+            if (items < 0 || d->tokens[items].type != JSON_ARRAY) {
+                httpd_error(req, 400, "operations[%u]: items array is required", k);
+                return -1;
+            }
+            *pushes += d->tokens[items].count;
+        } else if (json_str_eq(d, (uint32_t)type, "ack")) {
+            (*acks)++;
+        }
+    }
+    return 0;
+}
+
+static int read_push_op(httpd_req *req, server *srv, const json_doc *d, uint32_t op, size_t k, tx_request *tx)
+{
+    int items = json_get(d, op, "items");
+    uint32_t t = (uint32_t)items + 1;
+    for (uint32_t i = 0; i < d->tokens[items].count; i++, t = d->tokens[t].next) {
+        tx->push_op[tx->npushes] = k;
+        if (api_push_item(req, srv, d, t, tx->npushes, &tx->pushes[tx->npushes]) < 0) return -1;
+        tx->npushes++;
+    }
+    return 0;
+}
+
+/* An unknown operation type rolls the transaction back before it starts. */
+static int read_ops(httpd_req *req, server *srv, const json_doc *d, int ops, tx_request *tx, char **unknown)
+{
+    uint32_t t = (uint32_t)ops + 1;
+    for (size_t k = 0; k < d->tokens[ops].count; k++, t = d->tokens[t].next) {
+        int type = json_get(d, t, "type");
+        if (json_str_eq(d, (uint32_t)type, "push")) {
+            if (read_push_op(req, srv, d, t, k, tx) < 0) return -1;
+        } else if (json_str_eq(d, (uint32_t)type, "ack")) {
+            tx->ack_op[tx->nacks] = k;
+            if (api_ack_item(req, d, t, tx->nacks, QUEUE_MODE, &tx->acks[tx->nacks]) < 0) return -1;
+            tx->nacks++;
+        } else if (!*unknown) {
+            buf msg;
+            buf_init(&msg);
+            buf_printf(&msg, "unknown operation type at operations[%zu]: ", k);
+            json_str_decode(d, (uint32_t)type, &msg);
+            *unknown = buf_steal(&msg);
+        }
+    }
+    return 0;
+}
+
+static int read_leases(httpd_req *req, const json_doc *d, tx_request *tx)
+{
+    int list = json_get(d, 0, "requiredLeases");
+    if (list < 0 || d->tokens[list].type == JSON_NULL) return 0;
+    if (d->tokens[list].type != JSON_ARRAY) { httpd_error(req, 400, "requiredLeases must be an array"); return -1; }
+    tx->leases = calloc(d->tokens[list].count + 1, sizeof *tx->leases);
+    if (!tx->leases) abort();
+    uint32_t t = (uint32_t)list + 1;
+    for (uint32_t k = 0; k < d->tokens[list].count; k++, t = d->tokens[t].next) {
+        uint8_t id[16];
+        size_t n;
+        const char *s = json_span(d, t, &n);
+        if (d->tokens[t].type != JSON_STRING || ids_uuid_parse(s + 1, n - 2, id) < 0) {
+            httpd_error_field(req, 400, "field", "requiredLeases", "requiredLeases[%u] is not a lease id", k);
+            return -1;
+        }
+        ids_uuid_format(id, tx->leases[tx->nleases++]);
+    }
+    return 0;
+}
+
+static tx_request *read_tx(httpd_req *req, server *srv, const json_doc *d, char **unknown)
+{
+    int ops = json_get(d, 0, "operations");
+    size_t pushes, acks;
+    if (ops < 0 || d->tokens[ops].type != JSON_ARRAY || d->tokens[ops].count == 0) {
+        httpd_error(req, 400, "operations must be a non-empty array");
+        return NULL;
+    }
+    if (count_ops(req, d, ops, &pushes, &acks) < 0) return NULL;
+    if (pushes + acks > (size_t)srv->cfg.max_items) { httpd_error(req, 413, "too many operations"); return NULL; }
+    tx_request *tx = calloc(1, sizeof *tx);
+    tx->pushes = calloc(pushes + 1, sizeof *tx->pushes);
+    tx->push_op = calloc(pushes + 1, sizeof *tx->push_op);
+    tx->acks = calloc(acks + 1, sizeof *tx->acks);
+    tx->ack_op = calloc(acks + 1, sizeof *tx->ack_op);
+    if (!tx || !tx->pushes || !tx->push_op || !tx->acks || !tx->ack_op) abort();
+    if (read_leases(req, d, tx) < 0 || read_ops(req, srv, d, ops, tx, unknown) < 0) { tx_request_free(tx); return NULL; }
+    return tx;
+}
+
+static void put_results(buf *out, const tx_request *tx)
+{
+    size_t p = 0, a = 0;
+    for (size_t n = 0; n < tx->npushes + tx->nacks; n++) {
+        if (n) buf_putc(out, ',');
+        bool push = a >= tx->nacks || (p < tx->npushes && tx->push_op[p] <= tx->ack_op[a]);
+        if (push) {
+            const push_item *it = &tx->pushes[p];
+            char id[IDS_UUID_TEXT];
+            ids_uuid_format(it->message_id, id);
+            buf_printf(out, "{\"index\":%zu,\"type\":\"push\",\"message_id\":\"%s\",\"transaction_id\":", tx->push_op[p], id);
+            json_put_cstr(out, it->txn);
+            buf_puts(out, ",\"queueName\":");
+            json_put_cstr(out, it->queue);
+            buf_printf(out, ",\"status\":\"%s\"}", it->status == PUSH_DUPLICATE ? "duplicate" : "queued");
+            p++;
+        } else {
+            const ack_item *it = &tx->acks[a];
+            buf_printf(out, "{\"index\":%zu,\"type\":\"ack\",\"success\":%s,\"transactionId\":", tx->ack_op[a],
+                       it->success ? "true" : "false");
+            json_put_cstr(out, it->txn);
+            buf_printf(out, ",\"dlq\":%s,\"leaseReleased\":%s}", it->dlq ? "true" : "false", it->lease_released ? "true" : "false");
+            a++;
+        }
+    }
+}
+
+static void reply_failure(httpd_req *req, const char *why)
+{
+    buf out;
+    buf_init(&out);
+    buf_puts(&out, "{\"success\":false,\"error\":");
+    json_put_cstr(&out, why);
+    buf_putc(&out, '}');
+    httpd_reply_buf(req, 200, &out);
+}
+
+static void tx_done(tx_request *tx, void *arg)
+{
+    tx_call *c = arg;
+    if (tx->error) api_engine_error(c->req, tx->error, tx->unavailable);
+    else if (tx->failure) reply_failure(c->req, tx->failure);
+    else {
+        uint8_t id[16];
+        char text[IDS_UUID_TEXT];
+        ids_uuid7(id);
+        ids_uuid_format(id, text);
+        buf out;
+        buf_init(&out);
+        buf_printf(&out, "{\"transactionId\":\"%s\",\"success\":true,\"results\":[", text);
+        put_results(&out, tx);
+        buf_puts(&out, "]}");
+        for (size_t i = 0; i < tx->npushes; i++)
+            if (i == 0 || strcmp(tx->pushes[i].queue, tx->pushes[i - 1].queue) != 0) popper_wake(c->srv->pop, tx->pushes[i].queue);
+        httpd_reply_buf(c->req, 200, &out);
+    }
+    tx_request_free(tx);
+    free(c);
+}
+
+void api_transaction(httpd_req *req, server *srv)
+{
+    json_doc d;
+    json_doc_init(&d);
+    char *unknown = NULL;
+    tx_request *tx = NULL;
+    if (api_read_object(req, srv, &d) == 0) tx = read_tx(req, srv, &d, &unknown);
+    json_doc_fini(&d);
+    if (tx && unknown) { reply_failure(req, unknown); tx_request_free(tx); tx = NULL; }
+    free(unknown);
+    if (!tx) return;
+    tx_call *c = calloc(1, sizeof *c);
+    if (!c) abort();
+    c->req = req;
+    c->srv = srv;
+    tx->done = tx_done;
+    tx->arg = c;
+    tx_submit(srv->pool, (int)srv->cfg.zstd_level, srv->max_segment_bytes, tx);
+}

@@ -1,0 +1,476 @@
+/* Integration: the server's life — graceful shutdown, clients that go away,
+ * PostgreSQL restarts, concurrent migrations — and the command-line client. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include <libpq-fe.h>
+#include "harness.h"
+#include "support.h"
+
+/* ---- helpers ---------------------------------------------------------- */
+
+static const char *fmt(const char *f, ...) __attribute__((format(printf, 1, 2)));
+static const char *fmt(const char *f, ...)
+{
+    static char ring[8][8192];
+    static int next;
+    char *out = ring[next];
+    next = (next + 1) % 8;
+    va_list ap;
+    va_start(ap, f);
+    vsnprintf(out, sizeof ring[0], f, ap);
+    va_end(ap);
+    return out;
+}
+
+/* uniq() and sql() return strings from a small shared ring: keep a copy. */
+static void keep(char out[96], const char *s)
+{
+    snprintf(out, 96, "%s", s);
+}
+
+static int64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void pause_ms(int ms)
+{
+    struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000 };
+    nanosleep(&ts, NULL);
+}
+
+static const char *silt_bin(void)
+{
+    return getenv("SILT_BIN") ? getenv("SILT_BIN") : "build/silt";
+}
+
+static const char *pg_port(void)
+{
+    return getenv("SILT_TEST_PGPORT") ? getenv("SILT_TEST_PGPORT") : "5432";
+}
+
+/* Status of GET path on a fresh connection, -1 on a transport failure. */
+static int status_of(const silt_server *s, const char *method, const char *path, const char *body)
+{
+    http_client *c = http_client_new(s->url);
+    http_client_set_timeout(c, 5000);
+    http_response r;
+    http_response_init(&r);
+    int st = http_request(c, method, path, body, body ? strlen(body) : 0, &r) < 0 ? -1 : r.status;
+    http_response_fini(&r);
+    http_client_free(c);
+    return st;
+}
+
+/* One message pushed then popped back (autoAck) through queue q. */
+static void check_push_pop(silt_server *s, const char *q)
+{
+    reply r;
+    rq(s, "POST", "/api/v1/push", fmt("{\"items\":[{\"queue\":\"%s\",\"payload\":{\"alive\":true}}]}", q), &r);
+    CHECK_INT(r.status, 201);
+    CHECK_STR(jstr(&r, "0.status"), "queued");
+    reply_fini(&r);
+    rq(s, "GET", fmt("/api/v1/pop/queue/%s?autoAck=true", q), NULL, &r);
+    CHECK_INT(r.status, 200);
+    CHECK_STR(jraw(&r, "messages.0.data"), "{\"alive\":true}");
+    reply_fini(&r);
+}
+
+static int raw_connect(int port)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    CHECK(fd >= 0);
+    struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+                             .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+    if (connect(fd, (struct sockaddr *)&a, sizeof a) < 0) { close(fd); return -1; }
+    return fd;
+}
+
+static void raw_send(int fd, const char *data, size_t len)
+{
+    while (len > 0) {
+        ssize_t n = send(fd, data, len, MSG_NOSIGNAL);
+        CHECK(n > 0);
+        data += n;
+        len -= (size_t)n;
+    }
+}
+
+/* A request made from a forked child with its own connection, so the test
+ * can act while it is pending. The child reports status and elapsed ms. */
+typedef struct bg_req { pid_t pid; int fd; } bg_req;
+
+static void bg_start(bg_req *b, const silt_server *s, const char *method, const char *path, const char *body)
+{
+    int p[2];
+    CHECK(pipe(p) == 0);
+    fflush(NULL);
+    b->pid = fork();
+    CHECK(b->pid >= 0);
+    if (b->pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        close(p[0]);
+        http_client *c = http_client_new(s->url);
+        http_client_set_timeout(c, 60000);
+        http_response r;
+        http_response_init(&r);
+        int64_t t0 = now_ms();
+        int rc = http_request(c, method, path, body, body ? strlen(body) : 0, &r);
+        char out[64];
+        int n = snprintf(out, sizeof out, "%d %lld\n", rc < 0 ? -1 : r.status, (long long)(now_ms() - t0));
+        if (write(p[1], out, (size_t)n) != n) _exit(2);
+        _exit(0);
+    }
+    close(p[1]);
+    b->fd = p[0];
+}
+
+static void bg_wait(bg_req *b, int *status, int64_t *elapsed_ms)
+{
+    char in[64] = { 0 };
+    size_t got = 0;
+    for (ssize_t n; got < sizeof in - 1 && (n = read(b->fd, in + got, sizeof in - 1 - got)) > 0;) got += (size_t)n;
+    close(b->fd);
+    waitpid(b->pid, NULL, 0);
+    long long st = -2, ms = -1;
+    CHECK(sscanf(in, "%lld %lld", &st, &ms) == 2);
+    *status = (int)st;
+    *elapsed_ms = ms;
+}
+
+/* waitpid with a deadline; the exit code (128+signal if killed), or -1. */
+static int wait_exit(pid_t pid, int timeout_ms)
+{
+    int64_t end = now_ms() + timeout_ms;
+    int status;
+    while (now_ms() < end) {
+        pid_t w = waitpid(pid, &status, WNOHANG);
+        if (w == pid) return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+        pause_ms(20);
+    }
+    return -1;
+}
+
+/* ---- graceful shutdown ------------------------------------------------ */
+
+TEST(sigterm_answers_a_parked_long_poll_with_204_and_exits_0)
+{
+    silt_server s;
+    srv_start(&s, NULL);
+    char q[96];
+    keep(q, uniq("shutlp"));
+    reply r;
+    rq(&s, "POST", "/api/v1/configure", fmt("{\"queue\":\"%s\"}", q), &r);
+    CHECK_INT(r.status, 200);
+    reply_fini(&r);
+    bg_req b;
+    bg_start(&b, &s, "GET", fmt("/api/v1/pop/queue/%s?wait=true&timeout=20000", q), NULL);
+    pause_ms(300);   /* let the pop park */
+    int64_t t0 = now_ms();
+    int rc = srv_stop(&s);
+    int64_t stop_ms = now_ms() - t0;
+    int status;
+    int64_t elapsed;
+    bg_wait(&b, &status, &elapsed);
+    CHECK_INT(status, 204);
+    CHECK(elapsed < 3000);
+    CHECK_INT(rc, 0);
+    CHECK(stop_ms < 3000);
+}
+
+TEST(sigterm_answers_pushes_in_flight_with_201_and_commits_them)
+{
+    silt_server s;
+    srv_start(&s, NULL);
+    char q[96];
+    keep(q, uniq("shutpush"));
+    CHECK_INT(push_simple(&s, q, "Default", 1), 201);
+    /* Hold the partition row so the pushes stay in flight in PostgreSQL. */
+    sql("begin");
+    sql("select 1 from queen.log_partitions where queue = '%s' for update", q);
+    bg_req b[3];
+    for (int i = 0; i < 3; i++) {
+        char body[2048];
+        size_t len = (size_t)snprintf(body, sizeof body, "{\"items\":[");
+        for (int k = 0; k < 10; k++)
+            len += (size_t)snprintf(body + len, sizeof body - len, "%s{\"queue\":\"%s\",\"payload\":{\"r\":%d,\"k\":%d}}",
+                                    k ? "," : "", q, i, k);
+        snprintf(body + len, sizeof body - len, "]}");
+        bg_start(&b[i], &s, "POST", "/api/v1/push", body);
+    }
+    int64_t end = now_ms() + 10000;
+    while (atoi(sql("select count(*) from pg_locks where not granted")) < 1 && now_ms() < end) pause_ms(20);
+    CHECK(atoi(sql("select count(*) from pg_locks where not granted")) >= 1);
+    pause_ms(300);   /* the other requests reach the server too */
+    kill(s.pid, SIGTERM);
+    pause_ms(300);
+    CHECK_INT(waitpid(s.pid, NULL, WNOHANG), 0);   /* still draining */
+    int fd = raw_connect(s.port);                  /* and no longer accepting */
+    if (fd >= 0) close(fd);
+    CHECK(fd < 0);
+    sql("commit");
+    for (int i = 0; i < 3; i++) {
+        int status;
+        int64_t elapsed;
+        bg_wait(&b[i], &status, &elapsed);
+        CHECK_INT(status, 201);
+    }
+    CHECK_INT(wait_exit(s.pid, 10000), 0);
+    http_client_free(s.http);
+    CHECK_STR(sql("select coalesce(sum(s.end_offset - s.base_offset + 1), 0) from queen.log_segments s "
+                  "join queen.log_partitions p on p.id = s.partition_id where p.queue = '%s'", q), "31");
+    CHECK_STR(sql("select last_offset from queen.log_partitions where queue = '%s'", q), "30");
+}
+
+/* ---- clients that go away --------------------------------------------- */
+
+TEST(client_closing_mid_body_writes_nothing_and_the_server_still_serves)
+{
+    silt_server s;
+    srv_start(&s, NULL);
+    char q[96];
+    keep(q, uniq("halfbody"));
+    int fd = raw_connect(s.port);
+    CHECK(fd >= 0);
+    char body[128];
+    int n = snprintf(body, sizeof body, "{\"items\":[{\"queue\":\"%s\",\"payload\":\"", q);
+    memset(body + n, 'z', 100 - (size_t)n);
+    const char *head = fmt("POST /api/v1/push HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nContent-Type: application/json\r\n"
+                           "Content-Length: 1000\r\n\r\n", s.port);
+    raw_send(fd, head, strlen(head));
+    raw_send(fd, body, 100);
+    pause_ms(100);
+    close(fd);
+    /* And one that stops inside its headers. */
+    fd = raw_connect(s.port);
+    CHECK(fd >= 0);
+    const char *half = "POST /api/v1/push HTTP/1.1\r\nHost: x\r\nContent-Le";
+    raw_send(fd, half, strlen(half));
+    close(fd);
+    pause_ms(200);
+    CHECK_INT(status_of(&s, "GET", "/health", NULL), 200);
+    CHECK_STR(sql("select count(*) from queen.queues where name = '%s'", q), "0");
+    char q2[96];
+    keep(q2, uniq("halfbody-after"));
+    check_push_pop(&s, q2);
+    CHECK_INT(srv_stop(&s), 0);
+}
+
+TEST(client_gone_before_its_reply_still_gets_its_push_committed)
+{
+    silt_server s;
+    srv_start(&s, NULL);
+    char q[96];
+    keep(q, uniq("gone"));
+    const char *body = fmt("{\"items\":[{\"queue\":\"%s\",\"payload\":1},{\"queue\":\"%s\",\"payload\":2}]}", q, q);
+    const char *head = fmt("POST /api/v1/push HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nContent-Type: application/json\r\n"
+                           "Content-Length: %zu\r\n\r\n", s.port, strlen(body));
+    int fd = raw_connect(s.port);
+    CHECK(fd >= 0);
+    raw_send(fd, head, strlen(head));
+    raw_send(fd, body, strlen(body));
+    close(fd);
+    int64_t end = now_ms() + 5000;
+    while (strcmp(sql("select count(*) from queen.log_segments s join queen.log_partitions p on p.id = s.partition_id "
+                      "where p.queue = '%s'", q), "1") != 0 && now_ms() < end)
+        pause_ms(20);
+    CHECK_STR(sql("select last_offset from queen.log_partitions where queue = '%s'", q), "1");
+    CHECK_INT(status_of(&s, "GET", "/health", NULL), 200);
+    CHECK_INT(srv_stop(&s), 0);
+}
+
+/* A long-poll whose client went away must not take the messages a later
+ * push makes deliverable: with autoAck they would be committed unseen. */
+static void gone_long_poll(const char *query)
+{
+    const char *env[] = { "LONG_POLL_RECHECK_MS=60000", NULL };
+    silt_server s;
+    srv_start(&s, env);
+    char q[96];
+    keep(q, uniq("gonelp"));
+    reply r;
+    rq(&s, "POST", "/api/v1/configure", fmt("{\"queue\":\"%s\"}", q), &r);
+    CHECK_INT(r.status, 200);
+    reply_fini(&r);
+    bg_req b;
+    bg_start(&b, &s, "GET", fmt("/api/v1/pop/queue/%s?wait=true&timeout=20000%s", q, query), NULL);
+    pause_ms(300);              /* parked */
+    kill(b.pid, SIGKILL);       /* the client vanishes; the kernel closes its socket */
+    waitpid(b.pid, NULL, 0);
+    close(b.fd);
+    pause_ms(300);
+    CHECK_INT(push_simple(&s, q, "Default", 1), 201);
+    pause_ms(300);
+    rq(&s, "GET", fmt("/api/v1/pop/queue/%s?batch=10", q), NULL, &r);
+    CHECK_INT(r.status, 200);
+    CHECK_STR(jraw(&r, "messages.0.data"), "{\"i\":0}");
+    reply_fini(&r);
+    CHECK_INT(srv_stop(&s), 0);
+}
+
+TEST(long_poll_whose_client_left_does_not_auto_ack_a_later_push)
+{
+    gone_long_poll("&autoAck=true");
+}
+
+TEST(long_poll_whose_client_left_does_not_lease_a_later_push)
+{
+    gone_long_poll("");
+}
+
+/* ---- PostgreSQL restarts ---------------------------------------------- */
+
+TEST(server_reconnects_after_postgresql_restarts)
+{
+    const char *dir = getenv("SILT_TEST_PGDIR");
+    if (!dir || !*dir || access("scripts/pgcluster.sh", X_OK) != 0) {
+        printf("    note: SILT_TEST_PGDIR unset (or scripts/pgcluster.sh not here): restart not checked\n");
+        return;
+    }
+    silt_server s;
+    srv_start(&s, NULL);
+    char q[96];
+    keep(q, uniq("restart"));
+    check_push_pop(&s, q);
+    CHECK_INT(system(fmt("scripts/pgcluster.sh stop '%s'", dir)), 0);
+    /* Down: /health turns 503 and a push fails fast with a JSON 503. */
+    int64_t end = now_ms() + 10000;
+    int st = 0;
+    while ((st = status_of(&s, "GET", "/health", NULL)) != 503 && now_ms() < end) pause_ms(50);
+    CHECK_INT(st, 503);
+    reply r;
+    rq(&s, "POST", "/api/v1/push", fmt("{\"items\":[{\"queue\":\"%s\",\"payload\":0}]}", q), &r);
+    CHECK_INT(r.status, 503);
+    CHECK(jstr(&r, "error") && strstr(jstr(&r, "error"), "database unavailable"));
+    reply_fini(&r);
+    CHECK_INT(system(fmt("scripts/pgcluster.sh start '%s' %s fast", dir, pg_port())), 0);
+    end = now_ms() + 30000;
+    while ((st = status_of(&s, "GET", "/health", NULL)) != 200 && now_ms() < end) {
+        CHECK(st == 503 || st == -1);
+        pause_ms(100);
+    }
+    CHECK_INT(st, 200);
+    check_push_pop(&s, q);
+    CHECK_INT(srv_stop(&s), 0);
+}
+
+/* ---- migrations ------------------------------------------------------- */
+
+static pid_t spawn_migrate(const char *db)
+{
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        setenv("PG_HOST", "127.0.0.1", 1);
+        setenv("PG_PORT", pg_port(), 1);
+        setenv("PG_USER", "postgres", 1);
+        setenv("PG_DB", db, 1);
+        setenv("LOG_LEVEL", "warn", 1);
+        if (!freopen("/dev/null", "w", stdout)) _exit(126);
+        execl(silt_bin(), silt_bin(), "migrate", (char *)NULL);
+        _exit(127);
+    }
+    return pid;
+}
+
+static void migrate_twice_concurrently(const char *db)
+{
+    pid_t a = spawn_migrate(db), b = spawn_migrate(db);
+    CHECK_INT(wait_exit(a, 30000), 0);
+    CHECK_INT(wait_exit(b, 30000), 0);
+}
+
+TEST(migrate_run_twice_concurrently_on_a_fresh_database_both_exit_0)
+{
+    char db[96];
+    snprintf(db, sizeof db, "silt_mig_%d_%ld", (int)getpid(), (long)time(NULL));
+    sql("create database %s", db);
+    migrate_twice_concurrently(db);
+    PGconn *pg = PQconnectdb(fmt("host=127.0.0.1 port=%s user=postgres dbname=%s", pg_port(), db));
+    CHECK(PQstatus(pg) == CONNECTION_OK);
+    PGresult *res = PQexec(pg, "select count(*) = max(version) and count(*) > 0, count(distinct version) = count(*) "
+                               "from queen.schema_migrations");
+    CHECK(PQresultStatus(res) == PGRES_TUPLES_OK);
+    CHECK_STR(PQgetvalue(res, 0, 0), "t");
+    CHECK_STR(PQgetvalue(res, 0, 1), "t");
+    PQclear(res);
+    res = PQexec(pg, "select count(*) from pg_proc where proname = 'push_segment'");
+    CHECK_STR(PQgetvalue(res, 0, 0), "1");
+    PQclear(res);
+    PQfinish(pg);
+    /* Again, on the now-current schema. */
+    migrate_twice_concurrently(db);
+    sql("drop database %s with (force)", db);
+}
+
+TEST(migrate_run_twice_concurrently_on_a_current_database_both_exit_0)
+{
+    migrate_twice_concurrently("postgres");
+    silt_server s;
+    srv_start(&s, NULL);
+    char q[96];
+    keep(q, uniq("migrated"));
+    check_push_pop(&s, q);
+    CHECK_INT(srv_stop(&s), 0);
+}
+
+/* ---- the command-line client ------------------------------------------ */
+
+/* Runs a shell command; its stdout into out (NUL-terminated); exit status. */
+static int run(const char *cmd, char *out, size_t cap)
+{
+    fflush(NULL);
+    FILE *p = popen(cmd, "r");
+    CHECK(p != NULL);
+    size_t len = 0, n;
+    while (len + 1 < cap && (n = fread(out + len, 1, cap - 1 - len, p)) > 0) len += n;
+    out[len] = '\0';
+    int status = pclose(p);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
+}
+
+TEST(cli_push_then_pop_json_shows_the_payload)
+{
+    silt_server s;
+    srv_start(&s, NULL);
+    char q[96];
+    keep(q, uniq("cli"));
+    setenv("SILT_URL", s.url, 1);
+    char out[16384];
+    CHECK_INT(run(fmt("%s push %s '{\"a\":1}'", silt_bin(), q), out, sizeof out), 0);
+    CHECK_INT(run(fmt("%s pop %s --json", silt_bin(), q), out, sizeof out), 0);
+    json_doc d;
+    json_doc_init(&d);
+    if (json_parse(&d, out, strlen(out), 1u << 16) < 0) harness_failf(__FILE__, __LINE__, "pop --json printed: %s", out);
+    int msgs = json_get(&d, 0, "messages");
+    CHECK(msgs >= 0);
+    CHECK_INT(d.tokens[msgs].count, 1);
+    int data = json_get(&d, (uint32_t)json_at(&d, (uint32_t)msgs, 0), "data");
+    CHECK(data >= 0);
+    CHECK_INT(d.tokens[data].type, JSON_OBJECT);
+    int a = json_get(&d, (uint32_t)data, "a");
+    int64_t v = 0;
+    CHECK(a >= 0 && json_int64(&d, (uint32_t)a, &v) == 0);
+    CHECK_INT(v, 1);
+    int queue = json_get(&d, 0, "queue");
+    CHECK(queue >= 0 && json_str_eq(&d, (uint32_t)queue, q));
+    json_doc_fini(&d);
+    /* The message is leased now: a second pop finds nothing and still exits 0. */
+    CHECK_INT(run(fmt("%s pop %s --json", silt_bin(), q), out, sizeof out), 0);
+    CHECK(strstr(out, "\"a\"") == NULL);
+    CHECK_INT(srv_stop(&s), 0);
+}
