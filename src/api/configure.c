@@ -2,6 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "api/api.h"
+#include "streams/encryption.h"
 
 typedef struct configure_call {
     httpd_req *req;
@@ -25,6 +26,7 @@ static void configure_done(void *arg, const db_reply *reply)
         buf_puts(&out, ",\"task\":");
         json_put_cstr(&out, PQgetisnull(r, 0, 1) ? NULL : PQgetvalue(r, 0, 1));
         buf_printf(&out, ",\"options\":%s}", PQgetvalue(r, 0, 2));
+        encryption_set_queue(c->queue, PQgetvalue(r, 0, 3)[0] == 't');
         httpd_reply_buf(c->req, 200, &out);
     }
     free(c->queue);
@@ -46,6 +48,12 @@ void api_configure(httpd_req *req, server *srv)
     char err[256];
     if (options_patch(&d, json_get(&d, 0, "options"), &patch, &bad, err, sizeof err) < 0) {
         httpd_error_field(req, 400, "invalid", bad, "%s", err);
+        goto out;
+    }
+    int opts = json_get(&d, 0, "options");   /* an object: options_patch checked it */
+    int enc = opts >= 0 ? json_get(&d, (uint32_t)opts, "encryptionEnabled") : -1;
+    if (enc >= 0 && d.tokens[enc].type == JSON_TRUE && !encryption_has_key()) {
+        httpd_error_field(req, 400, "invalid", "encryptionEnabled", "encryptionEnabled needs QUEEN_ENCRYPTION_KEY on the server");
         goto out;
     }
     configure_call *c = calloc(1, sizeof *c);

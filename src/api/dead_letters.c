@@ -6,6 +6,7 @@
 #include "api/api.h"
 #include "base/ids.h"
 #include "db/result.h"
+#include "streams/encryption.h"
 #include "streams/frame.h"
 #include "streams/push_plan.h"
 #include "streams/segment.h"
@@ -14,7 +15,7 @@
 
 /* Indexes into DLQ_COLUMNS. */
 enum { D_ID, D_QUEUE, D_PARTITION_ID, D_PARTITION, D_GROUP, D_OFFSET, D_MESSAGE_ID, D_TXN, D_TRACE,
-       D_PAYLOAD, D_ERROR, D_RETRIES, D_CREATED, D_FAILED };
+       D_PAYLOAD, D_ERROR, D_RETRIES, D_CREATED, D_FAILED, D_ENCRYPTED };
 
 typedef struct dlq_call {
     httpd_req *req;
@@ -69,9 +70,17 @@ static void put_time(buf *out, const char *key, const PGresult *r, int row, int 
     buf_printf(out, "\"%s\":\"%s\"", key, iso);
 }
 
-static void dlq_row_json(buf *out, const PGresult *r, int row)
+/* The dead letter's payload as the client sent it: opened when sealed. */
+static int dlq_payload(const PGresult *r, int row, buf *out)
 {
     size_t n;
+    const char *p = db_bytes(r, row, D_PAYLOAD, &n);
+    if (!db_bool(r, row, D_ENCRYPTED)) { buf_append(out, p, n); return 0; }
+    return encryption_open((const uint8_t *)PQgetvalue(r, row, D_MESSAGE_ID), p, n, out);
+}
+
+static void dlq_row_json(buf *out, const PGresult *r, int row)
+{
     buf_putc(out, '{');
     put_uuid(out, "id", r, row, D_ID); buf_putc(out, ',');
     put_text(out, "transactionId", r, row, D_TXN); buf_putc(out, ',');
@@ -84,8 +93,11 @@ static void dlq_row_json(buf *out, const PGresult *r, int row)
     put_uuid(out, "traceId", r, row, D_TRACE); buf_putc(out, ',');
     put_text(out, "errorMessage", r, row, D_ERROR); buf_putc(out, ',');
     buf_printf(out, "\"retryCount\":%lld,\"data\":", (long long)db_int(r, row, D_RETRIES));
-    const char *payload = db_bytes(r, row, D_PAYLOAD, &n);
-    buf_append(out, payload, n);
+    size_t mark = out->len;
+    if (dlq_payload(r, row, out) < 0) {
+        out->len = mark;
+        buf_puts(out, "null,\"dataError\":\"cannot decrypt the payload: missing or wrong QUEEN_ENCRYPTION_KEY\"");
+    }
     buf_putc(out, ',');
     put_time(out, "createdAt", r, row, D_CREATED); buf_putc(out, ',');
     put_time(out, "failedAt", r, row, D_FAILED);
@@ -158,7 +170,7 @@ static void replay_done(void *arg, const db_reply *reply)
 }
 
 /* The dead letter as a new message of its partition, transactionId dlq:<id>. */
-static void build_item(dlq_call *c, const PGresult *r)
+static int build_item(dlq_call *c, const PGresult *r)
 {
     size_t n;
     push_item *it = &c->item;
@@ -169,12 +181,15 @@ static void build_item(dlq_call *c, const PGresult *r)
     it->txn = malloc(IDS_UUID_TEXT + 4);
     snprintf(it->txn, IDS_UUID_TEXT + 4, "dlq:%s", c->id);
     it->txn_given = true;
-    p = db_bytes(r, 0, D_PAYLOAD, &n);
-    it->payload = memcpy(malloc(n + 1), p, n);
-    it->payload_len = n;
+    buf payload;
+    buf_init(&payload);
+    if (dlq_payload(r, 0, &payload) < 0) { buf_fini(&payload); return -1; }
+    it->payload_len = payload.len;
+    it->payload = buf_steal(&payload);
     it->has_trace = !db_null(r, 0, D_TRACE);
     if (it->has_trace) memcpy(it->trace_id, PQgetvalue(r, 0, D_TRACE), 16);
     push_item_prepare(it);
+    return 0;
 }
 
 static void replay_fetched(void *arg, const db_reply *reply)
@@ -182,7 +197,11 @@ static void replay_fetched(void *arg, const db_reply *reply)
     dlq_call *c = arg;
     if (reply->error) { api_db_error(c->req, reply); call_free(c); return; }
     if (PQntuples(reply->results[0]) == 0) { httpd_error(c->req, 404, "dead letter not found"); call_free(c); return; }
-    build_item(c, reply->results[0]);
+    if (build_item(c, reply->results[0]) < 0) {
+        httpd_error(c->req, 500, "cannot decrypt the dead letter: missing or wrong QUEEN_ENCRYPTION_KEY");
+        call_free(c);
+        return;
+    }
     push_item *items[1] = { &c->item };
     const char *values[1] = { c->id };
     push_plan plan;
@@ -223,8 +242,15 @@ static int retained_json(buf *out, dlq_call *c, const PGresult *r)
     buf_init(&seg);
     frame f;
     int64_t offset = db_int(r, 0, 2);
+    buf plain;
+    buf_init(&plain);
     int rc = segment_decode(&seg, blob, n, c->srv->max_segment_bytes);
     if (rc == 0) rc = segment_frame_at(&seg, (size_t)(offset - db_int(r, 0, 3)), &f);
+    if (rc == 0 && (f.flags & FRAME_ENCRYPTED)) {
+        rc = encryption_open(f.message_id, f.payload, f.payload_len, &plain);
+        f.payload = plain.data;
+        f.payload_len = plain.len;
+    }
     if (rc == 0) {
         char id[IDS_UUID_TEXT], trace[IDS_UUID_TEXT];
         ids_uuid_format(f.message_id, id);
@@ -241,6 +267,7 @@ static int retained_json(buf *out, dlq_call *c, const PGresult *r)
         put_time(out, "createdAt", r, 0, 4);
         buf_putc(out, '}');
     }
+    buf_fini(&plain);
     buf_fini(&seg);
     return rc;
 }

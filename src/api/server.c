@@ -8,6 +8,7 @@
 #include "api/api.h"
 #include "base/log.h"
 #include "db/migrate.h"
+#include "streams/encryption.h"
 
 #define DRAIN_CHECK_MS 20
 
@@ -56,12 +57,36 @@ static void on_signal(evutil_socket_t sig, short what, void *arg)
     drain_check(-1, 0, srv);
 }
 
+/* Queues that encrypt need the key: refuse to start without it, and learn
+ * which queues encrypt so the first push seals at once. */
+static int check_encryption(server *srv, const char *conninfo)
+{
+    char err[256];
+    if (encryption_load_key(srv->cfg.encryption_key, err, sizeof err) < 0) { log_error("%s", err); return -1; }
+    PGconn *pg = PQconnectdb(conninfo);
+    PGresult *r = PQexec(pg, "SELECT name FROM queen.queues WHERE (options->>'encryptionEnabled')::boolean");
+    int rc = PQresultStatus(r) == PGRES_TUPLES_OK ? 0 : -1;
+    if (rc < 0) log_error("cannot read queue options: %s", PQerrorMessage(pg));
+    for (int i = 0; rc == 0 && i < PQntuples(r); i++) {
+        if (!encryption_has_key()) {
+            log_error("queue \"%s\" has encryptionEnabled but QUEEN_ENCRYPTION_KEY is not set", PQgetvalue(r, i, 0));
+            rc = -1;
+        }
+        encryption_set_queue(PQgetvalue(r, i, 0), true);
+    }
+    PQclear(r);
+    PQfinish(pg);
+    return rc;
+}
+
 static int start(server *srv)
 {
     char err[1024];
     char *conninfo = config_conninfo(&srv->cfg);
     int rc = migrate_run(conninfo, srv->cfg.startup_db_wait_ms, err, sizeof err);
-    if (rc < 0) { log_error("%s", err); free(conninfo); return -1; }
+    if (rc < 0) log_error("%s", err);
+    if (rc == 0) rc = check_encryption(srv, conninfo);
+    if (rc < 0) { free(conninfo); return -1; }
     srv->base = event_base_new();
     srv->pool = db_pool_new(srv->base, conninfo, (int)srv->cfg.db_pool_size, (int)srv->cfg.db_pipeline_depth);
     free(conninfo);

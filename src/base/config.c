@@ -43,6 +43,7 @@ static const setting settings[] = {
     NUM("ZSTD_LEVEL", zstd_level, "1", -7, 19),
     NUM("GROUP_LAGGING_SECONDS", group_lagging_s, "60", 0, 2147483647),
     NUM("GROUP_DEAD_SECONDS", group_dead_s, "3600", 1, 2147483647),
+    TEXT("QUEEN_ENCRYPTION_KEY", encryption_key, ""),
 };
 
 static int parse_number(const setting *s, const char *text, int64_t *out, char *err, size_t errlen)

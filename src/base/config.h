@@ -26,6 +26,7 @@ typedef struct silt_config {
     int64_t zstd_level;           /* segment compression level */
     int64_t group_lagging_s;      /* backlog older than this makes a group Lagging */
     int64_t group_dead_s;         /* a lagging group idle this long is Dead */
+    char   *encryption_key;       /* QUEEN_ENCRYPTION_KEY: 64 hex characters or empty */
 } silt_config;
 
 /* Fills cfg from the environment; on a bad value writes a message to err

@@ -485,17 +485,24 @@ static int server_ready(const char *url)
     return rc;
 }
 
-/* process_resident_memory_bytes from the Prometheus text; -1 when absent. */
+/* The value of a Prometheus sample line "name value"; -1 when absent. */
+static double prom_value(const char *text, const char *name)
+{
+    size_t n = strlen(name);
+    for (const char *p = text; p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
+        if (strncmp(p, name, n) == 0 && p[n] == ' ') return strtod(p + n + 1, NULL);
+    return -1;
+}
+
+/* The server's resident memory in bytes; -1 when it does not say. */
 static double server_rss(const char *url)
 {
-    static const char metric[] = "process_resident_memory_bytes ";
     http_response resp;
     http_response_init(&resp);
     double rss = -1;
-    if (server_call(url, "GET", "/metrics/prometheus", &resp) == 0 && resp.status == 200) {
-        for (const char *p = resp.body.data; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : "")
-            if (strncmp(p, metric, sizeof metric - 1) == 0) rss = strtod(p + sizeof metric - 1, NULL);
-    }
+    if (server_call(url, "GET", "/metrics/prometheus", &resp) == 0 && resp.status == 200
+        && resp.body.data)
+        rss = prom_value(resp.body.data, "process_resident_memory_bytes");
     http_response_fini(&resp);
     return rss;
 }

@@ -3,7 +3,7 @@
 
 const db_statement db_statements[STMT_COUNT] = {
     [STMT_PUSH_SEGMENT] = { "push_segment",
-        "SELECT partition_id, base_offset, created_at FROM queen.push_segment($1, $2, $3, $4, $5, $6, $7)", 7 },
+        "SELECT partition_id, base_offset, created_at FROM queen.push_segment($1, $2, $3, $4, $5, $6, $7, $8)", 8 },
     [STMT_POP]          = { "pop",
         "SELECT queue, partition_id, partition, cursor_from, cursor_to, seg_base, seg_created, seg_blob"
         " FROM queen.pop($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)", 10, 1 },
@@ -11,11 +11,11 @@ const db_statement db_statements[STMT_COUNT] = {
         "SELECT idx, success, error, lease_released, dlq, noop, dropped, dlq_offset, dlq_base,"
         " dlq_created, dlq_blob FROM queen.ack($1)", 1, 1 },
     [STMT_DEAD_LETTER]  = { "dead_letter",
-        "SELECT lease_released, error FROM queen.dead_letter($1, $2, $3, $4, $5, $6, $7, $8, $9)", 9 },
+        "SELECT lease_released, error FROM queen.dead_letter($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)", 10 },
     [STMT_EXTEND_LEASE] = { "extend_lease",
         "SELECT renewed, expires_at FROM queen.extend_lease($1, $2)", 2 },
     [STMT_CONFIGURE]    = { "configure",
-        "SELECT namespace, task, options FROM queen.configure($1, $2, $3, $4)", 4 },
+        "SELECT namespace, task, options, (options->>'encryptionEnabled')::boolean FROM queen.configure($1, $2, $3, $4)", 4 },
     /* administration: one jsonb value each (NULL: not found) */
     [STMT_QUEUE_LIST]   = { "queue_list", "SELECT queen.queue_list()", 0 },
     [STMT_QUEUE_DETAIL] = { "queue_detail", "SELECT queen.queue_detail($1)", 1 },

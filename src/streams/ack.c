@@ -74,11 +74,11 @@ static int add_handoff(db_job *job, const ack_request *req, const ack_item *it, 
     ids_uuid_format(f.trace_id, trace);
     db_format_time(db_time_us(r, row, ACK_DLQ_CREATED), created);
     char *txn = strndup(f.txn, f.txn_len);
-    const char *values[9] = { it->group, it->partition_id, off, msg, txn,
-                              (f.flags & FRAME_HAS_TRACE) ? trace : NULL, f.payload,
-                              it->error_text, created };
-    int lengths[9] = { 0, 0, 0, 0, 0, 0, (int)f.payload_len, 0, 0 };
-    int formats[9] = { 0, 0, 0, 0, 0, 0, 1, 0, 0 };
+    const char *values[10] = { it->group, it->partition_id, off, msg, txn,
+                               (f.flags & FRAME_HAS_TRACE) ? trace : NULL, f.payload,
+                               (f.flags & FRAME_ENCRYPTED) ? "t" : "f", it->error_text, created };
+    int lengths[10] = { 0, 0, 0, 0, 0, 0, (int)f.payload_len, 0, 0, 0 };
+    int formats[10] = { 0, 0, 0, 0, 0, 0, 1, 0, 0, 0 };
     db_job_call(job, STMT_DEAD_LETTER, values, lengths, formats);
     free(txn);
     buf_fini(&seg);

@@ -10,6 +10,7 @@
 #include "base/buf.h"
 
 #define FRAME_HAS_TRACE 0x01
+#define FRAME_ENCRYPTED 0x02   /* payload sealed by streams/encryption */
 #define FRAME_MAX_TXN   65535
 
 typedef struct frame {

@@ -76,11 +76,6 @@ int options_patch(const json_doc *d, int obj, buf *out, const char **bad, char *
             return -1;
         }
         if (check_value(d, key + 1, o, err, errlen) < 0) { *bad = o->name; return -1; }
-        if (o->type == OPT_BOOL && d->tokens[key + 1].type == JSON_TRUE && strcmp(o->name, "encryptionEnabled") == 0) {
-            *bad = o->name;
-            snprintf(err, errlen, "encryptionEnabled is not supported by this version of silt");
-            return -1;
-        }
         size_t n;
         const char *value = json_span(d, key + 1, &n);
         buf_printf(out, "%s\"%s\":%.*s", out->len > 1 ? "," : "", o->name, (int)n, value);

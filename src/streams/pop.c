@@ -6,6 +6,7 @@
 #include "base/ids.h"
 #include "base/log.h"
 #include "db/result.h"
+#include "streams/encryption.h"
 #include "streams/frame.h"
 #include "streams/segment.h"
 
@@ -35,12 +36,25 @@ static void finish(pop_request *req)
     req->done(req, req->arg);
 }
 
-static void add_frames(pop_request *req, const buf *seg, int64_t base, int64_t from, int64_t to, int64_t created_us)
+/* Sealed payloads are opened into memory the message owns. */
+static int open_payload(pop_msg *m, const frame *f)
+{
+    if (!(f->flags & FRAME_ENCRYPTED)) return 0;
+    buf plain;
+    buf_init(&plain);
+    if (encryption_open(f->message_id, f->payload, f->payload_len, &plain) < 0) { buf_fini(&plain); return -1; }
+    m->payload_len = plain.len;
+    m->owned = buf_steal(&plain);
+    m->payload = m->owned;
+    return 0;
+}
+
+static int add_frames(pop_request *req, const buf *seg, int64_t base, int64_t from, int64_t to, int64_t created_us)
 {
     size_t pos = 0;
     frame f;
     for (int64_t off = base; off <= to && pos < seg->len; off++) {
-        if (frame_decode(seg->data, seg->len, &pos, &f) < 0) break;
+        if (frame_decode(seg->data, seg->len, &pos, &f) < 0) return -1;
         if (off <= from) continue;
         pop_msg *m = &req->msgs[req->nmsgs++];
         m->part = req->nparts - 1;
@@ -53,7 +67,9 @@ static void add_frames(pop_request *req, const buf *seg, int64_t base, int64_t f
         m->payload_len = f.payload_len;
         m->offset = off;
         m->created_us = created_us;
+        if (open_payload(m, &f) < 0) return -1;
     }
+    return 0;
 }
 
 static void copy_text(char *out, size_t cap, const PGresult *r, int row, int col)
@@ -97,8 +113,9 @@ static int take_rows(pop_request *req, const PGresult *r)
         const char *blob = db_bytes(r, i, COL_SEG_BLOB, &len);
         buf_init(&req->decoded[i]);
         if (segment_decode(&req->decoded[i], blob, len, req->owner->max_segment_bytes) < 0) return -1;
-        add_frames(req, &req->decoded[i], db_int(r, i, COL_SEG_BASE), db_int(r, i, COL_FROM),
-                   db_int(r, i, COL_TO), db_time_us(r, i, COL_SEG_CREATED));
+        if (add_frames(req, &req->decoded[i], db_int(r, i, COL_SEG_BASE), db_int(r, i, COL_FROM),
+                       db_int(r, i, COL_TO), db_time_us(r, i, COL_SEG_CREATED)) < 0)
+            return -1;
     }
     return 0;
 }
@@ -117,7 +134,7 @@ static void query_done(void *arg, const db_reply *reply)
     }
     const PGresult *r = reply->results[0];
     if (PQntuples(r) > 0) {
-        if (take_rows(req, r) < 0) req->error = strdup("corrupt segment");
+        if (take_rows(req, r) < 0) req->error = strdup("cannot read the claimed messages: corrupt segment or wrong encryption key");
         if (req->auto_ack) req->lease_id[0] = '\0';
         finish(req);
         return;
@@ -221,6 +238,7 @@ void pop_request_free(pop_request *req)
     if (req->recheck) event_free(req->recheck);
     for (size_t i = 0; i < req->ndecoded; i++) buf_fini(&req->decoded[i]);
     free(req->decoded);
+    for (size_t i = 0; i < req->nmsgs; i++) free(req->msgs[i].owned);
     free(req->msgs);
     free(req->parts);
     free(req->namespace_tag);

@@ -26,7 +26,8 @@ typedef struct pop_msg {
     size_t      txn_len;
     bool        has_trace;
     uint8_t     trace_id[16];
-    const char *payload;       /* verbatim client bytes */
+    const char *payload;       /* verbatim client bytes (decrypted when sealed) */
+    char       *owned;         /* the decrypted payload's memory, if any */
     size_t      payload_len;
     int64_t     offset;
     int64_t     created_us;    /* Unix microseconds: the segment's commit time */

@@ -5,6 +5,7 @@
 #include <string.h>
 #include "base/buf.h"
 #include "base/ids.h"
+#include "streams/encryption.h"
 #include "streams/frame.h"
 #include "streams/segment.h"
 
@@ -84,21 +85,37 @@ void push_plan_build(push_plan *plan, push_item *const *items, size_t n)
 
 /* ---- encoding ---- */
 
+/* The frame of one item; sealed holds the encrypted payload when sealing. */
+static int encode_frame(buf *frames, const push_item *it, bool seal, buf *sealed)
+{
+    frame fr = { it->has_trace ? FRAME_HAS_TRACE : 0, {0}, it->txn, strlen(it->txn), {0},
+                 it->payload, it->payload_len };
+    memcpy(fr.message_id, it->message_id, 16);
+    memcpy(fr.trace_id, it->trace_id, 16);
+    if (seal) {
+        buf_reset(sealed);
+        if (encryption_seal(it->message_id, it->payload, it->payload_len, sealed) < 0) return -1;
+        fr.flags |= FRAME_ENCRYPTED;
+        fr.payload = sealed->data;
+        fr.payload_len = sealed->len;
+    }
+    frame_encode(frames, &fr);
+    return 0;
+}
+
 static void encode_items(push_item *const *items, size_t n, int level, buf *blob, buf *hashes, buf *ids,
                          int *count, bool *probe)
 {
-    buf frames;
+    buf frames, sealed;
     buf_init(&frames);
+    buf_init(&sealed);
+    bool seal = encryption_queue(items[0]->queue) && encryption_has_key();
     *count = 0;
     *probe = false;
     for (size_t i = 0; i < n; i++) {
         const push_item *it = items[i];
         if (it->dup_of) continue;
-        frame fr = { it->has_trace ? FRAME_HAS_TRACE : 0, {0}, it->txn, strlen(it->txn), {0},
-                     it->payload, it->payload_len };
-        memcpy(fr.message_id, it->message_id, 16);
-        memcpy(fr.trace_id, it->trace_id, 16);
-        frame_encode(&frames, &fr);
+        if (encode_frame(&frames, it, seal, &sealed) < 0) abort();   /* sealing fails only without memory */
         buf_append(hashes, it->hash, 16);
         buf_append(ids, it->message_id, 16);
         *probe |= it->txn_given;
@@ -106,6 +123,7 @@ static void encode_items(push_item *const *items, size_t n, int level, buf *blob
     }
     segment_encode(blob, frames.data, frames.len, level);
     buf_fini(&frames);
+    buf_fini(&sealed);
 }
 
 static void segment_call(db_job *job, push_item *const *items, size_t n, int level)
@@ -117,10 +135,11 @@ static void segment_call(db_job *job, push_item *const *items, size_t n, int lev
     encode_items(items, n, level, &blob, &hashes, &ids, &count, &probe);
     char count_text[16];
     snprintf(count_text, sizeof count_text, "%d", count);
-    const char *values[7] = { items[0]->queue, items[0]->partition, count_text,
-                              blob.data, hashes.data, ids.data, probe ? "t" : "f" };
-    int lengths[7] = { 0, 0, 0, (int)blob.len, (int)hashes.len, (int)ids.len, 0 };
-    int formats[7] = { 0, 0, 0, 1, 1, 1, 0 };
+    bool sealed = encryption_queue(items[0]->queue) && encryption_has_key();
+    const char *values[8] = { items[0]->queue, items[0]->partition, count_text,
+                              blob.data, hashes.data, ids.data, probe ? "t" : "f", sealed ? "t" : "f" };
+    int lengths[8] = { 0, 0, 0, (int)blob.len, (int)hashes.len, (int)ids.len, 0, 0 };
+    int formats[8] = { 0, 0, 0, 1, 1, 1, 0, 0 };
     db_job_call(job, STMT_PUSH_SEGMENT, values, lengths, formats);
     buf_fini(&blob); buf_fini(&hashes); buf_fini(&ids);
 }
@@ -171,6 +190,16 @@ static void mark_duplicates(push_group *g, const char *detail)
         p = end + 33;
         if (*p == ',') p++;
     }
+}
+
+bool push_plan_take_encryption(push_plan *plan, const db_reply *reply)
+{
+    int g = reply->failed_call - plan->first_call;
+    if (!reply->error || strcmp(reply->sqlstate, ENCRYPTION_REQUIRED_SQLSTATE) != 0 || g < 0 ||
+        (size_t)g >= plan->ngroups || !encryption_has_key())
+        return false;
+    encryption_set_queue(plan->groups[g].items[0]->queue, true);
+    return true;
 }
 
 bool push_plan_take_duplicates(push_plan *plan, const db_reply *reply)

@@ -34,6 +34,9 @@ void push_plan_calls(push_plan *plan, db_job *job, int zstd_level);
 /* After a failed job: when the failure is a duplicate refusal from one of
  * this plan's calls, marks the duplicates and returns true (retry the job). */
 bool push_plan_take_duplicates(push_plan *plan, const db_reply *reply);
+/* After a failed job: when a queue refused plaintext and this server has the
+ * key, remembers that the queue encrypts and returns true (retry the job). */
+bool push_plan_take_encryption(push_plan *plan, const db_reply *reply);
 /* After the job committed: written items are queued, repeats duplicate. */
 void push_plan_resolve(push_plan *plan);
 

@@ -64,7 +64,7 @@ static void put_copy(buf *out, size_t idx, const frame *f, int64_t created_us)
     json_put_str(out, f->txn, f->txn_len);
     buf_puts(out, ",\"tr\":");
     json_put_cstr(out, (f->flags & FRAME_HAS_TRACE) ? trace : NULL);
-    buf_printf(out, ",\"c\":\"%s\",\"pl\":\"", created);
+    buf_printf(out, ",\"c\":\"%s\",\"enc\":%s,\"pl\":\"", created, (f->flags & FRAME_ENCRYPTED) ? "true" : "false");
     buf_reserve(out, f->payload_len * 2);
     ids_hex((const uint8_t *)f->payload, f->payload_len, out->data + out->len);
     out->len += f->payload_len * 2;
@@ -136,7 +136,10 @@ static void tx_done(void *arg, const db_reply *reply)
         return;
     }
     bool retry = ++st->attempt < TX_MAX_ATTEMPTS;
-    if (retry && push_plan_take_duplicates(&st->plan, reply)) { tx_send(tx); return; }
+    if (retry && (push_plan_take_duplicates(&st->plan, reply) || push_plan_take_encryption(&st->plan, reply))) {
+        tx_send(tx);
+        return;
+    }
     if (retry && strcmp(reply->sqlstate, COPIES_SQLSTATE) == 0) { fetch_copies(tx, reply->detail); return; }
     if (strcmp(reply->sqlstate, LEASE_SQLSTATE) == 0 || strcmp(reply->sqlstate, ACK_SQLSTATE) == 0) {
         fail(tx, reply->error);

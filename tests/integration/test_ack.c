@@ -185,7 +185,7 @@ TEST(ack_completed_on_last_of_batch_commits_the_whole_batch)
     reply_fini(&r);
     free(pid);
     free(lease);
-    srv_stop(&s);
+    CHECK_INT(srv_stop(&s), 0);
 }
 
 TEST(ack_completed_in_middle_commits_up_to_it_and_keeps_lease)
@@ -213,7 +213,7 @@ TEST(ack_completed_in_middle_commits_up_to_it_and_keeps_lease)
     reply_fini(&r);
     free(pid);
     free(lease);
-    srv_stop(&s);
+    CHECK_INT(srv_stop(&s), 0);
 }
 
 TEST(ack_lease_released_only_when_whole_batch_committed)
@@ -244,7 +244,7 @@ TEST(ack_lease_released_only_when_whole_batch_committed)
     CHECK_INT(committed(pid, QM), 2);
     free(pid);
     free(lease);
-    srv_stop(&s);
+    CHECK_INT(srv_stop(&s), 0);
 }
 
 TEST(ack_failed_is_never_skipped_completed_above_it_redeliver)
@@ -291,7 +291,7 @@ TEST(ack_failed_is_never_skipped_completed_above_it_redeliver)
     reply_fini(&r);
     free(pid);
     free(lease);
-    srv_stop(&s);
+    CHECK_INT(srv_stop(&s), 0);
 }
 
 TEST(ack_failed_charges_retry_budget_then_dead_letters_full_message)
@@ -361,7 +361,38 @@ TEST(ack_failed_charges_retry_budget_then_dead_letters_full_message)
     pop_expect_none(&s, q, NULL, "batch=1");
     free(pid);
     free(msg_id);
-    srv_stop(&s);
+    CHECK_INT(srv_stop(&s), 0);
+}
+
+TEST(ack_failed_charges_budget_once_per_call_not_per_item)
+{
+    silt_server s;
+    srv_start(&s, NULL);
+    const char *q = qname("ack-once");
+    pushn(&s, q, "Default", 0, 3);
+    reply r;
+    pop_expect(&s, q, NULL, "batch=3", 0, 3, &r);
+    char *pid = keep(jstr(&r, "partitionId")), *lease = keep(jstr(&r, "leaseId"));
+    reply_fini(&r);
+    char a[512], b[512], c[512], body[2048];
+    ack_item_json(a, sizeof a, "tx0", pid, "failed", lease, NULL, NULL);
+    ack_item_json(b, sizeof b, "tx1", pid, "failed", lease, NULL, NULL);
+    ack_item_json(c, sizeof c, "tx2", pid, "failed", lease, NULL, NULL);
+    snprintf(body, sizeof body, "{\"acknowledgments\":[%s,%s,%s]}", a, b, c);
+    rq(&s, "POST", "/api/v1/ack/batch", body, &r);
+    CHECK_INT(r.status, 200);
+    CHECK(jbool(&r, "0.success"));
+    CHECK(jbool(&r, "1.success"));
+    CHECK(jbool(&r, "2.success"));
+    reply_fini(&r);
+    CHECK_INT(retry_count(pid, QM), 1);
+    CHECK_INT(committed(pid, QM), -1);
+    CHECK_INT(dlq_rows(pid), 0);
+    pop_expect(&s, q, NULL, "batch=3", 0, 3, &r);
+    reply_fini(&r);
+    free(pid);
+    free(lease);
+    CHECK_INT(srv_stop(&s), 0);
 }
 
 TEST(ack_retry_releases_lease_without_charging_budget)
@@ -409,7 +440,7 @@ TEST(ack_retry_releases_lease_without_charging_budget)
     reply_fini(&r);
     free(pid);
     free(lease);
-    srv_stop(&s);
+    CHECK_INT(srv_stop(&s), 0);
 }
 
 TEST(ack_dlq_status_dead_letters_at_once)
@@ -444,7 +475,7 @@ TEST(ack_dlq_status_dead_letters_at_once)
     pop_expect_none(&s, q, NULL, "batch=3");
     free(pid);
     free(lease);
-    srv_stop(&s);
+    CHECK_INT(srv_stop(&s), 0);
 }
 
 TEST(ack_dlq_is_never_skipped_completed_above_it_is_not_committed)
@@ -483,7 +514,7 @@ TEST(ack_dlq_is_never_skipped_completed_above_it_is_not_committed)
     CHECK_INT(committed(pid, QM), 2);
     free(pid);
     free(lease);
-    srv_stop(&s);
+    CHECK_INT(srv_stop(&s), 0);
 }
 
 TEST(ack_with_dlq_disabled_drops_the_message)
@@ -529,7 +560,7 @@ TEST(ack_with_dlq_disabled_drops_the_message)
     CHECK(lease_held(pid, QM));              /* offset 2 still leased */
     free(pid);
     free(lease);
-    srv_stop(&s);
+    CHECK_INT(srv_stop(&s), 0);
 }
 
 TEST(ack_completed_at_or_below_cursor_is_noop)
@@ -565,7 +596,7 @@ TEST(ack_completed_at_or_below_cursor_is_noop)
     reply_fini(&r);
     free(pid);
     free(lease);
-    srv_stop(&s);
+    CHECK_INT(srv_stop(&s), 0);
 }
 
 TEST(ack_non_completed_at_or_below_cursor_is_already_committed)
@@ -598,7 +629,7 @@ TEST(ack_non_completed_at_or_below_cursor_is_already_committed)
     CHECK_INT(dlq_rows(pid), 0);
     free(pid);
     free(lease);
-    srv_stop(&s);
+    CHECK_INT(srv_stop(&s), 0);
 }
 
 TEST(ack_unknown_transaction_id_is_unresolvable_and_message_redelivers)
@@ -632,7 +663,7 @@ TEST(ack_unknown_transaction_id_is_unresolvable_and_message_redelivers)
     reply_fini(&r);
     free(pid);
     free(lease);
-    srv_stop(&s);
+    CHECK_INT(srv_stop(&s), 0);
 }
 
 TEST(ack_with_wrong_or_expired_lease_is_invalid_or_expired_lease)
@@ -681,7 +712,7 @@ TEST(ack_with_wrong_or_expired_lease_is_invalid_or_expired_lease)
     free(lease2);
     free(pid);
     free(lease);
-    srv_stop(&s);
+    CHECK_INT(srv_stop(&s), 0);
 }
 
 TEST(lease_expiry_redelivers_same_messages_with_new_lease_and_no_retry_charge)
@@ -730,7 +761,7 @@ TEST(lease_expiry_redelivers_same_messages_with_new_lease_and_no_retry_charge)
     for (int i = 0; i < 3; i++) free(ids[i]);
     free(pid);
     free(lease1);
-    srv_stop(&s);
+    CHECK_INT(srv_stop(&s), 0);
 }
 
 TEST(ack_batch_spans_two_partitions_in_one_call)
@@ -779,7 +810,7 @@ TEST(ack_batch_spans_two_partitions_in_one_call)
     free(pid2);
     free(lease1);
     free(lease2);
-    srv_stop(&s);
+    CHECK_INT(srv_stop(&s), 0);
 }
 
 TEST(ack_batch_item_consumer_group_overrides_batch_group)
@@ -819,7 +850,7 @@ TEST(ack_batch_item_consumer_group_overrides_batch_group)
     free(pid);
     free(lease1);
     free(lease2);
-    srv_stop(&s);
+    CHECK_INT(srv_stop(&s), 0);
 }
 
 static double lease_seconds_left(const char *pid)
@@ -878,7 +909,7 @@ TEST(lease_extend_renews_and_never_shortens)
     free(expires);
     free(pid);
     free(lease);
-    srv_stop(&s);
+    CHECK_INT(srv_stop(&s), 0);
 }
 
 TEST(lease_extend_renews_every_partition_of_a_multi_partition_pop)
@@ -933,7 +964,7 @@ TEST(lease_extend_renews_every_partition_of_a_multi_partition_pop)
     free(pid0);
     free(pid1);
     free(lease);
-    srv_stop(&s);
+    CHECK_INT(srv_stop(&s), 0);
 }
 
 TEST(lease_extend_unknown_or_expired_lease_fails)
@@ -966,7 +997,7 @@ TEST(lease_extend_unknown_or_expired_lease_fails)
     CHECK(lease_seconds_left(pid) < 0);      /* an expired lease is not revived */
     free(pid);
     free(lease);
-    srv_stop(&s);
+    CHECK_INT(srv_stop(&s), 0);
 }
 
 TEST(ack_dlq_whose_segment_is_gone_is_rejected_and_cursor_stays)
@@ -995,7 +1026,7 @@ TEST(ack_dlq_whose_segment_is_gone_is_rejected_and_cursor_stays)
     CHECK_INT(dlq_rows(pid), 0);
     free(pid);
     free(lease);
-    srv_stop(&s);
+    CHECK_INT(srv_stop(&s), 0);
 }
 
 TEST(pop_auto_ack_commits_in_the_pop_itself)
@@ -1025,5 +1056,5 @@ TEST(pop_auto_ack_commits_in_the_pop_itself)
     CHECK(jbool(&r, "0.noop"));
     reply_fini(&r);
     free(pid);
-    srv_stop(&s);
+    CHECK_INT(srv_stop(&s), 0);
 }

@@ -314,6 +314,9 @@ static void gone_long_poll(const char *query)
     pause_ms(300);
     CHECK_INT(push_simple(&s, q, "Default", 1), 201);
     pause_ms(300);
+    /* Nobody is there to receive it: no cursor moved, no lease taken. */
+    CHECK_STR(sql("select coalesce(max(c.committed), -1) || '/' || count(c.lease_id) from queen.log_consumers c "
+                  "join queen.log_partitions p on p.id = c.partition_id where p.queue = '%s'", q), "-1/0");
     rq(&s, "GET", fmt("/api/v1/pop/queue/%s?batch=10", q), NULL, &r);
     CHECK_INT(r.status, 200);
     CHECK_STR(jraw(&r, "messages.0.data"), "{\"i\":0}");

@@ -497,6 +497,16 @@ TEST(push_same_transaction_id_same_partition_in_window_is_duplicate_of_original)
     CHECK_STR(jstr(&r, "0.message_id"), original);
     CHECK_STR(jstr(&r, "1.status"), "queued");
     reply_fini(&r);
+    /* A stored transactionId repeated inside one request: both are duplicates of the original. */
+    rq(&s, "POST", "/api/v1/push",
+       fmt("{\"items\":[{\"queue\":\"%s\",\"partition\":\"P\",\"transactionId\":\"txn-1\",\"payload\":5},"
+           "{\"queue\":\"%s\",\"partition\":\"P\",\"transactionId\":\"txn-1\",\"payload\":6}]}", q, q), &r);
+    CHECK_INT(r.status, 201);
+    CHECK_STR(jstr(&r, "0.status"), "duplicate");
+    CHECK_STR(jstr(&r, "0.message_id"), original);
+    CHECK_STR(jstr(&r, "1.status"), "duplicate");
+    CHECK_STR(jstr(&r, "1.message_id"), original);
+    reply_fini(&r);
     pop(&s, q, "batch=10", &r);
     CHECK_INT(r.status, 200);
     CHECK_INT(nmsgs(&r), 2);
