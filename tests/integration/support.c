@@ -49,6 +49,7 @@ static void exec_server(int port, const char *const *env)
     setenv("PG_PORT", getenv("SILT_TEST_PGPORT") ? getenv("SILT_TEST_PGPORT") : "5432", 1);
     setenv("PG_USER", "postgres", 1);
     if (!getenv("LOG_LEVEL")) setenv("LOG_LEVEL", "warn", 1);
+    setenv("QUEEN_ENCRYPTION_KEY", TEST_ENCRYPTION_KEY, 1);
     for (int i = 0; env && env[i]; i++) putenv(strdup(env[i]));
     const char *bin = getenv("SILT_BIN") ? getenv("SILT_BIN") : "build/silt";
     execl(bin, bin, "server", (char *)NULL);
@@ -76,6 +77,18 @@ void srv_start(silt_server *s, const char *const *env)
         nanosleep(&ts, NULL);
     }
     harness_fail(__FILE__, __LINE__, "server did not become healthy");
+}
+
+void srv_start_db(silt_server *s, const char *const *env, const char *dbname)
+{
+    sql("DROP DATABASE IF EXISTS \"%s\"", dbname);
+    sql("CREATE DATABASE \"%s\"", dbname);
+    const char *all[32];
+    int n = 0;
+    all[n++] = sfmt("PG_DB=%s", dbname);
+    for (int i = 0; env && env[i] && n < 31; i++) all[n++] = env[i];
+    all[n] = NULL;
+    srv_start(s, all);
 }
 
 int srv_stop(silt_server *s)
@@ -179,6 +192,19 @@ const char *sql(const char *fmt, ...)
     char *value = strdup(st == PGRES_TUPLES_OK && PQntuples(r) > 0 && PQnfields(r) > 0 ? PQgetvalue(r, 0, 0) : "");
     PQclear(r);
     return ring_put(value);
+}
+
+const char *sfmt(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    char *out = malloc((size_t)n + 1);
+    va_start(ap, fmt);
+    vsnprintf(out, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    return ring_put(out);
 }
 
 int push_simple(silt_server *s, const char *queue, const char *partition, int n)

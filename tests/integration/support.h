@@ -17,8 +17,14 @@ typedef struct silt_server {
     http_client *http;
 } silt_server;
 
-/* Starts a server; env is NULL or a NULL-terminated list of "NAME=value". */
+/* Starts a server; env is NULL or a NULL-terminated list of "NAME=value".
+ * Servers get TEST_ENCRYPTION_KEY unless env sets QUEEN_ENCRYPTION_KEY: the
+ * suite shares one database, and a queue with encryption on stops any
+ * server without the key from starting. */
 void srv_start(silt_server *s, const char *const *env);
+/* The same against a fresh database of its own (created, named dbname). */
+void srv_start_db(silt_server *s, const char *const *env, const char *dbname);
+#define TEST_ENCRYPTION_KEY "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f"
 int  srv_stop(silt_server *s);           /* SIGTERM, waits; returns exit status */
 
 /* A reply: status, raw body and the parsed JSON (doc.ntokens 0 if none). */
@@ -42,6 +48,9 @@ const char *uniq(const char *prefix);
 /* Runs SQL on the test database; returns the first value of the first row
  * (static ring) or "" when none. Fails the test on an SQL error. */
 const char *sql(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* printf into a ring of static buffers, for paths and bodies. */
+const char *sfmt(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* Convenience: push n payloads to queue/partition; returns the reply status. */
 int  push_simple(silt_server *s, const char *queue, const char *partition, int n);

@@ -73,6 +73,28 @@ TEST(frame_round_trip_without_trace_id)
     buf_fini(&b);
 }
 
+TEST(frame_other_flags_survive_and_do_not_imply_a_trace)
+{
+    frame in = make_frame("sealed", "\x01\x02binary", FRAME_ENCRYPTED, 21);
+    buf b;
+    buf_init(&b);
+    frame_encode(&b, &in);
+    CHECK_INT(b.len, 1 + 16 + 2 + 6 + 4 + in.payload_len);
+    frame out;
+    size_t pos = 0;
+    CHECK_INT(frame_decode(b.data, b.len, &pos, &out), 0);
+    CHECK_INT(out.flags, FRAME_ENCRYPTED);
+    check_same(&in, &out);
+    buf_reset(&b);
+    in = make_frame("sealed", "x", FRAME_ENCRYPTED | FRAME_HAS_TRACE, 22);
+    frame_encode(&b, &in);
+    pos = 0;
+    CHECK_INT(frame_decode(b.data, b.len, &pos, &out), 0);
+    CHECK_INT(out.flags, FRAME_ENCRYPTED | FRAME_HAS_TRACE);
+    check_same(&in, &out);
+    buf_fini(&b);
+}
+
 TEST(frame_layout_is_little_endian)
 {
     char payload[300];

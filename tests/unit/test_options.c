@@ -161,10 +161,15 @@ TEST(options_lease_time_zero_rejected)
     CHECK(strstr(o.err, "leaseTime") != NULL);
 }
 
-TEST(options_encryption_enabled_true_rejected)
+/* encryptionEnabled is a plain boolean here: whether true is allowed depends
+ * on the server having QUEEN_ENCRYPTION_KEY, which /configure checks. */
+TEST(options_encryption_enabled_is_a_plain_boolean)
 {
-    EXPECT_BAD("{\"encryptionEnabled\":true}", "encryptionEnabled");
-    EXPECT_BAD("{\"leaseTime\":10,\"encryptionEnabled\":true}", "encryptionEnabled");
+    outcome o = patch("{\"encryptionEnabled\":true}");
+    CHECK_INT(o.rc, 0);
+    CHECK_STR(o.out, "{\"encryptionEnabled\":true}");
     CHECK_INT(patch("{\"encryptionEnabled\":false}").rc, 0);
     CHECK_INT(patch("{\"encryptionEnabled\":null}").rc, 0);
+    EXPECT_BAD("{\"encryptionEnabled\":1}", "encryptionEnabled");
+    EXPECT_BAD("{\"encryptionEnabled\":\"true\"}", "encryptionEnabled");
 }

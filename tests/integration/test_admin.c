@@ -1,0 +1,432 @@
+/* Integration: transactions, dead letters, consumer-group and queue
+ * administration, multi-partition and discovery pops, encryption at rest. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "harness.h"
+#include "support.h"
+
+
+/* Pushes one message with a chosen transactionId. */
+static void push_txn(silt_server *s, const char *q, const char *part, const char *txn, const char *payload)
+{
+    reply r;
+    rq(s, "POST", "/api/v1/push", sfmt("{\"items\":[{\"queue\":\"%s\",\"partition\":\"%s\",\"transactionId\":\"%s\","
+                                       "\"payload\":%s}]}", q, part, txn, payload), &r);
+    CHECK_INT(r.status, 201);
+    reply_fini(&r);
+}
+
+/* Pops with a query string; returns the status and keeps the reply in r. */
+static int pop(silt_server *s, const char *q, const char *query, reply *r)
+{
+    rq(s, "GET", sfmt("/api/v1/pop/queue/%s?%s", q, query), NULL, r);
+    return r->status;
+}
+
+/* Dead-letters txn of a freshly popped partition with status dlq. */
+static const char *dead_letter(silt_server *s, const char *q, const char *txn)
+{
+    reply r;
+    CHECK_INT(pop(s, q, "batch=1", &r), 200);
+    const char *pid = jstr(&r, "partitionId");
+    reply_fini(&r);
+    rq(s, "POST", "/api/v1/ack", sfmt("{\"transactionId\":\"%s\",\"partitionId\":\"%s\",\"status\":\"dlq\",\"error\":\"poison\"}", txn, pid), &r);
+    CHECK(jbool(&r, "0.dlq"));
+    reply_fini(&r);
+    return pid;
+}
+
+TEST(transaction_commits_pushes_and_acks_together)
+{
+    silt_server s;
+    srv_start(&s, NULL);
+    const char *in = uniq("txin"), *out = uniq("txout");
+    push_txn(&s, in, "Default", "m1", "1");
+    reply r;
+    CHECK_INT(pop(&s, in, "batch=1", &r), 200);
+    const char *pid = jstr(&r, "partitionId"), *lease = jstr(&r, "leaseId");
+    reply_fini(&r);
+    rq(&s, "POST", "/api/v1/transaction", sfmt("{\"operations\":[{\"type\":\"ack\",\"transactionId\":\"m1\","
+        "\"partitionId\":\"%s\",\"leaseId\":\"%s\"},{\"type\":\"push\",\"items\":[{\"queue\":\"%s\",\"payload\":{\"r\":1}}]}],"
+        "\"requiredLeases\":[\"%s\"]}", pid, lease, out, lease), &r);
+    CHECK_INT(r.status, 200);
+    CHECK(jbool(&r, "success"));
+    CHECK_STR(jstr(&r, "results.0.type"), "ack");
+    CHECK_STR(jstr(&r, "results.1.status"), "queued");
+    reply_fini(&r);
+    CHECK_STR(sql("select committed from queen.log_consumers where partition_id = '%s'", pid), "0");
+    CHECK_INT(pop(&s, out, "batch=1", &r), 200);
+    reply_fini(&r);
+    srv_stop(&s);
+}
+
+TEST(transaction_with_unresolvable_ack_rolls_back_its_pushes)
+{
+    silt_server s;
+    srv_start(&s, NULL);
+    const char *in = uniq("txin"), *out = uniq("txout");
+    push_txn(&s, in, "Default", "m1", "1");
+    reply r;
+    CHECK_INT(pop(&s, in, "batch=1", &r), 200);
+    const char *pid = jstr(&r, "partitionId");
+    reply_fini(&r);
+    rq(&s, "POST", "/api/v1/transaction", sfmt("{\"operations\":[{\"type\":\"push\",\"items\":[{\"queue\":\"%s\",\"payload\":1}]},"
+        "{\"type\":\"ack\",\"transactionId\":\"m1\",\"partitionId\":\"%s\"},"
+        "{\"type\":\"ack\",\"transactionId\":\"never-pushed\",\"partitionId\":\"%s\"}]}", out, pid, pid), &r);
+    CHECK_INT(r.status, 200);
+    CHECK(!jbool(&r, "success"));
+    CHECK(strstr(jstr(&r, "error"), "unresolvable") != NULL);
+    reply_fini(&r);
+    CHECK_STR(sql("select count(*) from queen.queues where name = '%s'", out), "0");
+    CHECK_STR(sql("select committed from queen.log_consumers where partition_id = '%s'", pid), "-1");
+    srv_stop(&s);
+}
+
+TEST(transaction_with_a_lost_lease_rolls_back)
+{
+    silt_server s;
+    srv_start(&s, NULL);
+    const char *in = uniq("txin"), *out = uniq("txout");
+    push_txn(&s, in, "Default", "m1", "1");
+    reply r;
+    CHECK_INT(pop(&s, in, "batch=1", &r), 200);
+    const char *pid = jstr(&r, "partitionId"), *lease = jstr(&r, "leaseId");
+    reply_fini(&r);
+    sql("update queen.log_consumers set lease_expires = now() - interval '1 second' where partition_id = '%s'", pid);
+    rq(&s, "POST", "/api/v1/transaction", sfmt("{\"operations\":[{\"type\":\"push\",\"items\":[{\"queue\":\"%s\",\"payload\":1}]}],"
+        "\"requiredLeases\":[\"%s\"]}", out, lease), &r);
+    CHECK(!jbool(&r, "success"));
+    CHECK(strstr(jstr(&r, "error"), "is not held") != NULL);
+    reply_fini(&r);
+    CHECK_STR(sql("select count(*) from queen.queues where name = '%s'", out), "0");
+    srv_stop(&s);
+}
+
+TEST(transaction_unknown_operation_rolls_back_and_says_why)
+{
+    silt_server s;
+    srv_start(&s, NULL);
+    const char *out = uniq("txout");
+    reply r;
+    rq(&s, "POST", "/api/v1/transaction", sfmt("{\"operations\":[{\"type\":\"push\",\"items\":[{\"queue\":\"%s\",\"payload\":1}]},"
+        "{\"type\":\"frobnicate\"}]}", out), &r);
+    CHECK_INT(r.status, 200);
+    CHECK(!jbool(&r, "success"));
+    CHECK(strstr(jstr(&r, "error"), "frobnicate") != NULL);
+    reply_fini(&r);
+    CHECK_STR(sql("select count(*) from queen.queues where name = '%s'", out), "0");
+    rq(&s, "POST", "/api/v1/transaction", "{\"operations\":[]}", &r);
+    CHECK_INT(r.status, 400);
+    reply_fini(&r);
+    srv_stop(&s);
+}
+
+TEST(transaction_dlq_ack_dead_letters_inside_the_transaction)
+{
+    silt_server s;
+    srv_start(&s, NULL);
+    const char *in = uniq("txdlq");
+    push_txn(&s, in, "Default", "m1", "{\"v\":\"poison\"}");
+    reply r;
+    CHECK_INT(pop(&s, in, "batch=1", &r), 200);
+    const char *pid = jstr(&r, "partitionId");
+    reply_fini(&r);
+    rq(&s, "POST", "/api/v1/transaction", sfmt("{\"operations\":[{\"type\":\"ack\",\"transactionId\":\"m1\","
+        "\"partitionId\":\"%s\",\"status\":\"dlq\",\"error\":\"bad\"}]}", pid), &r);
+    CHECK(jbool(&r, "success"));
+    CHECK(jbool(&r, "results.0.dlq"));
+    reply_fini(&r);
+    CHECK_STR(sql("select convert_from(payload, 'UTF8') || error_message from queen.log_dlq where queue = '%s'", in),
+              "{\"v\":\"poison\"}bad");
+    srv_stop(&s);
+}
+
+TEST(dlq_replay_round_trip_pushes_back_and_removes_the_dead_letter)
+{
+    silt_server s;
+    srv_start(&s, NULL);
+    const char *q = uniq("replay");
+    push_txn(&s, q, "Default", "m1", "{\"x\":42}");
+    dead_letter(&s, q, "m1");
+    reply r;
+    rq(&s, "GET", sfmt("/api/v1/dlq?queue=%s", q), NULL, &r);
+    CHECK_INT(jint(&r, "total"), 1);
+    CHECK_STR(jraw(&r, "messages.0.data"), "{\"x\":42}");
+    CHECK_STR(jstr(&r, "messages.0.errorMessage"), "poison");
+    const char *id = jstr(&r, "messages.0.id");
+    reply_fini(&r);
+    rq(&s, "POST", sfmt("/api/v1/dlq/%s/replay", id), "{}", &r);
+    CHECK_INT(r.status, 200);
+    CHECK_STR(jstr(&r, "transactionId"), sfmt("dlq:%s", id));
+    CHECK_INT(jint(&r, "offset"), 1);
+    reply_fini(&r);
+    CHECK_STR(sql("select count(*) from queen.log_dlq where queue = '%s'", q), "0");
+    CHECK_INT(pop(&s, q, "batch=5", &r), 200);
+    CHECK_STR(jstr(&r, "messages.0.transactionId"), sfmt("dlq:%s", id));
+    CHECK_STR(jraw(&r, "messages.0.data"), "{\"x\":42}");
+    reply_fini(&r);
+    rq(&s, "POST", sfmt("/api/v1/dlq/%s/replay", id), "{}", &r);
+    CHECK_INT(r.status, 404);
+    reply_fini(&r);
+    srv_stop(&s);
+}
+
+TEST(dlq_pages_are_correct_at_every_offset)
+{
+    silt_server s;
+    srv_start(&s, NULL);
+    const char *q = uniq("dlqpages");
+    for (int i = 0; i < 5; i++) push_txn(&s, q, "Default", sfmt("m%d", i), sfmt("%d", i));
+    for (int i = 0; i < 5; i++) dead_letter(&s, q, sfmt("m%d", i));
+    char seen[5] = { 0 };
+    for (int offset = 0; offset <= 6; offset++) {
+        reply r;
+        rq(&s, "GET", sfmt("/api/v1/dlq?queue=%s&limit=2&offset=%d", q, offset), NULL, &r);
+        CHECK_INT(jint(&r, "total"), 5);
+        CHECK_INT(jint(&r, "pagination.offset"), offset);
+        int expect = offset >= 5 ? 0 : (5 - offset < 2 ? 5 - offset : 2);
+        CHECK_INT(r.doc.tokens[jpath(&r, "messages")].count, expect);
+        if (offset % 2 == 0)
+            for (int k = 0; k < expect; k++) seen[jint(&r, sfmt("messages.%d.offset", k))]++;
+        reply_fini(&r);
+    }
+    for (int i = 0; i < 5; i++) CHECK_INT(seen[i], 1);   /* pages neither overlap nor skip */
+    reply r;
+    rq(&s, "GET", sfmt("/api/v1/dlq?queue=%s&limit=0", q), NULL, &r);
+    CHECK_INT(r.status, 400);
+    reply_fini(&r);
+    srv_stop(&s);
+}
+
+TEST(message_delete_removes_the_dead_letter_of_that_message)
+{
+    silt_server s;
+    srv_start(&s, NULL);
+    const char *q = uniq("msgdel");
+    push_txn(&s, q, "Default", "m1", "1");
+    const char *pid = dead_letter(&s, q, "m1");
+    reply r;
+    rq(&s, "GET", sfmt("/api/v1/messages/%s/m1", pid), NULL, &r);
+    CHECK_INT(r.status, 200);
+    CHECK_STR(jstr(&r, "status"), "retained");
+    reply_fini(&r);
+    rq(&s, "DELETE", sfmt("/api/v1/messages/%s/m1", pid), NULL, &r);
+    CHECK_INT(jint(&r, "deleted"), 1);
+    reply_fini(&r);
+    CHECK_STR(sql("select count(*) from queen.log_dlq where queue = '%s'", q), "0");
+    rq(&s, "DELETE", sfmt("/api/v1/messages/%s/m1", pid), NULL, &r);
+    CHECK_INT(r.status, 404);
+    reply_fini(&r);
+    srv_stop(&s);
+}
+
+TEST(seek_to_a_timestamp_older_than_the_oldest_segment_resolves_to_it)
+{
+    silt_server s;
+    srv_start(&s, NULL);
+    const char *q = uniq("seekold");
+    push_txn(&s, q, "Default", "m0", "0");
+    push_txn(&s, q, "Default", "m1", "1");
+    push_txn(&s, q, "Default", "m2", "2");
+    const char *pid = sql("select id from queen.log_partitions where queue = '%s'", q);
+    /* retention removed the first segment: the watermark is offset 1 */
+    sql("delete from queen.log_segments where partition_id = '%s' and base_offset = 0", pid);
+    sql("update queen.log_partitions set log_start = 1 where id = '%s'", pid);
+    reply r;
+    rq(&s, "POST", sfmt("/api/v1/consumer-groups/g1/queues/%s/seek", q), "{\"timestamp\":\"2000-01-01T00:00:00Z\"}", &r);
+    CHECK_INT(r.status, 200);
+    CHECK_INT(jint(&r, "partitions.0.committedOffset"), 0);
+    reply_fini(&r);
+    CHECK_INT(pop(&s, q, "consumerGroup=g1&batch=5", &r), 200);
+    CHECK_INT(jint(&r, "messages.0.offset"), 1);
+    reply_fini(&r);
+    rq(&s, "POST", sfmt("/api/v1/consumer-groups/g1/queues/%s/seek", q), "{\"toEnd\":true}", &r);
+    CHECK_INT(jint(&r, "partitions.0.committedOffset"), 2);
+    reply_fini(&r);
+    CHECK_STR(sql("select coalesce(lease_id::text, 'released') || retry_count from queen.log_consumers "
+                  "where partition_id = '%s' and consumer_group = 'g1'", pid), "released0");
+    CHECK_INT(pop(&s, q, "consumerGroup=g1", &r), 204);
+    reply_fini(&r);
+    rq(&s, "POST", sfmt("/api/v1/consumer-groups/g1/queues/%s/seek", q), "{}", &r);
+    CHECK_INT(r.status, 400);
+    reply_fini(&r);
+    srv_stop(&s);
+}
+
+TEST(consumer_groups_list_detail_and_delete)
+{
+    silt_server s;
+    srv_start(&s, NULL);
+    const char *q = uniq("groups"), *g = uniq("grp");
+    push_simple(&s, q, "Default", 3);
+    reply r;
+    CHECK_INT(pop(&s, q, sfmt("consumerGroup=%s&batch=1", g), &r), 200);
+    reply_fini(&r);
+    rq(&s, "GET", sfmt("/api/v1/consumer-groups/%s", g), NULL, &r);
+    CHECK_INT(r.status, 200);
+    CHECK_INT(jint(&r, "partitions.0.lag"), 3);
+    CHECK(jpath(&r, "partitions.0.lease.leaseId") >= 0);
+    reply_fini(&r);
+    rq(&s, "GET", "/api/v1/consumer-groups", NULL, &r);
+    CHECK(strstr(r.raw.body.data, g) != NULL);
+    reply_fini(&r);
+    rq(&s, "DELETE", sfmt("/api/v1/consumer-groups/%s?deleteMetadata=true", g), NULL, &r);
+    CHECK_INT(jint(&r, "cursors"), 1);
+    reply_fini(&r);
+    CHECK_STR(sql("select count(*) from queen.subscriptions where consumer_group = '%s'", g), "0");
+    rq(&s, "GET", sfmt("/api/v1/consumer-groups/%s", g), NULL, &r);
+    CHECK_INT(r.status, 404);
+    reply_fini(&r);
+    srv_stop(&s);
+}
+
+TEST(queue_delete_removes_everything_dead_letters_included)
+{
+    silt_server s;
+    srv_start(&s, NULL);
+    const char *q = uniq("qdel");
+    push_txn(&s, q, "Default", "m1", "1");
+    push_txn(&s, q, "Default", "m2", "2");
+    dead_letter(&s, q, "m1");
+    reply r;
+    rq(&s, "GET", sfmt("/api/v1/resources/queues/%s", q), NULL, &r);
+    CHECK_INT(jint(&r, "messages.total"), 2);
+    CHECK_INT(jint(&r, "messages.deadLetters"), 1);
+    CHECK_INT(jint(&r, "partitionList.0.lastOffset"), 1);
+    reply_fini(&r);
+    rq(&s, "DELETE", sfmt("/api/v1/resources/queues/%s", q), NULL, &r);
+    CHECK(jbool(&r, "deleted"));
+    reply_fini(&r);
+    CHECK_STR(sql("select (select count(*) from queen.log_dlq where queue = '%s') + "
+                  "(select count(*) from queen.log_partitions where queue = '%s')", q, q), "0");
+    rq(&s, "GET", sfmt("/api/v1/resources/queues/%s", q), NULL, &r);
+    CHECK_INT(r.status, 404);
+    reply_fini(&r);
+    srv_stop(&s);
+}
+
+TEST(multi_partition_pop_never_holds_two_leases_on_one_partition)
+{
+    silt_server s;
+    srv_start(&s, NULL);
+    const char *q = uniq("multi");
+    push_simple(&s, q, "a", 3);
+    push_simple(&s, q, "b", 3);
+    push_simple(&s, q, "c", 3);
+    reply r;
+    CHECK_INT(pop(&s, q, "batch=7&partitions=3", &r), 200);
+    CHECK_INT(jint(&r, "partitionsClaimed"), 3);
+    CHECK_INT(r.doc.tokens[jpath(&r, "messages")].count, 7);
+    const char *lease = jstr(&r, "leaseId");
+    reply_fini(&r);
+    CHECK_STR(sql("select count(*) from queen.log_consumers where lease_id = '%s'", lease), "3");
+    CHECK_STR(sql("select count(*) from (select partition_id from queen.log_consumers c join queen.log_partitions p "
+                  "on p.id = c.partition_id where p.queue = '%s' and lease_expires > now() group by partition_id, "
+                  "consumer_group having count(*) > 1) x", q), "0");
+    CHECK_INT(pop(&s, q, "batch=10&partitions=3", &r), 204);   /* every partition is leased */
+    reply_fini(&r);
+    rq(&s, "POST", sfmt("/api/v1/lease/%s/extend", lease), "{\"seconds\":600}", &r);
+    CHECK_INT(jint(&r, "renewed"), 3);
+    reply_fini(&r);
+    srv_stop(&s);
+}
+
+TEST(discovery_pop_finds_queues_by_namespace_and_task)
+{
+    silt_server s;
+    srv_start(&s, NULL);
+    const char *q = uniq("disc"), *ns = uniq("ns");
+    reply r;
+    rq(&s, "POST", "/api/v1/configure", sfmt("{\"queue\":\"%s\",\"namespace\":\"%s\",\"task\":\"resize\"}", q, ns), &r);
+    CHECK_INT(r.status, 200);
+    reply_fini(&r);
+    push_simple(&s, q, "Default", 2);
+    rq(&s, "GET", sfmt("/api/v1/pop?namespace=%s&task=other", ns), NULL, &r);
+    CHECK_INT(r.status, 204);
+    reply_fini(&r);
+    rq(&s, "GET", sfmt("/api/v1/pop?namespace=%s&task=resize&batch=5", ns), NULL, &r);
+    CHECK_INT(r.status, 200);
+    CHECK_STR(jstr(&r, "queue"), q);
+    CHECK_INT(r.doc.tokens[jpath(&r, "messages")].count, 2);
+    reply_fini(&r);
+    rq(&s, "GET", "/api/v1/pop", NULL, &r);
+    CHECK_INT(r.status, 400);
+    reply_fini(&r);
+    srv_stop(&s);
+}
+
+TEST(encryption_round_trip_stores_only_ciphertext)
+{
+    silt_server s;
+    srv_start(&s, NULL);   /* with TEST_ENCRYPTION_KEY */
+    const char *q = uniq("enc");
+    reply r;
+    rq(&s, "POST", "/api/v1/configure", sfmt("{\"queue\":\"%s\",\"options\":{\"encryptionEnabled\":true}}", q), &r);
+    CHECK_INT(r.status, 200);
+    reply_fini(&r);
+    push_txn(&s, q, "Default", "m1", "{\"card\":\"4111-1111\"}");
+    push_txn(&s, q, "Default", "m2", "{\"card\":\"5500-0000\"}");
+    CHECK_INT(pop(&s, q, "batch=1", &r), 200);
+    CHECK_STR(jraw(&r, "messages.0.data"), "{\"card\":\"4111-1111\"}");
+    reply_fini(&r);
+    dead_letter(&s, q, "m2");
+    /* the dead letter's stored payload is sealed: nonce + ciphertext + tag */
+    CHECK_STR(sql("select encrypted::text || length(payload) || position('5500'::bytea in payload) "
+                  "from queen.log_dlq where queue = '%s'", q), "true480");
+    rq(&s, "GET", sfmt("/api/v1/dlq?queue=%s", q), NULL, &r);
+    CHECK_STR(jraw(&r, "messages.0.data"), "{\"card\":\"5500-0000\"}");
+    reply_fini(&r);
+    srv_stop(&s);
+}
+
+TEST(encryption_flag_set_elsewhere_is_honoured_by_the_next_push)
+{
+    silt_server s;
+    srv_start(&s, NULL);   /* with TEST_ENCRYPTION_KEY */
+    const char *q = uniq("enc2");
+    push_txn(&s, q, "Default", "m1", "1");
+    /* another server switched encryption on: this one has not heard of it */
+    sql("update queen.queues set options = options || '{\"encryptionEnabled\": true}' where name = '%s'", q);
+    push_txn(&s, q, "Default", "m2", "{\"secret\":1}");
+    reply r;
+    CHECK_INT(pop(&s, q, "batch=2", &r), 200);
+    CHECK_STR(jraw(&r, "messages.1.data"), "{\"secret\":1}");
+    reply_fini(&r);
+    srv_stop(&s);
+}
+
+TEST(encryption_without_a_key_is_refused_at_configure_and_at_startup)
+{
+    silt_server s;
+    const char *db = sfmt("silt_nokey_%d", (int)getpid());
+    const char *env[] = { "QUEEN_ENCRYPTION_KEY=", NULL };
+    srv_start_db(&s, env, db);
+    const char *q = uniq("nokey");
+    reply r;
+    rq(&s, "POST", "/api/v1/configure", sfmt("{\"queue\":\"%s\",\"options\":{\"encryptionEnabled\":true}}", q), &r);
+    CHECK_INT(r.status, 400);
+    CHECK_STR(jstr(&r, "invalid"), "encryptionEnabled");
+    reply_fini(&r);
+    srv_stop(&s);
+    /* a queue that needs the key stops a keyless server at start, saying why */
+    sql("DROP DATABASE \"%s\" WITH (FORCE)", db);
+    const char *bad = sfmt("PG_HOST=127.0.0.1 PG_PORT=%s PG_USER=postgres PORT=1 QUEEN_ENCRYPTION_KEY=abc %s server 2>&1",
+                           getenv("SILT_TEST_PGPORT") ? getenv("SILT_TEST_PGPORT") : "5432",
+                           getenv("SILT_BIN") ? getenv("SILT_BIN") : "build/silt");
+    FILE *p = popen(bad, "r");
+    char line[512] = "";
+    CHECK(fgets(line, sizeof line, p) != NULL);
+    CHECK(pclose(p) != 0);
+    CHECK(strstr(line, "QUEEN_ENCRYPTION_KEY must be 64 hexadecimal characters") != NULL);
+    const char *keyless = sfmt("PG_HOST=127.0.0.1 PG_PORT=%s PG_USER=postgres PORT=1 QUEEN_ENCRYPTION_KEY= %s server 2>&1",
+                               getenv("SILT_TEST_PGPORT") ? getenv("SILT_TEST_PGPORT") : "5432",
+                               getenv("SILT_BIN") ? getenv("SILT_BIN") : "build/silt");
+    sql("INSERT INTO queen.queues (name, options) VALUES ('%s', queen.default_options() || '{\"encryptionEnabled\": true}')", q);
+    p = popen(keyless, "r");
+    CHECK(fgets(line, sizeof line, p) != NULL);
+    CHECK(pclose(p) != 0);
+    sql("DELETE FROM queen.queues WHERE name = '%s'", q);
+    CHECK(strstr(line, "has encryptionEnabled but QUEEN_ENCRYPTION_KEY is not set") != NULL);
+}
