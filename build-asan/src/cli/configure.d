@@ -1,8 +1,0 @@
-build-asan/src/cli/configure.o: src/cli/configure.c src/cli/cli.h \
- src/cli/cli_common.h src/base/buf.h src/base/json.h \
- src/net/http_client.h
-src/cli/cli.h:
-src/cli/cli_common.h:
-src/base/buf.h:
-src/base/json.h:
-src/net/http_client.h:

@@ -1,2 +1,0 @@
-build-asan/tests/harness.o: tests/harness.c tests/harness.h
-tests/harness.h:

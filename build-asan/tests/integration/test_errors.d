@@ -1,9 +1,0 @@
-build-asan/tests/integration/test_errors.o: \
- tests/integration/test_errors.c tests/harness.h \
- tests/integration/support.h src/base/json.h src/base/buf.h \
- src/net/http_client.h
-tests/harness.h:
-tests/integration/support.h:
-src/base/json.h:
-src/base/buf.h:
-src/net/http_client.h:
