@@ -19,6 +19,11 @@ static const subcommand subcommands[] = {
     { "pop",       cli_pop,       "pop messages from a queue" },
     { "ack",       cli_ack,       "acknowledge a popped message" },
     { "configure", cli_configure, "create a queue or change its options" },
+    { "queues",    cli_queues,    "list queues, show or delete one" },
+    { "groups",    cli_groups,    "list consumer groups, show or delete one" },
+    { "dlq",       cli_dlq,       "list, replay or remove dead letters" },
+    { "seek",      cli_seek,      "move a consumer group's cursors" },
+    { "tx",        cli_tx,        "run a transaction from a JSON file" },
     { "bench",     cli_bench,     "measure a running server's throughput" },
 };
 

@@ -83,7 +83,7 @@ static void reply_results(httpd_req *req, server *srv, const ack_request *a)
 static void ack_done(ack_request *a, void *arg)
 {
     ack_call *c = arg;
-    if (a->error) api_engine_error(c->req, a->error, a->unavailable);
+    if (a->error) api_engine_error(c->req, a->error, a->sqlstate, a->unavailable);
     else reply_results(c->req, c->srv, a);
     ack_request_free(a);
     free(c);

@@ -64,10 +64,10 @@ int  api_query_int(httpd_req *req, const char *key, int64_t fallback, int64_t mi
      __attribute__((warn_unused_result));
 int  api_query_bool(httpd_req *req, const char *key, bool fallback, bool *out) __attribute__((warn_unused_result));
 /* Reply for a failed engine call: 503 when PostgreSQL is unreachable, 400
- * for data errors PostgreSQL rejected, 500 otherwise. */
-void api_engine_error(httpd_req *req, const char *error, bool unavailable);
-/* The same for a database reply: SQLSTATE class 22 (bad data, such as a
- * malformed timestamp) is the client's error, 400. */
+ * when PostgreSQL rejected the client's data (SQLSTATE class 22, such as a
+ * malformed timestamp or a name that is not UTF-8), 500 otherwise. sqlstate
+ * may be NULL. */
+void api_engine_error(httpd_req *req, const char *error, const char *sqlstate, bool unavailable);
 void api_db_error(httpd_req *req, const db_reply *reply);
 /* Runs a statement whose one value is a JSON document and replies with it:
  * 200, or 404 with not_found when the value is NULL. */

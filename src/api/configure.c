@@ -14,7 +14,7 @@ static void configure_done(void *arg, const db_reply *reply)
 {
     configure_call *c = arg;
     if (reply->error) {
-        api_engine_error(c->req, reply->error, reply->unavailable);
+        api_db_error(c->req, reply);
     } else {
         const PGresult *r = reply->results[0];
         buf out;

@@ -16,7 +16,7 @@ typedef struct lease_call {
 static void extend_done(void *arg, const db_reply *reply)
 {
     lease_call *c = arg;
-    if (reply->error) { api_engine_error(c->req, reply->error, reply->unavailable); free(c); return; }
+    if (reply->error) { api_db_error(c->req, reply); free(c); return; }
     const PGresult *r = reply->results[0];
     int renewed = atoi(PQgetvalue(r, 0, 0));
     buf out;

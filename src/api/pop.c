@@ -9,8 +9,9 @@
 #define MAX_POP_PARTITIONS 100
 
 typedef struct pop_call {
-    httpd_req *req;
-    server    *srv;
+    httpd_req   *req;
+    server      *srv;
+    pop_request *pop;
 } pop_call;
 
 static void put_message(buf *out, const pop_request *p, const pop_msg *m)
@@ -54,10 +55,20 @@ static void reply_messages(httpd_req *req, const pop_request *p)
     httpd_reply_buf(req, 200, &out);
 }
 
+static void client_gone(httpd_req *req, void *arg)
+{
+    (void)req;
+    pop_call *c = arg;
+    popper_cancel(c->srv->pop, c->pop);
+}
+
 static void pop_done(pop_request *p, void *arg)
 {
     pop_call *c = arg;
-    if (p->error) api_engine_error(c->req, p->error, p->unavailable);
+    c->req->on_gone = NULL;
+    if (p->error && p->subscription && strncmp(p->sqlstate, "22", 2) == 0)
+        httpd_error_field(c->req, 400, "field", "subscriptionFrom", "invalid subscriptionFrom: %s", p->error);
+    else if (p->error) api_engine_error(c->req, p->error, p->sqlstate, p->unavailable);
     else if (p->nmsgs == 0) httpd_reply(c->req, 204, NULL, 0);
     else { c->srv->stats.popped += p->nmsgs; reply_messages(c->req, p); }
     pop_request_free(p);
@@ -104,8 +115,12 @@ static void submit(httpd_req *req, server *srv, pop_request *p)
     if (!c) abort();
     c->req = req;
     c->srv = srv;
+    c->pop = p;
     p->done = pop_done;
     p->arg = c;
+    req->on_gone = client_gone;
+    req->gone_arg = c;
+    if (p->wait) httpd_watch_close(req);
     popper_submit(srv->pop, p);
 }
 

@@ -92,7 +92,7 @@ static void reply_results(httpd_req *req, server *srv, const push_batch *b)
 static void push_done(push_batch *b, void *arg)
 {
     push_call *c = arg;
-    if (b->error) api_engine_error(c->req, b->error, b->unavailable);
+    if (b->error) api_engine_error(c->req, b->error, NULL, b->unavailable);
     else reply_results(c->req, c->srv, b);
     push_batch_free(b);
     free(c);

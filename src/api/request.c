@@ -34,7 +34,15 @@ int api_opt_string(httpd_req *req, const json_doc *d, uint32_t obj, const char *
         httpd_error_field(req, 400, "field", key, "%s must be a non-empty string", key);
         return -1;
     }
-    *out = json_str_dup(d, (uint32_t)v);
+    buf text;
+    buf_init(&text);
+    json_str_decode(d, (uint32_t)v, &text);
+    if (memchr(text.data, '\0', text.len)) {   /* "\u0000" would silently cut a C string */
+        buf_fini(&text);
+        httpd_error_field(req, 400, "field", key, "%s must not contain NUL characters", key);
+        return -1;
+    }
+    *out = buf_steal(&text);
     return 0;
 }
 
@@ -66,16 +74,16 @@ int api_query_bool(httpd_req *req, const char *key, bool fallback, bool *out)
     return -1;
 }
 
-void api_engine_error(httpd_req *req, const char *error, bool unavailable)
+void api_engine_error(httpd_req *req, const char *error, const char *sqlstate, bool unavailable)
 {
     if (unavailable) httpd_error(req, 503, "database unavailable: %s", error);
+    else if (sqlstate && strncmp(sqlstate, "22", 2) == 0) httpd_error(req, 400, "%s", error);
     else httpd_error(req, 500, "%s", error);
 }
 
 void api_db_error(httpd_req *req, const db_reply *reply)
 {
-    if (strncmp(reply->sqlstate, "22", 2) == 0) httpd_error(req, 400, "%s", reply->error);
-    else api_engine_error(req, reply->error, reply->unavailable);
+    api_engine_error(req, reply->error, reply->sqlstate, reply->unavailable);
 }
 
 typedef struct json_call {

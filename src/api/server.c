@@ -11,6 +11,7 @@
 #include "streams/encryption.h"
 
 #define DRAIN_CHECK_MS 20
+#define DRAIN_GRACE_MS 100
 
 static int64_t now_us(void)
 {
@@ -34,7 +35,13 @@ static void drain_check(evutil_socket_t fd, short what, void *arg)
 {
     (void)fd; (void)what;
     server *srv = arg;
-    if (drained(srv)) { log_info("shutdown complete"); event_base_loopexit(srv->base, NULL); return; }
+    if (drained(srv)) {
+        /* a moment more of the loop lets the last replies leave their buffers */
+        struct timeval grace = { 0, DRAIN_GRACE_MS * 1000 };
+        log_info("shutdown complete");
+        event_base_loopexit(srv->base, &grace);
+        return;
+    }
     if (now_us() >= srv->drain_deadline_us) {
         log_warn("shutdown timeout: %d requests still in flight", httpd_inflight(srv->http));
         event_base_loopexit(srv->base, NULL);

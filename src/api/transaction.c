@@ -152,7 +152,7 @@ static void reply_failure(httpd_req *req, const char *why)
 static void tx_done(tx_request *tx, void *arg)
 {
     tx_call *c = arg;
-    if (tx->error) api_engine_error(c->req, tx->error, tx->unavailable);
+    if (tx->error) api_engine_error(c->req, tx->error, tx->sqlstate, tx->unavailable);
     else if (tx->failure) reply_failure(c->req, tx->failure);
     else {
         uint8_t id[16];

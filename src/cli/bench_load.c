@@ -10,6 +10,7 @@
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
 #include <math.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -263,6 +264,7 @@ static int load_start(bench_load *l)
 int bench_load_run(const bench_config *cfg, const bench_ops *ops, void *ctx, bench_stats *stats)
 {
     bench_load l = { .cfg = cfg, .ops = ops, .ctx = ctx, .stats = stats };
+    signal(SIGPIPE, SIG_IGN);   /* a server that goes away is an error to count, not a crash */
     int rc = load_start(&l);
     if (rc < 0) bench_stats_note(stats, "could not set up the event loop or connections");
     else if (l.inflight > 0) event_base_dispatch(l.base);

@@ -9,5 +9,10 @@ int cli_pop(int argc, char **argv);
 int cli_ack(int argc, char **argv);
 int cli_configure(int argc, char **argv);
 int cli_bench(int argc, char **argv);
+int cli_queues(int argc, char **argv);
+int cli_groups(int argc, char **argv);
+int cli_dlq(int argc, char **argv);
+int cli_seek(int argc, char **argv);
+int cli_tx(int argc, char **argv);
 
 #endif

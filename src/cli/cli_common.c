@@ -334,3 +334,73 @@ void cli_table_fini(cli_table *t)
     t->cells = NULL;
     t->ncells = t->cap = 0;
 }
+
+/* ---- paths, lookups, verbs and the request-render cycle --------------- */
+
+void cli_path_segment(buf *path, const char *s)
+{
+    buf_putc(path, '/');
+    cli_url_encode(path, s);
+}
+
+void cli_query_param(buf *path, const char *key, const char *value)
+{
+    if (!value) return;
+    bool query = path->len > 0 && memchr(path->data, '?', path->len) != NULL;
+    buf_putc(path, query ? '&' : '?');
+    cli_url_encode(path, key);
+    buf_putc(path, '=');
+    cli_url_encode(path, value);
+}
+
+int cli_lookup(const json_doc *d, int obj, const char *path)
+{
+    char key[128];
+    int t = obj;
+    while (t >= 0 && *path) {
+        size_t n = strcspn(path, ".");
+        if (n >= sizeof key || d->tokens[t].type != JSON_OBJECT) return -1;
+        memcpy(key, path, n);
+        key[n] = '\0';
+        t = json_get(d, (uint32_t)t, key);
+        path += path[n] ? n + 1 : n;
+    }
+    return t;
+}
+
+void cli_table_add_field(cli_table *t, const json_doc *d, int obj, const char *path)
+{
+    int tok = cli_lookup(d, obj, path);
+    if (tok >= 0 && d->tokens[tok].type == JSON_NULL) tok = -1;
+    cli_table_add_value(t, d, tok);
+}
+
+int cli_dispatch(const char *cmd, const char *usage, const cli_verb *verbs, size_t nverbs,
+                 int argc, char **argv)
+{
+    if (argc < 2 || argv[1][0] == '-') return verbs[0].run(argc, argv);
+    for (size_t i = 0; i < nverbs; i++)
+        if (strcmp(argv[1], verbs[i].name) == 0) return verbs[i].run(argc - 1, argv + 1);
+    int n = (int)strcspn(usage, "\n");
+    fprintf(stderr, "silt %s: unknown subcommand \"%s\"\n%.*s\n(see \"silt %s --help\")\n",
+            cmd, argv[1], n, usage, cmd);
+    return CLI_EXIT_USAGE;
+}
+
+int cli_call(const char *method, const char *path, const buf *body, bool json,
+             cli_render_fn render)
+{
+    http_response r;
+    http_response_init(&r);
+    json_doc d;
+    json_doc_init(&d);
+    int rc = CLI_EXIT_FAILED;
+    if (cli_request(method, path, body, 0, &r) == 0 && cli_parse_reply(&r, &d) == 0) {
+        if (json) cli_print_json(r.body.data, r.body.len);
+        else render(&d);
+        rc = CLI_EXIT_OK;
+    }
+    json_doc_fini(&d);
+    http_response_fini(&r);
+    return rc;
+}

@@ -89,6 +89,14 @@ void cli_put_cell(buf *out, const json_doc *d, int tok);
 /* The decoded string at member key of obj, or NULL (caller frees). */
 char *cli_get_str(const json_doc *d, int obj, const char *key);
 
+/* Appends "/" and s percent-encoded: one path segment. */
+void cli_path_segment(buf *path, const char *s);
+/* Appends "?key=value" (or "&key=value" once path has a query), the value
+ * percent-encoded; nothing when value is NULL. */
+void cli_query_param(buf *path, const char *key, const char *value);
+/* The token at a dotted member path ("messages.total") under obj, or -1. */
+int  cli_lookup(const json_doc *d, int obj, const char *path);
+
 /* A text table whose columns are as wide as their widest cell. */
 typedef struct cli_table {
     int     ncols;
@@ -103,7 +111,30 @@ void cli_table_add(cli_table *t, const char *cell);
 void cli_table_add_value(cli_table *t, const json_doc *d, int tok);
 /* One row per member of object obj: key, value. */
 void cli_table_add_members(cli_table *t, const json_doc *d, int obj);
+/* The value at a dotted member path under obj as a cell; "-" when it is
+ * absent or null. */
+void cli_table_add_field(cli_table *t, const json_doc *d, int obj, const char *path);
 void cli_table_print(const cli_table *t, FILE *f);
 void cli_table_fini(cli_table *t);
+
+/* Commands with verbs ("silt queues show q"): one row per verb. */
+typedef struct cli_verb {
+    const char *name;                     /* "show" */
+    int       (*run)(int argc, char **argv);   /* argv[0] is the verb */
+} cli_verb;
+
+/* Runs the verb argv[1] names with argv shifted past the command. With no
+ * verb (no argument, or an option first) runs verbs[0], the default, with
+ * argv as given. An unknown verb is a usage error (usage's first line
+ * printed); returns the exit status. */
+int  cli_dispatch(const char *cmd, const char *usage, const cli_verb *verbs, size_t nverbs,
+                  int argc, char **argv);
+
+/* Renders a parsed reply on stdout (a table, a few lines). */
+typedef void (*cli_render_fn)(const json_doc *d);
+/* One request, then the reply printed as JSON when json, else by render.
+ * Returns the exit status (errors already printed). */
+int  cli_call(const char *method, const char *path, const buf *body, bool json,
+              cli_render_fn render);
 
 #endif

@@ -6,6 +6,8 @@
 #include <sys/queue.h>
 #include <sys/time.h>
 #include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <sys/socket.h>
 #include <event2/http.h>
 #include "base/json.h"
 #include "base/log.h"
@@ -22,6 +24,8 @@ struct httpd {
     size_t                          max_body;
     int                             inflight;
 };
+
+static void stop_watch(httpd_req *req);
 
 static int64_t now_us(void)
 {
@@ -53,10 +57,43 @@ static void on_close(struct evhttp_connection *conn, void *arg)
     (void)conn;
     httpd_req *req = arg;
     req->ev = NULL;
+    req->left = true;
+    stop_watch(req);
+    if (req->on_gone) req->on_gone(req, req->gone_arg);   /* may free req */
+}
+
+/* Readable while waiting for our reply: end of stream means the client left
+ * (bytes of a pipelined next request are left for evhttp). */
+static void on_readable(evutil_socket_t fd, short what, void *arg)
+{
+    (void)what;
+    httpd_req *req = arg;
+    char byte;
+    ssize_t n = recv(fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+    stop_watch(req);
+    if (n > 0) return;
+    req->left = true;
+    if (req->on_gone) req->on_gone(req, req->gone_arg);   /* may free req */
+}
+
+void httpd_watch_close(httpd_req *req)
+{
+    if (!req->ev || req->close_watch) return;
+    struct bufferevent *bev = evhttp_connection_get_bufferevent(evhttp_request_get_connection(req->ev));
+    struct event_base *base = evhttp_connection_get_base(evhttp_request_get_connection(req->ev));
+    req->close_watch = event_new(base, bufferevent_getfd(bev), EV_READ, on_readable, req);
+    event_add(req->close_watch, NULL);
+}
+
+static void stop_watch(httpd_req *req)
+{
+    if (req->close_watch) event_free(req->close_watch);
+    req->close_watch = NULL;
 }
 
 static void req_free(httpd_req *req)
 {
+    stop_watch(req);
     evhttp_clear_headers(&req->query);
     for (int i = 0; i < req->nparams; i++) free(req->params[i]);
     free(req->path);
@@ -103,8 +140,9 @@ void httpd_reply(httpd_req *req, int status, const char *body, size_t len)
 {
     httpd *h = req->server;
     double ms = (double)(now_us() - req->started_us) / 1000.0;
-    if (req->ev) {
-        evhttp_connection_set_closecb(evhttp_request_get_connection(req->ev), NULL, NULL);
+    stop_watch(req);
+    if (req->ev) evhttp_connection_set_closecb(evhttp_request_get_connection(req->ev), NULL, NULL);
+    if (req->ev && !req->left) {
         struct evbuffer *out = evhttp_request_get_output_buffer(req->ev);
         struct evkeyvalq *headers = evhttp_request_get_output_headers(req->ev);
         if (body) {
@@ -115,6 +153,7 @@ void httpd_reply(httpd_req *req, int status, const char *body, size_t len)
         evhttp_send_reply(req->ev, status, NULL, NULL);
         log_info("%s %s %d %.1fms", method_name(req->method), req->path, status, ms);
     } else {
+        if (req->ev) evhttp_send_reply(req->ev, status, NULL, NULL);   /* lets evhttp find the hang-up and clean up */
         log_info("%s %s %d %.1fms (client gone)", method_name(req->method), req->path, status, ms);
     }
     h->inflight--;

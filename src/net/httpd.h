@@ -33,6 +33,12 @@ struct httpd_req {
     int                    nparams;
     int64_t                started_us;
     buf                    storage;  /* owns body */
+    /* Called once if the client disconnects before its reply; the handler
+     * may answer (the reply is dropped) from inside it. */
+    void                 (*on_gone)(httpd_req *req, void *arg);
+    void                  *gone_arg;
+    struct event          *close_watch; /* see httpd_watch_close */
+    bool                   left;        /* the client closed before the reply */
 };
 
 typedef void (*httpd_handler)(httpd_req *req, void *arg);
@@ -52,6 +58,10 @@ void httpd_error(httpd_req *req, int status, const char *fmt, ...) __attribute__
 /* {"error": "<message>", "<field>": "<value>"}. */
 void httpd_error_field(httpd_req *req, int status, const char *field, const char *value,
                        const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+/* For requests answered late (long-polls): watches the socket so a client
+ * that hangs up is noticed at once and on_gone runs. evhttp itself only
+ * notices when the reply is written. */
+void httpd_watch_close(httpd_req *req);
 const char *httpd_query(const httpd_req *req, const char *key);
 bool        httpd_gone(const httpd_req *req);
 

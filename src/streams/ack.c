@@ -131,6 +131,7 @@ static void ack_done(void *arg, const db_reply *reply)
     ack_request *req = arg;
     if (reply->error) {
         req->error = strdup(reply->error);
+        snprintf(req->sqlstate, sizeof req->sqlstate, "%s", reply->sqlstate);
         req->unavailable = reply->unavailable;
         req->done(req, req->arg);
         return;

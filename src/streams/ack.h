@@ -29,6 +29,7 @@ struct ack_request {
     ack_item   *items;
     size_t      n;
     char       *error;          /* the whole request failed; nothing changed */
+    char        sqlstate[6];
     bool        unavailable;
     ack_done_fn done;
     void       *arg;

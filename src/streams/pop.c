@@ -128,6 +128,7 @@ static void query_done(void *arg, const db_reply *reply)
     req->querying = false;
     if (reply->error) {
         req->error = strdup(reply->error);
+        snprintf(req->sqlstate, sizeof req->sqlstate, "%s", reply->sqlstate);
         req->unavailable = reply->unavailable;
         finish(req);
         return;
@@ -139,7 +140,7 @@ static void query_done(void *arg, const db_reply *reply)
         finish(req);
         return;
     }
-    if (!req->wait || req->expired || req->owner->draining) { finish(req); return; }
+    if (!req->wait || req->expired || req->cancelled || req->owner->draining) { finish(req); return; }
     if (req->rerun) { req->rerun = false; pop_query(req); return; }
     park(req);
 }
@@ -174,7 +175,7 @@ static void on_recheck(evutil_socket_t fd, short what, void *arg)
 {
     (void)fd; (void)what;
     pop_request *req = arg;
-    if (req->querying) { req->rerun = true; return; }
+    if (req->querying || req->cancelled) { req->rerun = !req->cancelled; return; }
     pop_query(req);
 }
 
@@ -200,6 +201,13 @@ void popper_wake(popper *p, const char *queue)
         evtimer_del(req->recheck);
         pop_query(req);
     }
+}
+
+void popper_cancel(popper *p, pop_request *req)
+{
+    (void)p;
+    req->cancelled = true;
+    if (!req->querying) finish(req);
 }
 
 void popper_drain(popper *p)

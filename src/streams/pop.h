@@ -57,13 +57,14 @@ struct pop_request {
     pop_msg *msgs;
     size_t   nmsgs;
     char    *error;
+    char     sqlstate[6];
     bool     unavailable;
     /* internal */
     struct popper *owner;
     buf     *decoded;          /* one decompressed segment per row */
     size_t   ndecoded;
     struct event *deadline, *recheck;
-    bool     querying, rerun, parked, expired;
+    bool     querying, rerun, parked, expired, cancelled;
     pop_request *prev, *next;  /* parked list */
 };
 
@@ -75,6 +76,10 @@ void    popper_submit(popper *p, pop_request *req);
 /* A push to queue committed: parked pops of that queue (and discovery pops)
  * try again. */
 void    popper_wake(popper *p, const char *queue);
+/* The client left: a parked pop answers (nothing) now, so it cannot lease or
+ * auto-commit messages nobody will receive; one whose query is in flight
+ * answers when the query returns without parking again. */
+void    popper_cancel(popper *p, pop_request *req);
 /* Shutdown: every parked pop answers now. */
 void    popper_drain(popper *p);
 void    pop_request_free(pop_request *req);

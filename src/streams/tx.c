@@ -146,6 +146,7 @@ static void tx_done(void *arg, const db_reply *reply)
         return;
     }
     tx->error = strdup(reply->error);
+    snprintf(tx->sqlstate, sizeof tx->sqlstate, "%s", reply->sqlstate);
     tx->unavailable = reply->unavailable;
     finish(tx);
 }

@@ -30,6 +30,7 @@ struct tx_request {
     /* outcome */
     char       *failure;       /* the transaction rolled back: why (client's fault) */
     char       *error;         /* it could not run (server or database) */
+    char        sqlstate[6];
     bool        unavailable;
     /* internal */
     db_pool    *pool;

@@ -370,6 +370,10 @@ TEST(encryption_round_trip_stores_only_ciphertext)
     push_txn(&s, q, "Default", "m2", "{\"card\":\"5500-0000\"}");
     CHECK_INT(pop(&s, q, "batch=1", &r), 200);
     CHECK_STR(jraw(&r, "messages.0.data"), "{\"card\":\"4111-1111\"}");
+    const char *pid = jstr(&r, "partitionId");
+    reply_fini(&r);
+    rq(&s, "POST", "/api/v1/ack", sfmt("{\"transactionId\":\"m1\",\"partitionId\":\"%s\"}", pid), &r);
+    CHECK(jbool(&r, "0.success"));
     reply_fini(&r);
     dead_letter(&s, q, "m2");
     /* the dead letter's stored payload is sealed: nonce + ciphertext + tag */

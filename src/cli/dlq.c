@@ -1,0 +1,188 @@
+/* dlq: `silt dlq` — list dead letters a page at a time (GET /api/v1/dlq),
+ * replay one into its partition (POST /api/v1/dlq/<id>/replay), or remove
+ * the dead letters of one message (DELETE /api/v1/messages/<pid>/<txn>).
+ * Only the filters the user gave are sent: the server's paging defaults and
+ * bounds stay the only ones. */
+#include "cli/cli.h"
+#include "cli/cli_common.h"
+#include <stdio.h>
+#include <string.h>
+
+static const char dlq_usage[] =
+    "usage: silt dlq [list | replay <id> | rm <partitionId> <transactionId>] [options]\n"
+    "\n"
+    "Lists dead letters, newest first (\"silt dlq\" alone is the same).\n"
+    "\n"
+    "  list                           one page of dead letters\n"
+    "  replay <id>                    push a dead letter back to its partition\n"
+    "                                 (as transactionId dlq:<id>) and remove it\n"
+    "  rm <partitionId> <txnId>       remove a message's dead letters for good\n"
+    "\n"
+    "list options:\n"
+    "  --queue Q       only dead letters of queue Q\n"
+    "  --group G       only those of consumer group G\n"
+    "  --partition P   only those of partitions named P\n"
+    "  --limit N       page size (server default 100)\n"
+    "  --offset N      dead letters to skip (default 0)\n"
+    "  --json          print the server's reply as JSON\n"
+    "  --help          show this help\n"
+    "\n"
+    "The server is SILT_URL (default " CLI_DEFAULT_URL ").\n";
+
+static const char replay_usage[] =
+    "usage: silt dlq replay <id> [--json]\n"
+    "\n"
+    "Pushes a dead letter back to the partition it came from, with\n"
+    "transactionId dlq:<id>, and removes it from the dead letters; both or\n"
+    "neither. <id> is the ID column of \"silt dlq list\".\n"
+    "\n"
+    "options:\n"
+    "  --json          print the server's reply as JSON\n"
+    "  --help          show this help\n";
+
+static const char rm_usage[] =
+    "usage: silt dlq rm <partitionId> <transactionId> [--json]\n"
+    "\n"
+    "Removes the dead letters of one message for good, without replaying it.\n"
+    "\n"
+    "options:\n"
+    "  --json          print the server's reply as JSON\n"
+    "  --help          show this help\n";
+
+typedef struct dlq_list_opts {
+    const char *queue;
+    const char *group;
+    const char *partition;
+    long        limit;    /* -1: not given */
+    long        offset;   /* -1: not given */
+    bool        json;
+} dlq_list_opts;
+
+static void dlq_list_render(const json_doc *d)
+{
+    static const char *const headers[] = {
+        "ID", "QUEUE", "PARTITION", "PARTITION_ID", "OFFSET", "TRANSACTION_ID", "RETRIES",
+        "ERROR", "FAILED_AT",
+    };
+    static const char *const fields[] = {
+        "id", "queue", "partition", "partitionId", "offset", "transactionId", "retryCount",
+        "errorMessage", "failedAt",
+    };
+    int list = json_get(d, 0, "messages"), m;
+    uint32_t shown = 0;
+    cli_table t;
+    cli_table_init(&t, 9, headers);
+    for (; list >= 0 && (m = json_at(d, (uint32_t)list, shown)) >= 0; shown++)
+        for (int f = 0; f < 9; f++) cli_table_add_field(&t, d, m, fields[f]);
+    if (shown == 0) puts("(no dead letters)");
+    else cli_table_print(&t, stdout);
+    cli_table_fini(&t);
+    buf total;
+    buf_init(&total);
+    cli_put_cell(&total, d, json_get(d, 0, "total"));
+    printf("%u of %s\n", shown, total.data);
+    buf_fini(&total);
+}
+
+static int dlq_list(int argc, char **argv)
+{
+    dlq_list_opts o = { .limit = -1, .offset = -1 };
+    const cli_opt opts[] = {
+        { "queue",     CLI_OPT_STR,  &o.queue },
+        { "group",     CLI_OPT_STR,  &o.group },
+        { "partition", CLI_OPT_STR,  &o.partition },
+        { "limit",     CLI_OPT_INT,  &o.limit },
+        { "offset",    CLI_OPT_INT,  &o.offset },
+        { "json",      CLI_OPT_FLAG, &o.json },
+    };
+    const cli_cmd cmd = { "dlq", dlq_usage, opts, sizeof opts / sizeof opts[0], 0, 0 };
+    cli_args a;
+    int rc;
+    if (cli_parse(&cmd, argc, argv, &a, &rc) == 0) {
+        char limit[24], offset[24];
+        snprintf(limit, sizeof limit, "%ld", o.limit);
+        snprintf(offset, sizeof offset, "%ld", o.offset);
+        buf path;
+        buf_init(&path);
+        buf_puts(&path, "/api/v1/dlq");
+        cli_query_param(&path, "queue", o.queue);
+        cli_query_param(&path, "consumerGroup", o.group);
+        cli_query_param(&path, "partition", o.partition);
+        cli_query_param(&path, "limit", o.limit >= 0 ? limit : NULL);
+        cli_query_param(&path, "offset", o.offset >= 0 ? offset : NULL);
+        rc = o.limit == 0 ? cli_usage_error(&cmd, "--limit must be at least 1")
+           : cli_call("GET", path.data, NULL, o.json, dlq_list_render);
+        buf_fini(&path);
+    }
+    cli_args_fini(&a);
+    return rc;
+}
+
+static void dlq_replay_render(const json_doc *d)
+{
+    static const char *const headers[] = { "FIELD", "VALUE" };
+    cli_table t;
+    cli_table_init(&t, 2, headers);
+    cli_table_add_members(&t, d, 0);
+    cli_table_print(&t, stdout);
+    cli_table_fini(&t);
+}
+
+static int dlq_replay(int argc, char **argv)
+{
+    bool json = false;
+    const cli_opt opts[] = { { "json", CLI_OPT_FLAG, &json } };
+    const cli_cmd cmd = { "dlq replay", replay_usage, opts, 1, 1, 1 };
+    cli_args a;
+    int rc;
+    if (cli_parse(&cmd, argc, argv, &a, &rc) == 0) {
+        buf path;
+        buf_init(&path);
+        buf_puts(&path, "/api/v1/dlq");
+        cli_path_segment(&path, a.pos[0]);
+        buf_puts(&path, "/replay");
+        rc = cli_call("POST", path.data, NULL, json, dlq_replay_render);
+        buf_fini(&path);
+    }
+    cli_args_fini(&a);
+    return rc;
+}
+
+static void dlq_rm_render(const json_doc *d)
+{
+    buf n;
+    buf_init(&n);
+    cli_put_cell(&n, d, json_get(d, 0, "deleted"));
+    printf("deleted %s dead letter%s\n", n.data, strcmp(n.data, "1") == 0 ? "" : "s");
+    buf_fini(&n);
+}
+
+static int dlq_rm(int argc, char **argv)
+{
+    bool json = false;
+    const cli_opt opts[] = { { "json", CLI_OPT_FLAG, &json } };
+    const cli_cmd cmd = { "dlq rm", rm_usage, opts, 1, 2, 2 };
+    cli_args a;
+    int rc;
+    if (cli_parse(&cmd, argc, argv, &a, &rc) == 0) {
+        buf path;
+        buf_init(&path);
+        buf_puts(&path, "/api/v1/messages");
+        cli_path_segment(&path, a.pos[0]);
+        cli_path_segment(&path, a.pos[1]);
+        rc = cli_call("DELETE", path.data, NULL, json, dlq_rm_render);
+        buf_fini(&path);
+    }
+    cli_args_fini(&a);
+    return rc;
+}
+
+int cli_dlq(int argc, char **argv)
+{
+    static const cli_verb verbs[] = {
+        { "list",   dlq_list },
+        { "replay", dlq_replay },
+        { "rm",     dlq_rm },
+    };
+    return cli_dispatch("dlq", dlq_usage, verbs, sizeof verbs / sizeof verbs[0], argc, argv);
+}

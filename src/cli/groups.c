@@ -1,0 +1,209 @@
+/* groups: `silt groups` — list consumer groups, show one (its cursor on each
+ * partition and its stored subscriptions), delete one or its cursors on one
+ * queue, over /api/v1/consumer-groups. The replies are jsonb built by
+ * PostgreSQL, so members are found by name, never by position. */
+#include "cli/cli.h"
+#include "cli/cli_common.h"
+#include <stdio.h>
+#include <string.h>
+
+static const char groups_usage[] =
+    "usage: silt groups [list | show <group> | rm <group>] [options]\n"
+    "\n"
+    "Lists consumer groups with their state (Stable, Lagging, Dead), messages\n"
+    "still to read, the age in seconds of the oldest of them, members (live\n"
+    "leases) and queues (\"silt groups list\" is the same). The other\n"
+    "subcommands:\n"
+    "\n"
+    "  show <group>   the group's cursor on every partition, and subscriptions\n"
+    "  rm <group>     delete the group's cursors (see \"silt groups rm --help\")\n"
+    "\n"
+    "options:\n"
+    "  --json         print the server's reply as JSON\n"
+    "  --help         show this help\n"
+    "\n"
+    "The server is SILT_URL (default " CLI_DEFAULT_URL ").\n";
+
+static const char show_usage[] =
+    "usage: silt groups show <group> [--json]\n"
+    "\n"
+    "Shows a consumer group's cursor on each partition it reads (committed\n"
+    "offset, lag, retries, live lease) and its stored subscriptions.\n"
+    "\n"
+    "options:\n"
+    "  --json         print the server's reply as JSON\n"
+    "  --help         show this help\n";
+
+static const char rm_usage[] =
+    "usage: silt groups rm <group> [--queue Q] [--delete-metadata] [--json]\n"
+    "\n"
+    "Deletes a consumer group's cursors, on every queue or on one. The group\n"
+    "reads from its subscription start again on its next pop.\n"
+    "\n"
+    "options:\n"
+    "  --queue Q           only the group's cursors on queue Q\n"
+    "  --delete-metadata   also forget the group's stored subscriptions\n"
+    "  --json              print the server's reply as JSON\n"
+    "  --help              show this help\n";
+
+/* A string array as "a,b,c"; "-" when empty or absent. */
+static void groups_add_joined(cli_table *t, const json_doc *d, int arr)
+{
+    if (arr < 0 || d->tokens[arr].type != JSON_ARRAY || d->tokens[arr].count == 0) {
+        cli_table_add(t, "-");
+        return;
+    }
+    buf cell;
+    buf_init(&cell);
+    int e;
+    for (uint32_t i = 0; (e = json_at(d, (uint32_t)arr, i)) >= 0; i++) {
+        if (i) buf_putc(&cell, ',');
+        cli_put_cell(&cell, d, e);
+    }
+    cli_table_add(t, cell.data);
+    buf_fini(&cell);
+}
+
+static void groups_list_render(const json_doc *d)
+{
+    static const char *const headers[] = {
+        "NAME", "STATE", "TOTAL_LAG", "MAX_TIME_LAG", "MEMBERS", "QUEUES",
+    };
+    static const char *const fields[] = { "name", "state", "totalLag", "maxTimeLag", "members" };
+    cli_table t;
+    cli_table_init(&t, 6, headers);
+    int g;
+    for (uint32_t i = 0; (g = json_at(d, 0, i)) >= 0; i++) {
+        for (int f = 0; f < 5; f++) cli_table_add_field(&t, d, g, fields[f]);
+        groups_add_joined(&t, d, json_get(d, (uint32_t)g, "queues"));
+    }
+    if (t.ncells == 6) puts("(no consumer groups)");
+    else cli_table_print(&t, stdout);
+    cli_table_fini(&t);
+}
+
+static void groups_show_cursors(const json_doc *d)
+{
+    static const char *const headers[] = {
+        "QUEUE", "PARTITION", "COMMITTED", "LAG", "TIME_LAG", "RETRIES", "CONSUMED",
+        "LEASE_ID", "LEASE_EXPIRES", "LAST_ACTIVITY",
+    };
+    static const char *const fields[] = {
+        "queue", "partition", "committedOffset", "lag", "timeLag", "retryCount",
+        "totalConsumed", "lease.leaseId", "lease.expiresAt", "lastActivityAt",
+    };
+    int list = json_get(d, 0, "partitions"), p;
+    cli_table t;
+    cli_table_init(&t, 10, headers);
+    for (uint32_t i = 0; list >= 0 && (p = json_at(d, (uint32_t)list, i)) >= 0; i++)
+        for (int f = 0; f < 10; f++) cli_table_add_field(&t, d, p, fields[f]);
+    if (t.ncells == 10) puts("(no cursors)");
+    else cli_table_print(&t, stdout);
+    cli_table_fini(&t);
+}
+
+static void groups_show_subscriptions(const json_doc *d)
+{
+    static const char *const headers[] = { "SUBSCRIBED_QUEUE", "FROM", "CREATED_AT" };
+    static const char *const fields[] = { "queue", "from", "createdAt" };
+    int list = json_get(d, 0, "subscriptions"), s;
+    cli_table t;
+    cli_table_init(&t, 3, headers);
+    for (uint32_t i = 0; list >= 0 && (s = json_at(d, (uint32_t)list, i)) >= 0; i++)
+        for (int f = 0; f < 3; f++) cli_table_add_field(&t, d, s, fields[f]);
+    if (t.ncells == 3) puts("(no subscriptions)");
+    else cli_table_print(&t, stdout);
+    cli_table_fini(&t);
+}
+
+static void groups_show_render(const json_doc *d)
+{
+    buf name;
+    buf_init(&name);
+    cli_put_cell(&name, d, json_get(d, 0, "name"));
+    printf("group %s\n\n", name.data);
+    buf_fini(&name);
+    groups_show_cursors(d);
+    putchar('\n');
+    groups_show_subscriptions(d);
+}
+
+static int groups_list(int argc, char **argv)
+{
+    bool json = false;
+    const cli_opt opts[] = { { "json", CLI_OPT_FLAG, &json } };
+    const cli_cmd cmd = { "groups", groups_usage, opts, 1, 0, 0 };
+    cli_args a;
+    int rc;
+    if (cli_parse(&cmd, argc, argv, &a, &rc) == 0)
+        rc = cli_call("GET", "/api/v1/consumer-groups", NULL, json, groups_list_render);
+    cli_args_fini(&a);
+    return rc;
+}
+
+static int groups_show(int argc, char **argv)
+{
+    bool json = false;
+    const cli_opt opts[] = { { "json", CLI_OPT_FLAG, &json } };
+    const cli_cmd cmd = { "groups show", show_usage, opts, 1, 1, 1 };
+    cli_args a;
+    int rc;
+    if (cli_parse(&cmd, argc, argv, &a, &rc) == 0) {
+        buf path;
+        buf_init(&path);
+        buf_puts(&path, "/api/v1/consumer-groups");
+        cli_path_segment(&path, a.pos[0]);
+        rc = cli_call("GET", path.data, NULL, json, groups_show_render);
+        buf_fini(&path);
+    }
+    cli_args_fini(&a);
+    return rc;
+}
+
+static void groups_rm_render(const json_doc *d)
+{
+    buf n;
+    buf_init(&n);
+    cli_put_cell(&n, d, json_get(d, 0, "cursors"));
+    printf("deleted %s cursor%s\n", n.data, strcmp(n.data, "1") == 0 ? "" : "s");
+    buf_fini(&n);
+}
+
+static int groups_rm(int argc, char **argv)
+{
+    bool json = false, metadata = false;
+    const char *queue = NULL;
+    const cli_opt opts[] = {
+        { "queue",           CLI_OPT_STR,  &queue },
+        { "delete-metadata", CLI_OPT_FLAG, &metadata },
+        { "json",            CLI_OPT_FLAG, &json },
+    };
+    const cli_cmd cmd = { "groups rm", rm_usage, opts, sizeof opts / sizeof opts[0], 1, 1 };
+    cli_args a;
+    int rc;
+    if (cli_parse(&cmd, argc, argv, &a, &rc) == 0) {
+        buf path;
+        buf_init(&path);
+        buf_puts(&path, "/api/v1/consumer-groups");
+        cli_path_segment(&path, a.pos[0]);
+        if (queue) {
+            buf_puts(&path, "/queues");
+            cli_path_segment(&path, queue);
+        }
+        cli_query_param(&path, "deleteMetadata", metadata ? "true" : "false");
+        rc = cli_call("DELETE", path.data, NULL, json, groups_rm_render);
+        buf_fini(&path);
+    }
+    cli_args_fini(&a);
+    return rc;
+}
+
+int cli_groups(int argc, char **argv)
+{
+    static const cli_verb verbs[] = {
+        { "list", groups_list },
+        { "show", groups_show },
+        { "rm",   groups_rm },
+    };
+    return cli_dispatch("groups", groups_usage, verbs, sizeof verbs / sizeof verbs[0], argc, argv);
+}

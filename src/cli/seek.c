@@ -1,0 +1,95 @@
+/* seek: `silt seek`, one POST /api/v1/consumer-groups/<g>/queues/<q>
+ * [/partitions/<p>]/seek moving a group's cursors to the end of the queue or
+ * to a timestamp. The server wants exactly one target; asking for both or
+ * neither is caught here as a usage error. */
+#include "cli/cli.h"
+#include "cli/cli_common.h"
+#include <stdio.h>
+
+static const char seek_usage[] =
+    "usage: silt seek <group> <queue> (--to-end | --to TIMESTAMP) [options]\n"
+    "\n"
+    "Moves a consumer group's cursors on a queue (or one partition of it),\n"
+    "releasing its leases and resetting retry counts. The group's next pop\n"
+    "reads from there.\n"
+    "\n"
+    "options:\n"
+    "  --to-end          skip everything written so far\n"
+    "  --to TIMESTAMP    go back or forward to the first message committed at\n"
+    "                    or after TIMESTAMP (ISO 8601, e.g. 2025-01-31T12:00:00Z)\n"
+    "  --partition P     only partition P\n"
+    "  --json            print the server's reply as JSON\n"
+    "  --help            show this help\n"
+    "\n"
+    "The server is SILT_URL (default " CLI_DEFAULT_URL ").\n";
+
+typedef struct seek_opts {
+    const char *partition;
+    const char *to;
+    bool        to_end;
+    bool        json;
+} seek_opts;
+
+static void seek_render(const json_doc *d)
+{
+    static const char *const headers[] = { "PARTITION", "PARTITION_ID", "COMMITTED_OFFSET" };
+    static const char *const fields[] = { "partition", "partitionId", "committedOffset" };
+    int list = json_get(d, 0, "partitions"), p;
+    cli_table t;
+    cli_table_init(&t, 3, headers);
+    for (uint32_t i = 0; list >= 0 && (p = json_at(d, (uint32_t)list, i)) >= 0; i++)
+        for (int f = 0; f < 3; f++) cli_table_add_field(&t, d, p, fields[f]);
+    if (t.ncells == 3) puts("(no partitions moved)");
+    else cli_table_print(&t, stdout);
+    cli_table_fini(&t);
+}
+
+static void seek_build(buf *path, buf *body, const cli_args *a, const seek_opts *o)
+{
+    buf_puts(path, "/api/v1/consumer-groups");
+    cli_path_segment(path, a->pos[0]);
+    buf_puts(path, "/queues");
+    cli_path_segment(path, a->pos[1]);
+    if (o->partition) {
+        buf_puts(path, "/partitions");
+        cli_path_segment(path, o->partition);
+    }
+    buf_puts(path, "/seek");
+    if (o->to_end) buf_puts(body, "{\"toEnd\":true}");
+    else {
+        buf_puts(body, "{\"timestamp\":");
+        json_put_cstr(body, o->to);
+        buf_putc(body, '}');
+    }
+}
+
+int cli_seek(int argc, char **argv)
+{
+    seek_opts o = { 0 };
+    const cli_opt opts[] = {
+        { "partition", CLI_OPT_STR,  &o.partition },
+        { "to",        CLI_OPT_STR,  &o.to },
+        { "to-end",    CLI_OPT_FLAG, &o.to_end },
+        { "json",      CLI_OPT_FLAG, &o.json },
+    };
+    const cli_cmd cmd = { "seek", seek_usage, opts, sizeof opts / sizeof opts[0], 2, 2 };
+    cli_args a;
+    int rc;
+    if (cli_parse(&cmd, argc, argv, &a, &rc) == 0) {
+        if (o.to_end == (o.to != NULL))
+            rc = cli_usage_error(&cmd, "give exactly one of --to-end and --to");
+        else if (o.to && !*o.to)
+            rc = cli_usage_error(&cmd, "--to needs a timestamp");
+        else {
+            buf path, body;
+            buf_init(&path);
+            buf_init(&body);
+            seek_build(&path, &body, &a, &o);
+            rc = cli_call("POST", path.data, &body, o.json, seek_render);
+            buf_fini(&body);
+            buf_fini(&path);
+        }
+    }
+    cli_args_fini(&a);
+    return rc;
+}
