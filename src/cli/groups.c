@@ -169,6 +169,22 @@ static void groups_rm_render(const json_doc *d)
     buf_fini(&n);
 }
 
+static int groups_rm_run(const char *group, const char *queue, bool metadata, bool json)
+{
+    buf path;
+    buf_init(&path);
+    buf_puts(&path, "/api/v1/consumer-groups");
+    cli_path_segment(&path, group);
+    if (queue) {
+        buf_puts(&path, "/queues");
+        cli_path_segment(&path, queue);
+    }
+    cli_query_param(&path, "deleteMetadata", metadata ? "true" : "false");
+    int rc = cli_call("DELETE", path.data, NULL, json, groups_rm_render);
+    buf_fini(&path);
+    return rc;
+}
+
 static int groups_rm(int argc, char **argv)
 {
     bool json = false, metadata = false;
@@ -181,19 +197,9 @@ static int groups_rm(int argc, char **argv)
     const cli_cmd cmd = { "groups rm", rm_usage, opts, sizeof opts / sizeof opts[0], 1, 1 };
     cli_args a;
     int rc;
-    if (cli_parse(&cmd, argc, argv, &a, &rc) == 0) {
-        buf path;
-        buf_init(&path);
-        buf_puts(&path, "/api/v1/consumer-groups");
-        cli_path_segment(&path, a.pos[0]);
-        if (queue) {
-            buf_puts(&path, "/queues");
-            cli_path_segment(&path, queue);
-        }
-        cli_query_param(&path, "deleteMetadata", metadata ? "true" : "false");
-        rc = cli_call("DELETE", path.data, NULL, json, groups_rm_render);
-        buf_fini(&path);
-    }
+    if (cli_parse(&cmd, argc, argv, &a, &rc) == 0)
+        rc = queue && !*queue ? cli_usage_error(&cmd, "--queue needs a queue name")
+           : groups_rm_run(a.pos[0], queue, metadata, json);
     cli_args_fini(&a);
     return rc;
 }

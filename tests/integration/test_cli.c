@@ -1,0 +1,284 @@
+/* Integration: the administration client commands (silt queues, groups, dlq,
+ * seek, tx) run as the real binary (SILT_BIN) against a per-test server,
+ * checked by their output and exit status. State is set up and read back
+ * over HTTP, so the CLI is only ever what is under test. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include "harness.h"
+#include "support.h"
+
+#define CLI_OUT 65536
+
+/* Runs `silt <args>` (a shell fragment) with SILT_URL=url, stdout and stderr
+ * into out; returns the exit status. */
+static int cli(const char *url, char *out, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int cli(const char *url, char *out, const char *fmt, ...)
+{
+    char args[4096], cmd[8192];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(args, sizeof args, fmt, ap);
+    va_end(ap);
+    const char *bin = getenv("SILT_BIN") ? getenv("SILT_BIN") : "build/silt";
+    snprintf(cmd, sizeof cmd, "SILT_URL='%s' '%s' %s 2>&1", url, bin, args);
+    FILE *p = popen(cmd, "r");
+    CHECK(p != NULL);
+    size_t n = fread(out, 1, CLI_OUT - 1, p);
+    out[n] = '\0';
+    int status = pclose(p);
+    CHECK(WIFEXITED(status));
+    return WEXITSTATUS(status);
+}
+
+/* The output line that starts with word followed by a space, or NULL. */
+static const char *line_of(const char *out, const char *word)
+{
+    size_t n = strlen(word);
+    for (const char *l = out; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL)
+        if (strncmp(l, word, n) == 0 && l[n] == ' ') return l;
+    return NULL;
+}
+
+/* Writes text to a fresh temporary file; returns its path (static ring). */
+static const char *temp_file(const char *text)
+{
+    char path[] = "/tmp/silt-cli-XXXXXX";
+    int fd = mkstemp(path);
+    CHECK(fd >= 0);
+    CHECK(write(fd, text, strlen(text)) == (ssize_t)strlen(text));
+    close(fd);
+    return sfmt("%s", path);
+}
+
+/* Pops one message from q as group (NULL: queue mode); the reply stays in r. */
+static void pop_one(silt_server *s, const char *q, const char *group, reply *r)
+{
+    if (group) rq(s, "GET", sfmt("/api/v1/pop/queue/%s?consumerGroup=%s", q, group), NULL, r);
+    else rq(s, "GET", sfmt("/api/v1/pop/queue/%s", q), NULL, r);
+}
+
+TEST(cli_queues_list_shows_pushed_queue)
+{
+    silt_server s;
+    srv_start(&s, NULL);
+    static char out[CLI_OUT];
+    const char *q = uniq("cliq");
+    CHECK_INT(push_simple(&s, q, "Default", 3), 201);
+    CHECK_INT(cli(s.url, out, "queues"), 0);
+    CHECK(strncmp(out, "NAME ", 5) == 0);
+    const char *row = line_of(out, q);
+    CHECK(row != NULL);
+    /* name, namespace, task, partitions, messages, dead letters, pending */
+    char name[128], ns[64], task[64];
+    int partitions = -1, messages = -1, dead = -1;
+    CHECK_INT(sscanf(row, "%127s %63s %63s %d %d %d", name, ns, task, &partitions, &messages, &dead), 6);
+    CHECK_STR(ns, "-");
+    CHECK_INT(partitions, 1);
+    CHECK_INT(messages, 3);
+    CHECK_INT(dead, 0);
+    CHECK_INT(cli(s.url, out, "queues --json"), 0);
+    CHECK(strstr(out, sfmt("\"name\": \"%s\"", q)) != NULL);
+    srv_stop(&s);
+}
+
+TEST(cli_queues_show_lists_options_and_partitions)
+{
+    silt_server s;
+    srv_start(&s, NULL);
+    static char out[CLI_OUT];
+    const char *q = uniq("cliqs");
+    CHECK_INT(push_simple(&s, q, "Default", 2), 201);
+    CHECK_INT(push_simple(&s, q, "p2", 1), 201);
+    CHECK_INT(cli(s.url, out, "queues show '%s'", q), 0);
+    CHECK(line_of(out, "leaseTime") != NULL);
+    CHECK(line_of(out, "retryLimit") != NULL);
+    CHECK(strstr(out, "PARTITION ") != NULL);
+    const char *def = line_of(out, "Default"), *p2 = line_of(out, "p2");
+    CHECK(def != NULL && p2 != NULL);
+    /* partition, id, lastOffset, logStart, messages */
+    char id[64];
+    long last = -9, start = -9, messages = -9;
+    CHECK_INT(sscanf(def, "%*s %63s %ld %ld %ld", id, &last, &start, &messages), 4);
+    CHECK_INT(strlen(id), 36);
+    CHECK_INT(last, 1);
+    CHECK_INT(start, 0);
+    CHECK_INT(messages, 2);
+    CHECK_INT(cli(s.url, out, "queues show '%s'", uniq("cli-missing")), 1);
+    CHECK(strstr(out, "silt: queue not found") != NULL);
+    srv_stop(&s);
+}
+
+TEST(cli_groups_list_shows_group)
+{
+    silt_server s;
+    srv_start(&s, NULL);
+    static char out[CLI_OUT];
+    const char *q = uniq("cligq"), *g = uniq("clig");
+    CHECK_INT(push_simple(&s, q, "Default", 4), 201);
+    reply r;
+    pop_one(&s, q, g, &r);
+    CHECK_INT(r.status, 200);
+    reply_fini(&r);
+    CHECK_INT(cli(s.url, out, "groups"), 0);
+    CHECK(strncmp(out, "NAME ", 5) == 0);
+    const char *row = line_of(out, g);
+    CHECK(row != NULL);
+    /* name, state, totalLag, maxTimeLag, members, queues */
+    char state[32], queues[256];
+    long lag = -1, members = -1;
+    CHECK_INT(sscanf(row, "%*s %31s %ld %*s %ld %255s", state, &lag, &members, queues), 4);
+    CHECK_INT(lag, 4);
+    CHECK_INT(members, 1);
+    CHECK_STR(queues, q);
+    CHECK_INT(cli(s.url, out, "groups show '%s'", g), 0);
+    CHECK(line_of(out, q) != NULL);
+    srv_stop(&s);
+}
+
+TEST(cli_dlq_list_shows_dead_letter_and_replay_removes_it)
+{
+    silt_server s;
+    srv_start(&s, NULL);
+    static char out[CLI_OUT];
+    const char *q = uniq("clidlq");
+    CHECK_INT(push_simple(&s, q, "Default", 1), 201);
+    reply r;
+    pop_one(&s, q, NULL, &r);
+    CHECK_INT(r.status, 200);
+    const char *pid = jstr(&r, "messages.0.partitionId"), *txn = jstr(&r, "messages.0.transactionId");
+    const char *lease = jstr(&r, "messages.0.leaseId");
+    reply_fini(&r);
+    rq(&s, "POST", "/api/v1/ack", sfmt("{\"partitionId\":\"%s\",\"transactionId\":\"%s\",\"leaseId\":\"%s\","
+                                       "\"status\":\"dlq\",\"error\":\"boom\"}", pid, txn, lease), &r);
+    CHECK_INT(r.status, 200);
+    CHECK(jbool(&r, "0.dlq"));
+    reply_fini(&r);
+
+    CHECK_INT(cli(s.url, out, "dlq list --queue '%s'", q), 0);
+    rq(&s, "GET", sfmt("/api/v1/dlq?queue=%s", q), NULL, &r);
+    const char *id = jstr(&r, "messages.0.id");
+    reply_fini(&r);
+    const char *row = line_of(out, id);
+    CHECK(row != NULL);
+    CHECK(strstr(row, q) != NULL && strstr(row, txn) != NULL && strstr(row, "boom") != NULL);
+    CHECK(strstr(out, "\n1 of 1\n") != NULL);
+
+    CHECK_INT(cli(s.url, out, "dlq replay %s", id), 0);
+    CHECK(strstr(out, "replayed") != NULL);
+    CHECK_INT(cli(s.url, out, "dlq list --queue '%s'", q), 0);
+    CHECK(strstr(out, "(no dead letters)") != NULL);
+    CHECK(strstr(out, "0 of 0") != NULL);
+    pop_one(&s, q, NULL, &r);   /* the replayed message is back in its partition */
+    CHECK_INT(r.status, 200);
+    CHECK_STR(jstr(&r, "messages.0.transactionId"), sfmt("dlq:%s", id));
+    reply_fini(&r);
+    CHECK_INT(cli(s.url, out, "dlq replay %s", id), 1);
+    CHECK(strstr(out, "silt: dead letter not found") != NULL);
+    srv_stop(&s);
+}
+
+TEST(cli_seek_to_end_makes_next_pop_empty)
+{
+    silt_server s;
+    srv_start(&s, NULL);
+    static char out[CLI_OUT];
+    const char *q = uniq("cliseek"), *g = uniq("cliseekg");
+    CHECK_INT(push_simple(&s, q, "Default", 3), 201);
+    CHECK_INT(cli(s.url, out, "seek '%s' '%s' --to-end", g, q), 0);
+    const char *row = line_of(out, "Default");
+    CHECK(row != NULL);
+    long committed = -9;
+    CHECK_INT(sscanf(row, "%*s %*s %ld", &committed), 1);
+    CHECK_INT(committed, 2);
+    reply r;
+    pop_one(&s, q, g, &r);
+    CHECK_INT(r.status, 204);
+    reply_fini(&r);
+    /* and back: a timestamp before everything makes all three deliverable */
+    CHECK_INT(cli(s.url, out, "seek '%s' '%s' --partition Default --to 2000-01-01T00:00:00Z", g, q), 0);
+    pop_one(&s, q, g, &r);
+    CHECK_INT(r.status, 200);
+    CHECK_INT(jint(&r, "messages.0.offset"), 0);
+    reply_fini(&r);
+    srv_stop(&s);
+}
+
+TEST(cli_tx_push_commits)
+{
+    silt_server s;
+    srv_start(&s, NULL);
+    static char out[CLI_OUT];
+    const char *q = uniq("clitx");
+    const char *file = temp_file(sfmt("{\"operations\":[{\"type\":\"push\",\"items\":"
+                                      "[{\"queue\":\"%s\",\"transactionId\":\"cli-t1\",\"payload\":{\"k\": 7}}]}]}", q));
+    int rc = cli(s.url, out, "tx %s", file);
+    unlink(file);
+    CHECK_INT(rc, 0);
+    CHECK(strstr(out, "committed") != NULL);
+    const char *row = line_of(out, "0");
+    CHECK(row != NULL);
+    CHECK(strstr(row, "push") != NULL && strstr(row, "queued") != NULL && strstr(row, "cli-t1") != NULL);
+    reply r;
+    pop_one(&s, q, NULL, &r);
+    CHECK_INT(r.status, 200);
+    CHECK_STR(jstr(&r, "messages.0.transactionId"), "cli-t1");
+    CHECK_STR(jraw(&r, "messages.0.data"), "{\"k\": 7}");
+    reply_fini(&r);
+    srv_stop(&s);
+}
+
+TEST(cli_tx_unresolvable_ack_exits_1_and_writes_nothing)
+{
+    silt_server s;
+    srv_start(&s, NULL);
+    static char out[CLI_OUT];
+    const char *q = uniq("clitxa"), *q2 = uniq("clitxb");
+    CHECK_INT(push_simple(&s, q, "Default", 1), 201);
+    reply r;
+    pop_one(&s, q, NULL, &r);
+    CHECK_INT(r.status, 200);
+    const char *pid = jstr(&r, "messages.0.partitionId");
+    reply_fini(&r);
+    const char *file = temp_file(sfmt("{\"operations\":["
+        "{\"type\":\"push\",\"items\":[{\"queue\":\"%s\",\"payload\":1}]},"
+        "{\"type\":\"ack\",\"partitionId\":\"%s\",\"transactionId\":\"cli-no-such\",\"status\":\"completed\"}]}",
+        q2, pid));
+    int rc = cli(s.url, out, "tx - < %s", file);
+    unlink(file);
+    CHECK_INT(rc, 1);
+    CHECK(strstr(out, "silt: transaction rolled back: ") != NULL);
+    CHECK(strstr(out, "unresolvable") != NULL);
+    pop_one(&s, q2, NULL, &r);
+    CHECK_INT(r.status, 204);
+    reply_fini(&r);
+    CHECK_STR(sql("SELECT count(*) FROM queen.log_partitions WHERE queue = '%s'", q2), "0");
+    srv_stop(&s);
+}
+
+TEST(cli_usage_errors_exit_2)
+{
+    /* Refused before any request: the URL points nowhere on purpose. */
+    static char out[CLI_OUT];
+    const char *url = "http://127.0.0.1:1";
+    CHECK_INT(cli(url, out, "seek g q"), 2);
+    CHECK(strstr(out, "silt seek: give exactly one of --to-end and --to") != NULL);
+    CHECK_INT(cli(url, out, "seek g q --to-end --to 2020-01-01T00:00:00Z"), 2);
+    CHECK_INT(cli(url, out, "queues frob"), 2);
+    CHECK(strstr(out, "unknown subcommand") != NULL);
+    CHECK_INT(cli(url, out, "queues show"), 2);
+    CHECK_INT(cli(url, out, "dlq rm only-one"), 2);
+    CHECK_INT(cli(url, out, "dlq list --limit x"), 2);
+    CHECK_INT(cli(url, out, "groups rm g --bogus"), 2);
+    CHECK_INT(cli(url, out, "tx - < /dev/null"), 2);
+    CHECK(strstr(out, "not valid JSON") != NULL);
+    CHECK_INT(cli(url, out, "tx /nonexistent/file.json"), 2);
+    /* --help is not an error, and an unreachable server is a failure */
+    CHECK_INT(cli(url, out, "dlq replay --help"), 0);
+    CHECK(strncmp(out, "usage: silt dlq replay", 22) == 0);
+    CHECK_INT(cli(url, out, "queues"), 1);
+    CHECK(strncmp(out, "silt: ", 6) == 0);
+}
