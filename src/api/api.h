@@ -41,6 +41,9 @@ void api_dlq_replay(httpd_req *req, server *srv);
 void api_message_get(httpd_req *req, server *srv);
 void api_message_delete(httpd_req *req, server *srv);
 void api_transaction(httpd_req *req, server *srv);
+void api_retention_run(httpd_req *req, server *srv);
+void api_retention_explain(httpd_req *req, server *srv);
+void api_retention_analytics(httpd_req *req, server *srv);
 
 /* The implicit consumer group: "queue mode". */
 #define QUEUE_MODE "__QUEUE_MODE__"

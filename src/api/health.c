@@ -26,6 +26,7 @@ static long resident_bytes(void)
 void api_metrics(httpd_req *req, server *srv)
 {
     const server_stats *s = &srv->stats;
+    const retention_totals *rt = retention_engine_totals(srv->retention);
     buf out;
     buf_init(&out);
     buf_printf(&out,
@@ -36,10 +37,22 @@ void api_metrics(httpd_req *req, server *srv)
         "# TYPE silt_dead_letters_total counter\nsilt_dead_letters_total %llu\n"
         "# TYPE silt_http_requests_in_flight gauge\nsilt_http_requests_in_flight %d\n"
         "# TYPE silt_database_up gauge\nsilt_database_up %d\n"
-        "# TYPE process_resident_memory_bytes gauge\nprocess_resident_memory_bytes %ld\n",
+        "# TYPE process_resident_memory_bytes gauge\nprocess_resident_memory_bytes %ld\n"
+        "# TYPE silt_retention_passes_total counter\nsilt_retention_passes_total %llu\n"
+        "# TYPE silt_retention_offsets_deleted_total counter\n"
+        "silt_retention_offsets_deleted_total{rule=\"retention\"} %llu\n"
+        "silt_retention_offsets_deleted_total{rule=\"completed_retention\"} %llu\n"
+        "silt_retention_offsets_deleted_total{rule=\"max_wait_time_eviction\"} %llu\n"
+        "# HELP silt_retention_leased_offsets_evicted_total leased offsets removed by maxWaitTimeSeconds\n"
+        "# TYPE silt_retention_leased_offsets_evicted_total counter\nsilt_retention_leased_offsets_evicted_total %llu\n"
+        "# TYPE silt_retention_sidecar_rows_purged_total counter\nsilt_retention_sidecar_rows_purged_total %llu\n"
+        "# TYPE silt_partitions_removed_total counter\nsilt_partitions_removed_total %llu\n",
         (unsigned long long)s->pushed, (unsigned long long)s->duplicates, (unsigned long long)s->popped,
         (unsigned long long)s->acked, (unsigned long long)s->dead_lettered,
-        httpd_inflight(srv->http) - 1, db_pool_ready(srv->pool) ? 1 : 0, resident_bytes());
+        httpd_inflight(srv->http) - 1, db_pool_ready(srv->pool) ? 1 : 0, resident_bytes(),
+        (unsigned long long)rt->passes, (unsigned long long)rt->dropped[0], (unsigned long long)rt->dropped[1],
+        (unsigned long long)rt->dropped[2], (unsigned long long)rt->leased_evicted,
+        (unsigned long long)rt->sidecar_rows, (unsigned long long)rt->partitions_removed);
     if (req->ev)
         evhttp_add_header(evhttp_request_get_output_headers(req->ev), "Content-Type", "text/plain; version=0.0.4");
     httpd_reply(req, 200, out.data, out.len);

@@ -38,6 +38,9 @@ static const route routes[] = {
     { HTTPD_POST, "/api/v1/dlq/:id/replay", api_dlq_replay },
     { HTTPD_GET,  "/api/v1/messages/:partitionId/:transactionId", api_message_get },
     { HTTPD_DELETE, "/api/v1/messages/:partitionId/:transactionId", api_message_delete },
+    { HTTPD_POST, "/api/v1/system/retention/run", api_retention_run },
+    { HTTPD_GET,  "/api/v1/retention/explain", api_retention_explain },
+    { HTTPD_GET,  "/api/v1/analytics/retention", api_retention_analytics },
 };
 
 static void clear_params(httpd_req *req)

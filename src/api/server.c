@@ -28,7 +28,8 @@ static void on_push_commit(void *arg, const char *queue)
 
 static bool drained(const server *srv)
 {
-    return httpd_inflight(srv->http) == 0 && pusher_idle(srv->push) && db_pool_busy(srv->pool) == 0;
+    return httpd_inflight(srv->http) == 0 && pusher_idle(srv->push) && db_pool_busy(srv->pool) == 0 &&
+           retention_engine_idle(srv->retention);
 }
 
 static void drain_check(evutil_socket_t fd, short what, void *arg)
@@ -61,6 +62,7 @@ static void on_signal(evutil_socket_t sig, short what, void *arg)
     srv->drain_deadline_us = now_us() + srv->cfg.shutdown_timeout_ms * 1000;
     httpd_stop_accepting(srv->http);
     popper_drain(srv->pop);
+    retention_engine_stop(srv->retention);
     drain_check(-1, 0, srv);
 }
 
@@ -101,6 +103,9 @@ static int start(server *srv)
     srv->push = pusher_new(srv->base, srv->pool, limits, on_push_commit, srv);
     srv->max_segment_bytes = (size_t)srv->cfg.max_body_bytes * 2 + 1024 * 1024;
     srv->pop = popper_new(srv->base, srv->pool, (int)srv->cfg.long_poll_recheck_ms, srv->max_segment_bytes);
+    retention_settings rs = { srv->cfg.retention_interval_ms, srv->cfg.retention_batch, srv->cfg.retention_max_steps,
+                              srv->cfg.cleanup_days, srv->cfg.cleanup_enabled != 0 };
+    srv->retention = retention_engine_new(srv->base, srv->pool, rs);
     srv->http = httpd_new(srv->base, srv->cfg.host, (int)srv->cfg.port, (size_t)srv->cfg.max_body_bytes,
                           api_dispatch, srv);
     if (!srv->http) { log_error("cannot listen on %s:%lld", srv->cfg.host, (long long)srv->cfg.port); return -1; }
@@ -119,6 +124,7 @@ static void stop(server *srv)
     if (srv->drain_timer) event_free(srv->drain_timer);
     httpd_free(srv->http);
     popper_free(srv->pop);
+    retention_engine_free(srv->retention);
     pusher_free(srv->push);
     db_pool_free(srv->pool);
     if (srv->base) event_base_free(srv->base);

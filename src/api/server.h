@@ -12,6 +12,7 @@
 #include "net/httpd.h"
 #include "streams/pop.h"
 #include "streams/push.h"
+#include "retention/engine.h"
 
 #define SILT_VERSION "0.1.0"
 
@@ -30,6 +31,7 @@ typedef struct server {
     httpd             *http;
     pusher            *push;
     popper            *pop;
+    retention_engine  *retention;
     bool               draining;
     int64_t            drain_deadline_us;
     struct event      *sigterm, *sigint, *drain_timer;

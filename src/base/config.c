@@ -11,13 +11,14 @@
 typedef struct setting {
     const char *env;
     size_t      offset;     /* into silt_config */
-    int         is_text;
+    int         is_text;    /* 1 text, 0 integer, 2 boolean (stored as 0/1) */
     const char *fallback;   /* default, as text */
     int64_t     min, max;
 } setting;
 
 #define TEXT(env, field, def) { env, offsetof(silt_config, field), 1, def, 0, 0 }
 #define NUM(env, field, def, lo, hi) { env, offsetof(silt_config, field), 0, def, lo, hi }
+#define BOOL(env, field, def) { env, offsetof(silt_config, field), 2, def, 0, 1 }
 
 static const setting settings[] = {
     TEXT("HOST", host, "0.0.0.0"),
@@ -44,6 +45,11 @@ static const setting settings[] = {
     NUM("GROUP_LAGGING_SECONDS", group_lagging_s, "60", 0, 2147483647),
     NUM("GROUP_DEAD_SECONDS", group_dead_s, "3600", 1, 2147483647),
     TEXT("QUEEN_ENCRYPTION_KEY", encryption_key, ""),
+    NUM("RETENTION_INTERVAL_MS", retention_interval_ms, "60000", 0, 86400000),
+    NUM("RETENTION_BATCH_SIZE", retention_batch, "100", 1, 100000),
+    NUM("RETENTION_MAX_STEPS", retention_max_steps, "10000", 1, 10000000),
+    NUM("PARTITION_CLEANUP_DAYS", cleanup_days, "30", 0, 36500),
+    BOOL("QUEEN_PARTITION_CLEANUP_ENABLED", cleanup_enabled, "true"),
 };
 
 static int parse_number(const setting *s, const char *text, int64_t *out, char *err, size_t errlen)
@@ -60,6 +66,14 @@ static int parse_number(const setting *s, const char *text, int64_t *out, char *
     return 0;
 }
 
+static int parse_bool(const setting *s, const char *text, int64_t *out, char *err, size_t errlen)
+{
+    if (strcmp(text, "true") == 0 || strcmp(text, "1") == 0) { *out = 1; return 0; }
+    if (strcmp(text, "false") == 0 || strcmp(text, "0") == 0) { *out = 0; return 0; }
+    snprintf(err, errlen, "invalid value for %s: \"%s\" (expected true or false)", s->env, text);
+    return -1;
+}
+
 int config_load(silt_config *cfg, char *err, size_t errlen)
 {
     memset(cfg, 0, sizeof *cfg);
@@ -68,8 +82,9 @@ int config_load(silt_config *cfg, char *err, size_t errlen)
         const char *text = getenv(s->env);
         if (!text || !*text) text = s->fallback;
         char *field = (char *)cfg + s->offset;
-        if (s->is_text) *(char **)field = strdup(text);
-        else if (parse_number(s, text, (int64_t *)field, err, errlen) < 0) return -1;
+        if (s->is_text == 1) *(char **)field = strdup(text);
+        else if (s->is_text == 2 && parse_bool(s, text, (int64_t *)field, err, errlen) < 0) return -1;
+        else if (s->is_text == 0 && parse_number(s, text, (int64_t *)field, err, errlen) < 0) return -1;
     }
     return 0;
 }
@@ -77,7 +92,7 @@ int config_load(silt_config *cfg, char *err, size_t errlen)
 void config_fini(silt_config *cfg)
 {
     for (size_t i = 0; i < sizeof settings / sizeof settings[0]; i++)
-        if (settings[i].is_text) free(*(char **)((char *)cfg + settings[i].offset));
+        if (settings[i].is_text == 1) free(*(char **)((char *)cfg + settings[i].offset));
     memset(cfg, 0, sizeof *cfg);
 }
 

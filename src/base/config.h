@@ -27,6 +27,11 @@ typedef struct silt_config {
     int64_t group_lagging_s;      /* backlog older than this makes a group Lagging */
     int64_t group_dead_s;         /* a lagging group idle this long is Dead */
     char   *encryption_key;       /* QUEEN_ENCRYPTION_KEY: 64 hex characters or empty */
+    int64_t retention_interval_ms;/* between retention passes; 0: no timer */
+    int64_t retention_batch;      /* segments per retention step */
+    int64_t retention_max_steps;  /* steps per pass */
+    int64_t cleanup_days;         /* empty, untouched partitions go after this many days */
+    int64_t cleanup_enabled;      /* 1 or 0 */
 } silt_config;
 
 /* Fills cfg from the environment; on a bad value writes a message to err
