@@ -20,7 +20,8 @@ typedef struct silt_server {
 /* Starts a server; env is NULL or a NULL-terminated list of "NAME=value".
  * Servers get TEST_ENCRYPTION_KEY unless env sets QUEEN_ENCRYPTION_KEY: the
  * suite shares one database, and a queue with encryption on stops any
- * server without the key from starting. */
+ * server without the key from starting. Retention runs no timed passes
+ * (RETENTION_INTERVAL_MS=0) unless env sets it: tests trigger passes. */
 void srv_start(silt_server *s, const char *const *env);
 /* The same against a fresh database of its own (created, named dbname). */
 void srv_start_db(silt_server *s, const char *const *env, const char *dbname);
