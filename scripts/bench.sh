@@ -13,12 +13,23 @@ here=$(cd "$(dirname "$0")" && pwd)
 dir=$(mktemp -d /tmp/silt-bench.XXXXXX) || exit 1
 server_pid=""
 
+# SIGTERM lets the server drain; one that has not exited after 10 s is killed.
+# shellcheck disable=SC2317  # reached through the EXIT trap
+stop_server() {
+    [ -n "$server_pid" ] || return 0
+    kill -TERM "$server_pid" 2>/dev/null || return 0
+    for _ in $(seq 1 100); do
+        kill -0 "$server_pid" 2>/dev/null || break
+        sleep 0.1
+    done
+    kill -KILL "$server_pid" 2>/dev/null
+    wait "$server_pid" 2>/dev/null
+}
+
+# shellcheck disable=SC2317  # reached through the EXIT trap
 cleanup() {
     trap - EXIT INT TERM
-    if [ -n "$server_pid" ] && kill -0 "$server_pid" 2>/dev/null; then
-        kill -TERM "$server_pid" 2>/dev/null
-        wait "$server_pid" 2>/dev/null
-    fi
+    stop_server
     "$here/pgcluster.sh" stop "$dir" >/dev/null 2>&1
     rm -rf "$dir"
 }
@@ -26,13 +37,27 @@ trap 'cleanup; exit "${status:-1}"' EXIT
 trap 'status=130; exit 130' INT
 trap 'status=143; exit 143' TERM
 
-# A TCP port nothing on this host listens on (random, so parallel runs differ).
+# A TCP port nothing listens on, picked below the kernel's ephemeral range so
+# that no outgoing connection can be holding it (random: parallel runs differ).
 free_port() {
-    local p tries
-    for tries in $(seq 1 200); do
-        p=$((20000 + RANDOM % 20000))
+    local p lo
+    lo=$(awk '{ print $1 }' /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null)
+    [ "${lo:-0}" -gt 11000 ] || lo=32768
+    for _ in $(seq 1 200); do
+        p=$((10000 + RANDOM % (lo - 10000)))
         { : <>"/dev/tcp/127.0.0.1/$p"; } 2>/dev/null || { echo "$p"; return 0; }
     done
+    return 1
+}
+
+# Starts the cluster on a free port (a few tries: another process may take
+# the port between the probe and the bind). Sets pg_port.
+start_cluster() {
+    for _ in 1 2 3; do
+        pg_port=$(free_port) || break
+        "$here/pgcluster.sh" start "$dir" "$pg_port" 2>"$dir/pgcluster.err" && return 0
+    done
+    cat "$dir/pgcluster.err" >&2
     return 1
 }
 
@@ -48,8 +73,7 @@ healthy() {
 }
 
 wait_healthy() {
-    local i
-    for i in $(seq 1 600); do
+    for _ in $(seq 1 600); do
         healthy "$1" && return 0
         kill -0 "$server_pid" 2>/dev/null || { echo "bench: the server exited" >&2; return 1; }
         sleep 0.1
@@ -60,7 +84,7 @@ wait_healthy() {
 
 describe_machine() {
     local pgbin model
-    pgbin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)
+    pgbin=$(printf '%s\n' /usr/lib/postgresql/*/bin | sort -V | tail -n 1)
     model=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)
     echo "machine:    $(nproc) CPUs, ${model:-unknown model}, $(uname -sr)"
     echo "memory:     $(awk '/^MemTotal/ { printf "%.1f GiB", $2 / 1048576 }' /proc/meminfo)"
@@ -72,19 +96,19 @@ describe_machine() {
 }
 
 status=1
-pg_port=$(free_port) || { echo "bench: no free port for PostgreSQL" >&2; exit 1; }
-"$here/pgcluster.sh" start "$dir" "$pg_port" || exit 1
+pg_port=""
+start_cluster || { echo "bench: could not start PostgreSQL" >&2; exit 1; }
 http_port=$(free_port) || { echo "bench: no free port for the server" >&2; exit 1; }
 PG_HOST=127.0.0.1 PG_PORT="$pg_port" PORT="$http_port" LOG_LEVEL=warn \
     "$bin" server >"$dir/server.log" 2>&1 &
 server_pid=$!
 wait_healthy "$http_port" || { tail -n 20 "$dir/server.log" >&2; exit 1; }
-describe_machine
+describe_machine >&2   # stderr: stdout is the bench's alone (e.g. --json)
 # BENCH_ARGS is split into words on purpose: it is a list of options.
 # shellcheck disable=SC2086
 SILT_URL="http://127.0.0.1:$http_port" "$bin" bench ${BENCH_ARGS:-}
 status=$?
 if [ -s "$dir/server.log" ]; then
-    echo; echo "server log (last 20 lines):"; tail -n 20 "$dir/server.log"
+    { echo; echo "server log (last 20 lines):"; tail -n 20 "$dir/server.log"; } >&2
 fi
 exit "$status"

@@ -161,7 +161,7 @@ static void replay_done(void *arg, const db_reply *reply)
         json_put_cstr(&out, c->item.queue);
         buf_puts(&out, ",\"partition\":");
         json_put_cstr(&out, c->item.partition);
-        buf_printf(&out, ",\"partitionId\":\"%s\",\"offset\":%s}", PQgetvalue(r, 0, 0), PQgetvalue(r, 0, 1));
+        buf_printf(&out, ",\"partitionId\":\"%s\",\"offset\":%s}", PQgetvalue(r, 0, 1), PQgetvalue(r, 0, 2));
         c->srv->stats.pushed++;
         popper_wake(c->srv->pop, c->item.queue);
         httpd_reply_buf(c->req, 200, &out);

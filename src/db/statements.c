@@ -2,8 +2,8 @@
 #include "db/statements.h"
 
 const db_statement db_statements[STMT_COUNT] = {
-    [STMT_PUSH_SEGMENT] = { "push_segment",
-        "SELECT partition_id, base_offset, created_at FROM queen.push_segment($1, $2, $3, $4, $5, $6, $7, $8)", 8 },
+    [STMT_PUSH_FLUSH]   = { "push_flush",
+        "SELECT idx, partition_id, base_offset, created_at FROM queen.push_flush($1, $2, $3, $4, $5, $6, $7, $8, $9)", 9 },
     [STMT_POP]          = { "pop",
         "SELECT queue, partition_id, partition, cursor_from, cursor_to, seg_base, seg_created, seg_blob"
         " FROM queen.pop($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)", 10, 1 },

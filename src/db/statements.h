@@ -5,7 +5,7 @@
 #define SILT_STATEMENTS_H
 
 typedef enum db_stmt {
-    STMT_PUSH_SEGMENT,
+    STMT_PUSH_FLUSH,
     STMT_POP,
     STMT_ACK,
     STMT_DEAD_LETTER,

@@ -126,29 +126,73 @@ static void encode_items(push_item *const *items, size_t n, int level, buf *blob
     buf_fini(&sealed);
 }
 
-static void segment_call(db_job *job, push_item *const *items, size_t n, int level)
+/* A PostgreSQL array literal element: quoted, with quotes and backslashes escaped. */
+static void put_array_text(buf *b, const char *s)
 {
-    buf blob, hashes, ids;
-    buf_init(&blob); buf_init(&hashes); buf_init(&ids);
+    if (b->len > 1) buf_putc(b, ',');
+    buf_putc(b, '"');
+    for (; *s; s++) {
+        if (*s == '"' || *s == '\\') buf_putc(b, '\\');
+        buf_putc(b, *s);
+    }
+    buf_putc(b, '"');
+}
+
+typedef struct flush_arrays {
+    buf queues, partitions, counts, lens, probes, sealed;   /* array literals */
+    buf blobs, hashes, ids;                                /* concatenated binary */
+} flush_arrays;
+
+#define ARRAY_LITERALS 6   /* the first six members */
+
+static buf *array_member(flush_arrays *a, size_t i)
+{
+    buf *all[] = { &a->queues, &a->partitions, &a->counts, &a->lens, &a->probes, &a->sealed,
+                   &a->blobs, &a->hashes, &a->ids };
+    return i < sizeof all / sizeof all[0] ? all[i] : NULL;
+}
+
+static void arrays_init(flush_arrays *a)
+{
+    for (size_t i = 0; array_member(a, i); i++) {
+        buf_init(array_member(a, i));
+        if (i < ARRAY_LITERALS) buf_putc(array_member(a, i), '{');
+    }
+}
+
+static void arrays_fini(flush_arrays *a)
+{
+    for (size_t i = 0; array_member(a, i); i++) buf_fini(array_member(a, i));
+}
+
+static void add_group(flush_arrays *a, const push_group *g, int level)
+{
     int count;
-    bool probe;
-    encode_items(items, n, level, &blob, &hashes, &ids, &count, &probe);
-    char count_text[16];
-    snprintf(count_text, sizeof count_text, "%d", count);
-    bool sealed = encryption_queue(items[0]->queue) && encryption_has_key();
-    const char *values[8] = { items[0]->queue, items[0]->partition, count_text,
-                              blob.data, hashes.data, ids.data, probe ? "t" : "f", sealed ? "t" : "f" };
-    int lengths[8] = { 0, 0, 0, (int)blob.len, (int)hashes.len, (int)ids.len, 0, 0 };
-    int formats[8] = { 0, 0, 0, 1, 1, 1, 0, 0 };
-    db_job_call(job, STMT_PUSH_SEGMENT, values, lengths, formats);
-    buf_fini(&blob); buf_fini(&hashes); buf_fini(&ids);
+    bool probe, sealed = encryption_queue(g->items[0]->queue) && encryption_has_key();
+    size_t before = a->blobs.len;
+    encode_items(g->items, g->n, level, &a->blobs, &a->hashes, &a->ids, &count, &probe);
+    const char *sep = a->counts.len > 1 ? "," : "";
+    put_array_text(&a->queues, g->items[0]->queue);
+    put_array_text(&a->partitions, g->items[0]->partition);
+    buf_printf(&a->counts, "%s%d", sep, count);
+    buf_printf(&a->lens, "%s%zu", sep, a->blobs.len - before);
+    buf_printf(&a->probes, "%s%c", sep, probe ? 't' : 'f');
+    buf_printf(&a->sealed, "%s%c", sep, sealed ? 't' : 'f');
 }
 
 void push_plan_calls(push_plan *plan, db_job *job, int zstd_level)
 {
-    plan->first_call = db_job_ncalls(job);
-    for (size_t g = 0; g < plan->ngroups; g++)
-        segment_call(job, plan->groups[g].items, plan->groups[g].n, zstd_level);
+    flush_arrays a;
+    arrays_init(&a);
+    for (size_t g = 0; g < plan->ngroups; g++) add_group(&a, &plan->groups[g], zstd_level);
+    for (size_t i = 0; i < ARRAY_LITERALS; i++) buf_putc(array_member(&a, i), '}');
+    const char *values[9] = { a.queues.data, a.partitions.data, a.counts.data, a.blobs.data, a.lens.data,
+                              a.hashes.data, a.ids.data, a.probes.data, a.sealed.data };
+    int lengths[9] = { 0, 0, 0, (int)a.blobs.len, 0, (int)a.hashes.len, (int)a.ids.len, 0, 0 };
+    int formats[9] = { 0, 0, 0, 1, 0, 1, 1, 0, 0 };
+    plan->call = db_job_ncalls(job);
+    db_job_call(job, STMT_PUSH_FLUSH, values, lengths, formats);
+    arrays_fini(&a);
 }
 
 void push_item_prepare(push_item *it)
@@ -192,22 +236,30 @@ static void mark_duplicates(push_group *g, const char *detail)
     }
 }
 
+/* The group a refusal names: DETAIL starts with its index in the arrays. */
+static push_group *refused_group(push_plan *plan, const db_reply *reply, const char *sqlstate)
+{
+    if (!reply->error || reply->failed_call != plan->call || strcmp(reply->sqlstate, sqlstate) != 0) return NULL;
+    char *end;
+    long g = strtol(reply->detail, &end, 10);
+    if (end == reply->detail || g < 0 || (size_t)g >= plan->ngroups) return NULL;
+    return &plan->groups[g];
+}
+
 bool push_plan_take_encryption(push_plan *plan, const db_reply *reply)
 {
-    int g = reply->failed_call - plan->first_call;
-    if (!reply->error || strcmp(reply->sqlstate, ENCRYPTION_REQUIRED_SQLSTATE) != 0 || g < 0 ||
-        (size_t)g >= plan->ngroups || !encryption_has_key())
-        return false;
-    encryption_set_queue(plan->groups[g].items[0]->queue, true);
+    push_group *g = refused_group(plan, reply, ENCRYPTION_REQUIRED_SQLSTATE);
+    if (!g || !encryption_has_key()) return false;
+    encryption_set_queue(g->items[0]->queue, true);
     return true;
 }
 
 bool push_plan_take_duplicates(push_plan *plan, const db_reply *reply)
 {
-    int g = reply->failed_call - plan->first_call;
-    if (!reply->error || strcmp(reply->sqlstate, PUSH_DUPLICATE_SQLSTATE) != 0 || g < 0 || (size_t)g >= plan->ngroups)
-        return false;
-    mark_duplicates(&plan->groups[g], reply->detail);
+    push_group *g = refused_group(plan, reply, PUSH_DUPLICATE_SQLSTATE);
+    const char *list = g ? strchr(reply->detail, '|') : NULL;
+    if (!list) return false;
+    mark_duplicates(g, list + 1);
     return true;
 }
 

@@ -20,7 +20,7 @@ typedef struct push_plan {
     size_t      nitems;
     push_group *groups;
     size_t      ngroups;
-    int         first_call;  /* index of the first segment call in its job */
+    int         call;        /* index of the push_flush call in its job */
 } push_plan;
 
 #define PUSH_DUPLICATE_SQLSTATE "SLD01"
@@ -29,7 +29,7 @@ void push_plan_init(push_plan *plan);
 void push_plan_fini(push_plan *plan);
 /* (Re)builds the plan from the items still PUSH_PENDING among items[0..n). */
 void push_plan_build(push_plan *plan, push_item *const *items, size_t n);
-/* Appends one push_segment call per group to job. */
+/* Appends the push_flush call writing every group, one segment each. */
 void push_plan_calls(push_plan *plan, db_job *job, int zstd_level);
 /* After a failed job: when the failure is a duplicate refusal from one of
  * this plan's calls, marks the duplicates and returns true (retry the job). */

@@ -411,7 +411,7 @@ TEST(migrate_run_twice_concurrently_on_a_fresh_database_both_exit_0)
     CHECK_STR(PQgetvalue(res, 0, 0), "t");
     CHECK_STR(PQgetvalue(res, 0, 1), "t");
     PQclear(res);
-    res = PQexec(pg, "select count(*) from pg_proc where proname = 'push_segment'");
+    res = PQexec(pg, "select count(*) from pg_proc where proname = 'push_flush'");
     CHECK_STR(PQgetvalue(res, 0, 0), "1");
     PQclear(res);
     PQfinish(pg);
