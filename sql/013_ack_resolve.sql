@@ -5,18 +5,23 @@
 
 -- Item index -> offset for the items whose hash is in (committed, lease_end].
 CREATE FUNCTION queen.span_offsets(c queen.log_consumers, part queen.log_partitions, p_items jsonb) RETURNS jsonb
-LANGUAGE sql STABLE AS $$
-    WITH rows AS (
-        SELECT t.base_offset, t.hashes FROM queen.log_txns t
-         WHERE t.partition_id = part.id AND c.lease_end IS NOT NULL
-           AND t.base_offset BETWEEN queen.span_floor(part.id, c.committed + 1, part.txns_start) AND c.lease_end),
-    frames AS (
-        SELECT r.base_offset + k AS off, substring(r.hashes FROM k * 16 + 1 FOR 16) AS h
-          FROM rows r, generate_series(0, length(r.hashes) / 16 - 1) AS k
-         WHERE r.base_offset + k > c.committed AND r.base_offset + k <= c.lease_end)
-    SELECT coalesce(jsonb_object_agg(x->>'i', f.off), '{}')
-      FROM jsonb_array_elements(p_items) x JOIN frames f ON f.h = decode(x->>'h', 'hex')
-$$;
+LANGUAGE plpgsql STABLE AS $$
+DECLARE
+    lo     bigint;
+    result jsonb;
+BEGIN
+    IF c.lease_end IS NULL THEN RETURN '{}'; END IF;
+    lo := queen.span_floor(part.id, c.committed + 1, part.txns_start);   -- once, so the scan is an index range
+    SELECT coalesce(jsonb_object_agg(it.i, f.off), '{}') INTO result
+      FROM (SELECT x->>'i' AS i, decode(x->>'h', 'hex') AS h FROM jsonb_array_elements(p_items) x) it
+      JOIN (SELECT r.base_offset + k AS off, substring(r.hashes FROM k * 16 + 1 FOR 16) AS h
+              FROM queen.log_txns r,   -- only the frames inside the span, however long the segment
+                   generate_series(greatest(0, c.committed + 1 - r.base_offset)::integer,
+                                   least(length(r.hashes) / 16 - 1, c.lease_end - r.base_offset)::integer) AS k
+             WHERE r.partition_id = part.id AND r.base_offset BETWEEN lo AND c.lease_end) f
+        ON f.h = it.h;
+    RETURN result;
+END $$;
 
 -- ack_locate with the offset span_offsets found (NULL: not in the span).
 CREATE FUNCTION queen.ack_locate(c queen.log_consumers, part queen.log_partitions,
@@ -82,9 +87,12 @@ BEGIN
         ELSIF c.partition_id IS NULL THEN
             r.error := 'unresolvable: the consumer group has no cursor on this partition';
         ELSE
-            loc := queen.ack_locate(c, part, it.h, it.l, it.s, (in_span->>(it.i::text))::bigint);
-            r.error := loc.error; r.noop := loc.noop; r.success := loc.noop; v_off := loc.off;
-            IF v_off > c.committed AND loc.error IS NULL THEN
+            v_off := (in_span->>(it.i::text))::bigint;
+            IF v_off IS NULL OR it.l IS NOT NULL THEN   -- the common case skips the call
+                loc := queen.ack_locate(c, part, it.h, it.l, it.s, v_off);
+                r.error := loc.error; r.noop := loc.noop; r.success := loc.noop; v_off := loc.off;
+            END IF;
+            IF v_off > c.committed AND r.error IS NULL THEN
                 r.success := true;
                 IF it.s = 'c' THEN done_max := greatest(done_max, v_off);
                 ELSIF stop_at IS NULL OR v_off < stop_at THEN stop_at := v_off; stop_st := it.s;

@@ -39,15 +39,20 @@ void buf_puts(buf *b, const char *s) { buf_append(b, s, strlen(s)); }
 
 void buf_putc(buf *b, char c) { buf_append(b, &c, 1); }
 
+/* One formatting pass when the text fits the spare room (the common case),
+ * a second one only after growing. */
 void buf_vprintf(buf *b, const char *fmt, va_list ap)
 {
+    buf_reserve(b, 128);
     va_list copy;
     va_copy(copy, ap);
-    int n = vsnprintf(NULL, 0, fmt, copy);
+    int n = vsnprintf(b->data + b->len, b->cap - b->len, fmt, copy);
     va_end(copy);
-    if (n < 0) return;
-    buf_reserve(b, (size_t)n);
-    vsnprintf(b->data + b->len, (size_t)n + 1, fmt, ap);
+    if (n < 0) { b->data[b->len] = '\0'; return; }
+    if ((size_t)n >= b->cap - b->len) {
+        buf_reserve(b, (size_t)n);
+        vsnprintf(b->data + b->len, (size_t)n + 1, fmt, ap);
+    }
     b->len += (size_t)n;
 }
 

@@ -36,7 +36,7 @@ static const setting settings[] = {
     NUM("MAX_BATCH_ITEMS", max_items, "10000", 1, 1000000),
     NUM("MAX_POP_BATCH", max_pop_batch, "10000", 1, 1000000),
     NUM("MAX_PAYLOAD_BYTES", max_payload_bytes, "1048576", 16, 1073741824),
-    NUM("PUSH_MAX_FLUSHES", push_max_flushes, "4", 1, 64),
+    NUM("PUSH_MAX_FLUSHES", push_max_flushes, "2", 1, 64),
     NUM("PUSH_FLUSH_MESSAGES", push_flush_messages, "20000", 1, 1000000),
     NUM("LONG_POLL_RECHECK_MS", long_poll_recheck_ms, "1000", 10, 60000),
     NUM("SHUTDOWN_TIMEOUT_MS", shutdown_timeout_ms, "10000", 0, 600000),

@@ -7,6 +7,8 @@
 #include <sys/time.h>
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/socket.h>
 #include <event2/http.h>
 #include "base/json.h"
@@ -228,6 +230,10 @@ httpd *httpd_new(struct event_base *base, const char *host, int port, size_t max
     evhttp_set_gencb(h->http, on_request, h);
     h->socket = evhttp_bind_socket_with_handle(h->http, host, (ev_uint16_t)port);
     if (!h->socket) { evhttp_free(h->http); free(h); return NULL; }
+    /* Replies go out whole at once; Nagle would hold a reply's tail for the
+     * peer's delayed ACK. Accepted sockets inherit this from the listener. */
+    int one = 1;
+    setsockopt(evhttp_bound_socket_get_fd(h->socket), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     return h;
 }
 

@@ -4,46 +4,98 @@
 #include <stdlib.h>
 #include <string.h>
 #include "base/buf.h"
+#include <xxhash.h>
 #include "base/ids.h"
 #include "streams/encryption.h"
 #include "streams/frame.h"
 #include "streams/segment.h"
 
-static int item_order(const void *a, const void *b)
+/* Grouping is linear: a hash table maps each (queue, partition) to its
+ * group, the few groups are sorted by name (the lock order), and a counting
+ * pass lays the items out group by group in arrival order. */
+typedef struct group_slot {
+    const push_item *first;     /* NULL: empty slot */
+    size_t           group;
+} group_slot;
+
+static uint64_t group_hash(const push_item *it)
 {
-    const push_item *x = *(push_item *const *)a, *y = *(push_item *const *)b;
-    int c = strcmp(x->queue, y->queue);
-    if (c == 0) c = strcmp(x->partition, y->partition);
-    if (c == 0) c = x < y ? -1 : x > y;   /* items are contiguous per batch: keeps arrival order */
-    return c;
+    return XXH3_64bits_withSeed(it->partition, strlen(it->partition), XXH3_64bits(it->queue, strlen(it->queue)));
+}
+
+static bool same_group(const push_item *a, const push_item *b)
+{
+    return strcmp(a->queue, b->queue) == 0 && strcmp(a->partition, b->partition) == 0;
+}
+
+static int group_order(const void *a, const void *b)
+{
+    const push_group *x = a, *y = b;
+    int c = strcmp(x->items[0]->queue, y->items[0]->queue);
+    return c ? c : strcmp(x->items[0]->partition, y->items[0]->partition);
+}
+
+/* Numbers the groups of the pending items in order of first appearance;
+ * returns each item's group number, and each group's first item in firsts. */
+static size_t *assign_groups(push_plan *f, push_item *const *items, size_t n, push_item **firsts)
+{
+    size_t cap = 16;
+    while (cap < n * 2) cap *= 2;
+    group_slot *table = calloc(cap, sizeof *table);
+    size_t *of = malloc((n ? n : 1) * sizeof *of);
+    if (!table || !of) abort();
+    for (size_t i = 0; i < n; i++) {
+        if (items[i]->status != PUSH_PENDING) continue;
+        size_t h = (size_t)group_hash(items[i]) & (cap - 1);
+        while (table[h].first && !same_group(table[h].first, items[i])) h = (h + 1) & (cap - 1);
+        if (!table[h].first) {
+            table[h].first = items[i];
+            table[h].group = f->ngroups;
+            firsts[f->ngroups++] = items[i];
+        }
+        of[i] = table[h].group;
+    }
+    free(table);
+    return of;
+}
+
+/* Orders the groups by name; rank[g] is group g's place in that order. */
+static size_t *rank_groups(push_plan *f, push_item **firsts)
+{
+    size_t *rank = calloc(f->ngroups + 1, sizeof *rank);
+    if (!rank) abort();
+    for (size_t g = 0; g < f->ngroups; g++) { f->groups[g].items = &firsts[g]; f->groups[g].n = g; }
+    qsort(f->groups, f->ngroups, sizeof *f->groups, group_order);   /* .n carries the number */
+    for (size_t g = 0; g < f->ngroups; g++) rank[f->groups[g].n] = g;
+    return rank;
 }
 
 static void collect_items(push_plan *f, push_item *const *items, size_t n)
 {
     free(f->items);
-    f->items = malloc((n ? n : 1) * sizeof *f->items);
-    if (!f->items) abort();
-    f->nitems = 0;
-    for (size_t i = 0; i < n; i++)
-        if (items[i]->status == PUSH_PENDING) f->items[f->nitems++] = items[i];
-    qsort(f->items, f->nitems, sizeof *f->items, item_order);
-}
-
-static void build_groups(push_plan *f)
-{
     free(f->groups);
-    f->groups = calloc(f->nitems ? f->nitems : 1, sizeof *f->groups);
-    if (!f->groups) abort();
+    f->items = malloc((n ? n : 1) * sizeof *f->items);
+    f->groups = calloc(n ? n : 1, sizeof *f->groups);
+    push_item **firsts = malloc((n ? n : 1) * sizeof *firsts);
+    size_t *at = calloc(n + 2, sizeof *at);
+    if (!f->items || !f->groups || !firsts || !at) abort();
     f->ngroups = 0;
-    for (size_t i = 0; i < f->nitems; i++) {
-        push_group *g = f->ngroups ? &f->groups[f->ngroups - 1] : NULL;
-        if (!g || strcmp(g->items[0]->queue, f->items[i]->queue) != 0 ||
-            strcmp(g->items[0]->partition, f->items[i]->partition) != 0) {
-            g = &f->groups[f->ngroups++];
-            g->items = &f->items[i];
-        }
-        g->n++;
+    size_t *of = assign_groups(f, items, n, firsts), *rank = rank_groups(f, firsts);
+    for (size_t i = 0; i < n; i++)
+        if (items[i]->status == PUSH_PENDING) at[rank[of[i]] + 1]++;
+    for (size_t g = 0; g < f->ngroups; g++) {
+        at[g + 1] += at[g];
+        f->groups[g].items = &f->items[at[g]];
+        f->groups[g].n = 0;
     }
+    f->nitems = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (items[i]->status != PUSH_PENDING) continue;
+        push_group *g = &f->groups[rank[of[i]]];
+        g->items[g->n++] = items[i];
+        f->nitems++;
+    }
+    free(of); free(rank); free(at); free(firsts);
 }
 
 /* Later items repeating a client transactionId of the same partition in this
@@ -79,7 +131,6 @@ void push_plan_fini(push_plan *plan)
 void push_plan_build(push_plan *plan, push_item *const *items, size_t n)
 {
     collect_items(plan, items, n);
-    build_groups(plan);
     for (size_t g = 0; g < plan->ngroups; g++) mark_repeats(&plan->groups[g]);
 }
 

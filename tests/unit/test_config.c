@@ -42,7 +42,7 @@ TEST(config_defaults)
     CHECK_INT(c.max_items, 10000);
     CHECK_INT(c.max_pop_batch, 10000);
     CHECK_INT(c.max_payload_bytes, 1048576);
-    CHECK_INT(c.push_max_flushes, 4);
+    CHECK_INT(c.push_max_flushes, 2);
     CHECK_INT(c.push_flush_messages, 20000);
     CHECK_INT(c.long_poll_recheck_ms, 1000);
     CHECK_INT(c.shutdown_timeout_ms, 10000);
