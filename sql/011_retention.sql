@@ -3,32 +3,25 @@
 -- Every rule deletes whole segments from the front of a partition and moves
 -- its watermark (log_start). The work is done in bounded steps: one step
 -- locks one partition row, deletes at most a batch of segments, records what
--- it did in retention_history, and commits. Finding work is an index range
--- scan per queue with rules over partitions whose oldest retained segment is
--- old enough (oldest_at), never a scan of every partition.
+-- it did in retention_history, and commits.
+--
+-- Finding work reads a schedule, never every partition: each partition
+-- carries the time its oldest segment can first fall under a rule
+-- (retention_check_at) and the time its oldest sidecar row leaves the ack
+-- window (sidecar_check_at). A push into an empty partition sets them, a
+-- step moves them on, a partition pinned by a consumer group is looked at
+-- again a pass later, and changing a queue's options reschedules its
+-- partitions. A pass takes the due ones from an index, oldest first.
 
--- Commit time of the oldest retained segment (NULL: nothing retained), and of
--- the oldest sidecar row: what the candidate scans read.
-ALTER TABLE queen.log_partitions ADD COLUMN oldest_at timestamptz;
-ALTER TABLE queen.log_partitions ADD COLUMN txns_oldest_at timestamptz;
-UPDATE queen.log_partitions p SET
-    oldest_at = (SELECT min(s.created_at) FROM queen.log_segments s WHERE s.partition_id = p.id),
-    txns_oldest_at = (SELECT min(t.created_at) FROM queen.log_txns t WHERE t.partition_id = p.id);
-CREATE INDEX log_partitions_oldest ON queen.log_partitions (queue, oldest_at) WHERE oldest_at IS NOT NULL;
-CREATE INDEX log_partitions_txns_oldest ON queen.log_partitions (queue, txns_oldest_at) WHERE txns_oldest_at IS NOT NULL;
+ALTER TABLE queen.log_partitions ADD COLUMN oldest_at timestamptz;          -- commit time of the first retained segment
+ALTER TABLE queen.log_partitions ADD COLUMN retention_check_at timestamptz; -- NULL: no rule can delete anything yet
+ALTER TABLE queen.log_partitions ADD COLUMN sidecar_check_at timestamptz;   -- NULL: no sidecar rows
+CREATE INDEX log_partitions_retention_due ON queen.log_partitions (retention_check_at)
+    WHERE retention_check_at IS NOT NULL;
+CREATE INDEX log_partitions_sidecar_due ON queen.log_partitions (sidecar_check_at)
+    WHERE sidecar_check_at IS NOT NULL;
 CREATE INDEX log_partitions_empty ON queen.log_partitions ((coalesce(last_write_at, created_at)))
     WHERE last_offset < log_start;
-
--- The first segment of an empty partition sets both clocks.
-CREATE FUNCTION queen.note_first_segment() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-    UPDATE queen.log_partitions SET oldest_at = coalesce(oldest_at, NEW.created_at),
-                                    txns_oldest_at = coalesce(txns_oldest_at, NEW.created_at)
-     WHERE id = NEW.partition_id AND (oldest_at IS NULL OR txns_oldest_at IS NULL);
-    RETURN NULL;
-END $$;
-CREATE TRIGGER log_segments_first AFTER INSERT ON queen.log_segments
-    FOR EACH ROW EXECUTE FUNCTION queen.note_first_segment();
 
 -- Which server runs the current pass: one runner per pass across replicas.
 CREATE TABLE queen.retention_runner (
@@ -63,6 +56,46 @@ LANGUAGE sql IMMUTABLE AS $$
            (opts->>'maxWaitTimeSeconds')::integer,
            greatest((opts->>'dedupWindowSeconds')::integer, (opts->>'completedRetentionSeconds')::integer, 900)
 $$;
+
+-- The shortest window after which some rule can delete a segment (seconds),
+-- NULL when no rule is on.
+CREATE FUNCTION queen.rules_window(opts jsonb) RETURNS integer LANGUAGE sql IMMUTABLE AS $$
+    SELECT nullif(least(nullif(w.retention, 0), nullif(w.completed, 0), nullif(w.max_wait, 0)), 0)
+      FROM queen.retention_windows(opts) w
+$$;
+
+-- Recomputes a partition's schedule from its first retained segment and
+-- first sidecar row. p_not_before (or NULL) holds retention back: for a
+-- partition whose data is old enough but pinned by a consumer group.
+CREATE FUNCTION queen.reschedule(p_partition uuid, opts jsonb, p_not_before timestamptz) RETURNS void
+LANGUAGE plpgsql AS $$
+DECLARE
+    part      queen.log_partitions%ROWTYPE;
+    first_seg timestamptz;
+    first_txn timestamptz;
+BEGIN
+    SELECT * INTO part FROM queen.log_partitions WHERE id = p_partition;
+    SELECT s.created_at INTO first_seg FROM queen.log_segments s
+     WHERE s.partition_id = part.id AND s.base_offset >= part.log_start ORDER BY s.base_offset LIMIT 1;
+    SELECT t.created_at INTO first_txn FROM queen.log_txns t
+     WHERE t.partition_id = part.id AND t.base_offset >= part.txns_start ORDER BY t.base_offset LIMIT 1;
+    UPDATE queen.log_partitions SET oldest_at = first_seg,
+           retention_check_at = CASE WHEN first_seg IS NOT NULL AND queen.rules_window(opts) IS NOT NULL THEN
+               greatest(first_seg + make_interval(secs => queen.rules_window(opts)), p_not_before) END,
+           sidecar_check_at = first_txn + make_interval(secs => (queen.retention_windows(opts)).ack_window)
+     WHERE id = part.id;
+END $$;
+
+CREATE FUNCTION queen.queue_options_changed() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM queen.reschedule(p.id, NEW.options, NULL) FROM queen.log_partitions p WHERE p.queue = NEW.name;
+    RETURN NULL;
+END $$;
+CREATE TRIGGER queues_options_changed AFTER UPDATE OF options ON queen.queues
+    FOR EACH ROW WHEN (OLD.options IS DISTINCT FROM NEW.options) EXECUTE FUNCTION queen.queue_options_changed();
+
+SELECT queen.reschedule(p.id, q.options, NULL)   -- partitions that exist already
+  FROM queen.log_partitions p JOIN queen.queues q ON q.name = p.queue;
 
 -- The consumption cap: the lowest committed cursor over every consumer group
 -- of the partition, plus one. NULL when no group has a cursor there (then
@@ -139,7 +172,7 @@ $$;
 -- One step on one partition: delete (or, dry, only report) at most p_batch
 -- whole segments below the winning boundary, move the watermark, record it.
 CREATE FUNCTION queen.retention_step(p_runner text, p_lease_seconds integer, p_partition uuid,
-                                     p_batch integer, p_now timestamptz, p_dry boolean,
+                                     p_batch integer, p_now timestamptz, p_dry boolean, p_recheck_seconds integer,
                                      OUT status text, OUT rule text, OUT from_offset bigint,
                                      OUT to_offset bigint, OUT dropped bigint, OUT leased_dropped bigint,
                                      OUT segments integer)
@@ -157,7 +190,11 @@ BEGIN
     SELECT q.options INTO opts FROM queen.queues q WHERE q.name = part.queue;
     plan := queen.retention_plan(part, opts, p_now, p_batch);
     status := 'idle';
-    IF plan.rule IS NULL OR plan.segments = 0 THEN RETURN; END IF;
+    IF plan.rule IS NULL OR plan.segments = 0 THEN
+        -- old enough but held back (a consumption cap): look again a pass later
+        IF NOT p_dry THEN PERFORM queen.reschedule(part.id, opts, p_now + make_interval(secs => p_recheck_seconds)); END IF;
+        RETURN;
+    END IF;
     SELECT g.end_offset INTO last FROM queen.log_segments g
      WHERE g.partition_id = part.id AND g.base_offset >= part.log_start AND g.end_offset < plan.boundary
      ORDER BY g.base_offset LIMIT 1 OFFSET least(plan.segments, p_batch) - 1;
@@ -166,10 +203,8 @@ BEGIN
     leased_dropped := CASE WHEN rule = 'max_wait_time_eviction' THEN queen.leased_in(part.id, from_offset, to_offset) ELSE 0 END;
     IF p_dry THEN status := 'would_delete'; RETURN; END IF;
     DELETE FROM queen.log_segments g WHERE g.partition_id = part.id AND g.base_offset >= from_offset AND g.base_offset < to_offset;
-    UPDATE queen.log_partitions SET log_start = to_offset,
-           oldest_at = (SELECT g.created_at FROM queen.log_segments g WHERE g.partition_id = part.id
-                         ORDER BY g.base_offset LIMIT 1)
-     WHERE id = part.id;
+    UPDATE queen.log_partitions SET log_start = to_offset WHERE id = part.id;
+    PERFORM queen.reschedule(part.id, opts, NULL);
     INSERT INTO queen.retention_history (partition_id, queue, partition, rule, from_offset, to_offset,
                                          offsets_dropped, leased_dropped)
     VALUES (part.id, part.queue, part.name, rule, from_offset, to_offset, dropped, leased_dropped);
@@ -197,40 +232,23 @@ BEGIN
              WHERE t.partition_id = part.id AND t.base_offset >= part.txns_start AND t.created_at < cutoff
              ORDER BY t.base_offset LIMIT p_batch) t;
     status := 'idle';
-    IF purged = 0 THEN RETURN; END IF;
-    DELETE FROM queen.log_txns t WHERE t.partition_id = part.id AND t.base_offset >= part.txns_start AND t.base_offset < upto;
-    UPDATE queen.log_partitions SET txns_start = upto,
-           txns_oldest_at = (SELECT t.created_at FROM queen.log_txns t WHERE t.partition_id = part.id
-                              ORDER BY t.base_offset LIMIT 1)
-     WHERE id = part.id;
-    status := 'purged';
+    IF purged > 0 THEN
+        DELETE FROM queen.log_txns t WHERE t.partition_id = part.id AND t.base_offset >= part.txns_start AND t.base_offset < upto;
+        UPDATE queen.log_partitions SET txns_start = upto WHERE id = part.id;
+        status := 'purged';
+    END IF;
+    PERFORM queen.reschedule(part.id, (SELECT q.options FROM queen.queues q WHERE q.name = part.queue), part.retention_check_at);
 END $$;
 
--- Partitions with segments old enough for some rule, or sidecar rows past
--- the ack window: per queue with rules, an index range scan on oldest_at.
-CREATE FUNCTION queen.retention_candidates(p_now timestamptz, p_limit integer, p_queue text, p_partition text)
-RETURNS TABLE (partition_id uuid, queue text, partition text, kind text) LANGUAGE plpgsql STABLE AS $$
-#variable_conflict use_variable
-DECLARE
-    q record;
-    w record;
-    shortest integer;
-BEGIN
-    FOR q IN SELECT name, options FROM queen.queues WHERE p_queue IS NULL OR name = p_queue ORDER BY name LOOP
-        w := queen.retention_windows(q.options);
-        shortest := nullif(least(nullif(w.retention, 0), nullif(w.completed, 0), nullif(w.max_wait, 0)), 0);
-        IF shortest IS NOT NULL THEN
-            RETURN QUERY SELECT p.id, p.queue, p.name, 'segments'::text FROM queen.log_partitions p
-                          WHERE p.queue = q.name AND p.oldest_at < p_now - make_interval(secs => shortest)
-                            AND (p_partition IS NULL OR p.name = p_partition)
-                          ORDER BY p.oldest_at LIMIT p_limit;
-        END IF;
-        RETURN QUERY SELECT p.id, p.queue, p.name, 'sidecar'::text FROM queen.log_partitions p
-                      WHERE p.queue = q.name AND p.txns_oldest_at < p_now - make_interval(secs => w.ack_window)
-                        AND (p_partition IS NULL OR p.name = p_partition)
-                      ORDER BY p.txns_oldest_at LIMIT p_limit;
-    END LOOP;
-END $$;
+-- Partitions due for a look, oldest first: two index range scans.
+CREATE FUNCTION queen.retention_candidates(p_now timestamptz, p_limit integer)
+RETURNS TABLE (partition_id uuid, queue text, partition text, kind text) LANGUAGE sql STABLE AS $$
+    (SELECT p.id, p.queue, p.name, 'segments' FROM queen.log_partitions p
+      WHERE p.retention_check_at <= p_now ORDER BY p.retention_check_at LIMIT p_limit)
+    UNION ALL
+    (SELECT p.id, p.queue, p.name, 'sidecar' FROM queen.log_partitions p
+      WHERE p.sidecar_check_at <= p_now ORDER BY p.sidecar_check_at LIMIT p_limit)
+$$;
 
 -- Deletes at most p_batch partitions that are empty (no segments, no dead
 -- letters, no in-flight lease) and untouched (no push, no consumer-group

@@ -2,11 +2,9 @@
 -- per partition. A flush's partitions arrive as parallel arrays (sorted by
 -- queue, partition), their segment blobs concatenated in one bytea, and are
 -- locked in that order, checked, and written with set-based statements.
--- The first-segment clocks of 011 are set by the same UPDATE, so the trigger
--- goes.
+-- The same UPDATE starts the retention schedule of 011 for a partition
+-- that was empty.
 
-DROP TRIGGER log_segments_first ON queen.log_segments;
-DROP FUNCTION queen.note_first_segment();
 DROP FUNCTION queen.push_segment(text, text, integer, bytea, bytea, bytea, boolean, boolean);
 
 -- Locks the flush's partitions in (queue, name) order, creating missing
@@ -89,8 +87,13 @@ BEGIN
     upd AS (
         UPDATE queen.log_partitions lp
            SET last_offset = lp.last_offset + x.c, last_write_at = now_ts,
-               oldest_at = coalesce(lp.oldest_at, now_ts), txns_oldest_at = coalesce(lp.txns_oldest_at, now_ts)
-          FROM x WHERE lp.queue = x.q AND lp.name = x.p
+               oldest_at = coalesce(lp.oldest_at, now_ts),
+               retention_check_at = coalesce(lp.retention_check_at,
+                                             now_ts + make_interval(secs => queen.rules_window(qq.options))),
+               sidecar_check_at = coalesce(lp.sidecar_check_at,
+                                           now_ts + make_interval(secs => (queen.retention_windows(qq.options)).ack_window))
+          FROM x JOIN queen.queues qq ON qq.name = x.q
+         WHERE lp.queue = x.q AND lp.name = x.p
         RETURNING x.i, lp.id, lp.last_offset - x.c + 1 AS base, x.c, x.len, x.blob_at, x.frame_at),
     seg AS (
         INSERT INTO queen.log_segments (partition_id, base_offset, end_offset, created_at, blob)

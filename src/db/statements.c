@@ -49,9 +49,9 @@ const db_statement db_statements[STMT_COUNT] = {
         "SELECT base, created, blob, $3::bigint, $2::bigint FROM queen.covering_segment($1, $2)", 3, 1 },
     /* retention */
     [STMT_RET_CANDIDATES] = { "ret_candidates",
-        "SELECT partition_id, queue, partition, kind FROM queen.retention_candidates(now(), $1, NULL, NULL)", 1 },
+        "SELECT partition_id, queue, partition, kind FROM queen.retention_candidates(now(), $1)", 1 },
     [STMT_RET_STEP]     = { "ret_step", "SELECT status, rule, from_offset, to_offset, dropped, leased_dropped,"
-        " segments FROM queen.retention_step($1, $2, $3, $4, now(), $5)", 5 },
+        " segments FROM queen.retention_step($1, $2, $3, $4, now(), $5, $6)", 6 },
     [STMT_RET_SIDECAR_STEP] = { "ret_sidecar_step",
         "SELECT status, purged FROM queen.sidecar_step($1, $2, $3, $4, now())", 4 },
     [STMT_RET_CLEANUP]  = { "ret_cleanup",

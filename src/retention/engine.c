@@ -168,7 +168,9 @@ static void next_step(pass *p)
         const char *values[4] = { e->runner, lease, c->id, batch };
         db_job_call(job, STMT_RET_SIDECAR_STEP, values, NULL, NULL);
     } else {
-        const char *values[5] = { e->runner, lease, c->id, batch, p->dry ? "t" : "f" };
+        char recheck[24];   /* a partition held back by a consumer group is looked at again a pass later */
+        snprintf(recheck, sizeof recheck, "%lld", (long long)(e->settings.interval_ms > 1000 ? e->settings.interval_ms / 1000 : 1));
+        const char *values[6] = { e->runner, lease, c->id, batch, p->dry ? "t" : "f", recheck };
         db_job_call(job, STMT_RET_STEP, values, NULL, NULL);
     }
     db_submit(e->pool, job);
