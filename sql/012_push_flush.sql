@@ -20,6 +20,9 @@ BEGIN
           JOIN unnest(p_queues, p_partitions) AS x(q, p) ON lp.queue = x.q AND lp.name = x.p
          ORDER BY lp.queue, lp.name FOR UPDATE OF lp) l;
     IF locked = n THEN RETURN locked; END IF;
+    -- Creating is rare; one creator at a time keeps concurrent flushes from
+    -- waiting on each other's uncommitted partition rows in a cycle.
+    PERFORM pg_advisory_xact_lock(7365697);
     INSERT INTO queen.queues (name, options)
     SELECT DISTINCT x.q, queen.default_options() FROM unnest(p_queues) AS x(q) ON CONFLICT DO NOTHING;
     INSERT INTO queen.log_partitions (queue, name)

@@ -95,6 +95,11 @@ void db_job_call(db_job *job, db_stmt stmt, const char *const *values, const int
 
 int db_job_ncalls(const db_job *job) { return job->ncalls; }
 
+bool db_reply_retryable(const db_reply *reply)
+{
+    return reply->error && (strcmp(reply->sqlstate, "40P01") == 0 || strcmp(reply->sqlstate, "40001") == 0);
+}
+
 static void job_free(db_job *job)
 {
     for (int i = 0; i < job->ncalls && job->calls; i++) {

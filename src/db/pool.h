@@ -31,6 +31,10 @@ typedef struct db_reply {
 
 typedef void (*db_done_fn)(void *arg, const db_reply *reply);
 
+/* A deadlock or serialization failure: the job rolled back and may simply
+ * be sent again. */
+bool db_reply_retryable(const db_reply *reply);
+
 db_pool *db_pool_new(struct event_base *base, const char *conninfo, int size, int pipeline_depth);
 void     db_pool_free(db_pool *pool);
 bool     db_pool_ready(const db_pool *pool);   /* at least one connection is usable */

@@ -65,7 +65,8 @@ static void flush_done(void *arg, const db_reply *reply)
     flush *f = arg;
     if (!reply->error) { push_plan_resolve(&f->plan); flush_finish(f, NULL, false); return; }
     if (++f->attempt < MAX_ATTEMPTS &&
-        (push_plan_take_duplicates(&f->plan, reply) || push_plan_take_encryption(&f->plan, reply))) {
+        (push_plan_take_duplicates(&f->plan, reply) || push_plan_take_encryption(&f->plan, reply) ||
+         db_reply_retryable(reply))) {
         flush_send(f);
         return;
     }
