@@ -1,7 +1,8 @@
 -- 013_ack_resolve: an ack batch resolves all its transactionIds in the
 -- leased span with one set-based join against the span's sidecar rows,
 -- instead of one sidecar scan per item; items not found there (below the
--- cursor, or unknown) still take the per-item search.
+-- cursor, or unknown) still take the per-item search. The rules are those
+-- of 004, kept in scalar arrays rather than an array of composites.
 
 -- Item index -> offset for the items whose hash is in (committed, lease_end].
 CREATE FUNCTION queen.span_offsets(c queen.log_consumers, part queen.log_partitions, p_items jsonb) RETURNS jsonb
@@ -47,6 +48,9 @@ BEGIN
     END IF;
 END $$;
 
+-- The contract's rules as in 004, with the per-item work set-based: items
+-- are read once into parallel arrays, the leased span resolves them in one
+-- join, and only items outside it take ack_locate's search.
 CREATE OR REPLACE FUNCTION queen.ack_partition(p_group text, p_partition uuid, p_items jsonb)
 RETURNS SETOF queen.ack_result LANGUAGE plpgsql AS $$
 #variable_conflict use_variable
@@ -54,54 +58,65 @@ DECLARE
     c        queen.log_consumers%ROWTYPE;
     part     queen.log_partitions%ROWTYPE;
     opts     jsonb;
-    it       record;
     loc      record;
-    v_off    bigint;
-    res      queen.ack_result[] := '{}';
-    offs     bigint[] := '{}';
-    sts      text[] := '{}';
-    r        queen.ack_result;
+    idx      integer[];        -- per item, in request order:
+    hs       bytea[];          --   hash
+    sts      text[];           --   status c|f|r|d
+    leases   uuid[];           --   leaseId given
+    offs     bigint[];         --   resolved offset (NULL: none)
+    errs     text[];           --   error
+    noops    boolean[];        --   at or below the cursor, completed
+    oks      boolean[];        --   success
+    flags    text[];           --   'dropped' | 'dlq' | NULL
     done_max bigint;           -- highest offset acked completed in the span
     stop_at  bigint;           -- lowest explicit failed/retry/dlq offset
     stop_st  text;
     target   bigint;
     release  boolean := false;
     retries  integer;
-    seg      record;
+    seg      record;           -- the segment covering stop_at, for a dead letter
+    seg_base bigint;
+    seg_at   timestamptz;
+    seg_blob bytea;
     dlq_on   boolean;
-    in_span  jsonb;            -- item index -> offset, for items found in the leased span
+    n        integer;
+    in_span  jsonb;            -- item index -> offset inside the leased span
 BEGIN
     SELECT * INTO c FROM queen.log_consumers
      WHERE partition_id = p_partition AND consumer_group = p_group FOR UPDATE;
     SELECT * INTO part FROM queen.log_partitions WHERE id = p_partition;
     SELECT q.options INTO opts FROM queen.queues q WHERE q.name = part.queue;
-    in_span := queen.span_offsets(c, part, p_items);
-    FOR it IN SELECT (x->>'i')::integer AS i, decode(x->>'h', 'hex') AS h, x->>'s' AS s,
-                     (x->>'l')::uuid AS l
-                FROM jsonb_array_elements(p_items) x
-    LOOP
-        r := ROW(it.i, false, NULL, false, false, false, false, NULL, NULL, NULL, NULL);
-        v_off := NULL;
+    in_span := CASE WHEN c.partition_id IS NULL THEN '{}'::jsonb ELSE queen.span_offsets(c, part, p_items) END;
+    SELECT array_agg(x.i ORDER BY x.ord), array_agg(x.h ORDER BY x.ord), array_agg(x.s ORDER BY x.ord),
+           array_agg(x.l ORDER BY x.ord), array_agg(x.off ORDER BY x.ord)
+      INTO idx, hs, sts, leases, offs
+      FROM (SELECT e.ord, (e.x->>'i')::integer AS i, decode(e.x->>'h', 'hex') AS h, e.x->>'s' AS s,
+                   (e.x->>'l')::uuid AS l, (in_span->>(e.x->>'i'))::bigint AS off
+              FROM jsonb_array_elements(p_items) WITH ORDINALITY AS e(x, ord)) x;
+    n := array_length(idx, 1);
+    errs := array_fill(NULL::text, ARRAY[n]); noops := array_fill(false, ARRAY[n]);
+    oks := array_fill(false, ARRAY[n]); flags := array_fill(NULL::text, ARRAY[n]);
+    FOR k IN 1 .. n LOOP
         IF part.id IS NULL THEN
-            r.error := 'unresolvable: unknown partition';
+            errs[k] := 'unresolvable: unknown partition'; offs[k] := NULL; CONTINUE;
         ELSIF c.partition_id IS NULL THEN
-            r.error := 'unresolvable: the consumer group has no cursor on this partition';
-        ELSE
-            v_off := (in_span->>(it.i::text))::bigint;
-            IF v_off IS NULL OR it.l IS NOT NULL THEN   -- the common case skips the call
-                loc := queen.ack_locate(c, part, it.h, it.l, it.s, v_off);
-                r.error := loc.error; r.noop := loc.noop; r.success := loc.noop; v_off := loc.off;
-            END IF;
-            IF v_off > c.committed AND r.error IS NULL THEN
-                r.success := true;
-                IF it.s = 'c' THEN done_max := greatest(done_max, v_off);
-                ELSIF stop_at IS NULL OR v_off < stop_at THEN stop_at := v_off; stop_st := it.s;
-                END IF;
-            END IF;
+            errs[k] := 'unresolvable: the consumer group has no cursor on this partition'; offs[k] := NULL; CONTINUE;
         END IF;
-        res := res || r; offs := offs || v_off; sts := sts || it.s;
+        IF offs[k] IS NULL OR leases[k] IS NOT NULL THEN   -- the common case skips the call
+            loc := queen.ack_locate(c, part, hs[k], leases[k], sts[k], offs[k]);
+            offs[k] := loc.off; errs[k] := loc.error; noops[k] := loc.noop; oks[k] := loc.noop;
+        END IF;
+        CONTINUE WHEN errs[k] IS NOT NULL OR NOT offs[k] > c.committed;
+        oks[k] := true;
+        IF sts[k] = 'c' THEN done_max := greatest(done_max, offs[k]);
+        ELSIF stop_at IS NULL OR offs[k] < stop_at THEN stop_at := offs[k]; stop_st := sts[k];
+        END IF;
     END LOOP;
-    IF c.partition_id IS NULL OR part.id IS NULL THEN RETURN QUERY SELECT * FROM unnest(res); RETURN; END IF;
+    IF c.partition_id IS NULL OR part.id IS NULL THEN
+        RETURN QUERY SELECT idx[k], false, errs[k], false, false, false, false, NULL::bigint, NULL::bigint,
+                            NULL::timestamptz, NULL::bytea FROM generate_subscripts(idx, 1) k;
+        RETURN;
+    END IF;
 
     -- Implicit ack up to the highest completed offset, never past an explicit signal.
     target := greatest(c.committed, least(coalesce(done_max, c.committed), coalesce(stop_at - 1, done_max, c.committed)));
@@ -114,18 +129,15 @@ BEGIN
         retries := retries + 1; release := true;
     ELSIF stop_st IS NOT NULL AND NOT dlq_on THEN
         target := stop_at; retries := 0;
-        FOR k IN 1 .. array_length(res, 1) LOOP
-            IF offs[k] = stop_at AND sts[k] <> 'c' THEN res[k].dropped := true; END IF;
+        FOR k IN 1 .. n LOOP
+            IF offs[k] = stop_at AND sts[k] <> 'c' THEN flags[k] := 'dropped'; END IF;
         END LOOP;
     ELSIF stop_st IS NOT NULL THEN
         seg := queen.covering_segment(p_partition, stop_at);
-        FOR k IN 1 .. array_length(res, 1) LOOP
+        FOR k IN 1 .. n LOOP
             CONTINUE WHEN offs[k] IS DISTINCT FROM stop_at OR sts[k] = 'c';
-            IF seg.base IS NULL THEN
-                res[k].success := false; res[k].error := 'dlq rejected'; release := true;
-            ELSE
-                res[k].dlq_offset := stop_at; res[k].dlq_base := seg.base;
-                res[k].dlq_created := seg.created; res[k].dlq_blob := seg.blob;
+            IF seg.base IS NULL THEN oks[k] := false; errs[k] := 'dlq rejected'; release := true;
+            ELSE flags[k] := 'dlq'; seg_base := seg.base; seg_at := seg.created; seg_blob := seg.blob;
             END IF;
             EXIT;
         END LOOP;
@@ -138,10 +150,11 @@ BEGIN
            lease_end = CASE WHEN release THEN NULL ELSE lease_end END,
            lease_expires = CASE WHEN release THEN NULL ELSE lease_expires END
      WHERE partition_id = p_partition AND consumer_group = p_group;
-    FOR k IN 1 .. array_length(res, 1) LOOP
-        res[k].lease_released := release;
-    END LOOP;
-    RETURN QUERY SELECT * FROM unnest(res);
+    RETURN QUERY
+        SELECT idx[k], oks[k], errs[k], release, false, noops[k], flags[k] IS NOT DISTINCT FROM 'dropped',
+               CASE WHEN flags[k] = 'dlq' THEN stop_at END, CASE WHEN flags[k] = 'dlq' THEN seg_base END,
+               CASE WHEN flags[k] = 'dlq' THEN seg_at END, CASE WHEN flags[k] = 'dlq' THEN seg_blob END
+          FROM generate_subscripts(idx, 1) k;
 END $$;
 
 -- The per-item form is no longer called.
