@@ -47,6 +47,8 @@ static const char bench_usage[] =
     "                     ceiling of this client and the server's HTTP layer\n"
     "  --keep             do not delete the benchmark queues afterwards\n"
     "  --json             machine-readable output\n"
+    "  --queue NAME       push scenarios use this queue (kept afterwards) instead of\n"
+    "                     a fresh one, e.g. one configured with retention\n"
     "  --help             show this help\n";
 
 typedef struct bench_opts {
@@ -57,6 +59,7 @@ typedef struct bench_opts {
     long        consumers;
     long        preload;
     const char *scenarios;
+    const char *queue;        /* --queue: push into this queue instead of a fresh one */
     bool        keep;
     bool        json;
 } bench_opts;
@@ -530,7 +533,8 @@ static void names_init(bench_run *r)
     ids_uuid7(id);
     ids_uuid_format(id, text);
     snprintf(r->suffix, sizeof r->suffix, "%.8s", text + 28);   /* random bits */
-    snprintf(r->push_queue, sizeof r->push_queue, "bench-push-%s", r->suffix);
+    if (r->o->queue) snprintf(r->push_queue, sizeof r->push_queue, "%s", r->o->queue);
+    else snprintf(r->push_queue, sizeof r->push_queue, "bench-push-%s", r->suffix);
     snprintf(r->pop_queue, sizeof r->pop_queue, "bench-pop-%s", r->suffix);
 }
 
@@ -619,7 +623,7 @@ static int bench_main(bench_run *r, const bool sel[BENCH_NSCEN])
         failures += result_failures(&res[i]);
     }
     double rss = server_rss(r->o->url);
-    if (!r->o->keep && r->pushed) server_drop_queue(r->o->url, r->push_queue);
+    if (!r->o->keep && !r->o->queue && r->pushed) server_drop_queue(r->o->url, r->push_queue);
     if (!r->o->keep && r->popped) server_drop_queue(r->o->url, r->pop_queue);
     if (r->o->json) print_json(r, res, rss, failures);
     else print_table(res, rss);
@@ -638,6 +642,7 @@ int cli_bench(int argc, char **argv)
         { "consumers",   CLI_OPT_INT,  &o.consumers },
         { "preload",     CLI_OPT_INT,  &o.preload },
         { "scenarios",   CLI_OPT_STR,  &o.scenarios },
+        { "queue",       CLI_OPT_STR,  &o.queue },
         { "keep",        CLI_OPT_FLAG, &o.keep },
         { "json",        CLI_OPT_FLAG, &o.json },
     };
