@@ -20,8 +20,13 @@ CREATE INDEX log_partitions_retention_due ON queen.log_partitions (retention_che
     WHERE retention_check_at IS NOT NULL;
 CREATE INDEX log_partitions_sidecar_due ON queen.log_partitions (sidecar_check_at)
     WHERE sidecar_check_at IS NOT NULL;
-CREATE INDEX log_partitions_empty ON queen.log_partitions ((coalesce(last_write_at, created_at)))
-    WHERE last_offset < log_start;
+-- When retention deleted a partition's last segment (NULL again at its next
+-- push): partition cleanup reads its candidates from here. No index may
+-- cover a column every push changes (last_offset, last_write_at), so that
+-- pushes stay heap-only updates of the partition row.
+ALTER TABLE queen.log_partitions ADD COLUMN emptied_at timestamptz;
+CREATE INDEX log_partitions_emptied ON queen.log_partitions (emptied_at) WHERE emptied_at IS NOT NULL;
+ALTER TABLE queen.log_partitions SET (fillfactor = 50);   -- room for heap-only updates
 
 -- Which server runs the current pass: one runner per pass across replicas.
 CREATE TABLE queen.retention_runner (
@@ -42,6 +47,14 @@ BEGIN
      WHERE id = 1 AND (runner = p_runner OR lease_until < clock_timestamp());
     RETURN FOUND;
 END $$;
+
+-- Whether p_runner holds the pass now. Steps check this without writing, so
+-- one runner's steps can run side by side; the claim itself (above) is the
+-- only write, at the start of a pass and when it renews.
+CREATE FUNCTION queen.retention_owns(p_runner text) RETURNS boolean LANGUAGE sql STABLE AS $$
+    SELECT EXISTS (SELECT 1 FROM queen.retention_runner
+                    WHERE id = 1 AND runner = p_runner AND lease_until > clock_timestamp())
+$$;
 
 CREATE FUNCTION queen.retention_release(p_runner text) RETURNS void LANGUAGE sql AS $$
     UPDATE queen.retention_runner SET lease_until = '-infinity' WHERE id = 1 AND runner = p_runner
@@ -171,7 +184,7 @@ $$;
 
 -- One step on one partition: delete (or, dry, only report) at most p_batch
 -- whole segments below the winning boundary, move the watermark, record it.
-CREATE FUNCTION queen.retention_step(p_runner text, p_lease_seconds integer, p_partition uuid,
+CREATE FUNCTION queen.retention_step(p_runner text, p_partition uuid,
                                      p_batch integer, p_now timestamptz, p_dry boolean, p_recheck_seconds integer,
                                      OUT status text, OUT rule text, OUT from_offset bigint,
                                      OUT to_offset bigint, OUT dropped bigint, OUT leased_dropped bigint,
@@ -184,7 +197,7 @@ DECLARE
     plan record;
     last record;
 BEGIN
-    IF NOT p_dry AND NOT queen.retention_claim(p_runner, p_lease_seconds) THEN status := 'busy'; RETURN; END IF;
+    IF NOT p_dry AND NOT queen.retention_owns(p_runner) THEN status := 'busy'; RETURN; END IF;
     SELECT * INTO part FROM queen.log_partitions WHERE id = p_partition FOR UPDATE;
     IF NOT FOUND THEN status := 'gone'; RETURN; END IF;
     SELECT q.options INTO opts FROM queen.queues q WHERE q.name = part.queue;
@@ -203,7 +216,9 @@ BEGIN
     leased_dropped := CASE WHEN rule = 'max_wait_time_eviction' THEN queen.leased_in(part.id, from_offset, to_offset) ELSE 0 END;
     IF p_dry THEN status := 'would_delete'; RETURN; END IF;
     DELETE FROM queen.log_segments g WHERE g.partition_id = part.id AND g.base_offset >= from_offset AND g.base_offset < to_offset;
-    UPDATE queen.log_partitions SET log_start = to_offset WHERE id = part.id;
+    UPDATE queen.log_partitions SET log_start = to_offset,
+           emptied_at = CASE WHEN to_offset > part.last_offset THEN p_now END
+     WHERE id = part.id;
     PERFORM queen.reschedule(part.id, opts, NULL);
     INSERT INTO queen.retention_history (partition_id, queue, partition, rule, from_offset, to_offset,
                                          offsets_dropped, leased_dropped)
@@ -213,7 +228,7 @@ END $$;
 -- Purges at most p_batch sidecar rows of one partition older than the ack
 -- window max(dedupWindowSeconds, completedRetentionSeconds, 900 s), on the
 -- sidecar's own watermark, independently of segments.
-CREATE FUNCTION queen.sidecar_step(p_runner text, p_lease_seconds integer, p_partition uuid,
+CREATE FUNCTION queen.sidecar_step(p_runner text, p_partition uuid,
                                    p_batch integer, p_now timestamptz, OUT status text, OUT purged integer)
 LANGUAGE plpgsql AS $$
 DECLARE
@@ -222,7 +237,7 @@ DECLARE
     cutoff timestamptz;
     upto   bigint;
 BEGIN
-    IF NOT queen.retention_claim(p_runner, p_lease_seconds) THEN status := 'busy'; RETURN; END IF;
+    IF NOT queen.retention_owns(p_runner) THEN status := 'busy'; RETURN; END IF;
     SELECT * INTO part FROM queen.log_partitions WHERE id = p_partition FOR UPDATE;
     IF NOT FOUND THEN status := 'gone'; RETURN; END IF;
     SELECT (queen.retention_windows(q.options)).ack_window INTO win FROM queen.queues q WHERE q.name = part.queue;
@@ -253,24 +268,26 @@ $$;
 -- Deletes at most p_batch partitions that are empty (no segments, no dead
 -- letters, no in-flight lease) and untouched (no push, no consumer-group
 -- activity) for p_days. Queues are never removed here.
-CREATE FUNCTION queen.partition_cleanup(p_runner text, p_lease_seconds integer, p_days integer,
+CREATE FUNCTION queen.partition_cleanup(p_runner text, p_days integer,
                                         p_batch integer, p_now timestamptz, OUT status text, OUT removed integer)
 LANGUAGE plpgsql AS $$
 DECLARE
     cutoff timestamptz := p_now - make_interval(days => p_days);
 BEGIN
-    IF NOT queen.retention_claim(p_runner, p_lease_seconds) THEN status := 'busy'; removed := 0; RETURN; END IF;
+    IF NOT queen.retention_owns(p_runner) THEN status := 'busy'; removed := 0; RETURN; END IF;
     WITH doomed AS (
         SELECT p.id FROM queen.log_partitions p
-         WHERE p.last_offset < p.log_start AND coalesce(p.last_write_at, p.created_at) < cutoff
+         WHERE p.emptied_at < cutoff AND p.last_offset < p.log_start
+           AND coalesce(p.last_write_at, p.created_at) < cutoff
            AND NOT EXISTS (SELECT 1 FROM queen.log_segments s WHERE s.partition_id = p.id)
            AND NOT EXISTS (SELECT 1 FROM queen.log_dlq d WHERE d.partition_id = p.id)
            AND NOT EXISTS (SELECT 1 FROM queen.log_consumers c WHERE c.partition_id = p.id
                             AND (c.lease_expires > p_now OR c.last_activity_at >= cutoff))
-         ORDER BY coalesce(p.last_write_at, p.created_at) LIMIT p_batch
+         ORDER BY p.emptied_at LIMIT p_batch
            FOR UPDATE SKIP LOCKED)
-    DELETE FROM queen.log_partitions p USING doomed WHERE p.id = doomed.id;
-    GET DIAGNOSTICS removed = ROW_COUNT;
+    , gone AS (DELETE FROM queen.log_partitions p USING doomed WHERE p.id = doomed.id RETURNING p.id)
+    , hashes AS (DELETE FROM queen.log_txns t USING gone WHERE t.partition_id = gone.id)   -- they outlive segments
+    SELECT count(*) INTO removed FROM gone;
     status := CASE WHEN removed > 0 THEN 'removed' ELSE 'idle' END;
 END $$;
 

@@ -7,6 +7,23 @@
 
 DROP FUNCTION queen.push_segment(text, text, integer, bytea, bytea, bytea, boolean, boolean);
 
+-- A flush writes a segment and a sidecar row per partition; their foreign
+-- keys cost a trigger call each, which dominated flushes touching thousands
+-- of partitions. Partitions are deleted in two places only, which now delete
+-- their segments and sidecar rows themselves: queue deletion (here) and
+-- partition cleanup (011, for partitions that have no segments).
+ALTER TABLE queen.log_segments DROP CONSTRAINT log_segments_partition_id_fkey;
+ALTER TABLE queen.log_txns DROP CONSTRAINT log_txns_partition_id_fkey;
+
+CREATE OR REPLACE FUNCTION queen.queue_delete(p_queue text) RETURNS boolean LANGUAGE plpgsql AS $$
+BEGIN
+    DELETE FROM queen.log_segments s USING queen.log_partitions p WHERE s.partition_id = p.id AND p.queue = p_queue;
+    DELETE FROM queen.log_txns t USING queen.log_partitions p WHERE t.partition_id = p.id AND p.queue = p_queue;
+    DELETE FROM queen.log_dlq WHERE queue = p_queue;
+    DELETE FROM queen.queues WHERE name = p_queue;
+    RETURN FOUND;
+END $$;
+
 -- Locks the flush's partitions in (queue, name) order, creating missing
 -- queues and partitions first. Returns how many exist after.
 CREATE FUNCTION queen.lock_partitions(p_queues text[], p_partitions text[]) RETURNS integer
@@ -45,18 +62,23 @@ DECLARE
     r    record;
     dups text;
 BEGIN
-    FOR r IN SELECT x.i, x.q, x.p, x.c, x.probe, x.enc, (sum(x.c) OVER (ORDER BY x.i) - x.c)::integer AS first,
-                    (qq.options->>'encryptionEnabled')::boolean AS needs_enc,
-                    (qq.options->>'dedupWindowSeconds')::integer AS win, lp.id, lp.txns_start
-               FROM unnest(p_queues, p_partitions, p_counts, p_probe, p_encrypted) WITH ORDINALITY AS x(q, p, c, probe, enc, i)
+    SELECT x.i, x.q INTO r
+      FROM unnest(p_queues, p_encrypted) WITH ORDINALITY AS x(q, enc, i)
+      JOIN queen.queues qq ON qq.name = x.q
+     WHERE NOT x.enc AND (qq.options->>'encryptionEnabled')::boolean
+     LIMIT 1;
+    IF FOUND THEN
+        RAISE EXCEPTION 'queue % requires encryption', r.q USING ERRCODE = 'SLE01', DETAIL = (r.i - 1)::text;
+    END IF;
+    IF NOT (true = ANY (p_probe)) THEN RETURN; END IF;
+    FOR r IN SELECT x.i, x.c, x.first, (qq.options->>'dedupWindowSeconds')::integer AS win, lp.id, lp.txns_start
+               FROM (SELECT u.*, (sum(u.c) OVER (ORDER BY u.i) - u.c)::integer AS first
+                       FROM unnest(p_queues, p_partitions, p_counts, p_probe) WITH ORDINALITY AS u(q, p, c, probe, i)) x
                JOIN queen.queues qq ON qq.name = x.q
                JOIN queen.log_partitions lp ON lp.queue = x.q AND lp.name = x.p
-              WHERE x.probe OR NOT x.enc
+              WHERE x.probe
     LOOP
-        IF r.needs_enc AND NOT r.enc THEN
-            RAISE EXCEPTION 'queue % requires encryption', r.q USING ERRCODE = 'SLE01', DETAIL = (r.i - 1)::text;
-        END IF;
-        CONTINUE WHEN NOT r.probe OR r.win <= 0;
+        CONTINUE WHEN r.win <= 0;
         dups := queen.find_duplicates(r.id, r.txns_start, p_now - make_interval(secs => r.win),
                                       substring(p_hashes FROM r.first * 16 + 1 FOR r.c * 16));
         IF dups IS NOT NULL THEN
@@ -82,20 +104,21 @@ BEGIN
     now_ts := clock_timestamp();
     PERFORM queen.flush_checks(p_queues, p_partitions, p_counts, p_hashes, p_probe, p_encrypted, now_ts);
     RETURN QUERY
-    WITH x AS (
+    WITH w AS MATERIALIZED (   -- each queue's windows, once per flush rather than per partition
+        SELECT qq.name, queen.rules_window(qq.options) AS rules, (queen.retention_windows(qq.options)).ack_window AS ack
+          FROM queen.queues qq WHERE qq.name = ANY (p_queues)),
+    x AS (
         SELECT u.i, u.q, u.p, u.c, u.len,
                (sum(u.len) OVER (ORDER BY u.i) - u.len)::integer AS blob_at,
                (sum(u.c) OVER (ORDER BY u.i) - u.c)::integer AS frame_at
           FROM unnest(p_queues, p_partitions, p_counts, p_blob_lens) WITH ORDINALITY AS u(q, p, c, len, i)),
     upd AS (
         UPDATE queen.log_partitions lp
-           SET last_offset = lp.last_offset + x.c, last_write_at = now_ts,
+           SET last_offset = lp.last_offset + x.c, last_write_at = now_ts, emptied_at = NULL,
                oldest_at = coalesce(lp.oldest_at, now_ts),
-               retention_check_at = coalesce(lp.retention_check_at,
-                                             now_ts + make_interval(secs => queen.rules_window(qq.options))),
-               sidecar_check_at = coalesce(lp.sidecar_check_at,
-                                           now_ts + make_interval(secs => (queen.retention_windows(qq.options)).ack_window))
-          FROM x JOIN queen.queues qq ON qq.name = x.q
+               retention_check_at = coalesce(lp.retention_check_at, now_ts + make_interval(secs => w.rules)),
+               sidecar_check_at = coalesce(lp.sidecar_check_at, now_ts + make_interval(secs => w.ack))
+          FROM x JOIN w ON w.name = x.q
          WHERE lp.queue = x.q AND lp.name = x.p
         RETURNING x.i, lp.id, lp.last_offset - x.c + 1 AS base, x.c, x.len, x.blob_at, x.frame_at),
     seg AS (

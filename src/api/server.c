@@ -104,7 +104,7 @@ static int start(server *srv)
     srv->max_segment_bytes = (size_t)srv->cfg.max_body_bytes * 2 + 1024 * 1024;
     srv->pop = popper_new(srv->base, srv->pool, (int)srv->cfg.long_poll_recheck_ms, srv->max_segment_bytes);
     retention_settings rs = { srv->cfg.retention_interval_ms, srv->cfg.retention_batch, srv->cfg.retention_max_steps,
-                              srv->cfg.cleanup_days, srv->cfg.cleanup_enabled != 0 };
+                              srv->cfg.retention_concurrency, srv->cfg.cleanup_days, srv->cfg.cleanup_enabled != 0 };
     srv->retention = retention_engine_new(srv->base, srv->pool, rs);
     srv->http = httpd_new(srv->base, srv->cfg.host, (int)srv->cfg.port, (size_t)srv->cfg.max_body_bytes,
                           api_dispatch, srv);

@@ -48,6 +48,7 @@ static const setting settings[] = {
     NUM("RETENTION_INTERVAL_MS", retention_interval_ms, "60000", 0, 86400000),
     NUM("RETENTION_BATCH_SIZE", retention_batch, "100", 1, 100000),
     NUM("RETENTION_MAX_STEPS", retention_max_steps, "10000", 1, 10000000),
+    NUM("RETENTION_CONCURRENCY", retention_concurrency, "4", 1, 64),
     NUM("PARTITION_CLEANUP_DAYS", cleanup_days, "30", 0, 36500),
     BOOL("QUEEN_PARTITION_CLEANUP_ENABLED", cleanup_enabled, "true"),
 };

@@ -30,6 +30,7 @@ typedef struct silt_config {
     int64_t retention_interval_ms;/* between retention passes; 0: no timer */
     int64_t retention_batch;      /* segments per retention step */
     int64_t retention_max_steps;  /* steps per pass */
+    int64_t retention_concurrency;/* retention steps in flight at once */
     int64_t cleanup_days;         /* empty, untouched partitions go after this many days */
     int64_t cleanup_enabled;      /* 1 or 0 */
 } silt_config;

@@ -51,11 +51,12 @@ const db_statement db_statements[STMT_COUNT] = {
     [STMT_RET_CANDIDATES] = { "ret_candidates",
         "SELECT partition_id, queue, partition, kind FROM queen.retention_candidates(now(), $1)", 1 },
     [STMT_RET_STEP]     = { "ret_step", "SELECT status, rule, from_offset, to_offset, dropped, leased_dropped,"
-        " segments FROM queen.retention_step($1, $2, $3, $4, now(), $5, $6)", 6 },
+        " segments FROM queen.retention_step($1, $2, $3, now(), $4, $5)", 5 },
     [STMT_RET_SIDECAR_STEP] = { "ret_sidecar_step",
-        "SELECT status, purged FROM queen.sidecar_step($1, $2, $3, $4, now())", 4 },
+        "SELECT status, purged FROM queen.sidecar_step($1, $2, $3, now())", 3 },
     [STMT_RET_CLEANUP]  = { "ret_cleanup",
-        "SELECT status, removed FROM queen.partition_cleanup($1, $2, $3, $4, now())", 4 },
+        "SELECT status, removed FROM queen.partition_cleanup($1, $2, $3, now())", 3 },
+    [STMT_RET_CLAIM]    = { "ret_claim", "SELECT queen.retention_claim($1, $2)", 2 },
     [STMT_RET_RELEASE]  = { "ret_release", "SELECT queen.retention_release($1)", 1 },
     [STMT_RET_EXPLAIN]  = { "ret_explain", "SELECT queen.retention_explain($1, $2, now())", 2 },
     [STMT_RET_ANALYTICS] = { "ret_analytics", "SELECT queen.retention_analytics("

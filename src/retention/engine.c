@@ -1,5 +1,7 @@
 /* engine: retention passes (see engine.h). A pass is a small state machine
- * driven by database replies: candidates, then steps, then cleanup. */
+ * driven by database replies: claim, candidates, steps, cleanup. Up to
+ * RETENTION_CONCURRENCY steps run side by side, each on its own partition
+ * and its own connection, each its own transaction. */
 #include "retention/engine.h"
 #include <stdio.h>
 #include <stdlib.h>
@@ -7,9 +9,10 @@
 #include "base/ids.h"
 #include "base/json.h"
 #include "base/log.h"
+#include <time.h>
 
 #define LEASE_SECONDS 60      /* a pass lease outlives a crashed runner by at most this */
-#define CANDIDATE_LIMIT 1000  /* candidates per kind and queue in one pass */
+#define RENEW_AFTER_US (20 * 1000000LL)   /* steps renew the claim this often */
 
 typedef struct candidate {
     char id[37];
@@ -21,7 +24,11 @@ typedef struct pass {
     retention_engine *e;
     bool              dry;
     candidate        *cands;
-    size_t            ncands, next;
+    size_t            ncands, next;   /* next: first candidate no slot has taken */
+    int               inflight;       /* steps running */
+    bool              stop;           /* no new steps: limit, busy or error */
+    char             *error;
+    int64_t           claimed_us;     /* when the claim was last made */
     int64_t           steps;
     buf               report;        /* "deleted": [...] entries */
     int64_t           sidecar_rows, partitions_removed;
@@ -33,7 +40,7 @@ struct retention_engine {
     struct event_base *base;
     db_pool           *pool;
     retention_settings settings;
-    struct event      *timer;
+    struct event      *timer, *again;
     char               runner[37];
     pass              *running;
     bool               stopping;
@@ -41,6 +48,26 @@ struct retention_engine {
 };
 
 static void next_step(pass *p);
+static void cleanup_step(pass *p);
+
+static int64_t now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+/* Claims (or renews) the pass for this server: the one write that decides
+ * which replica runs, under a transaction-level advisory lock. */
+static void claim(pass *p, db_done_fn done)
+{
+    char lease[16];
+    snprintf(lease, sizeof lease, "%d", LEASE_SECONDS);
+    const char *values[2] = { p->e->runner, lease };
+    db_job *job = db_job_new(done, p);
+    db_job_call(job, STMT_RET_CLAIM, values, NULL, NULL);
+    db_submit(p->e->pool, job);
+}
 
 /* ---- the end of a pass ---- */
 
@@ -65,9 +92,13 @@ static void finish(pass *p, const char *error)
                p->report.data ? p->report.data : "", (long long)p->sidecar_rows, (long long)p->partitions_removed);
     e->totals.passes++;
     e->running = NULL;
+    /* A pass that stopped at a limit leaves work: the next one starts at once. */
+    bool limited = p->steps >= e->settings.max_steps || (p->ncands > 0 && p->ncands >= (size_t)e->settings.max_steps);
+    if (!p->dry && !error && limited && !e->stopping) event_active(e->again, EV_TIMEOUT, 0);
     if (p->done) p->done(p->arg, out.data, error);
     buf_fini(&out);
     buf_fini(&p->report);
+    free(p->error);
     free(p->cands);
     free(p);
 }
@@ -83,8 +114,8 @@ static void cleanup_done(void *arg, const db_reply *reply)
     p->steps++;
     p->partitions_removed += removed;
     p->e->totals.partitions_removed += (uint64_t)removed;
-    if (strcmp(PQgetvalue(r, 0, 0), "removed") == 0 && p->steps < p->e->settings.max_steps) {
-        next_step(p);   /* next_step goes on with cleanup while it removes */
+    if (strcmp(PQgetvalue(r, 0, 0), "removed") == 0 && p->steps < p->e->settings.max_steps && !p->e->stopping) {
+        cleanup_step(p);   /* more may be waiting */
         return;
     }
     finish(p, NULL);
@@ -93,11 +124,10 @@ static void cleanup_done(void *arg, const db_reply *reply)
 static void cleanup_step(pass *p)
 {
     retention_engine *e = p->e;
-    char lease[16], days[24], batch[24];
-    snprintf(lease, sizeof lease, "%d", LEASE_SECONDS);
+    char days[24], batch[24];
     snprintf(days, sizeof days, "%lld", (long long)e->settings.cleanup_days);
     snprintf(batch, sizeof batch, "%lld", (long long)e->settings.batch);
-    const char *values[4] = { e->runner, lease, days, batch };
+    const char *values[3] = { e->runner, days, batch };
     db_job *job = db_job_new(cleanup_done, p);
     db_job_call(job, STMT_RET_CLEANUP, values, NULL, NULL);
     db_submit(e->pool, job);
@@ -125,55 +155,110 @@ static void report_step(pass *p, const candidate *c, const PGresult *r)
     if (leased) log_warn("retention: maxWaitTimeSeconds evicted %lld leased offsets of %s/%s", leased, c->queue, c->partition);
 }
 
+/* One step slot: works on candidate c until the partition has nothing more. */
+typedef struct slot {
+    pass   *p;
+    size_t  c;
+} slot;
+
+static void run_step(slot *sl);
+static void fill_slots(pass *p);
+
+static void steps_over(pass *p)
+{
+    if (p->inflight > 0) return;   /* the last running step ends the phase */
+    if (p->error || p->stop || p->dry || !p->e->settings.cleanup_enabled) { finish(p, p->error); return; }
+    cleanup_step(p);
+}
+
 static void step_done(void *arg, const db_reply *reply)
 {
-    pass *p = arg;
-    if (reply->error) { finish(p, reply->error); return; }
-    const PGresult *r = reply->results[0];
-    const char *status = PQgetvalue(r, 0, 0);
-    candidate *c = &p->cands[p->next];
-    p->steps++;
-    p->e->totals.steps++;
-    if (strcmp(status, "busy") == 0) { finish(p, NULL); return; }
-    bool more = false;
-    if (c->sidecar && strcmp(status, "purged") == 0) {
-        int n = atoi(PQgetvalue(r, 0, 1));
-        p->sidecar_rows += n;
-        p->e->totals.sidecar_rows += (uint64_t)n;
-        more = n >= p->e->settings.batch;
-    } else if (!c->sidecar && (strcmp(status, "deleted") == 0 || strcmp(status, "would_delete") == 0)) {
-        report_step(p, c, r);
-        more = !p->dry;   /* a real step may leave more below the boundary */
+    slot *sl = arg;
+    pass *p = sl->p;
+    p->inflight--;
+    if (reply->error) {
+        if (!p->error) p->error = strdup(reply->error);
+        p->stop = true;
+    } else {
+        const PGresult *r = reply->results[0];
+        candidate *c = &p->cands[sl->c];
+        const char *status = PQgetvalue(r, 0, 0);
+        bool more = false;
+        p->steps++;
+        p->e->totals.steps++;
+        if (strcmp(status, "busy") == 0) p->stop = true;
+        else if (c->sidecar && strcmp(status, "purged") == 0) {
+            int n = atoi(PQgetvalue(r, 0, 1));
+            p->sidecar_rows += n;
+            p->e->totals.sidecar_rows += (uint64_t)n;
+            more = n >= p->e->settings.batch;
+        } else if (!c->sidecar && (strcmp(status, "deleted") == 0 || strcmp(status, "would_delete") == 0)) {
+            report_step(p, c, r);
+            more = !p->dry;   /* a real step may leave more below the boundary */
+        }
+        if (more && !p->stop && p->steps < p->e->settings.max_steps) { p->inflight++; run_step(sl); return; }
     }
-    if (!more) p->next++;
-    next_step(p);
+    free(sl);
+    fill_slots(p);
+    steps_over(p);
+}
+
+static void run_step(slot *sl)
+{
+    pass *p = sl->p;
+    retention_engine *e = p->e;
+    candidate *c = &p->cands[sl->c];
+    char batch[24], recheck[24];
+    snprintf(batch, sizeof batch, "%lld", (long long)e->settings.batch);
+    /* a partition held back by a consumer group is looked at again a pass later */
+    snprintf(recheck, sizeof recheck, "%lld", (long long)(e->settings.interval_ms > 1000 ? e->settings.interval_ms / 1000 : 1));
+    db_job *job = db_job_new(step_done, sl);
+    if (c->sidecar) {
+        const char *values[3] = { e->runner, c->id, batch };
+        db_job_call(job, STMT_RET_SIDECAR_STEP, values, NULL, NULL);
+    } else {
+        const char *values[5] = { e->runner, c->id, batch, p->dry ? "t" : "f", recheck };
+        db_job_call(job, STMT_RET_STEP, values, NULL, NULL);
+    }
+    db_submit(e->pool, job);
+}
+
+static void renew_done(void *arg, const db_reply *reply)
+{
+    pass *p = arg;
+    p->inflight--;
+    if (reply->error || PQgetvalue(reply->results[0], 0, 0)[0] != 't') p->stop = true;
+    fill_slots(p);
+    steps_over(p);
+}
+
+/* Starts steps on untaken candidates while slots are free. */
+static void fill_slots(pass *p)
+{
+    retention_engine *e = p->e;
+    if (p->stop || e->stopping || p->steps >= e->settings.max_steps) { p->stop = true; return; }
+    if (!p->dry && now_us() - p->claimed_us > RENEW_AFTER_US && p->inflight == 0) {
+        p->claimed_us = now_us();
+        p->inflight++;
+        claim(p, renew_done);
+        return;
+    }
+    while (p->inflight < e->settings.concurrency && p->next < p->ncands) {
+        size_t c = p->next++;
+        if (p->cands[c].sidecar && p->dry) continue;
+        slot *sl = calloc(1, sizeof *sl);
+        if (!sl) abort();
+        sl->p = p;
+        sl->c = c;
+        p->inflight++;
+        run_step(sl);
+    }
 }
 
 static void next_step(pass *p)
 {
-    retention_engine *e = p->e;
-    if (p->steps >= e->settings.max_steps || e->stopping) { finish(p, NULL); return; }
-    if (p->next >= p->ncands) {
-        if (!p->dry && e->settings.cleanup_enabled) cleanup_step(p);
-        else finish(p, NULL);
-        return;
-    }
-    candidate *c = &p->cands[p->next];
-    if (c->sidecar && p->dry) { p->next++; next_step(p); return; }
-    char lease[16], batch[24];
-    snprintf(lease, sizeof lease, "%d", LEASE_SECONDS);
-    snprintf(batch, sizeof batch, "%lld", (long long)e->settings.batch);
-    db_job *job = db_job_new(step_done, p);
-    if (c->sidecar) {
-        const char *values[4] = { e->runner, lease, c->id, batch };
-        db_job_call(job, STMT_RET_SIDECAR_STEP, values, NULL, NULL);
-    } else {
-        char recheck[24];   /* a partition held back by a consumer group is looked at again a pass later */
-        snprintf(recheck, sizeof recheck, "%lld", (long long)(e->settings.interval_ms > 1000 ? e->settings.interval_ms / 1000 : 1));
-        const char *values[6] = { e->runner, lease, c->id, batch, p->dry ? "t" : "f", recheck };
-        db_job_call(job, STMT_RET_STEP, values, NULL, NULL);
-    }
-    db_submit(e->pool, job);
+    fill_slots(p);
+    steps_over(p);
 }
 
 /* ---- candidates ---- */
@@ -201,6 +286,24 @@ static void candidates_done(void *arg, const db_reply *reply)
     next_step(p);
 }
 
+static void find_candidates(pass *p)
+{
+    char limit[24];
+    snprintf(limit, sizeof limit, "%lld", (long long)p->e->settings.max_steps);
+    const char *values[1] = { limit };
+    db_job *job = db_job_new(candidates_done, p);
+    db_job_call(job, STMT_RET_CANDIDATES, values, NULL, NULL);
+    db_submit(p->e->pool, job);
+}
+
+static void claimed(void *arg, const db_reply *reply)
+{
+    pass *p = arg;
+    if (reply->error) { finish(p, reply->error); return; }
+    if (PQgetvalue(reply->results[0], 0, 0)[0] != 't') { finish(p, NULL); return; }   /* another server's pass */
+    find_candidates(p);
+}
+
 int retention_run(retention_engine *e, bool dry_run, retention_done_fn done, void *arg)
 {
     if (e->running || e->stopping) return -1;
@@ -212,12 +315,9 @@ int retention_run(retention_engine *e, bool dry_run, retention_done_fn done, voi
     p->arg = arg;
     buf_init(&p->report);
     e->running = p;
-    char limit[16];
-    snprintf(limit, sizeof limit, "%d", CANDIDATE_LIMIT);
-    const char *values[1] = { limit };
-    db_job *job = db_job_new(candidates_done, p);
-    db_job_call(job, STMT_RET_CANDIDATES, values, NULL, NULL);
-    db_submit(e->pool, job);
+    p->claimed_us = now_us();
+    if (dry_run) find_candidates(p);
+    else claim(p, claimed);
     return 0;
 }
 
@@ -241,6 +341,7 @@ retention_engine *retention_engine_new(struct event_base *base, db_pool *pool, r
     uint8_t id[16];
     ids_uuid7(id);
     ids_uuid_format(id, e->runner);
+    e->again = event_new(base, -1, 0, on_timer, e);
     if (settings.interval_ms > 0) {
         e->timer = event_new(base, -1, EV_PERSIST, on_timer, e);
         struct timeval tv = { settings.interval_ms / 1000, (settings.interval_ms % 1000) * 1000 };
@@ -253,6 +354,7 @@ void retention_engine_free(retention_engine *e)
 {
     if (!e) return;
     if (e->timer) event_free(e->timer);
+    event_free(e->again);
     free(e);
 }
 

@@ -17,7 +17,8 @@
 typedef struct retention_settings {
     int64_t interval_ms;     /* between passes; 0 turns the timer off */
     int64_t batch;           /* segments (or sidecar rows, or partitions) per step */
-    int64_t max_steps;       /* steps one pass may run */
+    int64_t max_steps;       /* steps one pass may run (and candidates it takes) */
+    int64_t concurrency;     /* steps running side by side, each on its own partition */
     int64_t cleanup_days;    /* PARTITION_CLEANUP_DAYS */
     bool    cleanup_enabled; /* QUEEN_PARTITION_CLEANUP_ENABLED */
 } retention_settings;
