@@ -20,12 +20,12 @@ CREATE INDEX log_partitions_retention_due ON queen.log_partitions (retention_che
     WHERE retention_check_at IS NOT NULL;
 CREATE INDEX log_partitions_sidecar_due ON queen.log_partitions (sidecar_check_at)
     WHERE sidecar_check_at IS NOT NULL;
--- When retention deleted a partition's last segment (NULL again at its next
--- push): partition cleanup reads its candidates from here. No index may
--- cover a column every push changes (last_offset, last_write_at), so that
--- pushes stay heap-only updates of the partition row.
-ALTER TABLE queen.log_partitions ADD COLUMN emptied_at timestamptz;
-CREATE INDEX log_partitions_emptied ON queen.log_partitions (emptied_at) WHERE emptied_at IS NOT NULL;
+-- For a partition retention has emptied: its last push (NULL again at its
+-- next push). Partition cleanup reads its candidates from here, oldest
+-- first. No index may cover a column every push changes (last_offset,
+-- last_write_at), so that pushes stay heap-only updates of the row.
+ALTER TABLE queen.log_partitions ADD COLUMN empty_since timestamptz;
+CREATE INDEX log_partitions_empty ON queen.log_partitions (empty_since) WHERE empty_since IS NOT NULL;
 ALTER TABLE queen.log_partitions SET (fillfactor = 50);   -- room for heap-only updates
 
 -- Which server runs the current pass: one runner per pass across replicas.
@@ -217,7 +217,7 @@ BEGIN
     IF p_dry THEN status := 'would_delete'; RETURN; END IF;
     DELETE FROM queen.log_segments g WHERE g.partition_id = part.id AND g.base_offset >= from_offset AND g.base_offset < to_offset;
     UPDATE queen.log_partitions SET log_start = to_offset,
-           emptied_at = CASE WHEN to_offset > part.last_offset THEN p_now END
+           empty_since = CASE WHEN to_offset > part.last_offset THEN coalesce(part.last_write_at, part.created_at) END
      WHERE id = part.id;
     PERFORM queen.reschedule(part.id, opts, NULL);
     INSERT INTO queen.retention_history (partition_id, queue, partition, rule, from_offset, to_offset,
@@ -277,13 +277,13 @@ BEGIN
     IF NOT queen.retention_owns(p_runner) THEN status := 'busy'; removed := 0; RETURN; END IF;
     WITH doomed AS (
         SELECT p.id FROM queen.log_partitions p
-         WHERE p.emptied_at < cutoff AND p.last_offset < p.log_start
+         WHERE p.empty_since < cutoff AND p.last_offset < p.log_start
            AND coalesce(p.last_write_at, p.created_at) < cutoff
            AND NOT EXISTS (SELECT 1 FROM queen.log_segments s WHERE s.partition_id = p.id)
            AND NOT EXISTS (SELECT 1 FROM queen.log_dlq d WHERE d.partition_id = p.id)
            AND NOT EXISTS (SELECT 1 FROM queen.log_consumers c WHERE c.partition_id = p.id
                             AND (c.lease_expires > p_now OR c.last_activity_at >= cutoff))
-         ORDER BY p.emptied_at LIMIT p_batch
+         ORDER BY p.empty_since LIMIT p_batch
            FOR UPDATE SKIP LOCKED)
     , gone AS (DELETE FROM queen.log_partitions p USING doomed WHERE p.id = doomed.id RETURNING p.id)
     , hashes AS (DELETE FROM queen.log_txns t USING gone WHERE t.partition_id = gone.id)   -- they outlive segments

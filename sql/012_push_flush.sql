@@ -114,7 +114,7 @@ BEGIN
           FROM unnest(p_queues, p_partitions, p_counts, p_blob_lens) WITH ORDINALITY AS u(q, p, c, len, i)),
     upd AS (
         UPDATE queen.log_partitions lp
-           SET last_offset = lp.last_offset + x.c, last_write_at = now_ts, emptied_at = NULL,
+           SET last_offset = lp.last_offset + x.c, last_write_at = now_ts, empty_since = NULL,
                oldest_at = coalesce(lp.oldest_at, now_ts),
                retention_check_at = coalesce(lp.retention_check_at, now_ts + make_interval(secs => w.rules)),
                sidecar_check_at = coalesce(lp.sidecar_check_at, now_ts + make_interval(secs => w.ack))

@@ -27,6 +27,7 @@ typedef struct pass {
     size_t            ncands, next;   /* next: first candidate no slot has taken */
     int               inflight;       /* steps running */
     bool              stop;           /* no new steps: limit, busy or error */
+    bool              busy;           /* another server holds the pass */
     char             *error;
     int64_t           claimed_us;     /* when the claim was last made */
     int64_t           steps;
@@ -87,14 +88,14 @@ static void finish(pass *p, const char *error)
     }
     buf out;
     buf_init(&out);
-    buf_printf(&out, "{\"dryRun\":%s,\"steps\":%lld,\"deleted\":[%s],\"sidecarRowsPurged\":%lld,"
-               "\"partitionsRemoved\":%lld}", p->dry ? "true" : "false", (long long)p->steps,
+    buf_printf(&out, "{\"dryRun\":%s,\"busy\":%s,\"steps\":%lld,\"deleted\":[%s],\"sidecarRowsPurged\":%lld,"
+               "\"partitionsRemoved\":%lld}", p->dry ? "true" : "false", p->busy ? "true" : "false", (long long)p->steps,
                p->report.data ? p->report.data : "", (long long)p->sidecar_rows, (long long)p->partitions_removed);
     e->totals.passes++;
     e->running = NULL;
     /* A pass that stopped at a limit leaves work: the next one starts at once. */
     bool limited = p->steps >= e->settings.max_steps || (p->ncands > 0 && p->ncands >= (size_t)e->settings.max_steps);
-    if (!p->dry && !error && limited && !e->stopping) event_active(e->again, EV_TIMEOUT, 0);
+    if (!p->dry && !error && limited && !e->stopping && e->timer) event_active(e->again, EV_TIMEOUT, 0);
     if (p->done) p->done(p->arg, out.data, error);
     buf_fini(&out);
     buf_fini(&p->report);
@@ -186,7 +187,7 @@ static void step_done(void *arg, const db_reply *reply)
         bool more = false;
         p->steps++;
         p->e->totals.steps++;
-        if (strcmp(status, "busy") == 0) p->stop = true;
+        if (strcmp(status, "busy") == 0) p->stop = p->busy = true;
         else if (c->sidecar && strcmp(status, "purged") == 0) {
             int n = atoi(PQgetvalue(r, 0, 1));
             p->sidecar_rows += n;
@@ -227,7 +228,7 @@ static void renew_done(void *arg, const db_reply *reply)
 {
     pass *p = arg;
     p->inflight--;
-    if (reply->error || PQgetvalue(reply->results[0], 0, 0)[0] != 't') p->stop = true;
+    if (reply->error || PQgetvalue(reply->results[0], 0, 0)[0] != 't') p->stop = p->busy = true;
     fill_slots(p);
     steps_over(p);
 }
@@ -300,7 +301,7 @@ static void claimed(void *arg, const db_reply *reply)
 {
     pass *p = arg;
     if (reply->error) { finish(p, reply->error); return; }
-    if (PQgetvalue(reply->results[0], 0, 0)[0] != 't') { finish(p, NULL); return; }   /* another server's pass */
+    if (PQgetvalue(reply->results[0], 0, 0)[0] != 't') { p->busy = true; finish(p, NULL); return; }   /* another server's pass */
     find_candidates(p);
 }
 
