@@ -24,6 +24,7 @@ static const subcommand subcommands[] = {
     { "dlq",       cli_dlq,       "list, replay or remove dead letters" },
     { "seek",      cli_seek,      "move a consumer group's cursors" },
     { "tx",        cli_tx,        "run a transaction from a JSON file" },
+    { "retention", cli_retention, "explain retention, or run a pass now" },
     { "bench",     cli_bench,     "measure a running server's throughput" },
 };
 

@@ -14,5 +14,6 @@ int cli_groups(int argc, char **argv);
 int cli_dlq(int argc, char **argv);
 int cli_seek(int argc, char **argv);
 int cli_tx(int argc, char **argv);
+int cli_retention(int argc, char **argv);
 
 #endif

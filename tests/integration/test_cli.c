@@ -282,3 +282,33 @@ TEST(cli_usage_errors_exit_2)
     CHECK_INT(cli(url, out, "queues"), 1);
     CHECK(strncmp(out, "silt: ", 6) == 0);
 }
+
+TEST(cli_retention_explain_names_the_pinning_group_and_run_deletes)
+{
+    silt_server s;
+    srv_start(&s, NULL);
+    static char out[CLI_OUT];
+    const char *q = uniq("cliret"), *g = uniq("cliretg");
+    CHECK_INT(push_simple(&s, q, "Default", 2), 201);
+    CHECK_INT(push_simple(&s, q, "Default", 2), 201);
+    CHECK_INT(cli(s.url, out, "configure '%s' --set retentionEnabled=true --set completedRetentionSeconds=60", q), 0);
+    reply r;
+    rq(&s, "GET", sfmt("/api/v1/pop/queue/%s?consumerGroup=%s&batch=2&autoAck=true", q, g), NULL, &r);
+    CHECK_INT(r.status, 200);
+    reply_fini(&r);
+    sql("update queen.log_segments s set created_at = s.created_at - interval '1 hour' from queen.log_partitions p "
+        "where p.id = s.partition_id and p.queue = '%s'", q);
+    sql("select queen.reschedule(p.id, q.options, null) from queen.log_partitions p join queen.queues q "
+        "on q.name = p.queue where p.queue = '%s'", q);
+    CHECK_INT(cli(s.url, out, "retention explain '%s'", q), 0);
+    CHECK(strstr(out, g) != NULL);                       /* the group that sets the cap */
+    CHECK(strstr(out, "completed_retention") != NULL);   /* what the next pass does */
+    CHECK_INT(cli(s.url, out, "retention run --dry-run"), 0);
+    CHECK(line_of(out, q) != NULL);
+    CHECK_STR(sql("select log_start from queen.log_partitions where queue = '%s'", q), "0");
+    CHECK_INT(cli(s.url, out, "retention run"), 0);
+    CHECK(line_of(out, q) != NULL);
+    CHECK_STR(sql("select log_start from queen.log_partitions where queue = '%s'", q), "2");
+    CHECK_INT(cli(s.url, out, "retention explain no-such-queue-%d", (int)getpid()), 1);
+    srv_stop(&s);
+}

@@ -1,0 +1,119 @@
+/* retention: `silt retention explain` (GET /api/v1/retention/explain) and
+ * `silt retention run` (POST /api/v1/system/retention/run): why data is
+ * still there, and a pass now. */
+#include "cli/cli.h"
+#include "cli/cli_common.h"
+#include <stdio.h>
+#include <stdlib.h>
+
+static const char retention_usage[] =
+    "usage: silt retention explain <queue> [--partition P] [--json]\n"
+    "       silt retention run [--dry-run] [--json]\n"
+    "\n"
+    "explain  per partition: the watermark, each rule's boundary, the consumer\n"
+    "         group pinning the consumption cap, a segment straddling it, what\n"
+    "         the next pass deletes, and why, in words\n"
+    "run      runs a retention pass now and lists what it deleted by partition\n"
+    "         and rule (--dry-run: only what it would delete)\n"
+    "\n"
+    "The server is SILT_URL (default " CLI_DEFAULT_URL ").\n";
+
+static void explain_notes(const json_doc *d, int part)
+{
+    int notes = json_get(d, (uint32_t)part, "notes"), n;
+    for (uint32_t i = 0; notes >= 0 && (n = json_at(d, (uint32_t)notes, i)) >= 0; i++) {
+        buf line;
+        buf_init(&line);
+        cli_put_cell(&line, d, n);
+        printf("    - %s\n", line.data);
+        buf_fini(&line);
+    }
+}
+
+static void explain_render(const json_doc *d)
+{
+    static const char *const headers[] = { "PARTITION", "WATERMARK", "LAST", "RETENTION", "COMPLETED",
+                                           "MAX_WAIT", "CAP", "PINNED_BY", "NEXT_RULE", "NEXT_OFFSETS" };
+    static const char *const fields[] = { "partition", "watermark", "lastOffset", "boundaries.retention",
+                                          "boundaries.completedRetention", "boundaries.maxWaitTime",
+                                          "consumptionCap.offset", "consumptionCap.pinnedBy",
+                                          "nextPass.rule", "nextPass.offsets" };
+    int list = json_get(d, 0, "partitions"), p;
+    cli_table t;
+    cli_table_init(&t, 10, headers);
+    for (uint32_t i = 0; list >= 0 && (p = json_at(d, (uint32_t)list, i)) >= 0; i++)
+        for (int f = 0; f < 10; f++) cli_table_add_field(&t, d, p, fields[f]);
+    cli_table_print(&t, stdout);
+    cli_table_fini(&t);
+    for (uint32_t i = 0; list >= 0 && (p = json_at(d, (uint32_t)list, i)) >= 0; i++) {
+        char *name = cli_get_str(d, p, "partition");
+        printf("%s:\n", name ? name : "?");
+        explain_notes(d, p);
+        free(name);
+    }
+}
+
+static int retention_explain(int argc, char **argv)
+{
+    const char *partition = NULL;
+    bool json = false;
+    const cli_opt opts[] = { { "partition", CLI_OPT_STR, &partition }, { "json", CLI_OPT_FLAG, &json } };
+    const cli_cmd cmd = { "retention explain", retention_usage, opts, 2, 1, 1 };
+    cli_args a;
+    int rc;
+    if (cli_parse(&cmd, argc, argv, &a, &rc) == 0) {
+        buf path;
+        buf_init(&path);
+        buf_puts(&path, "/api/v1/retention/explain");
+        cli_query_param(&path, "queue", a.pos[0]);
+        cli_query_param(&path, "partition", partition);
+        rc = cli_call("GET", path.data, NULL, json, explain_render);
+        buf_fini(&path);
+    }
+    cli_args_fini(&a);
+    return rc;
+}
+
+static void run_render(const json_doc *d)
+{
+    static const char *const headers[] = { "QUEUE", "PARTITION", "RULE", "FROM", "TO", "OFFSETS", "LEASED" };
+    static const char *const fields[] = { "queue", "partition", "rule", "fromOffset", "toOffset", "offsets",
+                                          "leasedOffsets" };
+    int list = json_get(d, 0, "deleted"), p;
+    cli_table t;
+    cli_table_init(&t, 7, headers);
+    for (uint32_t i = 0; list >= 0 && (p = json_at(d, (uint32_t)list, i)) >= 0; i++)
+        for (int f = 0; f < 7; f++) cli_table_add_field(&t, d, p, fields[f]);
+    if (t.ncells == 7) puts(json_get(d, 0, "busy") >= 0 && d->tokens[json_get(d, 0, "busy")].type == JSON_TRUE
+                            ? "(another server is running the pass)" : "(nothing to delete)");
+    else cli_table_print(&t, stdout);
+    cli_table_fini(&t);
+    cli_table_init(&t, 2, (const char *const[]){ "FIELD", "VALUE" });
+    const char *const totals[] = { "steps", "sidecarRowsPurged", "partitionsRemoved" };
+    for (int f = 0; f < 3; f++) { cli_table_add(&t, totals[f]); cli_table_add_field(&t, d, 0, totals[f]); }
+    cli_table_print(&t, stdout);
+    cli_table_fini(&t);
+}
+
+static int retention_run(int argc, char **argv)
+{
+    bool dry = false, json = false;
+    const cli_opt opts[] = { { "dry-run", CLI_OPT_FLAG, &dry }, { "json", CLI_OPT_FLAG, &json } };
+    const cli_cmd cmd = { "retention run", retention_usage, opts, 2, 0, 0 };
+    cli_args a;
+    int rc;
+    if (cli_parse(&cmd, argc, argv, &a, &rc) == 0)
+        rc = cli_call("POST", dry ? "/api/v1/system/retention/run?dryRun=true" : "/api/v1/system/retention/run",
+                      NULL, json, run_render);
+    cli_args_fini(&a);
+    return rc;
+}
+
+int cli_retention(int argc, char **argv)
+{
+    static const cli_verb verbs[] = {
+        { "explain", retention_explain },
+        { "run",     retention_run },
+    };
+    return cli_dispatch("retention", retention_usage, verbs, sizeof verbs / sizeof verbs[0], argc, argv);
+}
