@@ -223,3 +223,59 @@ int push_simple(silt_server *s, const char *queue, const char *partition, int n)
     free(body);
     return status;
 }
+
+void keep_str(char out[96], const char *s)
+{
+    snprintf(out, 96, "%s", s);
+}
+
+int64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+void pause_ms(int ms)
+{
+    struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000 };
+    nanosleep(&ts, NULL);
+}
+
+void bg_start(bg_req *b, const silt_server *s, const char *method, const char *path, const char *body)
+{
+    int p[2];
+    CHECK(pipe(p) == 0);
+    fflush(NULL);
+    b->pid = fork();
+    CHECK(b->pid >= 0);
+    if (b->pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        close(p[0]);
+        http_client *c = http_client_new(s->url);
+        http_client_set_timeout(c, 60000);
+        http_response r;
+        http_response_init(&r);
+        int64_t t0 = now_ms();
+        int rc = http_request(c, method, path, body, body ? strlen(body) : 0, &r);
+        char out[64];
+        int n = snprintf(out, sizeof out, "%d %lld\n", rc < 0 ? -1 : r.status, (long long)(now_ms() - t0));
+        if (write(p[1], out, (size_t)n) != n) _exit(2);
+        _exit(0);
+    }
+    close(p[1]);
+    b->fd = p[0];
+}
+
+void bg_wait(bg_req *b, int *status, int64_t *elapsed_ms)
+{
+    char in[64] = { 0 };
+    size_t got = 0;
+    for (ssize_t n; got < sizeof in - 1 && (n = read(b->fd, in + got, sizeof in - 1 - got)) > 0;) got += (size_t)n;
+    close(b->fd);
+    waitpid(b->pid, NULL, 0);
+    long long st = -2, ms = -1;
+    CHECK(sscanf(in, "%lld %lld", &st, &ms) == 2);
+    *status = (int)st;
+    *elapsed_ms = ms;
+}

@@ -53,6 +53,18 @@ const char *sql(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* printf into a ring of static buffers, for paths and bodies. */
 const char *sfmt(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/* uniq() is the test's to keep; sql() and sfmt() results are reused after
+ * a while: copy what must last. */
+void keep_str(char out[96], const char *s);
+int64_t now_ms(void);            /* monotonic */
+void pause_ms(int ms);
+
+/* A request made from a forked child with its own connection, so the test
+ * can act while it is pending; the child reports status and elapsed ms. */
+typedef struct bg_req { pid_t pid; int fd; } bg_req;
+void bg_start(bg_req *b, const silt_server *s, const char *method, const char *path, const char *body);
+void bg_wait(bg_req *b, int *status, int64_t *elapsed_ms);
+
 /* Convenience: push n payloads to queue/partition; returns the reply status. */
 int  push_simple(silt_server *s, const char *queue, const char *partition, int n);
 

@@ -19,39 +19,6 @@
 
 /* ---- helpers ---------------------------------------------------------- */
 
-static const char *fmt(const char *f, ...) __attribute__((format(printf, 1, 2)));
-static const char *fmt(const char *f, ...)
-{
-    static char ring[8][8192];
-    static int next;
-    char *out = ring[next];
-    next = (next + 1) % 8;
-    va_list ap;
-    va_start(ap, f);
-    vsnprintf(out, sizeof ring[0], f, ap);
-    va_end(ap);
-    return out;
-}
-
-/* uniq() and sql() return strings from a small shared ring: keep a copy. */
-static void keep(char out[96], const char *s)
-{
-    snprintf(out, 96, "%s", s);
-}
-
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static void pause_ms(int ms)
-{
-    struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000 };
-    nanosleep(&ts, NULL);
-}
-
 static const char *silt_bin(void)
 {
     return getenv("SILT_BIN") ? getenv("SILT_BIN") : "build/silt";
@@ -79,11 +46,11 @@ static int status_of(const silt_server *s, const char *method, const char *path,
 static void check_push_pop(silt_server *s, const char *q)
 {
     reply r;
-    rq(s, "POST", "/api/v1/push", fmt("{\"items\":[{\"queue\":\"%s\",\"payload\":{\"alive\":true}}]}", q), &r);
+    rq(s, "POST", "/api/v1/push", sfmt("{\"items\":[{\"queue\":\"%s\",\"payload\":{\"alive\":true}}]}", q), &r);
     CHECK_INT(r.status, 201);
     CHECK_STR(jstr(&r, "0.status"), "queued");
     reply_fini(&r);
-    rq(s, "GET", fmt("/api/v1/pop/queue/%s?autoAck=true", q), NULL, &r);
+    rq(s, "GET", sfmt("/api/v1/pop/queue/%s?autoAck=true", q), NULL, &r);
     CHECK_INT(r.status, 200);
     CHECK_STR(jraw(&r, "messages.0.data"), "{\"alive\":true}");
     reply_fini(&r);
@@ -109,48 +76,6 @@ static void raw_send(int fd, const char *data, size_t len)
     }
 }
 
-/* A request made from a forked child with its own connection, so the test
- * can act while it is pending. The child reports status and elapsed ms. */
-typedef struct bg_req { pid_t pid; int fd; } bg_req;
-
-static void bg_start(bg_req *b, const silt_server *s, const char *method, const char *path, const char *body)
-{
-    int p[2];
-    CHECK(pipe(p) == 0);
-    fflush(NULL);
-    b->pid = fork();
-    CHECK(b->pid >= 0);
-    if (b->pid == 0) {
-        prctl(PR_SET_PDEATHSIG, SIGKILL);
-        close(p[0]);
-        http_client *c = http_client_new(s->url);
-        http_client_set_timeout(c, 60000);
-        http_response r;
-        http_response_init(&r);
-        int64_t t0 = now_ms();
-        int rc = http_request(c, method, path, body, body ? strlen(body) : 0, &r);
-        char out[64];
-        int n = snprintf(out, sizeof out, "%d %lld\n", rc < 0 ? -1 : r.status, (long long)(now_ms() - t0));
-        if (write(p[1], out, (size_t)n) != n) _exit(2);
-        _exit(0);
-    }
-    close(p[1]);
-    b->fd = p[0];
-}
-
-static void bg_wait(bg_req *b, int *status, int64_t *elapsed_ms)
-{
-    char in[64] = { 0 };
-    size_t got = 0;
-    for (ssize_t n; got < sizeof in - 1 && (n = read(b->fd, in + got, sizeof in - 1 - got)) > 0;) got += (size_t)n;
-    close(b->fd);
-    waitpid(b->pid, NULL, 0);
-    long long st = -2, ms = -1;
-    CHECK(sscanf(in, "%lld %lld", &st, &ms) == 2);
-    *status = (int)st;
-    *elapsed_ms = ms;
-}
-
 /* waitpid with a deadline; the exit code (128+signal if killed), or -1. */
 static int wait_exit(pid_t pid, int timeout_ms)
 {
@@ -171,13 +96,13 @@ TEST(sigterm_answers_a_parked_long_poll_with_204_and_exits_0)
     silt_server s;
     srv_start(&s, NULL);
     char q[96];
-    keep(q, uniq("shutlp"));
+    keep_str(q, uniq("shutlp"));
     reply r;
-    rq(&s, "POST", "/api/v1/configure", fmt("{\"queue\":\"%s\"}", q), &r);
+    rq(&s, "POST", "/api/v1/configure", sfmt("{\"queue\":\"%s\"}", q), &r);
     CHECK_INT(r.status, 200);
     reply_fini(&r);
     bg_req b;
-    bg_start(&b, &s, "GET", fmt("/api/v1/pop/queue/%s?wait=true&timeout=20000", q), NULL);
+    bg_start(&b, &s, "GET", sfmt("/api/v1/pop/queue/%s?wait=true&timeout=20000", q), NULL);
     pause_ms(300);   /* let the pop park */
     int64_t t0 = now_ms();
     int rc = srv_stop(&s);
@@ -196,7 +121,7 @@ TEST(sigterm_answers_pushes_in_flight_with_201_and_commits_them)
     silt_server s;
     srv_start(&s, NULL);
     char q[96];
-    keep(q, uniq("shutpush"));
+    keep_str(q, uniq("shutpush"));
     CHECK_INT(push_simple(&s, q, "Default", 1), 201);
     /* Hold the partition row so the pushes stay in flight in PostgreSQL. */
     sql("begin");
@@ -242,13 +167,13 @@ TEST(client_closing_mid_body_writes_nothing_and_the_server_still_serves)
     silt_server s;
     srv_start(&s, NULL);
     char q[96];
-    keep(q, uniq("halfbody"));
+    keep_str(q, uniq("halfbody"));
     int fd = raw_connect(s.port);
     CHECK(fd >= 0);
     char body[128];
     int n = snprintf(body, sizeof body, "{\"items\":[{\"queue\":\"%s\",\"payload\":\"", q);
     memset(body + n, 'z', 100 - (size_t)n);
-    const char *head = fmt("POST /api/v1/push HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nContent-Type: application/json\r\n"
+    const char *head = sfmt("POST /api/v1/push HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nContent-Type: application/json\r\n"
                            "Content-Length: 1000\r\n\r\n", s.port);
     raw_send(fd, head, strlen(head));
     raw_send(fd, body, 100);
@@ -264,7 +189,7 @@ TEST(client_closing_mid_body_writes_nothing_and_the_server_still_serves)
     CHECK_INT(status_of(&s, "GET", "/health", NULL), 200);
     CHECK_STR(sql("select count(*) from queen.queues where name = '%s'", q), "0");
     char q2[96];
-    keep(q2, uniq("halfbody-after"));
+    keep_str(q2, uniq("halfbody-after"));
     check_push_pop(&s, q2);
     CHECK_INT(srv_stop(&s), 0);
 }
@@ -274,9 +199,9 @@ TEST(client_gone_before_its_reply_still_gets_its_push_committed)
     silt_server s;
     srv_start(&s, NULL);
     char q[96];
-    keep(q, uniq("gone"));
-    const char *body = fmt("{\"items\":[{\"queue\":\"%s\",\"payload\":1},{\"queue\":\"%s\",\"payload\":2}]}", q, q);
-    const char *head = fmt("POST /api/v1/push HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nContent-Type: application/json\r\n"
+    keep_str(q, uniq("gone"));
+    const char *body = sfmt("{\"items\":[{\"queue\":\"%s\",\"payload\":1},{\"queue\":\"%s\",\"payload\":2}]}", q, q);
+    const char *head = sfmt("POST /api/v1/push HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nContent-Type: application/json\r\n"
                            "Content-Length: %zu\r\n\r\n", s.port, strlen(body));
     int fd = raw_connect(s.port);
     CHECK(fd >= 0);
@@ -300,13 +225,13 @@ static void gone_long_poll(const char *query)
     silt_server s;
     srv_start(&s, env);
     char q[96];
-    keep(q, uniq("gonelp"));
+    keep_str(q, uniq("gonelp"));
     reply r;
-    rq(&s, "POST", "/api/v1/configure", fmt("{\"queue\":\"%s\"}", q), &r);
+    rq(&s, "POST", "/api/v1/configure", sfmt("{\"queue\":\"%s\"}", q), &r);
     CHECK_INT(r.status, 200);
     reply_fini(&r);
     bg_req b;
-    bg_start(&b, &s, "GET", fmt("/api/v1/pop/queue/%s?wait=true&timeout=20000%s", q, query), NULL);
+    bg_start(&b, &s, "GET", sfmt("/api/v1/pop/queue/%s?wait=true&timeout=20000%s", q, query), NULL);
     pause_ms(300);              /* parked */
     kill(b.pid, SIGKILL);       /* the client vanishes; the kernel closes its socket */
     waitpid(b.pid, NULL, 0);
@@ -317,7 +242,7 @@ static void gone_long_poll(const char *query)
     /* Nobody is there to receive it: no cursor moved, no lease taken. */
     CHECK_STR(sql("select coalesce(max(c.committed), -1) || '/' || count(c.lease_id) from queen.log_consumers c "
                   "join queen.log_partitions p on p.id = c.partition_id where p.queue = '%s'", q), "-1/0");
-    rq(&s, "GET", fmt("/api/v1/pop/queue/%s?batch=10", q), NULL, &r);
+    rq(&s, "GET", sfmt("/api/v1/pop/queue/%s?batch=10", q), NULL, &r);
     CHECK_INT(r.status, 200);
     CHECK_STR(jraw(&r, "messages.0.data"), "{\"i\":0}");
     reply_fini(&r);
@@ -346,20 +271,20 @@ TEST(server_reconnects_after_postgresql_restarts)
     silt_server s;
     srv_start(&s, NULL);
     char q[96];
-    keep(q, uniq("restart"));
+    keep_str(q, uniq("restart"));
     check_push_pop(&s, q);
-    CHECK_INT(system(fmt("scripts/pgcluster.sh stop '%s'", dir)), 0);
+    CHECK_INT(system(sfmt("scripts/pgcluster.sh stop '%s'", dir)), 0);
     /* Down: /health turns 503 and a push fails fast with a JSON 503. */
     int64_t end = now_ms() + 10000;
     int st = 0;
     while ((st = status_of(&s, "GET", "/health", NULL)) != 503 && now_ms() < end) pause_ms(50);
     CHECK_INT(st, 503);
     reply r;
-    rq(&s, "POST", "/api/v1/push", fmt("{\"items\":[{\"queue\":\"%s\",\"payload\":0}]}", q), &r);
+    rq(&s, "POST", "/api/v1/push", sfmt("{\"items\":[{\"queue\":\"%s\",\"payload\":0}]}", q), &r);
     CHECK_INT(r.status, 503);
     CHECK(jstr(&r, "error") && strstr(jstr(&r, "error"), "database unavailable"));
     reply_fini(&r);
-    CHECK_INT(system(fmt("scripts/pgcluster.sh start '%s' %s fast", dir, pg_port())), 0);
+    CHECK_INT(system(sfmt("scripts/pgcluster.sh start '%s' %s fast", dir, pg_port())), 0);
     end = now_ms() + 30000;
     while ((st = status_of(&s, "GET", "/health", NULL)) != 200 && now_ms() < end) {
         CHECK(st == 503 || st == -1);
@@ -403,7 +328,7 @@ TEST(migrate_run_twice_concurrently_on_a_fresh_database_both_exit_0)
     snprintf(db, sizeof db, "silt_mig_%d_%ld", (int)getpid(), (long)time(NULL));
     sql("create database %s", db);
     migrate_twice_concurrently(db);
-    PGconn *pg = PQconnectdb(fmt("host=127.0.0.1 port=%s user=postgres dbname=%s", pg_port(), db));
+    PGconn *pg = PQconnectdb(sfmt("host=127.0.0.1 port=%s user=postgres dbname=%s", pg_port(), db));
     CHECK(PQstatus(pg) == CONNECTION_OK);
     PGresult *res = PQexec(pg, "select count(*) = max(version) and count(*) > 0, count(distinct version) = count(*) "
                                "from queen.schema_migrations");
@@ -426,7 +351,7 @@ TEST(migrate_run_twice_concurrently_on_a_current_database_both_exit_0)
     silt_server s;
     srv_start(&s, NULL);
     char q[96];
-    keep(q, uniq("migrated"));
+    keep_str(q, uniq("migrated"));
     check_push_pop(&s, q);
     CHECK_INT(srv_stop(&s), 0);
 }
@@ -451,11 +376,11 @@ TEST(cli_push_then_pop_json_shows_the_payload)
     silt_server s;
     srv_start(&s, NULL);
     char q[96];
-    keep(q, uniq("cli"));
+    keep_str(q, uniq("cli"));
     setenv("SILT_URL", s.url, 1);
     char out[16384];
-    CHECK_INT(run(fmt("%s push %s '{\"a\":1}'", silt_bin(), q), out, sizeof out), 0);
-    CHECK_INT(run(fmt("%s pop %s --json", silt_bin(), q), out, sizeof out), 0);
+    CHECK_INT(run(sfmt("%s push %s '{\"a\":1}'", silt_bin(), q), out, sizeof out), 0);
+    CHECK_INT(run(sfmt("%s pop %s --json", silt_bin(), q), out, sizeof out), 0);
     json_doc d;
     json_doc_init(&d);
     if (json_parse(&d, out, strlen(out), 1u << 16) < 0) harness_failf(__FILE__, __LINE__, "pop --json printed: %s", out);
@@ -473,7 +398,7 @@ TEST(cli_push_then_pop_json_shows_the_payload)
     CHECK(queue >= 0 && json_str_eq(&d, (uint32_t)queue, q));
     json_doc_fini(&d);
     /* The message is leased now: a second pop finds nothing and still exits 0. */
-    CHECK_INT(run(fmt("%s pop %s --json", silt_bin(), q), out, sizeof out), 0);
+    CHECK_INT(run(sfmt("%s pop %s --json", silt_bin(), q), out, sizeof out), 0);
     CHECK(strstr(out, "\"a\"") == NULL);
     CHECK_INT(srv_stop(&s), 0);
 }

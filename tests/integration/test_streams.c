@@ -16,43 +16,15 @@
 
 /* ---- helpers ---------------------------------------------------------- */
 
-/* printf into a small ring of static buffers (paths and bodies). */
-static const char *fmt(const char *f, ...) __attribute__((format(printf, 1, 2)));
-static const char *fmt(const char *f, ...)
-{
-    static char ring[8][8192];
-    static int next;
-    char *out = ring[next];
-    next = (next + 1) % 8;
-    va_list ap;
-    va_start(ap, f);
-    vsnprintf(out, sizeof ring[0], f, ap);
-    va_end(ap);
-    return out;
-}
-
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static void pause_ms(int ms)
-{
-    struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000 };
-    nanosleep(&ts, NULL);
-}
-
 /* GET /api/v1/pop/queue/q[?query] */
 static void pop(silt_server *s, const char *q, const char *query, reply *r)
 {
-    rq(s, "GET", fmt("/api/v1/pop/queue/%s%s%s", q, query ? "?" : "", query ? query : ""), NULL, r);
+    rq(s, "GET", sfmt("/api/v1/pop/queue/%s%s%s", q, query ? "?" : "", query ? query : ""), NULL, r);
 }
 
 static void configure(silt_server *s, const char *q, const char *options, reply *r)
 {
-    rq(s, "POST", "/api/v1/configure", fmt("{\"queue\":\"%s\",\"options\":%s}", q, options), r);
+    rq(s, "POST", "/api/v1/configure", sfmt("{\"queue\":\"%s\",\"options\":%s}", q, options), r);
     CHECK_INT(r->status, 200);
 }
 
@@ -61,7 +33,7 @@ static void push_txn(silt_server *s, const char *q, const char *partition, const
                      const char *payload, reply *r)
 {
     rq(s, "POST", "/api/v1/push",
-       fmt("{\"items\":[{\"queue\":\"%s\",\"partition\":\"%s\",\"transactionId\":\"%s\",\"payload\":%s}]}",
+       sfmt("{\"items\":[{\"queue\":\"%s\",\"partition\":\"%s\",\"transactionId\":\"%s\",\"payload\":%s}]}",
            q, partition, txn, payload), r);
     CHECK_INT(r->status, 201);
 }
@@ -80,14 +52,8 @@ static void push_run(silt_server *s, const char *q, const char *partition, int f
     rq(s, "POST", "/api/v1/push", body, &r);
     CHECK_INT(r.status, 201);
     CHECK_INT(r.doc.tokens[0].count, n);
-    for (int i = 0; i < n; i++) CHECK_STR(jstr(&r, fmt("%d.status", i)), "queued");
+    for (int i = 0; i < n; i++) CHECK_STR(jstr(&r, sfmt("%d.status", i)), "queued");
     reply_fini(&r);
-}
-
-/* uniq() and sql() return strings from a small shared ring: keep a copy. */
-static void keep(char out[96], const char *s)
-{
-    snprintf(out, 96, "%s", s);
 }
 
 static int nmsgs(const reply *r)
@@ -101,48 +67,6 @@ static const char *partition_id(const char *q, const char *partition)
     return sql("select id from queen.log_partitions where queue = '%s' and name = '%s'", q, partition);
 }
 
-/* A request made from a forked child with its own connection, so the test
- * can act while it is pending. The child reports status and elapsed ms. */
-typedef struct bg_req { pid_t pid; int fd; } bg_req;
-
-static void bg_start(bg_req *b, const silt_server *s, const char *method, const char *path, const char *body)
-{
-    int p[2];
-    CHECK(pipe(p) == 0);
-    fflush(NULL);
-    b->pid = fork();
-    CHECK(b->pid >= 0);
-    if (b->pid == 0) {
-        prctl(PR_SET_PDEATHSIG, SIGKILL);
-        close(p[0]);
-        http_client *c = http_client_new(s->url);
-        http_client_set_timeout(c, 60000);
-        http_response r;
-        http_response_init(&r);
-        int64_t t0 = now_ms();
-        int rc = http_request(c, method, path, body, body ? strlen(body) : 0, &r);
-        char out[64];
-        int n = snprintf(out, sizeof out, "%d %lld\n", rc < 0 ? -1 : r.status, (long long)(now_ms() - t0));
-        if (write(p[1], out, (size_t)n) != n) _exit(2);
-        _exit(0);
-    }
-    close(p[1]);
-    b->fd = p[0];
-}
-
-static void bg_wait(bg_req *b, int *status, int64_t *elapsed_ms)
-{
-    char in[64] = { 0 };
-    size_t got = 0;
-    for (ssize_t n; got < sizeof in - 1 && (n = read(b->fd, in + got, sizeof in - 1 - got)) > 0;) got += (size_t)n;
-    close(b->fd);
-    waitpid(b->pid, NULL, 0);
-    long long st = -2, ms = -1;
-    CHECK(sscanf(in, "%lld %lld", &st, &ms) == 2);
-    *status = (int)st;
-    *elapsed_ms = ms;
-}
-
 /* ---- ordering --------------------------------------------------------- */
 
 TEST(partition_messages_pop_in_offset_order_with_payloads_in_push_order)
@@ -150,7 +74,7 @@ TEST(partition_messages_pop_in_offset_order_with_payloads_in_push_order)
     silt_server s;
     srv_start(&s, NULL);
     char q[96];
-    keep(q, uniq("order"));
+    keep_str(q, uniq("order"));
     push_run(&s, q, "P", 0, 4);
     push_run(&s, q, "P", 4, 3);
     push_run(&s, q, "P", 7, 5);
@@ -164,10 +88,10 @@ TEST(partition_messages_pop_in_offset_order_with_payloads_in_push_order)
         CHECK(n >= 1 && n <= 5);
         CHECK_STR(jstr(&r, "partition"), "P");
         for (int i = 0; i < n; i++) {
-            long long off = jint(&r, fmt("messages.%d.offset", i));
+            long long off = jint(&r, sfmt("messages.%d.offset", i));
             CHECK(off > last_offset);
             CHECK_INT(off, seen);
-            CHECK_STR(jraw(&r, fmt("messages.%d.data", i)), fmt("{\"k\":%d}", seen));
+            CHECK_STR(jraw(&r, sfmt("messages.%d.data", i)), sfmt("{\"k\":%d}", seen));
             last_offset = off;
             seen++;
         }
@@ -186,7 +110,7 @@ TEST(created_at_never_decreases_with_offset_within_a_partition)
     silt_server s;
     srv_start(&s, NULL);
     char q[96];
-    keep(q, uniq("created"));
+    keep_str(q, uniq("created"));
     for (int i = 0; i < 5; i++) push_run(&s, q, "Default", i * 3, 3);
     CHECK_STR(sql("select count(*) from queen.log_segments where partition_id = '%s'",
                   partition_id(q, "Default")), "5");
@@ -196,10 +120,10 @@ TEST(created_at_never_decreases_with_offset_within_a_partition)
     CHECK_INT(nmsgs(&r), 15);
     char prev[64] = "";
     for (int i = 0; i < 15; i++) {
-        const char *c = jstr(&r, fmt("messages.%d.createdAt", i));
+        const char *c = jstr(&r, sfmt("messages.%d.createdAt", i));
         CHECK(c != NULL);
         CHECK_INT(strlen(c), 24);   /* YYYY-MM-DDTHH:MM:SS.mmmZ: fixed width, so strcmp orders */
-        CHECK_INT(jint(&r, fmt("messages.%d.offset", i)), i);
+        CHECK_INT(jint(&r, sfmt("messages.%d.offset", i)), i);
         CHECK(strcmp(prev, c) <= 0);
         if (i % 3) CHECK_STR(c, prev);   /* messages of one segment share its commit time */
         snprintf(prev, sizeof prev, "%s", c);
@@ -215,18 +139,18 @@ TEST(consumer_groups_each_read_every_message_independently)
     silt_server s;
     srv_start(&s, NULL);
     char q[96];
-    keep(q, uniq("groups"));
+    keep_str(q, uniq("groups"));
     push_run(&s, q, "Default", 0, 4);
     const char *groups[] = { "consumerGroup=ga", "consumerGroup=gb", NULL };
     for (int g = 0; g < 3; g++) {   /* ga, gb, then queue mode */
         reply r;
-        pop(&s, q, fmt("batch=10&autoAck=true%s%s", groups[g] ? "&" : "", groups[g] ? groups[g] : ""), &r);
+        pop(&s, q, sfmt("batch=10&autoAck=true%s%s", groups[g] ? "&" : "", groups[g] ? groups[g] : ""), &r);
         CHECK_INT(r.status, 200);
         CHECK_INT(nmsgs(&r), 4);
         CHECK_STR(jstr(&r, "consumerGroup"), g == 0 ? "ga" : g == 1 ? "gb" : "__QUEUE_MODE__");
         for (int i = 0; i < 4; i++) {
-            CHECK_INT(jint(&r, fmt("messages.%d.offset", i)), i);
-            CHECK_STR(jraw(&r, fmt("messages.%d.data", i)), fmt("{\"k\":%d}", i));
+            CHECK_INT(jint(&r, sfmt("messages.%d.offset", i)), i);
+            CHECK_STR(jraw(&r, sfmt("messages.%d.data", i)), sfmt("{\"k\":%d}", i));
         }
         reply_fini(&r);
     }
@@ -234,7 +158,7 @@ TEST(consumer_groups_each_read_every_message_independently)
     push_run(&s, q, "Default", 4, 1);
     for (int g = 0; g < 3; g++) {
         reply r;
-        pop(&s, q, fmt("batch=10&autoAck=true%s%s", groups[g] ? "&" : "", groups[g] ? groups[g] : ""), &r);
+        pop(&s, q, sfmt("batch=10&autoAck=true%s%s", groups[g] ? "&" : "", groups[g] ? groups[g] : ""), &r);
         CHECK_INT(r.status, 200);
         CHECK_INT(nmsgs(&r), 1);
         CHECK_INT(jint(&r, "messages.0.offset"), 4);
@@ -248,7 +172,7 @@ TEST(a_group_holds_at_most_one_live_lease_per_partition)
     silt_server s;
     srv_start(&s, NULL);
     char q[96];
-    keep(q, uniq("lease"));
+    keep_str(q, uniq("lease"));
     push_run(&s, q, "Default", 0, 3);
     reply r;
     pop(&s, q, "consumerGroup=g1", &r);
@@ -261,7 +185,7 @@ TEST(a_group_holds_at_most_one_live_lease_per_partition)
     pop(&s, q, "consumerGroup=g1", &r);
     CHECK_INT(r.status, 204);
     reply_fini(&r);
-    rq(&s, "GET", fmt("/api/v1/pop/queue/%s/partition/Default?consumerGroup=g1&batch=10", q), NULL, &r);
+    rq(&s, "GET", sfmt("/api/v1/pop/queue/%s/partition/Default?consumerGroup=g1&batch=10", q), NULL, &r);
     CHECK_INT(r.status, 204);
     reply_fini(&r);
     /* Other groups are not blocked by g1's lease. */
@@ -283,7 +207,7 @@ TEST(an_expired_lease_makes_its_batch_available_again)
     silt_server s;
     srv_start(&s, NULL);
     char q[96];
-    keep(q, uniq("expire"));
+    keep_str(q, uniq("expire"));
     push_run(&s, q, "Default", 0, 3);
     reply r;
     pop(&s, q, "consumerGroup=g1&batch=2", &r);
@@ -316,20 +240,20 @@ TEST(subscription_new_sees_only_messages_pushed_after_first_contact)
     silt_server s;
     srv_start(&s, NULL);
     char q[96];
-    keep(q, uniq("subnew"));
+    keep_str(q, uniq("subnew"));
     push_run(&s, q, "Default", 0, 3);
     const char *modes[] = { "consumerGroup=n1&subscriptionMode=new", "consumerGroup=n2&subscriptionMode=new-only",
                             "consumerGroup=n3&subscriptionFrom=now" };
     for (int m = 0; m < 3; m++) {
         reply r;
-        pop(&s, q, fmt("batch=10&autoAck=true&%s", modes[m]), &r);
+        pop(&s, q, sfmt("batch=10&autoAck=true&%s", modes[m]), &r);
         CHECK_INT(r.status, 204);
         reply_fini(&r);
     }
     push_run(&s, q, "Default", 3, 2);
     for (int m = 0; m < 3; m++) {
         reply r;
-        pop(&s, q, fmt("batch=10&autoAck=true&%s", modes[m]), &r);
+        pop(&s, q, sfmt("batch=10&autoAck=true&%s", modes[m]), &r);
         CHECK_INT(r.status, 200);
         CHECK_INT(nmsgs(&r), 2);
         CHECK_INT(jint(&r, "messages.0.offset"), 3);
@@ -345,7 +269,7 @@ TEST(subscription_is_remembered_so_a_later_mode_all_does_not_rewind)
     silt_server s;
     srv_start(&s, NULL);
     char q[96];
-    keep(q, uniq("subkeep"));
+    keep_str(q, uniq("subkeep"));
     push_run(&s, q, "Default", 0, 3);
     reply r;
     pop(&s, q, "consumerGroup=g&subscriptionMode=new&batch=10", &r);
@@ -362,7 +286,7 @@ TEST(subscription_new_seeds_a_partition_created_later_from_its_start)
     silt_server s;
     srv_start(&s, NULL);
     char q[96];
-    keep(q, uniq("sublater"));
+    keep_str(q, uniq("sublater"));
     push_run(&s, q, "old", 0, 3);
     reply r;
     pop(&s, q, "consumerGroup=g&subscriptionMode=new&batch=10", &r);
@@ -387,13 +311,13 @@ TEST(subscription_all_reads_from_the_oldest_message)
     silt_server s;
     srv_start(&s, NULL);
     char q[96];
-    keep(q, uniq("suball"));
+    keep_str(q, uniq("suball"));
     push_run(&s, q, "Default", 0, 3);
     push_run(&s, q, "Default", 3, 2);
     const char *groups[] = { "consumerGroup=a1&subscriptionMode=all", "consumerGroup=a2" };
     for (int g = 0; g < 2; g++) {   /* "all" and the default for a named group */
         reply r;
-        pop(&s, q, fmt("batch=10&autoAck=true&%s", groups[g]), &r);
+        pop(&s, q, sfmt("batch=10&autoAck=true&%s", groups[g]), &r);
         CHECK_INT(r.status, 200);
         CHECK_INT(nmsgs(&r), 5);
         CHECK_INT(jint(&r, "messages.0.offset"), 0);
@@ -408,10 +332,10 @@ TEST(subscription_from_timestamp_starts_at_first_segment_at_or_after_it)
     silt_server s;
     srv_start(&s, NULL);
     char q[96];
-    keep(q, uniq("subfrom"));
+    keep_str(q, uniq("subfrom"));
     for (int i = 0; i < 3; i++) push_run(&s, q, "Default", i * 2, 2);
     char pid[96];
-    keep(pid, partition_id(q, "Default"));
+    keep_str(pid, partition_id(q, "Default"));
     CHECK_STR(sql("select count(*) from queen.log_segments where partition_id = '%s'", pid), "3");
     /* Segments at now-3h, now-2h, now-1h (created_at still rises with offset). */
     sql("update queen.log_segments set created_at = now() - make_interval(hours => 3 - base_offset::int / 2) "
@@ -425,18 +349,18 @@ TEST(subscription_from_timestamp_starts_at_first_segment_at_or_after_it)
         const char *ts = sql("select to_char(now() at time zone 'utc' - make_interval(mins => %d), "
                              "'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')", cases[c].minutes);
         reply r;
-        pop(&s, q, fmt("batch=10&autoAck=true&consumerGroup=f%d&subscriptionFrom=%s", c, ts), &r);
+        pop(&s, q, sfmt("batch=10&autoAck=true&consumerGroup=f%d&subscriptionFrom=%s", c, ts), &r);
         CHECK_INT(r.status, 200);
         CHECK_INT(nmsgs(&r), cases[c].n);
         CHECK_INT(jint(&r, "messages.0.offset"), cases[c].first);
-        CHECK_STR(jraw(&r, "messages.0.data"), fmt("{\"k\":%lld}", cases[c].first));
+        CHECK_STR(jraw(&r, "messages.0.data"), sfmt("{\"k\":%lld}", cases[c].first));
         reply_fini(&r);
     }
     /* After every segment: a group that starts at the end. */
     const char *ts = sql("select to_char(now() at time zone 'utc' - make_interval(mins => 30), "
                          "'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')");
     reply r;
-    pop(&s, q, fmt("batch=10&autoAck=true&consumerGroup=late&subscriptionFrom=%s", ts), &r);
+    pop(&s, q, sfmt("batch=10&autoAck=true&consumerGroup=late&subscriptionFrom=%s", ts), &r);
     CHECK_INT(r.status, 204);
     reply_fini(&r);
     srv_stop(&s);
@@ -447,7 +371,7 @@ TEST(queue_mode_reads_everything_whatever_the_subscription)
     silt_server s;
     srv_start(&s, NULL);
     char q[96];
-    keep(q, uniq("qmode"));
+    keep_str(q, uniq("qmode"));
     push_run(&s, q, "Default", 0, 3);
     reply r;
     pop(&s, q, "batch=10&subscriptionMode=new", &r);
@@ -457,7 +381,7 @@ TEST(queue_mode_reads_everything_whatever_the_subscription)
     CHECK_STR(jstr(&r, "consumerGroup"), "__QUEUE_MODE__");
     reply_fini(&r);
     char q2[96];
-    keep(q2, uniq("qmode"));
+    keep_str(q2, uniq("qmode"));
     push_run(&s, q2, "Default", 0, 2);
     pop(&s, q2, "batch=10&subscriptionFrom=now", &r);
     CHECK_INT(r.status, 200);
@@ -474,7 +398,7 @@ TEST(push_same_transaction_id_same_partition_in_window_is_duplicate_of_original)
     silt_server s;
     srv_start(&s, NULL);
     char q[96];
-    keep(q, uniq("dedup"));
+    keep_str(q, uniq("dedup"));
     reply r;
     push_txn(&s, q, "P", "txn-1", "{\"v\":1}", &r);
     CHECK_STR(jstr(&r, "0.status"), "queued");
@@ -490,7 +414,7 @@ TEST(push_same_transaction_id_same_partition_in_window_is_duplicate_of_original)
     reply_fini(&r);
     /* A duplicate next to a new item: the new one is written, the duplicate not. */
     rq(&s, "POST", "/api/v1/push",
-       fmt("{\"items\":[{\"queue\":\"%s\",\"partition\":\"P\",\"transactionId\":\"txn-1\",\"payload\":3},"
+       sfmt("{\"items\":[{\"queue\":\"%s\",\"partition\":\"P\",\"transactionId\":\"txn-1\",\"payload\":3},"
            "{\"queue\":\"%s\",\"partition\":\"P\",\"transactionId\":\"txn-2\",\"payload\":4}]}", q, q), &r);
     CHECK_INT(r.status, 201);
     CHECK_STR(jstr(&r, "0.status"), "duplicate");
@@ -499,7 +423,7 @@ TEST(push_same_transaction_id_same_partition_in_window_is_duplicate_of_original)
     reply_fini(&r);
     /* A stored transactionId repeated inside one request: both are duplicates of the original. */
     rq(&s, "POST", "/api/v1/push",
-       fmt("{\"items\":[{\"queue\":\"%s\",\"partition\":\"P\",\"transactionId\":\"txn-1\",\"payload\":5},"
+       sfmt("{\"items\":[{\"queue\":\"%s\",\"partition\":\"P\",\"transactionId\":\"txn-1\",\"payload\":5},"
            "{\"queue\":\"%s\",\"partition\":\"P\",\"transactionId\":\"txn-1\",\"payload\":6}]}", q, q), &r);
     CHECK_INT(r.status, 201);
     CHECK_STR(jstr(&r, "0.status"), "duplicate");
@@ -523,10 +447,10 @@ TEST(push_same_transaction_id_twice_in_one_request_first_wins)
     silt_server s;
     srv_start(&s, NULL);
     char q[96];
-    keep(q, uniq("dedup1"));
+    keep_str(q, uniq("dedup1"));
     reply r;
     rq(&s, "POST", "/api/v1/push",
-       fmt("{\"items\":[{\"queue\":\"%s\",\"transactionId\":\"t\",\"payload\":\"first\"},"
+       sfmt("{\"items\":[{\"queue\":\"%s\",\"transactionId\":\"t\",\"payload\":\"first\"},"
            "{\"queue\":\"%s\",\"transactionId\":\"u\",\"payload\":\"other\"},"
            "{\"queue\":\"%s\",\"transactionId\":\"t\",\"payload\":\"second\"}]}", q, q, q), &r);
     CHECK_INT(r.status, 201);
@@ -550,7 +474,7 @@ TEST(push_same_transaction_id_on_another_partition_is_not_a_duplicate)
     silt_server s;
     srv_start(&s, NULL);
     char q[96];
-    keep(q, uniq("dedupp"));
+    keep_str(q, uniq("dedupp"));
     reply r;
     push_txn(&s, q, "A", "shared", "1", &r);
     CHECK_STR(jstr(&r, "0.status"), "queued");
@@ -563,7 +487,7 @@ TEST(push_same_transaction_id_on_another_partition_is_not_a_duplicate)
     reply_fini(&r);
     /* And in one request, too. */
     rq(&s, "POST", "/api/v1/push",
-       fmt("{\"items\":[{\"queue\":\"%s\",\"partition\":\"C\",\"transactionId\":\"x\",\"payload\":1},"
+       sfmt("{\"items\":[{\"queue\":\"%s\",\"partition\":\"C\",\"transactionId\":\"x\",\"payload\":1},"
            "{\"queue\":\"%s\",\"partition\":\"D\",\"transactionId\":\"x\",\"payload\":2}]}", q, q), &r);
     CHECK_INT(r.status, 201);
     CHECK_STR(jstr(&r, "0.status"), "queued");
@@ -571,7 +495,7 @@ TEST(push_same_transaction_id_on_another_partition_is_not_a_duplicate)
     reply_fini(&r);
     const char *parts[] = { "A", "B", "C", "D" };
     for (int i = 0; i < 4; i++) {
-        rq(&s, "GET", fmt("/api/v1/pop/queue/%s/partition/%s?batch=10", q, parts[i]), NULL, &r);
+        rq(&s, "GET", sfmt("/api/v1/pop/queue/%s/partition/%s?batch=10", q, parts[i]), NULL, &r);
         CHECK_INT(r.status, 200);
         CHECK_INT(nmsgs(&r), 1);
         reply_fini(&r);
@@ -584,7 +508,7 @@ TEST(push_same_transaction_id_after_dedup_window_is_queued_again)
     silt_server s;
     srv_start(&s, NULL);
     char q[96];
-    keep(q, uniq("dedupold"));
+    keep_str(q, uniq("dedupold"));
     reply r;
     configure(&s, q, "{\"dedupWindowSeconds\":600}", &r);
     reply_fini(&r);
@@ -593,7 +517,7 @@ TEST(push_same_transaction_id_after_dedup_window_is_queued_again)
     snprintf(first, sizeof first, "%s", jstr(&r, "0.message_id"));
     reply_fini(&r);
     char pid[96];
-    keep(pid, partition_id(q, "Default"));
+    keep_str(pid, partition_id(q, "Default"));
     /* Still inside the window at 500 s old. */
     sql("update queen.log_txns set created_at = now() - interval '500 seconds' where partition_id = '%s'", pid);
     sql("update queen.log_segments set created_at = now() - interval '500 seconds' where partition_id = '%s'", pid);
@@ -622,12 +546,12 @@ TEST(push_same_transaction_id_after_default_window_of_3600s_is_queued_again)
     silt_server s;
     srv_start(&s, NULL);
     char q[96];
-    keep(q, uniq("dedupdef"));
+    keep_str(q, uniq("dedupdef"));
     reply r;
     push_txn(&s, q, "Default", "again", "1", &r);
     reply_fini(&r);
     char pid[96];
-    keep(pid, partition_id(q, "Default"));
+    keep_str(pid, partition_id(q, "Default"));
     sql("update queen.log_txns set created_at = now() - interval '3500 seconds' where partition_id = '%s'", pid);
     push_txn(&s, q, "Default", "again", "2", &r);
     CHECK_STR(jstr(&r, "0.status"), "duplicate");
@@ -644,7 +568,7 @@ TEST(dedup_window_zero_disables_the_duplicate_probe)
     silt_server s;
     srv_start(&s, NULL);
     char q[96];
-    keep(q, uniq("dedup0"));
+    keep_str(q, uniq("dedup0"));
     reply r;
     configure(&s, q, "{\"dedupWindowSeconds\":0}", &r);
     CHECK_INT(jint(&r, "options.dedupWindowSeconds"), 0);
@@ -673,7 +597,7 @@ TEST(delayed_processing_hides_messages_until_their_segment_is_old_enough)
     silt_server s;
     srv_start(&s, NULL);
     char q[96];
-    keep(q, uniq("delay"));
+    keep_str(q, uniq("delay"));
     reply r;
     configure(&s, q, "{\"delayedProcessing\":3600}", &r);
     reply_fini(&r);
@@ -683,7 +607,7 @@ TEST(delayed_processing_hides_messages_until_their_segment_is_old_enough)
     CHECK_INT(r.status, 204);
     reply_fini(&r);
     char pid[96];
-    keep(pid, partition_id(q, "Default"));
+    keep_str(pid, partition_id(q, "Default"));
     /* The first segment is old enough, the second is not. */
     sql("update queen.log_segments set created_at = now() - interval '2 hours' "
         "where partition_id = '%s' and base_offset = 0", pid);
@@ -711,7 +635,7 @@ TEST(window_buffer_holds_a_partition_while_its_newest_message_is_young)
     silt_server s;
     srv_start(&s, NULL);
     char q[96];
-    keep(q, uniq("window"));
+    keep_str(q, uniq("window"));
     reply r;
     configure(&s, q, "{\"windowBuffer\":3600}", &r);
     reply_fini(&r);
@@ -720,7 +644,7 @@ TEST(window_buffer_holds_a_partition_while_its_newest_message_is_young)
     CHECK_INT(r.status, 204);
     reply_fini(&r);
     char pid[96];
-    keep(pid, partition_id(q, "Default"));
+    keep_str(pid, partition_id(q, "Default"));
     sql("update queen.log_partitions set last_write_at = now() - interval '2 hours' where id = '%s'", pid);
     pop(&s, q, "batch=10&autoAck=true", &r);
     CHECK_INT(r.status, 200);
@@ -744,12 +668,12 @@ TEST(long_poll_returns_as_soon_as_a_push_makes_a_message_deliverable)
     silt_server s;
     srv_start(&s, env);
     char q[96];
-    keep(q, uniq("wake"));
+    keep_str(q, uniq("wake"));
     reply r;
     configure(&s, q, "{}", &r);
     reply_fini(&r);
     bg_req b;
-    bg_start(&b, &s, "GET", fmt("/api/v1/pop/queue/%s?wait=true&timeout=10000", q), NULL);
+    bg_start(&b, &s, "GET", sfmt("/api/v1/pop/queue/%s?wait=true&timeout=10000", q), NULL);
     pause_ms(300);   /* let the pop park */
     int64_t t0 = now_ms();
     push_run(&s, q, "Default", 0, 1);
@@ -773,7 +697,7 @@ TEST(long_poll_with_nothing_to_deliver_returns_204_after_its_timeout)
     silt_server s;
     srv_start(&s, NULL);
     char q[96];
-    keep(q, uniq("lpto"));
+    keep_str(q, uniq("lpto"));
     reply r;
     configure(&s, q, "{}", &r);
     reply_fini(&r);
@@ -801,30 +725,30 @@ TEST(pop_of_a_named_partition_reads_only_that_partition)
     silt_server s;
     srv_start(&s, NULL);
     char q[96];
-    keep(q, uniq("ppop"));
+    keep_str(q, uniq("ppop"));
     push_run(&s, q, "p1", 0, 2);
     push_run(&s, q, "p2", 10, 3);
     reply r;
-    rq(&s, "GET", fmt("/api/v1/pop/queue/%s/partition/p2?batch=10", q), NULL, &r);
+    rq(&s, "GET", sfmt("/api/v1/pop/queue/%s/partition/p2?batch=10", q), NULL, &r);
     CHECK_INT(r.status, 200);
     CHECK_STR(jstr(&r, "partition"), "p2");
     CHECK_STR(jstr(&r, "partitionId"), partition_id(q, "p2"));
     CHECK_INT(nmsgs(&r), 3);
     for (int i = 0; i < 3; i++) {
-        CHECK_STR(jstr(&r, fmt("messages.%d.partition", i)), "p2");
-        CHECK_STR(jstr(&r, fmt("messages.%d.partitionId", i)), partition_id(q, "p2"));
-        CHECK_STR(jraw(&r, fmt("messages.%d.data", i)), fmt("{\"k\":%d}", 10 + i));
+        CHECK_STR(jstr(&r, sfmt("messages.%d.partition", i)), "p2");
+        CHECK_STR(jstr(&r, sfmt("messages.%d.partitionId", i)), partition_id(q, "p2"));
+        CHECK_STR(jraw(&r, sfmt("messages.%d.data", i)), sfmt("{\"k\":%d}", 10 + i));
     }
     reply_fini(&r);
-    rq(&s, "GET", fmt("/api/v1/pop/queue/%s/partition/p2?batch=10", q), NULL, &r);
+    rq(&s, "GET", sfmt("/api/v1/pop/queue/%s/partition/p2?batch=10", q), NULL, &r);
     CHECK_INT(r.status, 204);   /* p2 is leased; p1 is not offered instead */
     reply_fini(&r);
-    rq(&s, "GET", fmt("/api/v1/pop/queue/%s/partition/p1?batch=10", q), NULL, &r);
+    rq(&s, "GET", sfmt("/api/v1/pop/queue/%s/partition/p1?batch=10", q), NULL, &r);
     CHECK_INT(r.status, 200);
     CHECK_STR(jstr(&r, "partition"), "p1");
     CHECK_INT(nmsgs(&r), 2);
     reply_fini(&r);
-    rq(&s, "GET", fmt("/api/v1/pop/queue/%s/partition/nope?batch=10", q), NULL, &r);
+    rq(&s, "GET", sfmt("/api/v1/pop/queue/%s/partition/nope?batch=10", q), NULL, &r);
     CHECK_INT(r.status, 204);
     reply_fini(&r);
     srv_stop(&s);
@@ -835,11 +759,11 @@ TEST(pop_of_a_named_partition_decodes_its_percent_encoded_name)
     silt_server s;
     srv_start(&s, NULL);
     char q[96];
-    keep(q, uniq("ppenc"));
+    keep_str(q, uniq("ppenc"));
     push_run(&s, q, "a b/c", 0, 2);
     push_run(&s, q, "other", 5, 1);
     reply r;
-    rq(&s, "GET", fmt("/api/v1/pop/queue/%s/partition/a%%20b%%2Fc?batch=10", q), NULL, &r);
+    rq(&s, "GET", sfmt("/api/v1/pop/queue/%s/partition/a%%20b%%2Fc?batch=10", q), NULL, &r);
     CHECK_INT(r.status, 200);
     CHECK_STR(jstr(&r, "partition"), "a b/c");
     CHECK_INT(nmsgs(&r), 2);
@@ -865,9 +789,9 @@ static void check_options(const reply *r, const char *except)
     CHECK_INT(r->doc.tokens[t].type, JSON_OBJECT);
     CHECK_INT(r->doc.tokens[t].count, 16);
     for (size_t i = 0; i < sizeof defaults / sizeof defaults[0]; i++) {
-        const char *v = jraw(r, fmt("options.%s", defaults[i].key));
+        const char *v = jraw(r, sfmt("options.%s", defaults[i].key));
         if (!v) harness_failf(__FILE__, __LINE__, "option %s missing", defaults[i].key);
-        if (except && strstr(except, fmt(",%s,", defaults[i].key))) continue;
+        if (except && strstr(except, sfmt(",%s,", defaults[i].key))) continue;
         if (strcmp(v, defaults[i].value) != 0)
             harness_failf(__FILE__, __LINE__, "option %s == %s, expected %s", defaults[i].key, v, defaults[i].value);
     }
@@ -878,10 +802,10 @@ TEST(configure_creates_the_queue_and_returns_all_sixteen_options_with_defaults)
     silt_server s;
     srv_start(&s, NULL);
     char q[96];
-    keep(q, uniq("conf"));
+    keep_str(q, uniq("conf"));
     CHECK_STR(sql("select count(*) from queen.queues where name = '%s'", q), "0");
     reply r;
-    rq(&s, "POST", "/api/v1/configure", fmt("{\"queue\":\"%s\"}", q), &r);
+    rq(&s, "POST", "/api/v1/configure", sfmt("{\"queue\":\"%s\"}", q), &r);
     CHECK_INT(r.status, 200);
     CHECK(jbool(&r, "configured"));
     CHECK_STR(jstr(&r, "queue"), q);
@@ -902,7 +826,7 @@ TEST(configure_partial_options_merge_and_null_returns_to_default)
     silt_server s;
     srv_start(&s, NULL);
     char q[96];
-    keep(q, uniq("confmerge"));
+    keep_str(q, uniq("confmerge"));
     reply r;
     configure(&s, q, "{\"leaseTime\":10,\"retryLimit\":5,\"deadLetterQueue\":false}", &r);
     CHECK_INT(jint(&r, "options.leaseTime"), 10);
@@ -938,20 +862,20 @@ TEST(configure_echoes_namespace_and_task_and_keeps_them_when_omitted)
     silt_server s;
     srv_start(&s, NULL);
     char q[96];
-    keep(q, uniq("confns"));
+    keep_str(q, uniq("confns"));
     reply r;
-    rq(&s, "POST", "/api/v1/configure", fmt("{\"queue\":\"%s\",\"namespace\":\"ns1\",\"task\":\"t1\"}", q), &r);
+    rq(&s, "POST", "/api/v1/configure", sfmt("{\"queue\":\"%s\",\"namespace\":\"ns1\",\"task\":\"t1\"}", q), &r);
     CHECK_INT(r.status, 200);
     CHECK_STR(jstr(&r, "namespace"), "ns1");
     CHECK_STR(jstr(&r, "task"), "t1");
     reply_fini(&r);
-    rq(&s, "POST", "/api/v1/configure", fmt("{\"queue\":\"%s\",\"options\":{\"ttl\":5}}", q), &r);
+    rq(&s, "POST", "/api/v1/configure", sfmt("{\"queue\":\"%s\",\"options\":{\"ttl\":5}}", q), &r);
     CHECK_INT(r.status, 200);
     CHECK_STR(jstr(&r, "namespace"), "ns1");
     CHECK_STR(jstr(&r, "task"), "t1");
     CHECK_INT(jint(&r, "options.ttl"), 5);
     reply_fini(&r);
-    rq(&s, "POST", "/api/v1/configure", fmt("{\"queue\":\"%s\",\"task\":\"t2\"}", q), &r);
+    rq(&s, "POST", "/api/v1/configure", sfmt("{\"queue\":\"%s\",\"task\":\"t2\"}", q), &r);
     CHECK_INT(r.status, 200);
     CHECK_STR(jstr(&r, "namespace"), "ns1");
     CHECK_STR(jstr(&r, "task"), "t2");
@@ -966,7 +890,7 @@ TEST(push_created_queue_has_the_default_options)
     silt_server s;
     srv_start(&s, NULL);
     char q[96];
-    keep(q, uniq("pushdef"));
+    keep_str(q, uniq("pushdef"));
     CHECK_INT(push_simple(&s, q, "Default", 1), 201);
     CHECK_STR(sql("select options = queen.default_options() from queen.queues where name = '%s'", q), "t");
     reply r;
