@@ -47,6 +47,8 @@ static const char bench_usage[] =
     "                     ceiling of this client and the server's HTTP layer\n"
     "  --keep             do not delete the benchmark queues afterwards\n"
     "  --json             machine-readable output\n"
+    "  --rate N           push scenarios offer N msg/s (a steady load) instead of\n"
+    "                     as many as the server takes\n"
     "  --queue NAME       push scenarios use this queue (kept afterwards) instead of\n"
     "                     a fresh one, e.g. one configured with retention\n"
     "  --help             show this help\n";
@@ -60,6 +62,7 @@ typedef struct bench_opts {
     long        preload;
     const char *scenarios;
     const char *queue;        /* --queue: push into this queue instead of a fresh one */
+    long        rate;         /* --rate: messages per second for push scenarios; 0: flat out */
     bool        keep;
     bool        json;
 } bench_opts;
@@ -303,6 +306,7 @@ static int run_push(bench_run *r, int batch, bench_result *res)
     push_ctx c = { .queue = r->push_queue, .batch = batch, .partitions = r->o->partitions };
     json_doc_init(&c.doc);
     bench_config cfg = run_config(r, r->o->connections, BENCH_WARMUP_S, (double)r->o->seconds);
+    cfg.rate = (double)r->o->rate / batch;
     r->pushed = true;
     int rc = run_load(&cfg, &push_ops, &c, res);
     json_doc_fini(&c.doc);
@@ -643,6 +647,7 @@ int cli_bench(int argc, char **argv)
         { "preload",     CLI_OPT_INT,  &o.preload },
         { "scenarios",   CLI_OPT_STR,  &o.scenarios },
         { "queue",       CLI_OPT_STR,  &o.queue },
+        { "rate",        CLI_OPT_INT,  &o.rate },
         { "keep",        CLI_OPT_FLAG, &o.keep },
         { "json",        CLI_OPT_FLAG, &o.json },
     };

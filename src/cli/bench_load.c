@@ -31,6 +31,7 @@ struct bench_load {
     double              t_measure;  /* seconds, monotonic: the window opens */
     double              t_end;      /* seconds, monotonic: the window closes */
     int                 inflight;   /* requests sent and not yet answered */
+    double              next_slot;  /* seconds, monotonic: when a paced request may leave next */
     bool                stopping;   /* no new requests */
 };
 
@@ -189,14 +190,45 @@ static int worker_send(bench_worker *w)
     return 0;
 }
 
+static void send_or_fail(bench_worker *w)
+{
+    bench_load *l = w->load;
+    if (worker_send(w) == 0) return;
+    l->stats->errors++;
+    bench_stats_note(l->stats, "%s %s: could not send the request", method_name(w->method), w->path.data);
+    load_maybe_finish(l);
+}
+
+static void on_pace(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd; (void)what;
+    bench_worker *w = arg;
+    if (w->load->stopping) { load_maybe_finish(w->load); return; }
+    send_or_fail(w);
+}
+
+/* With a rate, requests leave on a shared schedule of evenly spaced slots. */
+static double pace_delay(bench_load *l)
+{
+    if (l->cfg->rate <= 0) return 0;
+    double now = bench_now(), slot = l->next_slot > now ? l->next_slot : now;
+    l->next_slot = slot + 1.0 / l->cfg->rate;
+    return slot - now;
+}
+
 static void worker_kick(bench_worker *w)
 {
     bench_load *l = w->load;
     if (!l->stopping && l->ops->next(w, l->ctx)) {
-        if (worker_send(w) == 0) return;
-        l->stats->errors++;
-        bench_stats_note(l->stats, "%s %s: could not send the request",
-                         method_name(w->method), w->path.data);
+        double delay = pace_delay(l);
+        if (delay > 0) {
+            struct timeval tv = { (long)delay, (long)((delay - (long)delay) * 1e6) };
+            if (!w->pace) w->pace = evtimer_new(l->base, on_pace, w);
+            evtimer_add(w->pace, &tv);
+            return;
+        }
+        send_or_fail(w);
+        return;
     }
     load_maybe_finish(l);
 }
@@ -222,6 +254,7 @@ static void load_fini(bench_load *l)
 {
     for (int i = 0; l->workers && i < l->cfg->workers; i++) {
         if (l->workers[i].conn) evhttp_connection_free(l->workers[i].conn);
+        if (l->workers[i].pace) event_free(l->workers[i].pace);
         buf_fini(&l->workers[i].path);
         buf_fini(&l->workers[i].body);
     }
