@@ -404,3 +404,13 @@ int cli_call(const char *method, const char *path, const buf *body, bool json,
     http_response_fini(&r);
     return rc;
 }
+
+void cli_render_fields(const json_doc *d)
+{
+    static const char *const headers[] = { "FIELD", "VALUE" };
+    cli_table t;
+    cli_table_init(&t, 2, headers);
+    cli_table_add_members(&t, d, 0);
+    cli_table_print(&t, stdout);
+    cli_table_fini(&t);
+}

@@ -132,6 +132,8 @@ int  cli_dispatch(const char *cmd, const char *usage, const cli_verb *verbs, siz
 
 /* Renders a parsed reply on stdout (a table, a few lines). */
 typedef void (*cli_render_fn)(const json_doc *d);
+/* Renders a reply object as a FIELD/VALUE table of its members. */
+void cli_render_fields(const json_doc *d);
 /* One request, then the reply printed as JSON when json, else by render.
  * Returns the exit status (errors already printed). */
 int  cli_call(const char *method, const char *path, const buf *body, bool json,

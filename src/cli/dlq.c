@@ -118,16 +118,6 @@ static int dlq_list(int argc, char **argv)
     return rc;
 }
 
-static void dlq_replay_render(const json_doc *d)
-{
-    static const char *const headers[] = { "FIELD", "VALUE" };
-    cli_table t;
-    cli_table_init(&t, 2, headers);
-    cli_table_add_members(&t, d, 0);
-    cli_table_print(&t, stdout);
-    cli_table_fini(&t);
-}
-
 static int dlq_replay(int argc, char **argv)
 {
     bool json = false;
@@ -141,7 +131,7 @@ static int dlq_replay(int argc, char **argv)
         buf_puts(&path, "/api/v1/dlq");
         cli_path_segment(&path, a.pos[0]);
         buf_puts(&path, "/replay");
-        rc = cli_call("POST", path.data, NULL, json, dlq_replay_render);
+        rc = cli_call("POST", path.data, NULL, json, cli_render_fields);
         buf_fini(&path);
     }
     cli_args_fini(&a);

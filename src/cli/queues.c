@@ -149,16 +149,6 @@ static void queues_show_render(const json_doc *d)
     queues_show_partitions(d);
 }
 
-static void queues_overview_render(const json_doc *d)
-{
-    static const char *const headers[] = { "FIELD", "VALUE" };
-    cli_table t;
-    cli_table_init(&t, 2, headers);
-    cli_table_add_members(&t, d, 0);
-    cli_table_print(&t, stdout);
-    cli_table_fini(&t);
-}
-
 static int queues_list(int argc, char **argv)
 {
     bool json = false;
@@ -237,7 +227,7 @@ static int queues_overview(int argc, char **argv)
     cli_args a;
     int rc;
     if (cli_parse(&cmd, argc, argv, &a, &rc) == 0)
-        rc = cli_call("GET", "/api/v1/resources/overview", NULL, json, queues_overview_render);
+        rc = cli_call("GET", "/api/v1/resources/overview", NULL, json, cli_render_fields);
     cli_args_fini(&a);
     return rc;
 }
