@@ -102,8 +102,11 @@ BEGIN
         ELSIF c.partition_id IS NULL THEN
             errs[k] := 'unresolvable: the consumer group has no cursor on this partition'; offs[k] := NULL; CONTINUE;
         END IF;
-        IF offs[k] IS NULL OR leases[k] IS NOT NULL THEN   -- the common case skips the call
-            loc := queen.ack_locate(c, part, hs[k], leases[k], sts[k], offs[k]);
+        IF leases[k] IS NOT NULL AND (c.lease_id IS DISTINCT FROM leases[k] OR c.lease_expires <= now()) THEN
+            errs[k] := 'invalid or expired lease'; offs[k] := NULL; CONTINUE;
+        END IF;
+        IF offs[k] IS NULL THEN   -- outside the leased span: the per-item search
+            loc := queen.ack_locate(c, part, hs[k], NULL, sts[k], NULL);
             offs[k] := loc.off; errs[k] := loc.error; noops[k] := loc.noop; oks[k] := loc.noop;
         END IF;
         CONTINUE WHEN errs[k] IS NOT NULL OR NOT offs[k] > c.committed;
