@@ -57,27 +57,40 @@ static void exec_server(int port, const char *const *env)
     _exit(127);
 }
 
-void srv_start(silt_server *s, const char *const *env)
+/* Waits for /health; 1 ready, 0 the server exited (its port may have been
+ * taken between free_port and its bind), -1 never ready. */
+static int await_ready(silt_server *s)
 {
-    memset(s, 0, sizeof *s);
-    s->port = free_port();
-    snprintf(s->url, sizeof s->url, "http://127.0.0.1:%d", s->port);
-    s->pid = fork();
-    if (s->pid == 0) exec_server(s->port, env);
-    s->http = http_client_new(s->url);
-    http_client_set_timeout(s->http, 1000);
-    for (int i = 0; i < 400; i++) {   /* readiness: up to 20 s */
+    for (int i = 0; i < 400; i++) {   /* up to 20 s */
         http_response r;
         http_response_init(&r);
         int ok = http_request(s->http, "GET", "/health", NULL, 0, &r) == 0 && r.status == 200;
         http_response_fini(&r);
-        if (ok) { http_client_set_timeout(s->http, 60000); return; }
+        if (ok) return 1;
         int status;
-        if (waitpid(s->pid, &status, WNOHANG) == s->pid) harness_fail(__FILE__, __LINE__, "server exited at start");
+        if (waitpid(s->pid, &status, WNOHANG) == s->pid) return 0;
         struct timespec ts = { 0, 50 * 1000000 };
         nanosleep(&ts, NULL);
     }
-    harness_fail(__FILE__, __LINE__, "server did not become healthy");
+    return -1;
+}
+
+void srv_start(silt_server *s, const char *const *env)
+{
+    for (int attempt = 0; attempt < 3; attempt++) {
+        memset(s, 0, sizeof *s);
+        s->port = free_port();
+        snprintf(s->url, sizeof s->url, "http://127.0.0.1:%d", s->port);
+        s->pid = fork();
+        if (s->pid == 0) exec_server(s->port, env);
+        s->http = http_client_new(s->url);
+        http_client_set_timeout(s->http, 1000);
+        int ready = await_ready(s);
+        if (ready > 0) { http_client_set_timeout(s->http, 60000); return; }
+        http_client_free(s->http);
+        if (ready < 0) harness_fail(__FILE__, __LINE__, "server did not become healthy");
+    }
+    harness_fail(__FILE__, __LINE__, "server exited at start");
 }
 
 void srv_start_db(silt_server *s, const char *const *env, const char *dbname)
