@@ -4,7 +4,7 @@
  * so a payload cannot be moved to another message undetected.
  *
  * Which queues encrypt is remembered here from /configure replies and from
- * push_segment refusals (SQLSTATE SLE01: "this queue requires encryption"),
+ * push_flush refusals (SQLSTATE SLE01: "this queue requires encryption"),
  * so a queue switched on through another server is encrypted from the first
  * refused flush on. The key and that set are process-wide, like the key. */
 #ifndef SILT_ENCRYPTION_H

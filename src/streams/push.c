@@ -1,13 +1,14 @@
 /* push: push fusion (see push.h).
  *
- * A flush sorts the gathered items by (queue, partition) so that partition
- * row locks are always taken in the same order by every flush of every
- * server, encodes one segment per partition, and sends push_segment x N as
- * one pipelined job: the calls before a pipeline Sync run in one implicit
- * transaction, so the flush commits whole or not at all. When a
- * client-chosen transactionId turns out to be a duplicate, push_segment
- * aborts the transaction naming the duplicates; they are marked and the same
- * flush is retried without them, so a flush stays all-or-nothing. */
+ * A flush hands the gathered items to a push plan (push_plan.c: sorted by
+ * queue and partition, so every flush of every server locks partitions in
+ * the same order, one segment per partition) and sends its one
+ * queen.push_flush call, a transaction of its own, so the flush commits
+ * whole or not at all. When a client-chosen transactionId turns out to be
+ * a duplicate, or a queue turns out to require encryption, push_flush aborts
+ * saying so; the plan takes note and the same flush is sent again, so a
+ * flush stays all-or-nothing. A deadlock or serialization failure is sent
+ * again too. */
 #include "streams/push.h"
 #include <stdio.h>
 #include <stdlib.h>
