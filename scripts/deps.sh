@@ -4,7 +4,7 @@
 set -e
 need=""
 for pkg in gcc make pkg-config libpq-dev libevent-dev libzstd-dev libxxhash-dev \
-           libinih-dev libssl-dev postgresql; do
+           libssl-dev postgresql; do
     dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" \
         || need="$need $pkg"
 done
