@@ -24,18 +24,15 @@ BEGIN
     RETURN result;
 END $$;
 
--- ack_locate with the offset span_offsets found (NULL: not in the span).
+-- Where an item outside the leased span stands: below the cursor (completed:
+-- a noop; otherwise already committed), above it but not leased, or nowhere.
 CREATE FUNCTION queen.ack_locate(c queen.log_consumers, part queen.log_partitions,
-                                 p_hash bytea, p_lease uuid, p_status text, p_in_span bigint,
+                                 p_hash bytea, p_status text,
                                  OUT off bigint, OUT error text, OUT noop boolean)
 LANGUAGE plpgsql STABLE AS $$
 #variable_conflict use_variable
 BEGIN
     noop := false;
-    IF p_lease IS NOT NULL AND (c.lease_id IS DISTINCT FROM p_lease OR c.lease_expires <= now()) THEN
-        error := 'invalid or expired lease'; RETURN;
-    END IF;
-    IF p_in_span IS NOT NULL THEN off := p_in_span; RETURN; END IF;
     off := queen.resolve_offset(part.id, part.txns_start, greatest(c.committed, -1), p_hash);
     IF off IS NULL THEN
         error := 'unresolvable: transaction id not found in the partition';
@@ -106,7 +103,7 @@ BEGIN
             errs[k] := 'invalid or expired lease'; offs[k] := NULL; CONTINUE;
         END IF;
         IF offs[k] IS NULL THEN   -- outside the leased span: the per-item search
-            loc := queen.ack_locate(c, part, hs[k], NULL, sts[k], NULL);
+            loc := queen.ack_locate(c, part, hs[k], sts[k]);
             offs[k] := loc.off; errs[k] := loc.error; noops[k] := loc.noop; oks[k] := loc.noop;
         END IF;
         CONTINUE WHEN errs[k] IS NOT NULL OR NOT offs[k] > c.committed;
@@ -160,5 +157,5 @@ BEGIN
           FROM generate_subscripts(idx, 1) k;
 END $$;
 
--- The per-item form is no longer called.
+-- 004's form, with the lease check and span search now done by the caller.
 DROP FUNCTION queen.ack_locate(queen.log_consumers, queen.log_partitions, bytea, uuid, text);

@@ -209,8 +209,6 @@ const char *httpd_query(const httpd_req *req, const char *key)
     return evhttp_find_header(&req->query, key);
 }
 
-bool httpd_gone(const httpd_req *req) { return req->ev == NULL; }
-
 httpd *httpd_new(struct event_base *base, const char *host, int port, size_t max_body,
                  httpd_handler handler, void *arg)
 {

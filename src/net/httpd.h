@@ -63,6 +63,5 @@ void httpd_error_field(httpd_req *req, int status, const char *field, const char
  * notices when the reply is written. */
 void httpd_watch_close(httpd_req *req);
 const char *httpd_query(const httpd_req *req, const char *key);
-bool        httpd_gone(const httpd_req *req);
 
 #endif

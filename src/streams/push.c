@@ -125,6 +125,14 @@ static void kick(evutil_socket_t fd, short what, void *arg)
     }
 }
 
+void push_item_prepare(push_item *it)
+{
+    ids_uuid7(it->message_id);
+    ids_txn_hash(it->txn, strlen(it->txn), it->hash);
+    it->status = PUSH_PENDING;
+    it->dup_of = NULL;
+}
+
 void pusher_submit(pusher *p, push_batch *batch)
 {
     for (size_t i = 0; i < batch->n; i++) push_item_prepare(&batch->items[i]);

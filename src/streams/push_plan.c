@@ -5,7 +5,6 @@
 #include <string.h>
 #include "base/buf.h"
 #include <xxhash.h>
-#include "base/ids.h"
 #include "streams/encryption.h"
 #include "streams/frame.h"
 #include "streams/segment.h"
@@ -244,14 +243,6 @@ void push_plan_calls(push_plan *plan, db_job *job, int zstd_level)
     plan->call = db_job_ncalls(job);
     db_job_call(job, STMT_PUSH_FLUSH, values, lengths, formats);
     arrays_fini(&a);
-}
-
-void push_item_prepare(push_item *it)
-{
-    ids_uuid7(it->message_id);
-    ids_txn_hash(it->txn, strlen(it->txn), it->hash);
-    it->status = PUSH_PENDING;
-    it->dup_of = NULL;
 }
 
 /* ---- outcomes ---- */

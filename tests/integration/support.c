@@ -292,3 +292,22 @@ void bg_wait(bg_req *b, int *status, int64_t *elapsed_ms)
     *status = (int)st;
     *elapsed_ms = ms;
 }
+
+void configure_queue(silt_server *s, const char *q, const char *options)
+{
+    reply r;
+    rq(s, "POST", "/api/v1/configure", sfmt("{\"queue\":\"%s\",\"options\":%s}", q, options), &r);
+    CHECK_INT(r.status, 200);
+    CHECK(jbool(&r, "configured"));
+    reply_fini(&r);
+}
+
+void push_one(silt_server *s, const char *q, const char *partition, const char *txn, const char *payload)
+{
+    reply r;
+    rq(s, "POST", "/api/v1/push", sfmt("{\"items\":[{\"queue\":\"%s\",\"partition\":\"%s\",\"transactionId\":\"%s\","
+                                       "\"payload\":%s}]}", q, partition, txn, payload), &r);
+    CHECK_INT(r.status, 201);
+    CHECK_STR(jstr(&r, "0.status"), "queued");
+    reply_fini(&r);
+}

@@ -65,6 +65,12 @@ typedef struct bg_req { pid_t pid; int fd; } bg_req;
 void bg_start(bg_req *b, const silt_server *s, const char *method, const char *path, const char *body);
 void bg_wait(bg_req *b, int *status, int64_t *elapsed_ms);
 
+/* POST /configure {"queue": q, "options": options}; fails the test unless 200. */
+void configure_queue(silt_server *s, const char *q, const char *options);
+/* One message with a chosen transactionId (payload is JSON); fails the test
+ * unless it was queued. */
+void push_one(silt_server *s, const char *q, const char *partition, const char *txn, const char *payload);
+
 /* Convenience: push n payloads to queue/partition; returns the reply status. */
 int  push_simple(silt_server *s, const char *queue, const char *partition, int n);
 

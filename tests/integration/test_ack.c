@@ -95,18 +95,6 @@ static void ack(silt_server *s, const char *txn, const char *pid, const char *st
     CHECK_STR(jstr(r, "0.transactionId"), txn);
 }
 
-static void configure(silt_server *s, const char *q, const char *options)
-{
-    char body[1024];
-    snprintf(body, sizeof body, "{\"queue\":\"%s\",\"options\":%s}", q, options);
-    reply r;
-    rq(s, "POST", "/api/v1/configure", body, &r);
-    CHECK_INT(r.status, 200);
-    CHECK(jbool(&r, "configured"));
-    reply_fini(&r);
-}
-
-
 static long long committed(const char *pid, const char *group)
 {
     const char *v = sql("select committed from queen.log_consumers where partition_id = '%s' and consumer_group = '%s'",
@@ -299,7 +287,7 @@ TEST(ack_failed_charges_retry_budget_then_dead_letters_full_message)
     silt_server s;
     srv_start(&s, NULL);
     const char *q = qname("ack-budget");
-    configure(&s, q, "{\"retryLimit\":2}");
+    configure_queue(&s, q, "{\"retryLimit\":2}");
     /* a payload with odd spacing and an escape: the dead letter keeps the exact bytes */
     const char *payload = "{ \"k\" : [1, 2.50, \"\\u00e9\"] ,\"n\":null }";
     char body[1024];
@@ -522,7 +510,7 @@ TEST(ack_with_dlq_disabled_drops_the_message)
     silt_server s;
     srv_start(&s, NULL);
     const char *q = qname("ack-drop");
-    configure(&s, q, "{\"deadLetterQueue\":false,\"dlqAfterMaxRetries\":false,\"retryLimit\":1}");
+    configure_queue(&s, q, "{\"deadLetterQueue\":false,\"dlqAfterMaxRetries\":false,\"retryLimit\":1}");
     pushn(&s, q, "Default", 0, 3);
     reply r;
     pop_expect(&s, q, NULL, "batch=3", 0, 3, &r);

@@ -7,17 +7,6 @@
 #include "harness.h"
 #include "support.h"
 
-
-/* Pushes one message with a chosen transactionId. */
-static void push_txn(silt_server *s, const char *q, const char *part, const char *txn, const char *payload)
-{
-    reply r;
-    rq(s, "POST", "/api/v1/push", sfmt("{\"items\":[{\"queue\":\"%s\",\"partition\":\"%s\",\"transactionId\":\"%s\","
-                                       "\"payload\":%s}]}", q, part, txn, payload), &r);
-    CHECK_INT(r.status, 201);
-    reply_fini(&r);
-}
-
 /* Pops with a query string; returns the status and keeps the reply in r. */
 static int pop(silt_server *s, const char *q, const char *query, reply *r)
 {
@@ -43,7 +32,7 @@ TEST(transaction_commits_pushes_and_acks_together)
     silt_server s;
     srv_start(&s, NULL);
     const char *in = uniq("txin"), *out = uniq("txout");
-    push_txn(&s, in, "Default", "m1", "1");
+    push_one(&s, in, "Default", "m1", "1");
     reply r;
     CHECK_INT(pop(&s, in, "batch=1", &r), 200);
     const char *pid = jstr(&r, "partitionId"), *lease = jstr(&r, "leaseId");
@@ -67,7 +56,7 @@ TEST(transaction_with_unresolvable_ack_rolls_back_its_pushes)
     silt_server s;
     srv_start(&s, NULL);
     const char *in = uniq("txin"), *out = uniq("txout");
-    push_txn(&s, in, "Default", "m1", "1");
+    push_one(&s, in, "Default", "m1", "1");
     reply r;
     CHECK_INT(pop(&s, in, "batch=1", &r), 200);
     const char *pid = jstr(&r, "partitionId");
@@ -89,7 +78,7 @@ TEST(transaction_with_a_lost_lease_rolls_back)
     silt_server s;
     srv_start(&s, NULL);
     const char *in = uniq("txin"), *out = uniq("txout");
-    push_txn(&s, in, "Default", "m1", "1");
+    push_one(&s, in, "Default", "m1", "1");
     reply r;
     CHECK_INT(pop(&s, in, "batch=1", &r), 200);
     const char *pid = jstr(&r, "partitionId"), *lease = jstr(&r, "leaseId");
@@ -128,7 +117,7 @@ TEST(transaction_dlq_ack_dead_letters_inside_the_transaction)
     silt_server s;
     srv_start(&s, NULL);
     const char *in = uniq("txdlq");
-    push_txn(&s, in, "Default", "m1", "{\"v\":\"poison\"}");
+    push_one(&s, in, "Default", "m1", "{\"v\":\"poison\"}");
     reply r;
     CHECK_INT(pop(&s, in, "batch=1", &r), 200);
     const char *pid = jstr(&r, "partitionId");
@@ -148,7 +137,7 @@ TEST(dlq_replay_round_trip_pushes_back_and_removes_the_dead_letter)
     silt_server s;
     srv_start(&s, NULL);
     const char *q = uniq("replay");
-    push_txn(&s, q, "Default", "m1", "{\"x\":42}");
+    push_one(&s, q, "Default", "m1", "{\"x\":42}");
     dead_letter(&s, q, "m1");
     reply r;
     rq(&s, "GET", sfmt("/api/v1/dlq?queue=%s", q), NULL, &r);
@@ -178,7 +167,7 @@ TEST(dlq_pages_are_correct_at_every_offset)
     silt_server s;
     srv_start(&s, NULL);
     const char *q = uniq("dlqpages");
-    for (int i = 0; i < 5; i++) push_txn(&s, q, "Default", sfmt("m%d", i), sfmt("%d", i));
+    for (int i = 0; i < 5; i++) push_one(&s, q, "Default", sfmt("m%d", i), sfmt("%d", i));
     for (int i = 0; i < 5; i++) dead_letter(&s, q, sfmt("m%d", i));
     char seen[5] = { 0 };
     for (int offset = 0; offset <= 6; offset++) {
@@ -205,7 +194,7 @@ TEST(message_delete_removes_the_dead_letter_of_that_message)
     silt_server s;
     srv_start(&s, NULL);
     const char *q = uniq("msgdel");
-    push_txn(&s, q, "Default", "m1", "1");
+    push_one(&s, q, "Default", "m1", "1");
     const char *pid = dead_letter(&s, q, "m1");
     reply r;
     rq(&s, "GET", sfmt("/api/v1/messages/%s/m1", pid), NULL, &r);
@@ -227,9 +216,9 @@ TEST(seek_to_a_timestamp_older_than_the_oldest_segment_resolves_to_it)
     silt_server s;
     srv_start(&s, NULL);
     const char *q = uniq("seekold");
-    push_txn(&s, q, "Default", "m0", "0");
-    push_txn(&s, q, "Default", "m1", "1");
-    push_txn(&s, q, "Default", "m2", "2");
+    push_one(&s, q, "Default", "m0", "0");
+    push_one(&s, q, "Default", "m1", "1");
+    push_one(&s, q, "Default", "m2", "2");
     const char *pid = sql("select id from queen.log_partitions where queue = '%s'", q);
     /* retention removed the first segment: the watermark is offset 1 */
     sql("delete from queen.log_segments where partition_id = '%s' and base_offset = 0", pid);
@@ -287,8 +276,8 @@ TEST(queue_delete_removes_everything_dead_letters_included)
     silt_server s;
     srv_start(&s, NULL);
     const char *q = uniq("qdel");
-    push_txn(&s, q, "Default", "m1", "1");
-    push_txn(&s, q, "Default", "m2", "2");
+    push_one(&s, q, "Default", "m1", "1");
+    push_one(&s, q, "Default", "m2", "2");
     dead_letter(&s, q, "m1");
     reply r;
     rq(&s, "GET", sfmt("/api/v1/resources/queues/%s", q), NULL, &r);
@@ -366,8 +355,8 @@ TEST(encryption_round_trip_stores_only_ciphertext)
     rq(&s, "POST", "/api/v1/configure", sfmt("{\"queue\":\"%s\",\"options\":{\"encryptionEnabled\":true}}", q), &r);
     CHECK_INT(r.status, 200);
     reply_fini(&r);
-    push_txn(&s, q, "Default", "m1", "{\"card\":\"4111-1111\"}");
-    push_txn(&s, q, "Default", "m2", "{\"card\":\"5500-0000\"}");
+    push_one(&s, q, "Default", "m1", "{\"card\":\"4111-1111\"}");
+    push_one(&s, q, "Default", "m2", "{\"card\":\"5500-0000\"}");
     CHECK_INT(pop(&s, q, "batch=1", &r), 200);
     CHECK_STR(jraw(&r, "messages.0.data"), "{\"card\":\"4111-1111\"}");
     const char *pid = jstr(&r, "partitionId");
@@ -390,10 +379,10 @@ TEST(encryption_flag_set_elsewhere_is_honoured_by_the_next_push)
     silt_server s;
     srv_start(&s, NULL);   /* with TEST_ENCRYPTION_KEY */
     const char *q = uniq("enc2");
-    push_txn(&s, q, "Default", "m1", "1");
+    push_one(&s, q, "Default", "m1", "1");
     /* another server switched encryption on: this one has not heard of it */
     sql("update queen.queues set options = options || '{\"encryptionEnabled\": true}' where name = '%s'", q);
-    push_txn(&s, q, "Default", "m2", "{\"secret\":1}");
+    push_one(&s, q, "Default", "m2", "{\"secret\":1}");
     reply r;
     CHECK_INT(pop(&s, q, "batch=2", &r), 200);
     CHECK_STR(jraw(&r, "messages.1.data"), "{\"secret\":1}");

@@ -35,14 +35,6 @@ static void start(silt_server *s, const char *const *env)
     sql("update queen.retention_runner set runner = '', lease_until = '-infinity'");
 }
 
-static void configure(silt_server *s, const char *q, const char *opts)
-{
-    reply r;
-    rq(s, "POST", "/api/v1/configure", sfmt("{\"queue\":\"%s\",\"options\":%s}", q, opts), &r);
-    CHECK_INT(r.status, 200);
-    reply_fini(&r);
-}
-
 /* One push request of n messages: one segment. */
 static void push(silt_server *s, const char *q, const char *part, int n)
 {
@@ -52,12 +44,7 @@ static void push(silt_server *s, const char *q, const char *part, int n)
 /* One message with a chosen transactionId: one segment. */
 static void push_txn(silt_server *s, const char *q, const char *part, const char *txn)
 {
-    reply r;
-    rq(s, "POST", "/api/v1/push", sfmt("{\"items\":[{\"queue\":\"%s\",\"partition\":\"%s\",\"transactionId\":\"%s\","
-                                       "\"payload\":{\"txn\":\"%s\"}}]}", q, part, txn, txn), &r);
-    CHECK_INT(r.status, 201);
-    CHECK_STR(jstr(&r, "0.status"), "queued");
-    reply_fini(&r);
+    push_one(s, q, part, txn, sfmt("{\"txn\":\"%s\"}", txn));
 }
 
 static const char *pid_of(const char *q, const char *part)
@@ -346,7 +333,7 @@ TEST(queue_created_by_push_or_configured_without_retention_keys_has_retention_of
     start(&s, NULL);
     const char *pushed = uniq("ret-bypush"), *configured = uniq("ret-byconf");
     push(&s, pushed, "Default", 1);
-    configure(&s, configured, "{\"leaseTime\":30,\"retryLimit\":5}");
+    configure_queue(&s, configured, "{\"leaseTime\":30,\"retryLimit\":5}");
     const char *qs[2] = { pushed, configured };
     for (int i = 0; i < 2; i++) {
         reply r;
@@ -394,7 +381,7 @@ TEST(setting_the_window_without_enabling_retention_does_nothing)
     silt_server s;
     start(&s, NULL);
     const char *q = uniq("ret-notenabled"), *g = uniq("g");
-    configure(&s, q, "{\"retentionEnabled\":false,\"retentionSeconds\":3600,\"completedRetentionSeconds\":3600}");
+    configure_queue(&s, q, "{\"retentionEnabled\":false,\"retentionSeconds\":3600,\"completedRetentionSeconds\":3600}");
     for (int i = 0; i < 3; i++) push(&s, q, "Default", 1);
     const char *pid = pid_of(q, "Default");
     CHECK_STR(pop_offsets(&s, q, NULL, sfmt("consumerGroup=%s&batch=3&autoAck=true", g)), "0,1,2");
@@ -408,7 +395,7 @@ TEST(setting_the_window_without_enabling_retention_does_nothing)
     CHECK(strstr(jraw(&r, "partitions.0.notes"), "retentionEnabled is false") != NULL);
     reply_fini(&r);
     /* the same windows, enabled, delete */
-    configure(&s, q, "{\"retentionEnabled\":true}");
+    configure_queue(&s, q, "{\"retentionEnabled\":true}");
     CHECK_STR(run_report(&s, false, q), "Default retention 0-3 3 0 3");
     CHECK_INT(log_start(pid), 3);
     srv_stop(&s);
@@ -419,7 +406,7 @@ TEST(enabling_retention_with_both_windows_at_zero_does_nothing)
     silt_server s;
     start(&s, NULL);
     const char *q = uniq("ret-zero"), *g = uniq("g");
-    configure(&s, q, "{\"retentionEnabled\":true,\"retentionSeconds\":0,\"completedRetentionSeconds\":0}");
+    configure_queue(&s, q, "{\"retentionEnabled\":true,\"retentionSeconds\":0,\"completedRetentionSeconds\":0}");
     for (int i = 0; i < 3; i++) push(&s, q, "Default", 1);
     const char *pid = pid_of(q, "Default");
     CHECK_STR(pop_offsets(&s, q, NULL, sfmt("consumerGroup=%s&batch=3&autoAck=true", g)), "0,1,2");
@@ -432,7 +419,7 @@ TEST(enabling_retention_with_both_windows_at_zero_does_nothing)
     CHECK(strstr(jraw(&r, "partitions.0.notes"), "both windows are 0") != NULL);
     reply_fini(&r);
     /* one positive window is enough */
-    configure(&s, q, "{\"completedRetentionSeconds\":3600}");
+    configure_queue(&s, q, "{\"completedRetentionSeconds\":3600}");
     CHECK_STR(run_report(&s, false, q), "Default completed_retention 0-3 3 0 3");
     CHECK_INT(log_start(pid), 3);
     srv_stop(&s);
@@ -443,7 +430,7 @@ TEST(retention_seconds_deletes_on_age_alone)
     silt_server s;
     start(&s, NULL);
     const char *q = uniq("ret-age");
-    configure(&s, q, "{\"retentionEnabled\":true,\"retentionSeconds\":3600}");
+    configure_queue(&s, q, "{\"retentionEnabled\":true,\"retentionSeconds\":3600}");
     for (int i = 0; i < 4; i++) push(&s, q, "Default", 1);
     const char *pid = pid_of(q, "Default");
     /* nobody consumed anything: age alone decides */
@@ -467,7 +454,7 @@ TEST(consumer_down_longer_than_the_window_comes_back_to_a_shorter_log)
     silt_server s;
     start(&s, NULL);
     const char *q = uniq("ret-down"), *g = uniq("g");
-    configure(&s, q, "{\"retentionEnabled\":true,\"retentionSeconds\":3600}");
+    configure_queue(&s, q, "{\"retentionEnabled\":true,\"retentionSeconds\":3600}");
     for (int i = 0; i < 5; i++) push(&s, q, "Default", 1);
     const char *pid = pid_of(q, "Default");
     CHECK_STR(pop_offsets(&s, q, NULL, sfmt("consumerGroup=%s&batch=1&autoAck=true", g)), "0");
@@ -485,7 +472,7 @@ TEST(retention_window_is_a_floor_on_what_is_kept)
     silt_server s;
     start(&s, NULL);
     const char *q = uniq("ret-floor");
-    configure(&s, q, "{\"retentionEnabled\":true,\"retentionSeconds\":3600}");
+    configure_queue(&s, q, "{\"retentionEnabled\":true,\"retentionSeconds\":3600}");
     for (int i = 0; i < 3; i++) push(&s, q, "Default", 1);
     const char *pid = pid_of(q, "Default");
     age_segments(pid, 0, 2, 3500);   /* just inside the window */
@@ -503,7 +490,7 @@ TEST(completed_retention_never_deletes_unconsumed_backlog)
     silt_server s;
     start(&s, NULL);
     const char *q = uniq("ret-backlog"), *g = uniq("g");
-    configure(&s, q, "{\"retentionEnabled\":true,\"completedRetentionSeconds\":3600}");
+    configure_queue(&s, q, "{\"retentionEnabled\":true,\"completedRetentionSeconds\":3600}");
     for (int i = 0; i < 5; i++) push(&s, q, "Default", 1);
     const char *pid = pid_of(q, "Default");
     CHECK_STR(pop_offsets(&s, q, NULL, sfmt("consumerGroup=%s&batch=2&autoAck=true", g)), "0,1");
@@ -523,7 +510,7 @@ TEST(never_popped_partition_deletes_nothing_under_completed_retention)
     silt_server s;
     start(&s, NULL);
     const char *q = uniq("ret-neverpopped"), *g = uniq("g");
-    configure(&s, q, "{\"retentionEnabled\":true,\"completedRetentionSeconds\":3600}");
+    configure_queue(&s, q, "{\"retentionEnabled\":true,\"completedRetentionSeconds\":3600}");
     for (int i = 0; i < 3; i++) push(&s, q, "Default", 1);
     const char *pid = pid_of(q, "Default");
     age_segments(pid, 0, 3, 3650 * DAY);
@@ -547,7 +534,7 @@ TEST(completed_retention_is_capped_at_the_lowest_cursor_plus_one)
     silt_server s;
     start(&s, NULL);
     const char *q = uniq("ret-cap"), *a = uniq("ga"), *b = uniq("gb"), *c = uniq("gc");
-    configure(&s, q, "{\"retentionEnabled\":true,\"completedRetentionSeconds\":3600}");
+    configure_queue(&s, q, "{\"retentionEnabled\":true,\"completedRetentionSeconds\":3600}");
     for (int i = 0; i < 5; i++) push(&s, q, "Default", 1);
     const char *pid = pid_of(q, "Default");
     CHECK_STR(pop_offsets(&s, q, NULL, sfmt("consumerGroup=%s&batch=4&autoAck=true", a)), "0,1,2,3");
@@ -571,7 +558,7 @@ TEST(one_lagging_group_holds_data_for_every_group)
     silt_server s;
     start(&s, NULL);
     const char *q = uniq("ret-lagging"), *fast = uniq("gfast"), *slow = uniq("gslow");
-    configure(&s, q, "{\"retentionEnabled\":true,\"completedRetentionSeconds\":3600}");
+    configure_queue(&s, q, "{\"retentionEnabled\":true,\"completedRetentionSeconds\":3600}");
     for (int i = 0; i < 5; i++) push(&s, q, "Default", 1);
     const char *pid = pid_of(q, "Default");
     CHECK_STR(pop_offsets(&s, q, NULL, sfmt("consumerGroup=%s&batch=1&autoAck=true", slow)), "0");   /* then abandoned */
@@ -595,7 +582,7 @@ TEST(deleting_a_group_releases_its_floor)
     silt_server s;
     start(&s, NULL);
     const char *q = uniq("ret-release"), *fast = uniq("gfast"), *slow = uniq("gslow");
-    configure(&s, q, "{\"retentionEnabled\":true,\"completedRetentionSeconds\":3600}");
+    configure_queue(&s, q, "{\"retentionEnabled\":true,\"completedRetentionSeconds\":3600}");
     for (int i = 0; i < 5; i++) push(&s, q, "Default", 1);
     const char *pid = pid_of(q, "Default");
     CHECK_STR(pop_offsets(&s, q, NULL, sfmt("consumerGroup=%s&batch=1&autoAck=true", slow)), "0");
@@ -620,7 +607,7 @@ TEST(when_both_rules_apply_the_further_boundary_wins)
     silt_server s;
     start(&s, NULL);
     const char *q = uniq("ret-both"), *g = uniq("g");
-    configure(&s, q, "{\"retentionEnabled\":true,\"retentionSeconds\":7200,\"completedRetentionSeconds\":3600}");
+    configure_queue(&s, q, "{\"retentionEnabled\":true,\"retentionSeconds\":7200,\"completedRetentionSeconds\":3600}");
     for (int i = 0; i < 4; i++) { push(&s, q, "A", 1); push(&s, q, "B", 1); }
     const char *a = pid_of(q, "A"), *b = pid_of(q, "B");
     /* A: retention reaches offset 3, the consumption cap only 1 */
@@ -657,7 +644,7 @@ TEST(max_wait_beyond_the_other_rules_wins_as_an_eviction)
     silt_server s;
     start(&s, NULL);
     const char *q = uniq("ret-maxwins");
-    configure(&s, q, "{\"retentionEnabled\":true,\"retentionSeconds\":10800,\"maxWaitTimeSeconds\":3600}");
+    configure_queue(&s, q, "{\"retentionEnabled\":true,\"retentionSeconds\":10800,\"maxWaitTimeSeconds\":3600}");
     for (int i = 0; i < 4; i++) push(&s, q, "Default", 1);
     const char *pid = pid_of(q, "Default");
     age_segments(pid, 0, 3, 2 * HOUR);
@@ -694,7 +681,7 @@ TEST(only_segments_entirely_below_the_boundary_are_deleted)
     silt_server s;
     start(&s, NULL);
     const char *q = uniq("ret-whole"), *g = uniq("g");
-    configure(&s, q, "{\"retentionEnabled\":true,\"completedRetentionSeconds\":3600}");
+    configure_queue(&s, q, "{\"retentionEnabled\":true,\"completedRetentionSeconds\":3600}");
     for (int i = 0; i < 3; i++) push(&s, q, "Default", 3);   /* [0-2] [3-5] [6-8] */
     const char *pid = pid_of(q, "Default");
     CHECK_STR(pop_offsets(&s, q, NULL, sfmt("consumerGroup=%s&batch=5&autoAck=true", g)), "0,1,2,3,4");
@@ -714,7 +701,7 @@ TEST(straddling_segment_survives_with_everything_in_it)
     silt_server s;
     start(&s, NULL);
     const char *q = uniq("ret-straddle"), *g = uniq("g");
-    configure(&s, q, "{\"retentionEnabled\":true,\"completedRetentionSeconds\":3600}");
+    configure_queue(&s, q, "{\"retentionEnabled\":true,\"completedRetentionSeconds\":3600}");
     for (int i = 0; i < 3; i++) push(&s, q, "Default", 3);   /* [0-2] [3-5] [6-8] */
     const char *pid = pid_of(q, "Default");
     CHECK_STR(pop_offsets(&s, q, NULL, sfmt("consumerGroup=%s&batch=5&autoAck=true", g)), "0,1,2,3,4");
@@ -738,7 +725,7 @@ TEST(consumption_cap_mid_segment_keeps_the_covering_segment)
     silt_server s;
     start(&s, NULL);
     const char *q = uniq("ret-midcap"), *g = uniq("g");
-    configure(&s, q, "{\"retentionEnabled\":true,\"completedRetentionSeconds\":3600}");
+    configure_queue(&s, q, "{\"retentionEnabled\":true,\"completedRetentionSeconds\":3600}");
     push(&s, q, "Default", 4);   /* [0-3] */
     push(&s, q, "Default", 4);   /* [4-7] */
     const char *pid = pid_of(q, "Default");
@@ -762,7 +749,7 @@ TEST(max_wait_deletes_whole_segments_older_than_its_cutoff_for_every_group)
     silt_server s;
     start(&s, NULL);
     const char *q = uniq("ret-maxwait"), *done = uniq("gdone"), *idle = uniq("gidle");
-    configure(&s, q, "{\"maxWaitTimeSeconds\":3600}");
+    configure_queue(&s, q, "{\"maxWaitTimeSeconds\":3600}");
     push(&s, q, "Default", 2);   /* [0-1] */
     push(&s, q, "Default", 1);   /* [2] */
     push(&s, q, "Default", 1);   /* [3] */
@@ -787,7 +774,7 @@ TEST(max_wait_deletes_leased_segments_and_records_leased_offsets)
     silt_server s;
     start(&s, NULL);
     const char *q = uniq("ret-leased"), *g = uniq("g");
-    configure(&s, q, "{\"maxWaitTimeSeconds\":3600,\"leaseTime\":3600}");
+    configure_queue(&s, q, "{\"maxWaitTimeSeconds\":3600,\"leaseTime\":3600}");
     for (int i = 0; i < 3; i++) push(&s, q, "Default", 1);
     const char *pid = pid_of(q, "Default");
     CHECK_STR(pop_offsets(&s, q, NULL, sfmt("consumerGroup=%s&batch=3", g)), "0,1,2");   /* a worker holds 0..2 */
@@ -816,8 +803,8 @@ TEST(max_wait_applies_regardless_of_retention_enabled)
     silt_server s;
     start(&s, NULL);
     const char *off = uniq("ret-maxonly"), *on = uniq("ret-maxon");
-    configure(&s, off, "{\"maxWaitTimeSeconds\":3600}");   /* only this option */
-    configure(&s, on, "{\"retentionEnabled\":true,\"maxWaitTimeSeconds\":3600}");
+    configure_queue(&s, off, "{\"maxWaitTimeSeconds\":3600}");   /* only this option */
+    configure_queue(&s, on, "{\"retentionEnabled\":true,\"maxWaitTimeSeconds\":3600}");
     const char *qs[2] = { off, on };
     for (int k = 0; k < 2; k++) {
         for (int i = 0; i < 3; i++) push(&s, qs[k], "Default", 1);
@@ -839,7 +826,7 @@ TEST(max_wait_does_not_dead_letter)
     silt_server s;
     start(&s, NULL);
     const char *q = uniq("ret-maxnodlq"), *g = uniq("g");
-    configure(&s, q, "{\"maxWaitTimeSeconds\":3600,\"leaseTime\":3600}");
+    configure_queue(&s, q, "{\"maxWaitTimeSeconds\":3600,\"leaseTime\":3600}");
     push_txn(&s, q, "Default", "m0");
     push_txn(&s, q, "Default", "m1");
     push_txn(&s, q, "Default", "m2");
@@ -866,7 +853,7 @@ TEST(cursors_below_the_watermark_resume_at_the_next_existing_offset)
     silt_server s;
     start(&s, NULL);
     const char *q = uniq("ret-resume"), *g = uniq("g");
-    configure(&s, q, "{\"maxWaitTimeSeconds\":3600}");
+    configure_queue(&s, q, "{\"maxWaitTimeSeconds\":3600}");
     for (int i = 0; i < 3; i++) push(&s, q, "Default", 1);
     push(&s, q, "Default", 2);   /* [3-4] */
     const char *pid = pid_of(q, "Default");
@@ -891,7 +878,7 @@ TEST(dead_letters_are_never_purged_by_any_rule)
     silt_server s;
     start(&s, NULL);
     const char *q = uniq("ret-dlq"), *g = uniq("g");
-    configure(&s, q, "{\"retentionEnabled\":true,\"retentionSeconds\":3600,\"completedRetentionSeconds\":3600,"
+    configure_queue(&s, q, "{\"retentionEnabled\":true,\"retentionSeconds\":3600,\"completedRetentionSeconds\":3600,"
                      "\"maxWaitTimeSeconds\":3600,\"dedupWindowSeconds\":0}");
     for (int i = 0; i < 3; i++) push_txn(&s, q, "Default", sfmt("m%d", i));
     push(&s, q, "Default", 1);   /* offset 3 */
@@ -974,7 +961,7 @@ TEST(empty_untouched_partitions_are_removed_after_cleanup_days)
     silt_server s;
     start(&s, NULL);   /* PARTITION_CLEANUP_DAYS defaults to 30 */
     const char *q = uniq("ret-cleanup");
-    configure(&s, q, "{\"retentionEnabled\":true,\"retentionSeconds\":3600}");
+    configure_queue(&s, q, "{\"retentionEnabled\":true,\"retentionSeconds\":3600}");
     const char *old = emptied_partition(&s, q, "old"), *recent = emptied_partition(&s, q, "recent");
     travel(old, 31 * DAY);
     travel(recent, 29 * DAY);
@@ -997,7 +984,7 @@ TEST(partition_emptied_by_retention_and_untouched_for_cleanup_days_is_removed)
     silt_server s;
     start(&s, NULL);
     const char *q = uniq("ret-cleanuplong"), *g = uniq("g");
-    configure(&s, q, "{\"retentionEnabled\":true,\"retentionSeconds\":3024000}");   /* 35 days */
+    configure_queue(&s, q, "{\"retentionEnabled\":true,\"retentionSeconds\":3024000}");   /* 35 days */
     push(&s, q, "Default", 1);
     const char *pid = pid_of(q, "Default");
     CHECK_STR(pop_offsets(&s, q, NULL, sfmt("consumerGroup=%s&batch=1&autoAck=true", g)), "0");
@@ -1018,7 +1005,7 @@ TEST(cleanup_days_setting_sets_the_untouched_window)
     const char *env[] = { "PARTITION_CLEANUP_DAYS=2", NULL };
     start(&s, env);
     const char *q = uniq("ret-cleanupdays");
-    configure(&s, q, "{\"retentionEnabled\":true,\"retentionSeconds\":3600}");
+    configure_queue(&s, q, "{\"retentionEnabled\":true,\"retentionSeconds\":3600}");
     const char *three = emptied_partition(&s, q, "three"), *one = emptied_partition(&s, q, "one");
     travel(three, 3 * DAY);
     travel(one, 1 * DAY);
@@ -1047,7 +1034,7 @@ TEST(partition_with_dead_letters_is_kept)
     silt_server s;
     start(&s, NULL);
     const char *q = uniq("ret-keepdlq"), *g = uniq("g");
-    configure(&s, q, "{\"retentionEnabled\":true,\"retentionSeconds\":3600}");
+    configure_queue(&s, q, "{\"retentionEnabled\":true,\"retentionSeconds\":3600}");
     push_txn(&s, q, "Default", "m0");
     const char *pid = pid_of(q, "Default");
     dead_letter_next(&s, q, g, "m0");
@@ -1072,7 +1059,7 @@ TEST(partition_with_in_flight_lease_is_kept)
     silt_server s;
     start(&s, NULL);
     const char *q = uniq("ret-keeplease"), *g = uniq("g");
-    configure(&s, q, "{\"maxWaitTimeSeconds\":3600,\"leaseTime\":3600}");
+    configure_queue(&s, q, "{\"maxWaitTimeSeconds\":3600,\"leaseTime\":3600}");
     push(&s, q, "Default", 2);
     const char *pid = pid_of(q, "Default");
     CHECK_STR(pop_offsets(&s, q, NULL, sfmt("consumerGroup=%s&batch=2", g)), "0,1");
@@ -1094,7 +1081,7 @@ TEST(recent_push_keeps_an_empty_partition)
     silt_server s;
     start(&s, NULL);
     const char *q = uniq("ret-keeppush");
-    configure(&s, q, "{\"retentionEnabled\":true,\"retentionSeconds\":3600}");
+    configure_queue(&s, q, "{\"retentionEnabled\":true,\"retentionSeconds\":3600}");
     push(&s, q, "Default", 2);   /* nobody consumes it: only the push touched it */
     const char *pid = pid_of(q, "Default");
     age_segments(pid, 0, 2, 2 * HOUR);
@@ -1115,7 +1102,7 @@ TEST(recent_consumer_activity_keeps_an_empty_partition)
     silt_server s;
     start(&s, NULL);
     const char *q = uniq("ret-keepactive");
-    configure(&s, q, "{\"retentionEnabled\":true,\"retentionSeconds\":3600}");
+    configure_queue(&s, q, "{\"retentionEnabled\":true,\"retentionSeconds\":3600}");
     const char *pid = emptied_partition(&s, q, "Default");
     travel(pid, 400 * DAY);
     sql("update queen.log_consumers set last_activity_at = now() - interval '1 day' where partition_id = '%s'", pid);
@@ -1133,7 +1120,7 @@ TEST(cleanup_disabled_keeps_every_partition)
     const char *env[] = { "QUEEN_PARTITION_CLEANUP_ENABLED=false", NULL };
     start(&s, env);
     const char *q = uniq("ret-nocleanup");
-    configure(&s, q, "{\"retentionEnabled\":true,\"retentionSeconds\":3600}");
+    configure_queue(&s, q, "{\"retentionEnabled\":true,\"retentionSeconds\":3600}");
     const char *pid = emptied_partition(&s, q, "Default");   /* retention itself still works */
     travel(pid, 400 * DAY);
     reply r;
@@ -1150,7 +1137,7 @@ TEST(partition_removal_drops_cursors_and_total_consumed_not_position)
     silt_server s;
     start(&s, NULL);
     const char *q = uniq("ret-dropcursor"), *g = uniq("g");
-    configure(&s, q, "{\"retentionEnabled\":true,\"retentionSeconds\":3600}");
+    configure_queue(&s, q, "{\"retentionEnabled\":true,\"retentionSeconds\":3600}");
     push(&s, q, "Default", 3);
     const char *pid = pid_of(q, "Default");
     CHECK_STR(pop_offsets(&s, q, NULL, sfmt("consumerGroup=%s&batch=3&autoAck=true", g)), "0,1,2");
@@ -1176,7 +1163,7 @@ TEST(recreated_partition_gets_a_new_id_and_starts_at_offset_zero)
     silt_server s;
     start(&s, NULL);
     const char *q = uniq("ret-recreate");
-    configure(&s, q, "{\"retentionEnabled\":true,\"retentionSeconds\":3600}");
+    configure_queue(&s, q, "{\"retentionEnabled\":true,\"retentionSeconds\":3600}");
     const char *old = emptied_partition(&s, q, "Default");   /* it held offsets 0 and 1 */
     travel(old, 31 * DAY);
     run_pass(&s);
@@ -1199,7 +1186,7 @@ TEST(groups_seed_into_a_recreated_partition_from_their_subscription)
     silt_server s;
     start(&s, NULL);
     const char *q = uniq("ret-reseed"), *all = uniq("gall"), *fresh = uniq("gnew");
-    configure(&s, q, "{\"retentionEnabled\":true,\"retentionSeconds\":3600}");
+    configure_queue(&s, q, "{\"retentionEnabled\":true,\"retentionSeconds\":3600}");
     push(&s, q, "P", 2);
     const char *old = pid_of(q, "P");
     CHECK_STR(pop_offsets(&s, q, "P", sfmt("consumerGroup=%s&batch=2&autoAck=true", all)), "0,1");
@@ -1226,7 +1213,7 @@ TEST(queues_are_never_removed_by_retention)
     silt_server s;
     start(&s, NULL);
     const char *q = uniq("ret-keepqueue");
-    configure(&s, q, "{\"retentionEnabled\":true,\"retentionSeconds\":3600,\"leaseTime\":77}");
+    configure_queue(&s, q, "{\"retentionEnabled\":true,\"retentionSeconds\":3600,\"leaseTime\":77}");
     const char *pid = emptied_partition(&s, q, "Default");
     travel(pid, 400 * DAY);
     sql("update queen.queues set created_at = created_at - interval '400 days' where name = '%s'", q);
@@ -1253,7 +1240,7 @@ TEST(offsets_are_never_reused_while_the_partition_lives)
     silt_server s;
     start(&s, NULL);
     const char *q = uniq("ret-noreuse");
-    configure(&s, q, "{\"retentionEnabled\":true,\"retentionSeconds\":3600}");
+    configure_queue(&s, q, "{\"retentionEnabled\":true,\"retentionSeconds\":3600}");
     push(&s, q, "Default", 3);
     const char *pid = pid_of(q, "Default");
     age_segments(pid, 0, 3, 2 * HOUR);
@@ -1290,7 +1277,7 @@ TEST(timestamp_older_than_oldest_retained_segment_resolves_to_it)
     silt_server s;
     start(&s, NULL);
     const char *q = uniq("ret-replay");
-    configure(&s, q, "{\"retentionEnabled\":true,\"retentionSeconds\":9000}");   /* 2.5 h */
+    configure_queue(&s, q, "{\"retentionEnabled\":true,\"retentionSeconds\":9000}");   /* 2.5 h */
     const char *pid = hourly_segments(&s, q);
     CHECK_STR(run_report(&s, false, q), "Default retention 0-2 2 0 2");
     CHECK_INT(log_start(pid), 2);
@@ -1319,7 +1306,7 @@ TEST(position_lookups_start_at_the_watermark)
     silt_server s;
     start(&s, NULL);
     const char *q = uniq("ret-fromwm");
-    configure(&s, q, "{\"retentionEnabled\":true,\"retentionSeconds\":5400}");   /* 1.5 h */
+    configure_queue(&s, q, "{\"retentionEnabled\":true,\"retentionSeconds\":5400}");   /* 1.5 h */
     const char *pid = hourly_segments(&s, q);
     /* the watermark is at 2 while rows 0 and 1 still exist: every lookup must ignore them */
     sql("update queen.log_partitions set log_start = 2 where id = '%s'", pid);
@@ -1343,7 +1330,7 @@ TEST(dlq_handoff_after_segment_removed_is_rejected_and_cursor_stays)
     silt_server s;
     start(&s, NULL);
     const char *q = uniq("ret-dlqgone"), *g = uniq("g");
-    configure(&s, q, "{\"maxWaitTimeSeconds\":3600,\"leaseTime\":3600}");
+    configure_queue(&s, q, "{\"maxWaitTimeSeconds\":3600,\"leaseTime\":3600}");
     push_txn(&s, q, "Default", "m0");
     push_txn(&s, q, "Default", "m1");
     push_txn(&s, q, "Default", "m2");
@@ -1374,9 +1361,9 @@ TEST(sidecar_expires_after_max_of_dedup_completed_and_900_seconds)
     silt_server s;
     start(&s, NULL);
     const char *floor900 = uniq("ret-ack900"), *dedup = uniq("ret-ackdedup"), *completed = uniq("ret-ackcompleted");
-    configure(&s, floor900, "{\"dedupWindowSeconds\":0}");                        /* window 900 */
+    configure_queue(&s, floor900, "{\"dedupWindowSeconds\":0}");                        /* window 900 */
     /* dedup: defaults, window 3600 */
-    configure(&s, completed, "{\"dedupWindowSeconds\":60,\"retentionEnabled\":true,\"completedRetentionSeconds\":7200}");
+    configure_queue(&s, completed, "{\"dedupWindowSeconds\":60,\"retentionEnabled\":true,\"completedRetentionSeconds\":7200}");
     const char *qs[3] = { floor900, dedup, completed };
     const long window[3] = { 900, 3600, 7200 };
     const char *pids[3];
@@ -1406,8 +1393,8 @@ TEST(sidecar_is_purged_independently_of_segments)
     silt_server s;
     start(&s, NULL);
     const char *hashes = uniq("ret-sidecaronly"), *segs = uniq("ret-segsonly");
-    configure(&s, hashes, "{\"dedupWindowSeconds\":0}");   /* no retention rule at all */
-    configure(&s, segs, "{\"retentionEnabled\":true,\"retentionSeconds\":3600}");
+    configure_queue(&s, hashes, "{\"dedupWindowSeconds\":0}");   /* no retention rule at all */
+    configure_queue(&s, segs, "{\"retentionEnabled\":true,\"retentionSeconds\":3600}");
     for (int i = 0; i < 3; i++) { push(&s, hashes, "Default", 1); push(&s, segs, "Default", 1); }
     const char *hp = pid_of(hashes, "Default"), *sp = pid_of(segs, "Default");
     age_txns(hp, 0, 2, 1000);
@@ -1437,7 +1424,7 @@ TEST(hash_row_outliving_its_message_is_harmless)
     silt_server s;
     start(&s, NULL);
     const char *q = uniq("ret-hashoutlives"), *g = uniq("g");
-    configure(&s, q, "{\"retentionEnabled\":true,\"retentionSeconds\":3600}");
+    configure_queue(&s, q, "{\"retentionEnabled\":true,\"retentionSeconds\":3600}");
     push_txn(&s, q, "Default", "m0");
     push_txn(&s, q, "Default", "m1");
     push_txn(&s, q, "Default", "m2");
@@ -1467,7 +1454,7 @@ TEST(late_ack_for_purged_hash_is_unresolvable_and_message_redelivers)
     silt_server s;
     start(&s, NULL);
     const char *q = uniq("ret-lateack"), *g = uniq("g");
-    configure(&s, q, "{\"dedupWindowSeconds\":0}");   /* ack window 900 s */
+    configure_queue(&s, q, "{\"dedupWindowSeconds\":0}");   /* ack window 900 s */
     push_txn(&s, q, "Default", "m0");
     push_txn(&s, q, "Default", "m1");
     const char *pid = pid_of(q, "Default");
@@ -1502,9 +1489,9 @@ TEST(each_deleting_step_records_its_rule_and_offsets_dropped)
     silt_server s;
     start(&s, NULL);
     const char *qr = uniq("ret-histr"), *qc = uniq("ret-histc"), *qm = uniq("ret-histm"), *g = uniq("g");
-    configure(&s, qr, "{\"retentionEnabled\":true,\"retentionSeconds\":3600}");
-    configure(&s, qc, "{\"retentionEnabled\":true,\"completedRetentionSeconds\":3600}");
-    configure(&s, qm, "{\"maxWaitTimeSeconds\":3600}");
+    configure_queue(&s, qr, "{\"retentionEnabled\":true,\"retentionSeconds\":3600}");
+    configure_queue(&s, qc, "{\"retentionEnabled\":true,\"completedRetentionSeconds\":3600}");
+    configure_queue(&s, qm, "{\"maxWaitTimeSeconds\":3600}");
     const char *qs[3] = { qr, qc, qm };
     for (int k = 0; k < 3; k++) {
         push(&s, qs[k], "Default", 2);
@@ -1556,7 +1543,7 @@ TEST(queue_with_retention_and_nothing_to_delete_shows_nothing_not_an_error)
     silt_server s;
     start(&s, NULL);
     const char *q = uniq("ret-nothing");
-    configure(&s, q, "{\"retentionEnabled\":true,\"retentionSeconds\":3600,\"completedRetentionSeconds\":3600}");
+    configure_queue(&s, q, "{\"retentionEnabled\":true,\"retentionSeconds\":3600,\"completedRetentionSeconds\":3600}");
     push(&s, q, "Default", 2);
     CHECK_STR(run_report(&s, false, q), "");
     reply r;
@@ -1581,7 +1568,7 @@ TEST(dry_run_reports_without_deleting)
     silt_server s;
     start(&s, NULL);
     const char *q = uniq("ret-dry");
-    configure(&s, q, "{\"retentionEnabled\":true,\"retentionSeconds\":3600}");
+    configure_queue(&s, q, "{\"retentionEnabled\":true,\"retentionSeconds\":3600}");
     for (int i = 0; i < 3; i++) push(&s, q, "Default", 1);
     const char *pid = pid_of(q, "Default");
     age_segments(pid, 0, 2, 2 * HOUR);
@@ -1602,7 +1589,7 @@ TEST(explain_names_the_pinning_group_and_next_pass)
     silt_server s;
     start(&s, NULL);
     const char *q = uniq("ret-explain"), *fast = uniq("gfast"), *slow = uniq("gslow");
-    configure(&s, q, "{\"retentionEnabled\":true,\"completedRetentionSeconds\":3600}");
+    configure_queue(&s, q, "{\"retentionEnabled\":true,\"completedRetentionSeconds\":3600}");
     push(&s, q, "Default", 1);   /* [0] */
     push(&s, q, "Default", 2);   /* [1-2] */
     push(&s, q, "Default", 3);   /* [3-5] */
@@ -1659,7 +1646,7 @@ TEST(a_step_deletes_at_most_the_batch_size)
     const char *env[] = { "RETENTION_BATCH_SIZE=2", NULL };
     start(&s, env);
     const char *q = uniq("ret-batch");
-    configure(&s, q, "{\"retentionEnabled\":true,\"retentionSeconds\":3600}");
+    configure_queue(&s, q, "{\"retentionEnabled\":true,\"retentionSeconds\":3600}");
     for (int i = 0; i < 5; i++) push(&s, q, "Default", 1);
     const char *pid = pid_of(q, "Default");
     age_segments(pid, 0, 5, 2 * HOUR);
@@ -1679,7 +1666,7 @@ TEST(a_pass_stops_after_max_steps)
     start(&s, env);
     /* due an hour ago: older than anything other tests leave due, so it comes first */
     const char *q = uniq("ret-maxsteps");
-    configure(&s, q, "{\"retentionEnabled\":true,\"retentionSeconds\":3600}");
+    configure_queue(&s, q, "{\"retentionEnabled\":true,\"retentionSeconds\":3600}");
     for (int i = 0; i < 5; i++) push(&s, q, "Default", 1);
     const char *pid = pid_of(q, "Default");
     age_segments(pid, 0, 5, 2 * HOUR);
@@ -1702,7 +1689,7 @@ TEST(retention_runs_in_the_background_every_interval)
     const char *env[] = { "RETENTION_INTERVAL_MS=200", NULL };
     start(&s, env);
     const char *q = uniq("ret-background");
-    configure(&s, q, "{\"retentionEnabled\":true,\"retentionSeconds\":3600}");
+    configure_queue(&s, q, "{\"retentionEnabled\":true,\"retentionSeconds\":3600}");
     for (int i = 0; i < 3; i++) push(&s, q, "Default", 1);
     const char *pid = pid_of(q, "Default");
     age_segments(pid, 0, 2, 2 * HOUR);
@@ -1723,7 +1710,7 @@ TEST(retention_run_while_a_pass_is_running_is_409_and_one_runner_serves_all_repl
     start(&a, NULL);
     srv_start(&b, NULL);   /* a second replica on the same database */
     const char *q = uniq("ret-runner");
-    configure(&a, q, "{\"retentionEnabled\":true,\"retentionSeconds\":3600}");
+    configure_queue(&a, q, "{\"retentionEnabled\":true,\"retentionSeconds\":3600}");
     push(&a, q, "P1", 1);
     const char *p1 = pid_of(q, "P1");
     age_segments(p1, 0, 1, 2 * HOUR);
@@ -1785,7 +1772,7 @@ TEST(finding_work_skips_thousands_of_partitions_with_nothing_to_delete)
     silt_server s;
     start(&s, NULL);
     const char *q = uniq("ret-manyparts");
-    configure(&s, q, "{\"retentionEnabled\":true,\"retentionSeconds\":3600}");
+    configure_queue(&s, q, "{\"retentionEnabled\":true,\"retentionSeconds\":3600}");
     push(&s, q, "due", 2);
     sql("insert into queen.log_partitions (queue, name) select '%s', 'idle-' || i from generate_series(1, 2000) i", q);
     const char *pid = pid_of(q, "due");
@@ -1812,7 +1799,7 @@ TEST(due_partition_is_found_behind_a_thousand_partitions_pinned_by_completed_ret
     silt_server s;
     start(&s, NULL);
     const char *q = uniq("ret-pinned"), *g = uniq("g");
-    configure(&s, q, "{\"retentionEnabled\":true,\"completedRetentionSeconds\":3600}");
+    configure_queue(&s, q, "{\"retentionEnabled\":true,\"completedRetentionSeconds\":3600}");
     /* 1000 partitions no group ever popped, 3 h old: nothing there is deletable */
     sql("insert into queen.log_partitions (queue, name, last_offset, last_write_at) "
         "select '%s', 'never-' || i, 0, now() - interval '3 hours' from generate_series(1, 1000) i", q);
@@ -1851,8 +1838,8 @@ TEST(partitions_with_nothing_to_delete_do_not_stop_later_passes_reaching_due_one
     start(&s, env);
     /* the pinned partitions fall due (2 h ago) before the due one (1 h ago) */
     const char *pinned = uniq("ret-pinnedfirst"), *due = uniq("ret-duelater");
-    configure(&s, pinned, "{\"retentionEnabled\":true,\"completedRetentionSeconds\":3600}");
-    configure(&s, due, "{\"retentionEnabled\":true,\"retentionSeconds\":3600}");
+    configure_queue(&s, pinned, "{\"retentionEnabled\":true,\"completedRetentionSeconds\":3600}");
+    configure_queue(&s, due, "{\"retentionEnabled\":true,\"retentionSeconds\":3600}");
     for (int i = 0; i < 3; i++) {   /* three partitions no group ever popped: never deletable */
         const char *part = sfmt("p%d", i);
         push(&s, pinned, part, 1);
@@ -1880,7 +1867,7 @@ TEST(a_push_schedules_its_partition_and_configuring_rules_reschedules_it)
     silt_server s;
     start(&s, NULL);
     const char *ruled = uniq("ret-schedpush"), *later = uniq("ret-schedconf");
-    configure(&s, ruled, "{\"retentionEnabled\":true,\"retentionSeconds\":3600,\"dedupWindowSeconds\":0}");
+    configure_queue(&s, ruled, "{\"retentionEnabled\":true,\"retentionSeconds\":3600,\"dedupWindowSeconds\":0}");
     for (int i = 0; i < 2; i++) { push(&s, ruled, "Default", 1); push(&s, later, "Default", 1); }
     const char *rp = pid_of(ruled, "Default"), *lp = pid_of(later, "Default");
     travel(rp, 2 * HOUR);
@@ -1891,7 +1878,7 @@ TEST(a_push_schedules_its_partition_and_configuring_rules_reschedules_it)
     CHECK_STR(report_of(&r, later), "");                              /* no rule yet */
     reply_fini(&r);
     CHECK_INT(txns_start(rp), 2);   /* the sidecar was scheduled too (ack window 900 s) */
-    configure(&s, later, "{\"retentionEnabled\":true,\"retentionSeconds\":3600}");
+    configure_queue(&s, later, "{\"retentionEnabled\":true,\"retentionSeconds\":3600}");
     CHECK_STR(run_report(&s, false, later), "Default retention 0-2 2 0 2");
     CHECK_INT(log_start(lp), 2);
     srv_stop(&s);
