@@ -13,10 +13,16 @@
 
 static struct { const char *name; harness_fn fn; } tests[HARNESS_MAX];
 static int ntests;
+static void (*on_finish)(int pid);
 
 void harness_register(const char *name, harness_fn fn)
 {
     if (ntests < HARNESS_MAX) { tests[ntests].name = name; tests[ntests].fn = fn; ntests++; }
+}
+
+void harness_on_finish(void (*fn)(int pid))
+{
+    on_finish = fn;
 }
 
 void harness_fail(const char *file, int line, const char *what)
@@ -57,6 +63,7 @@ static int run_one(int i, int timeout)
     }
     int status = 0;
     waitpid(pid, &status, 0);
+    if (on_finish) on_finish((int)pid);
     if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return 1;
     if (WIFSIGNALED(status))
         fprintf(stderr, "    killed by signal %d%s\n", WTERMSIG(status),

@@ -8,6 +8,10 @@
 
 typedef void (*harness_fn)(void);
 void harness_register(const char *name, harness_fn fn);
+/* Called in the runner after each test's process has ended (whatever its
+ * outcome), with that process's id: for what a test leaves outside itself,
+ * such as a database. One hook; registering again replaces it. */
+void harness_on_finish(void (*fn)(int pid));
 _Noreturn void harness_fail(const char *file, int line, const char *what);
 _Noreturn void harness_failf(const char *file, int line, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
