@@ -18,6 +18,18 @@ start_cluster() {
     cat "$dir/pgstart.err"
     return 1
 }
+# Every integration test works in its own clone of this database, migrated
+# here once by the real binary (the name is tests/integration/support.c's
+# TEMPLATE_DB). No connections are allowed to it: a clone fails while anyone
+# is in its template.
+make_template() {
+    psql -X -q -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$pgport" -U postgres -d postgres \
+        -c 'CREATE DATABASE silt_template' &&
+    PG_HOST=127.0.0.1 PG_PORT="$pgport" PG_USER=postgres PG_DB=silt_template LOG_LEVEL=warn \
+        "$build/silt" migrate >/dev/null 2>"$dir/migrate.err" &&
+    psql -X -q -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$pgport" -U postgres -d postgres \
+        -c 'ALTER DATABASE silt_template ALLOW_CONNECTIONS false'
+}
 cleanup() { scripts/pgcluster.sh stop "$dir/pg"; rm -rf "$dir"; }
 trap cleanup EXIT INT TERM
 
@@ -26,12 +38,16 @@ counts() { tail -n 1 "$1" | sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed$/\1 
 echo "== unit tests"
 "$build/unit_tests" 2>&1 | tee "$dir/unit.out"
 echo "== integration tests"
-if start_cluster; then
-    SILT_TEST_PGDIR="$dir/pg" SILT_TEST_PGPORT="$pgport" SILT_BIN="$build/silt" \
-        "$build/integration_tests" 2>&1 | tee "$dir/integration.out"
-else
+if ! start_cluster; then
     echo "0 passed, 1 failed" > "$dir/integration.out"
     echo "could not start PostgreSQL"
+elif ! make_template; then
+    echo "0 passed, 1 failed" > "$dir/integration.out"
+    cat "$dir/migrate.err" 2>/dev/null
+    echo "could not create the template database"
+else
+    SILT_TEST_PGDIR="$dir/pg" SILT_TEST_PGPORT="$pgport" SILT_BIN="$build/silt" \
+        "$build/integration_tests" 2>&1 | tee "$dir/integration.out"
 fi
 set -- $(counts "$dir/unit.out") $(counts "$dir/integration.out")
 passed=$(( ${1:-0} + ${3:-0} ))

@@ -1,7 +1,9 @@
 /* support: what integration tests share. Each test starts its own silt
  * server (the real binary, SILT_BIN) on a free port against the suite's
- * throwaway PostgreSQL (SILT_TEST_PGPORT), waits for /health instead of
- * sleeping, and talks to it over HTTP. The server dies with the test process. */
+ * throwaway PostgreSQL (SILT_TEST_PGPORT), in a database of its own cloned
+ * from a migrated template and dropped when the test ends; waits for
+ * /health instead of sleeping, and talks to it over HTTP. The server dies
+ * with the test process. */
 #ifndef SILT_TEST_SUPPORT_H
 #define SILT_TEST_SUPPORT_H
 #include <stdbool.h>
@@ -18,12 +20,15 @@ typedef struct silt_server {
 } silt_server;
 
 /* Starts a server; env is NULL or a NULL-terminated list of "NAME=value".
- * Servers get TEST_ENCRYPTION_KEY unless env sets QUEEN_ENCRYPTION_KEY: the
- * suite shares one database, and a queue with encryption on stops any
- * server without the key from starting. Retention runs no timed passes
- * (RETENTION_INTERVAL_MS=0) unless env sets it: tests trigger passes. */
+ * It uses the test's own database (test_db(), so a second server of the
+ * same test shares the first one's) unless env sets PG_DB. Servers get
+ * TEST_ENCRYPTION_KEY unless env sets QUEEN_ENCRYPTION_KEY, so tests may
+ * turn encryption on without carrying the key. Retention runs no timed
+ * passes (RETENTION_INTERVAL_MS=0) unless env sets it: tests trigger passes. */
 void srv_start(silt_server *s, const char *const *env);
-/* The same against a fresh database of its own (created, named dbname). */
+/* The same against a fresh, empty database named dbname (the server
+ * migrates it at start). Name it silt_<what>_<pid> so the runner drops it
+ * with the test's own; sql() still goes to test_db(). */
 void srv_start_db(silt_server *s, const char *const *env, const char *dbname);
 #define TEST_ENCRYPTION_KEY "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f"
 int  srv_stop(silt_server *s);           /* SIGTERM, waits; returns exit status */
@@ -46,7 +51,10 @@ const char *jraw(const reply *r, const char *path);     /* raw JSON text, static
 
 /* A queue name unique to this test run. */
 const char *uniq(const char *prefix);
-/* Runs SQL on the test database; returns the first value of the first row
+/* This test's own database, cloned from the suite's template on first use
+ * (by srv_start or sql) and dropped by the runner when the test ends. */
+const char *test_db(void);
+/* Runs SQL on test_db(); returns the first value of the first row
  * (static ring) or "" when none. Fails the test on an SQL error. */
 const char *sql(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

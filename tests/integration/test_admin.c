@@ -390,10 +390,20 @@ TEST(encryption_flag_set_elsewhere_is_honoured_by_the_next_push)
     srv_stop(&s);
 }
 
+/* `silt server` on the test's database with this key, stderr into stdout:
+ * for a server expected to refuse to start. */
+static const char *server_cmd(const char *key)
+{
+    return sfmt("PG_HOST=127.0.0.1 PG_PORT=%s PG_USER=postgres PG_DB=%s PORT=1 QUEEN_ENCRYPTION_KEY=%s %s server 2>&1",
+                getenv("SILT_TEST_PGPORT") ? getenv("SILT_TEST_PGPORT") : "5432", test_db(), key,
+                getenv("SILT_BIN") ? getenv("SILT_BIN") : "build/silt");
+}
+
 TEST(encryption_without_a_key_is_refused_at_configure_and_at_startup)
 {
     silt_server s;
-    const char *db = sfmt("silt_nokey_%d", (int)getpid());
+    char db[64];
+    snprintf(db, sizeof db, "silt_nokey_%d", (int)getpid());
     const char *env[] = { "QUEEN_ENCRYPTION_KEY=", NULL };
     srv_start_db(&s, env, db);
     const char *q = uniq("nokey");
@@ -405,21 +415,14 @@ TEST(encryption_without_a_key_is_refused_at_configure_and_at_startup)
     srv_stop(&s);
     /* a queue that needs the key stops a keyless server at start, saying why */
     sql("DROP DATABASE \"%s\" WITH (FORCE)", db);
-    const char *bad = sfmt("PG_HOST=127.0.0.1 PG_PORT=%s PG_USER=postgres PORT=1 QUEEN_ENCRYPTION_KEY=abc %s server 2>&1",
-                           getenv("SILT_TEST_PGPORT") ? getenv("SILT_TEST_PGPORT") : "5432",
-                           getenv("SILT_BIN") ? getenv("SILT_BIN") : "build/silt");
-    FILE *p = popen(bad, "r");
+    FILE *p = popen(server_cmd("abc"), "r");
     char line[512] = "";
     CHECK(fgets(line, sizeof line, p) != NULL);
     CHECK(pclose(p) != 0);
     CHECK(strstr(line, "QUEEN_ENCRYPTION_KEY must be 64 hexadecimal characters") != NULL);
-    const char *keyless = sfmt("PG_HOST=127.0.0.1 PG_PORT=%s PG_USER=postgres PORT=1 QUEEN_ENCRYPTION_KEY= %s server 2>&1",
-                               getenv("SILT_TEST_PGPORT") ? getenv("SILT_TEST_PGPORT") : "5432",
-                               getenv("SILT_BIN") ? getenv("SILT_BIN") : "build/silt");
     sql("INSERT INTO queen.queues (name, options) VALUES ('%s', queen.default_options() || '{\"encryptionEnabled\": true}')", q);
-    p = popen(keyless, "r");
+    p = popen(server_cmd(""), "r");
     CHECK(fgets(line, sizeof line, p) != NULL);
     CHECK(pclose(p) != 0);
-    sql("DELETE FROM queen.queues WHERE name = '%s'", q);
     CHECK(strstr(line, "has encryptionEnabled but QUEEN_ENCRYPTION_KEY is not set") != NULL);
 }

@@ -347,7 +347,7 @@ TEST(migrate_run_twice_concurrently_on_a_fresh_database_both_exit_0)
 
 TEST(migrate_run_twice_concurrently_on_a_current_database_both_exit_0)
 {
-    migrate_twice_concurrently("postgres");
+    migrate_twice_concurrently(test_db());
     silt_server s;
     srv_start(&s, NULL);
     char q[96];
