@@ -16,6 +16,7 @@ struct popper {
     int          recheck_ms;
     size_t       max_segment_bytes;
     pop_request *parked;        /* doubly linked */
+    size_t       nparked;       /* length of that list */
     bool         draining;
 };
 
@@ -30,6 +31,7 @@ static void finish(pop_request *req)
         if (req->prev) req->prev->next = req->next; else p->parked = req->next;
         if (req->next) req->next->prev = req->prev;
         req->parked = false;
+        p->nparked--;
     }
     if (req->deadline) evtimer_del(req->deadline);
     if (req->recheck) evtimer_del(req->recheck);
@@ -188,6 +190,7 @@ static void park(pop_request *req)
         req->next = p->parked;
         if (p->parked) p->parked->prev = req;
         p->parked = req;
+        p->nparked++;
     }
     struct timeval tv = { p->recheck_ms / 1000, (p->recheck_ms % 1000) * 1000 };
     evtimer_add(req->recheck, &tv);
@@ -219,6 +222,7 @@ void popper_drain(popper *p)
             p->parked = req->next;
             if (p->parked) p->parked->prev = NULL;
             req->parked = false;
+            p->nparked--;
             continue;
         }
         finish(req);
@@ -271,3 +275,5 @@ popper *popper_new(struct event_base *base, db_pool *pool, int recheck_ms, size_
 }
 
 void popper_free(popper *p) { free(p); }
+
+size_t popper_parked(const popper *p) { return p->nparked; }

@@ -83,5 +83,8 @@ void    popper_cancel(popper *p, pop_request *req);
 /* Shutdown: every parked pop answers now. */
 void    popper_drain(popper *p);
 void    pop_request_free(pop_request *req);
+/* Pops parked now, waiting for a message (those re-querying after a wake
+ * included): the silt_long_polls_parked gauge. */
+size_t  popper_parked(const popper *p);
 
 #endif
