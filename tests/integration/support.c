@@ -325,6 +325,32 @@ int srv_stop(silt_server *s)
     return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
+int64_t srv_metric(silt_server *s, const char *sample)
+{
+    http_response resp;
+    http_response_init(&resp);
+    if (http_request(s->http, "GET", "/metrics/prometheus", NULL, 0, &resp) < 0)
+        harness_failf(__FILE__, __LINE__, "GET /metrics/prometheus: %s", http_client_error(s->http));
+    CHECK_INT(resp.status, 200);
+    int64_t v = -1;
+    size_t n = strlen(sample);
+    for (const char *line = resp.body.data; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL)
+        if (strncmp(line, sample, n) == 0 && line[n] == ' ') { v = atoll(line + n + 1); break; }
+    http_response_fini(&resp);
+    return v;
+}
+
+void srv_await_metric(silt_server *s, const char *sample, int64_t want, int timeout_ms)
+{
+    int64_t end = now_ms() + timeout_ms, got;
+    while ((got = srv_metric(s, sample)) != want) {
+        if (now_ms() >= end)
+            harness_failf(__FILE__, __LINE__, "%s is %lld after %d ms, waited for %lld",
+                          sample, (long long)got, timeout_ms, (long long)want);
+        pause_ms(10);
+    }
+}
+
 void rq(silt_server *s, const char *method, const char *path, const char *body, reply *out)
 {
     http_response_init(&out->raw);
@@ -413,6 +439,22 @@ const char *sql(const char *fmt, ...)
     char *value = strdup(st == PGRES_TUPLES_OK && PQntuples(r) > 0 && PQnfields(r) > 0 ? PQgetvalue(r, 0, 0) : "");
     PQclear(r);
     return ring_put(value);
+}
+
+void sql_await(const char *want, int timeout_ms, const char *fmt, ...)
+{
+    char query[4096];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(query, sizeof query, fmt, ap);
+    va_end(ap);
+    int64_t end = now_ms() + timeout_ms;
+    const char *got;
+    while (strcmp(got = sql("%s", query), want) != 0) {
+        if (now_ms() >= end)
+            harness_failf(__FILE__, __LINE__, "%s: \"%s\" after %d ms, waited for \"%s\"", query, got, timeout_ms, want);
+        pause_ms(10);
+    }
 }
 
 const char *sfmt(const char *fmt, ...)

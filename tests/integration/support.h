@@ -32,6 +32,12 @@ void srv_start(silt_server *s, const char *const *env);
 void srv_start_db(silt_server *s, const char *const *env, const char *dbname);
 #define TEST_ENCRYPTION_KEY "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f"
 int  srv_stop(silt_server *s);           /* SIGTERM, waits; returns exit status */
+/* A sample's value on /metrics/prometheus ("name" or "name{labels}"), -1
+ * when absent. */
+int64_t srv_metric(silt_server *s, const char *sample);
+/* Waits for a state instead of sleeping: polls the sample until it equals
+ * want, failing the test with the last value seen once timeout_ms passed. */
+void srv_await_metric(silt_server *s, const char *sample, int64_t want, int timeout_ms);
 
 /* A reply: status, raw body and the parsed JSON (doc.ntokens 0 if none). */
 typedef struct reply {
@@ -57,6 +63,8 @@ const char *test_db(void);
 /* Runs SQL on test_db(); returns the first value of the first row
  * (static ring) or "" when none. Fails the test on an SQL error. */
 const char *sql(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* The same wait on the first value of a query. */
+void sql_await(const char *want, int timeout_ms, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 /* printf into a ring of static buffers, for paths and bodies. */
 const char *sfmt(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -76,6 +76,56 @@ static void raw_send(int fd, const char *data, size_t len)
     }
 }
 
+/* The local port of a connected socket. */
+static int local_port(int fd)
+{
+    struct sockaddr_in a;
+    socklen_t len = sizeof a;
+    CHECK(getsockname(fd, (struct sockaddr *)&a, &len) == 0);
+    return ntohs(a.sin_port);
+}
+
+/* Whether the server's end of the connection from client_port is still
+ * open: established, or closed by the client only (CLOSE_WAIT). The kernel's
+ * socket table shows it; the server has no counter of connections. */
+static bool server_end_open(int server_port, int client_port)
+{
+    FILE *f = fopen("/proc/net/tcp", "r");
+    CHECK(f != NULL);
+    char line[512];
+    bool open = false;
+    while (!open && fgets(line, sizeof line, f)) {
+        unsigned local, remote, state;
+        if (sscanf(line, " %*d: %*x:%x %*x:%x %x", &local, &remote, &state) == 3)
+            open = (int)local == server_port && (int)remote == client_port && (state == 0x01 || state == 0x08);
+    }
+    fclose(f);
+    return open;
+}
+
+/* Waits until the server has closed its end of a connection the client has
+ * closed: it has seen the hang-up and dropped whatever was half read. */
+static void await_server_closed(int server_port, int client_port, int timeout_ms)
+{
+    int64_t end = now_ms() + timeout_ms;
+    while (server_end_open(server_port, client_port)) {
+        if (now_ms() >= end)
+            harness_failf(__FILE__, __LINE__, "the server kept the connection from port %d open for %d ms",
+                          client_port, timeout_ms);
+        pause_ms(10);
+    }
+}
+
+/* Waits until connecting to port is refused: the server stopped accepting. */
+static void await_refusing(int port, int timeout_ms)
+{
+    int64_t end = now_ms() + timeout_ms;
+    for (int fd; (fd = raw_connect(port)) >= 0; pause_ms(10)) {
+        close(fd);
+        if (now_ms() >= end) harness_failf(__FILE__, __LINE__, "port %d still accepts after %d ms", port, timeout_ms);
+    }
+}
+
 /* waitpid with a deadline; the exit code (128+signal if killed), or -1. */
 static int wait_exit(pid_t pid, int timeout_ms)
 {
@@ -103,7 +153,7 @@ TEST(sigterm_answers_a_parked_long_poll_with_204_and_exits_0)
     reply_fini(&r);
     bg_req b;
     bg_start(&b, &s, "GET", sfmt("/api/v1/pop/queue/%s?wait=true&timeout=20000", q), NULL);
-    pause_ms(300);   /* let the pop park */
+    srv_await_metric(&s, "silt_long_polls_parked", 1, 5000);
     int64_t t0 = now_ms();
     int rc = srv_stop(&s);
     int64_t stop_ms = now_ms() - t0;
@@ -136,16 +186,13 @@ TEST(sigterm_answers_pushes_in_flight_with_201_and_commits_them)
         snprintf(body + len, sizeof body - len, "]}");
         bg_start(&b[i], &s, "POST", "/api/v1/push", body);
     }
-    int64_t end = now_ms() + 10000;
-    while (atoi(sql("select count(*) from pg_locks where not granted")) < 1 && now_ms() < end) pause_ms(20);
-    CHECK(atoi(sql("select count(*) from pg_locks where not granted")) >= 1);
-    pause_ms(300);   /* the other requests reach the server too */
+    /* a flush waits for the row, and all three requests are in the server */
+    sql_await("true", 10000, "select (count(*) > 0)::text from pg_stat_activity where datname = current_database() "
+                             "and wait_event_type = 'Lock'");
+    srv_await_metric(&s, "silt_http_requests_in_flight", 3, 5000);
     kill(s.pid, SIGTERM);
-    pause_ms(300);
-    CHECK_INT(waitpid(s.pid, NULL, WNOHANG), 0);   /* still draining */
-    int fd = raw_connect(s.port);                  /* and no longer accepting */
-    if (fd >= 0) close(fd);
-    CHECK(fd < 0);
+    await_refusing(s.port, 5000);                  /* no longer accepting */
+    CHECK_INT(waitpid(s.pid, NULL, WNOHANG), 0);   /* but still draining */
     sql("commit");
     for (int i = 0; i < 3; i++) {
         int status;
@@ -177,15 +224,17 @@ TEST(client_closing_mid_body_writes_nothing_and_the_server_still_serves)
                            "Content-Length: 1000\r\n\r\n", s.port);
     raw_send(fd, head, strlen(head));
     raw_send(fd, body, 100);
-    pause_ms(100);
-    close(fd);
+    int port = local_port(fd);
+    close(fd);   /* the server reads the 100 bytes before the end of the stream */
+    await_server_closed(s.port, port, 5000);
     /* And one that stops inside its headers. */
     fd = raw_connect(s.port);
     CHECK(fd >= 0);
     const char *half = "POST /api/v1/push HTTP/1.1\r\nHost: x\r\nContent-Le";
     raw_send(fd, half, strlen(half));
+    port = local_port(fd);
     close(fd);
-    pause_ms(200);
+    await_server_closed(s.port, port, 5000);
     CHECK_INT(status_of(&s, "GET", "/health", NULL), 200);
     CHECK_STR(sql("select count(*) from queen.queues where name = '%s'", q), "0");
     char q2[96];
@@ -232,13 +281,13 @@ static void gone_long_poll(const char *query)
     reply_fini(&r);
     bg_req b;
     bg_start(&b, &s, "GET", sfmt("/api/v1/pop/queue/%s?wait=true&timeout=20000%s", q, query), NULL);
-    pause_ms(300);              /* parked */
+    srv_await_metric(&s, "silt_long_polls_parked", 1, 5000);
     kill(b.pid, SIGKILL);       /* the client vanishes; the kernel closes its socket */
     waitpid(b.pid, NULL, 0);
     close(b.fd);
-    pause_ms(300);
+    /* The server notices and lets the pop go: no pop is left to be woken. */
+    srv_await_metric(&s, "silt_long_polls_parked", 0, 5000);
     CHECK_INT(push_simple(&s, q, "Default", 1), 201);
-    pause_ms(300);
     /* Nobody is there to receive it: no cursor moved, no lease taken. */
     CHECK_STR(sql("select coalesce(max(c.committed), -1) || '/' || count(c.lease_id) from queen.log_consumers c "
                   "join queen.log_partitions p on p.id = c.partition_id where p.queue = '%s'", q), "-1/0");
