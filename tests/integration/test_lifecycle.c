@@ -257,10 +257,8 @@ TEST(client_gone_before_its_reply_still_gets_its_push_committed)
     raw_send(fd, head, strlen(head));
     raw_send(fd, body, strlen(body));
     close(fd);
-    int64_t end = now_ms() + 5000;
-    while (strcmp(sql("select count(*) from queen.log_segments s join queen.log_partitions p on p.id = s.partition_id "
-                      "where p.queue = '%s'", q), "1") != 0 && now_ms() < end)
-        pause_ms(20);
+    sql_await("1", 5000, "select count(*) from queen.log_segments s join queen.log_partitions p on p.id = s.partition_id "
+                         "where p.queue = '%s'", q);
     CHECK_STR(sql("select last_offset from queen.log_partitions where queue = '%s'", q), "1");
     CHECK_INT(status_of(&s, "GET", "/health", NULL), 200);
     CHECK_INT(srv_stop(&s), 0);
