@@ -30,19 +30,32 @@ static void explain_notes(const json_doc *d, int part)
     }
 }
 
+/* The API's toOffset is exclusive (the watermark after the deletion); both
+ * tables show the first and the last offset deleted, inclusive. */
+static void add_last_offset(cli_table *t, const json_doc *d, int obj, const char *to_path)
+{
+    int tok = cli_lookup(d, obj, to_path);
+    int64_t to;
+    char cell[24] = "-";
+    if (tok >= 0 && json_int64(d, (uint32_t)tok, &to) == 0) snprintf(cell, sizeof cell, "%lld", (long long)(to - 1));
+    cli_table_add(t, cell);
+}
+
 static void explain_render(const json_doc *d)
 {
-    static const char *const headers[] = { "PARTITION", "WATERMARK", "LAST", "RETENTION", "COMPLETED",
-                                           "MAX_WAIT", "CAP", "PINNED_BY", "NEXT_RULE", "NEXT_OFFSETS" };
+    static const char *const headers[] = { "PARTITION", "WATERMARK", "LAST", "RETENTION", "COMPLETED", "MAX_WAIT",
+                                           "CAP", "PINNED_BY", "NEXT_RULE", "NEXT_FIRST", "NEXT_LAST" };
     static const char *const fields[] = { "partition", "watermark", "lastOffset", "boundaries.retention",
                                           "boundaries.completedRetention", "boundaries.maxWaitTime",
                                           "consumptionCap.offset", "consumptionCap.pinnedBy",
-                                          "nextPass.rule", "nextPass.offsets" };
+                                          "nextPass.rule", "nextPass.fromOffset" };
     int list = json_get(d, 0, "partitions"), p;
     cli_table t;
-    cli_table_init(&t, 10, headers);
-    for (uint32_t i = 0; list >= 0 && (p = json_at(d, (uint32_t)list, i)) >= 0; i++)
+    cli_table_init(&t, 11, headers);
+    for (uint32_t i = 0; list >= 0 && (p = json_at(d, (uint32_t)list, i)) >= 0; i++) {
         for (int f = 0; f < 10; f++) cli_table_add_field(&t, d, p, fields[f]);
+        add_last_offset(&t, d, p, "nextPass.toOffset");
+    }
     cli_table_print(&t, stdout);
     cli_table_fini(&t);
     for (uint32_t i = 0; list >= 0 && (p = json_at(d, (uint32_t)list, i)) >= 0; i++) {
@@ -76,21 +89,25 @@ static int retention_explain(int argc, char **argv)
 
 static void run_render(const json_doc *d)
 {
-    static const char *const headers[] = { "QUEUE", "PARTITION", "RULE", "FROM", "TO", "OFFSETS", "LEASED" };
-    static const char *const fields[] = { "queue", "partition", "rule", "fromOffset", "toOffset", "offsets",
-                                          "leasedOffsets" };
+    static const char *const headers[] = { "QUEUE", "PARTITION", "RULE", "FIRST", "LAST", "OFFSETS", "LEASED" };
+    static const char *const fields[] = { "queue", "partition", "rule", "fromOffset" };
     int list = json_get(d, 0, "deleted"), p;
     cli_table t;
     cli_table_init(&t, 7, headers);
-    for (uint32_t i = 0; list >= 0 && (p = json_at(d, (uint32_t)list, i)) >= 0; i++)
-        for (int f = 0; f < 7; f++) cli_table_add_field(&t, d, p, fields[f]);
+    for (uint32_t i = 0; list >= 0 && (p = json_at(d, (uint32_t)list, i)) >= 0; i++) {
+        for (int f = 0; f < 4; f++) cli_table_add_field(&t, d, p, fields[f]);
+        add_last_offset(&t, d, p, "toOffset");
+        cli_table_add_field(&t, d, p, "offsets");
+        cli_table_add_field(&t, d, p, "leasedOffsets");
+    }
     if (t.ncells == 7) puts(json_get(d, 0, "busy") >= 0 && d->tokens[json_get(d, 0, "busy")].type == JSON_TRUE
                             ? "(another server is running the pass)" : "(nothing to delete)");
     else cli_table_print(&t, stdout);
     cli_table_fini(&t);
     cli_table_init(&t, 2, (const char *const[]){ "FIELD", "VALUE" });
-    const char *const totals[] = { "steps", "sidecarRowsPurged", "partitionsRemoved" };
-    for (int f = 0; f < 3; f++) { cli_table_add(&t, totals[f]); cli_table_add_field(&t, d, 0, totals[f]); }
+    const char *const totals[] = { "steps", "deletingSteps", "idleSteps", "sidecarSteps", "limited",
+                                   "sidecarRowsPurged", "partitionsRemoved" };
+    for (int f = 0; f < 7; f++) { cli_table_add(&t, totals[f]); cli_table_add_field(&t, d, 0, totals[f]); }
     cli_table_print(&t, stdout);
     cli_table_fini(&t);
 }

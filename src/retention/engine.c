@@ -1,7 +1,12 @@
 /* engine: retention passes (see engine.h). A pass is a small state machine
- * driven by database replies: claim, candidates, steps, cleanup. Up to
- * RETENTION_CONCURRENCY steps run side by side, each on its own partition
- * and its own connection, each its own transaction. */
+ * driven by database replies: claim, candidates, steps, cleanup, release,
+ * report. Up to RETENTION_CONCURRENCY steps run side by side, each on its
+ * own partition and its own connection, each its own transaction.
+ *
+ * The claim belongs to the pass, not to the server: each pass claims under
+ * a token of its own, so nothing another pass does (a late release, say)
+ * can take it away, and a pass replies and lets the next one start only
+ * after its release has committed. */
 #include "retention/engine.h"
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,16 +27,20 @@ typedef struct candidate {
 
 typedef struct pass {
     retention_engine *e;
+    char              token[37];      /* this pass's claim in queen.retention_runner */
     bool              dry;
     candidate        *cands;
     size_t            ncands, next;   /* next: first candidate no slot has taken */
-    int               inflight;       /* steps running */
-    bool              stop;           /* no new steps: limit, busy or error */
+    int               inflight;       /* database calls running */
+    int64_t           started;        /* steps started: never more than max_steps */
+    bool              stop;           /* no new steps: busy, error or shutdown */
     bool              busy;           /* another server holds the pass */
+    bool              limited;        /* the step limit left work undone */
+    bool              progress;       /* something was deleted, purged or removed */
     char             *error;
     int64_t           claimed_us;     /* when the claim was last made */
-    int64_t           steps;
-    buf               report;        /* "deleted": [...] entries */
+    int64_t           deleting, idle, sidecar;   /* steps by outcome */
+    buf               report;         /* "deleted": [...] entries */
     int64_t           sidecar_rows, partitions_removed;
     retention_done_fn done;
     void             *arg;
@@ -42,14 +51,11 @@ struct retention_engine {
     db_pool           *pool;
     retention_settings settings;
     struct event      *timer, *again;
-    char               runner[37];
+    uint64_t           seq;            /* passes started: alternates which kind goes first */
     pass              *running;
     bool               stopping;
     retention_totals   totals;
 };
-
-static void next_step(pass *p);
-static void cleanup_step(pass *p);
 
 static int64_t now_us(void)
 {
@@ -58,53 +64,79 @@ static int64_t now_us(void)
     return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
-/* Claims (or renews) the pass for this server: the one write that decides
+static void fmt_i64(char out[24], int64_t v)
+{
+    snprintf(out, 24, "%lld", (long long)v);
+}
+
+/* Claims (or renews) the pass under its token: the one write that decides
  * which replica runs, under a transaction-level advisory lock. */
 static void claim(pass *p, db_done_fn done)
 {
-    char lease[16];
-    snprintf(lease, sizeof lease, "%d", LEASE_SECONDS);
-    const char *values[2] = { p->e->runner, lease };
+    char lease[24];
+    fmt_i64(lease, LEASE_SECONDS);
+    const char *values[2] = { p->token, lease };
     db_job *job = db_job_new(done, p);
     db_job_call(job, STMT_RET_CLAIM, values, NULL, NULL);
     db_submit(p->e->pool, job);
 }
 
-/* ---- the end of a pass ---- */
+/* ---- the end of a pass: release, then report, then maybe the next ---- */
 
-static void release_done(void *arg, const db_reply *reply)
+static void report(pass *p, buf *out)
 {
-    (void)arg; (void)reply;
+    buf_printf(out, "{\"dryRun\":%s,\"busy\":%s,\"limited\":%s,\"steps\":%lld,\"deletingSteps\":%lld,"
+               "\"idleSteps\":%lld,\"sidecarSteps\":%lld,\"deleted\":[%s],\"sidecarRowsPurged\":%lld,"
+               "\"partitionsRemoved\":%lld}", p->dry ? "true" : "false", p->busy ? "true" : "false",
+               p->limited ? "true" : "false", (long long)(p->deleting + p->idle + p->sidecar),
+               (long long)p->deleting, (long long)p->idle, (long long)p->sidecar,
+               p->report.data ? p->report.data : "", (long long)p->sidecar_rows, (long long)p->partitions_removed);
 }
 
-static void finish(pass *p, const char *error)
+static void pass_free(pass *p)
 {
-    retention_engine *e = p->e;
-    if (!p->dry) {
-        const char *values[1] = { e->runner };
-        db_job *job = db_job_new(release_done, NULL);
-        db_job_call(job, STMT_RET_RELEASE, values, NULL, NULL);
-        db_submit(e->pool, job);
-    }
-    buf out;
-    buf_init(&out);
-    buf_printf(&out, "{\"dryRun\":%s,\"busy\":%s,\"steps\":%lld,\"deleted\":[%s],\"sidecarRowsPurged\":%lld,"
-               "\"partitionsRemoved\":%lld}", p->dry ? "true" : "false", p->busy ? "true" : "false", (long long)p->steps,
-               p->report.data ? p->report.data : "", (long long)p->sidecar_rows, (long long)p->partitions_removed);
-    e->totals.passes++;
-    e->running = NULL;
-    /* A pass that stopped at a limit leaves work: the next one starts at once. */
-    bool limited = p->steps >= e->settings.max_steps || (p->ncands > 0 && p->ncands >= (size_t)e->settings.max_steps);
-    if (!p->dry && !error && limited && !e->stopping && e->timer) event_active(e->again, EV_TIMEOUT, 0);
-    if (p->done) p->done(p->arg, out.data, error);
-    buf_fini(&out);
     buf_fini(&p->report);
     free(p->error);
     free(p->cands);
     free(p);
 }
 
-/* ---- partition cleanup ---- */
+static void conclude(pass *p)
+{
+    retention_engine *e = p->e;
+    buf out;
+    buf_init(&out);
+    report(p, &out);
+    e->totals.passes++;
+    e->running = NULL;
+    /* Work left by the step limit is taken up at once, but only after a pass
+     * that got something done: a pass that only found pinned partitions
+     * waits for the timer, so no setting makes passes spin. */
+    if (!p->dry && !p->error && !p->busy && p->limited && p->progress && !e->stopping && e->timer)
+        event_active(e->again, EV_TIMEOUT, 0);
+    if (p->done) p->done(p->arg, out.data, p->error);
+    buf_fini(&out);
+    pass_free(p);
+}
+
+static void released(void *arg, const db_reply *reply)
+{
+    pass *p = arg;
+    if (reply->error && !p->error) p->error = strdup(reply->error);
+    conclude(p);
+}
+
+static void finish(pass *p, const char *error)
+{
+    if (error && !p->error) p->error = strdup(error);
+    if (p->dry) { conclude(p); return; }
+    const char *values[1] = { p->token };
+    db_job *job = db_job_new(released, p);
+    db_job_call(job, STMT_RET_RELEASE, values, NULL, NULL);
+    db_submit(p->e->pool, job);
+}
+
+/* ---- partition cleanup: one bounded step per pass ---- */
 
 static void cleanup_done(void *arg, const db_reply *reply)
 {
@@ -112,13 +144,11 @@ static void cleanup_done(void *arg, const db_reply *reply)
     if (reply->error) { finish(p, reply->error); return; }
     const PGresult *r = reply->results[0];
     int removed = atoi(PQgetvalue(r, 0, 1));
-    p->steps++;
+    if (strcmp(PQgetvalue(r, 0, 0), "busy") == 0) p->busy = true;
     p->partitions_removed += removed;
-    p->e->totals.partitions_removed += (uint64_t)removed;
-    if (strcmp(PQgetvalue(r, 0, 0), "removed") == 0 && p->steps < p->e->settings.max_steps && !p->e->stopping) {
-        cleanup_step(p);   /* more may be waiting */
-        return;
-    }
+    if (removed > 0) p->progress = true;
+    if (PQgetvalue(r, 0, 2)[0] == 't') p->limited = true;
+    if (!p->dry) p->e->totals.partitions_removed += (uint64_t)removed;
     finish(p, NULL);
 }
 
@@ -126,9 +156,9 @@ static void cleanup_step(pass *p)
 {
     retention_engine *e = p->e;
     char days[24], batch[24];
-    snprintf(days, sizeof days, "%lld", (long long)e->settings.cleanup_days);
-    snprintf(batch, sizeof batch, "%lld", (long long)e->settings.batch);
-    const char *values[3] = { e->runner, days, batch };
+    fmt_i64(days, e->settings.cleanup_days);
+    fmt_i64(batch, e->settings.batch);
+    const char *values[4] = { p->token, days, batch, p->dry ? "t" : "f" };
     db_job *job = db_job_new(cleanup_done, p);
     db_job_call(job, STMT_RET_CLEANUP, values, NULL, NULL);
     db_submit(e->pool, job);
@@ -153,13 +183,16 @@ static void report_step(pass *p, const candidate *c, const PGresult *r)
     int k = strcmp(rule, "retention") == 0 ? 0 : strcmp(rule, "completed_retention") == 0 ? 1 : 2;
     e->totals.dropped[k] += (uint64_t)dropped;
     e->totals.leased_evicted += (uint64_t)leased;
-    if (leased) log_warn("retention: maxWaitTimeSeconds evicted %lld leased offsets of %s/%s", leased, c->queue, c->partition);
+    if (leased) log_warn("retention: %s removed %lld leased offsets of %s/%s", rule, leased, c->queue, c->partition);
 }
 
-/* One step slot: works on candidate c until the partition has nothing more. */
+/* One step slot: works on candidate c until the partition has nothing more
+ * (or the pass has no steps left). from: a dry pass's simulated watermark,
+ * -1 for the partition's own. */
 typedef struct slot {
     pass   *p;
     size_t  c;
+    int64_t from;
 } slot;
 
 static void run_step(slot *sl);
@@ -168,8 +201,32 @@ static void fill_slots(pass *p);
 static void steps_over(pass *p)
 {
     if (p->inflight > 0) return;   /* the last running step ends the phase */
-    if (p->error || p->stop || p->dry || !p->e->settings.cleanup_enabled) { finish(p, p->error); return; }
+    if (p->next < p->ncands && !p->stop) p->limited = true;   /* candidates the limit left untaken */
+    if (p->error || p->stop || !p->e->settings.cleanup_enabled) { finish(p, NULL); return; }
     cleanup_step(p);
+}
+
+/* Reads a segment step's reply; true when the partition has more. */
+static bool segment_step_done(pass *p, slot *sl, const PGresult *r)
+{
+    const char *status = PQgetvalue(r, 0, 0);
+    if (strcmp(status, "deleted") != 0 && strcmp(status, "would_delete") != 0) { p->idle++; return false; }
+    p->deleting++;
+    p->progress = true;
+    report_step(p, &p->cands[sl->c], r);
+    sl->from = atoll(PQgetvalue(r, 0, 3));
+    return PQgetvalue(r, 0, 7)[0] == 't';
+}
+
+static bool sidecar_step_done(pass *p, slot *sl, const PGresult *r)
+{
+    int n = atoi(PQgetvalue(r, 0, 1));
+    p->sidecar++;
+    p->sidecar_rows += n;
+    if (n > 0) p->progress = true;
+    if (!p->dry) p->e->totals.sidecar_rows += (uint64_t)n;
+    sl->from = atoll(PQgetvalue(r, 0, 2));
+    return PQgetvalue(r, 0, 3)[0] == 't';
 }
 
 static void step_done(void *arg, const db_reply *reply)
@@ -180,24 +237,17 @@ static void step_done(void *arg, const db_reply *reply)
     if (reply->error) {
         if (!p->error) p->error = strdup(reply->error);
         p->stop = true;
+    } else if (strcmp(PQgetvalue(reply->results[0], 0, 0), "busy") == 0) {
+        p->stop = p->busy = true;
     } else {
         const PGresult *r = reply->results[0];
-        candidate *c = &p->cands[sl->c];
-        const char *status = PQgetvalue(r, 0, 0);
-        bool more = false;
-        p->steps++;
-        p->e->totals.steps++;
-        if (strcmp(status, "busy") == 0) p->stop = p->busy = true;
-        else if (c->sidecar && strcmp(status, "purged") == 0) {
-            int n = atoi(PQgetvalue(r, 0, 1));
-            p->sidecar_rows += n;
-            p->e->totals.sidecar_rows += (uint64_t)n;
-            more = n >= p->e->settings.batch;
-        } else if (!c->sidecar && (strcmp(status, "deleted") == 0 || strcmp(status, "would_delete") == 0)) {
-            report_step(p, c, r);
-            more = !p->dry;   /* a real step may leave more below the boundary */
+        bool more = p->cands[sl->c].sidecar ? sidecar_step_done(p, sl, r) : segment_step_done(p, sl, r);
+        p->e->totals.steps += p->dry ? 0 : 1;
+        if (more && !p->stop && !p->e->stopping && p->started < p->e->settings.max_steps) {
+            run_step(sl);
+            return;
         }
-        if (more && !p->stop && p->steps < p->e->settings.max_steps) { p->inflight++; run_step(sl); return; }
+        if (more) p->limited = true;
     }
     free(sl);
     fill_slots(p);
@@ -209,16 +259,20 @@ static void run_step(slot *sl)
     pass *p = sl->p;
     retention_engine *e = p->e;
     candidate *c = &p->cands[sl->c];
-    char batch[24], recheck[24];
-    snprintf(batch, sizeof batch, "%lld", (long long)e->settings.batch);
+    char batch[24], recheck[24], from[24];
+    fmt_i64(batch, e->settings.batch);
     /* a partition held back by a consumer group is looked at again a pass later */
-    snprintf(recheck, sizeof recheck, "%lld", (long long)(e->settings.interval_ms > 1000 ? e->settings.interval_ms / 1000 : 1));
+    fmt_i64(recheck, e->settings.interval_ms > 1000 ? e->settings.interval_ms / 1000 : 1);
+    fmt_i64(from, sl->from);
+    const char *from_v = sl->from >= 0 ? from : NULL, *dry = p->dry ? "t" : "f";
+    p->started++;
+    p->inflight++;
     db_job *job = db_job_new(step_done, sl);
     if (c->sidecar) {
-        const char *values[3] = { e->runner, c->id, batch };
+        const char *values[5] = { p->token, c->id, batch, dry, from_v };
         db_job_call(job, STMT_RET_SIDECAR_STEP, values, NULL, NULL);
     } else {
-        const char *values[5] = { e->runner, c->id, batch, p->dry ? "t" : "f", recheck };
+        const char *values[6] = { p->token, c->id, batch, dry, recheck, from_v };
         db_job_call(job, STMT_RET_STEP, values, NULL, NULL);
     }
     db_submit(e->pool, job);
@@ -233,64 +287,71 @@ static void renew_done(void *arg, const db_reply *reply)
     steps_over(p);
 }
 
-/* Starts steps on untaken candidates while slots are free. */
+/* Starts steps on untaken candidates while slots and steps are left. */
 static void fill_slots(pass *p)
 {
     retention_engine *e = p->e;
-    if (p->stop || e->stopping || p->steps >= e->settings.max_steps) { p->stop = true; return; }
+    if (p->stop || e->stopping) { p->stop = true; return; }
     if (!p->dry && now_us() - p->claimed_us > RENEW_AFTER_US && p->inflight == 0) {
         p->claimed_us = now_us();
         p->inflight++;
         claim(p, renew_done);
         return;
     }
-    while (p->inflight < e->settings.concurrency && p->next < p->ncands) {
-        size_t c = p->next++;
-        if (p->cands[c].sidecar && p->dry) continue;
+    while (p->inflight < e->settings.concurrency && p->next < p->ncands && p->started < e->settings.max_steps) {
         slot *sl = calloc(1, sizeof *sl);
         if (!sl) abort();
         sl->p = p;
-        sl->c = c;
-        p->inflight++;
+        sl->c = p->next++;
+        sl->from = -1;
         run_step(sl);
     }
 }
 
-static void next_step(pass *p)
-{
-    fill_slots(p);
-    steps_over(p);
-}
-
 /* ---- candidates ---- */
 
-static void copy_value(char *out, size_t cap, const PGresult *r, int row, int col)
+static bool is_sidecar(const PGresult *r, int row)
 {
-    snprintf(out, cap, "%s", PQgetvalue(r, row, col));
+    return strcmp(PQgetvalue(r, row, 3), "sidecar") == 0;
+}
+
+static void copy_candidate(candidate *c, const PGresult *r, int row)
+{
+    snprintf(c->id, sizeof c->id, "%s", PQgetvalue(r, row, 0));
+    snprintf(c->queue, sizeof c->queue, "%s", PQgetvalue(r, row, 1));
+    snprintf(c->partition, sizeof c->partition, "%s", PQgetvalue(r, row, 2));
+    c->sidecar = is_sidecar(r, row);
+}
+
+/* Segment and sidecar candidates alternate (each kind due-first), and
+ * passes alternate which kind leads, so partitions pinned by a consumer
+ * group can never use up every pass's steps and starve the sidecar. */
+static void order_candidates(pass *p, const PGresult *r)
+{
+    int n = PQntuples(r), row[2] = { 0, 0 }, turn = (int)(p->e->seq & 1);   /* row[kind]: next unread */
+    p->cands = calloc((size_t)n + 1, sizeof *p->cands);
+    if (!p->cands) abort();
+    while (p->ncands < (size_t)n) {
+        int *at = &row[turn];
+        while (*at < n && (int)is_sidecar(r, *at) != turn) (*at)++;
+        if (*at < n) copy_candidate(&p->cands[p->ncands++], r, (*at)++);
+        turn ^= 1;
+    }
 }
 
 static void candidates_done(void *arg, const db_reply *reply)
 {
     pass *p = arg;
     if (reply->error) { finish(p, reply->error); return; }
-    const PGresult *r = reply->results[0];
-    p->ncands = (size_t)PQntuples(r);
-    p->cands = calloc(p->ncands + 1, sizeof *p->cands);
-    if (!p->cands) abort();
-    for (size_t i = 0; i < p->ncands; i++) {
-        candidate *c = &p->cands[i];
-        copy_value(c->id, sizeof c->id, r, (int)i, 0);
-        copy_value(c->queue, sizeof c->queue, r, (int)i, 1);
-        copy_value(c->partition, sizeof c->partition, r, (int)i, 2);
-        c->sidecar = strcmp(PQgetvalue(r, (int)i, 3), "sidecar") == 0;
-    }
-    next_step(p);
+    order_candidates(p, reply->results[0]);
+    fill_slots(p);
+    steps_over(p);
 }
 
 static void find_candidates(pass *p)
 {
     char limit[24];
-    snprintf(limit, sizeof limit, "%lld", (long long)p->e->settings.max_steps);
+    fmt_i64(limit, p->e->settings.max_steps);
     const char *values[1] = { limit };
     db_job *job = db_job_new(candidates_done, p);
     db_job_call(job, STMT_RET_CANDIDATES, values, NULL, NULL);
@@ -310,12 +371,16 @@ int retention_run(retention_engine *e, bool dry_run, retention_done_fn done, voi
     if (e->running || e->stopping) return -1;
     pass *p = calloc(1, sizeof *p);
     if (!p) abort();
+    uint8_t id[16];
+    ids_uuid7(id);
+    ids_uuid_format(id, p->token);
     p->e = e;
     p->dry = dry_run;
     p->done = done;
     p->arg = arg;
     buf_init(&p->report);
     e->running = p;
+    e->seq++;
     p->claimed_us = now_us();
     if (dry_run) find_candidates(p);
     else claim(p, claimed);
@@ -339,9 +404,6 @@ retention_engine *retention_engine_new(struct event_base *base, db_pool *pool, r
     e->base = base;
     e->pool = pool;
     e->settings = settings;
-    uint8_t id[16];
-    ids_uuid7(id);
-    ids_uuid_format(id, e->runner);
     e->again = event_new(base, -1, 0, on_timer, e);
     if (settings.interval_ms > 0) {
         e->timer = event_new(base, -1, EV_PERSIST, on_timer, e);
