@@ -348,10 +348,12 @@ static void candidates_done(void *arg, const db_reply *reply)
     steps_over(p);
 }
 
+/* One more of each kind than the pass may take tells whether the limit
+ * leaves work undone. */
 static void find_candidates(pass *p)
 {
     char limit[24];
-    fmt_i64(limit, p->e->settings.max_steps);
+    fmt_i64(limit, p->e->settings.max_steps + 1);
     const char *values[1] = { limit };
     db_job *job = db_job_new(candidates_done, p);
     db_job_call(job, STMT_RET_CANDIDATES, values, NULL, NULL);
