@@ -252,7 +252,7 @@ TEST(explain_does_not_keep_a_straddling_segment_another_rule_removes)
     explain(&s, q, &r);
     CHECK_INT(jint(&r, "partitions.0.straddlingSegment.baseOffset"), 3);
     CHECK_STR(jstr(&r, "partitions.0.nextPass.rule"), "retention");
-    CHECK_INT(jint(&r, "partitions.0.nextPass.toOffset"), 9);
+    CHECK_INT(jint(&r, "partitions.0.nextPass.boundary"), 9);
     CHECK(strstr(jraw(&r, "partitions.0.notes"), "stays") == NULL);
     CHECK(strstr(jraw(&r, "partitions.0.notes"), "the next pass deletes offsets 0-8 under retention"));
     reply_fini(&r);

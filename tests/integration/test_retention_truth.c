@@ -85,8 +85,8 @@ static const char *explained(silt_server *s, const char *q)
         len += (size_t)snprintf(out + len, sizeof out - len, "%s%s %s %lld-%lld %lld", len ? "; " : "",
                                 jstr(&r, sfmt("partitions.%d.partition", i)),
                                 jstr(&r, sfmt("partitions.%d.nextPass.rule", i)),
-                                (long long)jint(&r, sfmt("partitions.%d.nextPass.fromOffset", i)),
-                                (long long)jint(&r, sfmt("partitions.%d.nextPass.toOffset", i)),
+                                (long long)jint(&r, sfmt("partitions.%d.watermark", i)),
+                                (long long)jint(&r, sfmt("partitions.%d.nextPass.boundary", i)),
                                 (long long)jint(&r, sfmt("partitions.%d.nextPass.leasedOffsets", i)));
     }
     reply_fini(&r);
