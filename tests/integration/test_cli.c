@@ -303,11 +303,25 @@ TEST(cli_retention_explain_names_the_pinning_group_and_run_deletes)
     CHECK_INT(cli(s.url, out, "retention explain '%s'", q), 0);
     CHECK(strstr(out, g) != NULL);                       /* the group that sets the cap */
     CHECK(strstr(out, "completed_retention") != NULL);   /* what the next pass does */
+    /* explain and run both show the first and the last offset deleted, inclusive */
+    const char *explain_row = line_of(out, "Default");
+    char rule[64];
+    long long first = -1, last = -1;
+    CHECK(explain_row && sscanf(explain_row, "Default %*s %*s %*s %*s %*s %*s %*s %63s %lld %lld",
+                                rule, &first, &last) == 3);
+    CHECK_STR(rule, "completed_retention");
+    CHECK_INT(first, 0);
+    CHECK_INT(last, 1);
     CHECK_INT(cli(s.url, out, "retention run --dry-run"), 0);
     CHECK(line_of(out, q) != NULL);
+    CHECK(sscanf(line_of(out, q), "%*s Default %63s %lld %lld", rule, &first, &last) == 3);
+    CHECK_INT(first, 0);
+    CHECK_INT(last, 1);
     CHECK_STR(sql("select log_start from queen.log_partitions where queue = '%s'", q), "0");
     CHECK_INT(cli(s.url, out, "retention run"), 0);
     CHECK(line_of(out, q) != NULL);
+    CHECK(sscanf(line_of(out, q), "%*s Default %63s %lld %lld", rule, &first, &last) == 3);
+    CHECK_INT(last, 1);
     CHECK_STR(sql("select log_start from queen.log_partitions where queue = '%s'", q), "2");
     CHECK_INT(cli(s.url, out, "retention explain no-such-queue-%d", (int)getpid()), 1);
     srv_stop(&s);
