@@ -16,6 +16,26 @@
 -- * Removing a consumer group's cursors reschedules their partitions, so a
 --   released floor is seen by the next pass rather than one interval later.
 
+-- A pass claims under its own token, "<server>:<pass>": a release names
+-- the token, so a pass's late release can never revoke the next pass's
+-- claim; a server may take over its own earlier pass's claim (that pass has
+-- ended: a server runs one pass at a time), so a release lost with the
+-- connection does not hold its next pass back for a lease.
+CREATE OR REPLACE FUNCTION queen.retention_claim(p_runner text, p_lease_seconds integer) RETURNS boolean
+LANGUAGE plpgsql AS $$
+BEGIN
+    IF NOT pg_try_advisory_xact_lock(7365696) THEN RETURN false; END IF;
+    UPDATE queen.retention_runner
+       SET runner = p_runner, lease_until = clock_timestamp() + make_interval(secs => p_lease_seconds)
+     WHERE id = 1 AND (runner = p_runner OR lease_until < clock_timestamp()
+                       OR split_part(runner, ':', 1) = split_part(p_runner, ':', 1));
+    RETURN FOUND;
+END $$;
+
+CREATE OR REPLACE FUNCTION queen.retention_release(p_runner text) RETURNS void LANGUAGE sql AS $$
+    UPDATE queen.retention_runner SET runner = '', lease_until = '-infinity' WHERE id = 1 AND runner = p_runner
+$$;
+
 DROP FUNCTION queen.retention_step(text, uuid, integer, timestamptz, boolean, integer);
 DROP FUNCTION queen.sidecar_step(text, uuid, integer, timestamptz);
 DROP FUNCTION queen.partition_cleanup(text, integer, integer, timestamptz);

@@ -27,7 +27,7 @@ typedef struct candidate {
 
 typedef struct pass {
     retention_engine *e;
-    char              token[37];      /* this pass's claim in queen.retention_runner */
+    char              token[64];      /* this pass's claim: "<server>:<pass>" */
     bool              dry;
     candidate        *cands;
     size_t            ncands, next;   /* next: first candidate no slot has taken */
@@ -39,6 +39,7 @@ typedef struct pass {
     bool              progress;       /* something was deleted, purged or removed */
     char             *error;
     int64_t           claimed_us;     /* when the claim was last made */
+    bool              renewing;       /* a renewal is in flight */
     int64_t           deleting, idle, sidecar;   /* steps by outcome */
     buf               report;         /* "deleted": [...] entries */
     int64_t           sidecar_rows, partitions_removed;
@@ -51,6 +52,7 @@ struct retention_engine {
     db_pool           *pool;
     retention_settings settings;
     struct event      *timer, *again;
+    char               server[37];     /* this server's id, the first half of its passes' tokens */
     uint64_t           seq;            /* passes started: alternates which kind goes first */
     pass              *running;
     bool               stopping;
@@ -282,6 +284,7 @@ static void renew_done(void *arg, const db_reply *reply)
 {
     pass *p = arg;
     p->inflight--;
+    p->renewing = false;
     if (reply->error || PQgetvalue(reply->results[0], 0, 0)[0] != 't') p->stop = p->busy = true;
     fill_slots(p);
     steps_over(p);
@@ -292,11 +295,12 @@ static void fill_slots(pass *p)
 {
     retention_engine *e = p->e;
     if (p->stop || e->stopping) { p->stop = true; return; }
-    if (!p->dry && now_us() - p->claimed_us > RENEW_AFTER_US && p->inflight == 0) {
+    /* renewed beside the running steps: they only read the claim */
+    if (!p->dry && !p->renewing && now_us() - p->claimed_us > RENEW_AFTER_US) {
         p->claimed_us = now_us();
+        p->renewing = true;
         p->inflight++;
         claim(p, renew_done);
-        return;
     }
     while (p->inflight < e->settings.concurrency && p->next < p->ncands && p->started < e->settings.max_steps) {
         slot *sl = calloc(1, sizeof *sl);
@@ -373,16 +377,14 @@ int retention_run(retention_engine *e, bool dry_run, retention_done_fn done, voi
     if (e->running || e->stopping) return -1;
     pass *p = calloc(1, sizeof *p);
     if (!p) abort();
-    uint8_t id[16];
-    ids_uuid7(id);
-    ids_uuid_format(id, p->token);
+    e->seq++;
+    snprintf(p->token, sizeof p->token, "%s:%llu", e->server, (unsigned long long)e->seq);
     p->e = e;
     p->dry = dry_run;
     p->done = done;
     p->arg = arg;
     buf_init(&p->report);
     e->running = p;
-    e->seq++;
     p->claimed_us = now_us();
     if (dry_run) find_candidates(p);
     else claim(p, claimed);
@@ -406,6 +408,9 @@ retention_engine *retention_engine_new(struct event_base *base, db_pool *pool, r
     e->base = base;
     e->pool = pool;
     e->settings = settings;
+    uint8_t id[16];
+    ids_uuid7(id);
+    ids_uuid_format(id, e->server);
     e->again = event_new(base, -1, 0, on_timer, e);
     if (settings.interval_ms > 0) {
         e->timer = event_new(base, -1, EV_PERSIST, on_timer, e);

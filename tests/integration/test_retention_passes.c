@@ -55,6 +55,13 @@ TEST(a_late_release_cannot_revoke_another_pass)
     CHECK_STR(sql("select queen.retention_owns('pass-a')"), "f");
     CHECK_STR(sql("select queen.retention_claim('pass-b', 60)"), "t");
     sql("select queen.retention_release('pass-b')");
+    /* a server's next pass may take over its own earlier pass's claim (its
+     * release was lost), and that pass's late release changes nothing */
+    CHECK_STR(sql("select queen.retention_claim('srv1:1', 60)"), "t");
+    CHECK_STR(sql("select queen.retention_claim('srv2:1', 60)"), "f");
+    CHECK_STR(sql("select queen.retention_claim('srv1:2', 60)"), "t");
+    sql("select queen.retention_release('srv1:1')");
+    CHECK_STR(sql("select queen.retention_owns('srv1:2')"), "t");
     srv_stop(&s);
 }
 
