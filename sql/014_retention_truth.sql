@@ -171,14 +171,21 @@ END $$;
 
 -- Offsets in [p_from, p_to) inside some live lease: the union of every
 -- group's leased span, so an offset two groups lease counts once.
-CREATE OR REPLACE FUNCTION queen.leased_in(p_partition uuid, p_from bigint, p_to bigint) RETURNS bigint
-LANGUAGE sql STABLE AS $$
-    SELECT coalesce(sum(upper(r) - lower(r)), 0)::bigint
+-- (plpgsql, not sql: its plan is cached for the session instead of made
+-- at every call.)
+DROP FUNCTION queen.leased_in(uuid, bigint, bigint);
+CREATE FUNCTION queen.leased_in(p_partition uuid, p_from bigint, p_to bigint) RETURNS bigint
+LANGUAGE plpgsql STABLE AS $$
+DECLARE
+    n bigint;
+BEGIN
+    SELECT coalesce(sum(upper(r) - lower(r)), 0) INTO n
       FROM unnest((SELECT range_agg(int8range(greatest(c.committed + 1, p_from), least(c.lease_end + 1, p_to)))
                      FROM queen.log_consumers c
                     WHERE c.partition_id = p_partition AND c.lease_expires > now() AND c.lease_end IS NOT NULL
-                      AND greatest(c.committed + 1, p_from) < least(c.lease_end + 1, p_to))) AS r
-$$;
+                      AND greatest(c.committed + 1, p_from) < least(c.lease_end + 1, p_to))) AS r;
+    RETURN n;
+END $$;
 
 -- One step on one partition: delete at most p_batch whole segments below the
 -- winning boundary, move the watermark, record it. A dry step deletes
