@@ -6,14 +6,9 @@
 #include <time.h>
 #include "harness.h"
 
-/* A server for one test (it migrates a fresh database). A runner lease left
- * by an earlier test whose server was killed mid-pass would make this
- * server's passes "busy" for up to a minute; clearing it is what the lease's
- * expiry would do. */
 void start(silt_server *s, const char *const *env)
 {
     srv_start(s, env);
-    sql("update queen.retention_runner set runner = '', lease_until = '-infinity'");
 }
 
 /* One push request of n messages: one segment. */
@@ -233,21 +228,6 @@ const char *run_report(silt_server *s, bool dry, const char *q)
     const char *out = report_of(&r, q);
     reply_fini(&r);
     return out;
-}
-
-/* The value of one Prometheus sample line ("name{labels}"), -1 if absent. */
-long long metric(silt_server *s, const char *sample)
-{
-    http_response resp;
-    http_response_init(&resp);
-    CHECK(http_request(s->http, "GET", "/metrics/prometheus", NULL, 0, &resp) == 0);
-    CHECK_INT(resp.status, 200);
-    long long v = -1;
-    size_t n = strlen(sample);
-    for (const char *line = resp.body.data; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL)
-        if (strncmp(line, sample, n) == 0 && line[n] == ' ') { v = atoll(line + n + 1); break; }
-    http_response_fini(&resp);
-    return v;
 }
 
 void explain(silt_server *s, const char *q, reply *r)

@@ -12,10 +12,7 @@
 #define HOUR 3600L
 #define DAY  86400L
 
-/* A server for one test (it migrates a fresh database). A runner lease left
- * by an earlier test whose server was killed mid-pass would make this
- * server's passes "busy" for up to a minute; clearing it is what the lease's
- * expiry would do. */
+/* A server for one test, on the test's own database. */
 void start(silt_server *s, const char *const *env);
 /* One push request of n messages: one segment. */
 void push(silt_server *s, const char *q, const char *part, int n);
@@ -66,8 +63,6 @@ bool run_until(silt_server *s, const char *query, const char *want);
 const char *report_of(const reply *r, const char *q);
 /* One pass; returns its report for q. */
 const char *run_report(silt_server *s, bool dry, const char *q);
-/* The value of one Prometheus sample line ("name{labels}"), -1 if absent. */
-long long metric(silt_server *s, const char *sample);
 void explain(silt_server *s, const char *q, reply *r);
 void queue_detail(silt_server *s, const char *q, reply *r);
 void ack(silt_server *s, const char *txn, const char *pid, const char *status, const char *group,

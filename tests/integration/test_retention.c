@@ -2,13 +2,9 @@
  * named after a sentence of the retention document; docs/retention.md maps
  * each sentence to its tests.
  *
- * Time is controlled by backdating rows, never by sleeping through a window:
- * segments, sidecar rows, partitions and cursors are aged in SQL, then the
- * candidate clock (oldest_at, txns_oldest_at) is refreshed, then a pass is
- * run through POST /api/v1/system/retention/run. Test servers run no timed
- * passes. Windows are at least an hour, so data other tests leave in the
- * shared database does not become due while the suite runs, and every
- * assertion on a pass report is filtered by this test's queue. */
+ * Time is controlled by backdating rows, never by sleeping through a window
+ * (retention_support.h). Test servers run no timed passes, and each test
+ * has a database of its own. */
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -495,7 +491,7 @@ TEST(max_wait_deletes_leased_segments_and_records_leased_offsets)
     CHECK_STR(pop_offsets(&s, q, NULL, sfmt("consumerGroup=%s&batch=3", g)), "0,1,2");   /* a worker holds 0..2 */
     age_segments(pid, 0, 2, 2 * HOUR);
     refresh(q);
-    CHECK_INT(metric(&s, "silt_retention_leased_offsets_evicted_total"), 0);
+    CHECK_INT(srv_metric(&s, "silt_retention_leased_offsets_evicted_total"), 0);
     reply r;
     explain(&s, q, &r);
     CHECK_INT(jint(&r, "partitions.0.nextPass.leasedOffsets"), 2);
@@ -503,8 +499,8 @@ TEST(max_wait_deletes_leased_segments_and_records_leased_offsets)
     reply_fini(&r);
     CHECK_STR(run_report(&s, false, q), "Default max_wait_time_eviction 0-2 2 2 2");
     CHECK_STR(history(q), "Default max_wait_time_eviction 0-2 2 2");
-    CHECK_INT(metric(&s, "silt_retention_leased_offsets_evicted_total"), 2);
-    CHECK_INT(metric(&s, "silt_retention_offsets_deleted_total{rule=\"max_wait_time_eviction\"}"), 2);
+    CHECK_INT(srv_metric(&s, "silt_retention_leased_offsets_evicted_total"), 2);
+    CHECK_INT(srv_metric(&s, "silt_retention_offsets_deleted_total{rule=\"max_wait_time_eviction\"}"), 2);
     CHECK_INT(log_start(pid), 2);
     CHECK_INT(segments(pid), 1);
     /* the lease lapses: the group resumes at what still exists */
@@ -1081,9 +1077,9 @@ TEST(sidecar_is_purged_independently_of_segments)
     age_segments(sp, 0, 2, 2 * HOUR);
     refresh(hashes);
     refresh(segs);
-    long long before = metric(&s, "silt_retention_sidecar_rows_purged_total");
+    long long before = srv_metric(&s, "silt_retention_sidecar_rows_purged_total");
     run_pass(&s);
-    CHECK(metric(&s, "silt_retention_sidecar_rows_purged_total") >= before + 2);
+    CHECK(srv_metric(&s, "silt_retention_sidecar_rows_purged_total") >= before + 2);
     reply r;
     queue_detail(&s, hashes, &r);   /* the sidecar moved, the log did not */
     CHECK_INT(jint(&r, "partitionList.0.txnsStart"), 2);
@@ -1211,10 +1207,10 @@ TEST(each_deleting_step_records_its_rule_and_offsets_dropped)
     CHECK_INT(r.status, 200);
     CHECK_INT(jint(&r, "totals.totalMsgs"), 0);
     reply_fini(&r);
-    CHECK(metric(&s, "silt_retention_offsets_deleted_total{rule=\"retention\"}") >= 4);
-    CHECK(metric(&s, "silt_retention_offsets_deleted_total{rule=\"completed_retention\"}") >= 3);
-    CHECK(metric(&s, "silt_retention_offsets_deleted_total{rule=\"max_wait_time_eviction\"}") >= 4);
-    CHECK(metric(&s, "silt_retention_passes_total") >= 2);
+    CHECK(srv_metric(&s, "silt_retention_offsets_deleted_total{rule=\"retention\"}") >= 4);
+    CHECK(srv_metric(&s, "silt_retention_offsets_deleted_total{rule=\"completed_retention\"}") >= 3);
+    CHECK(srv_metric(&s, "silt_retention_offsets_deleted_total{rule=\"max_wait_time_eviction\"}") >= 4);
+    CHECK(srv_metric(&s, "silt_retention_passes_total") >= 2);
     srv_stop(&s);
 }
 
@@ -1402,8 +1398,8 @@ TEST(retention_run_while_a_pass_is_running_is_409_and_one_runner_serves_all_repl
     refresh(q);
     /* hold P1's row so A's pass blocks inside its step */
     char conninfo[128];
-    snprintf(conninfo, sizeof conninfo, "host=127.0.0.1 port=%s user=postgres dbname=postgres",
-             getenv("SILT_TEST_PGPORT") ? getenv("SILT_TEST_PGPORT") : "5432");
+    snprintf(conninfo, sizeof conninfo, "host=127.0.0.1 port=%s user=postgres dbname=%s",
+             getenv("SILT_TEST_PGPORT") ? getenv("SILT_TEST_PGPORT") : "5432", test_db());
     PGconn *holder = PQconnectdb(conninfo);
     CHECK(PQstatus(holder) == CONNECTION_OK);
     PQclear(PQexec(holder, "BEGIN"));

@@ -104,11 +104,11 @@ TEST(no_setting_makes_passes_spin)
     age_segments(pid_of(q, "A"), 0, 1, 2 * HOUR);
     age_segments(pid_of(q, "B"), 0, 1, 2 * HOUR);
     refresh(q);
-    long long first = metric(&s, "silt_retention_passes_total"), passes = 0;
+    long long first = srv_metric(&s, "silt_retention_passes_total"), passes = 0;
     int64_t t0 = now_ms(), deadline = t0 + 20000;
-    while ((passes = metric(&s, "silt_retention_passes_total") - first) < 8 && now_ms() < deadline) pause_ms(20);
+    while ((passes = srv_metric(&s, "silt_retention_passes_total") - first) < 8 && now_ms() < deadline) pause_ms(20);
     int64_t elapsed = now_ms() - t0;
-    passes = metric(&s, "silt_retention_passes_total") - first;
+    passes = srv_metric(&s, "silt_retention_passes_total") - first;
     /* one pass per interval, plus the one in flight: a spinning engine makes
      * hundreds a second */
     if (passes > elapsed / 100 + 2)
@@ -214,9 +214,9 @@ TEST(leased_offsets_are_counted_once_however_many_groups_lease_them)
     CHECK_STR(pop_offsets(&s, q, NULL, sfmt("consumerGroup=%s&batch=4", uniq("g"))), "0,1,2,3");
     age_segments(pid, 0, 5, 2 * HOUR);
     refresh(q);
-    long long before = metric(&s, "silt_retention_leased_offsets_evicted_total");
+    long long before = srv_metric(&s, "silt_retention_leased_offsets_evicted_total");
     CHECK_STR(run_report(&s, false, q), "Default max_wait_time_eviction 0-5 5 4 2");
-    CHECK_INT(metric(&s, "silt_retention_leased_offsets_evicted_total"), before + 4);
+    CHECK_INT(srv_metric(&s, "silt_retention_leased_offsets_evicted_total"), before + 4);
     CHECK_STR(history(q), "Default max_wait_time_eviction 0-5 5 4");
     srv_stop(&s);
 }
