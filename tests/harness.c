@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #define HARNESS_MAX 1024
@@ -52,6 +53,13 @@ static int selected(const char *name, int argc, char **argv)
     return 0;
 }
 
+static long long elapsed_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
 static int run_one(int i, int timeout)
 {
     fflush(stdout);
@@ -78,8 +86,11 @@ int main(int argc, char **argv)
     setvbuf(stdout, NULL, _IOLBF, 0);
     for (int i = 0; i < ntests; i++) {
         if (!selected(tests[i].name, argc, argv)) continue;
-        if (run_one(i, timeout)) { passed++; printf("ok   %s\n", tests[i].name); }
-        else { failed++; printf("FAIL %s\n", tests[i].name); }
+        long long t0 = elapsed_ms();
+        int ok = run_one(i, timeout);
+        passed += ok;
+        failed += !ok;
+        printf("%s %s (%lld ms)\n", ok ? "ok  " : "FAIL", tests[i].name, elapsed_ms() - t0);   /* slow tests show */
     }
     printf("%d passed, %d failed\n", passed, failed);
     return failed ? 1 : 0;
