@@ -187,6 +187,23 @@ BEGIN
     RETURN n;
 END $$;
 
+-- The partition a step works on, and its queue's options: locked, once the
+-- pass is known to still hold its claim, or (dry) only read. status is
+-- 'busy' (the claim is gone), 'gone' (the partition is) or NULL: go on.
+CREATE FUNCTION queen.step_begin(p_runner text, p_partition uuid, p_dry boolean,
+                                 OUT status text, OUT part queen.log_partitions, OUT opts jsonb)
+LANGUAGE plpgsql AS $$
+BEGIN
+    IF p_dry THEN
+        SELECT * INTO part FROM queen.log_partitions p WHERE p.id = p_partition;
+    ELSE
+        IF NOT queen.retention_owns(p_runner) THEN status := 'busy'; RETURN; END IF;
+        SELECT * INTO part FROM queen.log_partitions p WHERE p.id = p_partition FOR UPDATE;
+    END IF;
+    IF NOT FOUND THEN status := 'gone'; RETURN; END IF;
+    SELECT q.options INTO opts FROM queen.queues q WHERE q.name = part.queue;
+END $$;
+
 -- One step on one partition: delete at most p_batch whole segments below the
 -- winning boundary, move the watermark, record it. A dry step deletes
 -- nothing and starts at p_from (a dry pass's simulated watermark; NULL for
@@ -201,20 +218,16 @@ CREATE FUNCTION queen.retention_step(p_runner text, p_partition uuid,
 LANGUAGE plpgsql AS $$
 #variable_conflict use_variable
 DECLARE
-    part queen.log_partitions%ROWTYPE;
-    opts jsonb;
-    plan record;
-    last record;
+    began record;
+    part  queen.log_partitions%ROWTYPE;
+    opts  jsonb;
+    plan  record;
+    last  record;
 BEGIN
     more := false;
-    IF p_dry THEN
-        SELECT * INTO part FROM queen.log_partitions WHERE id = p_partition;
-    ELSE
-        IF NOT queen.retention_owns(p_runner) THEN status := 'busy'; RETURN; END IF;
-        SELECT * INTO part FROM queen.log_partitions WHERE id = p_partition FOR UPDATE;
-    END IF;
-    IF NOT FOUND THEN status := 'gone'; RETURN; END IF;
-    SELECT q.options INTO opts FROM queen.queues q WHERE q.name = part.queue;
+    began := queen.step_begin(p_runner, p_partition, p_dry);
+    IF began.status IS NOT NULL THEN status := began.status; RETURN; END IF;
+    part := began.part; opts := began.opts;
     from_offset := CASE WHEN p_dry THEN greatest(coalesce(p_from, part.log_start), part.log_start) ELSE part.log_start END;
     plan := queen.retention_plan(part, opts, p_now, from_offset, p_batch, false);
     status := 'idle';
@@ -251,20 +264,16 @@ CREATE FUNCTION queen.sidecar_step(p_runner text, p_partition uuid, p_batch inte
                                    OUT status text, OUT purged integer, OUT next_offset bigint, OUT more boolean)
 LANGUAGE plpgsql AS $$
 DECLARE
+    began  record;
     part   queen.log_partitions%ROWTYPE;
     opts   jsonb;
     cutoff timestamptz;
     start  bigint;
 BEGIN
     more := false; purged := 0;
-    IF p_dry THEN
-        SELECT * INTO part FROM queen.log_partitions WHERE id = p_partition;
-    ELSE
-        IF NOT queen.retention_owns(p_runner) THEN status := 'busy'; RETURN; END IF;
-        SELECT * INTO part FROM queen.log_partitions WHERE id = p_partition FOR UPDATE;
-    END IF;
-    IF NOT FOUND THEN status := 'gone'; RETURN; END IF;
-    SELECT q.options INTO opts FROM queen.queues q WHERE q.name = part.queue;
+    began := queen.step_begin(p_runner, p_partition, p_dry);
+    IF began.status IS NOT NULL THEN status := began.status; RETURN; END IF;
+    part := began.part; opts := began.opts;
     cutoff := p_now - make_interval(secs => (queen.retention_windows(opts)).ack_window);
     start := CASE WHEN p_dry THEN greatest(coalesce(p_from, part.txns_start), part.txns_start) ELSE part.txns_start END;
     SELECT max(t.base_offset + length(t.hashes) / 16), count(*) INTO next_offset, purged

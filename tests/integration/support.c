@@ -38,12 +38,12 @@ static int free_port(void)
     return ntohs(a.sin_port);
 }
 
-static const char *pg_port(void)
+const char *pg_port(void)
 {
     return getenv("SILT_TEST_PGPORT") ? getenv("SILT_TEST_PGPORT") : "5432";
 }
 
-static const char *silt_bin(void)
+const char *silt_bin(void)
 {
     return getenv("SILT_BIN") ? getenv("SILT_BIN") : "build/silt";
 }
@@ -78,12 +78,12 @@ static void admin_run(PGconn *pg, const char *text)
     PQclear(r);
 }
 
-/* `silt migrate` on db, by the real binary as test.sh runs it; its exit code. */
-static int migrate_db(const char *db)
+pid_t spawn_migrate(const char *db)
 {
     fflush(NULL);
     pid_t pid = fork();
     if (pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
         setenv("PG_HOST", "127.0.0.1", 1);
         setenv("PG_PORT", pg_port(), 1);
         setenv("PG_USER", "postgres", 1);
@@ -93,8 +93,14 @@ static int migrate_db(const char *db)
         execl(silt_bin(), silt_bin(), "migrate", (char *)NULL);
         _exit(127);
     }
+    return pid;
+}
+
+/* `silt migrate` on db, by the real binary as test.sh runs it; its exit code. */
+static int migrate_db(const char *db)
+{
     int status = 0;
-    waitpid(pid, &status, 0);
+    waitpid(spawn_migrate(db), &status, 0);
     return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 

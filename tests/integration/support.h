@@ -55,6 +55,14 @@ int64_t     jint(const reply *r, const char *path);
 bool        jbool(const reply *r, const char *path);
 const char *jraw(const reply *r, const char *path);     /* raw JSON text, static ring */
 
+/* The suite's PostgreSQL port (SILT_TEST_PGPORT) and the binary under test
+ * (SILT_BIN). */
+const char *pg_port(void);
+const char *silt_bin(void);
+/* Starts `silt migrate` on database db (as test.sh runs it, stdout
+ * discarded); it dies with the test. The caller waits for it. */
+pid_t spawn_migrate(const char *db);
+
 /* A queue name unique to this test run. */
 const char *uniq(const char *prefix);
 /* This test's own database, cloned from the suite's template on first use

@@ -19,16 +19,6 @@
 
 /* ---- helpers ---------------------------------------------------------- */
 
-static const char *silt_bin(void)
-{
-    return getenv("SILT_BIN") ? getenv("SILT_BIN") : "build/silt";
-}
-
-static const char *pg_port(void)
-{
-    return getenv("SILT_TEST_PGPORT") ? getenv("SILT_TEST_PGPORT") : "5432";
-}
-
 /* Status of GET path on a fresh connection, -1 on a transport failure. */
 static int status_of(const silt_server *s, const char *method, const char *path, const char *body)
 {
@@ -343,24 +333,6 @@ TEST(server_reconnects_after_postgresql_restarts)
 }
 
 /* ---- migrations ------------------------------------------------------- */
-
-static pid_t spawn_migrate(const char *db)
-{
-    fflush(NULL);
-    pid_t pid = fork();
-    if (pid == 0) {
-        prctl(PR_SET_PDEATHSIG, SIGKILL);
-        setenv("PG_HOST", "127.0.0.1", 1);
-        setenv("PG_PORT", pg_port(), 1);
-        setenv("PG_USER", "postgres", 1);
-        setenv("PG_DB", db, 1);
-        setenv("LOG_LEVEL", "warn", 1);
-        if (!freopen("/dev/null", "w", stdout)) _exit(126);
-        execl(silt_bin(), silt_bin(), "migrate", (char *)NULL);
-        _exit(127);
-    }
-    return pid;
-}
 
 static void migrate_twice_concurrently(const char *db)
 {
