@@ -33,6 +33,19 @@ static void configure_done(void *arg, const db_reply *reply)
     free(c);
 }
 
+/* namespace and task are tags; Queen's C++ client sends "" for "none" on
+ * every queue creation, so an empty string is the same as leaving the tag
+ * out: a new queue gets none, an existing one keeps what it has. */
+static int opt_tag(httpd_req *req, const json_doc *d, const char *key, char **out)
+{
+    int v = json_get(d, 0, key);
+    if (v >= 0 && d->tokens[v].type == JSON_STRING && d->tokens[v].end - d->tokens[v].start == 2) {
+        *out = NULL;
+        return 0;
+    }
+    return api_opt_string(req, d, 0, key, out);
+}
+
 void api_configure(httpd_req *req, server *srv)
 {
     json_doc d;
@@ -41,8 +54,8 @@ void api_configure(httpd_req *req, server *srv)
     buf patch;
     buf_init(&patch);
     if (api_read_object(req, srv, &d) < 0) goto out;
-    if (api_opt_string(req, &d, 0, "queue", &queue) < 0 || api_opt_string(req, &d, 0, "namespace", &ns) < 0 ||
-        api_opt_string(req, &d, 0, "task", &task) < 0) goto out;
+    if (api_opt_string(req, &d, 0, "queue", &queue) < 0 || opt_tag(req, &d, "namespace", &ns) < 0 ||
+        opt_tag(req, &d, "task", &task) < 0) goto out;
     if (!queue) { httpd_error(req, 400, "queue is required"); goto out; }
     const char *bad = NULL;
     char err[256];

@@ -75,18 +75,29 @@ static void pop_done(pop_request *p, void *arg)
     free(c);
 }
 
+/* subscriptionMode: where a group's first pop in a partition starts. Queen's
+ * JavaScript client says from_beginning for all. Any other word is refused
+ * rather than read as all: a typo must not replay a whole queue. */
+static const struct { const char *mode, *start; } subscription_modes[] = {
+    { "all", "all" }, { "from_beginning", "all" }, { "new", "now" }, { "new-only", "now" },
+};
+
 /* subscriptionMode/subscriptionFrom into the SQL form: NULL, "all", "now" or a timestamp. */
 static int read_subscription(httpd_req *req, char **out)
 {
     const char *mode = httpd_query(req, "subscriptionMode");
     const char *from = httpd_query(req, "subscriptionFrom");
+    const char *start = NULL;
     *out = NULL;
-    if (mode && strcmp(mode, "all") != 0 && strcmp(mode, "new") != 0 && strcmp(mode, "new-only") != 0) {
-        httpd_error_field(req, 400, "field", "subscriptionMode", "subscriptionMode must be all, new or new-only");
+    for (size_t i = 0; mode && i < sizeof subscription_modes / sizeof subscription_modes[0]; i++)
+        if (strcmp(mode, subscription_modes[i].mode) == 0) start = subscription_modes[i].start;
+    if (mode && !start) {
+        httpd_error_field(req, 400, "field", "subscriptionMode",
+                          "subscriptionMode must be all, from_beginning, new or new-only");
         return -1;
     }
     if (from && *from) *out = strdup(from);
-    else if (mode) *out = strdup(strcmp(mode, "all") == 0 ? "all" : "now");
+    else if (start) *out = strdup(start);
     return 0;
 }
 

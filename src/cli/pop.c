@@ -21,7 +21,8 @@ static const char pop_usage[] =
     "  --timeout MS              how long --wait waits (server default 30000)\n"
     "  --group G                 consumer group (default: queue mode)\n"
     "  --auto-ack                commit on delivery; no lease, no ack needed\n"
-    "  --subscription-mode M     all | new | new-only, for a group's first pop\n"
+    "  --subscription-mode M     all | from_beginning | new | new-only, for a\n"
+    "                            group's first pop\n"
     "  --from TS                 a new group starts at ISO timestamp TS (or \"now\")\n"
     "  --json                    print the server's reply as JSON\n"
     "  --help                    show this help\n"
@@ -76,9 +77,6 @@ static int pop_check(const cli_cmd *cmd, const pop_opts *o)
     if (o->batch == 0) return cli_usage_error(cmd, "--batch must be at least 1");
     if (o->timeout_ms > 24L * 3600 * 1000)
         return cli_usage_error(cmd, "--timeout must be at most one day");
-    if (o->mode && strcmp(o->mode, "all") != 0 && strcmp(o->mode, "new") != 0
-        && strcmp(o->mode, "new-only") != 0)
-        return cli_usage_error(cmd, "--subscription-mode must be all, new or new-only");
     return 0;
 }
 

@@ -1,0 +1,106 @@
+/* Integration: requests exactly as Queen's own published clients send them
+ * (the C++ client's queue creation, the JavaScript client's subscription
+ * modes) work unchanged. */
+#include <stdio.h>
+#include <string.h>
+#include "harness.h"
+#include "support.h"
+
+/* QueueBuilder::create() of Queen's C++ client: empty namespace and task,
+ * every option of its QueueConfig. */
+static const char *cpp_create(const char *q)
+{
+    return sfmt("{\"queue\":\"%s\",\"namespace\":\"\",\"task\":\"\",\"options\":{\"leaseTime\":300,\"retryLimit\":3,"
+                "\"priority\":0,\"delayedProcessing\":0,\"windowBuffer\":0,\"maxSize\":0,\"retentionSeconds\":0,"
+                "\"completedRetentionSeconds\":0,\"encryptionEnabled\":false}}", q);
+}
+
+static const char *queue_namespace(silt_server *s, const char *q)
+{
+    reply r;
+    rq(s, "GET", sfmt("/api/v1/resources/queues/%s", q), NULL, &r);
+    CHECK_INT(r.status, 200);
+    const char *ns = sfmt("%s", jraw(&r, "namespace"));
+    reply_fini(&r);
+    return ns;
+}
+
+TEST(cpp_client_creates_a_queue_with_empty_namespace_and_task)
+{
+    silt_server s;
+    srv_start(&s, NULL);
+    const char *q = uniq("cpp-create");
+    reply r;
+    rq(&s, "POST", "/api/v1/configure", cpp_create(q), &r);
+    CHECK_INT(r.status, 200);
+    CHECK(jbool(&r, "configured"));
+    CHECK_STR(jraw(&r, "namespace"), "null");   /* "" is "none" */
+    CHECK_STR(jraw(&r, "task"), "null");
+    CHECK_INT(jint(&r, "options.leaseTime"), 300);
+    reply_fini(&r);
+    CHECK_INT(push_simple(&s, q, "Default", 1), 201);
+    /* a queue tagged elsewhere keeps its tags when the C++ client configures it again */
+    rq(&s, "POST", "/api/v1/configure", sfmt("{\"queue\":\"%s\",\"namespace\":\"billing\",\"task\":\"invoices\"}", q), &r);
+    CHECK_INT(r.status, 200);
+    reply_fini(&r);
+    rq(&s, "POST", "/api/v1/configure", cpp_create(q), &r);
+    CHECK_INT(r.status, 200);
+    CHECK_STR(jstr(&r, "namespace"), "billing");
+    CHECK_STR(jstr(&r, "task"), "invoices");
+    reply_fini(&r);
+    CHECK_STR(queue_namespace(&s, q), "\"billing\"");
+    srv_stop(&s);
+}
+
+TEST(a_namespace_that_is_not_a_string_is_still_refused)
+{
+    silt_server s;
+    srv_start(&s, NULL);
+    const char *q = uniq("cpp-badns");
+    reply r;
+    rq(&s, "POST", "/api/v1/configure", sfmt("{\"queue\":\"%s\",\"namespace\":7}", q), &r);
+    CHECK_INT(r.status, 400);
+    CHECK_STR(jstr(&r, "field"), "namespace");
+    reply_fini(&r);
+    CHECK_STR(sql("select count(*) from queen.queues where name = '%s'", q), "0");
+    srv_stop(&s);
+}
+
+/* The JavaScript client's .subscriptionMode('from_beginning'). */
+TEST(js_client_subscription_mode_from_beginning_reads_from_the_oldest_message)
+{
+    silt_server s;
+    srv_start(&s, NULL);
+    const char *q = uniq("js-frombeg");
+    CHECK_INT(push_simple(&s, q, "Default", 3), 201);
+    reply r;
+    rq(&s, "GET", sfmt("/api/v1/pop/queue/%s?batch=10&wait=false&consumerGroup=%s&subscriptionMode=from_beginning",
+                       q, uniq("g")), NULL, &r);
+    CHECK_INT(r.status, 200);
+    CHECK_INT(jint(&r, "messages.0.offset"), 0);
+    CHECK_INT(jint(&r, "messages.2.offset"), 2);
+    reply_fini(&r);
+    /* the same request with new reads nothing older than the group */
+    rq(&s, "GET", sfmt("/api/v1/pop/queue/%s?batch=10&wait=false&consumerGroup=%s&subscriptionMode=new", q, uniq("g")),
+       NULL, &r);
+    CHECK_INT(r.status, 204);
+    reply_fini(&r);
+    srv_stop(&s);
+}
+
+TEST(an_unknown_subscription_mode_is_400_and_starts_nothing)
+{
+    silt_server s;
+    srv_start(&s, NULL);
+    const char *q = uniq("js-badmode"), *g = uniq("g");
+    CHECK_INT(push_simple(&s, q, "Default", 1), 201);
+    reply r;
+    rq(&s, "GET", sfmt("/api/v1/pop/queue/%s?consumerGroup=%s&subscriptionMode=beginning", q, g), NULL, &r);
+    CHECK_INT(r.status, 400);
+    CHECK_STR(jstr(&r, "field"), "subscriptionMode");
+    CHECK(strstr(jstr(&r, "error"), "from_beginning") != NULL);
+    reply_fini(&r);
+    CHECK_STR(sql("select count(*) from queen.log_consumers where consumer_group = '%s'", g), "0");
+    CHECK_STR(sql("select count(*) from queen.subscriptions where consumer_group = '%s'", g), "0");
+    srv_stop(&s);
+}
