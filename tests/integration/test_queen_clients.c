@@ -104,3 +104,56 @@ TEST(an_unknown_subscription_mode_is_400_and_starts_nothing)
     CHECK_STR(sql("select count(*) from queen.subscriptions where consumer_group = '%s'", g), "0");
     srv_stop(&s);
 }
+
+/* Operators and test harnesses clean up behind the broker's back. */
+TEST(a_queue_deleted_by_sql_leaves_nothing_behind)
+{
+    silt_server s;
+    srv_start(&s, NULL);
+    char q[96], pid[64];
+    keep_str(q, sfmt("test-%s", uniq("sqldel")));
+    push_one(&s, q, "Default", "t1", "{\"a\":1}");
+    push_one(&s, q, "Default", "t2", "{\"a\":2}");
+    snprintf(pid, sizeof pid, "%s", sql("select id from queen.log_partitions where queue = '%s'", q));
+    /* a dead letter: pop one, ack it as dlq */
+    reply r;
+    rq(&s, "GET", sfmt("/api/v1/pop/queue/%s?batch=1", q), NULL, &r);
+    CHECK_INT(r.status, 200);
+    reply_fini(&r);
+    rq(&s, "POST", "/api/v1/ack", sfmt("{\"transactionId\":\"t1\",\"partitionId\":\"%s\",\"status\":\"dlq\","
+                                       "\"error\":\"poison\"}", pid), &r);
+    CHECK_INT(r.status, 200);
+    reply_fini(&r);
+    CHECK_STR(sql("select count(*) from queen.log_dlq where queue = '%s'", q), "1");
+    sql("DELETE FROM queen.queues WHERE name LIKE 'test-%%'");
+    CHECK_STR(sql("select count(*) from queen.log_partitions where id = '%s'", pid), "0");
+    CHECK_STR(sql("select count(*) from queen.log_segments where partition_id = '%s'", pid), "0");
+    CHECK_STR(sql("select count(*) from queen.log_txns where partition_id = '%s'", pid), "0");
+    CHECK_STR(sql("select count(*) from queen.log_dlq where queue = '%s'", q), "0");
+    rq(&s, "GET", sfmt("/api/v1/dlq?queue=%s", q), NULL, &r);
+    CHECK_INT(r.status, 200);
+    CHECK_INT(jint(&r, "total"), 0);
+    reply_fini(&r);
+    /* the next push makes a new queue, from offset 0 */
+    push_one(&s, q, "Default", "t1", "{\"a\":3}");
+    CHECK_STR(sql("select last_offset from queen.log_partitions where queue = '%s'", q), "0");
+    srv_stop(&s);
+}
+
+TEST(a_queue_deleted_through_the_api_leaves_nothing_behind)
+{
+    silt_server s;
+    srv_start(&s, NULL);
+    const char *q = uniq("apidel");
+    CHECK_INT(push_simple(&s, q, "A", 2), 201);
+    CHECK_INT(push_simple(&s, q, "B", 2), 201);
+    reply r;
+    rq(&s, "DELETE", sfmt("/api/v1/resources/queues/%s", q), NULL, &r);
+    CHECK_INT(r.status, 200);
+    reply_fini(&r);
+    CHECK_STR(sql("select count(*) from queen.log_segments s where not exists "
+                  "(select 1 from queen.log_partitions p where p.id = s.partition_id)"), "0");
+    CHECK_STR(sql("select count(*) from queen.log_txns t where not exists "
+                  "(select 1 from queen.log_partitions p where p.id = t.partition_id)"), "0");
+    srv_stop(&s);
+}
