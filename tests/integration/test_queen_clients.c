@@ -2,7 +2,9 @@
  * (the C++ client's queue creation, the JavaScript client's subscription
  * modes) work unchanged. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include "harness.h"
 #include "support.h"
 
@@ -155,5 +157,45 @@ TEST(a_queue_deleted_through_the_api_leaves_nothing_behind)
                   "(select 1 from queen.log_partitions p where p.id = s.partition_id)"), "0");
     CHECK_STR(sql("select count(*) from queen.log_txns t where not exists "
                   "(select 1 from queen.log_partitions p where p.id = t.partition_id)"), "0");
+    srv_stop(&s);
+}
+
+/* Not-found is not-found, for queues and consumer groups alike. */
+TEST(deleting_an_unknown_queue_or_group_is_404_and_a_known_one_200)
+{
+    silt_server s;
+    srv_start(&s, NULL);
+    const char *q = uniq("del404"), *g = uniq("g"), *other = uniq("del404other");
+    CHECK_INT(push_simple(&s, q, "Default", 1), 201);
+    CHECK_INT(push_simple(&s, other, "Default", 1), 201);
+    reply r;
+    rq(&s, "GET", sfmt("/api/v1/pop/queue/%s?consumerGroup=%s&autoAck=true", q, g), NULL, &r);
+    CHECK_INT(r.status, 200);
+    reply_fini(&r);
+    const char *gone[] = { sfmt("/api/v1/resources/queues/%s", uniq("nosuch")),
+                           sfmt("/api/v1/consumer-groups/%s", uniq("nosuch")),
+                           sfmt("/api/v1/consumer-groups/%s/queues/%s", g, other) };   /* known group, not on it */
+    for (int i = 0; i < 3; i++) {
+        rq(&s, "DELETE", gone[i], NULL, &r);
+        CHECK_INT(r.status, 404);
+        CHECK(jstr(&r, "error") != NULL);
+        reply_fini(&r);
+    }
+    CHECK_STR(sql("select count(*) from queen.log_consumers where consumer_group = '%s'", g), "1");
+    rq(&s, "DELETE", sfmt("/api/v1/consumer-groups/%s/queues/%s", g, q), NULL, &r);
+    CHECK_INT(r.status, 200);
+    CHECK_INT(jint(&r, "cursors"), 1);
+    reply_fini(&r);
+    rq(&s, "DELETE", sfmt("/api/v1/resources/queues/%s", q), NULL, &r);
+    CHECK_INT(r.status, 200);
+    CHECK(jbool(&r, "deleted"));
+    reply_fini(&r);
+    rq(&s, "DELETE", sfmt("/api/v1/resources/queues/%s", q), NULL, &r);   /* twice: gone now */
+    CHECK_INT(r.status, 404);
+    reply_fini(&r);
+    /* the CLI says so with its exit code */
+    const char *cmd = sfmt("SILT_URL='%s' '%s' groups rm %s >/dev/null 2>&1", s.url, silt_bin(), uniq("nosuch"));
+    int rc = system(cmd);
+    CHECK(WIFEXITED(rc) && WEXITSTATUS(rc) == 1);
     srv_stop(&s);
 }
