@@ -66,7 +66,8 @@ void api_configure(httpd_req *req, server *srv)
     int opts = json_get(&d, 0, "options");   /* an object: options_patch checked it */
     int enc = opts >= 0 ? json_get(&d, (uint32_t)opts, "encryptionEnabled") : -1;
     if (enc >= 0 && d.tokens[enc].type == JSON_TRUE && !encryption_has_key()) {
-        httpd_error_field(req, 400, "invalid", "encryptionEnabled", "encryptionEnabled needs QUEEN_ENCRYPTION_KEY on the server");
+        httpd_error_field(req, 400, "invalid", "encryptionEnabled", "encryptionEnabled needs QUEEN_ENCRYPTION_KEY on the "
+                          "server: 64 hex characters, e.g. from openssl rand -hex 32");
         goto out;
     }
     configure_call *c = calloc(1, sizeof *c);

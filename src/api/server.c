@@ -78,7 +78,8 @@ static int check_encryption(server *srv, const char *conninfo)
     if (rc < 0) log_error("cannot read queue options: %s", PQerrorMessage(pg));
     for (int i = 0; rc == 0 && i < PQntuples(r); i++) {
         if (!encryption_has_key()) {
-            log_error("queue \"%s\" has encryptionEnabled but QUEEN_ENCRYPTION_KEY is not set", PQgetvalue(r, i, 0));
+            log_error("queue \"%s\" has encryptionEnabled but QUEEN_ENCRYPTION_KEY is not set "
+                      "(64 hex characters, e.g. from openssl rand -hex 32)", PQgetvalue(r, i, 0));
             rc = -1;
         }
         encryption_set_queue(PQgetvalue(r, i, 0), true);

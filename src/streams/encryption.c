@@ -40,7 +40,7 @@ int encryption_load_key(const char *hex, char *err, size_t errlen)
     have_key = true;
     return 0;
 bad:
-    strncpy(err, "QUEEN_ENCRYPTION_KEY must be 64 hexadecimal characters (a 256-bit key)", errlen - 1);
+    strncpy(err, "QUEEN_ENCRYPTION_KEY must be 64 hexadecimal characters (a 256-bit key, e.g. from openssl rand -hex 32)", errlen - 1);
     err[errlen - 1] = '\0';
     return -1;
 }

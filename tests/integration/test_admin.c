@@ -411,7 +411,10 @@ TEST(encryption_without_a_key_is_refused_at_configure_and_at_startup)
     rq(&s, "POST", "/api/v1/configure", sfmt("{\"queue\":\"%s\",\"options\":{\"encryptionEnabled\":true}}", q), &r);
     CHECK_INT(r.status, 400);
     CHECK_STR(jstr(&r, "invalid"), "encryptionEnabled");
+    /* the error names the setting and how to make a key */
+    CHECK(strstr(jstr(&r, "error"), "QUEEN_ENCRYPTION_KEY") && strstr(jstr(&r, "error"), "openssl rand -hex 32"));
     reply_fini(&r);
+    CHECK_STR(sql("select count(*) from queen.queues where name = '%s'", q), "0");
     srv_stop(&s);
     /* a queue that needs the key stops a keyless server at start, saying why */
     sql("DROP DATABASE \"%s\" WITH (FORCE)", db);
@@ -425,4 +428,5 @@ TEST(encryption_without_a_key_is_refused_at_configure_and_at_startup)
     CHECK(fgets(line, sizeof line, p) != NULL);
     CHECK(pclose(p) != 0);
     CHECK(strstr(line, "has encryptionEnabled but QUEEN_ENCRYPTION_KEY is not set") != NULL);
+    CHECK(strstr(line, "openssl rand -hex 32") != NULL);
 }
