@@ -48,7 +48,6 @@ typedef struct pass {
 } pass;
 
 struct retention_engine {
-    struct event_base *base;
     db_pool           *pool;
     retention_settings settings;
     struct event      *timer, *again;
@@ -405,7 +404,6 @@ retention_engine *retention_engine_new(struct event_base *base, db_pool *pool, r
 {
     retention_engine *e = calloc(1, sizeof *e);
     if (!e) abort();
-    e->base = base;
     e->pool = pool;
     e->settings = settings;
     uint8_t id[16];

@@ -6,11 +6,6 @@
 #include <time.h>
 #include "harness.h"
 
-void start(silt_server *s, const char *const *env)
-{
-    srv_start(s, env);
-}
-
 /* One push request of n messages: one segment. */
 void push(silt_server *s, const char *q, const char *part, int n)
 {
@@ -62,7 +57,7 @@ void a_pass_later(const char *q)
         "where queue = '%s'", q);
 }
 
-long long num(const char *v) { return *v ? atoll(v) : -999; }
+static long long num(const char *v) { return *v ? atoll(v) : -999; }
 long long log_start(const char *pid)
 {
     return num(sql("select log_start from queen.log_partitions where id = '%s'", pid));
@@ -95,7 +90,7 @@ long long dlq_rows(const char *q)
 
 /* Polls until the query gives want (a pass the server runs on its own), at
  * most 10 s; true when it did. */
-bool poll_for(const char *query, const char *want)
+static bool poll_for(const char *query, const char *want)
 {
     for (int i = 0; i < 400; i++) {
         if (strcmp(sql("%s", query), want) == 0) return true;

@@ -12,8 +12,6 @@
 #define HOUR 3600L
 #define DAY  86400L
 
-/* A server for one test, on the test's own database. */
-void start(silt_server *s, const char *const *env);
 /* One push request of n messages: one segment. */
 void push(silt_server *s, const char *q, const char *part, int n);
 /* One message with a chosen transactionId: one segment. */
@@ -33,7 +31,6 @@ void refresh(const char *q);
  * least 1 (test servers have 0). Moving the schedule back by that second is
  * the time of one pass passing. */
 void a_pass_later(const char *q);
-long long num(const char *v);
 long long log_start(const char *pid);
 long long txns_start(const char *pid);
 long long segments(const char *pid);
@@ -42,8 +39,7 @@ long long partition_exists(const char *pid);
 long long committed(const char *pid, const char *group);
 long long dlq_rows(const char *q);
 /* Polls until the query gives want (a pass the server runs on its own), at
- * most 10 s; true when it did. */
-bool poll_for(const char *query, const char *want);
+ * most 10 s; fails the test when it never does. */
 void wait_until(const char *query, const char *want);
 /* retention_history of a queue: "partition rule from-to dropped leased; ..." */
 const char *history(const char *q);

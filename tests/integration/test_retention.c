@@ -21,7 +21,7 @@
 TEST(consuming_a_message_does_not_delete_it)
 {
     silt_server s;
-    start(&s, NULL);
+    srv_start(&s, NULL);
     const char *q = uniq("ret-consume"), *g = uniq("g");
     push(&s, q, "Default", 3);
     const char *pid = pid_of(q, "Default");
@@ -41,7 +41,7 @@ TEST(consuming_a_message_does_not_delete_it)
 TEST(queue_created_by_push_or_configured_without_retention_keys_has_retention_off)
 {
     silt_server s;
-    start(&s, NULL);
+    srv_start(&s, NULL);
     const char *pushed = uniq("ret-bypush"), *configured = uniq("ret-byconf");
     push(&s, pushed, "Default", 1);
     configure_queue(&s, configured, "{\"leaseTime\":30,\"retryLimit\":5}");
@@ -61,7 +61,7 @@ TEST(queue_created_by_push_or_configured_without_retention_keys_has_retention_of
 TEST(nothing_is_deleted_until_you_configure_retention)
 {
     silt_server s;
-    start(&s, NULL);
+    srv_start(&s, NULL);
     const char *q = uniq("ret-unattended"), *g = uniq("g");
     for (int i = 0; i < 3; i++) push(&s, q, "Default", 1);
     const char *pid = pid_of(q, "Default");
@@ -90,7 +90,7 @@ TEST(nothing_is_deleted_until_you_configure_retention)
 TEST(setting_the_window_without_enabling_retention_does_nothing)
 {
     silt_server s;
-    start(&s, NULL);
+    srv_start(&s, NULL);
     const char *q = uniq("ret-notenabled"), *g = uniq("g");
     configure_queue(&s, q, "{\"retentionEnabled\":false,\"retentionSeconds\":3600,\"completedRetentionSeconds\":3600}");
     for (int i = 0; i < 3; i++) push(&s, q, "Default", 1);
@@ -115,7 +115,7 @@ TEST(setting_the_window_without_enabling_retention_does_nothing)
 TEST(enabling_retention_with_both_windows_at_zero_does_nothing)
 {
     silt_server s;
-    start(&s, NULL);
+    srv_start(&s, NULL);
     const char *q = uniq("ret-zero"), *g = uniq("g");
     configure_queue(&s, q, "{\"retentionEnabled\":true,\"retentionSeconds\":0,\"completedRetentionSeconds\":0}");
     for (int i = 0; i < 3; i++) push(&s, q, "Default", 1);
@@ -139,7 +139,7 @@ TEST(enabling_retention_with_both_windows_at_zero_does_nothing)
 TEST(retention_seconds_deletes_on_age_alone)
 {
     silt_server s;
-    start(&s, NULL);
+    srv_start(&s, NULL);
     const char *q = uniq("ret-age");
     configure_queue(&s, q, "{\"retentionEnabled\":true,\"retentionSeconds\":3600}");
     for (int i = 0; i < 4; i++) push(&s, q, "Default", 1);
@@ -163,7 +163,7 @@ TEST(retention_seconds_deletes_on_age_alone)
 TEST(consumer_down_longer_than_the_window_comes_back_to_a_shorter_log)
 {
     silt_server s;
-    start(&s, NULL);
+    srv_start(&s, NULL);
     const char *q = uniq("ret-down"), *g = uniq("g");
     configure_queue(&s, q, "{\"retentionEnabled\":true,\"retentionSeconds\":3600}");
     for (int i = 0; i < 5; i++) push(&s, q, "Default", 1);
@@ -181,7 +181,7 @@ TEST(consumer_down_longer_than_the_window_comes_back_to_a_shorter_log)
 TEST(retention_window_is_a_floor_on_what_is_kept)
 {
     silt_server s;
-    start(&s, NULL);
+    srv_start(&s, NULL);
     const char *q = uniq("ret-floor");
     configure_queue(&s, q, "{\"retentionEnabled\":true,\"retentionSeconds\":3600}");
     for (int i = 0; i < 3; i++) push(&s, q, "Default", 1);
@@ -199,7 +199,7 @@ TEST(retention_window_is_a_floor_on_what_is_kept)
 TEST(completed_retention_never_deletes_unconsumed_backlog)
 {
     silt_server s;
-    start(&s, NULL);
+    srv_start(&s, NULL);
     const char *q = uniq("ret-backlog"), *g = uniq("g");
     configure_queue(&s, q, "{\"retentionEnabled\":true,\"completedRetentionSeconds\":3600}");
     for (int i = 0; i < 5; i++) push(&s, q, "Default", 1);
@@ -219,7 +219,7 @@ TEST(completed_retention_never_deletes_unconsumed_backlog)
 TEST(never_popped_partition_deletes_nothing_under_completed_retention)
 {
     silt_server s;
-    start(&s, NULL);
+    srv_start(&s, NULL);
     const char *q = uniq("ret-neverpopped"), *g = uniq("g");
     configure_queue(&s, q, "{\"retentionEnabled\":true,\"completedRetentionSeconds\":3600}");
     for (int i = 0; i < 3; i++) push(&s, q, "Default", 1);
@@ -243,7 +243,7 @@ TEST(never_popped_partition_deletes_nothing_under_completed_retention)
 TEST(completed_retention_is_capped_at_the_lowest_cursor_plus_one)
 {
     silt_server s;
-    start(&s, NULL);
+    srv_start(&s, NULL);
     const char *q = uniq("ret-cap"), *a = uniq("ga"), *b = uniq("gb"), *c = uniq("gc");
     configure_queue(&s, q, "{\"retentionEnabled\":true,\"completedRetentionSeconds\":3600}");
     for (int i = 0; i < 5; i++) push(&s, q, "Default", 1);
@@ -267,7 +267,7 @@ TEST(completed_retention_is_capped_at_the_lowest_cursor_plus_one)
 TEST(one_lagging_group_holds_data_for_every_group)
 {
     silt_server s;
-    start(&s, NULL);
+    srv_start(&s, NULL);
     const char *q = uniq("ret-lagging"), *fast = uniq("gfast"), *slow = uniq("gslow");
     configure_queue(&s, q, "{\"retentionEnabled\":true,\"completedRetentionSeconds\":3600}");
     for (int i = 0; i < 5; i++) push(&s, q, "Default", 1);
@@ -291,7 +291,7 @@ TEST(one_lagging_group_holds_data_for_every_group)
 TEST(deleting_a_group_releases_its_floor)
 {
     silt_server s;
-    start(&s, NULL);
+    srv_start(&s, NULL);
     const char *q = uniq("ret-release"), *fast = uniq("gfast"), *slow = uniq("gslow");
     configure_queue(&s, q, "{\"retentionEnabled\":true,\"completedRetentionSeconds\":3600}");
     for (int i = 0; i < 5; i++) push(&s, q, "Default", 1);
@@ -316,7 +316,7 @@ TEST(deleting_a_group_releases_its_floor)
 TEST(when_both_rules_apply_the_further_boundary_wins)
 {
     silt_server s;
-    start(&s, NULL);
+    srv_start(&s, NULL);
     const char *q = uniq("ret-both"), *g = uniq("g");
     configure_queue(&s, q, "{\"retentionEnabled\":true,\"retentionSeconds\":7200,\"completedRetentionSeconds\":3600}");
     for (int i = 0; i < 4; i++) { push(&s, q, "A", 1); push(&s, q, "B", 1); }
@@ -353,7 +353,7 @@ TEST(when_both_rules_apply_the_further_boundary_wins)
 TEST(max_wait_beyond_the_other_rules_wins_as_an_eviction)
 {
     silt_server s;
-    start(&s, NULL);
+    srv_start(&s, NULL);
     const char *q = uniq("ret-maxwins");
     configure_queue(&s, q, "{\"retentionEnabled\":true,\"retentionSeconds\":10800,\"maxWaitTimeSeconds\":3600}");
     for (int i = 0; i < 4; i++) push(&s, q, "Default", 1);
@@ -371,7 +371,7 @@ TEST(max_wait_beyond_the_other_rules_wins_as_an_eviction)
 TEST(a_push_is_one_segment_with_one_commit_timestamp)
 {
     silt_server s;
-    start(&s, NULL);
+    srv_start(&s, NULL);
     const char *q = uniq("ret-segment");
     push(&s, q, "Default", 3);
     push(&s, q, "Default", 2);
@@ -390,7 +390,7 @@ TEST(a_push_is_one_segment_with_one_commit_timestamp)
 TEST(only_segments_entirely_below_the_boundary_are_deleted)
 {
     silt_server s;
-    start(&s, NULL);
+    srv_start(&s, NULL);
     const char *q = uniq("ret-whole"), *g = uniq("g");
     configure_queue(&s, q, "{\"retentionEnabled\":true,\"completedRetentionSeconds\":3600}");
     for (int i = 0; i < 3; i++) push(&s, q, "Default", 3);   /* [0-2] [3-5] [6-8] */
@@ -410,7 +410,7 @@ TEST(only_segments_entirely_below_the_boundary_are_deleted)
 TEST(straddling_segment_survives_with_everything_in_it)
 {
     silt_server s;
-    start(&s, NULL);
+    srv_start(&s, NULL);
     const char *q = uniq("ret-straddle"), *g = uniq("g");
     configure_queue(&s, q, "{\"retentionEnabled\":true,\"completedRetentionSeconds\":3600}");
     for (int i = 0; i < 3; i++) push(&s, q, "Default", 3);   /* [0-2] [3-5] [6-8] */
@@ -434,7 +434,7 @@ TEST(straddling_segment_survives_with_everything_in_it)
 TEST(consumption_cap_mid_segment_keeps_the_covering_segment)
 {
     silt_server s;
-    start(&s, NULL);
+    srv_start(&s, NULL);
     const char *q = uniq("ret-midcap"), *g = uniq("g");
     configure_queue(&s, q, "{\"retentionEnabled\":true,\"completedRetentionSeconds\":3600}");
     push(&s, q, "Default", 4);   /* [0-3] */
@@ -458,7 +458,7 @@ TEST(consumption_cap_mid_segment_keeps_the_covering_segment)
 TEST(max_wait_deletes_whole_segments_older_than_its_cutoff_for_every_group)
 {
     silt_server s;
-    start(&s, NULL);
+    srv_start(&s, NULL);
     const char *q = uniq("ret-maxwait"), *done = uniq("gdone"), *idle = uniq("gidle");
     configure_queue(&s, q, "{\"maxWaitTimeSeconds\":3600}");
     push(&s, q, "Default", 2);   /* [0-1] */
@@ -483,7 +483,7 @@ TEST(max_wait_deletes_whole_segments_older_than_its_cutoff_for_every_group)
 TEST(max_wait_deletes_leased_segments_and_records_leased_offsets)
 {
     silt_server s;
-    start(&s, NULL);
+    srv_start(&s, NULL);
     const char *q = uniq("ret-leased"), *g = uniq("g");
     configure_queue(&s, q, "{\"maxWaitTimeSeconds\":3600,\"leaseTime\":3600}");
     for (int i = 0; i < 3; i++) push(&s, q, "Default", 1);
@@ -512,7 +512,7 @@ TEST(max_wait_deletes_leased_segments_and_records_leased_offsets)
 TEST(max_wait_applies_regardless_of_retention_enabled)
 {
     silt_server s;
-    start(&s, NULL);
+    srv_start(&s, NULL);
     const char *off = uniq("ret-maxonly"), *on = uniq("ret-maxon");
     configure_queue(&s, off, "{\"maxWaitTimeSeconds\":3600}");   /* only this option */
     configure_queue(&s, on, "{\"retentionEnabled\":true,\"maxWaitTimeSeconds\":3600}");
@@ -535,7 +535,7 @@ TEST(max_wait_applies_regardless_of_retention_enabled)
 TEST(max_wait_does_not_dead_letter)
 {
     silt_server s;
-    start(&s, NULL);
+    srv_start(&s, NULL);
     const char *q = uniq("ret-maxnodlq"), *g = uniq("g");
     configure_queue(&s, q, "{\"maxWaitTimeSeconds\":3600,\"leaseTime\":3600}");
     push_txn(&s, q, "Default", "m0");
@@ -562,7 +562,7 @@ TEST(max_wait_does_not_dead_letter)
 TEST(cursors_below_the_watermark_resume_at_the_next_existing_offset)
 {
     silt_server s;
-    start(&s, NULL);
+    srv_start(&s, NULL);
     const char *q = uniq("ret-resume"), *g = uniq("g");
     configure_queue(&s, q, "{\"maxWaitTimeSeconds\":3600}");
     for (int i = 0; i < 3; i++) push(&s, q, "Default", 1);
@@ -587,7 +587,7 @@ TEST(cursors_below_the_watermark_resume_at_the_next_existing_offset)
 TEST(dead_letters_are_never_purged_by_any_rule)
 {
     silt_server s;
-    start(&s, NULL);
+    srv_start(&s, NULL);
     const char *q = uniq("ret-dlq"), *g = uniq("g");
     configure_queue(&s, q, "{\"retentionEnabled\":true,\"retentionSeconds\":3600,\"completedRetentionSeconds\":3600,"
                      "\"maxWaitTimeSeconds\":3600,\"dedupWindowSeconds\":0}");
@@ -634,7 +634,7 @@ TEST(dead_letters_are_never_purged_by_any_rule)
 TEST(empty_untouched_partitions_are_removed_after_cleanup_days)
 {
     silt_server s;
-    start(&s, NULL);   /* PARTITION_CLEANUP_DAYS defaults to 30 */
+    srv_start(&s, NULL);   /* PARTITION_CLEANUP_DAYS defaults to 30 */
     const char *q = uniq("ret-cleanup");
     configure_queue(&s, q, "{\"retentionEnabled\":true,\"retentionSeconds\":3600}");
     const char *old = emptied_partition(&s, q, "old"), *recent = emptied_partition(&s, q, "recent");
@@ -657,7 +657,7 @@ TEST(empty_untouched_partitions_are_removed_after_cleanup_days)
 TEST(partition_emptied_by_retention_and_untouched_for_cleanup_days_is_removed)
 {
     silt_server s;
-    start(&s, NULL);
+    srv_start(&s, NULL);
     const char *q = uniq("ret-cleanuplong"), *g = uniq("g");
     configure_queue(&s, q, "{\"retentionEnabled\":true,\"retentionSeconds\":3024000}");   /* 35 days */
     push(&s, q, "Default", 1);
@@ -678,7 +678,7 @@ TEST(cleanup_days_setting_sets_the_untouched_window)
 {
     silt_server s;
     const char *env[] = { "PARTITION_CLEANUP_DAYS=2", NULL };
-    start(&s, env);
+    srv_start(&s, env);
     const char *q = uniq("ret-cleanupdays");
     configure_queue(&s, q, "{\"retentionEnabled\":true,\"retentionSeconds\":3600}");
     const char *three = emptied_partition(&s, q, "three"), *one = emptied_partition(&s, q, "one");
@@ -693,7 +693,7 @@ TEST(cleanup_days_setting_sets_the_untouched_window)
 TEST(partition_with_retained_segments_is_kept)
 {
     silt_server s;
-    start(&s, NULL);
+    srv_start(&s, NULL);
     const char *q = uniq("ret-keepsegs");
     push(&s, q, "Default", 2);   /* no retention: the segment stays */
     const char *pid = pid_of(q, "Default");
@@ -707,7 +707,7 @@ TEST(partition_with_retained_segments_is_kept)
 TEST(partition_with_dead_letters_is_kept)
 {
     silt_server s;
-    start(&s, NULL);
+    srv_start(&s, NULL);
     const char *q = uniq("ret-keepdlq"), *g = uniq("g");
     configure_queue(&s, q, "{\"retentionEnabled\":true,\"retentionSeconds\":3600}");
     push_txn(&s, q, "Default", "m0");
@@ -732,7 +732,7 @@ TEST(partition_with_dead_letters_is_kept)
 TEST(partition_with_in_flight_lease_is_kept)
 {
     silt_server s;
-    start(&s, NULL);
+    srv_start(&s, NULL);
     const char *q = uniq("ret-keeplease"), *g = uniq("g");
     configure_queue(&s, q, "{\"maxWaitTimeSeconds\":3600,\"leaseTime\":3600}");
     push(&s, q, "Default", 2);
@@ -754,7 +754,7 @@ TEST(partition_with_in_flight_lease_is_kept)
 TEST(recent_push_keeps_an_empty_partition)
 {
     silt_server s;
-    start(&s, NULL);
+    srv_start(&s, NULL);
     const char *q = uniq("ret-keeppush");
     configure_queue(&s, q, "{\"retentionEnabled\":true,\"retentionSeconds\":3600}");
     push(&s, q, "Default", 2);   /* nobody consumes it: only the push touched it */
@@ -775,7 +775,7 @@ TEST(recent_push_keeps_an_empty_partition)
 TEST(recent_consumer_activity_keeps_an_empty_partition)
 {
     silt_server s;
-    start(&s, NULL);
+    srv_start(&s, NULL);
     const char *q = uniq("ret-keepactive");
     configure_queue(&s, q, "{\"retentionEnabled\":true,\"retentionSeconds\":3600}");
     const char *pid = emptied_partition(&s, q, "Default");
@@ -793,7 +793,7 @@ TEST(cleanup_disabled_keeps_every_partition)
 {
     silt_server s;
     const char *env[] = { "QUEEN_PARTITION_CLEANUP_ENABLED=false", NULL };
-    start(&s, env);
+    srv_start(&s, env);
     const char *q = uniq("ret-nocleanup");
     configure_queue(&s, q, "{\"retentionEnabled\":true,\"retentionSeconds\":3600}");
     const char *pid = emptied_partition(&s, q, "Default");   /* retention itself still works */
@@ -810,7 +810,7 @@ TEST(cleanup_disabled_keeps_every_partition)
 TEST(partition_removal_drops_cursors_and_total_consumed_not_position)
 {
     silt_server s;
-    start(&s, NULL);
+    srv_start(&s, NULL);
     const char *q = uniq("ret-dropcursor"), *g = uniq("g");
     configure_queue(&s, q, "{\"retentionEnabled\":true,\"retentionSeconds\":3600}");
     push(&s, q, "Default", 3);
@@ -836,7 +836,7 @@ TEST(partition_removal_drops_cursors_and_total_consumed_not_position)
 TEST(recreated_partition_gets_a_new_id_and_starts_at_offset_zero)
 {
     silt_server s;
-    start(&s, NULL);
+    srv_start(&s, NULL);
     const char *q = uniq("ret-recreate");
     configure_queue(&s, q, "{\"retentionEnabled\":true,\"retentionSeconds\":3600}");
     const char *old = emptied_partition(&s, q, "Default");   /* it held offsets 0 and 1 */
@@ -859,7 +859,7 @@ TEST(recreated_partition_gets_a_new_id_and_starts_at_offset_zero)
 TEST(groups_seed_into_a_recreated_partition_from_their_subscription)
 {
     silt_server s;
-    start(&s, NULL);
+    srv_start(&s, NULL);
     const char *q = uniq("ret-reseed"), *all = uniq("gall"), *fresh = uniq("gnew");
     configure_queue(&s, q, "{\"retentionEnabled\":true,\"retentionSeconds\":3600}");
     push(&s, q, "P", 2);
@@ -886,7 +886,7 @@ TEST(groups_seed_into_a_recreated_partition_from_their_subscription)
 TEST(queues_are_never_removed_by_retention)
 {
     silt_server s;
-    start(&s, NULL);
+    srv_start(&s, NULL);
     const char *q = uniq("ret-keepqueue");
     configure_queue(&s, q, "{\"retentionEnabled\":true,\"retentionSeconds\":3600,\"leaseTime\":77}");
     const char *pid = emptied_partition(&s, q, "Default");
@@ -913,7 +913,7 @@ TEST(queues_are_never_removed_by_retention)
 TEST(offsets_are_never_reused_while_the_partition_lives)
 {
     silt_server s;
-    start(&s, NULL);
+    srv_start(&s, NULL);
     const char *q = uniq("ret-noreuse");
     configure_queue(&s, q, "{\"retentionEnabled\":true,\"retentionSeconds\":3600}");
     push(&s, q, "Default", 3);
@@ -950,7 +950,7 @@ static const char *hourly_segments(silt_server *s, const char *q)
 TEST(timestamp_older_than_oldest_retained_segment_resolves_to_it)
 {
     silt_server s;
-    start(&s, NULL);
+    srv_start(&s, NULL);
     const char *q = uniq("ret-replay");
     configure_queue(&s, q, "{\"retentionEnabled\":true,\"retentionSeconds\":9000}");   /* 2.5 h */
     const char *pid = hourly_segments(&s, q);
@@ -979,7 +979,7 @@ TEST(timestamp_older_than_oldest_retained_segment_resolves_to_it)
 TEST(position_lookups_start_at_the_watermark)
 {
     silt_server s;
-    start(&s, NULL);
+    srv_start(&s, NULL);
     const char *q = uniq("ret-fromwm");
     configure_queue(&s, q, "{\"retentionEnabled\":true,\"retentionSeconds\":5400}");   /* 1.5 h */
     const char *pid = hourly_segments(&s, q);
@@ -1004,7 +1004,7 @@ TEST(position_lookups_start_at_the_watermark)
 TEST(dlq_handoff_after_segment_removed_is_rejected_and_cursor_stays)
 {
     silt_server s;
-    start(&s, NULL);
+    srv_start(&s, NULL);
     const char *q = uniq("ret-dlqgone"), *g = uniq("g");
     configure_queue(&s, q, "{\"maxWaitTimeSeconds\":3600,\"leaseTime\":3600}");
     push_txn(&s, q, "Default", "m0");
@@ -1035,7 +1035,7 @@ TEST(dlq_handoff_after_segment_removed_is_rejected_and_cursor_stays)
 TEST(sidecar_expires_after_max_of_dedup_completed_and_900_seconds)
 {
     silt_server s;
-    start(&s, NULL);
+    srv_start(&s, NULL);
     const char *floor900 = uniq("ret-ack900"), *dedup = uniq("ret-ackdedup"), *completed = uniq("ret-ackcompleted");
     configure_queue(&s, floor900, "{\"dedupWindowSeconds\":0}");                        /* window 900 */
     /* dedup: defaults, window 3600 */
@@ -1067,7 +1067,7 @@ TEST(sidecar_expires_after_max_of_dedup_completed_and_900_seconds)
 TEST(sidecar_is_purged_independently_of_segments)
 {
     silt_server s;
-    start(&s, NULL);
+    srv_start(&s, NULL);
     const char *hashes = uniq("ret-sidecaronly"), *segs = uniq("ret-segsonly");
     configure_queue(&s, hashes, "{\"dedupWindowSeconds\":0}");   /* no retention rule at all */
     configure_queue(&s, segs, "{\"retentionEnabled\":true,\"retentionSeconds\":3600}");
@@ -1098,7 +1098,7 @@ TEST(sidecar_is_purged_independently_of_segments)
 TEST(hash_row_outliving_its_message_is_harmless)
 {
     silt_server s;
-    start(&s, NULL);
+    srv_start(&s, NULL);
     const char *q = uniq("ret-hashoutlives"), *g = uniq("g");
     configure_queue(&s, q, "{\"retentionEnabled\":true,\"retentionSeconds\":3600}");
     push_txn(&s, q, "Default", "m0");
@@ -1128,7 +1128,7 @@ TEST(hash_row_outliving_its_message_is_harmless)
 TEST(late_ack_for_purged_hash_is_unresolvable_and_message_redelivers)
 {
     silt_server s;
-    start(&s, NULL);
+    srv_start(&s, NULL);
     const char *q = uniq("ret-lateack"), *g = uniq("g");
     configure_queue(&s, q, "{\"dedupWindowSeconds\":0}");   /* ack window 900 s */
     push_txn(&s, q, "Default", "m0");
@@ -1163,7 +1163,7 @@ TEST(late_ack_for_purged_hash_is_unresolvable_and_message_redelivers)
 TEST(each_deleting_step_records_its_rule_and_offsets_dropped)
 {
     silt_server s;
-    start(&s, NULL);
+    srv_start(&s, NULL);
     const char *qr = uniq("ret-histr"), *qc = uniq("ret-histc"), *qm = uniq("ret-histm"), *g = uniq("g");
     configure_queue(&s, qr, "{\"retentionEnabled\":true,\"retentionSeconds\":3600}");
     configure_queue(&s, qc, "{\"retentionEnabled\":true,\"completedRetentionSeconds\":3600}");
@@ -1217,7 +1217,7 @@ TEST(each_deleting_step_records_its_rule_and_offsets_dropped)
 TEST(queue_with_retention_and_nothing_to_delete_shows_nothing_not_an_error)
 {
     silt_server s;
-    start(&s, NULL);
+    srv_start(&s, NULL);
     const char *q = uniq("ret-nothing");
     configure_queue(&s, q, "{\"retentionEnabled\":true,\"retentionSeconds\":3600,\"completedRetentionSeconds\":3600}");
     push(&s, q, "Default", 2);
@@ -1242,7 +1242,7 @@ TEST(queue_with_retention_and_nothing_to_delete_shows_nothing_not_an_error)
 TEST(dry_run_reports_without_deleting)
 {
     silt_server s;
-    start(&s, NULL);
+    srv_start(&s, NULL);
     const char *q = uniq("ret-dry");
     configure_queue(&s, q, "{\"retentionEnabled\":true,\"retentionSeconds\":3600}");
     for (int i = 0; i < 3; i++) push(&s, q, "Default", 1);
@@ -1263,7 +1263,7 @@ TEST(dry_run_reports_without_deleting)
 TEST(explain_names_the_pinning_group_and_next_pass)
 {
     silt_server s;
-    start(&s, NULL);
+    srv_start(&s, NULL);
     const char *q = uniq("ret-explain"), *fast = uniq("gfast"), *slow = uniq("gslow");
     configure_queue(&s, q, "{\"retentionEnabled\":true,\"completedRetentionSeconds\":3600}");
     push(&s, q, "Default", 1);   /* [0] */
@@ -1322,7 +1322,7 @@ TEST(a_step_deletes_at_most_the_batch_size)
 {
     silt_server s;
     const char *env[] = { "RETENTION_BATCH_SIZE=2", NULL };
-    start(&s, env);
+    srv_start(&s, env);
     const char *q = uniq("ret-batch");
     configure_queue(&s, q, "{\"retentionEnabled\":true,\"retentionSeconds\":3600}");
     for (int i = 0; i < 5; i++) push(&s, q, "Default", 1);
@@ -1344,7 +1344,7 @@ TEST(a_pass_stops_after_max_steps)
 {
     silt_server s;
     const char *env[] = { "RETENTION_BATCH_SIZE=1", "RETENTION_MAX_STEPS=2", "RETENTION_CONCURRENCY=1", NULL };
-    start(&s, env);
+    srv_start(&s, env);
     /* due an hour ago: older than anything other tests leave due, so it comes first */
     const char *q = uniq("ret-maxsteps");
     configure_queue(&s, q, "{\"retentionEnabled\":true,\"retentionSeconds\":3600}");
@@ -1368,7 +1368,7 @@ TEST(retention_runs_in_the_background_every_interval)
 {
     silt_server s;
     const char *env[] = { "RETENTION_INTERVAL_MS=200", NULL };
-    start(&s, env);
+    srv_start(&s, env);
     const char *q = uniq("ret-background");
     configure_queue(&s, q, "{\"retentionEnabled\":true,\"retentionSeconds\":3600}");
     for (int i = 0; i < 3; i++) push(&s, q, "Default", 1);
@@ -1388,7 +1388,7 @@ TEST(retention_runs_in_the_background_every_interval)
 TEST(retention_run_while_a_pass_is_running_is_409_and_one_runner_serves_all_replicas)
 {
     silt_server a, b;
-    start(&a, NULL);
+    srv_start(&a, NULL);
     srv_start(&b, NULL);   /* a second replica on the same database */
     const char *q = uniq("ret-runner");
     configure_queue(&a, q, "{\"retentionEnabled\":true,\"retentionSeconds\":3600}");
@@ -1451,7 +1451,7 @@ TEST(retention_run_while_a_pass_is_running_is_409_and_one_runner_serves_all_repl
 TEST(finding_work_skips_thousands_of_partitions_with_nothing_to_delete)
 {
     silt_server s;
-    start(&s, NULL);
+    srv_start(&s, NULL);
     const char *q = uniq("ret-manyparts");
     configure_queue(&s, q, "{\"retentionEnabled\":true,\"retentionSeconds\":3600}");
     push(&s, q, "due", 2);
@@ -1478,7 +1478,7 @@ TEST(finding_work_skips_thousands_of_partitions_with_nothing_to_delete)
 TEST(due_partition_is_found_behind_a_thousand_partitions_pinned_by_completed_retention)
 {
     silt_server s;
-    start(&s, NULL);
+    srv_start(&s, NULL);
     const char *q = uniq("ret-pinned"), *g = uniq("g");
     configure_queue(&s, q, "{\"retentionEnabled\":true,\"completedRetentionSeconds\":3600}");
     /* 1000 partitions no group ever popped, 3 h old: nothing there is deletable */
@@ -1516,7 +1516,7 @@ TEST(partitions_with_nothing_to_delete_do_not_stop_later_passes_reaching_due_one
 {
     silt_server s;
     const char *env[] = { "RETENTION_MAX_STEPS=3", NULL };
-    start(&s, env);
+    srv_start(&s, env);
     /* the pinned partitions fall due (2 h ago) before the due one (1 h ago) */
     const char *pinned = uniq("ret-pinnedfirst"), *due = uniq("ret-duelater");
     configure_queue(&s, pinned, "{\"retentionEnabled\":true,\"completedRetentionSeconds\":3600}");
@@ -1546,7 +1546,7 @@ TEST(partitions_with_nothing_to_delete_do_not_stop_later_passes_reaching_due_one
 TEST(a_push_schedules_its_partition_and_configuring_rules_reschedules_it)
 {
     silt_server s;
-    start(&s, NULL);
+    srv_start(&s, NULL);
     const char *ruled = uniq("ret-schedpush"), *later = uniq("ret-schedconf");
     configure_queue(&s, ruled, "{\"retentionEnabled\":true,\"retentionSeconds\":3600,\"dedupWindowSeconds\":0}");
     for (int i = 0; i < 2; i++) { push(&s, ruled, "Default", 1); push(&s, later, "Default", 1); }
@@ -1570,7 +1570,7 @@ TEST(a_push_schedules_its_partition_and_configuring_rules_reschedules_it)
 TEST(retention_is_configured_with_the_documented_queue_options)
 {
     silt_server s;
-    start(&s, NULL);
+    srv_start(&s, NULL);
     const char *q = uniq("ret-orders.created");
     reply r;
     rq(&s, "POST", "/api/v1/configure", sfmt("{\"queue\":\"%s\",\"options\":{\"retentionEnabled\":true,"

@@ -16,7 +16,7 @@ TEST(back_to_back_passes_never_revoke_each_other)
 {
     silt_server s;
     const char *env[] = { "RETENTION_BATCH_SIZE=1", "RETENTION_MAX_STEPS=1", "RETENTION_CONCURRENCY=1", NULL };
-    start(&s, env);
+    srv_start(&s, env);
     const char *q = uniq("ret-b2b");
     configure_queue(&s, q, "{\"retentionEnabled\":true,\"retentionSeconds\":3600}");
     for (int i = 0; i < 30; i++) push(&s, q, "Default", 1);
@@ -46,7 +46,7 @@ TEST(back_to_back_passes_never_revoke_each_other)
 TEST(a_late_release_cannot_revoke_another_pass)
 {
     silt_server s;
-    start(&s, NULL);
+    srv_start(&s, NULL);
     CHECK_STR(sql("select queen.retention_claim('pass-a', 60)"), "t");
     CHECK_STR(sql("select queen.retention_claim('pass-b', 60)"), "f");   /* held */
     sql("select queen.retention_release('pass-b')");                    /* not its claim */
@@ -71,7 +71,7 @@ TEST(a_pass_never_runs_more_steps_than_its_limit)
 {
     silt_server s;
     const char *env[] = { "RETENTION_BATCH_SIZE=1", "RETENTION_MAX_STEPS=3", "RETENTION_CONCURRENCY=4", NULL };
-    start(&s, env);
+    srv_start(&s, env);
     const char *q = uniq("ret-limit");
     configure_queue(&s, q, "{\"retentionEnabled\":true,\"retentionSeconds\":3600}");
     for (int p = 0; p < 6; p++) {
@@ -94,7 +94,7 @@ TEST(no_setting_makes_passes_spin)
 {
     silt_server s;
     const char *env[] = { "RETENTION_INTERVAL_MS=100", "RETENTION_MAX_STEPS=1", "RETENTION_BATCH_SIZE=1", NULL };
-    start(&s, env);
+    srv_start(&s, env);
     /* two partitions due but held back (never popped, completedRetentionSeconds
      * only): every pass is limited, none deletes anything */
     const char *q = uniq("ret-spin");
@@ -121,7 +121,7 @@ TEST(sidecar_purge_and_cleanup_progress_whatever_is_pinned)
 {
     silt_server s;
     const char *env[] = { "RETENTION_MAX_STEPS=2", "RETENTION_BATCH_SIZE=1", "RETENTION_CONCURRENCY=1", NULL };
-    start(&s, env);
+    srv_start(&s, env);
     /* a partition empty and idle for 31 days, and a 31-day-old hash row */
     const char *hashes = uniq("ret-oldhash"), *empty = uniq("ret-oldempty");
     configure_queue(&s, empty, "{\"retentionEnabled\":true,\"retentionSeconds\":3600}");
@@ -161,7 +161,7 @@ static const char *attribute(int batch, const char *options, const double hours[
 {
     silt_server s;
     const char *env[] = { sfmt("RETENTION_BATCH_SIZE=%d", batch), NULL };
-    start(&s, env);
+    srv_start(&s, env);
     const char *q = uniq("ret-attr"), *g = uniq("g");
     configure_queue(&s, q, options);
     for (int i = 0; i < 6; i++) push(&s, q, "Default", 1);
@@ -202,7 +202,7 @@ TEST(a_rule_is_attributed_the_same_whatever_the_batch_size)
 TEST(leased_offsets_are_counted_once_however_many_groups_lease_them)
 {
     silt_server s;
-    start(&s, NULL);
+    srv_start(&s, NULL);
     const char *q = uniq("ret-leasedonce");
     configure_queue(&s, q, "{\"maxWaitTimeSeconds\":3600}");
     push(&s, q, "Default", 3);
@@ -224,7 +224,7 @@ TEST(leased_offsets_are_counted_once_however_many_groups_lease_them)
 TEST(a_retention_step_counts_the_leased_offsets_it_removes)
 {
     silt_server s;
-    start(&s, NULL);
+    srv_start(&s, NULL);
     const char *q = uniq("ret-leasedage");
     configure_queue(&s, q, "{\"retentionEnabled\":true,\"retentionSeconds\":3600}");
     push(&s, q, "Default", 3);
@@ -247,7 +247,7 @@ TEST(a_retention_step_counts_the_leased_offsets_it_removes)
 TEST(explain_does_not_keep_a_straddling_segment_another_rule_removes)
 {
     silt_server s;
-    start(&s, NULL);
+    srv_start(&s, NULL);
     const char *q = uniq("ret-straddlegone"), *g = uniq("g");
     configure_queue(&s, q, "{\"retentionEnabled\":true,\"retentionSeconds\":7200,\"completedRetentionSeconds\":3600}");
     for (int i = 0; i < 3; i++) push(&s, q, "Default", 3);   /* [0-2] [3-5] [6-8] */
@@ -274,7 +274,7 @@ TEST(explain_dry_run_and_pass_agree_while_a_partition_waits_for_its_recheck)
      * so it cannot come due by itself while the test runs (the timer's first
      * pass is an hour away too) */
     const char *env[] = { "RETENTION_INTERVAL_MS=3600000", NULL };
-    start(&s, env);
+    srv_start(&s, env);
     const char *q = uniq("ret-recheck"), *g = uniq("g");
     configure_queue(&s, q, "{\"retentionEnabled\":true,\"completedRetentionSeconds\":3600}");
     for (int i = 0; i < 4; i++) push(&s, q, "Default", 1);
@@ -312,7 +312,7 @@ TEST(explain_dry_run_and_pass_agree_while_a_partition_waits_for_its_recheck)
 TEST(explain_names_the_age_window_when_everything_is_consumed)
 {
     silt_server s;
-    start(&s, NULL);
+    srv_start(&s, NULL);
     const char *q = uniq("ret-tour");
     push(&s, q, "Default", 2);
     push(&s, q, "Default", 1);
@@ -333,7 +333,7 @@ TEST(explain_names_the_age_window_when_everything_is_consumed)
 TEST(behind_counts_only_retained_offsets)
 {
     silt_server s;
-    start(&s, NULL);
+    srv_start(&s, NULL);
     const char *q = uniq("ret-behind"), *g = uniq("g");
     configure_queue(&s, q, "{\"retentionEnabled\":true,\"retentionSeconds\":3600,\"completedRetentionSeconds\":3600}");
     for (int i = 0; i < 5; i++) push(&s, q, "Default", 1);

@@ -136,7 +136,7 @@ static int agree(unsigned long seed, int batch)
 {
     silt_server s;
     /* LOG_LEVEL: every leased offset a pass removes is a warning, and this test removes many */
-    start(&s, (const char *const[]){ sfmt("RETENTION_BATCH_SIZE=%d", batch), "LOG_LEVEL=error", NULL });
+    srv_start(&s, (const char *const[]){ sfmt("RETENTION_BATCH_SIZE=%d", batch), "LOG_LEVEL=error", NULL });
     rng_state = seed;
     const char *qs[QUEUES];
     for (int i = 0; i < QUEUES; i++) {
