@@ -42,6 +42,8 @@ void api_message_get(httpd_req *req, server *srv);
 void api_message_delete(httpd_req *req, server *srv);
 void api_transaction(httpd_req *req, server *srv);
 void api_retention_run(httpd_req *req, server *srv);
+void api_maintenance_get(httpd_req *req, server *srv);
+void api_maintenance_set(httpd_req *req, server *srv);
 void api_retention_explain(httpd_req *req, server *srv);
 void api_retention_analytics(httpd_req *req, server *srv);
 
@@ -58,6 +60,13 @@ int  api_ack_item(httpd_req *req, const json_doc *d, uint32_t tok, size_t i, con
 /* Request helpers (request.c). Each replies with a 4xx itself and returns -1
  * when the input is bad, so a handler just returns. */
 int  api_read_object(httpd_req *req, server *srv, json_doc *doc) __attribute__((warn_unused_result));
+/* The same for bodies that carry opaque values (payloads, trace data): only
+ * values inside at most record_depth containers become tokens. */
+int  api_read_shallow(httpd_req *req, server *srv, json_doc *doc, int record_depth)
+     __attribute__((warn_unused_result));
+#define API_ALL_DEPTHS    64
+#define API_PUSH_DEPTH    3   /* {"items":[{"payload": here}]} */
+#define API_TX_DEPTH      5   /* {"operations":[{"items":[{"payload": here}]}]} */
 /* Optional string member: *out NULL when absent or null; 400 naming the field
  * when present with another type or empty. */
 int  api_opt_string(httpd_req *req, const json_doc *d, uint32_t obj, const char *key, char **out)

@@ -3,14 +3,19 @@
 #include <unistd.h>
 #include "api/api.h"
 
+/* The maintenance state shown is this server's copy, at most
+ * MAINTENANCE_REFRESH_MS old: /health never waits on the database. */
 void api_health(httpd_req *req, server *srv)
 {
-    static const char up[] =
-        "{\"status\":\"healthy\",\"database\":\"connected\",\"version\":\"" SILT_VERSION "\"}";
-    static const char down[] =
-        "{\"status\":\"unhealthy\",\"database\":\"disconnected\",\"version\":\"" SILT_VERSION "\"}";
-    if (db_pool_ready(srv->pool) && !srv->draining) httpd_reply(req, 200, up, sizeof up - 1);
-    else httpd_reply(req, 503, down, sizeof down - 1);
+    bool up = db_pool_ready(srv->pool) && !srv->draining;
+    const maintenance_state *m = maintenance_current(srv->maintenance);
+    buf out;
+    buf_init(&out);
+    buf_printf(&out, "{\"status\":\"%s\",\"database\":\"%s\",\"version\":\"" SILT_VERSION "\","
+                     "\"maintenanceMode\":%s,\"bufferedMessages\":%lld}",
+               up ? "healthy" : "unhealthy", up ? "connected" : "disconnected", m->enabled ? "true" : "false",
+               (long long)m->buffered);
+    httpd_reply_buf(req, up ? 200 : 503, &out);
 }
 
 static long resident_bytes(void)
@@ -27,11 +32,18 @@ void api_metrics(httpd_req *req, server *srv)
 {
     const server_stats *s = &srv->stats;
     const retention_totals *rt = retention_engine_totals(srv->retention);
+    const maintenance_state *m = maintenance_current(srv->maintenance);
     buf out;
     buf_init(&out);
     buf_printf(&out,
         "# TYPE silt_messages_pushed_total counter\nsilt_messages_pushed_total %llu\n"
         "# TYPE silt_push_duplicates_total counter\nsilt_push_duplicates_total %llu\n"
+        "# HELP silt_messages_buffered_total pushed messages held by maintenance mode\n"
+        "# TYPE silt_messages_buffered_total counter\nsilt_messages_buffered_total %llu\n"
+        "# HELP silt_messages_drained_total buffered messages this server moved into the log\n"
+        "# TYPE silt_messages_drained_total counter\nsilt_messages_drained_total %llu\n"
+        "# TYPE silt_maintenance_mode gauge\nsilt_maintenance_mode %d\n"
+        "# TYPE silt_push_buffer_messages gauge\nsilt_push_buffer_messages %lld\n"
         "# TYPE silt_messages_popped_total counter\nsilt_messages_popped_total %llu\n"
         "# TYPE silt_acks_total counter\nsilt_acks_total %llu\n"
         "# TYPE silt_dead_letters_total counter\nsilt_dead_letters_total %llu\n"
@@ -49,7 +61,9 @@ void api_metrics(httpd_req *req, server *srv)
         "# TYPE silt_retention_leased_offsets_evicted_total counter\nsilt_retention_leased_offsets_evicted_total %llu\n"
         "# TYPE silt_retention_sidecar_rows_purged_total counter\nsilt_retention_sidecar_rows_purged_total %llu\n"
         "# TYPE silt_partitions_removed_total counter\nsilt_partitions_removed_total %llu\n",
-        (unsigned long long)s->pushed, (unsigned long long)s->duplicates, (unsigned long long)s->popped,
+        (unsigned long long)s->pushed, (unsigned long long)s->duplicates, (unsigned long long)s->buffered,
+        (unsigned long long)maintenance_drained_total(srv->maintenance), m->enabled ? 1 : 0, (long long)m->buffered,
+        (unsigned long long)s->popped,
         (unsigned long long)s->acked, (unsigned long long)s->dead_lettered,
         httpd_inflight(srv->http) - 1, popper_parked(srv->pop), db_pool_ready(srv->pool) ? 1 : 0, resident_bytes(),
         (unsigned long long)rt->passes, (unsigned long long)rt->dropped[0], (unsigned long long)rt->dropped[1],

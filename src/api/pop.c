@@ -1,6 +1,7 @@
 /* pop: GET /api/v1/pop/queue/:queue[/partition/:partition]. */
 #include <stdlib.h>
 #include <string.h>
+#include <event2/buffer.h>
 #include "api/api.h"
 #include "base/ids.h"
 #include "db/result.h"
@@ -14,18 +15,42 @@ typedef struct pop_call {
     pop_request *pop;
 } pop_call;
 
-static void put_message(buf *out, const pop_request *p, const pop_msg *m)
+/* Payloads at least this large are sent from the decoded segment itself
+ * (an evbuffer reference) rather than copied into the reply. */
+#define POP_REFERENCE_BYTES (64 * 1024)
+
+/* A popped request stays alive while the reply still points into it. */
+typedef struct pop_hold {
+    pop_request *pop;
+    int          refs;
+} pop_hold;
+
+static void hold_release(const void *data, size_t len, void *arg)
 {
-    const pop_part *part = &p->parts[m->part];
-    char id[IDS_UUID_TEXT], trace[IDS_UUID_TEXT], created[32];
+    (void)data;
+    (void)len;
+    pop_hold *h = arg;
+    if (--h->refs > 0) return;
+    pop_request_free(h->pop);
+    free(h);
+}
+
+static void put_message_head(buf *out, const pop_msg *m)
+{
+    char id[IDS_UUID_TEXT], trace[IDS_UUID_TEXT];
     ids_uuid_format(m->message_id, id);
-    db_format_time(m->created_us, created);
     buf_printf(out, "{\"id\":\"%s\",\"transactionId\":", id);
     json_put_str(out, m->txn, m->txn_len);
     if (m->has_trace) { ids_uuid_format(m->trace_id, trace); buf_printf(out, ",\"traceId\":\"%s\"", trace); }
     else buf_puts(out, ",\"traceId\":null");
     buf_puts(out, ",\"data\":");
-    buf_append(out, m->payload, m->payload_len);
+}
+
+static void put_message_tail(buf *out, const pop_request *p, const pop_msg *m)
+{
+    const pop_part *part = &p->parts[m->part];
+    char created[32];
+    db_format_time(m->created_us, created);
     buf_printf(out, ",\"createdAt\":\"%s\",\"queue\":", created);
     json_put_cstr(out, part->queue);
     buf_printf(out, ",\"partitionId\":\"%s\",\"partition\":", part->id);
@@ -35,24 +60,50 @@ static void put_message(buf *out, const pop_request *p, const pop_msg *m)
     buf_printf(out, ",\"producerSub\":null,\"offset\":%lld}", (long long)m->offset);
 }
 
-/* The envelope names the first claimed partition; every message names its own. */
-static void reply_messages(httpd_req *req, const pop_request *p)
+/* The payload, verbatim: copied when small, referenced when large. */
+static void put_payload(buf *out, struct evbuffer *body, pop_hold *hold, const pop_msg *m)
 {
+    if (m->payload_len < POP_REFERENCE_BYTES) { buf_append(out, m->payload, m->payload_len); return; }
+    evbuffer_add(body, out->data, out->len);
+    buf_reset(out);
+    hold->refs++;
+    if (evbuffer_add_reference(body, m->payload, m->payload_len, hold_release, hold) < 0) abort();
+}
+
+static void put_envelope(buf *out, const pop_request *p)
+{
+    buf_puts(out, "{\"success\":true,\"queue\":");
+    json_put_cstr(out, p->parts[0].queue);
+    buf_puts(out, ",\"partition\":");
+    json_put_cstr(out, p->parts[0].name);
+    buf_printf(out, ",\"partitionId\":\"%s\",\"leaseId\":\"%s\",\"consumerGroup\":", p->parts[0].id, p->lease_id);
+    json_put_cstr(out, p->group);
+    buf_printf(out, ",\"partitionsClaimed\":%zu,\"messages\":[", p->nparts);
+}
+
+/* The envelope names the first claimed partition; every message names its
+ * own. The reply takes the popped request over: it is freed when the last
+ * payload referenced from it has been sent. */
+static void reply_messages(httpd_req *req, pop_request *p)
+{
+    pop_hold *hold = malloc(sizeof *hold);
+    struct evbuffer *body = evbuffer_new();
+    if (!hold || !body) abort();
+    *hold = (pop_hold){ p, 1 };
     buf out;
     buf_init(&out);
-    buf_puts(&out, "{\"success\":true,\"queue\":");
-    json_put_cstr(&out, p->parts[0].queue);
-    buf_puts(&out, ",\"partition\":");
-    json_put_cstr(&out, p->parts[0].name);
-    buf_printf(&out, ",\"partitionId\":\"%s\",\"leaseId\":\"%s\",\"consumerGroup\":", p->parts[0].id, p->lease_id);
-    json_put_cstr(&out, p->group);
-    buf_printf(&out, ",\"partitionsClaimed\":%zu,\"messages\":[", p->nparts);
+    put_envelope(&out, p);
     for (size_t i = 0; i < p->nmsgs; i++) {
         if (i) buf_putc(&out, ',');
-        put_message(&out, p, &p->msgs[i]);
+        put_message_head(&out, &p->msgs[i]);
+        put_payload(&out, body, hold, &p->msgs[i]);
+        put_message_tail(&out, p, &p->msgs[i]);
     }
     buf_puts(&out, "]}");
-    httpd_reply_buf(req, 200, &out);
+    evbuffer_add(body, out.data, out.len);
+    buf_fini(&out);
+    httpd_reply_chain(req, 200, body);
+    hold_release(NULL, 0, hold);
 }
 
 static void client_gone(httpd_req *req, void *arg)
@@ -70,7 +121,7 @@ static void pop_done(pop_request *p, void *arg)
         httpd_error_field(c->req, 400, "field", "subscriptionFrom", "invalid subscriptionFrom: %s", p->error);
     else if (p->error) api_engine_error(c->req, p->error, p->sqlstate, p->unavailable);
     else if (p->nmsgs == 0) httpd_reply(c->req, 204, NULL, 0);
-    else { c->srv->stats.popped += p->nmsgs; reply_messages(c->req, p); }
+    else { c->srv->stats.popped += p->nmsgs; reply_messages(c->req, p); p = NULL; }
     pop_request_free(p);
     free(c);
 }

@@ -76,9 +76,9 @@ static void reply_results(httpd_req *req, server *srv, const push_batch *b)
         const push_item *it = &b->items[i];
         char id[IDS_UUID_TEXT];
         ids_uuid_format(it->message_id, id);
-        bool dup = it->status == PUSH_DUPLICATE;
-        srv->stats.pushed += !dup;
-        srv->stats.duplicates += dup;
+        srv->stats.pushed += it->status == PUSH_QUEUED;
+        srv->stats.duplicates += it->status == PUSH_DUPLICATE;
+        srv->stats.buffered += it->status == PUSH_BUFFERED;
         char index[24];
         int len = snprintf(index, sizeof index, "%zu", i);
         buf_puts(&out, i ? ",{\"index\":" : "{\"index\":");   /* hot: plain appends, no printf */
@@ -89,7 +89,9 @@ static void reply_results(httpd_req *req, server *srv, const push_batch *b)
         json_put_cstr(&out, it->txn);
         buf_puts(&out, ",\"queueName\":");
         json_put_cstr(&out, it->queue);
-        buf_puts(&out, dup ? ",\"status\":\"duplicate\"}" : ",\"status\":\"queued\"}");
+        buf_puts(&out, ",\"status\":\"");
+        buf_puts(&out, push_status_name(it->status));
+        buf_puts(&out, "\"}");
     }
     buf_putc(&out, ']');
     httpd_reply_buf(req, 201, &out);
@@ -128,7 +130,7 @@ void api_push(httpd_req *req, server *srv)
     json_doc d;
     json_doc_init(&d);
     push_batch *b = NULL;
-    if (api_read_object(req, srv, &d) == 0) b = read_batch(req, srv, &d);
+    if (api_read_shallow(req, srv, &d, API_PUSH_DEPTH) == 0) b = read_batch(req, srv, &d);
     json_doc_fini(&d);   /* payload spans point into the request body, not the doc */
     if (!b) return;
     if (b->n == 0) { push_batch_free(b); httpd_reply(req, 201, "[]", 2); return; }

@@ -8,13 +8,19 @@
 
 int api_read_object(httpd_req *req, server *srv, json_doc *doc)
 {
+    return api_read_shallow(req, srv, doc, API_ALL_DEPTHS);
+}
+
+int api_read_shallow(httpd_req *req, server *srv, json_doc *doc, int record_depth)
+{
     size_t limit = httpd_max_body(srv->http);
     if (req->body_len > limit) {
         httpd_error(req, 413, "request body exceeds %zu bytes", limit);
         return -1;
     }
     if (req->body_len == 0) { httpd_error(req, 400, "request body is required"); return -1; }
-    if (json_parse(doc, req->body, req->body_len, (uint32_t)(req->body_len * API_MAX_TOKENS_PER_BYTE + 1)) < 0) {
+    uint32_t max_tokens = (uint32_t)(req->body_len * API_MAX_TOKENS_PER_BYTE + 1);
+    if (json_parse_shallow(doc, req->body, req->body_len, max_tokens, record_depth) < 0) {
         httpd_error(req, 400, "%s", doc->error);
         return -1;
     }

@@ -39,6 +39,8 @@ static const route routes[] = {
     { HTTPD_GET,  "/api/v1/messages/:partitionId/:transactionId", api_message_get },
     { HTTPD_DELETE, "/api/v1/messages/:partitionId/:transactionId", api_message_delete },
     { HTTPD_POST, "/api/v1/system/retention/run", api_retention_run },
+    { HTTPD_GET,  "/api/v1/system/maintenance", api_maintenance_get },
+    { HTTPD_POST, "/api/v1/system/maintenance", api_maintenance_set },
     { HTTPD_GET,  "/api/v1/retention/explain", api_retention_explain },
     { HTTPD_GET,  "/api/v1/analytics/retention", api_retention_analytics },
 };

@@ -29,7 +29,7 @@ static void on_push_commit(void *arg, const char *queue)
 static bool drained(const server *srv)
 {
     return httpd_inflight(srv->http) == 0 && pusher_idle(srv->push) && db_pool_busy(srv->pool) == 0 &&
-           retention_engine_idle(srv->retention);
+           retention_engine_idle(srv->retention) && maintenance_idle(srv->maintenance);
 }
 
 static void drain_check(evutil_socket_t fd, short what, void *arg)
@@ -63,6 +63,7 @@ static void on_signal(evutil_socket_t sig, short what, void *arg)
     httpd_stop_accepting(srv->http);
     popper_drain(srv->pop);
     retention_engine_stop(srv->retention);
+    maintenance_stop(srv->maintenance);
     drain_check(-1, 0, srv);
 }
 
@@ -107,6 +108,7 @@ static int start(server *srv)
     retention_settings rs = { srv->cfg.retention_interval_ms, srv->cfg.retention_batch, srv->cfg.retention_max_steps,
                               srv->cfg.retention_concurrency, srv->cfg.cleanup_days, srv->cfg.cleanup_enabled != 0 };
     srv->retention = retention_engine_new(srv->base, srv->pool, rs);
+    srv->maintenance = maintenance_new(srv->base, srv->pool, srv->pop, srv->cfg.maintenance_refresh_ms);
     srv->http = httpd_new(srv->base, srv->cfg.host, (int)srv->cfg.port, (size_t)srv->cfg.max_body_bytes,
                           api_dispatch, srv);
     if (!srv->http) { log_error("cannot listen on %s:%lld", srv->cfg.host, (long long)srv->cfg.port); return -1; }
@@ -126,6 +128,7 @@ static void stop(server *srv)
     httpd_free(srv->http);
     popper_free(srv->pop);
     retention_engine_free(srv->retention);
+    maintenance_free(srv->maintenance);
     pusher_free(srv->push);
     db_pool_free(srv->pool);
     if (srv->base) event_base_free(srv->base);

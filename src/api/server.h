@@ -13,12 +13,14 @@
 #include "streams/pop.h"
 #include "streams/push.h"
 #include "retention/engine.h"
+#include "streams/maintenance.h"
 
 #define SILT_VERSION "0.1.0"
 
 typedef struct server_stats {
     uint64_t pushed;          /* messages written */
     uint64_t duplicates;      /* pushed items refused as duplicates */
+    uint64_t buffered;        /* pushed items held by maintenance mode */
     uint64_t popped;          /* messages handed out */
     uint64_t acked;           /* ack items answered with success */
     uint64_t dead_lettered;
@@ -32,6 +34,7 @@ typedef struct server {
     pusher            *push;
     popper            *pop;
     retention_engine  *retention;
+    maintenance       *maintenance;
     bool               draining;
     int64_t            drain_deadline_us;
     struct event      *sigterm, *sigint, *drain_timer;

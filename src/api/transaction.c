@@ -126,7 +126,7 @@ static void put_results(buf *out, const tx_request *tx)
             json_put_cstr(out, it->txn);
             buf_puts(out, ",\"queueName\":");
             json_put_cstr(out, it->queue);
-            buf_printf(out, ",\"status\":\"%s\"}", it->status == PUSH_DUPLICATE ? "duplicate" : "queued");
+            buf_printf(out, ",\"status\":\"%s\"}", push_status_name(it->status));
             p++;
         } else {
             const ack_item *it = &tx->acks[a];
@@ -178,7 +178,7 @@ void api_transaction(httpd_req *req, server *srv)
     json_doc_init(&d);
     char *unknown = NULL;
     tx_request *tx = NULL;
-    if (api_read_object(req, srv, &d) == 0) tx = read_tx(req, srv, &d, &unknown);
+    if (api_read_shallow(req, srv, &d, API_TX_DEPTH) == 0) tx = read_tx(req, srv, &d, &unknown);
     json_doc_fini(&d);
     if (tx && unknown) { reply_failure(req, unknown); tx_request_free(tx); tx = NULL; }
     free(unknown);

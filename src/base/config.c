@@ -32,10 +32,10 @@ static const setting settings[] = {
     NUM("DB_POOL_SIZE", db_pool_size, "8", 1, 256),
     NUM("DB_PIPELINE_DEPTH", db_pipeline_depth, "4", 1, 64),
     TEXT("LOG_LEVEL", log_level, "info"),
-    NUM("MAX_BODY_BYTES", max_body_bytes, "16777216", 1024, 1073741824),
+    NUM("MAX_BODY_BYTES", max_body_bytes, "134217728", 1024, 1073741824),
     NUM("MAX_BATCH_ITEMS", max_items, "10000", 1, 1000000),
     NUM("MAX_POP_BATCH", max_pop_batch, "10000", 1, 1000000),
-    NUM("MAX_PAYLOAD_BYTES", max_payload_bytes, "1048576", 16, 1073741824),
+    NUM("MAX_PAYLOAD_BYTES", max_payload_bytes, "67108864", 16, 1073741824),
     NUM("PUSH_MAX_FLUSHES", push_max_flushes, "2", 1, 64),
     NUM("PUSH_FLUSH_MESSAGES", push_flush_messages, "20000", 1, 1000000),
     NUM("LONG_POLL_RECHECK_MS", long_poll_recheck_ms, "1000", 10, 60000),
@@ -51,6 +51,7 @@ static const setting settings[] = {
     NUM("RETENTION_CONCURRENCY", retention_concurrency, "4", 1, 64),
     NUM("PARTITION_CLEANUP_DAYS", cleanup_days, "30", 0, 36500),
     BOOL("QUEEN_PARTITION_CLEANUP_ENABLED", cleanup_enabled, "true"),
+    NUM("MAINTENANCE_REFRESH_MS", maintenance_refresh_ms, "1000", 10, 60000),
 };
 
 static int parse_number(const setting *s, const char *text, int64_t *out, char *err, size_t errlen)

@@ -33,6 +33,7 @@ typedef struct silt_config {
     int64_t retention_concurrency;/* retention steps in flight at once */
     int64_t cleanup_days;         /* empty, untouched partitions go after this many days */
     int64_t cleanup_enabled;      /* 1 or 0 */
+    int64_t maintenance_refresh_ms;/* how often a server re-reads maintenance mode */
 } silt_config;
 
 /* Fills cfg from the environment; on a bad value writes a message to err

@@ -26,8 +26,12 @@ typedef struct parser {
     size_t               len;   /* bytes */
     uint32_t             max;   /* token limit for this parse */
     int                  depth; /* open containers */
-    uint32_t             stack[JSON_MAX_DEPTH]; /* token index of each open container */
+    int                  record_depth; /* values inside more containers than this are not recorded */
+    uint32_t             stack[JSON_MAX_DEPTH]; /* token index of each open container, or UNRECORDED */
+    json_type            kinds[JSON_MAX_DEPTH]; /* the type of each open container */
 } parser;
+
+#define UNRECORDED UINT32_MAX
 
 /* Bytes that may appear in a string with no further checking: printable
  * ASCII except '"' and '\\'. A table keeps the hot scan loop branch-light. */
@@ -163,9 +167,11 @@ static void grow(json_doc *d, uint32_t max)
     d->cap = cap;
 }
 
+/* Records a token; 1 when it is too deep to record (see record_depth). */
 static int push_token(parser *p, json_type t, size_t start, size_t end, bool esc)
 {
     json_doc *d = p->d;
+    if (p->depth > p->record_depth) return 1;
     if (d->ntokens >= p->max) {
         snprintf(d->error, sizeof d->error, "too many json values");
         return ST_ERR;
@@ -271,8 +277,11 @@ static int scan_scalar(parser *p, int c, json_type *t, bool *esc)
 
 static int close_container(parser *p)
 {
-    json_token *k = &p->d->tokens[p->stack[--p->depth]];
-    k->end = (uint32_t)++p->pos;
+    uint32_t tok = p->stack[--p->depth];
+    p->pos++;
+    if (tok == UNRECORDED) return ST_AFTER;
+    json_token *k = &p->d->tokens[tok];
+    k->end = (uint32_t)p->pos;
     k->next = p->d->ntokens;
     return ST_AFTER;
 }
@@ -280,8 +289,10 @@ static int close_container(parser *p)
 static int open_container(parser *p, json_type t)
 {
     if (p->depth == JSON_MAX_DEPTH) return fail(p, "nesting deeper than 64 levels");
-    if (push_token(p, t, p->pos, p->pos, false) < 0) return ST_ERR;
-    p->stack[p->depth++] = p->d->ntokens - 1;
+    int rc = push_token(p, t, p->pos, p->pos, false);
+    if (rc < 0) return ST_ERR;
+    p->kinds[p->depth] = t;
+    p->stack[p->depth++] = rc == 0 ? p->d->ntokens - 1 : UNRECORDED;
     p->pos++;
     if (peek(p) == (t == JSON_OBJECT ? '}' : ']')) return close_container(p);
     return t == JSON_OBJECT ? ST_KEY : ST_VALUE;
@@ -322,13 +333,13 @@ static int st_after(parser *p)
 {
     int c = peek(p);
     if (p->depth == 0) return c < 0 ? ST_END : fail(p, "unexpected character after value");
-    json_token *k = &p->d->tokens[p->stack[p->depth - 1]];
-    k->count++;
+    json_type kind = p->kinds[p->depth - 1];
+    if (p->depth <= p->record_depth) p->d->tokens[p->stack[p->depth - 1]].count++;   /* members recorded */
     if (c < 0) return fail(p, "unexpected end of input");
-    if (c == (k->type == JSON_OBJECT ? '}' : ']')) return close_container(p);
+    if (c == (kind == JSON_OBJECT ? '}' : ']')) return close_container(p);
     if (c != ',') return fail(p, "expected \",\" or end of container");
     p->pos++;
-    return k->type == JSON_OBJECT ? ST_KEY : ST_VALUE;
+    return kind == JSON_OBJECT ? ST_KEY : ST_VALUE;
 }
 
 typedef int (*step_fn)(parser *p);
@@ -338,6 +349,11 @@ static const step_fn steps[] = {
 
 int json_parse(json_doc *d, const char *text, size_t len, uint32_t max_tokens)
 {
+    return json_parse_shallow(d, text, len, max_tokens, JSON_MAX_DEPTH);
+}
+
+int json_parse_shallow(json_doc *d, const char *text, size_t len, uint32_t max_tokens, int record_depth)
+{
     d->text = text;
     d->len = len;
     d->ntokens = 0;
@@ -346,7 +362,8 @@ int json_parse(json_doc *d, const char *text, size_t len, uint32_t max_tokens)
         snprintf(d->error, sizeof d->error, "json text too long");
         return -1;
     }
-    parser p = { .d = d, .s = (const unsigned char *)text, .len = len, .max = max_tokens };
+    parser p = { .d = d, .s = (const unsigned char *)text, .len = len, .max = max_tokens,
+                 .record_depth = record_depth };
     int st = ST_VALUE;
     while (st != ST_END && st != ST_ERR) st = steps[st](&p);
     if (st == ST_ERR) d->ntokens = 0;   /* never expose a half-built tree */

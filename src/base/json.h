@@ -41,6 +41,12 @@ void json_doc_fini(json_doc *d);
  * max_tokens bounds memory; exceeding it is an error. */
 int  json_parse(json_doc *d, const char *text, size_t len, uint32_t max_tokens)
      __attribute__((warn_unused_result));
+/* The same, but values nested deeper than record_depth containers are only
+ * validated, not recorded: a container at that depth keeps its span with
+ * count 0. A message payload is passed on as bytes, so tokenising its inside
+ * would only cost memory (a token per value, several times the text). */
+int  json_parse_shallow(json_doc *d, const char *text, size_t len, uint32_t max_tokens, int record_depth)
+     __attribute__((warn_unused_result));
 
 /* Member value index of key in object obj, or -1. */
 int  json_get(const json_doc *d, uint32_t obj, const char *key);

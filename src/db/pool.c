@@ -70,7 +70,23 @@ db_job *db_job_new(db_done_fn done, void *arg)
     return job;
 }
 
-void db_job_call(db_job *job, db_stmt stmt, const char *const *values, const int *lengths, const int *formats)
+static void set_param(db_call *call, int i, const char *value, const int *lengths, const int *formats)
+{
+    call->lengths[i] = lengths && formats && formats[i] ? lengths[i] : (int)strlen(value);
+    call->formats[i] = formats ? formats[i] : 0;
+}
+
+static void copy_param(db_call *call, int i, const char *value, const int *lengths, const int *formats)
+{
+    set_param(call, i, value, lengths, formats);
+    size_t len = (size_t)call->lengths[i];
+    call->values[i] = malloc(len + 1);
+    if (!call->values[i]) abort();
+    memcpy(call->values[i], value, len);
+    call->values[i][len] = '\0';
+}
+
+static db_call *new_call(db_job *job, db_stmt stmt)
 {
     if (job->ncalls == job->cap) {
         job->cap = job->cap ? job->cap * 2 : 4;
@@ -81,15 +97,25 @@ void db_job_call(db_job *job, db_stmt stmt, const char *const *values, const int
     memset(call, 0, sizeof *call);
     call->stmt = stmt;
     call->nparams = db_statements[stmt].nparams;
+    return call;
+}
+
+void db_job_call(db_job *job, db_stmt stmt, const char *const *values, const int *lengths, const int *formats)
+{
+    db_call *call = new_call(job, stmt);
+    for (int i = 0; i < call->nparams; i++)
+        if (values[i]) copy_param(call, i, values[i], lengths, formats);
+}
+
+void db_job_call_taking(db_job *job, db_stmt stmt, char *const *values, const int *lengths, const int *formats,
+                        unsigned taken)
+{
+    db_call *call = new_call(job, stmt);
     for (int i = 0; i < call->nparams; i++) {
         if (!values[i]) continue;
-        int len = lengths && formats && formats[i] ? lengths[i] : (int)strlen(values[i]);
-        call->values[i] = malloc((size_t)len + 1);
-        if (!call->values[i]) abort();
-        memcpy(call->values[i], values[i], (size_t)len);
-        call->values[i][len] = '\0';
-        call->lengths[i] = len;
-        call->formats[i] = formats ? formats[i] : 0;
+        if (!(taken & (1u << i))) { copy_param(call, i, values[i], lengths, formats); continue; }
+        set_param(call, i, values[i], lengths, formats);
+        call->values[i] = values[i];
     }
 }
 

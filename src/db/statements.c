@@ -63,4 +63,10 @@ const db_statement db_statements[STMT_COUNT] = {
     [STMT_RET_EXPLAIN]  = { "ret_explain", "SELECT queen.retention_explain($1, $2, now())", 2 },
     [STMT_RET_ANALYTICS] = { "ret_analytics", "SELECT queen.retention_analytics("
         "coalesce($1::timestamptz, now() - interval '1 hour'), coalesce($2::timestamptz, now()), $3)", 3 },
+    /* maintenance mode: rows in the order streams/maintenance.c reads them */
+    [STMT_MAINT_STATUS] = { "maint_status", "SELECT enabled, draining, buffered, oldest_buffered_at, updated_at"
+        " FROM queen.maintenance_status()", 0, 1 },
+    [STMT_MAINT_SET]    = { "maint_set", "SELECT enabled, draining, buffered, oldest_buffered_at, updated_at"
+        " FROM queen.maintenance_set($1)", 1, 1 },
+    [STMT_MAINT_DRAIN]  = { "maint_drain", "SELECT queue, messages FROM queen.drain_push_buffer($1)", 1, 1 },
 };

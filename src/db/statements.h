@@ -38,6 +38,9 @@ typedef enum db_stmt {
     STMT_RET_RELEASE,
     STMT_RET_EXPLAIN,
     STMT_RET_ANALYTICS,
+    STMT_MAINT_STATUS,
+    STMT_MAINT_SET,
+    STMT_MAINT_DRAIN,
     STMT_COUNT
 } db_stmt;
 

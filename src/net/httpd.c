@@ -1,6 +1,7 @@
 /* httpd: evhttp glue (see httpd.h). */
 #include "net/httpd.h"
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/queue.h>
@@ -99,8 +100,22 @@ static void req_free(httpd_req *req)
     evhttp_clear_headers(&req->query);
     for (int i = 0; i < req->nparams; i++) free(req->params[i]);
     free(req->path);
-    buf_fini(&req->storage);
+    if (req->storage) evbuffer_free(req->storage);
     free(req);
+}
+
+/* The body is held once: evhttp's chains move into storage without a copy
+ * (evhttp frees its own buffer with a connection that closes early), and the
+ * pull-up that makes them contiguous frees each chain as it is copied. */
+static void take_body(httpd_req *req, struct evbuffer *in)
+{
+    req->body_len = evbuffer_get_length(in);
+    req->storage = evbuffer_new();
+    if (!req->storage) abort();
+    evbuffer_add_buffer(req->storage, in);
+    evbuffer_add(req->storage, "", 1);   /* the terminator */
+    req->body = (const char *)evbuffer_pullup(req->storage, -1);
+    if (!req->body) abort();
 }
 
 static httpd_req *req_new(httpd *h, struct evhttp_request *ev)
@@ -117,15 +132,7 @@ static httpd_req *req_new(httpd *h, struct evhttp_request *ev)
     req->path = strdup(path && *path ? path : "/");
     const char *q = evhttp_uri_get_query(uri);
     if (q) evhttp_parse_query_str(q, &req->query);
-    struct evbuffer *in = evhttp_request_get_input_buffer(ev);
-    size_t len = evbuffer_get_length(in);
-    buf_init(&req->storage);
-    buf_reserve(&req->storage, len);
-    evbuffer_remove(in, req->storage.data, len);
-    req->storage.len = len;
-    req->storage.data[len] = '\0';
-    req->body = req->storage.data;
-    req->body_len = len;
+    take_body(req, evhttp_request_get_input_buffer(ev));
     return req;
 }
 
@@ -138,19 +145,47 @@ static void on_request(struct evhttp_request *ev, void *arg)
     h->handler(req, h->arg);
 }
 
-void httpd_reply(httpd_req *req, int status, const char *body, size_t len)
+/* A reply body: borrowed bytes (copied), owned bytes (malloc'd; handed to
+ * the output buffer, not copied) or a chain of pieces (moved). */
+typedef struct reply_body {
+    const char      *data;
+    size_t           len;
+    bool             owned;
+    struct evbuffer *chain;
+} reply_body;
+
+static void free_owned(const void *data, size_t len, void *arg)
+{
+    (void)len;
+    (void)arg;
+    free((void *)(uintptr_t)data);
+}
+
+static void put_body(struct evbuffer *out, reply_body *b)
+{
+    if (b->chain) evbuffer_add_buffer(out, b->chain);
+    else if (!b->owned) evbuffer_add(out, b->data, b->len);
+    else if (evbuffer_add_reference(out, b->data, b->len, free_owned, NULL) == 0) b->owned = false;
+}
+
+static void drop_body(reply_body *b)
+{
+    if (b->chain) evbuffer_free(b->chain);   /* runs the cleanups of what was not sent */
+    if (b->owned) free((void *)(uintptr_t)b->data);
+}
+
+static void reply(httpd_req *req, int status, reply_body *body)
 {
     httpd *h = req->server;
     double ms = (double)(now_us() - req->started_us) / 1000.0;
     stop_watch(req);
     if (req->ev) evhttp_connection_set_closecb(evhttp_request_get_connection(req->ev), NULL, NULL);
     if (req->ev && !req->left) {
-        struct evbuffer *out = evhttp_request_get_output_buffer(req->ev);
         struct evkeyvalq *headers = evhttp_request_get_output_headers(req->ev);
-        if (body) {
+        if (body->data || body->chain) {
             if (!evhttp_find_header(headers, "Content-Type"))
                 evhttp_add_header(headers, "Content-Type", "application/json");
-            evbuffer_add(out, body, len);
+            put_body(evhttp_request_get_output_buffer(req->ev), body);
         }
         evhttp_send_reply(req->ev, status, NULL, NULL);
         log_info("%s %s %d %.1fms", method_name(req->method), req->path, status, ms);
@@ -158,14 +193,28 @@ void httpd_reply(httpd_req *req, int status, const char *body, size_t len)
         if (req->ev) evhttp_send_reply(req->ev, status, NULL, NULL);   /* lets evhttp find the hang-up and clean up */
         log_info("%s %s %d %.1fms (client gone)", method_name(req->method), req->path, status, ms);
     }
+    drop_body(body);
     h->inflight--;
     req_free(req);
 }
 
+void httpd_reply(httpd_req *req, int status, const char *body, size_t len)
+{
+    reply_body b = { body, len, false, NULL };
+    reply(req, status, &b);
+}
+
 void httpd_reply_buf(httpd_req *req, int status, buf *body)
 {
-    httpd_reply(req, status, body->data, body->len);
-    buf_fini(body);
+    reply_body b = { NULL, body->len, true, NULL };
+    b.data = buf_steal(body);
+    reply(req, status, &b);
+}
+
+void httpd_reply_chain(httpd_req *req, int status, struct evbuffer *body)
+{
+    reply_body b = { NULL, 0, false, body };
+    reply(req, status, &b);
 }
 
 static void send_error(httpd_req *req, int status, const char *field, const char *value,

@@ -27,12 +27,12 @@ struct httpd_req {
     httpd_method           method;
     char                  *path;     /* as sent (still percent-encoded), without the query */
     struct evkeyvalq       query;
-    const char            *body;     /* NUL-terminated copy of the body */
+    const char            *body;     /* NUL-terminated; lives in storage */
     size_t                 body_len;
     char                  *params[HTTPD_MAX_PARAMS]; /* route parameters, decoded */
     int                    nparams;
     int64_t                started_us;
-    buf                    storage;  /* owns body */
+    struct evbuffer       *storage;  /* owns body: the chains evhttp read, made contiguous */
     /* Called once if the client disconnects before its reply; the handler
      * may answer (the reply is dropped) from inside it. */
     void                 (*on_gone)(httpd_req *req, void *arg);
@@ -52,7 +52,10 @@ size_t httpd_max_body(const httpd *h);
 
 /* Sends the reply and frees req. body may be NULL (no content). */
 void httpd_reply(httpd_req *req, int status, const char *body, size_t len);
-void httpd_reply_buf(httpd_req *req, int status, buf *body);   /* frees body */
+void httpd_reply_buf(httpd_req *req, int status, buf *body);   /* takes body's memory: no copy */
+/* Takes a body built of pieces (evbuffer_add_reference lets a large one stay
+ * where it is until sent) and frees the evbuffer. */
+void httpd_reply_chain(httpd_req *req, int status, struct evbuffer *body);
 /* {"error": "<message>"} with status. */
 void httpd_error(httpd_req *req, int status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* {"error": "<message>", "<field>": "<value>"}. */

@@ -15,7 +15,12 @@ static void put_u32(buf *b, uint32_t v)
     buf_append(b, p, 4);
 }
 
-void frame_encode(buf *out, const frame *f)
+size_t frame_size(const frame *f)
+{
+    return 1 + 16 + 2 + f->txn_len + (f->flags & FRAME_HAS_TRACE ? 16 : 0) + 4 + f->payload_len;
+}
+
+void frame_encode_head(buf *out, const frame *f)
 {
     buf_putc(out, (char)f->flags);
     buf_append(out, f->message_id, 16);
@@ -23,6 +28,11 @@ void frame_encode(buf *out, const frame *f)
     buf_append(out, f->txn, f->txn_len);
     if (f->flags & FRAME_HAS_TRACE) buf_append(out, f->trace_id, 16);
     put_u32(out, (uint32_t)f->payload_len);
+}
+
+void frame_encode(buf *out, const frame *f)
+{
+    frame_encode_head(out, f);
     buf_append(out, f->payload, f->payload_len);
 }
 

@@ -23,7 +23,11 @@ typedef struct frame {
     size_t      payload_len;
 } frame;
 
-void frame_encode(buf *out, const frame *f);
+void   frame_encode(buf *out, const frame *f);
+/* The frame without its payload bytes, and the size of the whole frame: for
+ * writers that stream the payload from where it already is. */
+void   frame_encode_head(buf *out, const frame *f);
+size_t frame_size(const frame *f);
 /* Reads the frame at *pos of data[0..len) and advances *pos; -1 if truncated.
  * The frame's pointers point into data. */
 int  frame_decode(const char *data, size_t len, size_t *pos, frame *f)

@@ -64,7 +64,7 @@ static void flush_finish(flush *f, const char *error, bool unavailable)
 static void flush_done(void *arg, const db_reply *reply)
 {
     flush *f = arg;
-    if (!reply->error) { push_plan_resolve(&f->plan); flush_finish(f, NULL, false); return; }
+    if (!reply->error) { push_plan_resolve(&f->plan, reply); flush_finish(f, NULL, false); return; }
     if (++f->attempt < MAX_ATTEMPTS &&
         (push_plan_take_duplicates(&f->plan, reply) || push_plan_take_encryption(&f->plan, reply) ||
          db_reply_retryable(reply))) {
@@ -123,6 +123,12 @@ static void kick(evutil_socket_t fd, short what, void *arg)
         p->inflight++;
         flush_send(take_gathered(p));
     }
+}
+
+const char *push_status_name(push_status status)
+{
+    static const char *const names[] = { "pending", "queued", "duplicate", "buffered" };
+    return names[status];
 }
 
 void push_item_prepare(push_item *it)

@@ -10,7 +10,11 @@
 #include <event2/event.h>
 #include "db/pool.h"
 
-typedef enum push_status { PUSH_PENDING, PUSH_QUEUED, PUSH_DUPLICATE } push_status;
+/* buffered: held by maintenance mode, delivered when it is turned off. */
+typedef enum push_status { PUSH_PENDING, PUSH_QUEUED, PUSH_DUPLICATE, PUSH_BUFFERED } push_status;
+
+/* "queued", "duplicate" or "buffered": the word a push reply uses. */
+const char *push_status_name(push_status status);
 
 typedef struct push_item {
     char        *queue, *partition, *txn;  /* owned by the item */

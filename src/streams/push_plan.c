@@ -135,45 +135,68 @@ void push_plan_build(push_plan *plan, push_item *const *items, size_t n)
 
 /* ---- encoding ---- */
 
-/* The frame of one item; sealed holds the encrypted payload when sealing. */
-static int encode_frame(buf *frames, const push_item *it, bool seal, buf *sealed)
+/* The frame of one item, its payload not yet sealed. */
+static frame item_frame(const push_item *it, bool seal)
 {
     frame fr = { it->has_trace ? FRAME_HAS_TRACE : 0, {0}, it->txn, strlen(it->txn), {0},
                  it->payload, it->payload_len };
     memcpy(fr.message_id, it->message_id, 16);
     memcpy(fr.trace_id, it->trace_id, 16);
     if (seal) {
-        buf_reset(sealed);
-        if (encryption_seal(it->message_id, it->payload, it->payload_len, sealed) < 0) return -1;
         fr.flags |= FRAME_ENCRYPTED;
-        fr.payload = sealed->data;
-        fr.payload_len = sealed->len;
+        fr.payload_len += ENCRYPTION_OVERHEAD;
     }
-    frame_encode(frames, &fr);
-    return 0;
+    return fr;
+}
+
+/* Writes one frame; the payload goes from the request body (or the sealed
+ * copy) straight to the compressor. */
+static void write_frame(segment_writer *w, const push_item *it, bool seal, buf *scratch)
+{
+    frame fr = item_frame(it, seal);
+    buf_reset(scratch);
+    frame_encode_head(scratch, &fr);
+    if (!seal) {
+        segment_write(w, scratch->data, scratch->len);
+        segment_write(w, it->payload, it->payload_len);
+        return;
+    }
+    if (encryption_seal(it->message_id, it->payload, it->payload_len, scratch) < 0) abort();   /* only without memory */
+    segment_write(w, scratch->data, scratch->len);
+}
+
+static size_t content_size(push_item *const *items, size_t n, bool seal)
+{
+    size_t total = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (items[i]->dup_of) continue;
+        frame fr = item_frame(items[i], seal);
+        total += frame_size(&fr);
+    }
+    return total;
 }
 
 static void encode_items(push_item *const *items, size_t n, int level, buf *blob, buf *hashes, buf *ids,
                          int *count, bool *probe)
 {
-    buf frames, sealed;
-    buf_init(&frames);
-    buf_init(&sealed);
     bool seal = encryption_queue(items[0]->queue) && encryption_has_key();
+    segment_writer w;
+    segment_begin(&w, blob, content_size(items, n, seal), level);
+    buf scratch;
+    buf_init(&scratch);
     *count = 0;
     *probe = false;
     for (size_t i = 0; i < n; i++) {
         const push_item *it = items[i];
         if (it->dup_of) continue;
-        if (encode_frame(&frames, it, seal, &sealed) < 0) abort();   /* sealing fails only without memory */
+        write_frame(&w, it, seal, &scratch);
         buf_append(hashes, it->hash, 16);
         buf_append(ids, it->message_id, 16);
         *probe |= it->txn_given;
         (*count)++;
     }
-    segment_encode(blob, frames.data, frames.len, level);
-    buf_fini(&frames);
-    buf_fini(&sealed);
+    segment_end(&w);
+    buf_fini(&scratch);
 }
 
 /* A PostgreSQL array literal element: quoted, with quotes and backslashes escaped. */
@@ -236,12 +259,12 @@ void push_plan_calls(push_plan *plan, db_job *job, int zstd_level)
     arrays_init(&a);
     for (size_t g = 0; g < plan->ngroups; g++) add_group(&a, &plan->groups[g], zstd_level);
     for (size_t i = 0; i < ARRAY_LITERALS; i++) buf_putc(array_member(&a, i), '}');
-    const char *values[9] = { a.queues.data, a.partitions.data, a.counts.data, a.blobs.data, a.lens.data,
-                              a.hashes.data, a.ids.data, a.probes.data, a.sealed.data };
     int lengths[9] = { 0, 0, 0, (int)a.blobs.len, 0, (int)a.hashes.len, (int)a.ids.len, 0, 0 };
     int formats[9] = { 0, 0, 0, 1, 0, 1, 1, 0, 0 };
+    char *values[9] = { a.queues.data, a.partitions.data, a.counts.data, buf_steal(&a.blobs), a.lens.data,
+                        a.hashes.data, a.ids.data, a.probes.data, a.sealed.data };
     plan->call = db_job_ncalls(job);
-    db_job_call(job, STMT_PUSH_FLUSH, values, lengths, formats);
+    db_job_call_taking(job, STMT_PUSH_FLUSH, values, lengths, formats, 1u << 3);   /* the blobs: held once */
     arrays_fini(&a);
 }
 
@@ -305,10 +328,13 @@ bool push_plan_take_duplicates(push_plan *plan, const db_reply *reply)
     return true;
 }
 
-void push_plan_resolve(push_plan *f)
+void push_plan_resolve(push_plan *f, const db_reply *reply)
 {
+    const PGresult *rows = f->call >= 0 && f->call < reply->ncalls ? reply->results[f->call] : NULL;
+    bool buffered = rows && PQntuples(rows) > 0 && PQgetisnull(rows, 0, 2);   /* a flush is held whole or not */
     for (size_t i = 0; i < f->nitems; i++)
-        if (!f->items[i]->dup_of && f->items[i]->status == PUSH_PENDING) f->items[i]->status = PUSH_QUEUED;
+        if (!f->items[i]->dup_of && f->items[i]->status == PUSH_PENDING)
+            f->items[i]->status = buffered ? PUSH_BUFFERED : PUSH_QUEUED;
     for (size_t i = 0; i < f->nitems; i++) {
         push_item *it = f->items[i];
         if (!it->dup_of) continue;

@@ -37,7 +37,9 @@ bool push_plan_take_duplicates(push_plan *plan, const db_reply *reply);
 /* After a failed job: when a queue refused plaintext and this server has the
  * key, remembers that the queue encrypts and returns true (retry the job). */
 bool push_plan_take_encryption(push_plan *plan, const db_reply *reply);
-/* After the job committed: written items are queued, repeats duplicate. */
-void push_plan_resolve(push_plan *plan);
+/* After the job committed: written items are queued (buffered when push_flush
+ * held them for maintenance mode: its rows have no offsets), repeats
+ * duplicate. */
+void push_plan_resolve(push_plan *plan, const db_reply *reply);
 
 #endif

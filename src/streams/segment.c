@@ -1,21 +1,71 @@
-/* segment: zstd compression of a partition's frames. One compression and one
+/* segment: zstd compression of a partition's frames, streamed. One compression and one
  * decompression context are reused for the life of the process: the server is
  * single-threaded, and context setup would otherwise dominate small segments. */
 #include "streams/segment.h"
+#include <stdlib.h>
 #include <zstd.h>
+
+/* Streaming input is held by zstd in a window: 1 MiB bounds it. Batches are
+ * rarely larger, so the ratio is the same as one-shot compression. */
+#define SEGMENT_WINDOW_LOG  20
+#define SEGMENT_CHUNK_BYTES (256 * 1024)
 
 static ZSTD_CCtx *cctx;
 static ZSTD_DCtx *dctx;
 
+void segment_begin(segment_writer *w, buf *out, size_t content_len, int level)
+{
+    if (!cctx) {
+        cctx = ZSTD_createCCtx();
+        ZSTD_CCtx_setParameter(cctx, ZSTD_c_windowLog, SEGMENT_WINDOW_LOG);
+    }
+    ZSTD_CCtx_reset(cctx, ZSTD_reset_session_only);
+    ZSTD_CCtx_setParameter(cctx, ZSTD_c_compressionLevel, level);
+    ZSTD_CCtx_setPledgedSrcSize(cctx, content_len);
+    w->out = out;
+    w->left = content_len;
+    buf_init(&w->chunk);
+    buf_reserve(out, ZSTD_compressBound(content_len) + 1);
+    out->data[out->len++] = SEGMENT_VERSION;
+}
+
+/* Feeds zstd until it has taken all of in (and, at the end, flushed all). */
+static void compress(segment_writer *w, const void *p, size_t n, ZSTD_EndDirective mode)
+{
+    ZSTD_inBuffer in = { p, n, 0 };
+    size_t pending;
+    do {
+        buf_reserve(w->out, ZSTD_CStreamOutSize());
+        ZSTD_outBuffer out = { w->out->data + w->out->len, w->out->cap - w->out->len - 1, 0 };
+        pending = ZSTD_compressStream2(cctx, &out, &in, mode);
+        if (ZSTD_isError(pending)) abort();   /* only a size mismatch, a bug in the caller */
+        w->out->len += out.pos;
+    } while (in.pos < in.size || (mode == ZSTD_e_end && pending));
+    w->out->data[w->out->len] = '\0';
+}
+
+void segment_write(segment_writer *w, const void *p, size_t n)
+{
+    w->left -= n;
+    if (w->chunk.len + n <= SEGMENT_CHUNK_BYTES) { buf_append(&w->chunk, p, n); return; }
+    compress(w, w->chunk.data, w->chunk.len, ZSTD_e_continue);
+    buf_reset(&w->chunk);
+    if (n >= SEGMENT_CHUNK_BYTES) compress(w, p, n, ZSTD_e_continue);
+    else buf_append(&w->chunk, p, n);
+}
+
+void segment_end(segment_writer *w)
+{
+    compress(w, w->chunk.data, w->chunk.len, ZSTD_e_end);
+    buf_fini(&w->chunk);
+}
+
 void segment_encode(buf *out, const char *frames, size_t len, int level)
 {
-    if (!cctx) cctx = ZSTD_createCCtx();
-    size_t bound = ZSTD_compressBound(len);
-    buf_reserve(out, bound + 1);
-    out->data[out->len++] = SEGMENT_VERSION;
-    size_t n = ZSTD_compressCCtx(cctx, out->data + out->len, bound, frames, len, level);
-    out->len += ZSTD_isError(n) ? 0 : n;   /* cannot fail: the bound is exact */
-    out->data[out->len] = '\0';
+    segment_writer w;
+    segment_begin(&w, out, len, level);
+    segment_write(&w, frames, len);
+    segment_end(&w);
 }
 
 int segment_decode(buf *out, const char *blob, size_t len, size_t max_bytes)

@@ -8,6 +8,19 @@
 
 #define SEGMENT_VERSION 1
 
+/* Compresses frames into out as they are written, so a batch is never held
+ * uncompressed in one piece: small frames are gathered into chunks, a large
+ * payload goes to zstd from where it lies. content_len is the exact total
+ * that will be written (it is recorded in the blob). */
+typedef struct segment_writer {
+    buf   *out;
+    buf    chunk;   /* small writes gathered until worth a compression call */
+    size_t left;    /* of content_len, not yet written */
+} segment_writer;
+
+void segment_begin(segment_writer *w, buf *out, size_t content_len, int level);
+void segment_write(segment_writer *w, const void *p, size_t n);
+void segment_end(segment_writer *w);
 /* Compresses frames[0..len) into out (appended). */
 void segment_encode(buf *out, const char *frames, size_t len, int level);
 /* Decompresses a blob into out (replacing its contents). Refuses blobs that

@@ -130,7 +130,7 @@ static void tx_done(void *arg, const db_reply *reply)
     tx_request *tx = arg;
     tx_state *st = tx->state;
     if (!reply->error) {
-        push_plan_resolve(&st->plan);
+        push_plan_resolve(&st->plan, reply);
         if (st->ack_call >= 0) take_acks(tx, reply->results[st->ack_call]);
         finish(tx);
         return;

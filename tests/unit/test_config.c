@@ -38,10 +38,10 @@ TEST(config_defaults)
     CHECK_INT(c.db_pool_size, 8);
     CHECK_INT(c.db_pipeline_depth, 4);
     CHECK_STR(c.log_level, "info");
-    CHECK_INT(c.max_body_bytes, 16777216);
+    CHECK_INT(c.max_body_bytes, 134217728);
     CHECK_INT(c.max_items, 10000);
     CHECK_INT(c.max_pop_batch, 10000);
-    CHECK_INT(c.max_payload_bytes, 1048576);
+    CHECK_INT(c.max_payload_bytes, 67108864);
     CHECK_INT(c.push_max_flushes, 2);
     CHECK_INT(c.push_flush_messages, 20000);
     CHECK_INT(c.long_poll_recheck_ms, 1000);

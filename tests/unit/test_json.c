@@ -121,6 +121,37 @@ TEST(json_spans_nested)
     json_doc_fini(&d);
 }
 
+/* A shallow parse records the values it is asked to (the same tokens as a
+ * full parse at those depths) and only validates what is deeper. */
+TEST(json_shallow_parse_records_only_what_is_asked)
+{
+    /*                 0123456789012345678901234567 */
+    const char *s = "{\"a\":[1,{\"b\":null}],\"c\":\"x\"}";
+    json_doc d;
+    json_doc_init(&d);
+    CHECK_INT(json_parse_shallow(&d, s, strlen(s), 100, 1), 0);
+    CHECK_INT(d.ntokens, 5);
+    CHECK_TOK(d, 0, JSON_OBJECT, 0, 28, 5, 2);
+    CHECK_TOK(d, 1, JSON_STRING, 1, 4, 2, 0);   /* "a" */
+    CHECK_TOK(d, 2, JSON_ARRAY, 5, 19, 3, 0);   /* its span, not its inside */
+    CHECK_TOK(d, 3, JSON_STRING, 20, 23, 4, 0); /* "c" */
+    CHECK_TOK(d, 4, JSON_STRING, 24, 27, 5, 0);
+    CHECK_INT(json_get(&d, 0, "c"), 4);
+    CHECK_INT(json_parse_shallow(&d, s, strlen(s), 100, 2), 0);
+    CHECK_INT(d.ntokens, 7);
+    CHECK_TOK(d, 4, JSON_OBJECT, 8, 18, 5, 0);
+    CHECK_INT(json_parse_shallow(&d, s, strlen(s), 100, 0), 0);
+    CHECK_INT(d.ntokens, 1);
+    CHECK_TOK(d, 0, JSON_OBJECT, 0, 28, 1, 0);
+    /* what is not recorded is still checked */
+    const char *bad = "{\"a\":[1,{\"b\":nul}]}";
+    CHECK_INT(json_parse_shallow(&d, bad, strlen(bad), 100, 1), -1);
+    CHECK_INT(d.ntokens, 0);
+    /* and does not count against the token limit */
+    CHECK_INT(json_parse_shallow(&d, s, strlen(s), 5, 1), 0);
+    json_doc_fini(&d);
+}
+
 TEST(json_spans_whitespace_and_empty)
 {
     json_doc d;

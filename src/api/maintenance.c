@@ -1,0 +1,87 @@
+/* maintenance: GET and POST /api/v1/system/maintenance — Queen's switch for
+ * holding pushes (status "buffered") and delivering them when it is turned
+ * off. The state lives in PostgreSQL; see streams/maintenance.h. */
+#include <stdlib.h>
+#include "api/api.h"
+#include "db/result.h"
+
+typedef struct maint_call {
+    httpd_req *req;
+    server    *srv;
+    bool       changed;
+} maint_call;
+
+static void put_time(buf *out, const char *key, int64_t unix_us)
+{
+    char ts[32];
+    buf_printf(out, ",\"%s\":", key);
+    if (!unix_us) { buf_puts(out, "null"); return; }
+    db_format_time(unix_us, ts);
+    buf_printf(out, "\"%s\"", ts);
+}
+
+/* Queen's fields (maintenanceMode, bufferedMessages, bufferHealthy, message)
+ * and silt's (draining, oldestBufferedAt, updatedAt). */
+static void reply_state(httpd_req *req, const maintenance_state *s, bool changed)
+{
+    static const char *const words[2][2] = {
+        { "Maintenance mode is OFF. Pushes are written to the log.",
+          "Maintenance mode is ON. Pushes are held in the buffer." },
+        { "Maintenance mode DISABLED. Buffered pushes are being delivered.",
+          "Maintenance mode ENABLED. Pushes are held in the buffer until it is disabled." },
+    };
+    buf out;
+    buf_init(&out);
+    buf_printf(&out, "{\"maintenanceMode\":%s,\"draining\":%s,\"bufferedMessages\":%lld,\"bufferHealthy\":true",
+               s->enabled ? "true" : "false", s->draining ? "true" : "false", (long long)s->buffered);
+    put_time(&out, "oldestBufferedAt", s->oldest_buffered_us);
+    put_time(&out, "updatedAt", s->updated_us);
+    buf_puts(&out, ",\"message\":");
+    json_put_cstr(&out, words[changed][s->enabled]);
+    buf_putc(&out, '}');
+    httpd_reply_buf(req, 200, &out);
+}
+
+static void maint_done(void *arg, const db_reply *reply)
+{
+    maint_call *c = arg;
+    if (reply->error) {
+        api_db_error(c->req, reply);
+    } else {
+        maintenance_observe(c->srv->maintenance, reply->results[0]);   /* starts the drain when turned off */
+        reply_state(c->req, maintenance_current(c->srv->maintenance), c->changed);
+    }
+    free(c);
+}
+
+static void call(httpd_req *req, server *srv, db_stmt stmt, const char *const *values, bool changed)
+{
+    maint_call *c = calloc(1, sizeof *c);
+    if (!c) abort();
+    *c = (maint_call){ req, srv, changed };
+    db_job *job = db_job_new(maint_done, c);
+    db_job_call(job, stmt, values, NULL, NULL);
+    db_submit(srv->pool, job);
+}
+
+void api_maintenance_get(httpd_req *req, server *srv)
+{
+    call(req, srv, STMT_MAINT_STATUS, NULL, false);
+}
+
+void api_maintenance_set(httpd_req *req, server *srv)
+{
+    json_doc d;
+    json_doc_init(&d);
+    if (api_read_object(req, srv, &d) == 0) {
+        int v = json_get(&d, 0, "enabled");
+        json_type t = v < 0 ? JSON_NULL : d.tokens[v].type;
+        if (t != JSON_TRUE && t != JSON_FALSE) {
+            httpd_error_field(req, 400, "field", "enabled", "enabled must be true or false");
+        } else {
+            const char *values[1] = { t == JSON_TRUE ? "true" : "false" };
+            call(req, srv, STMT_MAINT_SET, values, true);
+        }
+    }
+    json_doc_fini(&d);
+}
