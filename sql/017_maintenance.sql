@@ -62,11 +62,16 @@ END $$;
 -- created_at never decreases with offset). Rows: the partition's index in
 -- the arrays (0-based), its id, the segment's base offset and commit time.
 -- Was the body of push_flush (012); the buffer drain appends the same way.
+-- PL/pgSQL rather than SQL: its statement's plan is kept for the session,
+-- where a SQL function's would be made again on every flush.
 CREATE FUNCTION queen.append_segments(p_queues text[], p_partitions text[], p_counts integer[],
                                       p_blobs bytea, p_blob_lens integer[], p_hashes bytea, p_ids bytea,
                                       now_ts timestamptz)
 RETURNS TABLE (idx integer, partition_id uuid, base_offset bigint, created_at timestamptz)
-LANGUAGE sql AS $$
+LANGUAGE plpgsql AS $$
+#variable_conflict use_column
+BEGIN
+    RETURN QUERY
     WITH w AS MATERIALIZED (   -- each queue's windows, once per flush rather than per partition
         SELECT qq.name, queen.rules_window(qq.options) AS rules, (queen.retention_windows(qq.options)).ack_window AS ack
           FROM queen.queues qq WHERE qq.name = ANY (p_queues)),
@@ -94,7 +99,7 @@ LANGUAGE sql AS $$
                substring(p_ids FROM upd.frame_at * 16 + 1 FOR upd.c * 16)
           FROM upd)
     SELECT (upd.i - 1)::integer, upd.id, upd.base, now_ts FROM upd;
-$$;
+END $$;
 
 -- Frames of p_hashes whose transactionId is already buffered for the
 -- partition since p_cutoff: "frame:message-id-hex,..." as find_duplicates.

@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include "api/server.h"
+#include "base/ids.h"
 #include "base/json.h"
 #include "net/httpd.h"
 #include "streams/ack.h"
@@ -43,6 +44,10 @@ void api_message_delete(httpd_req *req, server *srv);
 void api_transaction(httpd_req *req, server *srv);
 void api_retention_run(httpd_req *req, server *srv);
 void api_maintenance_get(httpd_req *req, server *srv);
+void api_trace_record(httpd_req *req, server *srv);
+void api_traces_of_message(httpd_req *req, server *srv);
+void api_traces_by_name(httpd_req *req, server *srv);
+void api_trace_names(httpd_req *req, server *srv);
 void api_maintenance_set(httpd_req *req, server *srv);
 void api_retention_explain(httpd_req *req, server *srv);
 void api_retention_analytics(httpd_req *req, server *srv);
@@ -67,6 +72,9 @@ int  api_read_shallow(httpd_req *req, server *srv, json_doc *doc, int record_dep
 #define API_ALL_DEPTHS    64
 #define API_PUSH_DEPTH    3   /* {"items":[{"payload": here}]} */
 #define API_TX_DEPTH      5   /* {"operations":[{"items":[{"payload": here}]}]} */
+/* A uuid in a path or field, normalised into out; 400 "invalid <what>". */
+int  api_read_uuid(httpd_req *req, const char *text, char out[IDS_UUID_TEXT], const char *what)
+     __attribute__((warn_unused_result));
 /* Optional string member: *out NULL when absent or null; 400 naming the field
  * when present with another type or empty. */
 int  api_opt_string(httpd_req *req, const json_doc *d, uint32_t obj, const char *key, char **out)

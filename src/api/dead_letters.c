@@ -214,18 +214,10 @@ static void replay_fetched(void *arg, const db_reply *reply)
     db_submit(c->srv->pool, job);
 }
 
-static int read_id(httpd_req *req, const char *text, char out[IDS_UUID_TEXT], const char *what)
-{
-    uint8_t id[16];
-    if (ids_uuid_parse(text, strlen(text), id) < 0) { httpd_error(req, 400, "invalid %s", what); return -1; }
-    ids_uuid_format(id, out);
-    return 0;
-}
-
 void api_dlq_replay(httpd_req *req, server *srv)
 {
     dlq_call *c = call_new(req, srv);
-    if (read_id(req, req->params[0], c->id, "dead letter id") < 0) { call_free(c); return; }
+    if (api_read_uuid(req, req->params[0], c->id, "dead letter id") < 0) { call_free(c); return; }
     const char *values[1] = { c->id };
     db_job *job = db_job_new(replay_fetched, c);
     db_job_call(job, STMT_DLQ_GET, values, NULL, NULL);
@@ -244,13 +236,7 @@ static int retained_json(buf *out, dlq_call *c, const PGresult *r)
     int64_t offset = db_int(r, 0, 2);
     buf plain;
     buf_init(&plain);
-    int rc = segment_decode(&seg, blob, n, c->srv->max_segment_bytes);
-    if (rc == 0) rc = segment_frame_at(&seg, (size_t)(offset - db_int(r, 0, 3)), &f);
-    if (rc == 0 && (f.flags & FRAME_ENCRYPTED)) {
-        rc = encryption_open(f.message_id, f.payload, f.payload_len, &plain);
-        f.payload = plain.data;
-        f.payload_len = plain.len;
-    }
+    int rc = segment_open_message(blob, n, db_int(r, 0, 3), offset, c->srv->max_segment_bytes, &seg, &plain, &f);
     if (rc == 0) {
         char id[IDS_UUID_TEXT], trace[IDS_UUID_TEXT];
         ids_uuid_format(f.message_id, id);
@@ -297,7 +283,7 @@ static void message_done(void *arg, const db_reply *reply)
 void api_message_get(httpd_req *req, server *srv)
 {
     dlq_call *c = call_new(req, srv);
-    if (read_id(req, req->params[0], c->id, "partitionId") < 0) { call_free(c); return; }
+    if (api_read_uuid(req, req->params[0], c->id, "partitionId") < 0) { call_free(c); return; }
     uint8_t hash[16];
     ids_txn_hash(req->params[1], strlen(req->params[1]), hash);
     const char *lookup[2] = { c->id, (const char *)hash };
@@ -326,7 +312,7 @@ static void delete_done(void *arg, const db_reply *reply)
 void api_message_delete(httpd_req *req, server *srv)
 {
     dlq_call *c = call_new(req, srv);
-    if (read_id(req, req->params[0], c->id, "partitionId") < 0) { call_free(c); return; }
+    if (api_read_uuid(req, req->params[0], c->id, "partitionId") < 0) { call_free(c); return; }
     const char *values[2] = { c->id, req->params[1] };
     db_job *job = db_job_new(delete_done, c);
     db_job_call(job, STMT_DLQ_DELETE_MESSAGE, values, NULL, NULL);

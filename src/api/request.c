@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "api/api.h"
+#include "base/ids.h"
 
 #define API_MAX_TOKENS_PER_BYTE 1   /* a token needs at least one byte of input */
 
@@ -49,6 +50,14 @@ int api_opt_string(httpd_req *req, const json_doc *d, uint32_t obj, const char *
         return -1;
     }
     *out = buf_steal(&text);
+    return 0;
+}
+
+int api_read_uuid(httpd_req *req, const char *text, char out[IDS_UUID_TEXT], const char *what)
+{
+    uint8_t id[16];
+    if (ids_uuid_parse(text, strlen(text), id) < 0) { httpd_error(req, 400, "invalid %s", what); return -1; }
+    ids_uuid_format(id, out);
     return 0;
 }
 

@@ -38,6 +38,10 @@ static const route routes[] = {
     { HTTPD_POST, "/api/v1/dlq/:id/replay", api_dlq_replay },
     { HTTPD_GET,  "/api/v1/messages/:partitionId/:transactionId", api_message_get },
     { HTTPD_DELETE, "/api/v1/messages/:partitionId/:transactionId", api_message_delete },
+    { HTTPD_POST, "/api/v1/traces", api_trace_record },
+    { HTTPD_GET,  "/api/v1/traces/names", api_trace_names },
+    { HTTPD_GET,  "/api/v1/traces/by-name/:traceName", api_traces_by_name },   /* before the next: same shape */
+    { HTTPD_GET,  "/api/v1/traces/:partitionId/:transactionId", api_traces_of_message },
     { HTTPD_POST, "/api/v1/system/retention/run", api_retention_run },
     { HTTPD_GET,  "/api/v1/system/maintenance", api_maintenance_get },
     { HTTPD_POST, "/api/v1/system/maintenance", api_maintenance_set },

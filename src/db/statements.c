@@ -69,4 +69,16 @@ const db_statement db_statements[STMT_COUNT] = {
     [STMT_MAINT_SET]    = { "maint_set", "SELECT enabled, draining, buffered, oldest_buffered_at, updated_at"
         " FROM queen.maintenance_set($1)", 1, 1 },
     [STMT_MAINT_DRAIN]  = { "maint_drain", "SELECT queue, messages FROM queen.drain_push_buffer($1)", 1, 1 },
+    /* traces: rows in the order api/traces.c reads them */
+    [STMT_TRACE_RECORD] = { "trace_record",
+        "SELECT queen.trace_record($1, $2, $3, $4, $5, $6, $7, $8, $9)", 9, 1 },
+    [STMT_TRACES_OF_MESSAGE] = { "traces_of_message", "SELECT id, event_type, data, consumer_group, worker_id,"
+        " created_at, trace_name FROM queen.traces_of_message($1, $2)", 2, 1 },
+    [STMT_TRACES_BY_NAME] = { "traces_by_name", "SELECT id, transaction_id, partition_id, event_type, data,"
+        " consumer_group, worker_id, created_at, queue, partition, trace_name, message_offset, seg_base, seg_blob"
+        " FROM queen.traces_by_name($1, $2, $3)", 3, 1 },
+    [STMT_TRACE_NAMES]  = { "trace_names", "SELECT trace_name, trace_count, message_count, last_seen"
+        " FROM queen.trace_names($1, $2)", 2, 1 },
+    [STMT_TRACE_NAME_COUNT] = { "trace_name_count",
+        "SELECT count(DISTINCT trace_name) FROM queen.message_trace_names", 0, 1 },
 };

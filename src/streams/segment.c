@@ -3,12 +3,14 @@
  * single-threaded, and context setup would otherwise dominate small segments. */
 #include "streams/segment.h"
 #include <stdlib.h>
+#include "streams/encryption.h"
 #include <zstd.h>
 
 /* Streaming input is held by zstd in a window: 1 MiB bounds it. Batches are
  * rarely larger, so the ratio is the same as one-shot compression. */
 #define SEGMENT_WINDOW_LOG  20
 #define SEGMENT_CHUNK_BYTES (256 * 1024)
+#define SEGMENT_EPILOGUE_BYTES 32   /* an empty last block and a checksum, should zstd add them */
 
 static ZSTD_CCtx *cctx;
 static ZSTD_DCtx *dctx;
@@ -35,7 +37,10 @@ static void compress(segment_writer *w, const void *p, size_t n, ZSTD_EndDirecti
     ZSTD_inBuffer in = { p, n, 0 };
     size_t pending;
     do {
-        buf_reserve(w->out, ZSTD_CStreamOutSize());
+        /* room for what is left of this input (a frame epilogue at most more):
+         * a small segment must not grow the blobs buffer to zstd's 128 KiB
+         * streaming size, a size malloc maps and unmaps on every flush */
+        buf_reserve(w->out, ZSTD_compressBound(in.size - in.pos) + SEGMENT_EPILOGUE_BYTES);
         ZSTD_outBuffer out = { w->out->data + w->out->len, w->out->cap - w->out->len - 1, 0 };
         pending = ZSTD_compressStream2(cctx, &out, &in, mode);
         if (ZSTD_isError(pending)) abort();   /* only a size mismatch, a bug in the caller */
@@ -88,5 +93,18 @@ int segment_frame_at(const buf *decoded, size_t index, frame *f)
     size_t pos = 0;
     for (size_t i = 0; i <= index; i++)
         if (frame_decode(decoded->data, decoded->len, &pos, f) < 0) return -1;
+    return 0;
+}
+
+int segment_open_message(const char *blob, size_t len, int64_t base, int64_t offset, size_t max_bytes,
+                         buf *seg, buf *plain, frame *f)
+{
+    if (offset < base || segment_decode(seg, blob, len, max_bytes) < 0) return -1;
+    if (segment_frame_at(seg, (size_t)(offset - base), f) < 0) return -1;
+    if (!(f->flags & FRAME_ENCRYPTED)) return 0;
+    buf_reset(plain);
+    if (encryption_open(f->message_id, f->payload, f->payload_len, plain) < 0) return -1;
+    f->payload = plain->data;
+    f->payload_len = plain->len;
     return 0;
 }

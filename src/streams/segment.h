@@ -3,6 +3,7 @@
 #ifndef SILT_SEGMENT_H
 #define SILT_SEGMENT_H
 #include <stddef.h>
+#include <stdint.h>
 #include "base/buf.h"
 #include "streams/frame.h"
 
@@ -27,6 +28,11 @@ void segment_encode(buf *out, const char *frames, size_t len, int level);
  * would expand beyond max_bytes. 0 ok, -1 corrupt or too large. */
 int  segment_decode(buf *out, const char *blob, size_t len, size_t max_bytes)
      __attribute__((warn_unused_result));
+/* The message at offset of a stored blob whose first offset is base: seg
+ * receives the decoded frames, plain the opened payload when it was sealed,
+ * and f points into them. 0 ok; -1 corrupt, or sealed under another key. */
+int  segment_open_message(const char *blob, size_t len, int64_t base, int64_t offset, size_t max_bytes,
+                          buf *seg, buf *plain, frame *f) __attribute__((warn_unused_result));
 /* Frame number index of decoded frames (0-based), or -1. */
 int  segment_frame_at(const buf *decoded, size_t index, frame *f)
      __attribute__((warn_unused_result));
