@@ -1,5 +1,6 @@
 /* server: wiring and lifecycle of `silt server` (see server.h). */
 #include "api/server.h"
+#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -111,7 +112,11 @@ static int start(server *srv)
     srv->maintenance = maintenance_new(srv->base, srv->pool, srv->pop, srv->cfg.maintenance_refresh_ms);
     srv->http = httpd_new(srv->base, srv->cfg.host, (int)srv->cfg.port, (size_t)srv->cfg.max_body_bytes,
                           api_dispatch, srv);
-    if (!srv->http) { log_error("cannot listen on %s:%lld", srv->cfg.host, (long long)srv->cfg.port); return -1; }
+    if (!srv->http) {
+        log_error("cannot listen on %s:%lld: %s (PORT and HOST choose another)", srv->cfg.host,
+                  (long long)srv->cfg.port, strerror(errno));
+        return -1;
+    }
     srv->sigterm = evsignal_new(srv->base, SIGTERM, on_signal, srv);
     srv->sigint = evsignal_new(srv->base, SIGINT, on_signal, srv);
     srv->drain_timer = evtimer_new(srv->base, drain_check, srv);

@@ -1,6 +1,7 @@
 /* migrate: schema migrations (see migrate.h). This runs before the event loop
  * starts, so it uses plain blocking libpq calls. */
 #include "db/migrate.h"
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +29,16 @@ static int exec_ok(PGconn *pg, const char *sql, char *err, size_t errlen)
     return ok ? 0 : -1;
 }
 
+/* Only a server that is not up yet (no answer, or starting and refusing
+ * connections) is waited for. One that accepts connections and refused
+ * ours said why for good: a wrong role, password or database name, or a
+ * malformed connection string, will not mend itself. */
+static bool worth_waiting(const char *const *keys, const char *const *values)
+{
+    PGPing ping = PQpingParams(keys, values, 1);
+    return ping == PQPING_NO_RESPONSE || ping == PQPING_REJECT;
+}
+
 static PGconn *connect_waiting(const char *conninfo, int64_t wait_ms, char *err, size_t errlen)
 {
     static const char *const keys[] = { "dbname", "application_name", "options", NULL };
@@ -38,7 +49,9 @@ static PGconn *connect_waiting(const char *conninfo, int64_t wait_ms, char *err,
         PGconn *pg = PQconnectdbParams(keys, values, 1);
         if (PQstatus(pg) == CONNECTION_OK) return pg;
         snprintf(err, errlen, "cannot connect to the database: %s", PQerrorMessage(pg));
+        err[strcspn(err, "\n")] = '\0';   /* libpq's second line is a hint for its own CLI */
         PQfinish(pg);
+        if (!worth_waiting(keys, values)) return NULL;
         clock_gettime(CLOCK_MONOTONIC, &now);
         int64_t waited = (now.tv_sec - start.tv_sec) * 1000 + (now.tv_nsec - start.tv_nsec) / 1000000;
         if (waited >= wait_ms) return NULL;

@@ -1,5 +1,6 @@
 /* httpd: evhttp glue (see httpd.h). */
 #include "net/httpd.h"
+#include <errno.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -276,7 +277,13 @@ httpd *httpd_new(struct event_base *base, const char *host, int port, size_t max
                                         EVHTTP_REQ_PUT | EVHTTP_REQ_PATCH | EVHTTP_REQ_OPTIONS | EVHTTP_REQ_HEAD);
     evhttp_set_gencb(h->http, on_request, h);
     h->socket = evhttp_bind_socket_with_handle(h->http, host, (ev_uint16_t)port);
-    if (!h->socket) { evhttp_free(h->http); free(h); return NULL; }
+    if (!h->socket) {
+        int why = errno;   /* the bind's: the caller says why it cannot listen */
+        evhttp_free(h->http);
+        free(h);
+        errno = why;
+        return NULL;
+    }
     /* Replies go out whole at once; Nagle would hold a reply's tail for the
      * peer's delayed ACK. Accepted sockets inherit this from the listener. */
     int one = 1;

@@ -421,3 +421,49 @@ TEST(cli_push_then_pop_json_shows_the_payload)
     CHECK(strstr(out, "\"a\"") == NULL);
     CHECK_INT(srv_stop(&s), 0);
 }
+
+/* ---- start-up that cannot succeed -------------------------------------- */
+
+/* A wrong role or database name is refused for good: the server stops at
+ * once with PostgreSQL's reason instead of waiting STARTUP_DB_WAIT_MS. */
+TEST(a_wrong_role_or_database_stops_the_server_at_once_with_the_reason)
+{
+    struct { const char *env, *reason; } cases[] = {
+        { "PG_USER=nosuchrole", "role \"nosuchrole\" does not exist" },
+        { "PG_USER=postgres PG_DB=nosuchdb", "database \"nosuchdb\" does not exist" },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char out[2048];
+        int64_t started = now_ms();
+        int rc = run(sfmt("PG_HOST=127.0.0.1 PG_PORT=%s %s STARTUP_DB_WAIT_MS=60000 PORT=1 %s server 2>&1",
+                          pg_port(), cases[i].env, silt_bin()), out, sizeof out);
+        CHECK(rc != 0);
+        CHECK(now_ms() - started < 10000);
+        CHECK(strstr(out, cases[i].reason) != NULL);
+        CHECK(strstr(out, "waiting for the database") == NULL);
+    }
+}
+
+/* A database that does not answer yet is waited for, up to the setting. */
+TEST(a_database_that_does_not_answer_is_waited_for)
+{
+    char out[2048];
+    int64_t started = now_ms();
+    int rc = run(sfmt("PG_HOST=127.0.0.1 PG_PORT=1 STARTUP_DB_WAIT_MS=1200 PORT=1 %s server 2>&1", silt_bin()),
+                 out, sizeof out);
+    CHECK(rc != 0);
+    CHECK(now_ms() - started >= 1100);
+    CHECK(strstr(out, "waiting for the database") != NULL);
+}
+
+TEST(a_port_in_use_is_named_with_the_reason)
+{
+    silt_server s;
+    srv_start(&s, NULL);
+    char out[2048];
+    int rc = run(sfmt("PG_HOST=127.0.0.1 PG_PORT=%s PG_DB=%s PORT=%d %s server 2>&1", pg_port(), test_db(), s.port,
+                      silt_bin()), out, sizeof out);
+    CHECK(rc != 0);
+    CHECK(strstr(out, sfmt("cannot listen on 0.0.0.0:%d: Address already in use", s.port)) != NULL);
+    srv_stop(&s);
+}
