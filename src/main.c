@@ -2,9 +2,40 @@
  * from here: the broker, the schema tool and the command-line client. */
 #include <stdio.h>
 #include <string.h>
-#include "cli/cli.h"
-#include "db/migrate.h"
 #include "api/server.h"
+#include "cli/cli.h"
+#include "cli/cli_common.h"
+#include "db/migrate.h"
+
+static const char server_usage[] =
+    "usage: silt server\n"
+    "\n"
+    "Runs the broker: applies the schema, then serves the HTTP API (PORT,\n"
+    "default 6632) and runs retention and maintenance-mode work until SIGTERM\n"
+    "or SIGINT, which drain it. Configured by environment variables only\n"
+    "(docs/operations.md lists every one and its default).\n";
+
+static const char migrate_usage[] =
+    "usage: silt migrate\n"
+    "\n"
+    "Applies the schema to the database (PG_HOST, PG_PORT, PG_USER,\n"
+    "PG_PASSWORD, PG_DB or DATABASE_URL) and exits; safe to run concurrently\n"
+    "and again. silt server does the same at start.\n";
+
+/* The broker and the schema tool take no arguments: anything given is a
+ * mistake worth saying, not something to ignore. */
+static int no_arguments(const char *name, const char *usage, int argc, char **argv, int (*run)(int, char **))
+{
+    const cli_cmd cmd = { name, usage, NULL, 0, 0, 0 };
+    cli_args args;
+    int code;
+    if (cli_parse(&cmd, argc, argv, &args, &code) < 0) return code;
+    cli_args_fini(&args);
+    return run(argc, argv);
+}
+
+static int run_server(int argc, char **argv) { return no_arguments("server", server_usage, argc, argv, server_main); }
+static int run_migrate(int argc, char **argv) { return no_arguments("migrate", migrate_usage, argc, argv, migrate_main); }
 
 typedef struct subcommand {
     const char *name;
@@ -13,8 +44,8 @@ typedef struct subcommand {
 } subcommand;
 
 static const subcommand subcommands[] = {
-    { "server",    server_main,   "run the broker (HTTP API and maintenance)" },
-    { "migrate",   migrate_main,  "apply the schema to the database and exit" },
+    { "server",    run_server,    "run the broker (HTTP API and maintenance)" },
+    { "migrate",   run_migrate,   "apply the schema to the database and exit" },
     { "push",      cli_push,      "push messages to a queue" },
     { "pop",       cli_pop,       "pop messages from a queue" },
     { "ack",       cli_ack,       "acknowledge a popped message" },
@@ -28,20 +59,28 @@ static const subcommand subcommands[] = {
     { "bench",     cli_bench,     "measure a running server's throughput" },
 };
 
-static int usage(void)
+static void usage(FILE *out)
 {
-    fputs("usage: silt <command> [options]\n\ncommands:\n", stderr);
+    fputs("usage: silt <command> [options]\n\ncommands:\n", out);
     for (size_t i = 0; i < sizeof subcommands / sizeof subcommands[0]; i++)
-        fprintf(stderr, "  %-10s %s\n", subcommands[i].name, subcommands[i].summary);
-    return 2;
+        fprintf(out, "  %-10s %s\n", subcommands[i].name, subcommands[i].summary);
+    fputs("\n\"silt <command> --help\" describes a command; \"silt --version\" prints the version.\n", out);
+}
+
+static bool is_any(const char *arg, const char *a, const char *b, const char *c)
+{
+    return strcmp(arg, a) == 0 || strcmp(arg, b) == 0 || (c && strcmp(arg, c) == 0);
 }
 
 int main(int argc, char **argv)
 {
-    if (argc < 2) return usage();
+    if (argc < 2) { usage(stderr); return CLI_EXIT_USAGE; }
+    if (is_any(argv[1], "--help", "-h", "help")) { usage(stdout); return CLI_EXIT_OK; }
+    if (is_any(argv[1], "--version", "version", NULL)) { printf("silt %s\n", SILT_VERSION); return CLI_EXIT_OK; }
     for (size_t i = 0; i < sizeof subcommands / sizeof subcommands[0]; i++)
         if (strcmp(argv[1], subcommands[i].name) == 0)
             return subcommands[i].run(argc - 1, argv + 1);
     fprintf(stderr, "silt: unknown command \"%s\"\n", argv[1]);
-    return usage();
+    usage(stderr);
+    return CLI_EXIT_USAGE;
 }

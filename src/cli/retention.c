@@ -132,5 +132,9 @@ int cli_retention(int argc, char **argv)
         { "explain", retention_explain },
         { "run",     retention_run },
     };
+    if (argc < 2) {   /* no verb is the default: both need saying */
+        fprintf(stderr, "silt retention: missing subcommand (explain or run)\n%s", retention_usage);
+        return CLI_EXIT_USAGE;
+    }
     return cli_dispatch("retention", retention_usage, verbs, sizeof verbs / sizeof verbs[0], argc, argv);
 }

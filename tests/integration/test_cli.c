@@ -326,3 +326,43 @@ TEST(cli_retention_explain_names_the_pinning_group_and_run_deletes)
     CHECK_INT(cli(s.url, out, "retention explain no-such-queue-%d", (int)getpid()), 1);
     srv_stop(&s);
 }
+
+/* ---- asking for help ---- */
+
+TEST(cli_help_and_version_exit_0_and_say_so)
+{
+    static char out[CLI_OUT];
+    const char *help[] = { "--help", "-h", "help" };
+    for (size_t i = 0; i < 3; i++) {
+        CHECK_INT(cli("http://127.0.0.1:1", out, "%s", help[i]), 0);
+        CHECK(strstr(out, "usage: silt <command>") != NULL);
+        CHECK(strstr(out, "server") != NULL && strstr(out, "retention") != NULL);
+    }
+    CHECK_INT(cli("http://127.0.0.1:1", out, "--version"), 0);
+    CHECK(strncmp(out, "silt 0.", 7) == 0);
+    CHECK_INT(cli("http://127.0.0.1:1", out, "%s", ""), 2);   /* no command: usage on stderr, a usage error */
+    CHECK(strstr(out, "usage: silt <command>") != NULL);
+}
+
+/* `silt server --help` describes the broker instead of starting one, and
+ * neither the broker nor the schema tool ignores what it does not know. */
+TEST(cli_server_and_migrate_parse_their_arguments)
+{
+    static char out[CLI_OUT];
+    CHECK_INT(cli("http://127.0.0.1:1", out, "server --help"), 0);
+    CHECK(strncmp(out, "usage: silt server", 18) == 0);
+    CHECK_INT(cli("http://127.0.0.1:1", out, "migrate -h"), 0);
+    CHECK(strncmp(out, "usage: silt migrate", 19) == 0);
+    CHECK_INT(cli("http://127.0.0.1:1", out, "server --bogus extra args"), 2);
+    CHECK(strstr(out, "unknown option \"--bogus\"") != NULL);
+    CHECK_INT(cli("http://127.0.0.1:1", out, "migrate extra"), 2);
+    CHECK(strstr(out, "unexpected argument \"extra\"") != NULL);
+}
+
+TEST(cli_retention_without_a_subcommand_names_both)
+{
+    static char out[CLI_OUT];
+    CHECK_INT(cli("http://127.0.0.1:1", out, "retention"), 2);
+    CHECK(strstr(out, "missing subcommand (explain or run)") != NULL);
+    CHECK(strstr(out, "explain: missing arguments") == NULL);
+}
