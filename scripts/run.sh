@@ -13,7 +13,11 @@ scripts/pgcluster.sh start "$dir" "$port"
 echo "silt: PostgreSQL running in $dir on port $port"
 stop_cluster() { scripts/pgcluster.sh stop "$dir"; }
 trap stop_cluster EXIT
-trap 'kill -INT "$pid" 2>/dev/null || true' INT TERM
+# Ctrl-C reaches silt from the terminal already (the whole foreground process
+# group gets it): forwarding it too would be a second signal. A TERM sent to
+# this script alone is passed on.
+trap ':' INT
+trap 'kill -TERM "$pid" 2>/dev/null || true' TERM
 PG_HOST=127.0.0.1 PG_PORT="$port" PG_USER=postgres PG_DB=postgres "$bin" server &
 pid=$!
 # wait returns early when a trapped signal arrives; wait again for silt to drain.

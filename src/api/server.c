@@ -13,6 +13,7 @@
 
 #define DRAIN_CHECK_MS 20
 #define DRAIN_GRACE_MS 100
+#define SIGNAL_ECHO_MS 1000
 
 static int64_t now_us(void)
 {
@@ -53,13 +54,24 @@ static void drain_check(evutil_socket_t fd, short what, void *arg)
     evtimer_add(srv->drain_timer, &tv);
 }
 
+/* A second signal exits at once, except a repeat of the first within
+ * SIGNAL_ECHO_MS: one Ctrl-C can arrive twice (the terminal signals the
+ * whole process group, and a wrapper such as `make run` may forward it too),
+ * and it must still drain. */
 static void on_signal(evutil_socket_t sig, short what, void *arg)
 {
     (void)what;
     server *srv = arg;
+    const char *name = sig == SIGTERM ? "SIGTERM" : "SIGINT";
+    if (srv->draining && sig == srv->first_signal && now_us() - srv->first_signal_us < SIGNAL_ECHO_MS * 1000) {
+        log_debug("%s again at once: the same request to stop", name);
+        return;
+    }
     if (srv->draining) { log_warn("second signal: exiting now"); event_base_loopexit(srv->base, NULL); return; }
-    log_info("received %s: draining", sig == SIGTERM ? "SIGTERM" : "SIGINT");
+    log_info("received %s: draining", name);
     srv->draining = true;
+    srv->first_signal = (int)sig;
+    srv->first_signal_us = now_us();
     srv->drain_deadline_us = now_us() + srv->cfg.shutdown_timeout_ms * 1000;
     httpd_stop_accepting(srv->http);
     popper_drain(srv->pop);

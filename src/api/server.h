@@ -37,6 +37,8 @@ typedef struct server {
     maintenance       *maintenance;
     bool               draining;
     int64_t            drain_deadline_us;
+    int                first_signal;      /* the signal that started the drain */
+    int64_t            first_signal_us;
     struct event      *sigterm, *sigint, *drain_timer;
     server_stats       stats;
     size_t             max_segment_bytes;   /* largest decompressed segment accepted */

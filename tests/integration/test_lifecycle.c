@@ -467,3 +467,32 @@ TEST(a_port_in_use_is_named_with_the_reason)
     CHECK(strstr(out, sfmt("cannot listen on 0.0.0.0:%d: Address already in use", s.port)) != NULL);
     srv_stop(&s);
 }
+
+/* One Ctrl-C can arrive twice (the terminal's and a wrapper's): a repeat of
+ * the first signal at once still drains, and the push in flight commits. */
+TEST(sigint_delivered_twice_at_once_still_drains)
+{
+    silt_server s;
+    srv_start(&s, NULL);
+    char q[96];
+    keep_str(q, uniq("twice"));
+    CHECK_INT(push_simple(&s, q, "Default", 1), 201);
+    sql("begin");
+    sql("select 1 from queen.log_partitions where queue = '%s' for update", q);
+    bg_req b;
+    bg_start(&b, &s, "POST", "/api/v1/push", sfmt("{\"items\":[{\"queue\":\"%s\",\"payload\":1}]}", q));
+    sql_await("true", 10000, "select (count(*) > 0)::text from pg_stat_activity where datname = current_database() "
+                             "and wait_event_type = 'Lock'");
+    kill(s.pid, SIGINT);
+    kill(s.pid, SIGINT);
+    await_refusing(s.port, 5000);
+    CHECK_INT(waitpid(s.pid, NULL, WNOHANG), 0);   /* still draining */
+    sql("commit");
+    int status;
+    int64_t elapsed;
+    bg_wait(&b, &status, &elapsed);
+    CHECK_INT(status, 201);
+    CHECK_INT(wait_exit(s.pid, 10000), 0);
+    http_client_free(s.http);
+    CHECK_STR(sql("select last_offset from queen.log_partitions where queue = '%s'", q), "1");
+}
