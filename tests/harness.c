@@ -3,6 +3,7 @@
  * substring. The last line is always "N passed, N failed". */
 #include "harness.h"
 #include <signal.h>
+#include <stdbool.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -60,11 +61,34 @@ static long long elapsed_ms(void)
     return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+/* A test's standard error (its failed checks, and the logs of the servers
+ * it starts, which inherit it) goes to a file, shown only if the test fails:
+ * the deliberate faults of passing tests would read like failures. */
+static int capture_stderr(void)
+{
+    char path[] = "/tmp/harness-stderr-XXXXXX";
+    int fd = mkstemp(path);
+    if (fd >= 0) unlink(path);
+    return fd;
+}
+
+static void show_captured(int fd)
+{
+    char chunk[4096];
+    ssize_t n;
+    lseek(fd, 0, SEEK_SET);
+    while ((n = read(fd, chunk, sizeof chunk)) > 0) fwrite(chunk, 1, (size_t)n, stderr);
+    fflush(stderr);
+}
+
 static int run_one(int i, int timeout)
 {
     fflush(stdout);
+    fflush(stderr);
+    int err = capture_stderr();
     pid_t pid = fork();
     if (pid == 0) {
+        if (err >= 0) dup2(err, STDERR_FILENO);
         alarm((unsigned)timeout);
         tests[i].fn();
         _exit(0);
@@ -72,7 +96,10 @@ static int run_one(int i, int timeout)
     int status = 0;
     waitpid(pid, &status, 0);
     if (on_finish) on_finish((int)pid);
-    if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return 1;
+    bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+    if (!ok && err >= 0) show_captured(err);
+    if (err >= 0) close(err);
+    if (ok) return 1;
     if (WIFSIGNALED(status))
         fprintf(stderr, "    killed by signal %d%s\n", WTERMSIG(status),
                 WTERMSIG(status) == SIGALRM ? " (timeout)" : "");
