@@ -228,21 +228,25 @@ static void conn_flush(db_conn *c)
     else event_del(c->wr);
 }
 
+/* Queues the job on the connection, then sends it. A send libpq refuses
+ * (the connection broke, or out of memory) loses the connection, which
+ * fails every job queued on it, this one included: none waits forever. */
 static void conn_send(db_conn *c, db_job *job)
 {
     job->results = calloc((size_t)(job->ncalls ? job->ncalls : 1), sizeof *job->results);
     if (!job->results) abort();
-    for (int i = 0; i < job->ncalls; i++) {
-        db_call *call = &job->calls[i];
-        PQsendQueryPrepared(c->pg, db_statements[call->stmt].name, call->nparams,
-                            (const char *const *)call->values, call->lengths, call->formats,
-                            db_statements[call->stmt].binary);
-    }
-    PQpipelineSync(c->pg);
     job->next = NULL;
     if (c->tail) c->tail->next = job; else c->head = job;
     c->tail = job;
     c->inflight++;
+    bool sent = true;
+    for (int i = 0; sent && i < job->ncalls; i++) {
+        db_call *call = &job->calls[i];
+        sent = PQsendQueryPrepared(c->pg, db_statements[call->stmt].name, call->nparams,
+                                   (const char *const *)call->values, call->lengths, call->formats,
+                                   db_statements[call->stmt].binary) == 1;
+    }
+    if (!sent || PQpipelineSync(c->pg) != 1) conn_lost(c, PQerrorMessage(c->pg));
 }
 
 static void job_take_result(db_job *job, PGresult *r)
@@ -296,24 +300,23 @@ static void conn_io(evutil_socket_t fd, short what, void *arg)
 
 static void conn_prepare(db_conn *c)
 {
-    PQsetnonblocking(c->pg, 1);
-    if (!PQenterPipelineMode(c->pg)) { conn_lost(c, "cannot enter pipeline mode"); return; }
+    if (PQsetnonblocking(c->pg, 1) != 0 || !PQenterPipelineMode(c->pg)) {
+        conn_lost(c, "cannot enter non-blocking pipeline mode");
+        return;
+    }
     int fd = PQsocket(c->pg);
     c->io = event_new(c->pool->base, fd, EV_READ | EV_PERSIST, conn_io, c);
     c->wr = event_new(c->pool->base, fd, EV_WRITE | EV_PERSIST, conn_io, c);
     event_add(c->io, NULL);
     db_job *job = db_job_new(NULL, NULL);
-    for (int i = 0; i < STMT_COUNT; i++) {
-        PQsendPrepare(c->pg, db_statements[i].name, db_statements[i].sql, db_statements[i].nparams, NULL);
-        job->ncalls++;
-    }
-    job->calls = NULL;
-    c->state = CONN_PREPARING;
-    job->results = NULL;
-    PQpipelineSync(c->pg);
     job->next = NULL;
-    c->head = c->tail = job;
+    c->head = c->tail = job;   /* queued first, so that a failed send frees it */
     c->inflight = 1;
+    c->state = CONN_PREPARING;
+    bool sent = true;
+    for (int i = 0; sent && i < STMT_COUNT; i++, job->ncalls++)
+        sent = PQsendPrepare(c->pg, db_statements[i].name, db_statements[i].sql, db_statements[i].nparams, NULL) == 1;
+    if (!sent || PQpipelineSync(c->pg) != 1) { conn_lost(c, PQerrorMessage(c->pg)); return; }
     conn_flush(c);
 }
 
@@ -376,7 +379,7 @@ static void pool_dispatch(db_pool *pool)
         pool->wait_head = job->next;
         if (!pool->wait_head) pool->wait_tail = NULL;
         conn_send(c, job);
-        conn_flush(c);
+        if (c->pg) conn_flush(c);
     }
     if (pool->wait_head && !db_pool_ready(pool)) {
         db_job *job = pool->wait_head;

@@ -496,3 +496,31 @@ TEST(sigint_delivered_twice_at_once_still_drains)
     http_client_free(s.http);
     CHECK_STR(sql("select last_offset from queen.log_partitions where queue = '%s'", q), "1");
 }
+
+/* Every pooled connection killed under the server: requests in flight and
+ * after fail (503) or succeed once it reconnects, but none waits forever,
+ * and the server serves again. */
+TEST(connections_killed_under_the_server_leave_no_request_waiting)
+{
+    silt_server s;
+    srv_start(&s, NULL);
+    const char *q = uniq("killed");
+    CHECK_INT(push_simple(&s, q, "Default", 1), 201);
+    bg_req b[4];
+    for (int i = 0; i < 4; i++)
+        bg_start(&b[i], &s, "POST", "/api/v1/push", sfmt("{\"items\":[{\"queue\":\"%s\",\"payload\":%d}]}", q, i));
+    sql("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE datname = current_database() "
+        "AND application_name = 'silt' AND pid <> pg_backend_pid()");
+    for (int i = 0; i < 4; i++) {
+        int status;
+        int64_t elapsed;
+        bg_wait(&b[i], &status, &elapsed);
+        CHECK(status == 201 || status == 503);
+        CHECK(elapsed < 10000);
+    }
+    int64_t deadline = now_ms() + 10000;
+    int status = 0;
+    while ((status = push_simple(&s, q, "Default", 1)) != 201 && now_ms() < deadline) pause_ms(50);
+    CHECK_INT(status, 201);
+    srv_stop(&s);
+}
