@@ -12,7 +12,7 @@ typedef struct ack_call {
     server    *srv;
 } ack_call;
 
-static int read_status(httpd_req *req, const json_doc *d, uint32_t obj, size_t i, char *status)
+static int read_status(httpd_req *req, const json_doc *d, uint32_t obj, const char *where, char *status)
 {
     static const struct { const char *name; char code; } statuses[] = {
         { "completed", 'c' }, { "success", 'c' }, { "failed", 'f' }, { "retry", 'r' }, { "dlq", 'd' },
@@ -25,36 +25,39 @@ static int read_status(httpd_req *req, const json_doc *d, uint32_t obj, size_t i
             *status = statuses[k].code;
             return 0;
         }
-    httpd_error_field(req, 400, "field", "status", "acknowledgments[%zu]: status must be completed, success, failed, retry or dlq", i);
+    httpd_error_field(req, 400, "field", "status", "%sstatus must be completed, success, failed, retry or dlq", where);
     return -1;
 }
 
-static int read_uuid_field(httpd_req *req, const json_doc *d, uint32_t obj, const char *key, char out[37])
+static int read_uuid_field(httpd_req *req, const json_doc *d, uint32_t obj, const char *where, const char *key,
+                           char out[37])
 {
     char *text = NULL;
     uint8_t id[16];
     out[0] = '\0';
-    if (api_opt_string(req, d, obj, key, &text) < 0) return -1;
+    if (api_member_string(req, d, obj, where, key, &text) < 0) return -1;
     if (!text) return 0;
     int bad = ids_uuid_parse(text, strlen(text), id) < 0;
     free(text);
-    if (bad) { httpd_error_field(req, 400, "field", key, "invalid %s", key); return -1; }
+    if (bad) { httpd_error_field(req, 400, "field", key, "%s%s must be a uuid", where, key); return -1; }
     ids_uuid_format(id, out);
     return 0;
 }
 
-int api_ack_item(httpd_req *req, const json_doc *d, uint32_t obj, size_t i, const char *group, ack_item *it)
+int api_ack_item(httpd_req *req, const json_doc *d, uint32_t obj, const char *where, const char *group, ack_item *it)
 {
-    if (d->tokens[obj].type != JSON_OBJECT) { httpd_error(req, 400, "acknowledgments[%zu] must be an object", i); return -1; }
-    if (api_opt_string(req, d, obj, "transactionId", &it->txn) < 0) return -1;
-    if (!it->txn) { httpd_error_field(req, 400, "field", "transactionId", "transactionId is required"); return -1; }
-    if (read_uuid_field(req, d, obj, "partitionId", it->partition_id) < 0) return -1;
+    if (d->tokens[obj].type != JSON_OBJECT) { httpd_error(req, 400, "%smust be an object", where); return -1; }
+    if (api_member_string(req, d, obj, where, "transactionId", &it->txn) < 0) return -1;
+    if (!it->txn) { httpd_error_field(req, 400, "field", "transactionId", "%stransactionId is required", where); return -1; }
+    if (read_uuid_field(req, d, obj, where, "partitionId", it->partition_id) < 0) return -1;
     if (!it->partition_id[0]) {
-        httpd_error_field(req, 400, "field", "partitionId", "partitionId is required to ensure message uniqueness");
+        httpd_error_field(req, 400, "field", "partitionId", "%spartitionId is required to ensure message uniqueness",
+                          where);
         return -1;
     }
-    if (read_uuid_field(req, d, obj, "leaseId", it->lease_id) < 0 || read_status(req, d, obj, i, &it->status) < 0 ||
-        api_opt_string(req, d, obj, "consumerGroup", &it->group) < 0 || api_opt_string(req, d, obj, "error", &it->error_text) < 0)
+    if (read_uuid_field(req, d, obj, where, "leaseId", it->lease_id) < 0 || read_status(req, d, obj, where, &it->status) < 0 ||
+        api_member_string(req, d, obj, where, "consumerGroup", &it->group) < 0 ||
+        api_member_string(req, d, obj, where, "error", &it->error_text) < 0)
         return -1;
     if (!it->group) it->group = strdup(group);
     return 0;
@@ -117,7 +120,7 @@ void api_ack(httpd_req *req, server *srv)
     ack_request *a = NULL;
     if (api_read_object(req, srv, &d) == 0) {
         a = new_request(1);
-        if (api_ack_item(req, &d, 0, 0, QUEUE_MODE, &a->items[0]) < 0) { ack_request_free(a); a = NULL; }
+        if (api_ack_item(req, &d, 0, "", QUEUE_MODE, &a->items[0]) < 0) { ack_request_free(a); a = NULL; }
     }
     json_doc_fini(&d);
     if (a) submit(req, srv, a);
@@ -133,8 +136,11 @@ static ack_request *read_batch(httpd_req *req, server *srv, const json_doc *d)
     else if (d->tokens[list].count > (uint32_t)srv->cfg.max_items) httpd_error(req, 413, "too many acknowledgments");
     else a = new_request(d->tokens[list].count);
     uint32_t tok = (uint32_t)list + 1;
-    for (size_t i = 0; a && i < a->n; i++, tok = d->tokens[tok].next)
-        if (api_ack_item(req, d, tok, i, group ? group : QUEUE_MODE, &a->items[i]) < 0) { ack_request_free(a); a = NULL; }
+    for (size_t i = 0; a && i < a->n; i++, tok = d->tokens[tok].next) {
+        char where[40];
+        snprintf(where, sizeof where, "acknowledgments[%zu]: ", i);
+        if (api_ack_item(req, d, tok, where, group ? group : QUEUE_MODE, &a->items[i]) < 0) { ack_request_free(a); a = NULL; }
+    }
     free(group);
     return a;
 }

@@ -57,9 +57,9 @@ void api_retention_analytics(httpd_req *req, server *srv);
 
 /* Item readers shared by /push, /ack and /transaction; each replies 400 and
  * returns -1 on bad input. */
-int  api_push_item(httpd_req *req, server *srv, const json_doc *d, uint32_t tok, size_t i, push_item *it)
+int  api_push_item(httpd_req *req, server *srv, const json_doc *d, uint32_t tok, const char *where, push_item *it)
      __attribute__((warn_unused_result));
-int  api_ack_item(httpd_req *req, const json_doc *d, uint32_t tok, size_t i, const char *group, ack_item *it)
+int  api_ack_item(httpd_req *req, const json_doc *d, uint32_t tok, const char *where, const char *group, ack_item *it)
      __attribute__((warn_unused_result));
 
 /* Request helpers (request.c). Each replies with a 4xx itself and returns -1
@@ -72,11 +72,19 @@ int  api_read_shallow(httpd_req *req, server *srv, json_doc *doc, int record_dep
 #define API_ALL_DEPTHS    64
 #define API_PUSH_DEPTH    3   /* {"items":[{"payload": here}]} */
 #define API_TX_DEPTH      5   /* {"operations":[{"items":[{"payload": here}]}]} */
-/* A uuid in a path or field, normalised into out; 400 "invalid <what>". */
+/* A timestamp from a client (NULL: none given): 0 when it is ISO 8601
+ * (base/iso_time.h), else 400 naming the field. */
+int  api_check_time(httpd_req *req, const char *field, const char *text) __attribute__((warn_unused_result));
+/* A uuid in a path or field, normalised into out; 400 "<what> must be a
+ * uuid" naming the field. */
 int  api_read_uuid(httpd_req *req, const char *text, char out[IDS_UUID_TEXT], const char *what)
      __attribute__((warn_unused_result));
 /* Optional string member: *out NULL when absent or null; 400 naming the field
  * when present with another type or empty. */
+/* The same inside an array: where ("items[3]: ") starts every message, so an
+ * error names the element it is about. One scheme for every array. */
+int  api_member_string(httpd_req *req, const json_doc *d, uint32_t obj, const char *where, const char *key,
+                       char **out) __attribute__((warn_unused_result));
 int  api_opt_string(httpd_req *req, const json_doc *d, uint32_t obj, const char *key, char **out)
      __attribute__((warn_unused_result));
 /* Query parameters. */

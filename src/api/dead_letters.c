@@ -217,7 +217,7 @@ static void replay_fetched(void *arg, const db_reply *reply)
 void api_dlq_replay(httpd_req *req, server *srv)
 {
     dlq_call *c = call_new(req, srv);
-    if (api_read_uuid(req, req->params[0], c->id, "dead letter id") < 0) { call_free(c); return; }
+    if (api_read_uuid(req, req->params[0], c->id, "id") < 0) { call_free(c); return; }
     const char *values[1] = { c->id };
     db_job *job = db_job_new(replay_fetched, c);
     db_job_call(job, STMT_DLQ_GET, values, NULL, NULL);

@@ -40,7 +40,7 @@ void api_group_subscription(httpd_req *req, server *srv)
     if (api_read_object(req, srv, &d) == 0 && api_opt_string(req, &d, 0, "subscriptionTimestamp", &ts) == 0) {
         if (!ts) {
             httpd_error_field(req, 400, "field", "subscriptionTimestamp", "subscriptionTimestamp is required");
-        } else {
+        } else if (api_check_time(req, "subscriptionTimestamp", ts) == 0) {
             const char *values[2] = { req->params[0], ts };
             api_json_call(req, srv, STMT_GROUP_SUBSCRIPTION, values, "consumer group not found");
         }
@@ -55,7 +55,9 @@ static void seek(httpd_req *req, server *srv, const char *partition)
     json_doc d;
     json_doc_init(&d);
     char *ts = NULL;
-    if (api_read_object(req, srv, &d) < 0 || api_opt_string(req, &d, 0, "timestamp", &ts) < 0) goto out;
+    if (api_read_object(req, srv, &d) < 0 || api_opt_string(req, &d, 0, "timestamp", &ts) < 0 ||
+        api_check_time(req, "timestamp", ts) < 0)
+        goto out;
     int to_end = json_get(&d, 0, "toEnd");
     bool end = to_end >= 0 && d.tokens[to_end].type == JSON_TRUE;
     if (end == (ts != NULL)) {

@@ -53,17 +53,14 @@ static int read_seconds(httpd_req *req, server *srv, int64_t *seconds)
 
 void api_lease_extend(httpd_req *req, server *srv)
 {
-    uint8_t id[16];
-    if (ids_uuid_parse(req->params[0], strlen(req->params[0]), id) < 0) {
-        httpd_error_field(req, 400, "field", "leaseId", "invalid leaseId");
-        return;
-    }
+    char lease[IDS_UUID_TEXT];
+    if (api_read_uuid(req, req->params[0], lease, "leaseId") < 0) return;
     int64_t seconds;
     if (read_seconds(req, srv, &seconds) < 0) return;
     lease_call *c = calloc(1, sizeof *c);
     if (!c) abort();
     c->req = req;
-    ids_uuid_format(id, c->lease_id);
+    memcpy(c->lease_id, lease, sizeof lease);
     char secs[24];
     snprintf(secs, sizeof secs, "%lld", (long long)seconds);
     const char *values[2] = { c->lease_id, secs };

@@ -147,6 +147,7 @@ static int read_subscription(httpd_req *req, char **out)
                           "subscriptionMode must be all, from_beginning, new or new-only");
         return -1;
     }
+    if (from && *from && strcmp(from, "now") != 0 && api_check_time(req, "subscriptionFrom", from) < 0) return -1;
     if (from && *from) *out = strdup(from);
     else if (start) *out = strdup(start);
     return 0;

@@ -14,25 +14,26 @@ typedef struct push_call {
     server    *srv;
 } push_call;
 
-static int item_name(httpd_req *req, const json_doc *d, uint32_t item, size_t i, const char *key,
+static int item_name(httpd_req *req, const json_doc *d, uint32_t item, const char *where, const char *key,
                      const char *fallback, char **out)
 {
-    if (api_opt_string(req, d, item, key, out) < 0) return -1;
-    if (!*out && !fallback) { httpd_error_field(req, 400, "field", key, "items[%zu]: %s is required", i, key); return -1; }
+    if (api_member_string(req, d, item, where, key, out) < 0) return -1;
+    if (!*out && !fallback) { httpd_error_field(req, 400, "field", key, "%s%s is required", where, key); return -1; }
     if (!*out) *out = strdup(fallback);
     if (strlen(*out) > NAME_MAX_BYTES) {
-        httpd_error_field(req, 400, "field", key, "items[%zu]: %s is longer than %d bytes", i, key, NAME_MAX_BYTES);
+        httpd_error_field(req, 400, "field", key, "%s%s is longer than %d bytes", where, key, NAME_MAX_BYTES);
         return -1;
     }
     return 0;
 }
 
-static int item_ids(httpd_req *req, const json_doc *d, uint32_t item, size_t i, push_item *it)
+static int item_ids(httpd_req *req, const json_doc *d, uint32_t item, const char *where, push_item *it)
 {
     char *trace = NULL;
-    if (api_opt_string(req, d, item, "transactionId", &it->txn) < 0) return -1;
+    if (api_member_string(req, d, item, where, "transactionId", &it->txn) < 0) return -1;
     if (it->txn && strlen(it->txn) > FRAME_MAX_TXN) {
-        httpd_error_field(req, 400, "field", "transactionId", "items[%zu]: transactionId is too long", i);
+        httpd_error_field(req, 400, "field", "transactionId", "%stransactionId is longer than %d bytes", where,
+                          FRAME_MAX_TXN);
         return -1;
     }
     it->txn_given = it->txn != NULL;
@@ -42,25 +43,26 @@ static int item_ids(httpd_req *req, const json_doc *d, uint32_t item, size_t i, 
         ids_uuid7(id);
         ids_uuid_format(id, it->txn);
     }
-    if (api_opt_string(req, d, item, "traceId", &trace) < 0) return -1;
+    if (api_member_string(req, d, item, where, "traceId", &trace) < 0) return -1;
     it->has_trace = trace != NULL;
     int bad = trace && ids_uuid_parse(trace, strlen(trace), it->trace_id) < 0;
     free(trace);
-    if (bad) httpd_error_field(req, 400, "field", "traceId", "items[%zu]: traceId must be a uuid", i);
+    if (bad) httpd_error_field(req, 400, "field", "traceId", "%straceId must be a uuid", where);
     return bad ? -1 : 0;
 }
 
-int api_push_item(httpd_req *req, server *srv, const json_doc *d, uint32_t item, size_t i, push_item *it)
+int api_push_item(httpd_req *req, server *srv, const json_doc *d, uint32_t item, const char *where, push_item *it)
 {
-    if (d->tokens[item].type != JSON_OBJECT) { httpd_error(req, 400, "items[%zu] must be an object", i); return -1; }
-    if (item_name(req, d, item, i, "queue", NULL, &it->queue) < 0) return -1;
-    if (item_name(req, d, item, i, "partition", "Default", &it->partition) < 0) return -1;
-    if (item_ids(req, d, item, i, it) < 0) return -1;
+    if (d->tokens[item].type != JSON_OBJECT) { httpd_error(req, 400, "%smust be an object", where); return -1; }
+    if (item_name(req, d, item, where, "queue", NULL, &it->queue) < 0) return -1;
+    if (item_name(req, d, item, where, "partition", "Default", &it->partition) < 0) return -1;
+    if (item_ids(req, d, item, where, it) < 0) return -1;
     int payload = json_get(d, item, "payload");
-    if (payload < 0) { httpd_error_field(req, 400, "field", "payload", "items[%zu]: payload is required", i); return -1; }
+    if (payload < 0) { httpd_error_field(req, 400, "field", "payload", "%spayload is required", where); return -1; }
     it->payload = json_span(d, (uint32_t)payload, &it->payload_len);
     if (it->payload_len > (size_t)srv->cfg.max_payload_bytes) {
-        httpd_error(req, 413, "items[%zu]: payload exceeds %lld bytes", i, (long long)srv->cfg.max_payload_bytes);
+        httpd_error_field(req, 413, "field", "payload", "%spayload exceeds %lld bytes", where,
+                          (long long)srv->cfg.max_payload_bytes);
         return -1;
     }
     return 0;
@@ -120,8 +122,11 @@ static push_batch *read_batch(httpd_req *req, server *srv, const json_doc *d)
     if (!b || !b->items) abort();
     b->n = n;
     uint32_t item = (uint32_t)items + 1;
-    for (size_t i = 0; i < n; i++, item = d->tokens[item].next)
-        if (api_push_item(req, srv, d, item, i, &b->items[i]) < 0) { push_batch_free(b); return NULL; }
+    for (size_t i = 0; i < n; i++, item = d->tokens[item].next) {
+        char where[32];
+        snprintf(where, sizeof where, "items[%zu]: ", i);
+        if (api_push_item(req, srv, d, item, where, &b->items[i]) < 0) { push_batch_free(b); return NULL; }
+    }
     return b;
 }
 

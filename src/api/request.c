@@ -4,6 +4,7 @@
 #include <string.h>
 #include "api/api.h"
 #include "base/ids.h"
+#include "base/iso_time.h"
 
 #define API_MAX_TOKENS_PER_BYTE 1   /* a token needs at least one byte of input */
 
@@ -34,11 +35,16 @@ int api_read_shallow(httpd_req *req, server *srv, json_doc *doc, int record_dept
 
 int api_opt_string(httpd_req *req, const json_doc *d, uint32_t obj, const char *key, char **out)
 {
+    return api_member_string(req, d, obj, "", key, out);
+}
+
+int api_member_string(httpd_req *req, const json_doc *d, uint32_t obj, const char *where, const char *key, char **out)
+{
     *out = NULL;
     int v = json_get(d, obj, key);
     if (v < 0 || d->tokens[v].type == JSON_NULL) return 0;
     if (d->tokens[v].type != JSON_STRING || d->tokens[v].end - d->tokens[v].start <= 2) {
-        httpd_error_field(req, 400, "field", key, "%s must be a non-empty string", key);
+        httpd_error_field(req, 400, "field", key, "%s%s must be a non-empty string", where, key);
         return -1;
     }
     buf text;
@@ -46,7 +52,7 @@ int api_opt_string(httpd_req *req, const json_doc *d, uint32_t obj, const char *
     json_str_decode(d, (uint32_t)v, &text);
     if (memchr(text.data, '\0', text.len)) {   /* "\u0000" would silently cut a C string */
         buf_fini(&text);
-        httpd_error_field(req, 400, "field", key, "%s must not contain NUL characters", key);
+        httpd_error_field(req, 400, "field", key, "%s%s must not contain NUL characters", where, key);
         return -1;
     }
     *out = buf_steal(&text);
@@ -56,9 +62,20 @@ int api_opt_string(httpd_req *req, const json_doc *d, uint32_t obj, const char *
 int api_read_uuid(httpd_req *req, const char *text, char out[IDS_UUID_TEXT], const char *what)
 {
     uint8_t id[16];
-    if (ids_uuid_parse(text, strlen(text), id) < 0) { httpd_error(req, 400, "invalid %s", what); return -1; }
+    if (ids_uuid_parse(text, strlen(text), id) < 0) {
+        httpd_error_field(req, 400, "field", what, "%s must be a uuid", what);
+        return -1;
+    }
     ids_uuid_format(id, out);
     return 0;
+}
+
+int api_check_time(httpd_req *req, const char *field, const char *text)
+{
+    if (!text || iso_time_valid(text)) return 0;
+    httpd_error_field(req, 400, "field", field, "%s must be an ISO 8601 timestamp, e.g. 2026-12-01T07:04:30.501Z",
+                      field);
+    return -1;
 }
 
 int api_query_int(httpd_req *req, const char *key, int64_t fallback, int64_t min, int64_t max, int64_t *out)

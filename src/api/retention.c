@@ -40,5 +40,6 @@ void api_retention_explain(httpd_req *req, server *srv)
 void api_retention_analytics(httpd_req *req, server *srv)
 {
     const char *values[3] = { httpd_query(req, "from"), httpd_query(req, "to"), httpd_query(req, "queue") };
+    if (api_check_time(req, "from", values[0]) < 0 || api_check_time(req, "to", values[1]) < 0) return;
     api_json_call(req, srv, STMT_RET_ANALYTICS, values, "no analytics");
 }

@@ -41,8 +41,10 @@ static int read_push_op(httpd_req *req, server *srv, const json_doc *d, uint32_t
     int items = json_get(d, op, "items");
     uint32_t t = (uint32_t)items + 1;
     for (uint32_t i = 0; i < d->tokens[items].count; i++, t = d->tokens[t].next) {
+        char where[64];
+        snprintf(where, sizeof where, "operations[%zu].items[%u]: ", k, i);
         tx->push_op[tx->npushes] = k;
-        if (api_push_item(req, srv, d, t, tx->npushes, &tx->pushes[tx->npushes]) < 0) return -1;
+        if (api_push_item(req, srv, d, t, where, &tx->pushes[tx->npushes]) < 0) return -1;
         tx->npushes++;
     }
     return 0;
@@ -57,8 +59,10 @@ static int read_ops(httpd_req *req, server *srv, const json_doc *d, int ops, tx_
         if (json_str_eq(d, (uint32_t)type, "push")) {
             if (read_push_op(req, srv, d, t, k, tx) < 0) return -1;
         } else if (json_str_eq(d, (uint32_t)type, "ack")) {
+            char where[40];
+            snprintf(where, sizeof where, "operations[%zu]: ", k);
             tx->ack_op[tx->nacks] = k;
-            if (api_ack_item(req, d, t, tx->nacks, QUEUE_MODE, &tx->acks[tx->nacks]) < 0) return -1;
+            if (api_ack_item(req, d, t, where, QUEUE_MODE, &tx->acks[tx->nacks]) < 0) return -1;
             tx->nacks++;
         } else if (!*unknown) {
             buf msg;

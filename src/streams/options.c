@@ -57,12 +57,13 @@ static int check_value(const json_doc *d, uint32_t v, const option *o, char *err
     return 0;
 }
 
-int options_patch(const json_doc *d, int obj, buf *out, const char **bad, char *err, size_t errlen)
+int options_patch(const json_doc *d, int obj, buf *out, char bad[OPTIONS_BAD_BYTES], char *err, size_t errlen)
 {
+    bad[0] = '\0';
     buf_putc(out, '{');
     if (obj < 0) { buf_putc(out, '}'); return 0; }
     if (d->tokens[obj].type != JSON_OBJECT) {
-        *bad = "options";
+        snprintf(bad, OPTIONS_BAD_BYTES, "options");
         snprintf(err, errlen, "options must be an object");
         return -1;
     }
@@ -70,12 +71,15 @@ int options_patch(const json_doc *d, int obj, buf *out, const char **bad, char *
     for (uint32_t m = 0; m < d->tokens[obj].count; m++, key = d->tokens[key + 1].next) {
         const option *o = find_option(d, key);
         if (!o) {
-            *bad = "options";
-            snprintf(err, errlen, "unknown option \"%.*s\"", (int)(d->tokens[key].end - d->tokens[key].start - 2),
-                     d->text + d->tokens[key].start + 1);
+            buf name;
+            buf_init(&name);
+            json_str_decode(d, key, &name);
+            snprintf(bad, OPTIONS_BAD_BYTES, "%s", name.data);
+            snprintf(err, errlen, "unknown option \"%s\"", bad);
+            buf_fini(&name);
             return -1;
         }
-        if (check_value(d, key + 1, o, err, errlen) < 0) { *bad = o->name; return -1; }
+        if (check_value(d, key + 1, o, err, errlen) < 0) { snprintf(bad, OPTIONS_BAD_BYTES, "%s", o->name); return -1; }
         size_t n;
         const char *value = json_span(d, key + 1, &n);
         buf_printf(out, "%s\"%s\":%.*s", out->len > 1 ? "," : "", o->name, (int)n, value);

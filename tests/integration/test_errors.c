@@ -168,10 +168,10 @@ TEST(push_item_that_is_not_an_object_is_400_and_writes_nothing)
     srv_start(&s, NULL);
     char q[96];
     keep(q, uniq("eitem"));
-    BAD_PUSH(&s, q, fmt("{\"items\":[%s,5]}", good_item(q)), 400, "items[1] must be an object");
-    BAD_PUSH(&s, q, fmt("{\"items\":[\"x\",%s]}", good_item(q)), 400, "items[0] must be an object");
-    BAD_PUSH(&s, q, fmt("{\"items\":[%s,[]]}", good_item(q)), 400, "items[1] must be an object");
-    BAD_PUSH(&s, q, fmt("{\"items\":[%s,null]}", good_item(q)), 400, "items[1] must be an object");
+    BAD_PUSH(&s, q, fmt("{\"items\":[%s,5]}", good_item(q)), 400, "items[1]: must be an object");
+    BAD_PUSH(&s, q, fmt("{\"items\":[\"x\",%s]}", good_item(q)), 400, "items[0]: must be an object");
+    BAD_PUSH(&s, q, fmt("{\"items\":[%s,[]]}", good_item(q)), 400, "items[1]: must be an object");
+    BAD_PUSH(&s, q, fmt("{\"items\":[%s,null]}", good_item(q)), 400, "items[1]: must be an object");
     srv_stop(&s);
 }
 
@@ -419,8 +419,8 @@ TEST(configure_unknown_option_is_400_naming_it)
 {
     silt_server s;
     srv_start(&s, NULL);
-    BAD_OPTIONS(&s, "{\"bogusOption\":1}", "options", "bogusOption");
-    BAD_OPTIONS(&s, "{\"leaseTime\":10,\"leasetime\":10}", "options", "leasetime");
+    BAD_OPTIONS(&s, "{\"bogusOption\":1}", "bogusOption", "bogusOption");
+    BAD_OPTIONS(&s, "{\"leaseTime\":10,\"leasetime\":10}", "leasetime", "leasetime");
     srv_stop(&s);
 }
 
@@ -651,7 +651,7 @@ TEST(ack_body_errors_are_400)
         reply_fini(&r);
     }
     rq(&s, "POST", "/api/v1/ack/batch", "{\"acknowledgments\":[5]}", &r);
-    CHECK_ERROR(&r, 400, "acknowledgments[0] must be an object");
+    CHECK_ERROR(&r, 400, "acknowledgments[0]: must be an object");
     reply_fini(&r);
     srv_stop(&s);
 }
@@ -690,7 +690,7 @@ TEST(lease_extend_with_a_bad_lease_id_or_seconds_is_400)
     const char *ids[] = { "not-a-uuid", "0190a000-0000-7000-8000-00000000000", "0190a000-0000-7000-8000-0000000000011" };
     for (size_t i = 0; i < 3; i++) {
         rq(&s, "POST", fmt("/api/v1/lease/%s/extend", ids[i]), "{\"seconds\":60}", &r);
-        CHECK_ERROR(&r, 400, "invalid leaseId");
+        CHECK_ERROR(&r, 400, "leaseId must be a uuid");
         CHECK_STR(jstr(&r, "field"), "leaseId");
         reply_fini(&r);
     }
@@ -713,5 +713,80 @@ TEST(lease_extend_with_a_bad_lease_id_or_seconds_is_400)
     CHECK_INT(r.status, 200);
     CHECK(!jbool(&r, "success"));
     reply_fini(&r);
+    srv_stop(&s);
+}
+
+/* ---- one voice for errors ---- */
+
+/* Timestamps are ISO 8601 only, checked before any query: no PostgreSQL
+ * wording reaches a client, and PostgreSQL's special words are refused. */
+TEST(timestamps_are_iso_8601_only_and_refused_in_silt_words)
+{
+    silt_server s;
+    srv_start(&s, NULL);
+    const char *q = uniq("etimes");
+    CHECK_INT(push_simple(&s, q, "Default", 1), 201);
+    const char *bad[] = { "garbage", "yesterday", "infinity", "epoch", "2026-02-30T00:00:00Z" };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        reply r;
+        rq(&s, "GET", fmt("/api/v1/pop/queue/%s?consumerGroup=g%zu&subscriptionFrom=%s&wait=false", q, i, bad[i]), NULL, &r);
+        CHECK_ERROR(&r, 400, "subscriptionFrom must be an ISO 8601 timestamp");
+        CHECK_STR(jstr(&r, "field"), "subscriptionFrom");
+        reply_fini(&r);
+        rq(&s, "GET", fmt("/api/v1/analytics/retention?from=%s", bad[i]), NULL, &r);
+        CHECK_ERROR(&r, 400, "from must be an ISO 8601 timestamp");
+        reply_fini(&r);
+        rq(&s, "GET", fmt("/api/v1/analytics/retention?to=%s", bad[i]), NULL, &r);
+        CHECK_ERROR(&r, 400, "to must be an ISO 8601 timestamp");
+        reply_fini(&r);
+        rq(&s, "POST", fmt("/api/v1/consumer-groups/g/queues/%s/seek", q), fmt("{\"timestamp\":\"%s\"}", bad[i]), &r);
+        CHECK_ERROR(&r, 400, "timestamp must be an ISO 8601 timestamp");
+        reply_fini(&r);
+        rq(&s, "POST", "/api/v1/consumer-groups/g/subscription", fmt("{\"subscriptionTimestamp\":\"%s\"}", bad[i]), &r);
+        CHECK_ERROR(&r, 400, "subscriptionTimestamp must be an ISO 8601 timestamp");
+        CHECK(strstr(r.raw.body.data, "invalid input syntax") == NULL);
+        reply_fini(&r);
+    }
+    CHECK_STR(sql("SELECT count(*) FROM queen.log_consumers"), "0");   /* nothing started */
+    reply r;
+    rq(&s, "GET", fmt("/api/v1/pop/queue/%s?consumerGroup=ok&subscriptionFrom=2000-01-01T00:00:00Z&wait=false", q),
+       NULL, &r);
+    CHECK_INT(r.status, 200);
+    reply_fini(&r);
+    srv_stop(&s);
+}
+
+/* Every element of an array is named the same way, "items[i]: ", whichever
+ * field is wrong; a single ack is not an array and has no prefix. */
+TEST(errors_inside_arrays_name_the_element_one_way)
+{
+    silt_server s;
+    srv_start(&s, NULL);
+    const char *q = uniq("eprefix");
+    reply r;
+    rq(&s, "POST", "/api/v1/push", fmt("{\"items\":[{\"queue\":\"%s\",\"payload\":1},{\"queue\":\"\",\"payload\":1}]}", q), &r);
+    CHECK_ERROR(&r, 400, "items[1]: queue must be a non-empty string");
+    reply_fini(&r);
+    rq(&s, "POST", "/api/v1/push", fmt("{\"items\":[{\"queue\":\"%s\",\"payload\":1},{\"queue\":\"%s\"}]}", q, q), &r);
+    CHECK_ERROR(&r, 400, "items[1]: payload is required");
+    reply_fini(&r);
+    rq(&s, "POST", "/api/v1/push", fmt("{\"items\":[{\"queue\":\"%s\",\"payload\":1,\"traceId\":\"x\"}]}", q), &r);
+    CHECK_ERROR(&r, 400, "items[0]: traceId must be a uuid");
+    reply_fini(&r);
+    rq(&s, "POST", "/api/v1/ack", "{\"partitionId\":\"" SOME_UUID "\"}", &r);
+    CHECK_ERROR(&r, 400, NULL);
+    CHECK_STR(jstr(&r, "error"), "transactionId is required");
+    reply_fini(&r);
+    rq(&s, "POST", "/api/v1/ack/batch", "{\"acknowledgments\":[{\"transactionId\":\"t\",\"partitionId\":\"" SOME_UUID
+                                         "\"},{\"partitionId\":\"" SOME_UUID "\"}]}", &r);
+    CHECK_ERROR(&r, 400, NULL);
+    CHECK_STR(jstr(&r, "error"), "acknowledgments[1]: transactionId is required");
+    reply_fini(&r);
+    rq(&s, "POST", "/api/v1/transaction",
+       fmt("{\"operations\":[{\"type\":\"push\",\"items\":[{\"queue\":\"%s\",\"payload\":1},{\"payload\":2}]}]}", q), &r);
+    CHECK_ERROR(&r, 400, NULL);
+    CHECK_STR(jstr(&r, "error"), "operations[0].items[1]: queue is required");
+    reply_fini(&r);
+    CHECK_STR(sql("SELECT count(*) FROM queen.queues"), "0");
     srv_stop(&s);
 }

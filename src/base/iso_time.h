@@ -1,0 +1,14 @@
+/* iso_time: the timestamps the API accepts. ISO 8601 only: a date
+ * (2026-12-01), or a date and a time (2026-12-01T07:04:30, seconds and a
+ * fraction optional, "T" or a space between) with an optional offset ("Z",
+ * "+01:00", "+0100"; none means UTC). PostgreSQL would read more ("yesterday",
+ * "infinity", "epoch", "Dec 1 2026"), but those are not a time a client
+ * means, and its errors would reach the client in its own words; so they are
+ * refused here, before a query is sent. */
+#ifndef SILT_ISO_TIME_H
+#define SILT_ISO_TIME_H
+#include <stdbool.h>
+
+bool iso_time_valid(const char *text);
+
+#endif
