@@ -1,11 +1,11 @@
 /* server: wiring and lifecycle of `silt server` (see server.h). */
 #include "api/server.h"
+#include "base/clock.h"
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/time.h>
 #include "api/api.h"
 #include "base/log.h"
 #include "db/migrate.h"
@@ -14,13 +14,6 @@
 #define DRAIN_CHECK_MS 20
 #define DRAIN_GRACE_MS 100
 #define SIGNAL_ECHO_MS 1000
-
-static int64_t now_us(void)
-{
-    struct timeval tv;
-    gettimeofday(&tv, NULL);
-    return (int64_t)tv.tv_sec * 1000000 + tv.tv_usec;
-}
 
 static void on_push_commit(void *arg, const char *queue)
 {
@@ -45,7 +38,7 @@ static void drain_check(evutil_socket_t fd, short what, void *arg)
         event_base_loopexit(srv->base, &grace);
         return;
     }
-    if (now_us() >= srv->drain_deadline_us) {
+    if (clock_mono_us() >= srv->drain_deadline_us) {
         log_warn("shutdown timeout: %d requests still in flight", httpd_inflight(srv->http));
         event_base_loopexit(srv->base, NULL);
         return;
@@ -63,7 +56,7 @@ static void on_signal(evutil_socket_t sig, short what, void *arg)
     (void)what;
     server *srv = arg;
     const char *name = sig == SIGTERM ? "SIGTERM" : "SIGINT";
-    if (srv->draining && sig == srv->first_signal && now_us() - srv->first_signal_us < SIGNAL_ECHO_MS * 1000) {
+    if (srv->draining && sig == srv->first_signal && clock_mono_us() - srv->first_signal_us < SIGNAL_ECHO_MS * 1000) {
         log_debug("%s again at once: the same request to stop", name);
         return;
     }
@@ -71,8 +64,8 @@ static void on_signal(evutil_socket_t sig, short what, void *arg)
     log_info("received %s: draining", name);
     srv->draining = true;
     srv->first_signal = (int)sig;
-    srv->first_signal_us = now_us();
-    srv->drain_deadline_us = now_us() + srv->cfg.shutdown_timeout_ms * 1000;
+    srv->first_signal_us = clock_mono_us();
+    srv->drain_deadline_us = clock_mono_us() + srv->cfg.shutdown_timeout_ms * 1000;
     httpd_stop_accepting(srv->http);
     popper_drain(srv->pop);
     retention_engine_stop(srv->retention);

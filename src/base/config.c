@@ -8,17 +8,19 @@
 #include <string.h>
 #include "base/buf.h"
 
+typedef enum setting_kind { SETTING_TEXT, SETTING_NUMBER, SETTING_BOOL } setting_kind;
+
 typedef struct setting {
-    const char *env;
-    size_t      offset;     /* into silt_config */
-    int         is_text;    /* 1 text, 0 integer, 2 boolean (stored as 0/1) */
+    const char  *env;
+    size_t       offset;     /* into silt_config */
+    setting_kind kind;       /* text: char *; number: int64_t; bool: int64_t 0 or 1 */
     const char *fallback;   /* default, as text */
     int64_t     min, max;
 } setting;
 
-#define TEXT(env, field, def) { env, offsetof(silt_config, field), 1, def, 0, 0 }
-#define NUM(env, field, def, lo, hi) { env, offsetof(silt_config, field), 0, def, lo, hi }
-#define BOOL(env, field, def) { env, offsetof(silt_config, field), 2, def, 0, 1 }
+#define TEXT(env, field, def) { env, offsetof(silt_config, field), SETTING_TEXT, def, 0, 0 }
+#define NUM(env, field, def, lo, hi) { env, offsetof(silt_config, field), SETTING_NUMBER, def, lo, hi }
+#define BOOL(env, field, def) { env, offsetof(silt_config, field), SETTING_BOOL, def, 0, 1 }
 
 static const setting settings[] = {
     TEXT("HOST", host, "0.0.0.0"),
@@ -84,9 +86,9 @@ int config_load(silt_config *cfg, char *err, size_t errlen)
         const char *text = getenv(s->env);
         if (!text || !*text) text = s->fallback;
         char *field = (char *)cfg + s->offset;
-        if (s->is_text == 1) *(char **)field = strdup(text);
-        else if (s->is_text == 2 && parse_bool(s, text, (int64_t *)field, err, errlen) < 0) return -1;
-        else if (s->is_text == 0 && parse_number(s, text, (int64_t *)field, err, errlen) < 0) return -1;
+        if (s->kind == SETTING_TEXT) *(char **)field = strdup(text);
+        else if (s->kind == SETTING_BOOL && parse_bool(s, text, (int64_t *)field, err, errlen) < 0) return -1;
+        else if (s->kind == SETTING_NUMBER && parse_number(s, text, (int64_t *)field, err, errlen) < 0) return -1;
     }
     return 0;
 }
@@ -94,7 +96,7 @@ int config_load(silt_config *cfg, char *err, size_t errlen)
 void config_fini(silt_config *cfg)
 {
     for (size_t i = 0; i < sizeof settings / sizeof settings[0]; i++)
-        if (settings[i].is_text == 1) free(*(char **)((char *)cfg + settings[i].offset));
+        if (settings[i].kind == SETTING_TEXT) free(*(char **)((char *)cfg + settings[i].offset));
     memset(cfg, 0, sizeof *cfg);
 }
 

@@ -1,5 +1,6 @@
 /* ids: UUIDv7 generation and parsing, and transactionId hashing (see ids.h). */
 #include "base/ids.h"
+#include "base/clock.h"
 #include <string.h>
 #include <sys/random.h>
 #include <time.h>
@@ -20,16 +21,9 @@ static uint64_t next_random(void)
     return rng_state * 0x2545F4914F6CDD1DULL;
 }
 
-static uint64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
 void ids_uuid7(uint8_t out[16])
 {
-    uint64_t ms = now_ms();
+    uint64_t ms = (uint64_t)(clock_wall_us() / 1000);
     if (ms <= last_ms) {
         ms = last_ms;
         if (++seq > 0x0fff) { ms = ++last_ms; seq = 0; }   /* borrow the next millisecond */

@@ -8,7 +8,6 @@
  * once here (escapes, surrogate pairs, UTF-8) so the accessors below can
  * decode without re-checking. */
 #include "base/json.h"
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -477,24 +476,6 @@ int json_int64(const json_doc *d, uint32_t tok, int64_t *out)
         v = v * 10 + dig;
     }
     *out = !neg ? (int64_t)v : v == limit ? INT64_MIN : -(int64_t)v;
-    return 0;
-}
-
-/* strtod needs a terminated string and the span is not one. Values that
- * overflow to infinity are refused: JSON has no infinity to round-trip. */
-int json_double(const json_doc *d, uint32_t tok, double *out)
-{
-    if (d->tokens[tok].type != JSON_NUMBER) return -1;
-    size_t n;
-    const char *s = json_span(d, tok, &n);
-    char small[64];
-    char *tmp = n < sizeof small ? small : xrealloc(NULL, n + 1);
-    memcpy(tmp, s, n);
-    tmp[n] = '\0';
-    double v = strtod(tmp, NULL);
-    if (tmp != small) free(tmp);
-    if (isinf(v)) return -1;
-    *out = v;
     return 0;
 }
 

@@ -60,8 +60,7 @@ char *json_str_dup(const json_doc *d, uint32_t tok);
 /* Integer value of a number token without fraction/exponent; -1 if not one. */
 int  json_int64(const json_doc *d, uint32_t tok, int64_t *out)
      __attribute__((warn_unused_result));
-int  json_double(const json_doc *d, uint32_t tok, double *out)
-     __attribute__((warn_unused_result));
+
 static inline const char *json_span(const json_doc *d, uint32_t tok, size_t *n)
 {
     *n = d->tokens[tok].end - d->tokens[tok].start;

@@ -1,10 +1,10 @@
 /* log: one line per event on stderr, with a UTC timestamp, so output from
  * several servers and the test harness can be merged and sorted. */
 #include "base/log.h"
+#include "base/clock.h"
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/time.h>
 #include <time.h>
 
 static log_level threshold = LOG_INFO;
@@ -22,10 +22,10 @@ int log_enabled(log_level level) { return level >= threshold; }
 void log_msg(log_level level, const char *fmt, ...)
 {
     if (level < threshold) return;
-    struct timeval tv;
-    gettimeofday(&tv, NULL);
+    int64_t now = clock_wall_us();
+    time_t secs = (time_t)(now / 1000000);
     struct tm tm;
-    gmtime_r(&tv.tv_sec, &tm);
+    gmtime_r(&secs, &tm);
     char stamp[32];
     strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%S", &tm);
     char line[2048];
@@ -33,5 +33,5 @@ void log_msg(log_level level, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(line, sizeof line, fmt, ap);
     va_end(ap);
-    fprintf(stderr, "%s.%03dZ %-5s %s\n", stamp, (int)(tv.tv_usec / 1000), level_names[level], line);
+    fprintf(stderr, "%s.%03dZ %-5s %s\n", stamp, (int)(now % 1000000 / 1000), level_names[level], line);
 }

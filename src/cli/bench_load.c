@@ -5,6 +5,7 @@
  * window; a failed request returns its worker to phase 0 so that a scenario
  * with several steps (pop, then ack) starts over instead of acking nothing. */
 #include "cli/bench_load.h"
+#include "base/clock.h"
 #include <event2/buffer.h>
 #include <event2/event.h>
 #include <event2/http.h>
@@ -37,9 +38,7 @@ struct bench_load {
 
 double bench_now(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+    return (double)clock_mono_us() / 1e6;
 }
 
 void bench_stats_init(bench_stats *s)

@@ -1,6 +1,7 @@
 /* migrate: schema migrations (see migrate.h). This runs before the event loop
  * starts, so it uses plain blocking libpq calls. */
 #include "db/migrate.h"
+#include "base/clock.h"
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,8 +44,7 @@ static PGconn *connect_waiting(const char *conninfo, int64_t wait_ms, char *err,
 {
     static const char *const keys[] = { "dbname", "application_name", "options", NULL };
     const char *values[] = { conninfo, "silt-migrate", "-c client_min_messages=warning", NULL };
-    struct timespec start, now;
-    clock_gettime(CLOCK_MONOTONIC, &start);
+    int64_t started = clock_mono_ms();
     for (int attempt = 0;; attempt++) {
         PGconn *pg = PQconnectdbParams(keys, values, 1);
         if (PQstatus(pg) == CONNECTION_OK) return pg;
@@ -52,9 +52,7 @@ static PGconn *connect_waiting(const char *conninfo, int64_t wait_ms, char *err,
         err[strcspn(err, "\n")] = '\0';   /* libpq's second line is a hint for its own CLI */
         PQfinish(pg);
         if (!worth_waiting(keys, values)) return NULL;
-        clock_gettime(CLOCK_MONOTONIC, &now);
-        int64_t waited = (now.tv_sec - start.tv_sec) * 1000 + (now.tv_nsec - start.tv_nsec) / 1000000;
-        if (waited >= wait_ms) return NULL;
+        if (clock_mono_ms() - started >= wait_ms) return NULL;
         if (attempt == 0) log_info("waiting for the database");
         struct timespec pause = { 0, 250 * 1000000 };
         nanosleep(&pause, NULL);

@@ -11,6 +11,7 @@
  * shows up as a failed send or an EOF before any response byte, and the
  * request is then sent once more on a fresh connection. */
 #include "net/http_client.h"
+#include "base/clock.h"
 #include <ctype.h>
 #include <errno.h>
 #include <netdb.h>
@@ -25,7 +26,6 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/socket.h>
-#include <time.h>
 #include <unistd.h>
 
 #define HTTP_MAX_LINE    (16 * 1024)          /* status, header or chunk-size line, bytes */
@@ -67,13 +67,6 @@ static void set_error(http_client *c, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(c->error, sizeof c->error, fmt, ap);
     va_end(ap);
-}
-
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 /* ---- url -------------------------------------------------------------- */
@@ -188,7 +181,7 @@ static void response_reset(http_response *r)
 static int wait_io(http_client *c, int fd, short events)
 {
     for (;;) {
-        int64_t left = c->deadline - now_ms();
+        int64_t left = c->deadline - clock_mono_ms();
         if (left <= 0) break;
         struct pollfd pfd = { .fd = fd, .events = events, .revents = 0 };
         int rc = poll(&pfd, 1, left > INT32_MAX ? INT32_MAX : (int)left);
@@ -539,7 +532,7 @@ int http_request(http_client *c, const char *method, const char *path,
     buf_init(&req);
     build_request(c, &req, method, path, body, body_len);
     c->timed_out = false;
-    c->deadline = now_ms() + c->timeout_ms;
+    c->deadline = clock_mono_ms() + c->timeout_ms;
     bool head_req = strcmp(method, "HEAD") == 0;
     int rc = exchange(c, &req, head_req, out);
     if (rc == HTTP_RETRY) rc = exchange(c, &req, head_req, out);

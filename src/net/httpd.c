@@ -1,12 +1,12 @@
 /* httpd: evhttp glue (see httpd.h). */
 #include "net/httpd.h"
+#include "base/clock.h"
 #include <errno.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/queue.h>
-#include <sys/time.h>
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
 #include <netinet/in.h>
@@ -30,13 +30,6 @@ struct httpd {
 };
 
 static void stop_watch(httpd_req *req);
-
-static int64_t now_us(void)
-{
-    struct timeval tv;
-    gettimeofday(&tv, NULL);
-    return (int64_t)tv.tv_sec * 1000000 + tv.tv_usec;
-}
 
 static httpd_method method_of(struct evhttp_request *ev)
 {
@@ -126,7 +119,7 @@ static httpd_req *req_new(httpd *h, struct evhttp_request *ev)
     req->server = h;
     req->ev = ev;
     req->method = method_of(ev);
-    req->started_us = now_us();
+    req->started_us = clock_mono_us();
     TAILQ_INIT(&req->query);
     const struct evhttp_uri *uri = evhttp_request_get_evhttp_uri(ev);
     const char *path = evhttp_uri_get_path(uri);
@@ -178,7 +171,7 @@ static void drop_body(reply_body *b)
 static void reply(httpd_req *req, int status, reply_body *body)
 {
     httpd *h = req->server;
-    double ms = (double)(now_us() - req->started_us) / 1000.0;
+    double ms = (double)(clock_mono_us() - req->started_us) / 1000.0;
     stop_watch(req);
     if (req->ev) evhttp_connection_set_closecb(evhttp_request_get_connection(req->ev), NULL, NULL);
     if (req->ev && !req->left) {

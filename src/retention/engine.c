@@ -8,13 +8,13 @@
  * can take it away, and a pass replies and lets the next one start only
  * after its release has committed. */
 #include "retention/engine.h"
+#include "base/clock.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "base/ids.h"
 #include "base/json.h"
 #include "base/log.h"
-#include <time.h>
 
 #define LEASE_SECONDS 60      /* a pass lease outlives a crashed runner by at most this */
 #define RENEW_AFTER_US (20 * 1000000LL)   /* steps renew the claim this often */
@@ -57,13 +57,6 @@ struct retention_engine {
     bool               stopping;
     retention_totals   totals;
 };
-
-static int64_t now_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
 
 static void fmt_i64(char out[24], int64_t v)
 {
@@ -295,8 +288,8 @@ static void fill_slots(pass *p)
     retention_engine *e = p->e;
     if (p->stop || e->stopping) { p->stop = true; return; }
     /* renewed beside the running steps: they only read the claim */
-    if (!p->dry && !p->renewing && now_us() - p->claimed_us > RENEW_AFTER_US) {
-        p->claimed_us = now_us();
+    if (!p->dry && !p->renewing && clock_mono_us() - p->claimed_us > RENEW_AFTER_US) {
+        p->claimed_us = clock_mono_us();
         p->renewing = true;
         p->inflight++;
         claim(p, renew_done);
@@ -384,7 +377,7 @@ int retention_run(retention_engine *e, bool dry_run, retention_done_fn done, voi
     p->arg = arg;
     buf_init(&p->report);
     e->running = p;
-    p->claimed_us = now_us();
+    p->claimed_us = clock_mono_us();
     if (dry_run) find_candidates(p);
     else claim(p, claimed);
     return 0;

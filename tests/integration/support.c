@@ -1,5 +1,6 @@
 /* support: integration-test helpers (see support.h). */
 #include "support.h"
+#include "base/clock.h"
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <signal.h>
@@ -497,12 +498,7 @@ void keep_str(char out[96], const char *s)
     snprintf(out, 96, "%s", s);
 }
 
-int64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
+int64_t now_ms(void) { return clock_mono_ms(); }
 
 void pause_ms(int ms)
 {

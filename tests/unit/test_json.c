@@ -259,23 +259,6 @@ TEST(json_int64_bounds)
     json_doc_fini(&d);
 }
 
-TEST(json_double_values)
-{
-    json_doc d;
-    json_doc_init(&d);
-    double v = 0;
-    CHECK_INT(parse(&d, "[1.5,-2e3,1e400,null,0.000000000000000000000000000000000000000000000000000000000000000000001]"), 0);
-    CHECK_INT(json_double(&d, 1, &v), 0);
-    CHECK(v == 1.5);
-    CHECK_INT(json_double(&d, 2, &v), 0);
-    CHECK(v == -2000.0);
-    CHECK_INT(json_double(&d, 3, &v), -1);   /* overflows to infinity */
-    CHECK_INT(json_double(&d, 4, &v), -1);   /* not a number */
-    CHECK_INT(json_double(&d, 5, &v), 0);    /* longer than the stack buffer */
-    CHECK(v > 0 && v < 1e-60);
-    json_doc_fini(&d);
-}
-
 TEST(json_max_tokens)
 {
     json_doc d;
