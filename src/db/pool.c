@@ -213,6 +213,8 @@ static void conn_lost(db_conn *c, const char *why)
     if (c->wr) { event_free(c->wr); c->wr = NULL; }
     if (c->pg) { PQfinish(c->pg); c->pg = NULL; }
     c->state = CONN_DOWN;
+    log_debug("pool: connection down, %d jobs on it fail; retry in %d ms", c->inflight,
+              c->backoff_ms ? (c->backoff_ms * 2 > 2000 ? 2000 : c->backoff_ms * 2) : 100);
     conn_fail_jobs(c, "database connection lost");
     c->backoff_ms = c->backoff_ms ? (c->backoff_ms * 2 > 2000 ? 2000 : c->backoff_ms * 2) : 100;
     struct timeval tv = { c->backoff_ms / 1000, (c->backoff_ms % 1000) * 1000 };
@@ -278,6 +280,7 @@ static void conn_read_results(db_conn *c)
             job_free(job);
             if (!ok) { conn_lost(c, "could not prepare statements"); return; }
             if (c->backoff_ms) log_info("database connection restored");
+            log_debug("pool: a connection is ready (%d statements prepared)", STMT_COUNT);
             c->state = CONN_READY;
             c->backoff_ms = 0;
             continue;

@@ -101,6 +101,7 @@ static void conclude(pass *p)
     buf out;
     buf_init(&out);
     report(p, &out);
+    log_debug("retention pass: %s", out.data);
     e->totals.passes++;
     e->running = NULL;
     /* Work left by the step limit is taken up at once, but only after a pass
@@ -173,6 +174,8 @@ static void report_step(pass *p, const candidate *c, const PGresult *r)
     buf_printf(&p->report, ",\"rule\":\"%s\",\"fromOffset\":%s,\"toOffset\":%s,\"offsets\":%lld,"
                "\"leasedOffsets\":%lld,\"segments\":%s}", rule, PQgetvalue(r, 0, 2), PQgetvalue(r, 0, 3),
                dropped, leased, PQgetvalue(r, 0, 6));
+    log_debug("retention: %s/%s %s offsets %s..%s (%lld, %lld leased)%s", c->queue, c->partition, rule,
+              PQgetvalue(r, 0, 2), PQgetvalue(r, 0, 3), dropped, leased, p->dry ? " (dry run)" : "");
     if (p->dry) return;
     int k = strcmp(rule, "retention") == 0 ? 0 : strcmp(rule, "completed_retention") == 0 ? 1 : 2;
     e->totals.dropped[k] += (uint64_t)dropped;

@@ -68,6 +68,8 @@ static void drained(void *arg, const db_reply *reply)
     if (reply->error) { log_warn("maintenance drain: %s", reply->error); return; }
     const PGresult *r = reply->results[0];
     for (int i = 0; i < PQntuples(r); i++) {
+        log_debug("maintenance: delivered %lld buffered messages of %s", (long long)db_int(r, i, 1),
+                  PQgetvalue(r, i, 0));
         m->drained += (uint64_t)db_int(r, i, 1);
         popper_wake(m->pop, PQgetvalue(r, i, 0));
     }

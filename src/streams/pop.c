@@ -137,6 +137,8 @@ static void query_done(void *arg, const db_reply *reply)
     }
     const PGresult *r = reply->results[0];
     if (PQntuples(r) > 0) {
+        log_debug("pop %s: %d segment rows for group %s", req->queue ? req->queue : "(discovery)", PQntuples(r),
+                  req->group);
         if (take_rows(req, r) < 0) req->error = strdup("cannot read the claimed messages: corrupt segment or wrong encryption key");
         if (req->auto_ack) req->lease_id[0] = '\0';
         finish(req);
@@ -198,6 +200,7 @@ static void park(pop_request *req)
 
 void popper_wake(popper *p, const char *queue)
 {
+    log_debug("pop: a commit to %s wakes the parked pops of that queue (%zu parked)", queue, p->nparked);
     for (pop_request *req = p->parked; req; req = req->next) {
         if (req->queue && strcmp(req->queue, queue) != 0) continue;
         if (req->querying) { req->rerun = true; continue; }

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "base/buf.h"
+#include "base/clock.h"
 #include "base/ids.h"
 #include "base/log.h"
 #include "streams/push_plan.h"
@@ -37,6 +38,7 @@ typedef struct flush {
     size_t       nall;
     push_plan    plan;
     int          attempt;
+    int64_t      started_us;         /* for the debug line */
 } flush;
 
 static void flush_send(flush *f);
@@ -64,10 +66,17 @@ static void flush_finish(flush *f, const char *error, bool unavailable)
 static void flush_done(void *arg, const db_reply *reply)
 {
     flush *f = arg;
-    if (!reply->error) { push_plan_resolve(&f->plan, reply); flush_finish(f, NULL, false); return; }
+    if (!reply->error) {
+        push_plan_resolve(&f->plan, reply);
+        log_debug("push flush: %zu messages, %zu partitions, %d retries, %.1f ms", f->plan.nitems, f->plan.ngroups,
+                  f->attempt, (double)(clock_mono_us() - f->started_us) / 1000.0);
+        flush_finish(f, NULL, false);
+        return;
+    }
     if (++f->attempt < MAX_ATTEMPTS &&
         (push_plan_take_duplicates(&f->plan, reply) || push_plan_take_encryption(&f->plan, reply) ||
          db_reply_retryable(reply))) {
+        log_debug("push flush: sent again (%s)", reply->sqlstate);
         flush_send(f);
         return;
     }
@@ -99,6 +108,7 @@ static flush *take_gathered(pusher *p)
     flush *f = calloc(1, sizeof *f);
     if (!f) abort();
     f->p = p;
+    f->started_us = clock_mono_us();
     push_batch **tail = &f->batches;
     size_t messages = 0;
     while (p->head && (messages == 0 || messages + p->head->n <= (size_t)p->limits.flush_messages)) {

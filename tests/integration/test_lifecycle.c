@@ -524,3 +524,66 @@ TEST(connections_killed_under_the_server_leave_no_request_waiting)
     CHECK_INT(status, 201);
     srv_stop(&s);
 }
+
+/* ---- what the server says ---------------------------------------------- */
+
+/* Starts a server whose log goes to a file of its own; returns the path. */
+static const char *start_logged(silt_server *s, const char *level)
+{
+    char path[] = "/tmp/silt-log-XXXXXX";
+    int fd = mkstemp(path);
+    CHECK(fd >= 0);
+    int saved = dup(STDERR_FILENO);
+    dup2(fd, STDERR_FILENO);   /* the server inherits it */
+    const char *env[] = { sfmt("LOG_LEVEL=%s", level), NULL };
+    srv_start(s, env);
+    dup2(saved, STDERR_FILENO);
+    close(saved);
+    close(fd);
+    return sfmt("%s", path);
+}
+
+static const char *read_log(const char *path)
+{
+    static char text[65536];
+    FILE *f = fopen(path, "r");
+    size_t n = f ? fread(text, 1, sizeof text - 1, f) : 0;
+    text[n] = '\0';
+    if (f) fclose(f);
+    unlink(path);
+    return text;
+}
+
+static void work(silt_server *s)
+{
+    const char *q = uniq("logged");
+    CHECK_INT(push_simple(s, q, "Default", 2), 201);
+    reply r;
+    rq(s, "GET", sfmt("/api/v1/pop/queue/%s?batch=2&wait=false", q), NULL, &r);
+    CHECK_INT(r.status, 200);
+    reply_fini(&r);
+    rq(s, "POST", "/api/v1/system/retention/run", NULL, &r);
+    CHECK_INT(r.status, 200);
+    reply_fini(&r);
+}
+
+/* LOG_LEVEL=debug follows the work: connections, flushes, pops, passes;
+ * at info none of that is written. */
+TEST(log_level_debug_says_what_the_server_does)
+{
+    silt_server s;
+    const char *path = start_logged(&s, "debug");
+    work(&s);
+    srv_stop(&s);
+    const char *log = read_log(path);
+    CHECK(strstr(log, "debug pool: a connection is ready") != NULL);
+    CHECK(strstr(log, "debug push flush: 2 messages, 1 partitions") != NULL);
+    CHECK(strstr(log, "debug pop logged-") != NULL);
+    CHECK(strstr(log, "debug retention pass: {") != NULL);
+    path = start_logged(&s, "info");
+    work(&s);
+    srv_stop(&s);
+    log = read_log(path);
+    CHECK(strstr(log, "info  POST /api/v1/push 201") != NULL);
+    CHECK(strstr(log, "debug") == NULL);
+}
