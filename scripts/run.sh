@@ -9,7 +9,11 @@ if [ -n "${PG_HOST:-}" ] || [ -n "${DATABASE_URL:-}" ]; then
 fi
 dir="$(pwd)/var/pg"
 port="${SILT_PG_PORT:-5433}"
-scripts/pgcluster.sh start "$dir" "$port"
+scripts/pgcluster.sh start "$dir" "$port" || {
+    status=$?
+    [ "$status" = 3 ] && echo "make run: PostgreSQL's port $port is taken; choose another: SILT_PG_PORT=5434 make run" >&2
+    exit "$status"
+}
 echo "silt: PostgreSQL running in $dir on port $port"
 stop_cluster() { scripts/pgcluster.sh stop "$dir"; }
 trap stop_cluster EXIT

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -586,4 +587,31 @@ TEST(log_level_debug_says_what_the_server_does)
     log = read_log(path);
     CHECK(strstr(log, "info  POST /api/v1/push 201") != NULL);
     CHECK(strstr(log, "debug") == NULL);
+}
+
+/* ---- make run's cluster -------------------------------------------------- */
+
+/* The private cluster of `make run` says why it cannot start: a port that is
+ * taken (exit 3; make run then names SILT_PG_PORT), or a directory the
+ * postgres user cannot reach (exit 4). As root only: that is when the
+ * cluster runs as postgres. */
+TEST(pgcluster_says_which_port_is_taken_and_what_postgres_cannot_reach)
+{
+    if (getuid() != 0 || access("scripts/pgcluster.sh", X_OK) != 0) {
+        printf("    note: not root or scripts/pgcluster.sh not here: not checked\n");
+        return;
+    }
+    char dir[] = "/tmp/silt-pgc-XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    chmod(dir, 0755);
+    char out[4096];
+    int rc = run(sfmt("scripts/pgcluster.sh start %s/pg %s 2>&1", dir, pg_port()), out, sizeof out);
+    CHECK_INT(rc, 3);
+    CHECK(strstr(out, sfmt("port %s is already in use", pg_port())) != NULL);
+    run(sfmt("scripts/pgcluster.sh stop %s/pg", dir), out, sizeof out);
+    chmod(dir, 0700);   /* as a home directory is */
+    rc = run(sfmt("scripts/pgcluster.sh start %s/closed/pg 1 2>&1", dir), out, sizeof out);
+    CHECK_INT(rc, 4);
+    CHECK(strstr(out, "the postgres user cannot reach") != NULL);
+    run(sfmt("rm -rf %s", dir), out, sizeof out);
 }
