@@ -69,5 +69,5 @@ clean:
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
 
 fuzz: deps
-	clang -std=c11 -D_GNU_SOURCE -g -O1 -fsanitize=fuzzer,address,undefined -Isrc tests/fuzz/fuzz_json.c src/base/json.c src/base/buf.c -o $(BUILD)/fuzz_json
+	clang -std=c11 -D_GNU_SOURCE -g -O1 -fsanitize=fuzzer,address,undefined -Isrc tests/fuzz/fuzz_json.c src/base/json.c src/base/buf.c src/base/xalloc.c -o $(BUILD)/fuzz_json
 	$(BUILD)/fuzz_json -max_total_time=$${FUZZ_SECONDS:-60} -max_len=4096

@@ -3,6 +3,7 @@
 #include <string.h>
 #include "api/api.h"
 #include "base/ids.h"
+#include "base/xalloc.h"
 #include "db/result.h"
 #include "streams/ack.h"
 
@@ -59,7 +60,7 @@ int api_ack_item(httpd_req *req, const json_doc *d, uint32_t obj, const char *wh
         api_member_string(req, d, obj, where, "consumerGroup", &it->group) < 0 ||
         api_member_string(req, d, obj, where, "error", &it->error_text) < 0)
         return -1;
-    if (!it->group) it->group = strdup(group);
+    if (!it->group) it->group = xstrdup(group);
     return 0;
 }
 
@@ -94,8 +95,7 @@ static void ack_done(ack_request *a, void *arg)
 
 static void submit(httpd_req *req, server *srv, ack_request *a)
 {
-    ack_call *c = calloc(1, sizeof *c);
-    if (!c) abort();
+    ack_call *c = xcalloc(1, sizeof *c);
     c->req = req;
     c->srv = srv;
     a->done = ack_done;
@@ -105,10 +105,8 @@ static void submit(httpd_req *req, server *srv, ack_request *a)
 
 static ack_request *new_request(size_t n)
 {
-    ack_request *a = calloc(1, sizeof *a);
-    if (!a) abort();
-    a->items = calloc(n ? n : 1, sizeof *a->items);
-    if (!a->items) abort();
+    ack_request *a = xcalloc(1, sizeof *a);
+    a->items = xcalloc(n ? n : 1, sizeof *a->items);
     a->n = n;
     return a;
 }

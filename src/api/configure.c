@@ -2,6 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "api/api.h"
+#include "base/xalloc.h"
 #include "streams/encryption.h"
 
 typedef struct configure_call {
@@ -69,8 +70,7 @@ void api_configure(httpd_req *req, server *srv)
                           "server: 64 hex characters, e.g. from openssl rand -hex 32");
         goto out;
     }
-    configure_call *c = calloc(1, sizeof *c);
-    if (!c) abort();
+    configure_call *c = xcalloc(1, sizeof *c);
     c->req = req;
     c->srv = srv;
     c->queue = queue;

@@ -5,6 +5,7 @@
 #include <string.h>
 #include "api/api.h"
 #include "base/ids.h"
+#include "base/xalloc.h"
 #include "db/result.h"
 #include "streams/encryption.h"
 #include "streams/frame.h"
@@ -28,8 +29,7 @@ typedef struct dlq_call {
 
 static dlq_call *call_new(httpd_req *req, server *srv)
 {
-    dlq_call *c = calloc(1, sizeof *c);
-    if (!c) abort();
+    dlq_call *c = xcalloc(1, sizeof *c);
     c->req = req;
     c->srv = srv;
     return c;
@@ -175,10 +175,10 @@ static int build_item(dlq_call *c, const PGresult *r)
     size_t n;
     push_item *it = &c->item;
     const char *p = db_bytes(r, 0, D_QUEUE, &n);
-    it->queue = strndup(p, n);
+    it->queue = xstrndup(p, n);
     p = db_bytes(r, 0, D_PARTITION, &n);
-    it->partition = strndup(p, n);
-    it->txn = malloc(IDS_UUID_TEXT + 4);
+    it->partition = xstrndup(p, n);
+    it->txn = xmalloc(IDS_UUID_TEXT + 4);
     snprintf(it->txn, IDS_UUID_TEXT + 4, "dlq:%s", c->id);
     it->txn_given = true;
     buf payload;

@@ -4,6 +4,7 @@
 #include <string.h>
 #include "api/api.h"
 #include "base/ids.h"
+#include "base/xalloc.h"
 #include "db/result.h"
 
 #define MAX_EXTEND_SECONDS 86400
@@ -57,8 +58,7 @@ void api_lease_extend(httpd_req *req, server *srv)
     if (api_read_uuid(req, req->params[0], lease, "leaseId") < 0) return;
     int64_t seconds;
     if (read_seconds(req, srv, &seconds) < 0) return;
-    lease_call *c = calloc(1, sizeof *c);
-    if (!c) abort();
+    lease_call *c = xcalloc(1, sizeof *c);
     c->req = req;
     memcpy(c->lease_id, lease, sizeof lease);
     char secs[24];

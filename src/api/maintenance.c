@@ -3,6 +3,7 @@
  * off. The state lives in PostgreSQL; see streams/maintenance.h. */
 #include <stdlib.h>
 #include "api/api.h"
+#include "base/xalloc.h"
 #include "db/result.h"
 
 typedef struct maint_call {
@@ -56,8 +57,7 @@ static void maint_done(void *arg, const db_reply *reply)
 
 static void call(httpd_req *req, server *srv, db_stmt stmt, const char *const *values, bool changed)
 {
-    maint_call *c = calloc(1, sizeof *c);
-    if (!c) abort();
+    maint_call *c = xcalloc(1, sizeof *c);
     *c = (maint_call){ req, srv, changed };
     db_job *job = db_job_new(maint_done, c);
     db_job_call(job, stmt, values, NULL, NULL);

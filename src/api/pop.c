@@ -4,6 +4,7 @@
 #include <event2/buffer.h>
 #include "api/api.h"
 #include "base/ids.h"
+#include "base/xalloc.h"
 #include "db/result.h"
 
 #define MAX_TIMEOUT_MS 3600000
@@ -86,9 +87,9 @@ static void put_envelope(buf *out, const pop_request *p)
  * payload referenced from it has been sent. */
 static void reply_messages(httpd_req *req, pop_request *p)
 {
-    pop_hold *hold = malloc(sizeof *hold);
+    pop_hold *hold = xmalloc(sizeof *hold);
     struct evbuffer *body = evbuffer_new();
-    if (!hold || !body) abort();
+    if (!body) abort();
     *hold = (pop_hold){ p, 1 };
     buf out;
     buf_init(&out);
@@ -148,8 +149,8 @@ static int read_subscription(httpd_req *req, char **out)
         return -1;
     }
     if (from && *from && strcmp(from, "now") != 0 && api_check_time(req, "subscriptionFrom", from) < 0) return -1;
-    if (from && *from) *out = strdup(from);
-    else if (start) *out = strdup(start);
+    if (from && *from) *out = xstrdup(from);
+    else if (start) *out = xstrdup(start);
     return 0;
 }
 
@@ -167,15 +168,14 @@ static int read_options(httpd_req *req, server *srv, pop_request *p)
     p->partitions = (int)partitions;
     p->timeout_ms = (int)timeout;
     const char *group = httpd_query(req, "consumerGroup");
-    p->group = strdup(group && *group ? group : QUEUE_MODE);
+    p->group = xstrdup(group && *group ? group : QUEUE_MODE);
     return 0;
 }
 
 static void submit(httpd_req *req, server *srv, pop_request *p)
 {
     if (read_options(req, srv, p) < 0) { pop_request_free(p); return; }
-    pop_call *c = calloc(1, sizeof *c);
-    if (!c) abort();
+    pop_call *c = xcalloc(1, sizeof *c);
     c->req = req;
     c->srv = srv;
     c->pop = p;
@@ -189,10 +189,9 @@ static void submit(httpd_req *req, server *srv, pop_request *p)
 
 void api_pop(httpd_req *req, server *srv)
 {
-    pop_request *p = calloc(1, sizeof *p);
-    if (!p) abort();
-    p->queue = strdup(req->params[0]);
-    p->partition = req->nparams > 1 ? strdup(req->params[1]) : NULL;
+    pop_request *p = xcalloc(1, sizeof *p);
+    p->queue = xstrdup(req->params[0]);
+    p->partition = req->nparams > 1 ? xstrdup(req->params[1]) : NULL;
     submit(req, srv, p);
 }
 
@@ -204,9 +203,8 @@ void api_pop_discover(httpd_req *req, server *srv)
         httpd_error(req, 400, "a discovery pop needs namespace or task");
         return;
     }
-    pop_request *p = calloc(1, sizeof *p);
-    if (!p) abort();
-    p->namespace_tag = ns && *ns ? strdup(ns) : NULL;
-    p->task_tag = task && *task ? strdup(task) : NULL;
+    pop_request *p = xcalloc(1, sizeof *p);
+    p->namespace_tag = ns && *ns ? xstrdup(ns) : NULL;
+    p->task_tag = task && *task ? xstrdup(task) : NULL;
     submit(req, srv, p);
 }

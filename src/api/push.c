@@ -5,6 +5,7 @@
 #include <string.h>
 #include "api/api.h"
 #include "base/ids.h"
+#include "base/xalloc.h"
 #include "streams/frame.h"
 
 #define NAME_MAX_BYTES 255
@@ -19,7 +20,7 @@ static int item_name(httpd_req *req, const json_doc *d, uint32_t item, const cha
 {
     if (api_member_string(req, d, item, where, key, out) < 0) return -1;
     if (!*out && !fallback) { httpd_error_field(req, 400, "field", key, "%s%s is required", where, key); return -1; }
-    if (!*out) *out = strdup(fallback);
+    if (!*out) *out = xstrdup(fallback);
     if (strlen(*out) > NAME_MAX_BYTES) {
         httpd_error_field(req, 400, "field", key, "%s%s is longer than %d bytes", where, key, NAME_MAX_BYTES);
         return -1;
@@ -39,7 +40,7 @@ static int item_ids(httpd_req *req, const json_doc *d, uint32_t item, const char
     it->txn_given = it->txn != NULL;
     if (!it->txn) {
         uint8_t id[16];
-        it->txn = malloc(IDS_UUID_TEXT);
+        it->txn = xmalloc(IDS_UUID_TEXT);
         ids_uuid7(id);
         ids_uuid_format(id, it->txn);
     }
@@ -117,9 +118,8 @@ static push_batch *read_batch(httpd_req *req, server *srv, const json_doc *d)
         httpd_error(req, 413, "too many items: %zu (the limit is %lld)", n, (long long)srv->cfg.max_items);
         return NULL;
     }
-    push_batch *b = calloc(1, sizeof *b);
-    b->items = calloc(n ? n : 1, sizeof *b->items);
-    if (!b || !b->items) abort();
+    push_batch *b = xcalloc(1, sizeof *b);
+    b->items = xcalloc(n ? n : 1, sizeof *b->items);
     b->n = n;
     uint32_t item = (uint32_t)items + 1;
     for (size_t i = 0; i < n; i++, item = d->tokens[item].next) {
@@ -139,8 +139,7 @@ void api_push(httpd_req *req, server *srv)
     json_doc_fini(&d);   /* payload spans point into the request body, not the doc */
     if (!b) return;
     if (b->n == 0) { push_batch_free(b); httpd_reply(req, 201, "[]", 2); return; }
-    push_call *c = calloc(1, sizeof *c);
-    if (!c) abort();
+    push_call *c = xcalloc(1, sizeof *c);
     c->req = req;
     c->srv = srv;
     b->done = push_done;

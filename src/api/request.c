@@ -5,6 +5,7 @@
 #include "api/api.h"
 #include "base/ids.h"
 #include "base/iso_time.h"
+#include "base/xalloc.h"
 
 #define API_MAX_TOKENS_PER_BYTE 1   /* a token needs at least one byte of input */
 
@@ -135,8 +136,7 @@ static void json_call_done(void *arg, const db_reply *reply)
 
 void api_json_call(httpd_req *req, server *srv, db_stmt stmt, const char *const *values, const char *not_found)
 {
-    json_call *c = calloc(1, sizeof *c);
-    if (!c) abort();
+    json_call *c = xcalloc(1, sizeof *c);
     c->req = req;
     c->not_found = not_found;
     db_job *job = db_job_new(json_call_done, c);

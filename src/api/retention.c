@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "api/api.h"
+#include "base/xalloc.h"
 
 typedef struct run_call {
     httpd_req *req;
@@ -20,8 +21,7 @@ void api_retention_run(httpd_req *req, server *srv)
 {
     bool dry;
     if (api_query_bool(req, "dryRun", false, &dry) < 0) return;
-    run_call *c = calloc(1, sizeof *c);
-    if (!c) abort();
+    run_call *c = xcalloc(1, sizeof *c);
     c->req = req;
     if (retention_run(srv->retention, dry, run_done, c) < 0) {
         free(c);

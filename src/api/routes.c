@@ -4,6 +4,7 @@
 #include <string.h>
 #include <event2/http.h>
 #include "api/api.h"
+#include "base/xalloc.h"
 
 typedef struct route {
     httpd_method method;
@@ -65,7 +66,7 @@ static bool match(httpd_req *req, const char *pattern)
         size_t plen = strcspn(p, "/"), slen = strcspn(s, "/");
         if (*p == ':') {
             if (slen == 0 || req->nparams == HTTPD_MAX_PARAMS) return false;
-            char *raw = strndup(s, slen);
+            char *raw = xstrndup(s, slen);
             req->params[req->nparams++] = evhttp_uridecode(raw, 0, NULL);
             free(raw);
         } else if (plen != slen || strncmp(p, s, plen) != 0) {

@@ -1,12 +1,12 @@
 /* server: wiring and lifecycle of `silt server` (see server.h). */
 #include "api/server.h"
-#include "base/clock.h"
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "api/api.h"
+#include "base/clock.h"
 #include "base/log.h"
 #include "db/migrate.h"
 #include "streams/encryption.h"

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "api/api.h"
+#include "base/xalloc.h"
 #include "db/result.h"
 #include "streams/segment.h"
 
@@ -22,8 +23,7 @@ typedef struct trace_call {
 
 static trace_call *call_new(httpd_req *req, server *srv)
 {
-    trace_call *c = calloc(1, sizeof *c);
-    if (!c) abort();
+    trace_call *c = xcalloc(1, sizeof *c);
     c->req = req;
     c->srv = srv;
     return c;
@@ -135,7 +135,7 @@ static void record(trace_call *c, const trace_input *in)
     ids_uuid7(id);
     ids_uuid_format(id, c->id);
     ids_txn_hash(in->txn, strlen(in->txn), hash);
-    char *data = strndup(in->data, in->data_len);
+    char *data = xstrndup(in->data, in->data_len);
     const char *values[9] = { c->id, in->partition, (const char *)hash, in->txn, in->group ? in->group : TRACE_QUEUE_MODE,
                               in->event ? in->event : "info", data, in->worker, in->names.data };
     int lengths[9] = { 0, 0, 16, 0, 0, 0, 0, 0, 0 }, formats[9] = { 0, 0, 1, 0, 0, 0, 0, 0, 0 };
@@ -155,7 +155,7 @@ void api_trace_record(httpd_req *req, server *srv)
     if (rc == 0) rc = api_read_uuid(req, in.partition, partition, "partitionId");
     if (rc == 0) {
         free(in.partition);
-        in.partition = strdup(partition);
+        in.partition = xstrdup(partition);
         record(call_new(req, srv), &in);
     }
     input_fini(&in);

@@ -4,6 +4,7 @@
 #include <string.h>
 #include "api/api.h"
 #include "base/ids.h"
+#include "base/xalloc.h"
 #include "streams/tx.h"
 
 typedef struct tx_call {
@@ -80,8 +81,7 @@ static int read_leases(httpd_req *req, const json_doc *d, tx_request *tx)
     int list = json_get(d, 0, "requiredLeases");
     if (list < 0 || d->tokens[list].type == JSON_NULL) return 0;
     if (d->tokens[list].type != JSON_ARRAY) { httpd_error(req, 400, "requiredLeases must be an array"); return -1; }
-    tx->leases = calloc(d->tokens[list].count + 1, sizeof *tx->leases);
-    if (!tx->leases) abort();
+    tx->leases = xcalloc(d->tokens[list].count + 1, sizeof *tx->leases);
     uint32_t t = (uint32_t)list + 1;
     for (uint32_t k = 0; k < d->tokens[list].count; k++, t = d->tokens[t].next) {
         uint8_t id[16];
@@ -106,12 +106,11 @@ static tx_request *read_tx(httpd_req *req, server *srv, const json_doc *d, char 
     }
     if (count_ops(req, d, ops, &pushes, &acks) < 0) return NULL;
     if (pushes + acks > (size_t)srv->cfg.max_items) { httpd_error(req, 413, "too many operations"); return NULL; }
-    tx_request *tx = calloc(1, sizeof *tx);
-    tx->pushes = calloc(pushes + 1, sizeof *tx->pushes);
-    tx->push_op = calloc(pushes + 1, sizeof *tx->push_op);
-    tx->acks = calloc(acks + 1, sizeof *tx->acks);
-    tx->ack_op = calloc(acks + 1, sizeof *tx->ack_op);
-    if (!tx || !tx->pushes || !tx->push_op || !tx->acks || !tx->ack_op) abort();
+    tx_request *tx = xcalloc(1, sizeof *tx);
+    tx->pushes = xcalloc(pushes + 1, sizeof *tx->pushes);
+    tx->push_op = xcalloc(pushes + 1, sizeof *tx->push_op);
+    tx->acks = xcalloc(acks + 1, sizeof *tx->acks);
+    tx->ack_op = xcalloc(acks + 1, sizeof *tx->ack_op);
     if (read_leases(req, d, tx) < 0 || read_ops(req, srv, d, ops, tx, unknown) < 0) { tx_request_free(tx); return NULL; }
     return tx;
 }
@@ -187,8 +186,7 @@ void api_transaction(httpd_req *req, server *srv)
     if (tx && unknown) { reply_failure(req, unknown); tx_request_free(tx); tx = NULL; }
     free(unknown);
     if (!tx) return;
-    tx_call *c = calloc(1, sizeof *c);
-    if (!c) abort();
+    tx_call *c = xcalloc(1, sizeof *c);
     c->req = req;
     c->srv = srv;
     tx->done = tx_done;

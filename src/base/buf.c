@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "base/xalloc.h"
 
 void buf_init(buf *b) { b->data = NULL; b->len = 0; b->cap = 0; }
 
@@ -21,9 +22,7 @@ void buf_reserve(buf *b, size_t extra)
     if (need <= b->cap) return;
     size_t cap = b->cap ? b->cap : 64;
     while (cap < need) cap *= 2;
-    char *p = realloc(b->data, cap);
-    if (!p) { fputs("silt: out of memory\n", stderr); abort(); }
-    b->data = p;
+    b->data = xrealloc(b->data, cap);
     b->cap = cap;
 }
 

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "base/buf.h"
+#include "base/xalloc.h"
 
 typedef enum setting_kind { SETTING_TEXT, SETTING_NUMBER, SETTING_BOOL } setting_kind;
 
@@ -86,7 +87,7 @@ int config_load(silt_config *cfg, char *err, size_t errlen)
         const char *text = getenv(s->env);
         if (!text || !*text) text = s->fallback;
         char *field = (char *)cfg + s->offset;
-        if (s->kind == SETTING_TEXT) *(char **)field = strdup(text);
+        if (s->kind == SETTING_TEXT) *(char **)field = xstrdup(text);
         else if (s->kind == SETTING_BOOL && parse_bool(s, text, (int64_t *)field, err, errlen) < 0) return -1;
         else if (s->kind == SETTING_NUMBER && parse_number(s, text, (int64_t *)field, err, errlen) < 0) return -1;
     }

@@ -1,10 +1,10 @@
 /* ids: UUIDv7 generation and parsing, and transactionId hashing (see ids.h). */
 #include "base/ids.h"
-#include "base/clock.h"
 #include <string.h>
 #include <sys/random.h>
 #include <time.h>
 #include <xxhash.h>
+#include "base/clock.h"
 
 static uint64_t rng_state;
 static uint64_t last_ms;

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "base/xalloc.h"
 
 #define JSON_MAX_DEPTH 64
 #define JSON_FIRST_CAP 16   /* tokens allocated by the first growth */
@@ -48,13 +49,6 @@ static const unsigned char plain[256] = {
 #undef R1
 
 /* ---- shared helpers ---- */
-
-static void *xrealloc(void *p, size_t n)
-{
-    p = realloc(p, n);
-    if (!p) { fputs("silt: out of memory\n", stderr); abort(); }
-    return p;
-}
 
 /* Length of the well-formed UTF-8 sequence at s (RFC 3629 table 3-7), or 0.
  * The narrowed second-byte ranges exclude overlongs, UTF-16 surrogates and

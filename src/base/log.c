@@ -1,11 +1,11 @@
 /* log: one line per event on stderr, with a UTC timestamp, so output from
  * several servers and the test harness can be merged and sorted. */
 #include "base/log.h"
-#include "base/clock.h"
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
+#include "base/clock.h"
 
 static log_level threshold = LOG_INFO;
 static const char *const level_names[] = { "debug", "info", "warn", "error" };

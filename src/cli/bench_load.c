@@ -5,7 +5,6 @@
  * window; a failed request returns its worker to phase 0 so that a scenario
  * with several steps (pop, then ack) starts over instead of acking nothing. */
 #include "cli/bench_load.h"
-#include "base/clock.h"
 #include <event2/buffer.h>
 #include <event2/event.h>
 #include <event2/http.h>
@@ -17,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include "base/clock.h"
 
 #define BENCH_SNIPPET 200   /* bytes of a failed reply's body kept for the report */
 

@@ -1,13 +1,13 @@
 /* migrate: schema migrations (see migrate.h). This runs before the event loop
  * starts, so it uses plain blocking libpq calls. */
 #include "db/migrate.h"
-#include "base/clock.h"
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <libpq-fe.h>
+#include "base/clock.h"
 #include "base/config.h"
 #include "base/embed.h"
 #include "base/log.h"

@@ -10,6 +10,7 @@
 #include <string.h>
 #include "base/buf.h"
 #include "base/log.h"
+#include "base/xalloc.h"
 
 typedef enum conn_state { CONN_DOWN, CONN_CONNECTING, CONN_PREPARING, CONN_READY } conn_state;
 
@@ -62,8 +63,7 @@ static void pool_dispatch(db_pool *pool);
 
 db_job *db_job_new(db_done_fn done, void *arg)
 {
-    db_job *job = calloc(1, sizeof *job);
-    if (!job) abort();
+    db_job *job = xcalloc(1, sizeof *job);
     job->done = done;
     job->arg = arg;
     job->failed_call = -1;
@@ -80,8 +80,7 @@ static void copy_param(db_call *call, int i, const char *value, const int *lengt
 {
     set_param(call, i, value, lengths, formats);
     size_t len = (size_t)call->lengths[i];
-    call->values[i] = malloc(len + 1);
-    if (!call->values[i]) abort();
+    call->values[i] = xmalloc(len + 1);
     memcpy(call->values[i], value, len);
     call->values[i][len] = '\0';
 }
@@ -90,8 +89,7 @@ static db_call *new_call(db_job *job, db_stmt stmt)
 {
     if (job->ncalls == job->cap) {
         job->cap = job->cap ? job->cap * 2 : 4;
-        job->calls = realloc(job->calls, (size_t)job->cap * sizeof *job->calls);
-        if (!job->calls) abort();
+        job->calls = xrealloc(job->calls, (size_t)job->cap * sizeof *job->calls);
     }
     db_call *call = &job->calls[job->ncalls++];
     memset(call, 0, sizeof *call);
@@ -143,9 +141,9 @@ static void job_free(db_job *job)
 static void job_set_error(db_job *job, const char *msg, const char *state, const char *detail)
 {
     if (job->error) return;
-    job->error = strdup(msg ? msg : "database error");
-    job->sqlstate = strdup(state ? state : "");
-    job->detail = strdup(detail ? detail : "");
+    job->error = xstrdup(msg ? msg : "database error");
+    job->sqlstate = xstrdup(state ? state : "");
+    job->detail = xstrdup(detail ? detail : "");
     job->failed_call = job->current;
 }
 
@@ -235,8 +233,7 @@ static void conn_flush(db_conn *c)
  * fails every job queued on it, this one included: none waits forever. */
 static void conn_send(db_conn *c, db_job *job)
 {
-    job->results = calloc((size_t)(job->ncalls ? job->ncalls : 1), sizeof *job->results);
-    if (!job->results) abort();
+    job->results = xcalloc((size_t)(job->ncalls ? job->ncalls : 1), sizeof *job->results);
     job->next = NULL;
     if (c->tail) c->tail->next = job; else c->head = job;
     c->tail = job;
@@ -415,14 +412,12 @@ int db_pool_busy(const db_pool *pool) { return pool->busy; }
 
 db_pool *db_pool_new(struct event_base *base, const char *conninfo, int size, int pipeline_depth)
 {
-    db_pool *pool = calloc(1, sizeof *pool);
-    if (!pool) abort();
+    db_pool *pool = xcalloc(1, sizeof *pool);
     pool->base = base;
-    pool->conninfo = strdup(conninfo);
+    pool->conninfo = xstrdup(conninfo);
     pool->size = size;
     pool->depth = pipeline_depth;
-    pool->conns = calloc((size_t)size, sizeof *pool->conns);
-    if (!pool->conns || !pool->conninfo) abort();
+    pool->conns = xcalloc((size_t)size, sizeof *pool->conns);
     pool->deliver = event_new(base, -1, 0, pool_deliver, pool);
     for (int i = 0; i < size; i++) {
         db_conn *c = &pool->conns[i];

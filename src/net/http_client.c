@@ -11,7 +11,6 @@
  * shows up as a failed send or an EOF before any response byte, and the
  * request is then sent once more on a fresh connection. */
 #include "net/http_client.h"
-#include "base/clock.h"
 #include <ctype.h>
 #include <errno.h>
 #include <netdb.h>
@@ -27,6 +26,8 @@
 #include <strings.h>
 #include <sys/socket.h>
 #include <unistd.h>
+#include "base/clock.h"
+#include "base/xalloc.h"
 
 #define HTTP_MAX_LINE    (16 * 1024)          /* status, header or chunk-size line, bytes */
 #define HTTP_MAX_HEADERS 200                  /* header lines per response */
@@ -118,8 +119,7 @@ static void set_hostport(http_client *c)
 http_client *http_client_new(const char *url)
 {
     if (!url) return NULL;
-    http_client *c = calloc(1, sizeof *c);
-    if (!c) return NULL;
+    http_client *c = xcalloc(1, sizeof *c);
     if (url_parse(c, url) < 0) { free(c); return NULL; }
     set_hostport(c);
     c->fd = -1;

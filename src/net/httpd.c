@@ -1,6 +1,5 @@
 /* httpd: evhttp glue (see httpd.h). */
 #include "net/httpd.h"
-#include "base/clock.h"
 #include <errno.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -13,8 +12,10 @@
 #include <netinet/tcp.h>
 #include <sys/socket.h>
 #include <event2/http.h>
+#include "base/clock.h"
 #include "base/json.h"
 #include "base/log.h"
+#include "base/xalloc.h"
 
 /* Idle keep-alive connections close after this; it also bounds a request's
  * life, so it exceeds the longest long-poll timeout (one hour). */
@@ -109,13 +110,12 @@ static void take_body(httpd_req *req, struct evbuffer *in)
     evbuffer_add_buffer(req->storage, in);
     evbuffer_add(req->storage, "", 1);   /* the terminator */
     req->body = (const char *)evbuffer_pullup(req->storage, -1);
-    if (!req->body) abort();
+    if (!req->body) abort();   /* libevent's allocation failed */
 }
 
 static httpd_req *req_new(httpd *h, struct evhttp_request *ev)
 {
-    httpd_req *req = calloc(1, sizeof *req);
-    if (!req) abort();
+    httpd_req *req = xcalloc(1, sizeof *req);
     req->server = h;
     req->ev = ev;
     req->method = method_of(ev);
@@ -123,7 +123,7 @@ static httpd_req *req_new(httpd *h, struct evhttp_request *ev)
     TAILQ_INIT(&req->query);
     const struct evhttp_uri *uri = evhttp_request_get_evhttp_uri(ev);
     const char *path = evhttp_uri_get_path(uri);
-    req->path = strdup(path && *path ? path : "/");
+    req->path = xstrdup(path && *path ? path : "/");
     const char *q = evhttp_uri_get_query(uri);
     if (q) evhttp_parse_query_str(q, &req->query);
     take_body(req, evhttp_request_get_input_buffer(ev));
@@ -255,8 +255,7 @@ const char *httpd_query(const httpd_req *req, const char *key)
 httpd *httpd_new(struct event_base *base, const char *host, int port, size_t max_body,
                  httpd_handler handler, void *arg)
 {
-    httpd *h = calloc(1, sizeof *h);
-    if (!h) abort();
+    httpd *h = xcalloc(1, sizeof *h);
     h->http = evhttp_new(base);
     h->handler = handler;
     h->arg = arg;

@@ -8,13 +8,14 @@
  * can take it away, and a pass replies and lets the next one start only
  * after its release has committed. */
 #include "retention/engine.h"
-#include "base/clock.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "base/clock.h"
 #include "base/ids.h"
 #include "base/json.h"
 #include "base/log.h"
+#include "base/xalloc.h"
 
 #define LEASE_SECONDS 60      /* a pass lease outlives a crashed runner by at most this */
 #define RENEW_AFTER_US (20 * 1000000LL)   /* steps renew the claim this often */
@@ -117,13 +118,13 @@ static void conclude(pass *p)
 static void released(void *arg, const db_reply *reply)
 {
     pass *p = arg;
-    if (reply->error && !p->error) p->error = strdup(reply->error);
+    if (reply->error && !p->error) p->error = xstrdup(reply->error);
     conclude(p);
 }
 
 static void finish(pass *p, const char *error)
 {
-    if (error && !p->error) p->error = strdup(error);
+    if (error && !p->error) p->error = xstrdup(error);
     if (p->dry) { conclude(p); return; }
     const char *values[1] = { p->token };
     db_job *job = db_job_new(released, p);
@@ -232,7 +233,7 @@ static void step_done(void *arg, const db_reply *reply)
     pass *p = sl->p;
     p->inflight--;
     if (reply->error) {
-        if (!p->error) p->error = strdup(reply->error);
+        if (!p->error) p->error = xstrdup(reply->error);
         p->stop = true;
     } else if (strcmp(PQgetvalue(reply->results[0], 0, 0), "busy") == 0) {
         p->stop = p->busy = true;
@@ -298,8 +299,7 @@ static void fill_slots(pass *p)
         claim(p, renew_done);
     }
     while (p->inflight < e->settings.concurrency && p->next < p->ncands && p->started < e->settings.max_steps) {
-        slot *sl = calloc(1, sizeof *sl);
-        if (!sl) abort();
+        slot *sl = xcalloc(1, sizeof *sl);
         sl->p = p;
         sl->c = p->next++;
         sl->from = -1;
@@ -328,8 +328,7 @@ static void copy_candidate(candidate *c, const PGresult *r, int row)
 static void order_candidates(pass *p, const PGresult *r)
 {
     int n = PQntuples(r), row[2] = { 0, 0 }, turn = (int)(p->e->seq & 1);   /* row[kind]: next unread */
-    p->cands = calloc((size_t)n + 1, sizeof *p->cands);
-    if (!p->cands) abort();
+    p->cands = xcalloc((size_t)n + 1, sizeof *p->cands);
     while (p->ncands < (size_t)n) {
         int *at = &row[turn];
         while (*at < n && (int)is_sidecar(r, *at) != turn) (*at)++;
@@ -370,8 +369,7 @@ static void claimed(void *arg, const db_reply *reply)
 int retention_run(retention_engine *e, bool dry_run, retention_done_fn done, void *arg)
 {
     if (e->running || e->stopping) return -1;
-    pass *p = calloc(1, sizeof *p);
-    if (!p) abort();
+    pass *p = xcalloc(1, sizeof *p);
     e->seq++;
     snprintf(p->token, sizeof p->token, "%s:%llu", e->server, (unsigned long long)e->seq);
     p->e = e;
@@ -398,8 +396,7 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
 
 retention_engine *retention_engine_new(struct event_base *base, db_pool *pool, retention_settings settings)
 {
-    retention_engine *e = calloc(1, sizeof *e);
-    if (!e) abort();
+    retention_engine *e = xcalloc(1, sizeof *e);
     e->pool = pool;
     e->settings = settings;
     uint8_t id[16];

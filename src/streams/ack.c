@@ -7,6 +7,7 @@
 #include "base/ids.h"
 #include "base/json.h"
 #include "base/log.h"
+#include "base/xalloc.h"
 #include "db/result.h"
 #include "streams/frame.h"
 #include "streams/segment.h"
@@ -50,7 +51,7 @@ void ack_take_outcome(ack_item *it, const PGresult *r, int row)
     it->dropped = db_bool(r, row, ACK_DROPPED);
     if (!db_null(r, row, ACK_ERROR)) {
         const char *e = db_bytes(r, row, ACK_ERROR, &len);
-        it->error = strndup(e, len);
+        it->error = xstrndup(e, len);
     }
 }
 
@@ -73,7 +74,7 @@ static int add_handoff(db_job *job, const ack_request *req, const ack_item *it, 
     ids_uuid_format(f.message_id, msg);
     ids_uuid_format(f.trace_id, trace);
     db_format_time(db_time_us(r, row, ACK_DLQ_CREATED), created);
-    char *txn = strndup(f.txn, f.txn_len);
+    char *txn = xstrndup(f.txn, f.txn_len);
     const char *values[10] = { it->group, it->partition_id, off, msg, txn,
                                (f.flags & FRAME_HAS_TRACE) ? trace : NULL, f.payload,
                                (f.flags & FRAME_ENCRYPTED) ? "t" : "f", it->error_text, created };
@@ -93,10 +94,10 @@ static void handoff_done(void *arg, const db_reply *reply)
         const PGresult *r = reply->results[k];
         if (reply->error || !r || PQntuples(r) != 1) {
             it->success = false;
-            it->error = strdup(reply->error ? reply->error : "dead-letter hand-off failed");
+            it->error = xstrdup(reply->error ? reply->error : "dead-letter hand-off failed");
             continue;
         }
-        if (!PQgetisnull(r, 0, 1)) { it->success = false; it->error = strdup(PQgetvalue(r, 0, 1)); continue; }
+        if (!PQgetisnull(r, 0, 1)) { it->success = false; it->error = xstrdup(PQgetvalue(r, 0, 1)); continue; }
         it->dlq = true;
         it->lease_released = PQgetvalue(r, 0, 0)[0] == 't';
     }
@@ -107,9 +108,8 @@ static void handoff_done(void *arg, const db_reply *reply)
 
 static void start_handoffs(ack_request *req, const PGresult *r)
 {
-    handoff *h = calloc(1, sizeof *h);
-    h->items = calloc((size_t)PQntuples(r), sizeof *h->items);
-    if (!h || !h->items) abort();
+    handoff *h = xcalloc(1, sizeof *h);
+    h->items = xcalloc((size_t)PQntuples(r), sizeof *h->items);
     h->req = req;
     db_job *job = db_job_new(handoff_done, h);
     for (int row = 0; row < PQntuples(r); row++) {
@@ -118,7 +118,7 @@ static void start_handoffs(ack_request *req, const PGresult *r)
         if (add_handoff(job, req, &req->items[i], r, row) < 0) {
             req->items[i].success = false;
             free(req->items[i].error);
-            req->items[i].error = strdup("dlq rejected: corrupt segment");
+            req->items[i].error = xstrdup("dlq rejected: corrupt segment");
             continue;
         }
         h->items[h->n++] = i;
@@ -130,7 +130,7 @@ static void ack_done(void *arg, const db_reply *reply)
 {
     ack_request *req = arg;
     if (reply->error) {
-        req->error = strdup(reply->error);
+        req->error = xstrdup(reply->error);
         snprintf(req->sqlstate, sizeof req->sqlstate, "%s", reply->sqlstate);
         req->unavailable = reply->unavailable;
         req->done(req, req->arg);

@@ -4,6 +4,7 @@
 #include <string.h>
 #include <openssl/evp.h>
 #include <openssl/rand.h>
+#include "base/xalloc.h"
 
 #define KEY_BYTES 32
 #define NONCE_BYTES 12
@@ -58,8 +59,8 @@ void encryption_set_queue(const char *queue, bool on)
 {
     queue_flag **p = find(queue);
     if (on && !*p) {
-        *p = calloc(1, sizeof **p);
-        if (!*p || !((*p)->queue = strdup(queue))) abort();
+        *p = xcalloc(1, sizeof **p);
+        (*p)->queue = xstrdup(queue);
     } else if (!on && *p) {
         queue_flag *gone = *p;
         *p = gone->next;

@@ -2,6 +2,7 @@
 #include "streams/maintenance.h"
 #include <stdlib.h>
 #include "base/log.h"
+#include "base/xalloc.h"
 #include "db/result.h"
 #include "db/statements.h"
 
@@ -89,8 +90,7 @@ static void drain(maintenance *m)
 
 maintenance *maintenance_new(struct event_base *base, db_pool *pool, popper *pop, int64_t refresh_ms)
 {
-    maintenance *m = calloc(1, sizeof *m);
-    if (!m) abort();
+    maintenance *m = xcalloc(1, sizeof *m);
     m->pool = pool;
     m->pop = pop;
     m->every.tv_sec = (time_t)(refresh_ms / 1000);

@@ -5,6 +5,7 @@
 #include <string.h>
 #include "base/ids.h"
 #include "base/log.h"
+#include "base/xalloc.h"
 #include "db/result.h"
 #include "streams/encryption.h"
 #include "streams/frame.h"
@@ -103,10 +104,9 @@ static size_t claimed_total(const PGresult *r)
 static int take_rows(pop_request *req, const PGresult *r)
 {
     int rows = PQntuples(r);
-    req->msgs = calloc(claimed_total(r) + 1, sizeof *req->msgs);
-    req->parts = calloc((size_t)rows, sizeof *req->parts);
-    req->decoded = calloc((size_t)rows, sizeof *req->decoded);
-    if (!req->msgs || !req->parts || !req->decoded) abort();
+    req->msgs = xcalloc(claimed_total(r) + 1, sizeof *req->msgs);
+    req->parts = xcalloc((size_t)rows, sizeof *req->parts);
+    req->decoded = xcalloc((size_t)rows, sizeof *req->decoded);
     req->ndecoded = (size_t)rows;
     for (int i = 0; i < rows; i++) {
         if (i == 0 || memcmp(PQgetvalue(r, i, COL_PARTITION_ID), PQgetvalue(r, i - 1, COL_PARTITION_ID), 16))
@@ -129,7 +129,7 @@ static void query_done(void *arg, const db_reply *reply)
     pop_request *req = arg;
     req->querying = false;
     if (reply->error) {
-        req->error = strdup(reply->error);
+        req->error = xstrdup(reply->error);
         snprintf(req->sqlstate, sizeof req->sqlstate, "%s", reply->sqlstate);
         req->unavailable = reply->unavailable;
         finish(req);
@@ -139,7 +139,7 @@ static void query_done(void *arg, const db_reply *reply)
     if (PQntuples(r) > 0) {
         log_debug("pop %s: %d segment rows for group %s", req->queue ? req->queue : "(discovery)", PQntuples(r),
                   req->group);
-        if (take_rows(req, r) < 0) req->error = strdup("cannot read the claimed messages: corrupt segment or wrong encryption key");
+        if (take_rows(req, r) < 0) req->error = xstrdup("cannot read the claimed messages: corrupt segment or wrong encryption key");
         if (req->auto_ack) req->lease_id[0] = '\0';
         finish(req);
         return;
@@ -268,8 +268,7 @@ void pop_request_free(pop_request *req)
 
 popper *popper_new(struct event_base *base, db_pool *pool, int recheck_ms, size_t max_segment_bytes)
 {
-    popper *p = calloc(1, sizeof *p);
-    if (!p) abort();
+    popper *p = xcalloc(1, sizeof *p);
     p->base = base;
     p->pool = pool;
     p->recheck_ms = recheck_ms;

@@ -17,6 +17,7 @@
 #include "base/clock.h"
 #include "base/ids.h"
 #include "base/log.h"
+#include "base/xalloc.h"
 #include "streams/push_plan.h"
 
 #define MAX_ATTEMPTS 64
@@ -53,7 +54,7 @@ static void flush_finish(flush *f, const char *error, bool unavailable)
                 p->on_commit(p->commit_arg, plan->groups[g].items[0]->queue);
     for (push_batch *b = f->batches, *next; b; b = next) {
         next = b->next;
-        if (error) { b->error = strdup(error); b->unavailable = unavailable; }
+        if (error) { b->error = xstrdup(error); b->unavailable = unavailable; }
         b->done(b, b->arg);
     }
     push_plan_fini(&f->plan);
@@ -95,8 +96,7 @@ static void flush_send(flush *f)
 
 static void collect_all(flush *f, size_t messages)
 {
-    f->all = malloc((messages ? messages : 1) * sizeof *f->all);
-    if (!f->all) abort();
+    f->all = xmalloc((messages ? messages : 1) * sizeof *f->all);
     for (push_batch *b = f->batches; b; b = b->next)
         for (size_t i = 0; i < b->n; i++) f->all[f->nall++] = &b->items[i];
 }
@@ -105,8 +105,7 @@ static void collect_all(flush *f, size_t messages)
 
 static flush *take_gathered(pusher *p)
 {
-    flush *f = calloc(1, sizeof *f);
-    if (!f) abort();
+    flush *f = xcalloc(1, sizeof *f);
     f->p = p;
     f->started_us = clock_mono_us();
     push_batch **tail = &f->batches;
@@ -165,8 +164,7 @@ bool pusher_idle(const pusher *p) { return p->inflight == 0 && !p->head; }
 pusher *pusher_new(struct event_base *base, db_pool *pool, push_limits limits,
                    push_commit_fn on_commit, void *commit_arg)
 {
-    pusher *p = calloc(1, sizeof *p);
-    if (!p) abort();
+    pusher *p = xcalloc(1, sizeof *p);
     p->pool = pool;
     p->limits = limits;
     p->on_commit = on_commit;

@@ -3,8 +3,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "base/buf.h"
 #include <xxhash.h>
+#include "base/buf.h"
+#include "base/xalloc.h"
 #include "streams/encryption.h"
 #include "streams/frame.h"
 #include "streams/segment.h"
@@ -40,9 +41,8 @@ static size_t *assign_groups(push_plan *f, push_item *const *items, size_t n, pu
 {
     size_t cap = 16;
     while (cap < n * 2) cap *= 2;
-    group_slot *table = calloc(cap, sizeof *table);
-    size_t *of = malloc((n ? n : 1) * sizeof *of);
-    if (!table || !of) abort();
+    group_slot *table = xcalloc(cap, sizeof *table);
+    size_t *of = xmalloc((n ? n : 1) * sizeof *of);
     for (size_t i = 0; i < n; i++) {
         if (items[i]->status != PUSH_PENDING) continue;
         size_t h = (size_t)group_hash(items[i]) & (cap - 1);
@@ -61,8 +61,7 @@ static size_t *assign_groups(push_plan *f, push_item *const *items, size_t n, pu
 /* Orders the groups by name; rank[g] is group g's place in that order. */
 static size_t *rank_groups(push_plan *f, push_item **firsts)
 {
-    size_t *rank = calloc(f->ngroups + 1, sizeof *rank);
-    if (!rank) abort();
+    size_t *rank = xcalloc(f->ngroups + 1, sizeof *rank);
     for (size_t g = 0; g < f->ngroups; g++) { f->groups[g].items = &firsts[g]; f->groups[g].n = g; }
     qsort(f->groups, f->ngroups, sizeof *f->groups, group_order);   /* .n carries the number */
     for (size_t g = 0; g < f->ngroups; g++) rank[f->groups[g].n] = g;
@@ -73,11 +72,10 @@ static void collect_items(push_plan *f, push_item *const *items, size_t n)
 {
     free(f->items);
     free(f->groups);
-    f->items = malloc((n ? n : 1) * sizeof *f->items);
-    f->groups = calloc(n ? n : 1, sizeof *f->groups);
-    push_item **firsts = malloc((n ? n : 1) * sizeof *firsts);
-    size_t *at = calloc(n + 2, sizeof *at);
-    if (!f->items || !f->groups || !firsts || !at) abort();
+    f->items = xmalloc((n ? n : 1) * sizeof *f->items);
+    f->groups = xcalloc(n ? n : 1, sizeof *f->groups);
+    push_item **firsts = xmalloc((n ? n : 1) * sizeof *firsts);
+    size_t *at = xcalloc(n + 2, sizeof *at);
     f->ngroups = 0;
     size_t *of = assign_groups(f, items, n, firsts), *rank = rank_groups(f, firsts);
     for (size_t i = 0; i < n; i++)
@@ -103,8 +101,7 @@ static void mark_repeats(push_group *g)
 {
     size_t cap = 16;
     while (cap < g->n * 2) cap *= 2;
-    push_item **table = calloc(cap, sizeof *table);
-    if (!table) abort();
+    push_item **table = xcalloc(cap, sizeof *table);
     for (size_t i = 0; i < g->n; i++) {
         push_item *it = g->items[i];
         it->dup_of = NULL;

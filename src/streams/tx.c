@@ -6,6 +6,7 @@
 #include "base/buf.h"
 #include "base/ids.h"
 #include "base/json.h"
+#include "base/xalloc.h"
 #include "db/result.h"
 #include "streams/frame.h"
 #include "streams/push_plan.h"
@@ -33,7 +34,7 @@ static void finish(tx_request *tx)
 
 static void fail(tx_request *tx, const char *msg)
 {
-    tx->failure = strdup(msg);
+    tx->failure = xstrdup(msg);
     finish(tx);
 }
 
@@ -75,7 +76,7 @@ static void copies_done(void *arg, const db_reply *reply)
 {
     tx_request *tx = arg;
     tx_state *st = tx->state;
-    if (reply->error) { tx->error = strdup(reply->error); tx->unavailable = reply->unavailable; finish(tx); return; }
+    if (reply->error) { tx->error = xstrdup(reply->error); tx->unavailable = reply->unavailable; finish(tx); return; }
     buf_reset(&st->copies);
     buf_putc(&st->copies, '{');
     for (int k = 0; k < reply->ncalls; k++) {
@@ -145,7 +146,7 @@ static void tx_done(void *arg, const db_reply *reply)
         fail(tx, reply->error);
         return;
     }
-    tx->error = strdup(reply->error);
+    tx->error = xstrdup(reply->error);
     snprintf(tx->sqlstate, sizeof tx->sqlstate, "%s", reply->sqlstate);
     tx->unavailable = reply->unavailable;
     finish(tx);
@@ -180,9 +181,8 @@ static void tx_send(tx_request *tx)
 
 void tx_submit(db_pool *pool, int zstd_level, size_t max_segment_bytes, tx_request *tx)
 {
-    tx_state *st = calloc(1, sizeof *st);
-    st->items = calloc(tx->npushes + 1, sizeof *st->items);
-    if (!st || !st->items) abort();
+    tx_state *st = xcalloc(1, sizeof *st);
+    st->items = xcalloc(tx->npushes + 1, sizeof *st->items);
     tx->state = st;
     tx->pool = pool;
     tx->zstd_level = zstd_level;

@@ -1,6 +1,4 @@
 /* support: integration-test helpers (see support.h). */
-#include "support.h"
-#include "base/clock.h"
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <signal.h>
@@ -14,7 +12,9 @@
 #include <time.h>
 #include <unistd.h>
 #include <libpq-fe.h>
+#include "base/clock.h"
 #include "harness.h"
+#include "support.h"
 
 #define RING 16
 
