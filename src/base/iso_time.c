@@ -1,6 +1,8 @@
 /* iso_time: an ISO 8601 checker (see iso_time.h). */
 #include "base/iso_time.h"
+#include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 /* n digits at *p as a number within [lo, hi]; advances *p. -1 if not. */
 static int digits(const char **p, int n, int lo, int hi)
@@ -65,4 +67,16 @@ bool iso_time_valid(const char *text)
     if (*p != 'T' && *p != ' ') return false;
     p++;
     return clock_time(&p) && offset(&p) && *p == '\0';
+}
+
+void iso_time_format(int64_t unix_us, char out[ISO_TIME_BYTES])
+{
+    time_t secs = (time_t)(unix_us / 1000000);
+    int ms = (int)((unix_us % 1000000) / 1000);
+    if (ms < 0) { ms += 1000; secs--; }
+    struct tm tm;
+    gmtime_r(&secs, &tm);
+    char date[24];
+    strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%S", &tm);
+    snprintf(out, ISO_TIME_BYTES, "%s.%03dZ", date, ms);
 }

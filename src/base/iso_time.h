@@ -1,4 +1,5 @@
-/* iso_time: the timestamps the API accepts. ISO 8601 only: a date
+/* iso_time: timestamps in and out. Out: one format, UTC with milliseconds
+ * and "Z" (2026-12-01T07:04:30.501Z). In: the timestamps the API accepts. ISO 8601 only: a date
  * (2026-12-01), or a date and a time (2026-12-01T07:04:30, seconds and a
  * fraction optional, "T" or a space between) with an optional offset ("Z",
  * "+01:00", "+0100"; none means UTC). PostgreSQL would read more ("yesterday",
@@ -9,6 +10,12 @@
 #define SILT_ISO_TIME_H
 #include <stdbool.h>
 
+#include <stdint.h>
+
+#define ISO_TIME_BYTES 32   /* "2026-12-01T07:04:30.501Z" and the terminator, with room */
+
 bool iso_time_valid(const char *text);
+/* The one format silt writes a time in: UTC, milliseconds, "Z". */
+void iso_time_format(int64_t unix_us, char out[ISO_TIME_BYTES]);
 
 #endif

@@ -2,7 +2,7 @@
 #include "db/result.h"
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
+#include "base/iso_time.h"
 
 /* Seconds between the Unix epoch and PostgreSQL's (2000-01-01). */
 #define PG_EPOCH_OFFSET_US (946684800LL * 1000000LL)
@@ -37,17 +37,7 @@ int64_t db_time_us(const PGresult *r, int row, int col)
     return db_int(r, row, col) + PG_EPOCH_OFFSET_US;
 }
 
-void db_format_time(int64_t unix_us, char out[32])
-{
-    time_t secs = (time_t)(unix_us / 1000000);
-    int ms = (int)((unix_us % 1000000) / 1000);
-    if (ms < 0) { ms += 1000; secs--; }
-    struct tm tm;
-    gmtime_r(&secs, &tm);
-    char date[24];
-    strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%S", &tm);
-    snprintf(out, 32, "%s.%03dZ", date, ms);
-}
+void db_format_time(int64_t unix_us, char out[32]) { iso_time_format(unix_us, out); }
 
 void db_iso_time(const char *pg, char out[32])
 {
