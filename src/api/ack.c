@@ -2,6 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "api/api.h"
+#include "base/emit.h"
 #include "base/ids.h"
 #include "base/xalloc.h"
 #include "db/result.h"
@@ -68,19 +69,25 @@ static void reply_results(httpd_req *req, server *srv, const ack_request *a)
 {
     buf out;
     buf_init(&out);
-    buf_putc(&out, '[');
+    emit e;
+    emit_init(&e, &out);
+    emit_array(&e);
     for (size_t i = 0; i < a->n; i++) {
         const ack_item *it = &a->items[i];
         srv->stats.acked += it->success;
         srv->stats.dead_lettered += it->dlq;
-        buf_printf(&out, "%s{\"index\":%zu,\"transactionId\":", i ? "," : "", i);
-        json_put_cstr(&out, it->txn);
-        buf_printf(&out, ",\"success\":%s,\"error\":", it->success ? "true" : "false");
-        json_put_cstr(&out, it->error);
-        buf_printf(&out, ",\"leaseReleased\":%s,\"dlq\":%s,\"noop\":%s%s}", it->lease_released ? "true" : "false",
-                   it->dlq ? "true" : "false", it->noop ? "true" : "false", it->dropped ? ",\"dropped\":true" : "");
+        emit_object(&e);
+        emit_key(&e, "index"); emit_int(&e, (int64_t)i);
+        emit_key(&e, "transactionId"); emit_str(&e, it->txn);
+        emit_key(&e, "success"); emit_bool(&e, it->success);
+        emit_key(&e, "error"); emit_str(&e, it->error);
+        emit_key(&e, "leaseReleased"); emit_bool(&e, it->lease_released);
+        emit_key(&e, "dlq"); emit_bool(&e, it->dlq);
+        emit_key(&e, "noop"); emit_bool(&e, it->noop);
+        if (it->dropped) { emit_key(&e, "dropped"); emit_bool(&e, true); }
+        emit_end(&e);
     }
-    buf_putc(&out, ']');
+    emit_end(&e);
     httpd_reply_buf(req, 200, &out);
 }
 

@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include "api/server.h"
+#include "base/emit.h"
 #include "base/ids.h"
 #include "base/json.h"
 #include "net/httpd.h"
@@ -61,6 +62,12 @@ int  api_push_item(httpd_req *req, server *srv, const json_doc *d, uint32_t tok,
      __attribute__((warn_unused_result));
 int  api_ack_item(httpd_req *req, const json_doc *d, uint32_t tok, const char *where, const char *group, ack_item *it)
      __attribute__((warn_unused_result));
+
+/* Values of binary results written with the emitter, NULL as null
+ * (columns.c). */
+void api_emit_uuid_col(emit *e, const PGresult *r, int row, int col);
+void api_emit_text_col(emit *e, const PGresult *r, int row, int col);
+void api_emit_time_col(emit *e, const PGresult *r, int row, int col);
 
 /* Request helpers (request.c). Each replies with a 4xx itself and returns -1
  * when the input is bad, so a handler just returns. */

@@ -2,6 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "api/api.h"
+#include "base/emit.h"
 #include "base/xalloc.h"
 #include "streams/encryption.h"
 
@@ -20,13 +21,16 @@ static void configure_done(void *arg, const db_reply *reply)
         const PGresult *r = reply->results[0];
         buf out;
         buf_init(&out);
-        buf_puts(&out, "{\"configured\":true,\"queue\":");
-        json_put_cstr(&out, c->queue);
-        buf_puts(&out, ",\"namespace\":");
-        json_put_cstr(&out, PQgetisnull(r, 0, 0) ? NULL : PQgetvalue(r, 0, 0));
-        buf_puts(&out, ",\"task\":");
-        json_put_cstr(&out, PQgetisnull(r, 0, 1) ? NULL : PQgetvalue(r, 0, 1));
-        buf_printf(&out, ",\"options\":%s}", PQgetvalue(r, 0, 2));
+        emit e;
+        emit_init(&e, &out);
+        emit_object(&e);
+        emit_key(&e, "configured"); emit_bool(&e, true);
+        emit_key(&e, "queue"); emit_str(&e, c->queue);
+        emit_key(&e, "namespace"); emit_str(&e, PQgetisnull(r, 0, 0) ? NULL : PQgetvalue(r, 0, 0));
+        emit_key(&e, "task"); emit_str(&e, PQgetisnull(r, 0, 1) ? NULL : PQgetvalue(r, 0, 1));
+        emit_key(&e, "options");
+        if (emit_json(&e, PQgetvalue(r, 0, 2), (size_t)PQgetlength(r, 0, 2)) < 0) emit_null(&e);
+        emit_end(&e);
         encryption_set_queue(c->queue, PQgetvalue(r, 0, 3)[0] == 't');
         httpd_reply_buf(c->req, 200, &out);
     }

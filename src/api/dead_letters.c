@@ -45,31 +45,6 @@ static void call_free(dlq_call *c)
     free(c);
 }
 
-static void put_uuid(buf *out, const char *key, const PGresult *r, int row, int col)
-{
-    char id[IDS_UUID_TEXT];
-    buf_printf(out, "\"%s\":", key);
-    if (db_null(r, row, col)) { buf_puts(out, "null"); return; }
-    ids_uuid_format((const uint8_t *)PQgetvalue(r, row, col), id);
-    buf_printf(out, "\"%s\"", id);
-}
-
-static void put_text(buf *out, const char *key, const PGresult *r, int row, int col)
-{
-    size_t n;
-    buf_printf(out, "\"%s\":", key);
-    if (db_null(r, row, col)) { buf_puts(out, "null"); return; }
-    const char *p = db_bytes(r, row, col, &n);
-    json_put_str(out, p, n);
-}
-
-static void put_time(buf *out, const char *key, const PGresult *r, int row, int col)
-{
-    char iso[32];
-    db_format_time(db_time_us(r, row, col), iso);
-    buf_printf(out, "\"%s\":\"%s\"", key, iso);
-}
-
 /* The dead letter's payload as the client sent it: opened when sealed. */
 static int dlq_payload(const PGresult *r, int row, buf *out)
 {
@@ -79,29 +54,33 @@ static int dlq_payload(const PGresult *r, int row, buf *out)
     return encryption_open((const uint8_t *)PQgetvalue(r, row, D_MESSAGE_ID), p, n, out);
 }
 
-static void dlq_row_json(buf *out, const PGresult *r, int row)
+static void dlq_row_json(emit *e, const PGresult *r, int row)
 {
-    buf_putc(out, '{');
-    put_uuid(out, "id", r, row, D_ID); buf_putc(out, ',');
-    put_text(out, "transactionId", r, row, D_TXN); buf_putc(out, ',');
-    put_uuid(out, "partitionId", r, row, D_PARTITION_ID); buf_putc(out, ',');
-    put_text(out, "queue", r, row, D_QUEUE); buf_putc(out, ',');
-    put_text(out, "partition", r, row, D_PARTITION); buf_putc(out, ',');
-    put_text(out, "consumerGroup", r, row, D_GROUP); buf_putc(out, ',');
-    buf_printf(out, "\"offset\":%lld,", (long long)db_int(r, row, D_OFFSET));
-    put_uuid(out, "messageId", r, row, D_MESSAGE_ID); buf_putc(out, ',');
-    put_uuid(out, "traceId", r, row, D_TRACE); buf_putc(out, ',');
-    put_text(out, "errorMessage", r, row, D_ERROR); buf_putc(out, ',');
-    buf_printf(out, "\"retryCount\":%lld,\"data\":", (long long)db_int(r, row, D_RETRIES));
-    size_t mark = out->len;
-    if (dlq_payload(r, row, out) < 0) {
-        out->len = mark;
-        buf_puts(out, "null,\"dataError\":\"cannot decrypt the payload: missing or wrong QUEEN_ENCRYPTION_KEY\"");
+    emit_object(e);
+    emit_key(e, "id"); api_emit_uuid_col(e, r, row, D_ID);
+    emit_key(e, "transactionId"); api_emit_text_col(e, r, row, D_TXN);
+    emit_key(e, "partitionId"); api_emit_uuid_col(e, r, row, D_PARTITION_ID);
+    emit_key(e, "queue"); api_emit_text_col(e, r, row, D_QUEUE);
+    emit_key(e, "partition"); api_emit_text_col(e, r, row, D_PARTITION);
+    emit_key(e, "consumerGroup"); api_emit_text_col(e, r, row, D_GROUP);
+    emit_key(e, "offset"); emit_int(e, db_int(r, row, D_OFFSET));
+    emit_key(e, "messageId"); api_emit_uuid_col(e, r, row, D_MESSAGE_ID);
+    emit_key(e, "traceId"); api_emit_uuid_col(e, r, row, D_TRACE);
+    emit_key(e, "errorMessage"); api_emit_text_col(e, r, row, D_ERROR);
+    emit_key(e, "retryCount"); emit_int(e, db_int(r, row, D_RETRIES));
+    buf payload;
+    buf_init(&payload);
+    emit_key(e, "data");
+    if (dlq_payload(r, row, &payload) == 0) {
+        emit_raw(e, payload.data, payload.len);
+    } else {
+        emit_null(e);
+        emit_key(e, "dataError"); emit_str(e, "cannot decrypt the payload: missing or wrong QUEEN_ENCRYPTION_KEY");
     }
-    buf_putc(out, ',');
-    put_time(out, "createdAt", r, row, D_CREATED); buf_putc(out, ',');
-    put_time(out, "failedAt", r, row, D_FAILED);
-    buf_putc(out, '}');
+    buf_fini(&payload);
+    emit_key(e, "createdAt"); api_emit_time_col(e, r, row, D_CREATED);
+    emit_key(e, "failedAt"); api_emit_time_col(e, r, row, D_FAILED);
+    emit_end(e);
 }
 
 /* ---- listing ---- */
@@ -113,13 +92,18 @@ static void list_done(void *arg, const db_reply *reply)
     const PGresult *page = reply->results[1];
     buf out;
     buf_init(&out);
-    buf_puts(&out, "{\"messages\":[");
-    for (int row = 0; row < PQntuples(page); row++) {
-        if (row) buf_putc(&out, ',');
-        dlq_row_json(&out, page, row);
-    }
-    buf_printf(&out, "],\"total\":%s,\"pagination\":{\"limit\":%lld,\"offset\":%lld}}",
-               PQgetvalue(reply->results[0], 0, 0), (long long)c->limit, (long long)c->offset);
+    emit e;
+    emit_init(&e, &out);
+    emit_object(&e);
+    emit_key(&e, "messages"); emit_array(&e);
+    for (int row = 0; row < PQntuples(page); row++) dlq_row_json(&e, page, row);
+    emit_end(&e);
+    emit_key(&e, "total"); emit_int(&e, atoll(PQgetvalue(reply->results[0], 0, 0)));
+    emit_key(&e, "pagination"); emit_object(&e);
+    emit_key(&e, "limit"); emit_int(&e, c->limit);
+    emit_key(&e, "offset"); emit_int(&e, c->offset);
+    emit_end(&e);
+    emit_end(&e);
     httpd_reply_buf(c->req, 200, &out);
     call_free(c);
 }
@@ -151,17 +135,20 @@ static void replay_done(void *arg, const db_reply *reply)
     else if (reply->error) api_db_error(c->req, reply);
     else {
         const PGresult *r = reply->results[0];
-        char msg[IDS_UUID_TEXT];
-        ids_uuid_format(c->item.message_id, msg);
         buf out;
         buf_init(&out);
-        buf_printf(&out, "{\"replayed\":true,\"id\":\"%s\",\"messageId\":\"%s\",\"transactionId\":", c->id, msg);
-        json_put_cstr(&out, c->item.txn);
-        buf_puts(&out, ",\"queue\":");
-        json_put_cstr(&out, c->item.queue);
-        buf_puts(&out, ",\"partition\":");
-        json_put_cstr(&out, c->item.partition);
-        buf_printf(&out, ",\"partitionId\":\"%s\",\"offset\":%s}", PQgetvalue(r, 0, 1), PQgetvalue(r, 0, 2));
+        emit e;
+        emit_init(&e, &out);
+        emit_object(&e);
+        emit_key(&e, "replayed"); emit_bool(&e, true);
+        emit_key(&e, "id"); emit_str(&e, c->id);
+        emit_key(&e, "messageId"); emit_uuid(&e, c->item.message_id);
+        emit_key(&e, "transactionId"); emit_str(&e, c->item.txn);
+        emit_key(&e, "queue"); emit_str(&e, c->item.queue);
+        emit_key(&e, "partition"); emit_str(&e, c->item.partition);
+        emit_key(&e, "partitionId"); emit_str(&e, PQgetvalue(r, 0, 1));
+        emit_key(&e, "offset"); emit_int(&e, atoll(PQgetvalue(r, 0, 2)));
+        emit_end(&e);
         c->srv->stats.pushed++;
         popper_wake(c->srv->pop, c->item.queue);
         httpd_reply_buf(c->req, 200, &out);
@@ -226,32 +213,30 @@ void api_dlq_replay(httpd_req *req, server *srv)
 
 /* ---- messages by (partitionId, transactionId) ---- */
 
-static int retained_json(buf *out, dlq_call *c, const PGresult *r)
+static int retained_json(emit *e, dlq_call *c, const PGresult *r)
 {
     size_t n;
     const char *blob = db_bytes(r, 0, 5, &n);
-    buf seg;
+    buf seg, plain;
     buf_init(&seg);
+    buf_init(&plain);
     frame f;
     int64_t offset = db_int(r, 0, 2);
-    buf plain;
-    buf_init(&plain);
     int rc = segment_open_message(blob, n, db_int(r, 0, 3), offset, c->srv->max_segment_bytes, &seg, &plain, &f);
     if (rc == 0) {
-        char id[IDS_UUID_TEXT], trace[IDS_UUID_TEXT];
-        ids_uuid_format(f.message_id, id);
-        ids_uuid_format(f.trace_id, trace);
-        buf_printf(out, "{\"status\":\"retained\",\"id\":\"%s\",\"transactionId\":", id);
-        json_put_str(out, f.txn, f.txn_len);
-        buf_printf(out, ",\"traceId\":%s%s%s,\"partitionId\":\"%s\",", (f.flags & FRAME_HAS_TRACE) ? "\"" : "",
-                   (f.flags & FRAME_HAS_TRACE) ? trace : "null", (f.flags & FRAME_HAS_TRACE) ? "\"" : "", c->id);
-        put_text(out, "queue", r, 0, 0); buf_putc(out, ',');
-        put_text(out, "partition", r, 0, 1); buf_putc(out, ',');
-        buf_printf(out, "\"offset\":%lld,\"data\":", (long long)offset);
-        buf_append(out, f.payload, f.payload_len);
-        buf_putc(out, ',');
-        put_time(out, "createdAt", r, 0, 4);
-        buf_putc(out, '}');
+        emit_object(e);
+        emit_key(e, "status"); emit_str(e, "retained");
+        emit_key(e, "id"); emit_uuid(e, f.message_id);
+        emit_key(e, "transactionId"); emit_strn(e, f.txn, f.txn_len);
+        emit_key(e, "traceId");
+        if (f.flags & FRAME_HAS_TRACE) emit_uuid(e, f.trace_id); else emit_null(e);
+        emit_key(e, "partitionId"); emit_str(e, c->id);
+        emit_key(e, "queue"); api_emit_text_col(e, r, 0, 0);
+        emit_key(e, "partition"); api_emit_text_col(e, r, 0, 1);
+        emit_key(e, "offset"); emit_int(e, offset);
+        emit_key(e, "data"); emit_raw(e, f.payload, f.payload_len);
+        emit_key(e, "createdAt"); api_emit_time_col(e, r, 0, 4);
+        emit_end(e);
     }
     buf_fini(&plain);
     buf_fini(&seg);
@@ -265,13 +250,17 @@ static void message_done(void *arg, const db_reply *reply)
     const PGresult *log = reply->results[0], *dead = reply->results[1];
     buf out;
     buf_init(&out);
-    if (PQntuples(log) > 0 && retained_json(&out, c, log) == 0) {
+    emit e;
+    emit_init(&e, &out);
+    if (PQntuples(log) > 0 && retained_json(&e, c, log) == 0) {
         httpd_reply_buf(c->req, 200, &out);
     } else if (PQntuples(dead) > 0) {
         buf_reset(&out);
-        buf_puts(&out, "{\"status\":\"dead-lettered\",\"deadLetter\":");
-        dlq_row_json(&out, dead, 0);
-        buf_putc(&out, '}');
+        emit_init(&e, &out);
+        emit_object(&e);
+        emit_key(&e, "status"); emit_str(&e, "dead-lettered");
+        emit_key(&e, "deadLetter"); dlq_row_json(&e, dead, 0);
+        emit_end(&e);
         httpd_reply_buf(c->req, 200, &out);
     } else {
         buf_fini(&out);
@@ -303,7 +292,11 @@ static void delete_done(void *arg, const db_reply *reply)
     else {
         buf out;
         buf_init(&out);
-        buf_printf(&out, "{\"deleted\":%s}", PQgetvalue(reply->results[0], 0, 0));
+        emit e;
+        emit_init(&e, &out);
+        emit_object(&e);
+        emit_key(&e, "deleted"); emit_int(&e, atoll(PQgetvalue(reply->results[0], 0, 0)));
+        emit_end(&e);
         httpd_reply_buf(c->req, 200, &out);
     }
     call_free(c);

@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <unistd.h>
 #include "api/api.h"
+#include "base/emit.h"
 
 /* The maintenance state shown is this server's copy, at most
  * MAINTENANCE_REFRESH_MS old: /health never waits on the database. */
@@ -11,10 +12,15 @@ void api_health(httpd_req *req, server *srv)
     const maintenance_state *m = maintenance_current(srv->maintenance);
     buf out;
     buf_init(&out);
-    buf_printf(&out, "{\"status\":\"%s\",\"database\":\"%s\",\"version\":\"" SILT_VERSION "\","
-                     "\"maintenanceMode\":%s,\"bufferedMessages\":%lld}",
-               up ? "healthy" : "unhealthy", up ? "connected" : "disconnected", m->enabled ? "true" : "false",
-               (long long)m->buffered);
+    emit e;
+    emit_init(&e, &out);
+    emit_object(&e);
+    emit_key(&e, "status"); emit_str(&e, up ? "healthy" : "unhealthy");
+    emit_key(&e, "database"); emit_str(&e, up ? "connected" : "disconnected");
+    emit_key(&e, "version"); emit_str(&e, SILT_VERSION);
+    emit_key(&e, "maintenanceMode"); emit_bool(&e, m->enabled);
+    emit_key(&e, "bufferedMessages"); emit_int(&e, m->buffered);
+    emit_end(&e);
     httpd_reply_buf(req, up ? 200 : 503, &out);
 }
 

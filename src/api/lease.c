@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "api/api.h"
+#include "base/emit.h"
 #include "base/ids.h"
 #include "base/xalloc.h"
 #include "db/result.h"
@@ -22,15 +23,22 @@ static void extend_done(void *arg, const db_reply *reply)
     int renewed = atoi(PQgetvalue(r, 0, 0));
     buf out;
     buf_init(&out);
-    buf_printf(&out, "{\"leaseId\":\"%s\",\"success\":%s,\"renewed\":%d,\"expiresAt\":", c->lease_id,
-               renewed > 0 ? "true" : "false", renewed);
+    emit e;
+    emit_init(&e, &out);
+    emit_object(&e);
+    emit_key(&e, "leaseId"); emit_str(&e, c->lease_id);
+    emit_key(&e, "success"); emit_bool(&e, renewed > 0);
+    emit_key(&e, "renewed"); emit_int(&e, renewed);
+    emit_key(&e, "expiresAt");
     if (renewed > 0) {
         char iso[32];
         db_iso_time(PQgetvalue(r, 0, 1), iso);
-        buf_printf(&out, "\"%s\"}", iso);
+        emit_str(&e, iso);
     } else {
-        buf_puts(&out, "null,\"error\":\"lease not found or expired\"}");
+        emit_null(&e);
+        emit_key(&e, "error"); emit_str(&e, "lease not found or expired");
     }
+    emit_end(&e);
     httpd_reply_buf(c->req, 200, &out);
     free(c);
 }

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include "api/api.h"
 #include "base/xalloc.h"
+#include "base/emit.h"
 #include "db/result.h"
 
 typedef struct maint_call {
@@ -11,15 +12,6 @@ typedef struct maint_call {
     server    *srv;
     bool       changed;
 } maint_call;
-
-static void put_time(buf *out, const char *key, int64_t unix_us)
-{
-    char ts[32];
-    buf_printf(out, ",\"%s\":", key);
-    if (!unix_us) { buf_puts(out, "null"); return; }
-    db_format_time(unix_us, ts);
-    buf_printf(out, "\"%s\"", ts);
-}
 
 /* Queen's fields (maintenanceMode, bufferedMessages, bufferHealthy, message)
  * and silt's (draining, oldestBufferedAt, updatedAt). */
@@ -33,13 +25,18 @@ static void reply_state(httpd_req *req, const maintenance_state *s, bool changed
     };
     buf out;
     buf_init(&out);
-    buf_printf(&out, "{\"maintenanceMode\":%s,\"draining\":%s,\"bufferedMessages\":%lld,\"bufferHealthy\":true",
-               s->enabled ? "true" : "false", s->draining ? "true" : "false", (long long)s->buffered);
-    put_time(&out, "oldestBufferedAt", s->oldest_buffered_us);
-    put_time(&out, "updatedAt", s->updated_us);
-    buf_puts(&out, ",\"message\":");
-    json_put_cstr(&out, words[changed][s->enabled]);
-    buf_putc(&out, '}');
+    emit e;
+    emit_init(&e, &out);
+    emit_object(&e);
+    emit_key(&e, "maintenanceMode"); emit_bool(&e, s->enabled);
+    emit_key(&e, "draining"); emit_bool(&e, s->draining);
+    emit_key(&e, "bufferedMessages"); emit_int(&e, s->buffered);
+    emit_key(&e, "bufferHealthy"); emit_bool(&e, true);
+    emit_key(&e, "oldestBufferedAt");
+    if (s->oldest_buffered_us) emit_time(&e, s->oldest_buffered_us); else emit_null(&e);
+    emit_key(&e, "updatedAt"); emit_time(&e, s->updated_us);
+    emit_key(&e, "message"); emit_str(&e, words[changed][s->enabled]);
+    emit_end(&e);
     httpd_reply_buf(req, 200, &out);
 }
 

@@ -3,6 +3,7 @@
 #include <string.h>
 #include <event2/buffer.h>
 #include "api/api.h"
+#include "base/emit.h"
 #include "base/ids.h"
 #include "base/xalloc.h"
 #include "db/result.h"
@@ -36,50 +37,36 @@ static void hold_release(const void *data, size_t len, void *arg)
     free(h);
 }
 
-static void put_message_head(buf *out, const pop_msg *m)
+/* The payload, verbatim: copied when small; when large, what was written so
+ * far goes to the body and the payload follows it as a reference. */
+static void put_payload(emit *e, struct evbuffer *body, pop_hold *hold, const pop_msg *m)
 {
-    char id[IDS_UUID_TEXT], trace[IDS_UUID_TEXT];
-    ids_uuid_format(m->message_id, id);
-    buf_printf(out, "{\"id\":\"%s\",\"transactionId\":", id);
-    json_put_str(out, m->txn, m->txn_len);
-    if (m->has_trace) { ids_uuid_format(m->trace_id, trace); buf_printf(out, ",\"traceId\":\"%s\"", trace); }
-    else buf_puts(out, ",\"traceId\":null");
-    buf_puts(out, ",\"data\":");
-}
-
-static void put_message_tail(buf *out, const pop_request *p, const pop_msg *m)
-{
-    const pop_part *part = &p->parts[m->part];
-    char created[32];
-    db_format_time(m->created_us, created);
-    buf_printf(out, ",\"createdAt\":\"%s\",\"queue\":", created);
-    json_put_cstr(out, part->queue);
-    buf_printf(out, ",\"partitionId\":\"%s\",\"partition\":", part->id);
-    json_put_cstr(out, part->name);
-    buf_printf(out, ",\"leaseId\":\"%s\",\"consumerGroup\":", p->lease_id);
-    json_put_cstr(out, p->group);
-    buf_printf(out, ",\"producerSub\":null,\"offset\":%lld}", (long long)m->offset);
-}
-
-/* The payload, verbatim: copied when small, referenced when large. */
-static void put_payload(buf *out, struct evbuffer *body, pop_hold *hold, const pop_msg *m)
-{
-    if (m->payload_len < POP_REFERENCE_BYTES) { buf_append(out, m->payload, m->payload_len); return; }
-    evbuffer_add(body, out->data, out->len);
-    buf_reset(out);
+    if (m->payload_len < POP_REFERENCE_BYTES) { emit_raw(e, m->payload, m->payload_len); return; }
+    emit_raw(e, "", 0);   /* the value's place, for the emitter's commas */
+    evbuffer_add(body, e->out->data, e->out->len);
+    buf_reset(e->out);
     hold->refs++;
     if (evbuffer_add_reference(body, m->payload, m->payload_len, hold_release, hold) < 0) abort();
 }
 
-static void put_envelope(buf *out, const pop_request *p)
+static void put_message(emit *e, struct evbuffer *body, pop_hold *hold, const pop_request *p, const pop_msg *m)
 {
-    buf_puts(out, "{\"success\":true,\"queue\":");
-    json_put_cstr(out, p->parts[0].queue);
-    buf_puts(out, ",\"partition\":");
-    json_put_cstr(out, p->parts[0].name);
-    buf_printf(out, ",\"partitionId\":\"%s\",\"leaseId\":\"%s\",\"consumerGroup\":", p->parts[0].id, p->lease_id);
-    json_put_cstr(out, p->group);
-    buf_printf(out, ",\"partitionsClaimed\":%zu,\"messages\":[", p->nparts);
+    const pop_part *part = &p->parts[m->part];
+    emit_object(e);
+    emit_key(e, "id"); emit_uuid(e, m->message_id);
+    emit_key(e, "transactionId"); emit_strn(e, m->txn, m->txn_len);
+    emit_key(e, "traceId");
+    if (m->has_trace) emit_uuid(e, m->trace_id); else emit_null(e);
+    emit_key(e, "data"); put_payload(e, body, hold, m);
+    emit_key(e, "createdAt"); emit_time(e, m->created_us);
+    emit_key(e, "queue"); emit_str(e, part->queue);
+    emit_key(e, "partitionId"); emit_str(e, part->id);
+    emit_key(e, "partition"); emit_str(e, part->name);
+    emit_key(e, "leaseId"); emit_str(e, p->lease_id);
+    emit_key(e, "consumerGroup"); emit_str(e, p->group);
+    emit_key(e, "producerSub"); emit_null(e);
+    emit_key(e, "offset"); emit_int(e, m->offset);
+    emit_end(e);
 }
 
 /* The envelope names the first claimed partition; every message names its
@@ -93,14 +80,21 @@ static void reply_messages(httpd_req *req, pop_request *p)
     *hold = (pop_hold){ p, 1 };
     buf out;
     buf_init(&out);
-    put_envelope(&out, p);
-    for (size_t i = 0; i < p->nmsgs; i++) {
-        if (i) buf_putc(&out, ',');
-        put_message_head(&out, &p->msgs[i]);
-        put_payload(&out, body, hold, &p->msgs[i]);
-        put_message_tail(&out, p, &p->msgs[i]);
-    }
-    buf_puts(&out, "]}");
+    emit e;
+    emit_init(&e, &out);
+    emit_object(&e);
+    emit_key(&e, "success"); emit_bool(&e, true);
+    emit_key(&e, "queue"); emit_str(&e, p->parts[0].queue);
+    emit_key(&e, "partition"); emit_str(&e, p->parts[0].name);
+    emit_key(&e, "partitionId"); emit_str(&e, p->parts[0].id);
+    emit_key(&e, "leaseId"); emit_str(&e, p->lease_id);
+    emit_key(&e, "consumerGroup"); emit_str(&e, p->group);
+    emit_key(&e, "partitionsClaimed"); emit_int(&e, (int64_t)p->nparts);
+    emit_key(&e, "messages");
+    emit_array(&e);
+    for (size_t i = 0; i < p->nmsgs; i++) put_message(&e, body, hold, p, &p->msgs[i]);
+    emit_end(&e);
+    emit_end(&e);
     evbuffer_add(body, out.data, out.len);
     buf_fini(&out);
     httpd_reply_chain(req, 200, body);

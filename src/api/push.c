@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "api/api.h"
+#include "base/emit.h"
 #include "base/ids.h"
 #include "base/xalloc.h"
 #include "streams/frame.h"
@@ -74,29 +75,23 @@ static void reply_results(httpd_req *req, server *srv, const push_batch *b)
     buf out;
     buf_init(&out);
     buf_reserve(&out, b->n * 160);
-    buf_putc(&out, '[');
+    emit e;
+    emit_init(&e, &out);
+    emit_array(&e);
     for (size_t i = 0; i < b->n; i++) {
         const push_item *it = &b->items[i];
-        char id[IDS_UUID_TEXT];
-        ids_uuid_format(it->message_id, id);
         srv->stats.pushed += it->status == PUSH_QUEUED;
         srv->stats.duplicates += it->status == PUSH_DUPLICATE;
         srv->stats.buffered += it->status == PUSH_BUFFERED;
-        char index[24];
-        int len = snprintf(index, sizeof index, "%zu", i);
-        buf_puts(&out, i ? ",{\"index\":" : "{\"index\":");   /* hot: plain appends, no printf */
-        buf_append(&out, index, (size_t)len);
-        buf_puts(&out, ",\"message_id\":\"");
-        buf_append(&out, id, IDS_UUID_TEXT - 1);
-        buf_puts(&out, "\",\"transaction_id\":");
-        json_put_cstr(&out, it->txn);
-        buf_puts(&out, ",\"queueName\":");
-        json_put_cstr(&out, it->queue);
-        buf_puts(&out, ",\"status\":\"");
-        buf_puts(&out, push_status_name(it->status));
-        buf_puts(&out, "\"}");
+        emit_object(&e);
+        emit_key(&e, "index"); emit_int(&e, (int64_t)i);
+        emit_key(&e, "message_id"); emit_uuid(&e, it->message_id);
+        emit_key(&e, "transaction_id"); emit_str(&e, it->txn);
+        emit_key(&e, "queueName"); emit_str(&e, it->queue);
+        emit_key(&e, "status"); emit_str(&e, push_status_name(it->status));
+        emit_end(&e);
     }
-    buf_putc(&out, ']');
+    emit_end(&e);
     httpd_reply_buf(req, 201, &out);
 }
 

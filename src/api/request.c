@@ -124,13 +124,25 @@ typedef struct json_call {
     const char *not_found;
 } json_call;
 
+/* jsonb text as PostgreSQL writes it (a space after every ':' and ',')
+ * re-emitted the way every other reply is written. */
+static void reply_in_one_voice(httpd_req *req, const char *jsonb, size_t len)
+{
+    buf out;
+    buf_init(&out);
+    emit e;
+    emit_init(&e, &out);
+    if (emit_json(&e, jsonb, len) < 0) { buf_fini(&out); httpd_error(req, 500, "malformed reply from the database"); return; }
+    httpd_reply_buf(req, 200, &out);
+}
+
 static void json_call_done(void *arg, const db_reply *reply)
 {
     json_call *c = arg;
     const PGresult *r = reply->results[0];
     if (reply->error) api_db_error(c->req, reply);
     else if (PQntuples(r) == 0 || PQgetisnull(r, 0, 0)) httpd_error(c->req, 404, "%s", c->not_found);
-    else httpd_reply(c->req, 200, PQgetvalue(r, 0, 0), (size_t)PQgetlength(r, 0, 0));
+    else reply_in_one_voice(c->req, PQgetvalue(r, 0, 0), (size_t)PQgetlength(r, 0, 0));
     free(c);
 }
 

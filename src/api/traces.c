@@ -123,7 +123,12 @@ static void recorded(void *arg, const db_reply *reply)
     else {
         buf out;
         buf_init(&out);
-        buf_printf(&out, "{\"success\":true,\"traceId\":\"%s\"}", c->id);
+        emit e;
+        emit_init(&e, &out);
+        emit_object(&e);
+        emit_key(&e, "success"); emit_bool(&e, true);
+        emit_key(&e, "traceId"); emit_str(&e, c->id);
+        emit_end(&e);
         httpd_reply_buf(c->req, 201, &out);
     }
     free(c);
@@ -164,44 +169,31 @@ void api_trace_record(httpd_req *req, server *srv)
 
 /* ---- reading ---- */
 
-static void put_names(buf *out, const PGresult *r, int *row, int id_col, int name_col)
+/* The names of the trace at *row (its rows are consecutive), advancing *row
+ * past them; then closes the trace's object. */
+static void put_names(emit *e, const PGresult *r, int *row, int id_col, int name_col)
 {
-    buf_puts(out, ",\"traceNames\":[");
+    emit_key(e, "traceNames");
+    emit_array(e);
     int first = *row;
-    for (; *row < PQntuples(r) && memcmp(PQgetvalue(r, *row, id_col), PQgetvalue(r, first, id_col), 16) == 0; (*row)++) {
-        if (db_null(r, *row, name_col)) continue;
-        size_t n;
-        const char *name = db_bytes(r, *row, name_col, &n);
-        if (*row > first) buf_putc(out, ',');
-        json_put_str(out, name, n);
-    }
-    buf_puts(out, "]}");
+    for (; *row < PQntuples(r) && memcmp(PQgetvalue(r, *row, id_col), PQgetvalue(r, first, id_col), 16) == 0; (*row)++)
+        if (!db_null(r, *row, name_col)) api_emit_text_col(e, r, *row, name_col);
+    emit_end(e);
+    emit_end(e);
 }
 
-static void put_field(buf *out, const char *key, const PGresult *r, int row, int col)
+/* id, event type, data, group, worker and time at cols[0..5] of both readers' rows */
+static void put_trace(emit *e, const PGresult *r, int row, const int cols[6])
 {
-    buf_printf(out, ",\"%s\":", key);
-    if (db_null(r, row, col)) { buf_puts(out, "null"); return; }
-    size_t n;
-    const char *s = db_bytes(r, row, col, &n);
-    json_put_str(out, s, n);
-}
-
-/* id, event type, data, group, worker and time at cols 0..5 of both readers' rows */
-static void put_trace(buf *out, const PGresult *r, int row, const int cols[6])
-{
-    char id[IDS_UUID_TEXT], at[32];
-    ids_uuid_format((const uint8_t *)PQgetvalue(r, row, cols[0]), id);
-    buf_printf(out, "{\"id\":\"%s\"", id);
-    put_field(out, "eventType", r, row, cols[1]);
-    buf_puts(out, ",\"data\":");
     size_t n;
     const char *data = db_bytes(r, row, cols[2], &n);
-    buf_append(out, data, n);
-    put_field(out, "consumerGroup", r, row, cols[3]);
-    put_field(out, "workerId", r, row, cols[4]);
-    db_format_time(db_time_us(r, row, cols[5]), at);
-    buf_printf(out, ",\"createdAt\":\"%s\"", at);
+    emit_object(e);
+    emit_key(e, "id"); api_emit_uuid_col(e, r, row, cols[0]);
+    emit_key(e, "eventType"); api_emit_text_col(e, r, row, cols[1]);
+    emit_key(e, "data"); emit_raw(e, data, n);
+    emit_key(e, "consumerGroup"); api_emit_text_col(e, r, row, cols[3]);
+    emit_key(e, "workerId"); api_emit_text_col(e, r, row, cols[4]);
+    emit_key(e, "createdAt"); api_emit_time_col(e, r, row, cols[5]);
 }
 
 static void of_message_done(void *arg, const db_reply *reply)
@@ -212,13 +204,14 @@ static void of_message_done(void *arg, const db_reply *reply)
     const PGresult *r = reply->results[0];
     buf out;
     buf_init(&out);
-    buf_putc(&out, '[');
+    emit e;
+    emit_init(&e, &out);
+    emit_array(&e);
     for (int row = 0; row < PQntuples(r);) {
-        if (row) buf_putc(&out, ',');
-        put_trace(&out, r, row, cols);
-        put_names(&out, r, &row, 0, 6);
+        put_trace(&e, r, row, cols);
+        put_names(&e, r, &row, 0, 6);
     }
-    buf_putc(&out, ']');
+    emit_end(&e);
     httpd_reply_buf(c->req, 200, &out);
     free(c);
 }
@@ -234,9 +227,9 @@ void api_traces_of_message(httpd_req *req, server *srv)
 /* by-name rows: 0 id, 1 txn, 2 partition id, 3 event, 4 data, 5 group,
  * 6 worker, 7 time, 8 queue, 9 partition, 10 name, 11 offset, 12 base,
  * 13 blob (on a trace's first row). */
-static void put_payload(buf *out, trace_call *c, const PGresult *r, int row)
+static void put_payload(emit *e, trace_call *c, const PGresult *r, int row)
 {
-    buf_puts(out, ",\"messagePayload\":");
+    emit_key(e, "messagePayload");
     buf seg, plain;
     buf_init(&seg);
     buf_init(&plain);
@@ -245,9 +238,9 @@ static void put_payload(buf *out, trace_call *c, const PGresult *r, int row)
     const char *blob = db_null(r, row, 13) ? NULL : db_bytes(r, row, 13, &n);
     if (blob && segment_open_message(blob, n, db_int(r, row, 12), db_int(r, row, 11), c->srv->max_segment_bytes,
                                      &seg, &plain, &f) == 0)
-        buf_append(out, f.payload, f.payload_len);
+        emit_raw(e, f.payload, f.payload_len);
     else
-        buf_puts(out, "null");
+        emit_null(e);
     buf_fini(&seg);
     buf_fini(&plain);
 }
@@ -260,20 +253,19 @@ static void by_name_done(void *arg, const db_reply *reply)
     const PGresult *r = reply->results[0];
     buf out;
     buf_init(&out);
-    buf_putc(&out, '[');
+    emit e;
+    emit_init(&e, &out);
+    emit_array(&e);
     for (int row = 0; row < PQntuples(r);) {
-        char pid[IDS_UUID_TEXT];
-        if (row) buf_putc(&out, ',');
-        put_trace(&out, r, row, cols);
-        put_field(&out, "transactionId", r, row, 1);
-        ids_uuid_format((const uint8_t *)PQgetvalue(r, row, 2), pid);
-        buf_printf(&out, ",\"partitionId\":\"%s\"", pid);
-        put_field(&out, "queueName", r, row, 8);
-        put_field(&out, "partitionName", r, row, 9);
-        put_payload(&out, c, r, row);
-        put_names(&out, r, &row, 0, 10);
+        put_trace(&e, r, row, cols);
+        emit_key(&e, "transactionId"); api_emit_text_col(&e, r, row, 1);
+        emit_key(&e, "partitionId"); api_emit_uuid_col(&e, r, row, 2);
+        emit_key(&e, "queueName"); api_emit_text_col(&e, r, row, 8);
+        emit_key(&e, "partitionName"); api_emit_text_col(&e, r, row, 9);
+        put_payload(&e, c, r, row);
+        put_names(&e, r, &row, 0, 10);
     }
-    buf_putc(&out, ']');
+    emit_end(&e);
     httpd_reply_buf(c->req, 200, &out);
     free(c);
 }
@@ -302,19 +294,25 @@ static void names_done(void *arg, const db_reply *reply)
     const PGresult *r = reply->results[0];
     buf out;
     buf_init(&out);
-    buf_puts(&out, "{\"traceNames\":[");
+    emit e;
+    emit_init(&e, &out);
+    emit_object(&e);
+    emit_key(&e, "traceNames"); emit_array(&e);
     for (int row = 0; row < PQntuples(r); row++) {
-        char at[32];
-        db_format_time(db_time_us(r, row, 3), at);
-        buf_puts(&out, row ? ",{\"traceName\":" : "{\"traceName\":");
-        size_t n;
-        const char *name = db_bytes(r, row, 0, &n);
-        json_put_str(&out, name, n);
-        buf_printf(&out, ",\"traceCount\":%lld,\"messageCount\":%lld,\"lastSeen\":\"%s\"}",
-                   (long long)db_int(r, row, 1), (long long)db_int(r, row, 2), at);
+        emit_object(&e);
+        emit_key(&e, "traceName"); api_emit_text_col(&e, r, row, 0);
+        emit_key(&e, "traceCount"); emit_int(&e, db_int(r, row, 1));
+        emit_key(&e, "messageCount"); emit_int(&e, db_int(r, row, 2));
+        emit_key(&e, "lastSeen"); api_emit_time_col(&e, r, row, 3);
+        emit_end(&e);
     }
-    buf_printf(&out, "],\"total\":%lld,\"pagination\":{\"limit\":%lld,\"offset\":%lld}}",
-               (long long)db_int(reply->results[1], 0, 0), (long long)c->limit, (long long)c->offset);
+    emit_end(&e);
+    emit_key(&e, "total"); emit_int(&e, db_int(reply->results[1], 0, 0));
+    emit_key(&e, "pagination"); emit_object(&e);
+    emit_key(&e, "limit"); emit_int(&e, c->limit);
+    emit_key(&e, "offset"); emit_int(&e, c->offset);
+    emit_end(&e);
+    emit_end(&e);
     httpd_reply_buf(c->req, 200, &out);
     free(c);
 }

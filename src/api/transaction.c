@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "api/api.h"
+#include "base/emit.h"
 #include "base/ids.h"
 #include "base/xalloc.h"
 #include "streams/tx.h"
@@ -115,30 +116,40 @@ static tx_request *read_tx(httpd_req *req, server *srv, const json_doc *d, char 
     return tx;
 }
 
-static void put_results(buf *out, const tx_request *tx)
+static void put_push(emit *e, const tx_request *tx, size_t p)
+{
+    const push_item *it = &tx->pushes[p];
+    emit_object(e);
+    emit_key(e, "index"); emit_int(e, (int64_t)tx->push_op[p]);
+    emit_key(e, "type"); emit_str(e, "push");
+    emit_key(e, "message_id"); emit_uuid(e, it->message_id);
+    emit_key(e, "transaction_id"); emit_str(e, it->txn);
+    emit_key(e, "queueName"); emit_str(e, it->queue);
+    emit_key(e, "status"); emit_str(e, push_status_name(it->status));
+    emit_end(e);
+}
+
+static void put_ack(emit *e, const tx_request *tx, size_t a)
+{
+    const ack_item *it = &tx->acks[a];
+    emit_object(e);
+    emit_key(e, "index"); emit_int(e, (int64_t)tx->ack_op[a]);
+    emit_key(e, "type"); emit_str(e, "ack");
+    emit_key(e, "success"); emit_bool(e, it->success);
+    emit_key(e, "transactionId"); emit_str(e, it->txn);
+    emit_key(e, "dlq"); emit_bool(e, it->dlq);
+    emit_key(e, "leaseReleased"); emit_bool(e, it->lease_released);
+    emit_end(e);
+}
+
+/* One entry per pushed item and per ack, in operation order. */
+static void put_results(emit *e, const tx_request *tx)
 {
     size_t p = 0, a = 0;
-    for (size_t n = 0; n < tx->npushes + tx->nacks; n++) {
-        if (n) buf_putc(out, ',');
+    while (p < tx->npushes || a < tx->nacks) {
         bool push = a >= tx->nacks || (p < tx->npushes && tx->push_op[p] <= tx->ack_op[a]);
-        if (push) {
-            const push_item *it = &tx->pushes[p];
-            char id[IDS_UUID_TEXT];
-            ids_uuid_format(it->message_id, id);
-            buf_printf(out, "{\"index\":%zu,\"type\":\"push\",\"message_id\":\"%s\",\"transaction_id\":", tx->push_op[p], id);
-            json_put_cstr(out, it->txn);
-            buf_puts(out, ",\"queueName\":");
-            json_put_cstr(out, it->queue);
-            buf_printf(out, ",\"status\":\"%s\"}", push_status_name(it->status));
-            p++;
-        } else {
-            const ack_item *it = &tx->acks[a];
-            buf_printf(out, "{\"index\":%zu,\"type\":\"ack\",\"success\":%s,\"transactionId\":", tx->ack_op[a],
-                       it->success ? "true" : "false");
-            json_put_cstr(out, it->txn);
-            buf_printf(out, ",\"dlq\":%s,\"leaseReleased\":%s}", it->dlq ? "true" : "false", it->lease_released ? "true" : "false");
-            a++;
-        }
+        if (push) put_push(e, tx, p++);
+        else put_ack(e, tx, a++);
     }
 }
 
@@ -146,9 +157,12 @@ static void reply_failure(httpd_req *req, const char *why)
 {
     buf out;
     buf_init(&out);
-    buf_puts(&out, "{\"success\":false,\"error\":");
-    json_put_cstr(&out, why);
-    buf_putc(&out, '}');
+    emit e;
+    emit_init(&e, &out);
+    emit_object(&e);
+    emit_key(&e, "success"); emit_bool(&e, false);
+    emit_key(&e, "error"); emit_str(&e, why);
+    emit_end(&e);
     httpd_reply_buf(req, 200, &out);
 }
 
@@ -159,14 +173,18 @@ static void tx_done(tx_request *tx, void *arg)
     else if (tx->failure) reply_failure(c->req, tx->failure);
     else {
         uint8_t id[16];
-        char text[IDS_UUID_TEXT];
         ids_uuid7(id);
-        ids_uuid_format(id, text);
         buf out;
         buf_init(&out);
-        buf_printf(&out, "{\"transactionId\":\"%s\",\"success\":true,\"results\":[", text);
-        put_results(&out, tx);
-        buf_puts(&out, "]}");
+        emit e;
+        emit_init(&e, &out);
+        emit_object(&e);
+        emit_key(&e, "transactionId"); emit_uuid(&e, id);
+        emit_key(&e, "success"); emit_bool(&e, true);
+        emit_key(&e, "results"); emit_array(&e);
+        put_results(&e, tx);
+        emit_end(&e);
+        emit_end(&e);
         for (size_t i = 0; i < tx->npushes; i++)
             if (i == 0 || strcmp(tx->pushes[i].queue, tx->pushes[i - 1].queue) != 0) popper_wake(c->srv->pop, tx->pushes[i].queue);
         httpd_reply_buf(c->req, 200, &out);

@@ -13,6 +13,7 @@
 #include <sys/socket.h>
 #include <event2/http.h>
 #include "base/clock.h"
+#include "base/emit.h"
 #include "base/json.h"
 #include "base/log.h"
 #include "base/xalloc.h"
@@ -218,15 +219,16 @@ static void send_error(httpd_req *req, int status, const char *field, const char
     buf_init(&msg);
     buf_init(&out);
     buf_vprintf(&msg, fmt, ap);
-    buf_puts(&out, "{\"error\":");
-    json_put_str(&out, msg.data, msg.len);
+    emit e;
+    emit_init(&e, &out);
+    emit_object(&e);
+    emit_key(&e, "error");
+    emit_strn(&e, msg.data, msg.len);
     if (field) {
-        buf_putc(&out, ',');
-        json_put_cstr(&out, field);
-        buf_putc(&out, ':');
-        json_put_cstr(&out, value);
+        emit_key(&e, field);
+        emit_str(&e, value);
     }
-    buf_putc(&out, '}');
+    emit_end(&e);
     buf_fini(&msg);
     httpd_reply_buf(req, status, &out);
 }

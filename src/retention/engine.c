@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "base/clock.h"
+#include "base/emit.h"
 #include "base/ids.h"
 #include "base/json.h"
 #include "base/log.h"
@@ -42,7 +43,8 @@ typedef struct pass {
     int64_t           claimed_us;     /* when the claim was last made */
     bool              renewing;       /* a renewal is in flight */
     int64_t           deleting, idle, sidecar;   /* steps by outcome */
-    buf               report;         /* "deleted": [...] entries */
+    buf               report;         /* the "deleted" array */
+    emit              deleted;        /* writes report */
     int64_t           sidecar_rows, partitions_removed;
     retention_done_fn done;
     void             *arg;
@@ -80,12 +82,21 @@ static void claim(pass *p, db_done_fn done)
 
 static void report(pass *p, buf *out)
 {
-    buf_printf(out, "{\"dryRun\":%s,\"busy\":%s,\"limited\":%s,\"steps\":%lld,\"deletingSteps\":%lld,"
-               "\"idleSteps\":%lld,\"sidecarSteps\":%lld,\"deleted\":[%s],\"sidecarRowsPurged\":%lld,"
-               "\"partitionsRemoved\":%lld}", p->dry ? "true" : "false", p->busy ? "true" : "false",
-               p->limited ? "true" : "false", (long long)(p->deleting + p->idle + p->sidecar),
-               (long long)p->deleting, (long long)p->idle, (long long)p->sidecar,
-               p->report.data ? p->report.data : "", (long long)p->sidecar_rows, (long long)p->partitions_removed);
+    emit_end(&p->deleted);
+    emit e;
+    emit_init(&e, out);
+    emit_object(&e);
+    emit_key(&e, "dryRun"); emit_bool(&e, p->dry);
+    emit_key(&e, "busy"); emit_bool(&e, p->busy);
+    emit_key(&e, "limited"); emit_bool(&e, p->limited);
+    emit_key(&e, "steps"); emit_int(&e, (int64_t)(p->deleting + p->idle + p->sidecar));
+    emit_key(&e, "deletingSteps"); emit_int(&e, (int64_t)p->deleting);
+    emit_key(&e, "idleSteps"); emit_int(&e, (int64_t)p->idle);
+    emit_key(&e, "sidecarSteps"); emit_int(&e, (int64_t)p->sidecar);
+    emit_key(&e, "deleted"); emit_raw(&e, p->report.data, p->report.len);
+    emit_key(&e, "sidecarRowsPurged"); emit_int(&e, (int64_t)p->sidecar_rows);
+    emit_key(&e, "partitionsRemoved"); emit_int(&e, (int64_t)p->partitions_removed);
+    emit_end(&e);
 }
 
 static void pass_free(pass *p)
@@ -167,14 +178,18 @@ static void report_step(pass *p, const candidate *c, const PGresult *r)
     retention_engine *e = p->e;
     const char *rule = PQgetvalue(r, 0, 1);
     long long dropped = atoll(PQgetvalue(r, 0, 4)), leased = atoll(PQgetvalue(r, 0, 5));
-    if (p->report.len) buf_putc(&p->report, ',');
-    buf_printf(&p->report, "{\"partitionId\":\"%s\",\"queue\":", c->id);
-    json_put_cstr(&p->report, c->queue);
-    buf_puts(&p->report, ",\"partition\":");
-    json_put_cstr(&p->report, c->partition);
-    buf_printf(&p->report, ",\"rule\":\"%s\",\"fromOffset\":%s,\"toOffset\":%s,\"offsets\":%lld,"
-               "\"leasedOffsets\":%lld,\"segments\":%s}", rule, PQgetvalue(r, 0, 2), PQgetvalue(r, 0, 3),
-               dropped, leased, PQgetvalue(r, 0, 6));
+    emit *w = &p->deleted;
+    emit_object(w);
+    emit_key(w, "partitionId"); emit_str(w, c->id);
+    emit_key(w, "queue"); emit_str(w, c->queue);
+    emit_key(w, "partition"); emit_str(w, c->partition);
+    emit_key(w, "rule"); emit_str(w, rule);
+    emit_key(w, "fromOffset"); emit_int(w, atoll(PQgetvalue(r, 0, 2)));
+    emit_key(w, "toOffset"); emit_int(w, atoll(PQgetvalue(r, 0, 3)));
+    emit_key(w, "offsets"); emit_int(w, dropped);
+    emit_key(w, "leasedOffsets"); emit_int(w, leased);
+    emit_key(w, "segments"); emit_int(w, atoll(PQgetvalue(r, 0, 6)));
+    emit_end(w);
     log_debug("retention: %s/%s %s offsets %s..%s (%lld, %lld leased)%s", c->queue, c->partition, rule,
               PQgetvalue(r, 0, 2), PQgetvalue(r, 0, 3), dropped, leased, p->dry ? " (dry run)" : "");
     if (p->dry) return;
@@ -377,6 +392,8 @@ int retention_run(retention_engine *e, bool dry_run, retention_done_fn done, voi
     p->done = done;
     p->arg = arg;
     buf_init(&p->report);
+    emit_init(&p->deleted, &p->report);
+    emit_array(&p->deleted);
     e->running = p;
     p->claimed_us = clock_mono_us();
     if (dry_run) find_candidates(p);

@@ -1,0 +1,24 @@
+/* columns: values of binary PostgreSQL results written with the emitter,
+ * NULL as null, so every reply shows a uuid, a text and a time one way. */
+#include "api/api.h"
+#include "db/result.h"
+
+void api_emit_uuid_col(emit *e, const PGresult *r, int row, int col)
+{
+    if (db_null(r, row, col)) emit_null(e);
+    else emit_uuid(e, (const uint8_t *)PQgetvalue(r, row, col));
+}
+
+void api_emit_text_col(emit *e, const PGresult *r, int row, int col)
+{
+    if (db_null(r, row, col)) { emit_null(e); return; }
+    size_t n;
+    const char *s = db_bytes(r, row, col, &n);
+    emit_strn(e, s, n);
+}
+
+void api_emit_time_col(emit *e, const PGresult *r, int row, int col)
+{
+    if (db_null(r, row, col)) emit_null(e);
+    else emit_time(e, db_time_us(r, row, col));
+}
