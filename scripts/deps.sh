@@ -3,8 +3,9 @@
 # Runs apt-get only as root; otherwise it names what to install and fails.
 set -e
 need=""
+# curl: the README's tour uses it, and a test runs that tour as written.
 for pkg in gcc make pkg-config libpq-dev libevent-dev libzstd-dev libxxhash-dev \
-           libssl-dev postgresql; do
+           libssl-dev postgresql curl; do
     dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" \
         || need="$need $pkg"
 done

@@ -46,7 +46,9 @@ elif ! make_template; then
     cat "$dir/migrate.err" 2>/dev/null
     echo "could not create the template database"
 else
-    SILT_TEST_PGDIR="$dir/pg" SILT_TEST_PGPORT="$pgport" SILT_BIN="$build/silt" \
+    # XDG_STATE_HOME: what silt pop records for silt ack --last stays in
+    # the suite's directory, not the user's home.
+    XDG_STATE_HOME="$dir/state" SILT_TEST_PGDIR="$dir/pg" SILT_TEST_PGPORT="$pgport" SILT_BIN="$build/silt" \
         "$build/integration_tests" 2>&1 | tee "$dir/integration.out"
 fi
 set -- $(counts "$dir/unit.out") $(counts "$dir/integration.out")

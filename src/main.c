@@ -29,9 +29,9 @@ static int no_arguments(const char *name, const char *usage, int argc, char **ar
     const cli_cmd cmd = { name, usage, NULL, 0, 0, 0 };
     cli_args args;
     int code;
-    if (cli_parse(&cmd, argc, argv, &args, &code) < 0) return code;
-    cli_args_fini(&args);
-    return run(argc, argv);
+    int parsed = cli_parse(&cmd, argc, argv, &args, &code);
+    cli_args_fini(&args);   /* allocated on every path, --help's too */
+    return parsed < 0 ? code : run(argc, argv);
 }
 
 static int run_server(int argc, char **argv) { return no_arguments("server", server_usage, argc, argv, server_main); }

@@ -1,24 +1,36 @@
 /* ack: `silt ack`, one POST /api/v1/ack naming a message by
- * (partitionId, transactionId) as pop printed them. The server answers 200
- * even when it refuses the ack, so the exit status comes from the result
+ * (partitionId, transactionId), the order of the wire contract, of
+ * `silt pop --wide` and of `silt dlq rm`; or, with --last, the message the
+ * last `silt pop` recorded (cli/last_pop.h). The server answers 200 even
+ * when it refuses the ack, so the exit status comes from the result
  * element's "success", not from the HTTP status. */
 #include "cli/cli.h"
 #include "cli/cli_common.h"
+#include "cli/last_pop.h"
 #include <stdlib.h>
 #include <string.h>
 
 static const char ack_usage[] =
-    "usage: silt ack <partitionId> <transactionId> [options]\n"
+    "usage: silt ack (<partitionId> <transactionId> | --last) [options]\n"
     "\n"
     "Acknowledges a popped message, moving the consumer group's cursor.\n"
+    "Acking a batch's last message completed commits the batch up to it.\n"
     "\n"
     "options:\n"
+    "  --last         the last message the last \"silt pop\" leased, popped by\n"
+    "                 this user: its ids, lease and --group come from\n"
+    "                 $XDG_STATE_HOME/silt/last-pop (~/.local/state/silt/last-pop\n"
+    "                 when XDG_STATE_HOME is unset); --lease and --group given\n"
+    "                 here win\n"
     "  --status S     completed (default) | failed | retry | dlq\n"
     "  --lease ID     the leaseId the message was popped under\n"
     "  --group G      consumer group (default: queue mode)\n"
     "  --error TEXT   reason, recorded with failed and dlq acks\n"
     "  --json         print the server's reply as JSON\n"
     "  --help         show this help\n"
+    "\n"
+    "\"silt pop --wide\" prints the ids in the order ack takes them:\n"
+    "PARTITION_ID, TRANSACTION_ID, then LEASE_ID.\n"
     "\n"
     "The server is SILT_URL (default " CLI_DEFAULT_URL ").\n";
 
@@ -27,6 +39,7 @@ typedef struct ack_opts {
     const char *lease;
     const char *group;
     const char *error;
+    bool        last;
     bool        json;
 } ack_opts;
 
@@ -90,11 +103,11 @@ static int ack_report(const ack_opts *o, const http_response *r)
     return rc;
 }
 
-static int ack_run(const cli_args *a, const ack_opts *o)
+static int ack_send(const char *partition_id, const char *txn, const ack_opts *o)
 {
     buf body;
     buf_init(&body);
-    ack_build(&body, a->pos[0], a->pos[1], o);
+    ack_build(&body, partition_id, txn, o);
     http_response r;
     http_response_init(&r);
     int rc = cli_request("POST", "/api/v1/ack", &body, 0, &r) < 0
@@ -102,6 +115,36 @@ static int ack_run(const cli_args *a, const ack_opts *o)
     http_response_fini(&r);
     buf_fini(&body);
     return rc;
+}
+
+/* --last: the recorded message, acked on the server it was popped from;
+ * the options given on this command line win over the recorded ones. */
+static int ack_last(const ack_opts *given)
+{
+    cli_last_pop lp;
+    if (cli_last_pop_load(&lp) < 0) return CLI_EXIT_FAILED;
+    int rc = CLI_EXIT_FAILED;
+    if (strcmp(lp.url, cli_server_url()) != 0)
+        cli_error("ack --last: the last pop was from %s, not %s (SILT_URL)", lp.url, cli_server_url());
+    else {
+        ack_opts o = *given;
+        if (!o.lease) o.lease = lp.lease_id;
+        if (!o.group) o.group = lp.group;
+        rc = ack_send(lp.partition_id, lp.transaction_id, &o);
+    }
+    cli_last_pop_fini(&lp);
+    return rc;
+}
+
+static int ack_run(const cli_cmd *cmd, const cli_args *a, const ack_opts *o)
+{
+    if (o->status && !ack_status_ok(o->status))
+        return cli_usage_error(cmd, "--status must be completed, failed, retry or dlq");
+    if (o->last && a->npos > 0)
+        return cli_usage_error(cmd, "give either --last or <partitionId> <transactionId>, not both");
+    if (o->last) return ack_last(o);
+    if (a->npos < 2) return cli_usage_error(cmd, "missing arguments");
+    return ack_send(a->pos[0], a->pos[1], o);
 }
 
 int cli_ack(int argc, char **argv)
@@ -112,16 +155,14 @@ int cli_ack(int argc, char **argv)
         { "lease",  CLI_OPT_STR,  &o.lease },
         { "group",  CLI_OPT_STR,  &o.group },
         { "error",  CLI_OPT_STR,  &o.error },
+        { "last",   CLI_OPT_FLAG, &o.last },
         { "json",   CLI_OPT_FLAG, &o.json },
     };
-    const cli_cmd cmd = { "ack", ack_usage, opts, sizeof opts / sizeof opts[0], 2, 2 };
+    /* 0 to 2 positionals: --last stands for both (ack_run checks which). */
+    const cli_cmd cmd = { "ack", ack_usage, opts, sizeof opts / sizeof opts[0], 0, 2 };
     cli_args a;
     int rc;
-    if (cli_parse(&cmd, argc, argv, &a, &rc) == 0) {
-        if (o.status && !ack_status_ok(o.status))
-            rc = cli_usage_error(&cmd, "--status must be completed, failed, retry or dlq");
-        else rc = ack_run(&a, &o);
-    }
+    if (cli_parse(&cmd, argc, argv, &a, &rc) == 0) rc = ack_run(&cmd, &a, &o);
     cli_args_fini(&a);
     return rc;
 }

@@ -5,6 +5,7 @@
 #include "cli/cli_common.h"
 #include <errno.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -280,6 +281,7 @@ void cli_table_init(cli_table *t, int ncols, const char *const *headers)
     t->ncols = ncols;
     t->cells = NULL;
     t->ncells = t->cap = 0;
+    t->fit = 0;
     for (int i = 0; i < ncols; i++) cli_table_add(t, headers[i]);
 }
 
@@ -311,6 +313,33 @@ void cli_table_add_members(cli_table *t, const json_doc *d, int obj)
     }
 }
 
+/* Characters (UTF-8 code points) in s: the columns it takes in the common case. */
+static size_t utf8_chars(const char *s)
+{
+    size_t n = 0;
+    for (; *s; s++) n += ((unsigned char)*s & 0xC0) != 0x80;
+    return n;
+}
+
+/* Prints cell cut to at most max characters, the last one "…" when cut. */
+static void print_fitted(FILE *f, const char *cell, size_t max)
+{
+    if (utf8_chars(cell) <= max) { fprintf(f, "%s\n", cell); return; }
+    const char *end = cell;
+    for (size_t kept = 0; kept < max - 1; kept++)
+        do end++; while (((unsigned char)*end & 0xC0) == 0x80);
+    fprintf(f, "%.*s\xe2\x80\xa6\n", (int)(end - cell), cell);   /* "…" in UTF-8 */
+}
+
+/* The characters left for the last column once the others (and the two
+ * spaces after each) take their width. */
+static size_t table_room(const cli_table *t, const size_t *width, int ncols)
+{
+    size_t used = 0;
+    for (int c = 0; c + 1 < ncols; c++) used += width[c] + 2;
+    return t->fit > used + CLI_TABLE_MIN_FIT ? t->fit - used : CLI_TABLE_MIN_FIT;
+}
+
 void cli_table_print(const cli_table *t, FILE *f)
 {
     size_t width[32] = { 0 };
@@ -319,10 +348,11 @@ void cli_table_print(const cli_table *t, FILE *f)
         size_t n = strlen(t->cells[i]), col = i % (size_t)t->ncols;
         if (col < (size_t)ncols && n > width[col]) width[col] = n;
     }
+    size_t room = t->fit ? table_room(t, width, ncols) : SIZE_MAX;
     for (size_t i = 0; i < t->ncells; i++) {
         size_t col = i % (size_t)t->ncols;
         bool last = col + 1 == (size_t)t->ncols || i + 1 == t->ncells;
-        if (last) fprintf(f, "%s\n", t->cells[i]);
+        if (last) print_fitted(f, t->cells[i], room);
         else fprintf(f, "%-*s  ", (int)(col < 32 ? width[col] : 0), t->cells[i]);
     }
 }

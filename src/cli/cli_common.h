@@ -103,7 +103,12 @@ typedef struct cli_table {
     char  **cells;    /* row-major, header row first */
     size_t  ncells;
     size_t  cap;
+    size_t  fit;      /* 0 (the default), or the columns a row may take: longer
+                       * cells of the last column are cut to fit, ending in "…" */
 } cli_table;
+
+#define CLI_TABLE_WIDTH   100   /* a fitted table's width: a terminal, with room */
+#define CLI_TABLE_MIN_FIT 20    /* a cut last column keeps at least this much */
 
 /* headers: ncols column titles. */
 void cli_table_init(cli_table *t, int ncols, const char *const *headers);
@@ -114,6 +119,9 @@ void cli_table_add_members(cli_table *t, const json_doc *d, int obj);
 /* The value at a dotted member path under obj as a cell; "-" when it is
  * absent or null. */
 void cli_table_add_field(cli_table *t, const json_doc *d, int obj, const char *path);
+/* Prints the table. With t->fit set the last column's cells are cut to the
+ * room the other columns leave (at least CLI_TABLE_MIN_FIT characters), at a
+ * character boundary, so one long value does not wrap every row. */
 void cli_table_print(const cli_table *t, FILE *f);
 void cli_table_fini(cli_table *t);
 

@@ -74,13 +74,17 @@ static void dlq_list_render(const json_doc *d)
     cli_table_init(&t, 9, headers);
     for (; list >= 0 && (m = json_at(d, (uint32_t)list, shown)) >= 0; shown++)
         for (int f = 0; f < 9; f++) cli_table_add_field(&t, d, m, fields[f]);
-    if (shown == 0) puts("(no dead letters)");
-    else cli_table_print(&t, stdout);
-    cli_table_fini(&t);
     buf total;
     buf_init(&total);
     cli_put_cell(&total, d, json_get(d, 0, "total"));
-    printf("%u of %s\n", shown, total.data);
+    /* One line when the page is empty: "(no dead letters)" and "0 of 0"
+     * would say the same twice. */
+    if (shown > 0) {
+        cli_table_print(&t, stdout);
+        printf("%u of %s\n", shown, total.data);
+    } else if (strcmp(total.data, "0") == 0) puts("(no dead letters)");
+    else printf("(no dead letters on this page; %s in all)\n", total.data);
+    cli_table_fini(&t);
     buf_fini(&total);
 }
 

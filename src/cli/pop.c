@@ -1,8 +1,10 @@
 /* pop: `silt pop`, one GET /api/v1/pop/queue/<q>[/partition/<p>]. Only the
  * query parameters the user gave are sent, so the server's defaults stay the
- * only defaults. A long poll gets an HTTP timeout longer than its own wait. */
+ * only defaults. A long poll gets an HTTP timeout longer than its own wait.
+ * Every answered pop is recorded for `silt ack --last` (cli/last_pop.h). */
 #include "cli/cli.h"
 #include "cli/cli_common.h"
+#include "cli/last_pop.h"
 #include <stdio.h>
 #include <string.h>
 
@@ -12,7 +14,9 @@
 static const char pop_usage[] =
     "usage: silt pop <queue> [options]\n"
     "\n"
-    "Pops a batch of messages from a queue (or one partition of it) under a lease.\n"
+    "Pops a batch of messages from a queue (or one partition of it) under a lease\n"
+    "and prints one row per message: OFFSET, PARTITION, TRANSACTION_ID and DATA,\n"
+    "cut to fit 100 columns. \"silt ack --last\" then acknowledges the batch.\n"
     "\n"
     "options:\n"
     "  --partition P             pop from this partition only\n"
@@ -24,8 +28,15 @@ static const char pop_usage[] =
     "  --subscription-mode M     all | from_beginning | new | new-only, for a\n"
     "                            group's first pop\n"
     "  --from TS                 a new group starts at ISO timestamp TS (or \"now\")\n"
+    "  --wide                    also print PARTITION_ID and LEASE_ID (what\n"
+    "                            \"silt ack\" takes), and DATA whole\n"
     "  --json                    print the server's reply as JSON\n"
     "  --help                    show this help\n"
+    "\n"
+    "The batch's last message (its partitionId, transactionId and leaseId) is\n"
+    "recorded in $XDG_STATE_HOME/silt/last-pop (~/.local/state/silt/last-pop\n"
+    "when XDG_STATE_HOME is unset) for \"silt ack --last\"; a pop that leases\n"
+    "nothing (no messages, or --auto-ack) removes the record.\n"
     "\n"
     "The server is SILT_URL (default " CLI_DEFAULT_URL ").\n";
 
@@ -38,6 +49,7 @@ typedef struct pop_opts {
     bool        auto_ack;
     const char *mode;
     const char *from;
+    bool        wide;
     bool        json;
 } pop_opts;
 
@@ -80,21 +92,42 @@ static int pop_check(const cli_cmd *cmd, const pop_opts *o)
     return 0;
 }
 
-static void pop_table(const json_doc *d)
+/* The table's columns. The ids a human rarely reads are --wide only; in it
+ * the partition id comes before the transaction id, the order silt ack and
+ * silt dlq rm take them in. */
+typedef struct pop_column {
+    const char *header;
+    const char *field;
+    bool        wide_only;
+} pop_column;
+
+static const pop_column pop_columns[] = {
+    { "OFFSET",         "offset",        false },
+    { "PARTITION",      "partition",     false },
+    { "PARTITION_ID",   "partitionId",   true },
+    { "TRANSACTION_ID", "transactionId", false },
+    { "LEASE_ID",       "leaseId",       true },
+    { "DATA",           "data",          false },
+};
+#define POP_NCOLUMNS ((int)(sizeof pop_columns / sizeof pop_columns[0]))
+
+static void pop_table(const json_doc *d, bool wide)
 {
-    static const char *const headers[] = {
-        "OFFSET", "PARTITION", "TRANSACTION_ID", "PARTITION_ID", "LEASE_ID", "DATA",
-    };
-    static const char *const fields[] = {
-        "offset", "partition", "transactionId", "partitionId", "leaseId", "data",
-    };
+    const char *headers[POP_NCOLUMNS], *fields[POP_NCOLUMNS];
+    int ncols = 0;
+    for (int c = 0; c < POP_NCOLUMNS; c++) {
+        if (pop_columns[c].wide_only && !wide) continue;
+        headers[ncols] = pop_columns[c].header;
+        fields[ncols++] = pop_columns[c].field;
+    }
     int messages = json_get(d, 0, "messages"), m;
     cli_table t;
-    cli_table_init(&t, 6, headers);
+    cli_table_init(&t, ncols, headers);
+    if (!wide) t.fit = CLI_TABLE_WIDTH;   /* a long payload is cut, not wrapped */
     for (uint32_t i = 0; messages >= 0 && (m = json_at(d, (uint32_t)messages, i)) >= 0; i++)
-        for (int f = 0; f < 6; f++)
+        for (int f = 0; f < ncols; f++)
             cli_table_add_value(&t, d, json_get(d, (uint32_t)m, fields[f]));
-    if (t.ncells == 6) puts("(no messages)");
+    if (t.ncells == (size_t)ncols) puts("(no messages)");
     else cli_table_print(&t, stdout);
     cli_table_fini(&t);
 }
@@ -103,6 +136,7 @@ static int pop_report(const pop_opts *o, const http_response *r)
 {
     static const char empty[] = "{\"messages\":[]}";
     if (r->status == 204) {
+        cli_last_pop_save(NULL, o->group, false);
         if (o->json) cli_print_json(empty, sizeof empty - 1);
         else puts("(no messages)");
         return CLI_EXIT_OK;
@@ -110,8 +144,9 @@ static int pop_report(const pop_opts *o, const http_response *r)
     json_doc d;
     json_doc_init(&d);
     int rc = cli_parse_reply(r, &d) < 0 ? CLI_EXIT_FAILED : CLI_EXIT_OK;
+    if (rc == CLI_EXIT_OK) cli_last_pop_save(&d, o->group, !o->auto_ack);
     if (rc == CLI_EXIT_OK && o->json) cli_print_json(r->body.data, r->body.len);
-    else if (rc == CLI_EXIT_OK) pop_table(&d);
+    else if (rc == CLI_EXIT_OK) pop_table(&d, o->wide);
     json_doc_fini(&d);
     return rc;
 }
@@ -146,6 +181,7 @@ int cli_pop(int argc, char **argv)
         { "auto-ack",          CLI_OPT_FLAG, &o.auto_ack },
         { "subscription-mode", CLI_OPT_STR,  &o.mode },
         { "from",              CLI_OPT_STR,  &o.from },
+        { "wide",              CLI_OPT_FLAG, &o.wide },
         { "json",              CLI_OPT_FLAG, &o.json },
     };
     const cli_cmd cmd = { "pop", pop_usage, opts, sizeof opts / sizeof opts[0], 1, 1 };

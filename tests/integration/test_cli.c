@@ -1,11 +1,14 @@
-/* Integration: the administration client commands (silt queues, groups, dlq,
- * seek, tx) run as the real binary (SILT_BIN) against a per-test server,
- * checked by their output and exit status. State is set up and read back
- * over HTTP, so the CLI is only ever what is under test. */
+/* Integration: the client commands (silt pop, ack, queues, groups, dlq,
+ * seek, tx) and the README's tour run as the real binary (SILT_BIN) against
+ * a per-test server, checked by their output and exit status. State is set
+ * up and read back over HTTP (and cursors with SQL), so the CLI is only ever
+ * what is under test. */
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include "harness.h"
@@ -59,6 +62,47 @@ static void pop_one(silt_server *s, const char *q, const char *group, reply *r)
 {
     if (group) rq(s, "GET", sfmt("/api/v1/pop/queue/%s?consumerGroup=%s", q, group), NULL, r);
     else rq(s, "GET", sfmt("/api/v1/pop/queue/%s", q), NULL, r);
+}
+
+/* Gives this test's silt commands a state directory of their own (where
+ * silt pop records what silt ack --last acks), inside the suite's own
+ * (scripts/test.sh sets XDG_STATE_HOME) so a failed test leaves nothing
+ * behind; returns it for rm_state(). */
+static const char *private_state(void)
+{
+    const char *suite = getenv("XDG_STATE_HOME");
+    char dir[512];
+    snprintf(dir, sizeof dir, "%s/cli-XXXXXX", suite && suite[0] == '/' ? suite : "/tmp");
+    CHECK(mkdir(suite && suite[0] == '/' ? suite : "/tmp", 0700) == 0 || errno == EEXIST);
+    CHECK(mkdtemp(dir) != NULL);
+    CHECK(setenv("XDG_STATE_HOME", dir, 1) == 0);
+    return sfmt("%s", dir);
+}
+
+static void rm_state(const char *dir)
+{
+    CHECK(system(sfmt("rm -rf '%s'", dir)) == 0);
+}
+
+/* The committed offset of queue q's only partition for group; -9 when the
+ * group has no cursor there. */
+static long long committed_of(const char *q, const char *group)
+{
+    const char *v = sql("select c.committed from queen.log_consumers c join queen.log_partitions p "
+                        "on p.id = c.partition_id where p.queue = '%s' and c.consumer_group = '%s'", q, group);
+    return v[0] ? atoll(v) : -9;
+}
+
+/* Characters (UTF-8 code points) of the longest line of out. */
+static size_t widest_line(const char *out)
+{
+    size_t widest = 0, n = 0;
+    for (const char *p = out; *p; p++) {
+        if (*p == '\n') { n = 0; continue; }
+        n += ((unsigned char)*p & 0xC0) != 0x80;
+        if (n > widest) widest = n;
+    }
+    return widest;
 }
 
 TEST(cli_queues_list_shows_pushed_queue)
@@ -166,12 +210,13 @@ TEST(cli_dlq_list_shows_dead_letter_and_replay_removes_it)
     CHECK(row != NULL);
     CHECK(strstr(row, q) != NULL && strstr(row, txn) != NULL && strstr(row, "boom") != NULL);
     CHECK(strstr(out, "\n1 of 1\n") != NULL);
+    CHECK_INT(cli(s.url, out, "dlq list --queue '%s' --offset 1", q), 0);   /* a page past the end */
+    CHECK_STR(out, "(no dead letters on this page; 1 in all)\n");
 
     CHECK_INT(cli(s.url, out, "dlq replay %s", id), 0);
     CHECK(strstr(out, "replayed") != NULL);
     CHECK_INT(cli(s.url, out, "dlq list --queue '%s'", q), 0);
-    CHECK(strstr(out, "(no dead letters)") != NULL);
-    CHECK(strstr(out, "0 of 0") != NULL);
+    CHECK_STR(out, "(no dead letters)\n");
     pop_one(&s, q, NULL, &r);   /* the replayed message is back in its partition */
     CHECK_INT(r.status, 200);
     CHECK_STR(jstr(&r, "messages.0.transactionId"), sfmt("dlq:%s", id));
@@ -365,4 +410,184 @@ TEST(cli_retention_without_a_subcommand_names_both)
     CHECK_INT(cli("http://127.0.0.1:1", out, "retention"), 2);
     CHECK(strstr(out, "missing subcommand (explain or run)") != NULL);
     CHECK(strstr(out, "explain: missing arguments") == NULL);
+}
+
+/* ---- pop and ack ---- */
+
+/* The default table leaves out the ids a human rarely reads and cuts a long
+ * payload with an ellipsis, so a row fits 100 columns. */
+TEST(cli_pop_table_fits_100_columns_and_cuts_a_long_payload)
+{
+    silt_server s;
+    srv_start(&s, NULL);
+    const char *state = private_state();
+    static char out[CLI_OUT];
+    const char *q = uniq("clifit");
+    char payload[400];
+    int n = snprintf(payload, sizeof payload, "{\"text\":\"");
+    for (int i = 0; i < 300; i++) payload[n++] = (char)('a' + i % 26);
+    snprintf(payload + n, sizeof payload - (size_t)n, "\"}");
+    push_one(&s, q, "Default", "fit-1", payload);
+    CHECK_INT(cli(s.url, out, "pop '%s'", q), 0);
+    CHECK(strncmp(out, "OFFSET  PARTITION  TRANSACTION_ID  DATA\n", 40) == 0);
+    CHECK(strstr(out, "PARTITION_ID") == NULL && strstr(out, "LEASE_ID") == NULL);
+    CHECK(widest_line(out) <= 100);
+    const char *row = line_of(out, "0");
+    CHECK(row != NULL);
+    CHECK(strstr(row, "fit-1") != NULL);
+    CHECK(strstr(row, "{\"text\":\"abcdefghij") != NULL);   /* the start of the payload */
+    CHECK(strstr(row, "\xe2\x80\xa6\n") != NULL);            /* ends in "…" */
+    rm_state(state);
+    srv_stop(&s);
+}
+
+/* --wide prints PARTITION_ID before TRANSACTION_ID, the order silt ack takes
+ * them in, then LEASE_ID, and the payload whole; the ids as printed ack. */
+TEST(cli_pop_wide_prints_ids_in_the_order_ack_takes_them)
+{
+    silt_server s;
+    srv_start(&s, NULL);
+    const char *state = private_state();
+    static char out[CLI_OUT];
+    const char *q = uniq("cliwide");
+    char payload[256];
+    snprintf(payload, sizeof payload, "{\"text\":\"%0150d\"}", 7);
+    push_one(&s, q, "Default", "wide-1", payload);
+    CHECK_INT(cli(s.url, out, "pop '%s' --wide", q), 0);
+    const char *pid_h = strstr(out, "PARTITION_ID"), *txn_h = strstr(out, "TRANSACTION_ID");
+    const char *lease_h = strstr(out, "LEASE_ID");
+    CHECK(pid_h && txn_h && lease_h && pid_h < txn_h && txn_h < lease_h);
+    CHECK(strstr(out, payload) != NULL);   /* not cut */
+    char partition[64], pid[64], txn[64], lease[64];
+    CHECK(line_of(out, "0") != NULL);
+    CHECK_INT(sscanf(line_of(out, "0"), "0 %63s %63s %63s %63s", partition, pid, txn, lease), 4);
+    CHECK_STR(partition, "Default");
+    CHECK_STR(txn, "wide-1");
+    CHECK_INT(strlen(pid), 36);
+    CHECK_INT(cli(s.url, out, "ack %s %s --lease %s", pid, txn, lease), 0);
+    CHECK(line_of(out, "success") != NULL && strstr(line_of(out, "success"), "true") != NULL);
+    CHECK_INT(committed_of(q, "__QUEUE_MODE__"), 0);
+    rm_state(state);
+    srv_stop(&s);
+}
+
+/* silt ack --last acks the last message the last silt pop leased, with its
+ * lease, so the batch commits up to it; a pop that leases nothing leaves
+ * --last nothing to ack. */
+TEST(cli_ack_last_acks_what_the_last_pop_leased)
+{
+    silt_server s;
+    srv_start(&s, NULL);
+    const char *state = private_state();
+    static char out[CLI_OUT];
+    const char *q = uniq("clilast");
+    CHECK_INT(push_simple(&s, q, "Default", 3), 201);
+    CHECK_INT(cli(s.url, out, "pop '%s' --batch 10", q), 0);
+    CHECK(line_of(out, "2") != NULL);
+    CHECK_INT(cli(s.url, out, "ack --last"), 0);
+    CHECK(strstr(line_of(out, "success"), "true") != NULL);
+    CHECK(strstr(line_of(out, "leaseReleased"), "true") != NULL);
+    CHECK_INT(committed_of(q, "__QUEUE_MODE__"), 2);
+    /* the record is the user's own */
+    struct stat st;
+    CHECK(stat(sfmt("%s/silt/last-pop", state), &st) == 0);
+    CHECK_INT(st.st_mode & 0777, 0600);
+    /* an empty pop removes it */
+    CHECK_INT(cli(s.url, out, "pop '%s'", q), 0);
+    CHECK_STR(out, "(no messages)\n");
+    CHECK_INT(cli(s.url, out, "ack --last"), 1);
+    CHECK(strstr(out, "silt: ack --last: nothing to ack") != NULL);
+    CHECK(stat(sfmt("%s/silt/last-pop", state), &st) < 0);
+    /* --last stands for both ids */
+    CHECK_INT(cli(s.url, out, "ack --last some-id"), 2);
+    CHECK(strstr(out, "give either --last or <partitionId> <transactionId>") != NULL);
+    CHECK_INT(cli(s.url, out, "ack only-one"), 2);
+    rm_state(state);
+    srv_stop(&s);
+}
+
+/* A pop --json records too; --last acks in the pop's consumer group, and
+ * only on the server the pop went to. */
+TEST(cli_ack_last_uses_the_group_and_the_server_of_the_pop)
+{
+    silt_server s;
+    srv_start(&s, NULL);
+    const char *state = private_state();
+    static char out[CLI_OUT];
+    const char *q = uniq("clilastg"), *g = uniq("clilastgg");
+    CHECK_INT(push_simple(&s, q, "Default", 2), 201);
+    CHECK_INT(cli(s.url, out, "pop '%s' --group '%s' --batch 2 --json", q, g), 0);
+    CHECK(strstr(out, "\"messages\"") != NULL);
+    CHECK_INT(cli("http://127.0.0.1:1", out, "ack --last"), 1);
+    CHECK(strstr(out, sfmt("the last pop was from %s, not http://127.0.0.1:1", s.url)) != NULL);
+    CHECK_INT(committed_of(q, g), -1);
+    CHECK_INT(cli(s.url, out, "ack --last"), 0);
+    CHECK_INT(committed_of(q, g), 1);
+    CHECK_INT(committed_of(q, "__QUEUE_MODE__"), -9);   /* queue mode never touched */
+    rm_state(state);
+    srv_stop(&s);
+}
+
+TEST(cli_dlq_list_with_no_dead_letters_prints_one_line)
+{
+    silt_server s;
+    srv_start(&s, NULL);
+    static char out[CLI_OUT];
+    CHECK_INT(cli(s.url, out, "dlq list"), 0);
+    CHECK_STR(out, "(no dead letters)\n");
+    CHECK_INT(cli(s.url, out, "dlq"), 0);
+    CHECK_STR(out, "(no dead letters)\n");
+    srv_stop(&s);
+}
+
+/* ---- the README ---- */
+
+/* The first sh block of the README's tour, with the server's address and
+ * the binary under test put in (the test fails when the block is gone). */
+static char *readme_tour(const silt_server *s)
+{
+    static char text[65536], script[65536];
+    FILE *f = fopen("README.md", "r");
+    CHECK(f != NULL);
+    text[fread(text, 1, sizeof text - 1, f)] = '\0';
+    fclose(f);
+    const char *tour = strstr(text, "## A 60-second tour");
+    const char *start = tour ? strstr(tour, "```sh\n") : NULL;
+    const char *end = start ? strstr(start + 6, "\n```") : NULL;
+    CHECK(start && end);
+    size_t n = 0;
+    for (const char *p = start + 6; p < end && n + 256 < sizeof script; ) {
+        if (strncmp(p, "localhost:6632", 14) == 0) { n += (size_t)sprintf(script + n, "localhost:%d", s->port); p += 14; }
+        else if (strncmp(p, "build/silt", 10) == 0) { n += (size_t)sprintf(script + n, "%s", silt_bin()); p += 10; }
+        else script[n++] = *p++;
+    }
+    script[n] = '\0';
+    return script;
+}
+
+/* Every line of the tour runs as written (sh -e: any failing command fails
+ * the test), and its acks commit: the HTTP one the first batch, silt ack
+ * --last the CLI's. */
+TEST(readme_tour_runs_literally)
+{
+    silt_server s;
+    srv_start(&s, NULL);
+    const char *state = private_state();
+    static char out[CLI_OUT];
+    const char *file = temp_file(readme_tour(&s));
+    FILE *p = popen(sfmt("SILT_URL='%s' sh -e '%s' 2>&1", s.url, file), "r");
+    CHECK(p != NULL);
+    out[fread(out, 1, CLI_OUT - 1, p)] = '\0';
+    int status = pclose(p);
+    unlink(file);
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+        harness_failf(__FILE__, __LINE__, "the tour failed:\n%s", out);
+    CHECK(strstr(out, "order-2") != NULL);
+    CHECK_INT(committed_of("orders", "__QUEUE_MODE__"), 2);
+    reply r;
+    pop_one(&s, "orders", NULL, &r);
+    CHECK_INT(r.status, 204);
+    reply_fini(&r);
+    rm_state(state);
+    srv_stop(&s);
 }
