@@ -4,7 +4,7 @@
 #define SILT_EMBED_H
 
 typedef struct embed_file {
-    const char *name;   /* file name, e.g. "001_schema.sql"; NULL ends a list */
+    const char *name;   /* file name, e.g. "018_schema.sql"; NULL ends a list */
     const char *text;
 } embed_file;
 

@@ -90,6 +90,28 @@ static int apply_one(PGconn *pg, const embed_file *f, char *err, size_t errlen)
     return 0;
 }
 
+/* A database that ran some of the migrations the baseline replaced, but not
+ * all: versions below the baseline's are recorded and the baseline's is not.
+ * Its tables exist, so running the baseline would fail half way; say why. */
+static int check_baseline(PGconn *pg, char *err, size_t errlen)
+{
+    int baseline = atoi(embed_sql[0].name);
+    char sql[128];
+    snprintf(sql, sizeof sql, "SELECT max(version) FROM queen.schema_migrations WHERE version < %d", baseline);
+    PGresult *r = PQexec(pg, sql);
+    if (PQresultStatus(r) != PGRES_TUPLES_OK) {
+        snprintf(err, errlen, "%s", PQresultErrorMessage(r));
+        PQclear(r);
+        return -1;
+    }
+    int below = PQgetisnull(r, 0, 0) ? 0 : atoi(PQgetvalue(r, 0, 0));
+    PQclear(r);
+    if (below == 0 || is_applied(pg, baseline)) return 0;
+    snprintf(err, errlen, "schema version %d predates the baseline %s: migrate the database to version %d "
+             "with an earlier silt first, or recreate it", below, embed_sql[0].name, baseline);
+    return -1;
+}
+
 int migrate_latest(void)
 {
     int latest = 0;
@@ -97,7 +119,7 @@ int migrate_latest(void)
     return latest;
 }
 
-int migrate_run(const char *conninfo, int64_t wait_ms, char *err, size_t errlen)
+int migrate_run(const char *conninfo, int64_t wait_ms, int upto, char *err, size_t errlen)
 {
     PGconn *pg = connect_waiting(conninfo, wait_ms, err, errlen);
     if (!pg) return -1;
@@ -105,7 +127,9 @@ int migrate_run(const char *conninfo, int64_t wait_ms, char *err, size_t errlen)
     snprintf(lock, sizeof lock, "SELECT pg_advisory_lock(%d)", MIGRATE_LOCK_KEY);
     int rc = exec_ok(pg, lock, err, errlen);
     if (rc == 0) rc = exec_ok(pg, setup_sql, err, errlen);
-    for (const embed_file *f = embed_sql; rc == 0 && f->name; f++) rc = apply_one(pg, f, err, errlen);
+    if (rc == 0) rc = check_baseline(pg, err, errlen);
+    for (const embed_file *f = embed_sql; rc == 0 && f->name && atoi(f->name) <= upto; f++)
+        rc = apply_one(pg, f, err, errlen);
     PQfinish(pg);   /* ends the session, releasing the advisory lock */
     return rc;
 }
@@ -117,7 +141,7 @@ int migrate_main(int argc, char **argv)
     char err[1024];
     if (config_load(&cfg, err, sizeof err) < 0) { fprintf(stderr, "silt: %s\n", err); return 2; }
     char *conninfo = config_conninfo(&cfg);
-    int rc = migrate_run(conninfo, cfg.startup_db_wait_ms, err, sizeof err);
+    int rc = migrate_run(conninfo, cfg.startup_db_wait_ms, migrate_latest(), err, sizeof err);
     if (rc < 0) fprintf(stderr, "silt: %s\n", err);
     else printf("schema is at version %d\n", migrate_latest());
     free(conninfo);

@@ -1,13 +1,13 @@
 /* maintenance: this server's view of maintenance mode, and the drain of the
- * push buffer. The switch itself lives in PostgreSQL (queen.system_state,
- * sql/017_maintenance.sql) and push_flush obeys it there, so every server
- * buffers from its next flush on. What each server keeps is a copy of the
- * state, refreshed every MAINTENANCE_REFRESH_MS and after every change it
- * makes, for /health and /metrics; and the drain: whenever the state is off
- * and the buffer is not empty, the buffer is moved into the log a batch of
- * segments at a time (one server at a time, under an advisory lock), and
- * the pops waiting on those queues are woken. A server that stops mid-drain
- * leaves the rest to whichever server looks next. */
+ * push buffer. The switch itself lives in PostgreSQL (queen.system_state, in
+ * the Maintenance mode section of sql/018_schema.sql) and push_flush obeys it
+ * there, so every server buffers from its next flush on. What each server
+ * keeps is a copy of the state, refreshed every MAINTENANCE_REFRESH_MS and
+ * after every change it makes, for /health and /metrics; and the drain:
+ * whenever the state is off and the buffer is not empty, the buffer is moved
+ * into the log a batch of segments at a time (one server at a time, under an
+ * advisory lock), and the pops waiting on those queues are woken. A server
+ * that stops mid-drain leaves the rest to whichever server looks next. */
 #ifndef SILT_MAINTENANCE_H
 #define SILT_MAINTENANCE_H
 #include <stdbool.h>

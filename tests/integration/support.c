@@ -97,6 +97,19 @@ pid_t spawn_migrate(const char *db)
     return pid;
 }
 
+int migrate_output(const char *db, char *out, size_t cap)
+{
+    fflush(NULL);
+    FILE *p = popen(sfmt("PG_HOST=127.0.0.1 PG_PORT=%s PG_USER=postgres PG_DB=%s LOG_LEVEL=warn %s migrate 2>&1",
+                         pg_port(), db, silt_bin()), "r");
+    if (!p) harness_fail(__FILE__, __LINE__, "popen of silt migrate");
+    size_t len = 0, n;
+    while (len + 1 < cap && (n = fread(out + len, 1, cap - 1 - len, p)) > 0) len += n;
+    out[len] = '\0';
+    int status = pclose(p);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
+}
+
 /* `silt migrate` on db, by the real binary as test.sh runs it; its exit code. */
 static int migrate_db(const char *db)
 {
@@ -307,13 +320,18 @@ void srv_start(silt_server *s, const char *const *env)
     harness_fail(__FILE__, __LINE__, "server exited at start");
 }
 
-void srv_start_db(silt_server *s, const char *const *env, const char *dbname)
+void db_create(const char *name)
 {
     PGconn *pg = admin_connect();
-    if (PQstatus(pg) != CONNECTION_OK) harness_failf(__FILE__, __LINE__, "srv_start_db: %s", PQerrorMessage(pg));
-    admin_run(pg, sfmt("DROP DATABASE IF EXISTS \"%s\" WITH (FORCE)", dbname));
-    admin_run(pg, sfmt("CREATE DATABASE \"%s\"", dbname));
+    if (PQstatus(pg) != CONNECTION_OK) harness_failf(__FILE__, __LINE__, "db_create: %s", PQerrorMessage(pg));
+    admin_run(pg, sfmt("DROP DATABASE IF EXISTS \"%s\" WITH (FORCE)", name));
+    admin_run(pg, sfmt("CREATE DATABASE \"%s\"", name));
     PQfinish(pg);
+}
+
+void srv_start_db(silt_server *s, const char *const *env, const char *dbname)
+{
+    db_create(dbname);
     const char *all[32];
     int n = 0;
     all[n++] = sfmt("PG_DB=%s", dbname);
@@ -427,18 +445,27 @@ const char *uniq(const char *prefix)
     return s;
 }
 
-const char *sql(const char *fmt, ...)
+/* Connections kept per database, a few at a time: test_db() and the
+ * databases a test made itself. */
+static PGconn *sql_connection(const char *db)
 {
-    static PGconn *pg;
-    if (!pg) {
-        pg = PQconnectdb(sfmt("host=127.0.0.1 port=%s user=postgres dbname=%s", pg_port(), test_db()));
-        if (PQstatus(pg) != CONNECTION_OK) harness_failf(__FILE__, __LINE__, "sql: %s", PQerrorMessage(pg));
-    }
-    char text[4096];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(text, sizeof text, fmt, ap);
-    va_end(ap);
+    enum { SLOTS = 4 };
+    static struct { PGconn *pg; char db[64]; } slot[SLOTS];
+    static int next;
+    for (int i = 0; i < SLOTS; i++)
+        if (slot[i].pg && strcmp(slot[i].db, db) == 0) return slot[i].pg;
+    int i = next;
+    next = (next + 1) % SLOTS;
+    PQfinish(slot[i].pg);
+    slot[i].pg = PQconnectdb(sfmt("host=127.0.0.1 port=%s user=postgres dbname=%s", pg_port(), db));
+    snprintf(slot[i].db, sizeof slot[i].db, "%s", db);
+    if (PQstatus(slot[i].pg) != CONNECTION_OK) harness_failf(__FILE__, __LINE__, "sql: %s", PQerrorMessage(slot[i].pg));
+    return slot[i].pg;
+}
+
+static const char *sql_run(const char *db, const char *text)
+{
+    PGconn *pg = sql_connection(db);
     PGresult *r = PQexec(pg, text);
     ExecStatusType st = PQresultStatus(r);
     if (st != PGRES_TUPLES_OK && st != PGRES_COMMAND_OK)
@@ -446,6 +473,38 @@ const char *sql(const char *fmt, ...)
     char *value = strdup(st == PGRES_TUPLES_OK && PQntuples(r) > 0 && PQnfields(r) > 0 ? PQgetvalue(r, 0, 0) : "");
     PQclear(r);
     return ring_put(value);
+}
+
+/* Formats fmt into a statement of any length and runs it on db. */
+static const char *sql_vrun(const char *db, const char *fmt, va_list ap)
+{
+    va_list again;
+    va_copy(again, ap);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    char *text = malloc((size_t)n + 1);
+    vsnprintf(text, (size_t)n + 1, fmt, again);
+    va_end(again);
+    const char *value = sql_run(db, text);
+    free(text);
+    return value;
+}
+
+const char *sql(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    const char *value = sql_vrun(test_db(), fmt, ap);
+    va_end(ap);
+    return value;
+}
+
+const char *sql_in(const char *db, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    const char *value = sql_vrun(db, fmt, ap);
+    va_end(ap);
+    return value;
 }
 
 void sql_await(const char *want, int timeout_ms, const char *fmt, ...)

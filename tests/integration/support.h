@@ -62,6 +62,12 @@ const char *silt_bin(void);
 /* Starts `silt migrate` on database db (as test.sh runs it, stdout
  * discarded); it dies with the test. The caller waits for it. */
 pid_t spawn_migrate(const char *db);
+/* Runs `silt migrate` on database db and waits: its exit code, and its
+ * standard output and error in out (NUL-terminated). */
+int migrate_output(const char *db, char *out, size_t cap);
+/* Creates an empty database (dropping a leftover of that name first). Name
+ * it silt_<what>_<pid> so the runner drops it with the test's own. */
+void db_create(const char *name);
 
 /* A queue name unique to this test run. */
 const char *uniq(const char *prefix);
@@ -71,6 +77,8 @@ const char *test_db(void);
 /* Runs SQL on test_db(); returns the first value of the first row
  * (static ring) or "" when none. Fails the test on an SQL error. */
 const char *sql(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* The same on database db (one the test created, or test_db()). */
+const char *sql_in(const char *db, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* The same wait on the first value of a query. */
 void sql_await(const char *want, int timeout_ms, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 

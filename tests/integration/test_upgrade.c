@@ -1,0 +1,317 @@
+/* test_upgrade: `silt migrate` brings a database an earlier silt left to the
+ * current schema, keeping its data, and leaves a current one alone.
+ *
+ * The schema is a baseline, sql/018_schema.sql (it replaced the migrations
+ * 001-018 and carries the last of their numbers), then numbered migrations.
+ * These tests cover every state a database can be in when `silt migrate`
+ * meets it:
+ *   - empty: it gets every file and reports the latest version;
+ *   - current: nothing runs, nothing changes;
+ *   - migrated by the replaced files 001-018 (versions 1..18 recorded): it is
+ *     accepted as it is, nothing re-run;
+ *   - part way through those: refused with the reason, nothing changed;
+ *   - at any version from the baseline on: upgraded to exactly the schema a
+ *     fresh database gets, keeping its rows.
+ *
+ * When you add sql/019_<what>.sql, the last test upgrades a database at 18
+ * to 19 with no change here. Add to seed_rows() rows of the tables your
+ * migration rewrites, and a test of its own for what it must do to them,
+ * starting from database_at(18) (docs/development.md, "Changing the
+ * schema"). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "harness.h"
+#include "support.h"
+#include "base/buf.h"
+#include "base/embed.h"
+#include "base/ids.h"
+#include "db/migrate.h"
+#include "streams/frame.h"
+#include "streams/segment.h"
+
+/* ---- what a database holds -------------------------------------------- */
+
+/* Every object of schema queen, normalized by PostgreSQL's own deparsers,
+ * as one hash: two databases with the same hash have the same schema. */
+static const char fingerprint_sql[] =
+    "SELECT md5(string_agg(d, E'\\n' ORDER BY d)) FROM ("
+    " SELECT pg_get_functiondef(p.oid) AS d FROM pg_proc p WHERE p.pronamespace = 'queen'::regnamespace"
+    " UNION ALL SELECT format('%s %s %s', c.relname, c.relkind, c.reloptions) FROM pg_class c"
+    "  WHERE c.relnamespace = 'queen'::regnamespace"
+    " UNION ALL SELECT format('%s.%s %s %s %s %s %s', c.relname, a.attname, a.attnum,"
+    "  format_type(a.atttypid, a.atttypmod), a.attnotnull, a.attstorage, pg_get_expr(d.adbin, d.adrelid))"
+    "  FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid"
+    "  LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum"
+    "  WHERE c.relnamespace = 'queen'::regnamespace AND a.attnum > 0 AND NOT a.attisdropped"
+    " UNION ALL SELECT pg_get_indexdef(i.indexrelid) FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid"
+    "  WHERE c.relnamespace = 'queen'::regnamespace"
+    " UNION ALL SELECT format('%s %s', co.conname, pg_get_constraintdef(co.oid)) FROM pg_constraint co"
+    "  WHERE co.connamespace = 'queen'::regnamespace"
+    " UNION ALL SELECT pg_get_triggerdef(t.oid) FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid"
+    "  WHERE c.relnamespace = 'queen'::regnamespace AND NOT t.tgisinternal"
+    " UNION ALL SELECT c.relname || ' ' || pg_get_viewdef(c.oid) FROM pg_class c"
+    "  WHERE c.relnamespace = 'queen'::regnamespace AND c.relkind = 'v'"
+    ") objects";
+
+static void fingerprint(const char *db, char out[96])
+{
+    keep_str(out, sql_in(db, "%s", fingerprint_sql));
+}
+
+/* "table=rows,..." for every table of schema queen but the bookkeeping. */
+static void row_counts(const char *db, char out[96 * 8])
+{
+    snprintf(out, 96 * 8, "%s", sql_in(db,
+        "SELECT string_agg(c.relname || '=' || (xpath('/row/n/text()', query_to_xml("
+        "  format('SELECT count(*) AS n FROM queen.%%I', c.relname), false, true, '')))[1]::text, ','"
+        "  ORDER BY c.relname)"
+        " FROM pg_class c WHERE c.relnamespace = 'queen'::regnamespace AND c.relkind = 'r'"
+        "  AND c.relname <> 'schema_migrations'"));
+}
+
+/* The bookkeeping, with when each version was applied when stamped. */
+static const char *versions(const char *db, bool stamped)
+{
+    return sql_in(db, "SELECT string_agg(version || ':' || name %s, ',' ORDER BY version) FROM queen.schema_migrations",
+                  stamped ? "|| '@' || applied_at" : "");
+}
+
+/* What versions() says after every embedded file ran. */
+static const char *all_versions(void)
+{
+    char list[2048] = "";
+    for (const embed_file *f = embed_sql; f->name; f++)
+        snprintf(list + strlen(list), sizeof list - strlen(list), "%s%d:%s", f == embed_sql ? "" : ",",
+                 atoi(f->name), f->name);
+    return sfmt("%s", list);
+}
+
+typedef struct snapshot {
+    char versions[2048];
+    char schema[96];
+    char rows[96 * 8];
+} snapshot;
+
+static void take(const char *db, snapshot *s)
+{
+    snprintf(s->versions, sizeof s->versions, "%s", versions(db, true));
+    fingerprint(db, s->schema);
+    row_counts(db, s->rows);
+}
+
+static void check_same(const snapshot *a, const snapshot *b)
+{
+    CHECK_STR(a->versions, b->versions);
+    CHECK_STR(a->schema, b->schema);
+    CHECK_STR(a->rows, b->rows);
+}
+
+/* ---- databases an earlier silt left ------------------------------------ */
+
+/* A database as a silt whose newest file was `version` left it: the
+ * embedded files up to that one applied by the real runner. Applied files
+ * are never edited, so today's copies are what that silt ran. */
+static void database_at(int version, char db[96])
+{
+    keep_str(db, sfmt("silt_upgrade%d_%d", version, (int)getpid()));
+    db_create(db);
+    char err[1024];
+    const char *conninfo = sfmt("host=127.0.0.1 port=%s user=postgres dbname=%s", pg_port(), db);
+    if (migrate_run(conninfo, 10000, version, err, sizeof err) < 0)
+        harness_failf(__FILE__, __LINE__, "migrating %s to version %d: %s", db, version, err);
+}
+
+/* The files the baseline replaced, as their runs recorded them. */
+static const char *const replaced[] = {
+    "001_schema.sql", "002_streams.sql", "003_pop.sql", "004_ack.sql", "005_admin.sql",
+    "006_dead_letters.sql", "007_pop_many.sql", "008_transactions.sql", "009_encryption.sql",
+    "010_covering_segment.sql", "011_retention.sql", "012_push_flush.sql", "013_ack_resolve.sql",
+    "014_retention_truth.sql", "015_deleted_behind_the_back.sql", "016_not_found.sql",
+    "017_maintenance.sql", "018_traces.sql",
+};
+
+/* Turns a database at the baseline into one the replaced files left at
+ * version `upto`: their version rows instead of the baseline's, and the one
+ * function they defined that the baseline dropped as dead. (Their schema at
+ * 18 is the baseline's, checked object by object when it was squashed.) */
+static void as_left_by_replaced_files(const char *db, int upto)
+{
+    sql_in(db, "DELETE FROM queen.schema_migrations");
+    for (int v = 1; v <= upto; v++)
+        sql_in(db, "INSERT INTO queen.schema_migrations (version, name, applied_at)"
+                   " VALUES (%d, '%s', now() - interval '1 day')", v, replaced[v - 1]);
+    sql_in(db, "CREATE FUNCTION queen.ensure_partition(p_queue text, p_partition text) RETURNS void"
+               " LANGUAGE sql AS $$"
+               " INSERT INTO queen.queues (name, options) VALUES (p_queue, queen.default_options()) ON CONFLICT DO NOTHING;"
+               " INSERT INTO queen.log_partitions (queue, name) VALUES (p_queue, p_partition) ON CONFLICT DO NOTHING; $$");
+}
+
+/* versions() of a database the replaced files left, once migrated: their
+ * rows, then those of the files after the baseline. */
+static const char *replaced_then_later(void)
+{
+    char list[2048] = "";
+    for (int v = 1; v <= 18; v++)
+        snprintf(list + strlen(list), sizeof list - strlen(list), "%s%d:%s", v == 1 ? "" : ",", v, replaced[v - 1]);
+    for (const embed_file *f = embed_sql + 1; f->name; f++)
+        snprintf(list + strlen(list), sizeof list - strlen(list), ",%d:%s", atoi(f->name), f->name);
+    return sfmt("%s", list);
+}
+
+/* "\\x<hex>", a bytea literal. */
+static const char *bytea_hex(const void *p, size_t n)
+{
+    char *hex = malloc(2 * n + 1);
+    ids_hex(p, n, hex);
+    const char *out = sfmt("\\x%s", hex);
+    free(hex);
+    return out;
+}
+
+#define SEEDED 5   /* messages in queue "upgrade", partition "p"; group "g" consumed two */
+
+/* Rows in the baseline's tables, written as its functions write them: five
+ * real messages (payloads {"i":0}..{"i":4}, transactionIds t0..t4) in one
+ * segment and its sidecar row, a cursor, a subscription, a dead letter, a
+ * retention record and a trace. Extend it with rows of the tables a new
+ * migration rewrites; a change to these tables may need it to write them
+ * per version. */
+static void seed_rows(const char *db)
+{
+    buf frames, blob;
+    buf_init(&frames);
+    buf_init(&blob);
+    uint8_t hashes[SEEDED][16], ids[SEEDED][16];
+    for (int i = 0; i < SEEDED; i++) {
+        char txn[16], payload[32];
+        snprintf(txn, sizeof txn, "t%d", i);
+        snprintf(payload, sizeof payload, "{\"i\":%d}", i);
+        frame f = { .txn = txn, .txn_len = strlen(txn), .payload = payload, .payload_len = strlen(payload) };
+        ids_uuid7(f.message_id);
+        memcpy(ids[i], f.message_id, 16);
+        ids_txn_hash(txn, strlen(txn), hashes[i]);
+        frame_encode(&frames, &f);
+    }
+    segment_encode(&blob, frames.data, frames.len, 3);
+    sql_in(db, "SELECT queen.configure('upgrade', 'ns', 'task', '{\"retryLimit\": 5}')");
+    sql_in(db, "INSERT INTO queen.log_partitions (queue, name, last_offset, last_write_at)"
+               " VALUES ('upgrade', 'p', %d, now())", SEEDED - 1);
+    sql_in(db, "INSERT INTO queen.log_segments SELECT id, 0, %d, now(), '%s' FROM queen.log_partitions",
+           SEEDED - 1, bytea_hex(blob.data, blob.len));
+    sql_in(db, "INSERT INTO queen.log_txns SELECT id, 0, now(), '%s', '%s' FROM queen.log_partitions",
+           bytea_hex(hashes, sizeof hashes), bytea_hex(ids, sizeof ids));
+    sql_in(db, "INSERT INTO queen.log_consumers (partition_id, consumer_group, committed)"
+               " SELECT id, 'g', 1 FROM queen.log_partitions");
+    sql_in(db, "INSERT INTO queen.subscriptions (consumer_group, queue) VALUES ('g', 'upgrade')");
+    sql_in(db, "INSERT INTO queen.log_dlq (queue, partition_id, partition, consumer_group, message_offset, message_id,"
+               " transaction_id, payload, retry_count, created_at)"
+               " SELECT 'upgrade', id, 'p', 'g', 0, gen_random_uuid(), 't0', '\\x7b7d', 3, now() FROM queen.log_partitions");
+    sql_in(db, "INSERT INTO queen.retention_history (partition_id, queue, partition, rule, from_offset, to_offset,"
+               " offsets_dropped) SELECT id, 'upgrade', 'p', 'retention', 0, 0, 0 FROM queen.log_partitions");
+    sql_in(db, "INSERT INTO queen.message_traces SELECT gen_random_uuid(), id, 3, 't3', 'g', 'info', '{}', NULL, now()"
+               " FROM queen.log_partitions");
+    buf_fini(&frames);
+    buf_fini(&blob);
+}
+
+/* The seeded messages are still there and still served: group g goes on
+ * where it stopped, by the server of this build. */
+static void check_seeded_messages(const char *db)
+{
+    silt_server s;
+    srv_start(&s, (const char *const[]){ sfmt("PG_DB=%s", db), NULL });
+    reply r;
+    rq(&s, "GET", "/api/v1/pop/queue/upgrade?batch=10&autoAck=true&consumerGroup=g", NULL, &r);
+    CHECK_INT(r.status, 200);
+    CHECK_INT(jint(&r, "messages.0.data.i"), 2);
+    CHECK_STR(jstr(&r, "messages.1.transactionId"), "t3");
+    CHECK_INT(jint(&r, "messages.2.data.i"), SEEDED - 1);
+    CHECK(jpath(&r, "messages.3") < 0);
+    reply_fini(&r);
+    CHECK_INT(srv_stop(&s), 0);
+}
+
+/* ---- the states ------------------------------------------------------- */
+
+TEST(migrate_on_an_empty_database_applies_every_file_and_reports_the_latest_version)
+{
+    char db[96], out[4096], fresh[96], cloned[96];
+    keep_str(db, sfmt("silt_upgradefresh_%d", (int)getpid()));
+    db_create(db);
+    CHECK_INT(migrate_output(db, out, sizeof out), 0);
+    CHECK(strstr(out, sfmt("applied migration %s\n", embed_sql[0].name)) != NULL);
+    CHECK(strstr(out, sfmt("\nschema is at version %d\n", migrate_latest())) != NULL);
+    CHECK_STR(versions(db, false), all_versions());
+    fingerprint(db, fresh);
+    fingerprint(test_db(), cloned);   /* the suite's template, migrated by the same binary */
+    CHECK_STR(fresh, cloned);
+}
+
+TEST(migrate_on_a_current_database_changes_nothing)
+{
+    silt_server s;
+    srv_start(&s, NULL);
+    CHECK_INT(push_simple(&s, uniq("current"), "p", 3), 201);
+    CHECK_INT(srv_stop(&s), 0);
+    snapshot before, after;
+    take(test_db(), &before);
+    char out[4096];
+    CHECK_INT(migrate_output(test_db(), out, sizeof out), 0);
+    CHECK_STR(out, sfmt("schema is at version %d\n", migrate_latest()));   /* no "applied migration" line */
+    take(test_db(), &after);
+    check_same(&before, &after);
+}
+
+TEST(database_migrated_by_the_replaced_files_is_accepted_as_it_is)
+{
+    char db[96], out[4096];
+    database_at(atoi(embed_sql[0].name), db);
+    seed_rows(db);
+    as_left_by_replaced_files(db, 18);
+    snapshot before, after;
+    take(db, &before);
+    CHECK_INT(migrate_output(db, out, sizeof out), 0);
+    CHECK(strstr(out, sfmt("applied migration %s", embed_sql[0].name)) == NULL);   /* the baseline did not run */
+    CHECK(strstr(out, sfmt("schema is at version %d\n", migrate_latest())) != NULL);
+    take(db, &after);
+    CHECK_STR(versions(db, false), replaced_then_later());
+    CHECK_STR(after.rows, before.rows);
+    if (!embed_sql[1].name) check_same(&before, &after);   /* the baseline alone: nothing at all ran */
+    check_seeded_messages(db);
+}
+
+TEST(database_part_way_through_the_replaced_files_is_refused_with_the_reason)
+{
+    char db[96], out[4096];
+    database_at(atoi(embed_sql[0].name), db);
+    as_left_by_replaced_files(db, 12);
+    snapshot before, after;
+    take(db, &before);
+    CHECK_INT(migrate_output(db, out, sizeof out), 1);
+    CHECK(strstr(out, "schema version 12 predates the baseline 018_schema.sql: migrate the database to version 18 "
+                      "with an earlier silt first, or recreate it") != NULL);
+    take(db, &after);
+    check_same(&before, &after);
+}
+
+TEST(database_at_each_earlier_version_is_upgraded_to_the_fresh_schema_keeping_its_rows)
+{
+    char fresh[96];
+    fingerprint(test_db(), fresh);
+    /* none while the baseline is alone: it starts with 019 */
+    for (const embed_file *f = embed_sql; f->name && f[1].name; f++) {
+        char db[96], rows[96 * 8], after[96 * 8], schema[96], out[4096];
+        database_at(atoi(f->name), db);
+        seed_rows(db);
+        row_counts(db, rows);
+        CHECK_INT(migrate_output(db, out, sizeof out), 0);
+        CHECK_STR(versions(db, false), all_versions());
+        fingerprint(db, schema);
+        CHECK_STR(schema, fresh);
+        row_counts(db, after);
+        CHECK_STR(after, rows);
+        check_seeded_messages(db);
+    }
+}
