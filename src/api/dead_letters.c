@@ -150,7 +150,8 @@ static void replay_done(void *arg, const db_reply *reply)
         emit_key(&e, "offset"); emit_int(&e, atoll(PQgetvalue(r, 0, 2)));
         emit_end(&e);
         c->srv->stats.pushed++;
-        popper_wake(c->srv->pop, c->item.queue);
+        const char *partition[1] = { c->item.partition };
+        popper_wake(c->srv->pop, c->item.queue, partition, 1);
         httpd_reply_buf(c->req, 200, &out);
     }
     call_free(c);

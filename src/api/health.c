@@ -56,6 +56,8 @@ void api_metrics(httpd_req *req, server *srv)
         "# TYPE silt_http_requests_in_flight gauge\nsilt_http_requests_in_flight %d\n"
         "# HELP silt_long_polls_parked long-poll pops waiting in this server for a message\n"
         "# TYPE silt_long_polls_parked gauge\nsilt_long_polls_parked %zu\n"
+        "# HELP silt_long_poll_wakeups_total parked long-poll pops a commit woke\n"
+        "# TYPE silt_long_poll_wakeups_total counter\nsilt_long_poll_wakeups_total %llu\n"
         "# TYPE silt_database_up gauge\nsilt_database_up %d\n"
         "# TYPE process_resident_memory_bytes gauge\nprocess_resident_memory_bytes %ld\n"
         "# TYPE silt_retention_passes_total counter\nsilt_retention_passes_total %llu\n"
@@ -71,7 +73,8 @@ void api_metrics(httpd_req *req, server *srv)
         (unsigned long long)maintenance_drained_total(srv->maintenance), m->enabled ? 1 : 0, (long long)m->buffered,
         (unsigned long long)s->popped,
         (unsigned long long)s->acked, (unsigned long long)s->dead_lettered,
-        httpd_inflight(srv->http) - 1, popper_parked(srv->pop), db_pool_ready(srv->pool) ? 1 : 0, resident_bytes(),
+        httpd_inflight(srv->http) - 1, popper_parked(srv->pop), (unsigned long long)popper_wakeups(srv->pop),
+        db_pool_ready(srv->pool) ? 1 : 0, resident_bytes(),
         (unsigned long long)rt->passes, (unsigned long long)rt->dropped[0], (unsigned long long)rt->dropped[1],
         (unsigned long long)rt->dropped[2], (unsigned long long)rt->leased_evicted,
         (unsigned long long)rt->sidecar_rows, (unsigned long long)rt->partitions_removed);

@@ -15,10 +15,10 @@
 #define DRAIN_GRACE_MS 100
 #define SIGNAL_ECHO_MS 1000
 
-static void on_push_commit(void *arg, const char *queue)
+static void on_push_commit(void *arg, const char *queue, const char *const *partitions, size_t n)
 {
     server *srv = arg;
-    popper_wake(srv->pop, queue);
+    popper_wake(srv->pop, queue, partitions, n);
 }
 
 static bool drained(const server *srv)

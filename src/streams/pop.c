@@ -18,6 +18,7 @@ struct popper {
     size_t       max_segment_bytes;
     pop_request *parked;        /* doubly linked */
     size_t       nparked;       /* length of that list */
+    uint64_t     wakeups;       /* parked pops woken by commits */
     bool         draining;
 };
 
@@ -123,6 +124,7 @@ static int take_rows(pop_request *req, const PGresult *r)
 }
 
 static void park(pop_request *req);
+static void pass_on(pop_request *done);
 
 static void query_done(void *arg, const db_reply *reply)
 {
@@ -141,6 +143,7 @@ static void query_done(void *arg, const db_reply *reply)
                   req->group);
         if (take_rows(req, r) < 0) req->error = xstrdup("cannot read the claimed messages: corrupt segment or wrong encryption key");
         if (req->auto_ack) req->lease_id[0] = '\0';
+        pass_on(req);
         finish(req);
         return;
     }
@@ -198,15 +201,67 @@ static void park(pop_request *req)
     evtimer_add(req->recheck, &tv);
 }
 
-void popper_wake(popper *p, const char *queue)
+static bool written(const char *partition, const char *const *partitions, size_t n)
 {
-    log_debug("pop: a commit to %s wakes the parked pops of that queue (%zu parked)", queue, p->nparked);
-    for (pop_request *req = p->parked; req; req = req->next) {
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(partition, partitions[i]) == 0) return true;
+    return false;
+}
+
+/* Pops of req's group woken so far by this commit; groups[] holds one
+ * representative request per group seen (at most as many as are parked). */
+static size_t *group_count(pop_request **groups, size_t *counts, size_t *ngroups, pop_request *req)
+{
+    for (size_t g = 0; g < *ngroups; g++)
+        if (strcmp(groups[g]->group, req->group) == 0) return &counts[g];
+    groups[*ngroups] = req;
+    counts[*ngroups] = 0;
+    return &counts[(*ngroups)++];
+}
+
+static void wake(pop_request *req)
+{
+    if (req->querying) { req->rerun = true; return; }
+    evtimer_del(req->recheck);
+    pop_query(req);
+}
+
+/* A pop that claimed something may not have taken all there was (a commit
+ * wakes only as many pops as it can serve, and a woken pop can lose the
+ * partition it was meant for to a pop of another server): the longest
+ * waiting parked pop of the same queue and group looks next. One query per
+ * successful claim, instead of one per parked pop per commit. */
+static void pass_on(pop_request *done)
+{
+    pop_request *oldest = NULL;
+    if (!done->queue) return;
+    for (pop_request *r = done->owner->parked; r; r = r->next)
+        if (r != done && !r->partition && r->queue && strcmp(r->queue, done->queue) == 0 &&
+            strcmp(r->group, done->group) == 0)
+            oldest = r;
+    if (oldest) wake(oldest);
+}
+
+void popper_wake(popper *p, const char *queue, const char *const *partitions, size_t n)
+{
+    size_t parked = p->nparked, ngroups = 0, woken = 0;
+    pop_request **groups = xcalloc(parked, sizeof *groups);
+    size_t *counts = xcalloc(parked, sizeof *counts);
+    pop_request *oldest = p->parked, *prev;
+    while (oldest && oldest->next) oldest = oldest->next;
+    for (pop_request *req = oldest; req; req = prev) {   /* the longest waiting first */
+        prev = req->prev;
         if (req->queue && strcmp(req->queue, queue) != 0) continue;
-        if (req->querying) { req->rerun = true; continue; }
-        evtimer_del(req->recheck);
-        pop_query(req);
+        if (partitions && req->partition && !written(req->partition, partitions, n)) continue;
+        size_t *count = partitions && !req->partition ? group_count(groups, counts, &ngroups, req) : NULL;
+        if (count && (*count)++ >= n) continue;
+        woken++;
+        p->wakeups++;
+        wake(req);
     }
+    log_debug("pop: a commit to %zu partitions of %s woke %zu of %zu parked pops", n, queue, woken, parked);
+    free(groups);
+    free(counts);
 }
 
 void popper_cancel(popper *p, pop_request *req)
@@ -279,3 +334,5 @@ popper *popper_new(struct event_base *base, db_pool *pool, int recheck_ms, size_
 void popper_free(popper *p) { free(p); }
 
 size_t popper_parked(const popper *p) { return p->nparked; }
+
+uint64_t popper_wakeups(const popper *p) { return p->wakeups; }

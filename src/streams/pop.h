@@ -73,9 +73,14 @@ typedef struct popper popper;
 popper *popper_new(struct event_base *base, db_pool *pool, int recheck_ms, size_t max_segment_bytes);
 void    popper_free(popper *p);
 void    popper_submit(popper *p, pop_request *req);
-/* A push to queue committed: parked pops of that queue (and discovery pops)
- * try again. */
-void    popper_wake(popper *p, const char *queue);
+/* A commit wrote to these n partitions of queue (names; partitions NULL:
+ * not known, which wakes every parked pop of the queue). A parked pop of
+ * one of those partitions tries again; of the pops of any partition (and
+ * discovery pops), at most n per consumer group do: more could not all be
+ * served, since a group leases a partition to one pop at a time, and waking
+ * every parked pop on every commit is a thundering herd. Pops left parked
+ * look again on their timer (LONG_POLL_RECHECK_MS) or at the next commit. */
+void    popper_wake(popper *p, const char *queue, const char *const *partitions, size_t n);
 /* The client left: a parked pop answers (nothing) now, so it cannot lease or
  * auto-commit messages nobody will receive; one whose query is in flight
  * answers when the query returns without parking again. */
@@ -86,5 +91,6 @@ void    pop_request_free(pop_request *req);
 /* Pops parked now, waiting for a message (those re-querying after a wake
  * included): the silt_long_polls_parked gauge. */
 size_t  popper_parked(const popper *p);
+uint64_t popper_wakeups(const popper *p);   /* parked pops a commit woke, since start */
 
 #endif

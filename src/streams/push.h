@@ -44,7 +44,8 @@ struct push_batch {
 
 typedef struct pusher pusher;
 /* Called after a flush commits, once per queue it wrote to. */
-typedef void (*push_commit_fn)(void *arg, const char *queue);
+/* A flush committed to these n partitions (names) of queue. */
+typedef void (*push_commit_fn)(void *arg, const char *queue, const char *const *partitions, size_t n);
 
 typedef struct push_limits {
     int max_flushes;        /* flushes in flight at once */

@@ -329,6 +329,7 @@ void push_plan_resolve(push_plan *f, const db_reply *reply)
 {
     const PGresult *rows = f->call >= 0 && f->call < reply->ncalls ? reply->results[f->call] : NULL;
     bool buffered = rows && PQntuples(rows) > 0 && PQgetisnull(rows, 0, 2);   /* a flush is held whole or not */
+    f->buffered = buffered;
     for (size_t i = 0; i < f->nitems; i++)
         if (!f->items[i]->dup_of && f->items[i]->status == PUSH_PENDING)
             f->items[i]->status = buffered ? PUSH_BUFFERED : PUSH_QUEUED;

@@ -21,6 +21,7 @@ typedef struct push_plan {
     push_group *groups;
     size_t      ngroups;
     int         call;        /* index of the push_flush call in its job */
+    bool        buffered;    /* after resolve: held by maintenance mode, not in the log */
 } push_plan;
 
 #define PUSH_DUPLICATE_SQLSTATE "SLD01"

@@ -899,3 +899,47 @@ TEST(push_created_queue_has_the_default_options)
     reply_fini(&r);
     srv_stop(&s);
 }
+
+/* A commit wakes at most as many parked pops of a group as partitions it
+ * wrote (more could not be served), the longest waiting first; a pop of one
+ * partition wakes only for a commit to that partition. Rechecks are a
+ * minute away here, so only wake-ups move a parked pop. */
+TEST(a_commit_wakes_as_many_parked_pops_as_it_can_serve)
+{
+    const char *env[] = { "LONG_POLL_RECHECK_MS=60000", NULL };
+    silt_server s;
+    srv_start(&s, env);
+    const char *q = uniq("herd");
+    bg_req any[5], only_b;
+    for (int i = 0; i < 5; i++) {
+        bg_start(&any[i], &s, "GET", sfmt("/api/v1/pop/queue/%s?wait=true&timeout=30000&autoAck=true", q), NULL);
+        srv_await_metric(&s, "silt_long_polls_parked", i + 1, 5000);   /* parked in this order */
+    }
+    bg_start(&only_b, &s, "GET",
+             sfmt("/api/v1/pop/queue/%s/partition/B?consumerGroup=g2&wait=true&timeout=30000&autoAck=true", q), NULL);
+    srv_await_metric(&s, "silt_long_polls_parked", 6, 5000);
+    int status;
+    int64_t elapsed;
+    push_one(&s, q, "A", "a1", "1");
+    CHECK_INT(srv_metric(&s, "silt_long_poll_wakeups_total"), 1);   /* one partition: one of the five, not B's */
+    bg_wait(&any[0], &status, &elapsed);   /* the longest waiting */
+    CHECK_INT(status, 200);
+    reply r;
+    rq(&s, "POST", "/api/v1/push", sfmt("{\"items\":[{\"queue\":\"%s\",\"partition\":\"A\",\"payload\":2},"
+                                        "{\"queue\":\"%s\",\"partition\":\"C\",\"payload\":3}]}", q, q), &r);
+    CHECK_INT(r.status, 201);
+    reply_fini(&r);
+    CHECK_INT(srv_metric(&s, "silt_long_poll_wakeups_total"), 3);   /* two partitions: two more */
+    bg_wait(&any[1], &status, &elapsed);
+    CHECK_INT(status, 200);
+    bg_wait(&any[2], &status, &elapsed);   /* if it lost the race, the winner passed it on */
+    CHECK_INT(status, 200);
+    push_one(&s, q, "B", "b1", "4");
+    CHECK_INT(srv_metric(&s, "silt_long_poll_wakeups_total"), 5);   /* B's pop, and one of the group's */
+    bg_wait(&only_b, &status, &elapsed);   /* its own group: the message is its */
+    CHECK_INT(status, 200);
+    bg_wait(&any[3], &status, &elapsed);
+    CHECK_INT(status, 200);
+    srv_stop(&s);
+    bg_wait(&any[4], &status, &elapsed);
+}
