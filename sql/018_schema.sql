@@ -503,8 +503,8 @@ BEGIN
            AND (c.partition_id IS NULL OR (p.last_offset > c.committed
                 AND (c.lease_expires IS NULL OR c.lease_expires <= now())))
          ORDER BY c.last_activity_at NULLS FIRST
-         LIMIT 32 + p_partitions
-    LOOP
+    LOOP   -- no limit: partitions that cannot deliver yet (a window, a delay, a cursor
+           -- another pop holds) must not hide one that can; rows are fetched as the loop goes
         span := queen.claim(cand.id, p_group, queen.subscription_start(p_group, cand.queue, p_subscription),
                             cand.options, remaining, p_auto_ack, p_lease);
         CONTINUE WHEN span.cursor_to IS NULL;
@@ -1504,9 +1504,9 @@ LANGUAGE sql STABLE AS $$
                coalesce(sum(offsets_dropped), 0) AS total, count(*) AS events
           FROM rows GROUP BY bucket)
     SELECT jsonb_build_object(
-        'timeRange', jsonb_build_object('from', span.f, 'to', span.t),
+        'timeRange', jsonb_build_object('from', queen.iso_ms(span.f), 'to', queen.iso_ms(span.t)),
         'bucketMinutes', span.minutes,
-        'series', coalesce((SELECT jsonb_agg(jsonb_build_object('bucket', bucket, 'retentionMsgs', r,
+        'series', coalesce((SELECT jsonb_agg(jsonb_build_object('bucket', queen.iso_ms(bucket), 'retentionMsgs', r,
                       'completedRetentionMsgs', c, 'evictionMsgs', e, 'totalMsgs', total, 'eventCount', events)
                       ORDER BY bucket) FROM buckets), '[]'),
         'totals', jsonb_build_object(
@@ -1875,13 +1875,13 @@ LANGUAGE sql STABLE AS $$
         'logStart', part.log_start, 'txnsStart', part.txns_start,
         'messages', part.last_offset + 1 - part.log_start,
         'segments', (SELECT count(*) FROM queen.log_segments s WHERE s.partition_id = part.id),
-        'lastWriteAt', part.last_write_at, 'createdAt', part.created_at)
+        'lastWriteAt', queen.iso_ms(part.last_write_at), 'createdAt', queen.iso_ms(part.created_at))
 $$;
 
 CREATE FUNCTION queen.queue_json(q queen.queues, p_detail boolean) RETURNS jsonb
 LANGUAGE sql STABLE AS $$
     SELECT jsonb_build_object(
-        'name', q.name, 'namespace', q.namespace, 'task', q.task, 'createdAt', q.created_at,
+        'name', q.name, 'namespace', q.namespace, 'task', q.task, 'createdAt', queen.iso_ms(q.created_at),
         'partitions', (SELECT count(*) FROM queen.log_partitions p WHERE p.queue = q.name),
         'messages', jsonb_build_object(
             'total', (SELECT coalesce(sum(p.last_offset + 1 - p.log_start), 0)
@@ -1923,7 +1923,7 @@ CREATE FUNCTION queen.overview() RETURNS jsonb LANGUAGE sql STABLE AS $$
         'consumerGroups', (SELECT count(DISTINCT consumer_group) FROM queen.log_consumers),
         'activeLeases', (SELECT count(*) FROM queen.log_consumers WHERE lease_expires > now()),
         'deadLetters', (SELECT count(*) FROM queen.log_dlq),
-        'lastWriteAt', (SELECT max(last_write_at) FROM queen.log_partitions))
+        'lastWriteAt', queen.iso_ms((SELECT max(last_write_at) FROM queen.log_partitions)))
 $$;
 
 -- Per (group, partition): lag in offsets and age of the oldest unconsumed message.
@@ -1953,7 +1953,7 @@ LANGUAGE sql STABLE AS $$
     SELECT coalesce(jsonb_agg(jsonb_build_object(
                'name', g.consumer_group, 'queues', g.queues, 'members', g.members,
                'totalLag', g.lag, 'maxTimeLag', round(g.time_lag),
-               'lastActivityAt', g.last_activity,
+               'lastActivityAt', queen.iso_ms(g.last_activity),
                'state', queen.group_state(g.lag, g.time_lag, g.last_activity, p_lagging_seconds, p_dead_seconds))
            ORDER BY g.consumer_group), '[]')
       FROM (SELECT consumer_group, jsonb_agg(DISTINCT queue) AS queues,
@@ -1968,12 +1968,12 @@ CREATE FUNCTION queen.group_detail(p_group text) RETURNS jsonb LANGUAGE sql STAB
                'queue', c.queue, 'partition', c.partition, 'partitionId', c.partition_id,
                'committedOffset', c.committed, 'lag', c.lag, 'timeLag', round(c.time_lag),
                'retryCount', c.retry_count, 'totalConsumed', c.total_consumed,
-               'lastActivityAt', c.last_activity_at,
+               'lastActivityAt', queen.iso_ms(c.last_activity_at),
                'lease', CASE WHEN c.lease_expires > now() THEN jsonb_build_object(
-                   'leaseId', c.lease_id, 'leaseEnd', c.lease_end, 'expiresAt', c.lease_expires) END)
+                   'leaseId', c.lease_id, 'leaseEnd', c.lease_end, 'expiresAt', queen.iso_ms(c.lease_expires)) END)
            ORDER BY c.queue, c.partition),
            'subscriptions', (SELECT coalesce(jsonb_agg(jsonb_build_object(
-               'queue', s.queue, 'from', s.from_ts, 'createdAt', s.created_at) ORDER BY s.queue), '[]')
+               'queue', s.queue, 'from', queen.iso_ms(s.from_ts), 'createdAt', queen.iso_ms(s.created_at)) ORDER BY s.queue), '[]')
                FROM queen.subscriptions s WHERE s.consumer_group = p_group))
       FROM queen.group_cursors c WHERE c.consumer_group = p_group
     HAVING count(*) > 0 OR EXISTS (SELECT 1 FROM queen.subscriptions s WHERE s.consumer_group = p_group)

@@ -28,7 +28,7 @@ const db_statement db_statements[STMT_COUNT] = {
         "SELECT CASE WHEN queen.group_known($1, $2)"
         " THEN jsonb_build_object('deleted', true, 'cursors', queen.group_delete($1, $2, $3)) END", 3 },
     [STMT_GROUP_SUBSCRIPTION] = { "group_subscription",
-        "SELECT jsonb_build_object('updated', queen.group_set_subscription($1, $2), 'subscriptionTimestamp', $2::timestamptz)", 2 },
+        "SELECT jsonb_build_object('updated', queen.group_set_subscription($1, $2), 'subscriptionTimestamp', queen.iso_ms($2::timestamptz))", 2 },
     [STMT_SEEK]         = { "seek", "SELECT queen.seek($1, $2, $3, $4, $5)", 5 },
     /* dead letters: rows in DLQ_COLUMNS order (see api/dead_letters.c) */
     [STMT_DLQ_COUNT]    = { "dlq_count", "SELECT queen.dlq_count($1, $2, $3)", 3 },

@@ -6,6 +6,7 @@
 #include <unistd.h>
 #include "harness.h"
 #include "support.h"
+#include "base/emit.h"
 
 /* Pops with a query string; returns the status and keeps the reply in r. */
 static int pop(silt_server *s, const char *q, const char *query, reply *r)
@@ -429,4 +430,66 @@ TEST(encryption_without_a_key_is_refused_at_configure_and_at_startup)
     CHECK(pclose(p) != 0);
     CHECK(strstr(line, "has encryptionEnabled but QUEEN_ENCRYPTION_KEY is not set") != NULL);
     CHECK(strstr(line, "openssl rand -hex 32") != NULL);
+}
+
+/* ---- one voice ---- */
+
+/* A reply speaks the API's one voice when writing it again with the emitter
+ * changes nothing (no spaces, one escaping), and every time in it has the one
+ * format (UTC, milliseconds, Z). */
+static void check_one_voice(const char *file, int line, const char *what, const reply *r)
+{
+    buf again;
+    buf_init(&again);
+    emit e;
+    emit_init(&e, &again);
+    if (emit_json(&e, r->raw.body.data, r->raw.body.len) < 0) harness_failf(file, line, "%s: not json", what);
+    if (strcmp(again.data, r->raw.body.data) != 0)
+        harness_failf(file, line, "%s: not in the one voice:\n      %s\n    written again:\n      %s", what,
+                      r->raw.body.data, again.data);
+    buf_fini(&again);
+    for (uint32_t t = 0; t < r->doc.ntokens; t++) {
+        const json_token *k = &r->doc.tokens[t];
+        const char *s = r->raw.body.data + k->start + 1;
+        size_t n = k->end - k->start - 2;
+        bool looks_like_time = k->type == JSON_STRING && n >= 11 && s[4] == '-' && s[7] == '-' && s[10] == 'T';
+        bool one_format = n == 24 && s[19] == '.' && s[23] == 'Z';
+        if (looks_like_time && !one_format) harness_failf(file, line, "%s: a time in another format: %.*s", what, (int)n, s);
+    }
+}
+#define CHECK_ONE_VOICE(what, r) check_one_voice(__FILE__, __LINE__, (what), (r))
+
+TEST(every_reply_speaks_one_voice_with_one_time_format)
+{
+    silt_server s;
+    srv_start(&s, NULL);
+    const char *q = uniq("voice");
+    const char *calls[][3] = {
+        { "POST", "/api/v1/configure", sfmt("{\"queue\":\"%s\",\"options\":{\"retentionEnabled\":true,"
+                                            "\"retentionSeconds\":3600,\"retryLimit\":0}}", q) },
+        { "POST", "/api/v1/push", sfmt("{\"items\":[{\"queue\":\"%s\",\"payload\":{\"a\":1},\"transactionId\":\"t1\"},"
+                                       "{\"queue\":\"%s\",\"payload\":[1,2],\"transactionId\":\"t2\"}]}", q, q) },
+        { "GET", sfmt("/api/v1/pop/queue/%s?consumerGroup=g&batch=1", q), NULL },
+        { "GET", "/api/v1/resources/queues", NULL },
+        { "GET", sfmt("/api/v1/resources/queues/%s", q), NULL },
+        { "GET", "/api/v1/resources/overview", NULL },
+        { "GET", "/api/v1/consumer-groups", NULL },
+        { "GET", "/api/v1/consumer-groups/g", NULL },
+        { "POST", "/api/v1/consumer-groups/g/subscription", "{\"subscriptionTimestamp\":\"2026-01-01T00:00:00Z\"}" },
+        { "GET", sfmt("/api/v1/retention/explain?queue=%s", q), NULL },
+        { "GET", "/api/v1/analytics/retention", NULL },
+        { "POST", "/api/v1/system/retention/run?dryRun=true", NULL },
+        { "GET", "/api/v1/system/maintenance", NULL },
+        { "GET", "/api/v1/dlq", NULL },
+        { "GET", "/health", NULL },
+        { "GET", "/api/v1/nothing-here", NULL },
+    };
+    for (size_t i = 0; i < sizeof calls / sizeof calls[0]; i++) {
+        reply r;
+        rq(&s, calls[i][0], calls[i][1], calls[i][2], &r);
+        CHECK(r.status < 500);
+        CHECK_ONE_VOICE(calls[i][1], &r);
+        reply_fini(&r);
+    }
+    srv_stop(&s);
 }

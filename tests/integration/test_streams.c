@@ -943,3 +943,38 @@ TEST(a_commit_wakes_as_many_parked_pops_as_it_can_serve)
     srv_stop(&s);
     bg_wait(&any[4], &status, &elapsed);
 }
+
+/* A pop finds a deliverable partition whenever one exists, however many
+ * that cannot deliver yet come before it (here 100 held by windowBuffer, all
+ * ordered before the one that can). */
+TEST(a_pop_finds_the_deliverable_partition_behind_100_that_are_not)
+{
+    silt_server s;
+    srv_start(&s, NULL);
+    const char *q = uniq("behind");
+    configure_queue(&s, q, "{\"windowBuffer\":600}");
+    buf body;
+    buf_init(&body);
+    buf_puts(&body, "{\"items\":[");
+    for (int i = 0; i <= 100; i++)
+        buf_printf(&body, "%s{\"queue\":\"%s\",\"partition\":\"p%03d\",\"payload\":%d}", i ? "," : "", q, i, i);
+    buf_puts(&body, "]}");
+    reply r;
+    rq(&s, "POST", "/api/v1/push", body.data, &r);
+    CHECK_INT(r.status, 201);
+    reply_fini(&r);
+    buf_fini(&body);
+    /* p100 wrote long ago (its window has passed) and was served most recently, so it comes last */
+    sql("UPDATE queen.log_partitions SET last_write_at = now() - interval '1 hour' WHERE queue = '%s' AND name = 'p100'", q);
+    sql("INSERT INTO queen.log_consumers (partition_id, consumer_group, committed, last_activity_at) "
+        "SELECT id, 'g', -1, now() FROM queen.log_partitions WHERE queue = '%s' AND name = 'p100'", q);
+    rq(&s, "GET", sfmt("/api/v1/pop/queue/%s?consumerGroup=g&wait=false", q), NULL, &r);
+    CHECK_INT(r.status, 200);
+    CHECK_STR(jstr(&r, "partition"), "p100");
+    CHECK_INT(jint(&r, "messages.0.data"), 100);
+    reply_fini(&r);
+    rq(&s, "GET", sfmt("/api/v1/pop/queue/%s?consumerGroup=g&wait=false", q), NULL, &r);
+    CHECK_INT(r.status, 204);   /* the other hundred are still in their window */
+    reply_fini(&r);
+    srv_stop(&s);
+}
