@@ -17,6 +17,7 @@
 #include <string.h>
 #include <time.h>
 #include "base/clock.h"
+#include "base/xalloc.h"
 
 #define BENCH_SNIPPET 200   /* bytes of a failed reply's body kept for the report */
 
@@ -66,8 +67,7 @@ static void stats_add_latency(bench_stats *s, double seconds)
 {
     if (s->nlat == s->caplat) {
         s->caplat = s->caplat ? s->caplat * 2 : 65536;
-        s->lat_us = realloc(s->lat_us, s->caplat * sizeof *s->lat_us);
-        if (!s->lat_us) { fputs("silt: out of memory\n", stderr); abort(); }
+        s->lat_us = xrealloc(s->lat_us, s->caplat * sizeof *s->lat_us);
     }
     double us = seconds * 1e6;
     s->lat_us[s->nlat++] = us > 4e9 ? UINT32_MAX : (uint32_t)us;
@@ -235,8 +235,7 @@ static void worker_kick(bench_worker *w)
 static int workers_init(bench_load *l)
 {
     const bench_config *c = l->cfg;
-    l->workers = calloc((size_t)c->workers, sizeof *l->workers);
-    if (!l->workers) return -1;
+    l->workers = xcalloc((size_t)c->workers, sizeof *l->workers);
     for (int i = 0; i < c->workers; i++) {
         bench_worker *w = &l->workers[i];
         *w = (bench_worker){ .load = l, .id = i };

@@ -2,6 +2,7 @@
  * Subcommands describe their options in a table and their output in terms of
  * cells; this file owns argv handling, talking to the server, reporting its
  * errors in one format ("silt: <error>") and laying out tables. */
+#include "base/xalloc.h"
 #include "cli/cli_common.h"
 #include <errno.h>
 #include <stdarg.h>
@@ -32,8 +33,7 @@ static int opt_store_int(const cli_cmd *cmd, const cli_opt *o, const char *v)
 
 static void list_push(cli_list *l, const char *v)
 {
-    const char **items = realloc(l->items, (size_t)(l->n + 1) * sizeof *items);
-    if (!items) { fputs("silt: out of memory\n", stderr); abort(); }
+    const char **items = xrealloc(l->items, (size_t)(l->n + 1) * sizeof *items);
     items[l->n++] = v;
     l->items = items;
 }
@@ -92,8 +92,7 @@ static int parse_argv(const cli_cmd *cmd, int argc, char **argv, cli_args *args)
 int cli_parse(const cli_cmd *cmd, int argc, char **argv, cli_args *args, int *exit_code)
 {
     args->npos = 0;
-    args->pos = calloc((size_t)argc + 1, sizeof *args->pos);
-    if (!args->pos) { fputs("silt: out of memory\n", stderr); abort(); }
+    args->pos = xcalloc((size_t)argc + 1, sizeof *args->pos);
     for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++) {
         if (is_help(argv[i])) {
             fputs(cmd->usage, stdout);
@@ -268,8 +267,7 @@ static void table_push(cli_table *t, char *cell)
 {
     if (t->ncells == t->cap) {
         size_t cap = t->cap ? t->cap * 2 : 16;
-        char **cells = realloc(t->cells, cap * sizeof *cells);
-        if (!cells) { fputs("silt: out of memory\n", stderr); abort(); }
+        char **cells = xrealloc(t->cells, cap * sizeof *cells);
         t->cells = cells;
         t->cap = cap;
     }
