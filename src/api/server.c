@@ -152,11 +152,6 @@ int server_main(int argc, char **argv)
     memset(&srv, 0, sizeof srv);
     char err[512];
     if (config_load(&srv.cfg, err, sizeof err) < 0) { fprintf(stderr, "silt: %s\n", err); return 2; }
-    if (log_set_level(srv.cfg.log_level) < 0) {
-        fprintf(stderr, "silt: invalid value for LOG_LEVEL: \"%s\" (expected debug, info, warn or error)\n", srv.cfg.log_level);
-        config_fini(&srv.cfg);
-        return 2;
-    }
     signal(SIGPIPE, SIG_IGN);
     int rc = start(&srv);
     if (rc == 0) {

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "base/buf.h"
+#include "base/log.h"
 #include "base/xalloc.h"
 
 typedef enum setting_kind { SETTING_TEXT, SETTING_NUMBER, SETTING_BOOL } setting_kind;
@@ -79,9 +80,8 @@ static int parse_bool(const setting *s, const char *text, int64_t *out, char *er
     return -1;
 }
 
-int config_load(silt_config *cfg, char *err, size_t errlen)
+static int load_settings(silt_config *cfg, char *err, size_t errlen)
 {
-    memset(cfg, 0, sizeof *cfg);
     for (size_t i = 0; i < sizeof settings / sizeof settings[0]; i++) {
         const setting *s = &settings[i];
         const char *text = getenv(s->env);
@@ -91,7 +91,17 @@ int config_load(silt_config *cfg, char *err, size_t errlen)
         else if (s->kind == SETTING_BOOL && parse_bool(s, text, (int64_t *)field, err, errlen) < 0) return -1;
         else if (s->kind == SETTING_NUMBER && parse_number(s, text, (int64_t *)field, err, errlen) < 0) return -1;
     }
-    return 0;
+    if (log_set_level(cfg->log_level) == 0) return 0;   /* applied here: every command logs at its level */
+    snprintf(err, errlen, "invalid value for LOG_LEVEL: \"%s\" (expected debug, info, warn or error)", cfg->log_level);
+    return -1;
+}
+
+int config_load(silt_config *cfg, char *err, size_t errlen)
+{
+    memset(cfg, 0, sizeof *cfg);
+    if (load_settings(cfg, err, errlen) == 0) return 0;
+    config_fini(cfg);   /* a refused configuration holds nothing */
+    return -1;
 }
 
 void config_fini(silt_config *cfg)

@@ -4,6 +4,7 @@
  * does not leak between tests. */
 #include "harness.h"
 #include "base/config.h"
+#include "base/log.h"
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -163,4 +164,21 @@ TEST(config_conninfo_quotes_keywords_and_prefers_url)
     CHECK_STR(ci, "postgresql://x@y:1/z");
     free(ci);
     config_fini(&c);
+}
+
+/* LOG_LEVEL is checked with the rest, so every command (server, migrate)
+ * refuses a bad one the same way and logs at a good one. */
+TEST(config_refuses_an_unknown_log_level_and_applies_a_known_one)
+{
+    clear_env();
+    setenv("LOG_LEVEL", "loud", 1);
+    silt_config c;
+    char err[256] = "";
+    CHECK_INT(config_load(&c, err, sizeof err), -1);
+    CHECK_STR(err, "invalid value for LOG_LEVEL: \"loud\" (expected debug, info, warn or error)");
+    setenv("LOG_LEVEL", "error", 1);
+    CHECK_INT(config_load(&c, err, sizeof err), 0);
+    CHECK(!log_enabled(LOG_WARN) && log_enabled(LOG_ERROR));
+    config_fini(&c);
+    clear_env();
 }
