@@ -587,35 +587,58 @@ BEGIN
      ORDER BY s.base_offset DESC LIMIT 1;
 END $$;
 
--- Per-item outcome rows of ack_partition; dlq_* columns are set when the
--- item's message must be copied to the dead-letter queue by the caller
--- (the payload is inside a compressed segment that only C can read).
+-- How queen.ack receives a batch (see "Between C and SQL" in
+-- docs/architecture.md): one typed array per field, parallel, the hashes
+-- concatenated in one bytea (16 bytes per item). queen.ack_items turns them
+-- into one row per item, once; everything below works on those rows.
+-- status is 'completed', 'failed', 'retry' or 'dlq'; lease_id is NULL when
+-- the client gave none; idx is the item's place in the request, from 0.
+CREATE TYPE queen.ack_item AS (
+    idx integer, consumer_group text, partition_id uuid, hash bytea, status text, lease_id uuid
+);
+
+-- Where one item stands once resolved: its offset (NULL: none), the error
+-- that ends it, or noop (completed at or below the cursor: nothing to do).
+-- An item succeeds when it has no error.
+CREATE TYPE queen.ack_resolved AS (idx integer, status text, off bigint, error text, noop boolean);
+
+-- Per-item outcome rows of queen.ack, in request order within a partition;
+-- dlq_* columns are set when the item's message must be copied to the
+-- dead-letter queue by the caller (the payload is inside a compressed
+-- segment that only C can read).
 CREATE TYPE queen.ack_result AS (
     idx integer, success boolean, error text, lease_released boolean, dlq boolean,
     noop boolean, dropped boolean, dlq_offset bigint, dlq_base bigint,
     dlq_created timestamptz, dlq_blob bytea
 );
 
+CREATE FUNCTION queen.ack_items(p_groups text[], p_partitions uuid[], p_hashes bytea,
+                                p_statuses text[], p_leases uuid[])
+RETURNS SETOF queen.ack_item LANGUAGE sql IMMUTABLE AS $$
+    SELECT (u.ord - 1)::integer, u.grp, u.pid, substring(p_hashes FROM (u.ord - 1)::integer * 16 + 1 FOR 16),
+           u.status, u.lease
+      FROM unnest(p_groups, p_partitions, p_statuses, p_leases) WITH ORDINALITY AS u(grp, pid, status, lease, ord)
+$$;
+
 -- Item index -> offset for the items whose hash is in (committed, lease_end]:
 -- one set-based join against the span's sidecar rows for the whole batch,
 -- rather than one sidecar scan per item.
-CREATE FUNCTION queen.span_offsets(c queen.log_consumers, part queen.log_partitions, p_items jsonb) RETURNS jsonb
-LANGUAGE plpgsql STABLE AS $$
+CREATE FUNCTION queen.span_offsets(c queen.log_consumers, part queen.log_partitions, p_items queen.ack_item[])
+RETURNS TABLE (idx integer, off bigint) LANGUAGE plpgsql STABLE AS $$
 DECLARE
-    lo     bigint;
-    result jsonb;
+    lo bigint;
 BEGIN
-    IF c.lease_end IS NULL THEN RETURN '{}'; END IF;
+    IF c.lease_end IS NULL THEN RETURN; END IF;
     lo := queen.span_floor(part.id, c.committed + 1, part.txns_start);   -- once, so the scan is an index range
-    SELECT coalesce(jsonb_object_agg(it.i, f.off), '{}') INTO result
-      FROM (SELECT x->>'i' AS i, decode(x->>'h', 'hex') AS h FROM jsonb_array_elements(p_items) x) it
-      JOIN (SELECT r.base_offset + k AS off, substring(r.hashes FROM k * 16 + 1 FOR 16) AS h
-              FROM queen.log_txns r,   -- only the frames inside the span, however long the segment
-                   generate_series(greatest(0, c.committed + 1 - r.base_offset)::integer,
-                                   least(length(r.hashes) / 16 - 1, c.lease_end - r.base_offset)::integer) AS k
-             WHERE r.partition_id = part.id AND r.base_offset BETWEEN lo AND c.lease_end) f
-        ON f.h = it.h;
-    RETURN result;
+    RETURN QUERY
+        SELECT it.idx, f.off
+          FROM unnest(p_items) it
+          JOIN (SELECT r.base_offset + k AS off, substring(r.hashes FROM k * 16 + 1 FOR 16) AS h
+                  FROM queen.log_txns r,   -- only the frames inside the span, however long the segment
+                       generate_series(greatest(0, c.committed + 1 - r.base_offset)::integer,
+                                       least(length(r.hashes) / 16 - 1, c.lease_end - r.base_offset)::integer) AS k
+                 WHERE r.partition_id = part.id AND r.base_offset BETWEEN lo AND c.lease_end) f
+            ON f.h = it.hash;
 END $$;
 
 -- Where an item outside the leased span stands: below the cursor (completed:
@@ -632,112 +655,103 @@ BEGIN
         error := 'unresolvable: transaction id not found in the partition';
     ELSIF off > c.committed THEN
         error := 'unresolvable: message is not leased'; off := NULL;
-    ELSIF p_status = 'c' THEN
+    ELSIF p_status = 'completed' THEN
         noop := true;
     ELSE
         error := 'already committed';
     END IF;
 END $$;
 
--- The ack contract for one (group, partition): items are read once into
--- parallel arrays, the leased span resolves them in one join (span_offsets),
--- and only items outside it take ack_locate's search. One row per item, in
+-- Resolves each item of one (group, partition) to an offset: a lease named
+-- must be the cursor's live one; the leased span resolves most items in one
+-- join (span_offsets), and only the rest take ack_locate's search. In
 -- request order.
-CREATE FUNCTION queen.ack_partition(p_group text, p_partition uuid, p_items jsonb)
+CREATE FUNCTION queen.ack_resolve(c queen.log_consumers, part queen.log_partitions, p_items queen.ack_item[])
+RETURNS SETOF queen.ack_resolved LANGUAGE plpgsql STABLE AS $$
+DECLARE
+    it  record;
+    loc record;
+    res queen.ack_resolved;
+BEGIN
+    FOR it IN SELECT i.idx, i.hash, i.status, i.lease_id, s.off
+                FROM unnest(p_items) i LEFT JOIN queen.span_offsets(c, part, p_items) s ON s.idx = i.idx
+               ORDER BY i.idx
+    LOOP
+        res := ROW(it.idx, it.status, NULL, NULL, false);
+        IF it.lease_id IS NOT NULL AND (c.lease_id IS DISTINCT FROM it.lease_id OR c.lease_expires <= now()) THEN
+            res.error := 'invalid or expired lease';
+        ELSIF it.off IS NOT NULL THEN
+            res.off := it.off;
+        ELSE
+            loc := queen.ack_locate(c, part, it.hash, it.status);
+            res.off := loc.off; res.error := loc.error; res.noop := loc.noop;
+        END IF;
+        RETURN NEXT res;
+    END LOOP;
+END $$;
+
+-- The ack contract for one (group, partition), in four steps: resolve the
+-- items (ack_resolve); find the highest completed offset and the lowest
+-- explicit signal (failed, retry, dlq) above the cursor; decide what that
+-- signal does (retry in place, drop, or dead-letter) and where the cursor
+-- goes; move the cursor. One row per item, in request order.
+CREATE FUNCTION queen.ack_partition(p_group text, p_partition uuid, p_items queen.ack_item[])
 RETURNS SETOF queen.ack_result LANGUAGE plpgsql AS $$
 #variable_conflict use_variable
 DECLARE
     c        queen.log_consumers%ROWTYPE;
     part     queen.log_partitions%ROWTYPE;
     opts     jsonb;
-    loc      record;
-    idx      integer[];        -- per item, in request order:
-    hs       bytea[];          --   hash
-    sts      text[];           --   status c|f|r|d
-    leases   uuid[];           --   leaseId given
-    offs     bigint[];         --   resolved offset (NULL: none)
-    errs     text[];           --   error
-    noops    boolean[];        --   at or below the cursor, completed
-    oks      boolean[];        --   success
-    flags    text[];           --   'dropped' | 'dlq' | NULL
+    items    queen.ack_resolved[];
     done_max bigint;           -- highest offset acked completed in the span
-    stop_at  bigint;           -- lowest explicit failed/retry/dlq offset
+    stop_idx integer;          -- the explicit signal with the lowest offset (its first item)
+    stop_off bigint;
     stop_st  text;
-    target   bigint;
-    release  boolean := false;
-    retries  integer;
-    seg      record;           -- the segment covering stop_at, for a dead letter
-    seg_base bigint;
+    fate     text;             -- what happens to it: 'dropped' | 'dlq' | 'dlq rejected' | NULL
+    seg_base bigint;           -- the segment covering stop_off, for a dead letter
     seg_at   timestamptz;
     seg_blob bytea;
-    dlq_on   boolean;
-    n        integer;
-    in_span  jsonb;            -- item index -> offset inside the leased span
+    target   bigint;           -- where the cursor goes
+    retries  integer;
+    release  boolean := false;
 BEGIN
     SELECT * INTO c FROM queen.log_consumers
      WHERE partition_id = p_partition AND consumer_group = p_group FOR UPDATE;
     SELECT * INTO part FROM queen.log_partitions WHERE id = p_partition;
-    SELECT q.options INTO opts FROM queen.queues q WHERE q.name = part.queue;
-    in_span := CASE WHEN c.partition_id IS NULL THEN '{}'::jsonb ELSE queen.span_offsets(c, part, p_items) END;
-    SELECT array_agg(x.i ORDER BY x.ord), array_agg(x.h ORDER BY x.ord), array_agg(x.s ORDER BY x.ord),
-           array_agg(x.l ORDER BY x.ord), array_agg(x.off ORDER BY x.ord)
-      INTO idx, hs, sts, leases, offs
-      FROM (SELECT e.ord, (e.x->>'i')::integer AS i, decode(e.x->>'h', 'hex') AS h, e.x->>'s' AS s,
-                   (e.x->>'l')::uuid AS l, (in_span->>(e.x->>'i'))::bigint AS off
-              FROM jsonb_array_elements(p_items) WITH ORDINALITY AS e(x, ord)) x;
-    n := array_length(idx, 1);
-    errs := array_fill(NULL::text, ARRAY[n]); noops := array_fill(false, ARRAY[n]);
-    oks := array_fill(false, ARRAY[n]); flags := array_fill(NULL::text, ARRAY[n]);
-    FOR k IN 1 .. n LOOP
-        IF part.id IS NULL THEN
-            errs[k] := 'unresolvable: unknown partition'; offs[k] := NULL; CONTINUE;
-        ELSIF c.partition_id IS NULL THEN
-            errs[k] := 'unresolvable: the consumer group has no cursor on this partition'; offs[k] := NULL; CONTINUE;
-        END IF;
-        IF leases[k] IS NOT NULL AND (c.lease_id IS DISTINCT FROM leases[k] OR c.lease_expires <= now()) THEN
-            errs[k] := 'invalid or expired lease'; offs[k] := NULL; CONTINUE;
-        END IF;
-        IF offs[k] IS NULL THEN   -- outside the leased span: the per-item search
-            loc := queen.ack_locate(c, part, hs[k], sts[k]);
-            offs[k] := loc.off; errs[k] := loc.error; noops[k] := loc.noop; oks[k] := loc.noop;
-        END IF;
-        CONTINUE WHEN errs[k] IS NOT NULL OR NOT offs[k] > c.committed;
-        oks[k] := true;
-        IF sts[k] = 'c' THEN done_max := greatest(done_max, offs[k]);
-        ELSIF stop_at IS NULL OR offs[k] < stop_at THEN stop_at := offs[k]; stop_st := sts[k];
-        END IF;
-    END LOOP;
-    IF c.partition_id IS NULL OR part.id IS NULL THEN
-        RETURN QUERY SELECT idx[k], false, errs[k], false, false, false, false, NULL::bigint, NULL::bigint,
-                            NULL::timestamptz, NULL::bytea FROM generate_subscripts(idx, 1) k;
+    IF part.id IS NULL OR c.partition_id IS NULL THEN
+        RETURN QUERY SELECT i.idx, false, CASE WHEN part.id IS NULL THEN 'unresolvable: unknown partition'
+                                          ELSE 'unresolvable: the consumer group has no cursor on this partition' END,
+                            false, false, false, false, NULL::bigint, NULL::bigint, NULL::timestamptz, NULL::bytea
+                       FROM unnest(p_items) i ORDER BY i.idx;
         RETURN;
     END IF;
+    SELECT q.options INTO opts FROM queen.queues q WHERE q.name = part.queue;
 
-    -- Implicit ack up to the highest completed offset, never past an explicit signal.
-    target := greatest(c.committed, least(coalesce(done_max, c.committed), coalesce(stop_at - 1, done_max, c.committed)));
+    -- 1. Resolve. 2. What moves the cursor: only items above it without an error.
+    items := ARRAY(SELECT queen.ack_resolve(c, part, p_items));
+    SELECT max(i.off) INTO done_max FROM unnest(items) i
+     WHERE i.error IS NULL AND i.off > c.committed AND i.status = 'completed';
+    SELECT i.idx, i.off, i.status INTO stop_idx, stop_off, stop_st FROM unnest(items) i
+     WHERE i.error IS NULL AND i.off > c.committed AND i.status <> 'completed'
+     ORDER BY i.off, i.idx LIMIT 1;
+
+    -- 3. Implicit ack up to the highest completed offset, never past an explicit signal.
+    target := greatest(c.committed, least(coalesce(done_max, c.committed), coalesce(stop_off - 1, done_max, c.committed)));
     retries := CASE WHEN target > c.committed THEN 0 ELSE c.retry_count END;
-    dlq_on := coalesce((opts->>'deadLetterQueue')::boolean, true) OR coalesce((opts->>'dlqAfterMaxRetries')::boolean, true);
-
-    IF stop_st = 'r' THEN
+    IF stop_st = 'retry' THEN
         release := true;
-    ELSIF stop_st = 'f' AND retries < (opts->>'retryLimit')::integer THEN
+    ELSIF stop_st = 'failed' AND retries < (opts->>'retryLimit')::integer THEN
         retries := retries + 1; release := true;
-    ELSIF stop_st IS NOT NULL AND NOT dlq_on THEN
-        target := stop_at; retries := 0;
-        FOR k IN 1 .. n LOOP
-            IF offs[k] = stop_at AND sts[k] <> 'c' THEN flags[k] := 'dropped'; END IF;
-        END LOOP;
-    ELSIF stop_st IS NOT NULL THEN
-        seg := queen.covering_segment(p_partition, stop_at);
-        FOR k IN 1 .. n LOOP
-            CONTINUE WHEN offs[k] IS DISTINCT FROM stop_at OR sts[k] = 'c';
-            IF seg.base IS NULL THEN oks[k] := false; errs[k] := 'dlq rejected'; release := true;
-            ELSE flags[k] := 'dlq'; seg_base := seg.base; seg_at := seg.created; seg_blob := seg.blob;
-            END IF;
-            EXIT;
-        END LOOP;
+    ELSIF stop_st IS NOT NULL AND NOT (coalesce((opts->>'deadLetterQueue')::boolean, true)
+                                           OR coalesce((opts->>'dlqAfterMaxRetries')::boolean, true)) THEN
+        fate := 'dropped'; target := stop_off; retries := 0;
+    ELSIF stop_st IS NOT NULL THEN   -- the cursor stays below it; queen.dead_letter moves it
+        SELECT s.base, s.created, s.blob INTO seg_base, seg_at, seg_blob
+          FROM queen.covering_segment(p_partition, stop_off) s;
+        IF seg_base IS NULL THEN fate := 'dlq rejected'; release := true; ELSE fate := 'dlq'; END IF;
     END IF;
 
+    -- 4. Move the cursor.
     release := release OR target >= c.lease_end;
     UPDATE queen.log_consumers SET committed = target, retry_count = retries,
            total_consumed = total_consumed + (target - c.committed), last_activity_at = now(),
@@ -745,27 +759,35 @@ BEGIN
            lease_end = CASE WHEN release THEN NULL ELSE lease_end END,
            lease_expires = CASE WHEN release THEN NULL ELSE lease_expires END
      WHERE partition_id = p_partition AND consumer_group = p_group;
+
+    -- A drop marks every non-completed item of the stopping offset; a
+    -- dead-letter hand-off (or its rejection) only the first of them.
     RETURN QUERY
-        SELECT idx[k], oks[k], errs[k], release, false, noops[k], flags[k] IS NOT DISTINCT FROM 'dropped',
-               CASE WHEN flags[k] = 'dlq' THEN stop_at END, CASE WHEN flags[k] = 'dlq' THEN seg_base END,
-               CASE WHEN flags[k] = 'dlq' THEN seg_at END, CASE WHEN flags[k] = 'dlq' THEN seg_blob END
-          FROM generate_subscripts(idx, 1) k;
+        SELECT i.idx, i.error IS NULL AND m.mark IS DISTINCT FROM 'dlq rejected',
+               CASE WHEN m.mark = 'dlq rejected' THEN m.mark ELSE i.error END,
+               release, false, i.noop, m.mark IS NOT DISTINCT FROM 'dropped',
+               CASE WHEN m.mark = 'dlq' THEN stop_off END, CASE WHEN m.mark = 'dlq' THEN seg_base END,
+               CASE WHEN m.mark = 'dlq' THEN seg_at END, CASE WHEN m.mark = 'dlq' THEN seg_blob END
+          FROM unnest(items) i,
+               LATERAL (SELECT CASE WHEN i.idx = stop_idx
+                                      OR (fate = 'dropped' AND i.off = stop_off AND i.status <> 'completed')
+                                    THEN fate END AS mark) m
+         ORDER BY i.idx;
 END $$;
 
--- Acks a batch: items [{"i": index, "g": consumerGroup, "p": partitionId,
--- "h": hash hex, "s": c|f|r|d, "l": leaseId|null}]. Cursors are locked in
+-- Acks a batch (the arrays of queen.ack_items). Cursors are locked in
 -- (partition, group) order, so concurrent batches cannot deadlock.
-CREATE FUNCTION queen.ack(p_items jsonb)
+CREATE FUNCTION queen.ack(p_groups text[], p_partitions uuid[], p_hashes bytea,
+                          p_statuses text[], p_leases uuid[])
 RETURNS SETOF queen.ack_result LANGUAGE plpgsql AS $$
 DECLARE
     k record;
 BEGIN
-    FOR k IN SELECT DISTINCT (x->>'p')::uuid AS pid, x->>'g' AS grp
-               FROM jsonb_array_elements(p_items) x ORDER BY 1, 2
+    FOR k IN SELECT i.partition_id, i.consumer_group, array_agg(i ORDER BY i.idx) AS items
+               FROM queen.ack_items(p_groups, p_partitions, p_hashes, p_statuses, p_leases) i
+              GROUP BY 1, 2 ORDER BY 1, 2
     LOOP
-        RETURN QUERY SELECT * FROM queen.ack_partition(k.grp, k.pid,
-            (SELECT jsonb_agg(x) FROM jsonb_array_elements(p_items) x
-              WHERE (x->>'p')::uuid = k.pid AND x->>'g' = k.grp));
+        RETURN QUERY SELECT * FROM queen.ack_partition(k.consumer_group, k.partition_id, k.items);
     END LOOP;
 END $$;
 
@@ -896,45 +918,64 @@ BEGIN
     END LOOP;
 END $$;
 
--- Acks inside a transaction. Items are those of queen.ack plus "e" (the
--- client's error text). A dead-letter hand-off needs the message's frame,
--- which only C can read from the compressed segment: without a copy in
--- p_copies ({"<item index>": {"m","t","tr","pl" (hex),"enc","c"}}), this
--- raises SLQ01 with DETAIL [{"i","p","o"}] naming what is needed, and the
--- caller retries the whole transaction with the copies.
-CREATE FUNCTION queen.tx_ack(p_items jsonb, p_copies jsonb) RETURNS SETOF queen.ack_result
-LANGUAGE plpgsql AS $$
+-- The dead-letter copies C read from compressed segments for queen.tx_ack,
+-- one row per copy: parallel arrays, the payloads concatenated in one bytea
+-- (p_lengths bytes each, in order), as pushes send their segments.
+CREATE FUNCTION queen.tx_copies(p_items integer[], p_messages uuid[], p_txns text[], p_traces uuid[],
+                                p_created timestamptz[], p_encrypted boolean[], p_payloads bytea, p_lengths integer[])
+RETURNS TABLE (idx integer, message_id uuid, transaction_id text, trace_id uuid, created timestamptz,
+               encrypted boolean, payload bytea) LANGUAGE sql IMMUTABLE AS $$
+    SELECT u.idx, u.msg, u.txn, u.trace, u.created, u.enc,
+           substring(p_payloads FROM (sum(u.len) OVER (ORDER BY u.ord) - u.len)::integer + 1 FOR u.len)
+      FROM unnest(p_items, p_messages, p_txns, p_traces, p_created, p_encrypted, p_lengths)
+           WITH ORDINALITY AS u(idx, msg, txn, trace, created, enc, len, ord)
+$$;
+
+-- Acks inside a transaction: the arrays of queen.ack, plus each item's
+-- transactionId (for the error) and the client's error text (kept with a
+-- dead letter), then the dead-letter copies (queen.tx_copies). A hand-off
+-- needs the message's frame, which only C can read from the compressed
+-- segment: without its copy this raises SLQ01 with DETAIL
+-- "<item index>:<offset>,..." naming what is needed, and the caller retries
+-- the whole transaction with the copies.
+CREATE FUNCTION queen.tx_ack(p_groups text[], p_partitions uuid[], p_hashes bytea, p_statuses text[],
+                             p_leases uuid[], p_txns text[], p_errors text[],
+                             p_copy_items integer[], p_copy_messages uuid[], p_copy_txns text[],
+                             p_copy_traces uuid[], p_copy_created timestamptz[], p_copy_encrypted boolean[],
+                             p_copy_payloads bytea, p_copy_lengths integer[])
+RETURNS SETOF queen.ack_result LANGUAGE plpgsql AS $$
 DECLARE
     r       queen.ack_result;
-    item    jsonb;
-    copy    jsonb;
-    missing jsonb := '[]';
+    copy    record;
+    missing text[] := '{}';
     dl      record;
 BEGIN
-    FOR r IN SELECT * FROM queen.ack(p_items) LOOP
-        item := p_items -> r.idx;
+    FOR r IN SELECT * FROM queen.ack(p_groups, p_partitions, p_hashes, p_statuses, p_leases) LOOP
         IF NOT r.success THEN
-            RAISE EXCEPTION 'ack of transactionId % failed: %', item->>'t', r.error USING ERRCODE = 'SLA01';
+            RAISE EXCEPTION 'ack of transactionId % failed: %', p_txns[r.idx + 1], r.error USING ERRCODE = 'SLA01';
         END IF;
         IF r.dlq_offset IS NOT NULL THEN
-            copy := p_copies -> (r.idx::text);
-            IF copy IS NULL THEN
-                missing := missing || jsonb_build_object('i', r.idx, 'p', item->>'p', 'o', r.dlq_offset);
+            SELECT * INTO copy
+              FROM queen.tx_copies(p_copy_items, p_copy_messages, p_copy_txns, p_copy_traces, p_copy_created,
+                                   p_copy_encrypted, p_copy_payloads, p_copy_lengths) c
+             WHERE c.idx = r.idx;
+            IF NOT FOUND THEN
+                missing := missing || format('%s:%s', r.idx, r.dlq_offset);
                 CONTINUE;
             END IF;
-            dl := queen.dead_letter(item->>'g', (item->>'p')::uuid, r.dlq_offset, (copy->>'m')::uuid,
-                                    copy->>'t', (copy->>'tr')::uuid, decode(copy->>'pl', 'hex'),
-                                    (copy->>'enc')::boolean, item->>'e', (copy->>'c')::timestamptz);
+            dl := queen.dead_letter(p_groups[r.idx + 1], p_partitions[r.idx + 1], r.dlq_offset, copy.message_id,
+                                    copy.transaction_id, copy.trace_id, copy.payload, copy.encrypted,
+                                    p_errors[r.idx + 1], copy.created);
             IF dl.error IS NOT NULL THEN
-                RAISE EXCEPTION 'ack of transactionId % failed: %', item->>'t', dl.error USING ERRCODE = 'SLA01';
+                RAISE EXCEPTION 'ack of transactionId % failed: %', p_txns[r.idx + 1], dl.error USING ERRCODE = 'SLA01';
             END IF;
             r.dlq := true; r.lease_released := dl.lease_released;
             r.dlq_blob := NULL; r.dlq_offset := NULL;
         END IF;
         RETURN NEXT r;
     END LOOP;
-    IF jsonb_array_length(missing) > 0 THEN
-        RAISE EXCEPTION 'dead-letter copies needed' USING ERRCODE = 'SLQ01', DETAIL = missing::text;
+    IF cardinality(missing) > 0 THEN
+        RAISE EXCEPTION 'dead-letter copies needed' USING ERRCODE = 'SLQ01', DETAIL = array_to_string(missing, ',');
     END IF;
 END $$;
 

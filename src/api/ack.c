@@ -14,13 +14,14 @@ typedef struct ack_call {
     server    *srv;
 } ack_call;
 
-static int read_status(httpd_req *req, const json_doc *d, uint32_t obj, const char *where, char *status)
+static int read_status(httpd_req *req, const json_doc *d, uint32_t obj, const char *where, ack_status *status)
 {
-    static const struct { const char *name; char code; } statuses[] = {
-        { "completed", 'c' }, { "success", 'c' }, { "failed", 'f' }, { "retry", 'r' }, { "dlq", 'd' },
+    static const struct { const char *name; ack_status code; } statuses[] = {
+        { "completed", ACK_COMPLETED }, { "success", ACK_COMPLETED }, { "failed", ACK_FAILED },
+        { "retry", ACK_RETRY }, { "dlq", ACK_DEAD_LETTER },
     };
     int v = json_get(d, obj, "status");
-    *status = 'c';
+    *status = ACK_COMPLETED;
     if (v < 0 || d->tokens[v].type == JSON_NULL) return 0;
     for (size_t k = 0; k < sizeof statuses / sizeof statuses[0]; k++)
         if (d->tokens[v].type == JSON_STRING && json_str_eq(d, (uint32_t)v, statuses[k].name)) {

@@ -6,14 +6,14 @@
 void api_emit_uuid_col(emit *e, const PGresult *r, int row, int col)
 {
     if (db_null(r, row, col)) emit_null(e);
-    else emit_uuid(e, (const uint8_t *)PQgetvalue(r, row, col));
+    else emit_uuid(e, db_uuid(r, row, col));
 }
 
 void api_emit_text_col(emit *e, const PGresult *r, int row, int col)
 {
     if (db_null(r, row, col)) { emit_null(e); return; }
     size_t n;
-    const char *s = db_bytes(r, row, col, &n);
+    const char *s = db_text(r, row, col, &n);
     emit_strn(e, s, n);
 }
 

@@ -5,6 +5,7 @@
 #include "base/emit.h"
 #include "base/xalloc.h"
 #include "streams/encryption.h"
+#include "db/result.h"
 
 typedef struct configure_call {
     httpd_req *req;
@@ -26,12 +27,14 @@ static void configure_done(void *arg, const db_reply *reply)
         emit_object(&e);
         emit_key(&e, "configured"); emit_bool(&e, true);
         emit_key(&e, "queue"); emit_str(&e, c->queue);
-        emit_key(&e, "namespace"); emit_str(&e, PQgetisnull(r, 0, 0) ? NULL : PQgetvalue(r, 0, 0));
-        emit_key(&e, "task"); emit_str(&e, PQgetisnull(r, 0, 1) ? NULL : PQgetvalue(r, 0, 1));
+        emit_key(&e, "namespace"); emit_str(&e, db_null(r, 0, 0) ? NULL : db_str(r, 0, 0));
+        emit_key(&e, "task"); emit_str(&e, db_null(r, 0, 1) ? NULL : db_str(r, 0, 1));
         emit_key(&e, "options");
-        if (emit_json(&e, PQgetvalue(r, 0, 2), (size_t)PQgetlength(r, 0, 2)) < 0) emit_null(&e);
+        size_t n;
+        const char *options = db_json(r, 0, 2, &n);
+        if (emit_json(&e, options, n) < 0) emit_null(&e);
         emit_end(&e);
-        encryption_set_queue(c->queue, PQgetvalue(r, 0, 3)[0] == 't');
+        encryption_set_queue(c->queue, db_bool(r, 0, 3));
         httpd_reply_buf(c->req, 200, &out);
     }
     free(c->queue);

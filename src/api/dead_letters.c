@@ -51,7 +51,7 @@ static int dlq_payload(const PGresult *r, int row, buf *out)
     size_t n;
     const char *p = db_bytes(r, row, D_PAYLOAD, &n);
     if (!db_bool(r, row, D_ENCRYPTED)) { buf_append(out, p, n); return 0; }
-    return encryption_open((const uint8_t *)PQgetvalue(r, row, D_MESSAGE_ID), p, n, out);
+    return encryption_open(db_uuid(r, row, D_MESSAGE_ID), p, n, out);
 }
 
 static void dlq_row_json(emit *e, const PGresult *r, int row)
@@ -98,7 +98,7 @@ static void list_done(void *arg, const db_reply *reply)
     emit_key(&e, "messages"); emit_array(&e);
     for (int row = 0; row < PQntuples(page); row++) dlq_row_json(&e, page, row);
     emit_end(&e);
-    emit_key(&e, "total"); emit_int(&e, atoll(PQgetvalue(reply->results[0], 0, 0)));
+    emit_key(&e, "total"); emit_int(&e, db_int(reply->results[0], 0, 0));
     emit_key(&e, "pagination"); emit_object(&e);
     emit_key(&e, "limit"); emit_int(&e, c->limit);
     emit_key(&e, "offset"); emit_int(&e, c->offset);
@@ -146,8 +146,8 @@ static void replay_done(void *arg, const db_reply *reply)
         emit_key(&e, "transactionId"); emit_str(&e, c->item.txn);
         emit_key(&e, "queue"); emit_str(&e, c->item.queue);
         emit_key(&e, "partition"); emit_str(&e, c->item.partition);
-        emit_key(&e, "partitionId"); emit_str(&e, PQgetvalue(r, 0, 1));
-        emit_key(&e, "offset"); emit_int(&e, atoll(PQgetvalue(r, 0, 2)));
+        emit_key(&e, "partitionId"); api_emit_uuid_col(&e, r, 0, 1);
+        emit_key(&e, "offset"); emit_int(&e, db_int(r, 0, 2));
         emit_end(&e);
         c->srv->stats.pushed++;
         const char *partition[1] = { c->item.partition };
@@ -162,9 +162,9 @@ static int build_item(dlq_call *c, const PGresult *r)
 {
     size_t n;
     push_item *it = &c->item;
-    const char *p = db_bytes(r, 0, D_QUEUE, &n);
+    const char *p = db_text(r, 0, D_QUEUE, &n);
     it->queue = xstrndup(p, n);
-    p = db_bytes(r, 0, D_PARTITION, &n);
+    p = db_text(r, 0, D_PARTITION, &n);
     it->partition = xstrndup(p, n);
     it->txn = xmalloc(IDS_UUID_TEXT + 4);
     snprintf(it->txn, IDS_UUID_TEXT + 4, "dlq:%s", c->id);
@@ -175,7 +175,7 @@ static int build_item(dlq_call *c, const PGresult *r)
     it->payload_len = payload.len;
     it->payload = buf_steal(&payload);
     it->has_trace = !db_null(r, 0, D_TRACE);
-    if (it->has_trace) memcpy(it->trace_id, PQgetvalue(r, 0, D_TRACE), 16);
+    if (it->has_trace) memcpy(it->trace_id, db_uuid(r, 0, D_TRACE), 16);
     push_item_prepare(it);
     return 0;
 }
@@ -289,14 +289,14 @@ static void delete_done(void *arg, const db_reply *reply)
 {
     dlq_call *c = arg;
     if (reply->error) api_db_error(c->req, reply);
-    else if (atoi(PQgetvalue(reply->results[0], 0, 0)) == 0) httpd_error(c->req, 404, "no dead letter for that message");
+    else if (db_int(reply->results[0], 0, 0) == 0) httpd_error(c->req, 404, "no dead letter for that message");
     else {
         buf out;
         buf_init(&out);
         emit e;
         emit_init(&e, &out);
         emit_object(&e);
-        emit_key(&e, "deleted"); emit_int(&e, atoll(PQgetvalue(reply->results[0], 0, 0)));
+        emit_key(&e, "deleted"); emit_int(&e, db_int(reply->results[0], 0, 0));
         emit_end(&e);
         httpd_reply_buf(c->req, 200, &out);
     }

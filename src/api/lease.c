@@ -20,7 +20,7 @@ static void extend_done(void *arg, const db_reply *reply)
     lease_call *c = arg;
     if (reply->error) { api_db_error(c->req, reply); free(c); return; }
     const PGresult *r = reply->results[0];
-    int renewed = atoi(PQgetvalue(r, 0, 0));
+    int renewed = (int)db_int(r, 0, 0);
     buf out;
     buf_init(&out);
     emit e;
@@ -32,7 +32,7 @@ static void extend_done(void *arg, const db_reply *reply)
     emit_key(&e, "expiresAt");
     if (renewed > 0) {
         char iso[32];
-        db_iso_time(PQgetvalue(r, 0, 1), iso);
+        db_format_time(db_time_us(r, 0, 1), iso);
         emit_str(&e, iso);
     } else {
         emit_null(&e);

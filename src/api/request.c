@@ -6,6 +6,7 @@
 #include "base/ids.h"
 #include "base/iso_time.h"
 #include "base/xalloc.h"
+#include "db/result.h"
 
 #define API_MAX_TOKENS_PER_BYTE 1   /* a token needs at least one byte of input */
 
@@ -142,7 +143,11 @@ static void json_call_done(void *arg, const db_reply *reply)
     const PGresult *r = reply->results[0];
     if (reply->error) api_db_error(c->req, reply);
     else if (PQntuples(r) == 0 || PQgetisnull(r, 0, 0)) httpd_error(c->req, 404, "%s", c->not_found);
-    else reply_in_one_voice(c->req, PQgetvalue(r, 0, 0), (size_t)PQgetlength(r, 0, 0));
+    else {
+        size_t n;
+        const char *json = db_json(r, 0, 0, &n);
+        reply_in_one_voice(c->req, json, n);
+    }
     free(c);
 }
 

@@ -10,6 +10,7 @@
 #include "base/log.h"
 #include "db/migrate.h"
 #include "streams/encryption.h"
+#include "db/result.h"
 
 #define DRAIN_CHECK_MS 20
 #define DRAIN_GRACE_MS 100
@@ -80,16 +81,17 @@ static int check_encryption(server *srv, const char *conninfo)
     char err[256];
     if (encryption_load_key(srv->cfg.encryption_key, err, sizeof err) < 0) { log_error("%s", err); return -1; }
     PGconn *pg = PQconnectdb(conninfo);
-    PGresult *r = PQexec(pg, "SELECT name FROM queen.queues WHERE (options->>'encryptionEnabled')::boolean");
+    PGresult *r = PQexecParams(pg, "SELECT name FROM queen.queues WHERE (options->>'encryptionEnabled')::boolean",
+                               0, NULL, NULL, NULL, NULL, 1);
     int rc = PQresultStatus(r) == PGRES_TUPLES_OK ? 0 : -1;
     if (rc < 0) log_error("cannot read queue options: %s", PQerrorMessage(pg));
     for (int i = 0; rc == 0 && i < PQntuples(r); i++) {
         if (!encryption_has_key()) {
             log_error("queue \"%s\" has encryptionEnabled but QUEEN_ENCRYPTION_KEY is not set "
-                      "(64 hex characters, e.g. from openssl rand -hex 32)", PQgetvalue(r, i, 0));
+                      "(64 hex characters, e.g. from openssl rand -hex 32)", db_str(r, i, 0));
             rc = -1;
         }
-        encryption_set_queue(PQgetvalue(r, i, 0), true);
+        encryption_set_queue(db_str(r, i, 0), true);
     }
     PQclear(r);
     PQfinish(pg);

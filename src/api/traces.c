@@ -176,7 +176,7 @@ static void put_names(emit *e, const PGresult *r, int *row, int id_col, int name
     emit_key(e, "traceNames");
     emit_array(e);
     int first = *row;
-    for (; *row < PQntuples(r) && memcmp(PQgetvalue(r, *row, id_col), PQgetvalue(r, first, id_col), 16) == 0; (*row)++)
+    for (; *row < PQntuples(r) && memcmp(db_uuid(r, *row, id_col), db_uuid(r, first, id_col), 16) == 0; (*row)++)
         if (!db_null(r, *row, name_col)) api_emit_text_col(e, r, *row, name_col);
     emit_end(e);
     emit_end(e);
@@ -186,7 +186,7 @@ static void put_names(emit *e, const PGresult *r, int *row, int id_col, int name
 static void put_trace(emit *e, const PGresult *r, int row, const int cols[6])
 {
     size_t n;
-    const char *data = db_bytes(r, row, cols[2], &n);
+    const char *data = db_json(r, row, cols[2], &n);
     emit_object(e);
     emit_key(e, "id"); api_emit_uuid_col(e, r, row, cols[0]);
     emit_key(e, "eventType"); api_emit_text_col(e, r, row, cols[1]);

@@ -1,6 +1,7 @@
 /* migrate: schema migrations (see migrate.h). This runs before the event loop
  * starts, so it uses plain blocking libpq calls. */
 #include "db/migrate.h"
+#include "db/result.h"
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -98,13 +99,13 @@ static int check_baseline(PGconn *pg, char *err, size_t errlen)
     int baseline = atoi(embed_sql[0].name);
     char sql[128];
     snprintf(sql, sizeof sql, "SELECT max(version) FROM queen.schema_migrations WHERE version < %d", baseline);
-    PGresult *r = PQexec(pg, sql);
+    PGresult *r = PQexecParams(pg, sql, 0, NULL, NULL, NULL, NULL, 1);   /* binary, for db_int */
     if (PQresultStatus(r) != PGRES_TUPLES_OK) {
         snprintf(err, errlen, "%s", PQresultErrorMessage(r));
         PQclear(r);
         return -1;
     }
-    int below = PQgetisnull(r, 0, 0) ? 0 : atoi(PQgetvalue(r, 0, 0));
+    int below = (int)db_int(r, 0, 0);   /* NULL: 0 */
     PQclear(r);
     if (below == 0 || is_applied(pg, baseline)) return 0;
     snprintf(err, errlen, "schema version %d predates the baseline %s: migrate the database to version %d "

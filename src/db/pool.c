@@ -243,7 +243,7 @@ static void conn_send(db_conn *c, db_job *job)
         db_call *call = &job->calls[i];
         sent = PQsendQueryPrepared(c->pg, db_statements[call->stmt].name, call->nparams,
                                    (const char *const *)call->values, call->lengths, call->formats,
-                                   db_statements[call->stmt].binary) == 1;
+                                   1) == 1;   /* results always binary: db/result.h reads them */
     }
     if (!sent || PQpipelineSync(c->pg) != 1) conn_lost(c, PQerrorMessage(c->pg));
 }

@@ -1,4 +1,15 @@
-/* statements: the C side of the SQL interface (functions live in sql/). */
+/* statements: the C side of the SQL interface (functions live in sql/).
+ *
+ * Between C and SQL there is one way (docs/architecture.md, "Between C and
+ * SQL"):
+ *  - parameters: a scalar as text; a batch as one typed array per field,
+ *    parallel, each a text-format literal from db/array.h; bytes as bytea in
+ *    binary format, a batch of them concatenated in one bytea (16 bytes per
+ *    hash, or with a lengths array). Never JSON, never hex.
+ *  - results: always binary (the pool asks for them), read only through
+ *    db/result.h, whose helpers check each column's type and format and
+ *    abort naming the column when a statement and its reader disagree.
+ *  - data in an error's DETAIL: a plain list, "<index>:<offset>,...". */
 #include "db/statements.h"
 
 const db_statement db_statements[STMT_COUNT] = {
@@ -6,10 +17,10 @@ const db_statement db_statements[STMT_COUNT] = {
         "SELECT idx, partition_id, base_offset, created_at FROM queen.push_flush($1, $2, $3, $4, $5, $6, $7, $8, $9)", 9 },
     [STMT_POP]          = { "pop",
         "SELECT queue, partition_id, partition, cursor_from, cursor_to, seg_base, seg_created, seg_blob"
-        " FROM queen.pop($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)", 10, 1 },
+        " FROM queen.pop($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)", 10 },
     [STMT_ACK]          = { "ack",
         "SELECT idx, success, error, lease_released, dlq, noop, dropped, dlq_offset, dlq_base,"
-        " dlq_created, dlq_blob FROM queen.ack($1)", 1, 1 },
+        " dlq_created, dlq_blob FROM queen.ack($1, $2, $3, $4, $5)", 5 },
     [STMT_DEAD_LETTER]  = { "dead_letter",
         "SELECT lease_released, error FROM queen.dead_letter($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)", 10 },
     [STMT_EXTEND_LEASE] = { "extend_lease",
@@ -32,23 +43,23 @@ const db_statement db_statements[STMT_COUNT] = {
     [STMT_SEEK]         = { "seek", "SELECT queen.seek($1, $2, $3, $4, $5)", 5 },
     /* dead letters: rows in DLQ_COLUMNS order (see api/dead_letters.c) */
     [STMT_DLQ_COUNT]    = { "dlq_count", "SELECT queen.dlq_count($1, $2, $3)", 3 },
-    [STMT_DLQ_PAGE]     = { "dlq_page", "SELECT " DLQ_COLUMNS " FROM queen.dlq_page($1, $2, $3, $4, $5)", 5, 1 },
-    [STMT_DLQ_GET]      = { "dlq_get", "SELECT " DLQ_COLUMNS " FROM queen.log_dlq WHERE id = $1", 1, 1 },
+    [STMT_DLQ_PAGE]     = { "dlq_page", "SELECT " DLQ_COLUMNS " FROM queen.dlq_page($1, $2, $3, $4, $5)", 5 },
+    [STMT_DLQ_GET]      = { "dlq_get", "SELECT " DLQ_COLUMNS " FROM queen.log_dlq WHERE id = $1", 1 },
     [STMT_DLQ_TAKE]     = { "dlq_take", "SELECT queen.dlq_take($1)", 1 },
     [STMT_DLQ_BY_MESSAGE] = { "dlq_by_message", "SELECT " DLQ_COLUMNS " FROM queen.log_dlq"
-        " WHERE partition_id = $1 AND transaction_id = $2 ORDER BY failed_at DESC, id DESC", 2, 1 },
+        " WHERE partition_id = $1 AND transaction_id = $2 ORDER BY failed_at DESC, id DESC", 2 },
     [STMT_DLQ_DELETE_MESSAGE] = { "dlq_delete_message",
         "WITH gone AS (DELETE FROM queen.log_dlq WHERE partition_id = $1 AND transaction_id = $2 RETURNING 1)"
         " SELECT count(*)::integer FROM gone", 2 },
     [STMT_MESSAGE_LOOKUP] = { "message_lookup", "SELECT queue, partition, message_offset, seg_base, seg_created,"
-        " seg_blob FROM queen.message_lookup($1, $2) WHERE message_offset IS NOT NULL", 2, 1 },
+        " seg_blob FROM queen.message_lookup($1, $2) WHERE message_offset IS NOT NULL", 2 },
     /* transactions */
     [STMT_REQUIRE_LEASES] = { "require_leases", "SELECT queen.require_leases($1::uuid[])", 1 },
     [STMT_TX_ACK]       = { "tx_ack",
         "SELECT idx, success, error, lease_released, dlq, noop, dropped, dlq_offset, dlq_base,"
-        " dlq_created, dlq_blob FROM queen.tx_ack($1, $2)", 2, 1 },
+        " dlq_created, dlq_blob FROM queen.tx_ack($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)", 15 },
     [STMT_SEGMENT_FOR_COPY] = { "segment_for_copy",
-        "SELECT base, created, blob, $3::bigint, $2::bigint FROM queen.covering_segment($1, $2)", 3, 1 },
+        "SELECT base, created, blob, $3::bigint, $2::bigint FROM queen.covering_segment($1, $2)", 3 },
     /* retention */
     [STMT_RET_CANDIDATES] = { "ret_candidates",
         "SELECT partition_id, queue, partition, kind FROM queen.retention_candidates(now(), $1)", 1 },
@@ -65,20 +76,20 @@ const db_statement db_statements[STMT_COUNT] = {
         "coalesce($1::timestamptz, now() - interval '1 hour'), coalesce($2::timestamptz, now()), $3)", 3 },
     /* maintenance mode: rows in the order streams/maintenance.c reads them */
     [STMT_MAINT_STATUS] = { "maint_status", "SELECT enabled, draining, buffered, oldest_buffered_at, updated_at"
-        " FROM queen.maintenance_status()", 0, 1 },
+        " FROM queen.maintenance_status()", 0 },
     [STMT_MAINT_SET]    = { "maint_set", "SELECT enabled, draining, buffered, oldest_buffered_at, updated_at"
-        " FROM queen.maintenance_set($1)", 1, 1 },
-    [STMT_MAINT_DRAIN]  = { "maint_drain", "SELECT queue, messages FROM queen.drain_push_buffer($1)", 1, 1 },
+        " FROM queen.maintenance_set($1)", 1 },
+    [STMT_MAINT_DRAIN]  = { "maint_drain", "SELECT queue, messages FROM queen.drain_push_buffer($1)", 1 },
     /* traces: rows in the order api/traces.c reads them */
     [STMT_TRACE_RECORD] = { "trace_record",
-        "SELECT queen.trace_record($1, $2, $3, $4, $5, $6, $7, $8, $9)", 9, 1 },
+        "SELECT queen.trace_record($1, $2, $3, $4, $5, $6, $7, $8, $9)", 9 },
     [STMT_TRACES_OF_MESSAGE] = { "traces_of_message", "SELECT id, event_type, data, consumer_group, worker_id,"
-        " created_at, trace_name FROM queen.traces_of_message($1, $2)", 2, 1 },
+        " created_at, trace_name FROM queen.traces_of_message($1, $2)", 2 },
     [STMT_TRACES_BY_NAME] = { "traces_by_name", "SELECT id, transaction_id, partition_id, event_type, data,"
         " consumer_group, worker_id, created_at, queue, partition, trace_name, message_offset, seg_base, seg_blob"
-        " FROM queen.traces_by_name($1, $2, $3)", 3, 1 },
+        " FROM queen.traces_by_name($1, $2, $3)", 3 },
     [STMT_TRACE_NAMES]  = { "trace_names", "SELECT trace_name, trace_count, message_count, last_seen"
-        " FROM queen.trace_names($1, $2)", 2, 1 },
+        " FROM queen.trace_names($1, $2)", 2 },
     [STMT_TRACE_NAME_COUNT] = { "trace_name_count",
-        "SELECT count(DISTINCT trace_name) FROM queen.message_trace_names", 0, 1 },
+        "SELECT count(DISTINCT trace_name) FROM queen.message_trace_names", 0 },
 };

@@ -57,7 +57,6 @@ typedef struct db_statement {
     const char *name;
     const char *sql;
     int         nparams;
-    int         binary;   /* 1: results in binary format (see result.h) */
 } db_statement;
 
 extern const db_statement db_statements[STMT_COUNT];

@@ -17,6 +17,7 @@
 #include "base/json.h"
 #include "base/log.h"
 #include "base/xalloc.h"
+#include "db/result.h"
 
 #define LEASE_SECONDS 60      /* a pass lease outlives a crashed runner by at most this */
 #define RENEW_AFTER_US (20 * 1000000LL)   /* steps renew the claim this often */
@@ -150,11 +151,11 @@ static void cleanup_done(void *arg, const db_reply *reply)
     pass *p = arg;
     if (reply->error) { finish(p, reply->error); return; }
     const PGresult *r = reply->results[0];
-    int removed = atoi(PQgetvalue(r, 0, 1));
-    if (strcmp(PQgetvalue(r, 0, 0), "busy") == 0) p->busy = true;
+    int removed = (int)db_int(r, 0, 1);
+    if (strcmp(db_str(r, 0, 0), "busy") == 0) p->busy = true;
     p->partitions_removed += removed;
     if (removed > 0) p->progress = true;
-    if (PQgetvalue(r, 0, 2)[0] == 't') p->limited = true;
+    if (db_bool(r, 0, 2)) p->limited = true;
     if (!p->dry) p->e->totals.partitions_removed += (uint64_t)removed;
     finish(p, NULL);
 }
@@ -176,22 +177,22 @@ static void cleanup_step(pass *p)
 static void report_step(pass *p, const candidate *c, const PGresult *r)
 {
     retention_engine *e = p->e;
-    const char *rule = PQgetvalue(r, 0, 1);
-    long long dropped = atoll(PQgetvalue(r, 0, 4)), leased = atoll(PQgetvalue(r, 0, 5));
+    const char *rule = db_str(r, 0, 1);
+    long long dropped = db_int(r, 0, 4), leased = db_int(r, 0, 5);
     emit *w = &p->deleted;
     emit_object(w);
     emit_key(w, "partitionId"); emit_str(w, c->id);
     emit_key(w, "queue"); emit_str(w, c->queue);
     emit_key(w, "partition"); emit_str(w, c->partition);
     emit_key(w, "rule"); emit_str(w, rule);
-    emit_key(w, "fromOffset"); emit_int(w, atoll(PQgetvalue(r, 0, 2)));
-    emit_key(w, "toOffset"); emit_int(w, atoll(PQgetvalue(r, 0, 3)));
+    emit_key(w, "fromOffset"); emit_int(w, db_int(r, 0, 2));
+    emit_key(w, "toOffset"); emit_int(w, db_int(r, 0, 3));
     emit_key(w, "offsets"); emit_int(w, dropped);
     emit_key(w, "leasedOffsets"); emit_int(w, leased);
-    emit_key(w, "segments"); emit_int(w, atoll(PQgetvalue(r, 0, 6)));
+    emit_key(w, "segments"); emit_int(w, db_int(r, 0, 6));
     emit_end(w);
-    log_debug("retention: %s/%s %s offsets %s..%s (%lld, %lld leased)%s", c->queue, c->partition, rule,
-              PQgetvalue(r, 0, 2), PQgetvalue(r, 0, 3), dropped, leased, p->dry ? " (dry run)" : "");
+    log_debug("retention: %s/%s %s offsets %lld..%lld (%lld, %lld leased)%s", c->queue, c->partition, rule,
+              (long long)db_int(r, 0, 2), (long long)db_int(r, 0, 3), dropped, leased, p->dry ? " (dry run)" : "");
     if (p->dry) return;
     int k = strcmp(rule, "retention") == 0 ? 0 : strcmp(rule, "completed_retention") == 0 ? 1 : 2;
     e->totals.dropped[k] += (uint64_t)dropped;
@@ -222,24 +223,24 @@ static void steps_over(pass *p)
 /* Reads a segment step's reply; true when the partition has more. */
 static bool segment_step_done(pass *p, slot *sl, const PGresult *r)
 {
-    const char *status = PQgetvalue(r, 0, 0);
+    const char *status = db_str(r, 0, 0);
     if (strcmp(status, "deleted") != 0 && strcmp(status, "would_delete") != 0) { p->idle++; return false; }
     p->deleting++;
     p->progress = true;
     report_step(p, &p->cands[sl->c], r);
-    sl->from = atoll(PQgetvalue(r, 0, 3));
-    return PQgetvalue(r, 0, 7)[0] == 't';
+    sl->from = db_int(r, 0, 3);
+    return db_bool(r, 0, 7);
 }
 
 static bool sidecar_step_done(pass *p, slot *sl, const PGresult *r)
 {
-    int n = atoi(PQgetvalue(r, 0, 1));
+    int n = (int)db_int(r, 0, 1);
     p->sidecar++;
     p->sidecar_rows += n;
     if (n > 0) p->progress = true;
     if (!p->dry) p->e->totals.sidecar_rows += (uint64_t)n;
-    sl->from = atoll(PQgetvalue(r, 0, 2));
-    return PQgetvalue(r, 0, 3)[0] == 't';
+    sl->from = db_int(r, 0, 2);
+    return db_bool(r, 0, 3);
 }
 
 static void step_done(void *arg, const db_reply *reply)
@@ -250,7 +251,7 @@ static void step_done(void *arg, const db_reply *reply)
     if (reply->error) {
         if (!p->error) p->error = xstrdup(reply->error);
         p->stop = true;
-    } else if (strcmp(PQgetvalue(reply->results[0], 0, 0), "busy") == 0) {
+    } else if (strcmp(db_str(reply->results[0], 0, 0), "busy") == 0) {
         p->stop = p->busy = true;
     } else {
         const PGresult *r = reply->results[0];
@@ -296,7 +297,7 @@ static void renew_done(void *arg, const db_reply *reply)
     pass *p = arg;
     p->inflight--;
     p->renewing = false;
-    if (reply->error || PQgetvalue(reply->results[0], 0, 0)[0] != 't') p->stop = p->busy = true;
+    if (reply->error || !db_bool(reply->results[0], 0, 0)) p->stop = p->busy = true;
     fill_slots(p);
     steps_over(p);
 }
@@ -326,14 +327,14 @@ static void fill_slots(pass *p)
 
 static bool is_sidecar(const PGresult *r, int row)
 {
-    return strcmp(PQgetvalue(r, row, 3), "sidecar") == 0;
+    return strcmp(db_str(r, row, 3), "sidecar") == 0;
 }
 
 static void copy_candidate(candidate *c, const PGresult *r, int row)
 {
-    snprintf(c->id, sizeof c->id, "%s", PQgetvalue(r, row, 0));
-    snprintf(c->queue, sizeof c->queue, "%s", PQgetvalue(r, row, 1));
-    snprintf(c->partition, sizeof c->partition, "%s", PQgetvalue(r, row, 2));
+    ids_uuid_format(db_uuid(r, row, 0), c->id);
+    snprintf(c->queue, sizeof c->queue, "%s", db_str(r, row, 1));
+    snprintf(c->partition, sizeof c->partition, "%s", db_str(r, row, 2));
     c->sidecar = is_sidecar(r, row);
 }
 
@@ -377,7 +378,7 @@ static void claimed(void *arg, const db_reply *reply)
 {
     pass *p = arg;
     if (reply->error) { finish(p, reply->error); return; }
-    if (PQgetvalue(reply->results[0], 0, 0)[0] != 't') { p->busy = true; finish(p, NULL); return; }   /* another server's pass */
+    if (!db_bool(reply->results[0], 0, 0)) { p->busy = true; finish(p, NULL); return; }   /* another server's pass */
     find_candidates(p);
 }
 

@@ -6,7 +6,6 @@
 #include <string.h>
 #include "base/buf.h"
 #include "base/ids.h"
-#include "base/json.h"
 #include "base/log.h"
 #include "base/xalloc.h"
 #include "db/result.h"
@@ -20,26 +19,43 @@ typedef struct handoff {        /* dead letters in flight for one request */
     size_t       n;
 } handoff;
 
-void ack_items_json(const ack_item *items, size_t n, buf *out)
+static const char *const status_names[] = {
+    [ACK_COMPLETED] = "completed", [ACK_FAILED] = "failed", [ACK_RETRY] = "retry", [ACK_DEAD_LETTER] = "dlq",
+};
+
+void ack_params_build(ack_params *p, const ack_item *items, size_t n)
 {
-    buf_putc(out, '[');
+    db_array *arrays[] = { &p->groups, &p->partitions, &p->statuses, &p->leases };
+    for (size_t k = 0; k < 4; k++) db_array_init(arrays[k]);
+    buf_init(&p->hashes);
+    buf_reserve(&p->hashes, n * 16);
     for (size_t i = 0; i < n; i++) {
         const ack_item *it = &items[i];
-        uint8_t hash[16];
-        char hex[33];
-        ids_txn_hash(it->txn, strlen(it->txn), hash);
-        ids_hex(hash, 16, hex);
-        buf_printf(out, "%s{\"i\":%zu,\"p\":\"%s\",\"h\":\"%s\",\"s\":\"%c\",\"g\":",
-                   i ? "," : "", i, it->partition_id, hex, it->status);
-        json_put_cstr(out, it->group);
-        buf_puts(out, ",\"t\":");
-        json_put_cstr(out, it->txn);
-        buf_puts(out, ",\"e\":");
-        json_put_cstr(out, it->error_text);
-        if (it->lease_id[0]) buf_printf(out, ",\"l\":\"%s\"}", it->lease_id);
-        else buf_puts(out, ",\"l\":null}");
+        db_array_text(&p->groups, it->group);
+        db_array_text(&p->partitions, it->partition_id);
+        db_array_text(&p->statuses, status_names[it->status]);
+        db_array_text(&p->leases, it->lease_id[0] ? it->lease_id : NULL);
+        ids_txn_hash(it->txn, strlen(it->txn), (uint8_t *)p->hashes.data + p->hashes.len);
+        p->hashes.len += 16;
     }
-    buf_putc(out, ']');
+}
+
+void ack_params_values(ack_params *p, const char **values, int *lengths, int *formats)
+{
+    const char *v[ACK_NPARAMS] = { db_array_literal(&p->groups), db_array_literal(&p->partitions),
+                                   p->hashes.data, db_array_literal(&p->statuses), db_array_literal(&p->leases) };
+    for (int k = 0; k < ACK_NPARAMS; k++) {
+        values[k] = v[k];
+        lengths[k] = k == 2 ? (int)p->hashes.len : 0;
+        formats[k] = k == 2;   /* the hashes: binary bytea */
+    }
+}
+
+void ack_params_fini(ack_params *p)
+{
+    db_array *arrays[] = { &p->groups, &p->partitions, &p->statuses, &p->leases };
+    for (size_t k = 0; k < 4; k++) db_array_fini(arrays[k]);
+    buf_fini(&p->hashes);
 }
 
 void ack_take_outcome(ack_item *it, const PGresult *r, int row)
@@ -51,7 +67,7 @@ void ack_take_outcome(ack_item *it, const PGresult *r, int row)
     it->noop = db_bool(r, row, ACK_NOOP);
     it->dropped = db_bool(r, row, ACK_DROPPED);
     if (!db_null(r, row, ACK_ERROR)) {
-        const char *e = db_bytes(r, row, ACK_ERROR, &len);
+        const char *e = db_text(r, row, ACK_ERROR, &len);
         it->error = xstrndup(e, len);
     }
 }
@@ -70,11 +86,11 @@ static int add_handoff(db_job *job, const ack_request *req, const ack_item *it, 
         buf_fini(&seg);
         return -1;
     }
-    char off[24], msg[37], trace[37], created[32];
+    char off[24], msg[37], trace[37], created[40];
     snprintf(off, sizeof off, "%lld", (long long)offset);
     ids_uuid_format(f.message_id, msg);
     ids_uuid_format(f.trace_id, trace);
-    db_format_time(db_time_us(r, row, ACK_DLQ_CREATED), created);
+    db_time_param(db_time_us(r, row, ACK_DLQ_CREATED), created);
     char *txn = xstrndup(f.txn, f.txn_len);
     const char *values[10] = { it->group, it->partition_id, off, msg, txn,
                                (f.flags & FRAME_HAS_TRACE) ? trace : NULL, f.payload,
@@ -98,9 +114,10 @@ static void handoff_done(void *arg, const db_reply *reply)
             it->error = xstrdup(reply->error ? reply->error : "dead-letter hand-off failed");
             continue;
         }
-        if (!PQgetisnull(r, 0, 1)) { it->success = false; it->error = xstrdup(PQgetvalue(r, 0, 1)); continue; }
+        size_t len;
+        if (!db_null(r, 0, 1)) { it->success = false; it->error = xstrdup(db_text(r, 0, 1, &len)); continue; }
         it->dlq = true;
-        it->lease_released = PQgetvalue(r, 0, 0)[0] == 't';
+        it->lease_released = db_bool(r, 0, 0);
     }
     h->req->done(h->req, h->req->arg);
     free(h->items);
@@ -152,13 +169,14 @@ void ack_submit(db_pool *pool, size_t max_segment_bytes, ack_request *req)
 {
     req->pool = pool;
     req->max_segment_bytes = max_segment_bytes;
-    buf items;
-    buf_init(&items);
-    ack_items_json(req->items, req->n, &items);
-    const char *values[1] = { items.data };
+    ack_params p;
+    ack_params_build(&p, req->items, req->n);
+    const char *values[ACK_NPARAMS];
+    int lengths[ACK_NPARAMS], formats[ACK_NPARAMS];
+    ack_params_values(&p, values, lengths, formats);
     db_job *job = db_job_new(ack_done, req);
-    db_job_call(job, STMT_ACK, values, NULL, NULL);
-    buf_fini(&items);
+    db_job_call(job, STMT_ACK, values, lengths, formats);
+    ack_params_fini(&p);
     db_submit(pool, job);
 }
 

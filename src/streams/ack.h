@@ -8,13 +8,16 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "base/buf.h"
+#include "db/array.h"
 #include "db/pool.h"
+
+typedef enum ack_status { ACK_COMPLETED, ACK_FAILED, ACK_RETRY, ACK_DEAD_LETTER } ack_status;
 
 typedef struct ack_item {
     char   *txn;
     char   *group;
     char    partition_id[37];   /* validated uuid text */
-    char    status;             /* 'c' completed, 'f' failed, 'r' retry, 'd' dlq */
+    ack_status status;
     char    lease_id[37];       /* "" when not given */
     char   *error_text;         /* the client's error, kept with a dead letter */
     /* outcome */
@@ -38,8 +41,17 @@ struct ack_request {
 };
 
 void ack_submit(db_pool *pool, size_t max_segment_bytes, ack_request *req);
-/* The items as queen.ack reads them: [{"i","p","h","s","g","t","e","l"}]. */
-void ack_items_json(const ack_item *items, size_t n, buf *out);
+/* The items as queen.ack reads them (queen.ack_items): one array per field,
+ * the transactionId hashes as one bytea of 16 bytes per item. */
+typedef struct ack_params {
+    db_array groups, partitions, statuses, leases;
+    buf      hashes;
+} ack_params;
+#define ACK_NPARAMS 5
+void ack_params_build(ack_params *p, const ack_item *items, size_t n);
+/* The first ACK_NPARAMS parameters of queen.ack and queen.tx_ack. */
+void ack_params_values(ack_params *p, const char **values, int *lengths, int *formats);
+void ack_params_fini(ack_params *p);
 /* Column order of queen.ack / queen.tx_ack results. */
 enum { ACK_IDX, ACK_SUCCESS, ACK_ERROR, ACK_RELEASED, ACK_DLQ, ACK_NOOP, ACK_DROPPED,
        ACK_DLQ_OFFSET, ACK_DLQ_BASE, ACK_DLQ_CREATED, ACK_DLQ_BLOB };

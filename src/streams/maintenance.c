@@ -70,9 +70,9 @@ static void drained(void *arg, const db_reply *reply)
     const PGresult *r = reply->results[0];
     for (int i = 0; i < PQntuples(r); i++) {
         log_debug("maintenance: delivered %lld buffered messages of %s", (long long)db_int(r, i, 1),
-                  PQgetvalue(r, i, 0));
+                  db_str(r, i, 0));
         m->drained += (uint64_t)db_int(r, i, 1);
-        popper_wake(m->pop, PQgetvalue(r, i, 0), NULL, 0);   /* partitions not told: every pop looks */
+        popper_wake(m->pop, db_str(r, i, 0), NULL, 0);   /* partitions not told: every pop looks */
     }
     if (PQntuples(r) > 0) drain(m);
     else refresh(-1, 0, m);   /* the state after the drain, "draining" gone */

@@ -79,7 +79,7 @@ static int add_frames(pop_request *req, const buf *seg, int64_t base, int64_t fr
 static void copy_text(char *out, size_t cap, const PGresult *r, int row, int col)
 {
     size_t n;
-    const char *p = db_bytes(r, row, col, &n);
+    const char *p = db_text(r, row, col, &n);
     snprintf(out, cap, "%.*s", (int)n, p);
 }
 
@@ -90,14 +90,14 @@ static void start_part(pop_request *req, const PGresult *r, int row)
     pop_part *part = &req->parts[req->nparts++];
     copy_text(part->queue, sizeof part->queue, r, row, COL_QUEUE);
     copy_text(part->name, sizeof part->name, r, row, COL_PARTITION);
-    ids_uuid_format((const uint8_t *)PQgetvalue(r, row, COL_PARTITION_ID), part->id);
+    ids_uuid_format(db_uuid(r, row, COL_PARTITION_ID), part->id);
 }
 
 static size_t claimed_total(const PGresult *r)
 {
     size_t total = 0;
     for (int row = 0; row < PQntuples(r); row++)
-        if (row == 0 || memcmp(PQgetvalue(r, row, COL_PARTITION_ID), PQgetvalue(r, row - 1, COL_PARTITION_ID), 16))
+        if (row == 0 || memcmp(db_uuid(r, row, COL_PARTITION_ID), db_uuid(r, row - 1, COL_PARTITION_ID), 16))
             total += (size_t)(db_int(r, row, COL_TO) - db_int(r, row, COL_FROM));
     return total;
 }
@@ -110,7 +110,7 @@ static int take_rows(pop_request *req, const PGresult *r)
     req->decoded = xcalloc((size_t)rows, sizeof *req->decoded);
     req->ndecoded = (size_t)rows;
     for (int i = 0; i < rows; i++) {
-        if (i == 0 || memcmp(PQgetvalue(r, i, COL_PARTITION_ID), PQgetvalue(r, i - 1, COL_PARTITION_ID), 16))
+        if (i == 0 || memcmp(db_uuid(r, i, COL_PARTITION_ID), db_uuid(r, i - 1, COL_PARTITION_ID), 16))
             start_part(req, r, i);
         size_t len;
         const char *blob = db_bytes(r, i, COL_SEG_BLOB, &len);

@@ -5,7 +5,6 @@
 #include <string.h>
 #include "base/buf.h"
 #include "base/ids.h"
-#include "base/json.h"
 #include "base/xalloc.h"
 #include "db/result.h"
 #include "streams/frame.h"
@@ -17,10 +16,19 @@
 #define ACK_SQLSTATE "SLA01"
 #define COPIES_SQLSTATE "SLQ01"
 
+/* Dead-letter copies, as queen.tx_copies reads them: one array per field,
+ * the payloads concatenated in one binary bytea. */
+typedef struct tx_copies {
+    db_array items, messages, txns, traces, created, encrypted, lengths;
+    buf      payloads;
+} tx_copies;
+
+#define TX_COPY_ARRAYS 7
+
 typedef struct tx_state {
     push_plan  plan;
     push_item **items;      /* pointers to tx->pushes for the plan */
-    buf        copies;      /* {"<ack index>": {...}} dead-letter copies */
+    tx_copies  copies;      /* those fetched after the last SLQ01 */
     int        attempt;
     int        ack_call;    /* index of the tx_ack call, -1 */
 } tx_state;
@@ -38,11 +46,23 @@ static void fail(tx_request *tx, const char *msg)
     finish(tx);
 }
 
-static void leases_array(const tx_request *tx, buf *out)
+static db_array *copy_array(tx_copies *c, size_t k)
 {
-    buf_putc(out, '{');
-    for (size_t i = 0; i < tx->nleases; i++) buf_printf(out, "%s%s", i ? "," : "", tx->leases[i]);
-    buf_putc(out, '}');
+    db_array *all[TX_COPY_ARRAYS] = { &c->items, &c->messages, &c->txns, &c->traces, &c->created,
+                                      &c->encrypted, &c->lengths };
+    return all[k];
+}
+
+static void copies_init(tx_copies *c)
+{
+    for (size_t k = 0; k < TX_COPY_ARRAYS; k++) db_array_init(copy_array(c, k));
+    buf_init(&c->payloads);
+}
+
+static void copies_fini(tx_copies *c)
+{
+    for (size_t k = 0; k < TX_COPY_ARRAYS; k++) db_array_fini(copy_array(c, k));
+    buf_fini(&c->payloads);
 }
 
 static void take_acks(tx_request *tx, const PGresult *r)
@@ -55,21 +75,22 @@ static void take_acks(tx_request *tx, const PGresult *r)
 
 /* ---- dead-letter copies ---- */
 
-static void put_copy(buf *out, size_t idx, const frame *f, int64_t created_us)
+static void put_copy(tx_copies *c, size_t idx, const frame *f, int64_t created_us)
 {
-    char msg[IDS_UUID_TEXT], trace[IDS_UUID_TEXT], created[32];
+    char msg[IDS_UUID_TEXT], trace[IDS_UUID_TEXT], created[40];
     ids_uuid_format(f->message_id, msg);
     ids_uuid_format(f->trace_id, trace);
-    db_format_time(created_us, created);
-    buf_printf(out, "%s\"%zu\":{\"m\":\"%s\",\"t\":", out->len > 1 ? "," : "", idx, msg);
-    json_put_str(out, f->txn, f->txn_len);
-    buf_puts(out, ",\"tr\":");
-    json_put_cstr(out, (f->flags & FRAME_HAS_TRACE) ? trace : NULL);
-    buf_printf(out, ",\"c\":\"%s\",\"enc\":%s,\"pl\":\"", created, (f->flags & FRAME_ENCRYPTED) ? "true" : "false");
-    buf_reserve(out, f->payload_len * 2);
-    ids_hex((const uint8_t *)f->payload, f->payload_len, out->data + out->len);
-    out->len += f->payload_len * 2;
-    buf_puts(out, "\"}");
+    db_time_param(created_us, created);
+    char *txn = xstrndup(f->txn, f->txn_len);
+    db_array_int(&c->items, (int64_t)idx);
+    db_array_text(&c->messages, msg);
+    db_array_text(&c->txns, txn);
+    db_array_text(&c->traces, (f->flags & FRAME_HAS_TRACE) ? trace : NULL);
+    db_array_text(&c->created, created);
+    db_array_bool(&c->encrypted, f->flags & FRAME_ENCRYPTED);
+    db_array_int(&c->lengths, (int64_t)f->payload_len);
+    buf_append(&c->payloads, f->payload, f->payload_len);
+    free(txn);
 }
 
 static void copies_done(void *arg, const db_reply *reply)
@@ -77,12 +98,13 @@ static void copies_done(void *arg, const db_reply *reply)
     tx_request *tx = arg;
     tx_state *st = tx->state;
     if (reply->error) { tx->error = xstrdup(reply->error); tx->unavailable = reply->unavailable; finish(tx); return; }
-    buf_reset(&st->copies);
-    buf_putc(&st->copies, '{');
+    copies_fini(&st->copies);
+    copies_init(&st->copies);
     for (int k = 0; k < reply->ncalls; k++) {
         const PGresult *r = reply->results[k];
         if (PQntuples(r) == 0 || db_null(r, 0, 0)) { fail(tx, "dlq rejected"); return; }
         size_t len, idx = (size_t)db_int(r, 0, 3);
+        if (idx >= tx->nacks) { fail(tx, "dead-letter hand-off failed"); return; }
         const char *blob = db_bytes(r, 0, 2, &len);
         buf seg;
         buf_init(&seg);
@@ -93,34 +115,40 @@ static void copies_done(void *arg, const db_reply *reply)
         buf_fini(&seg);
         if (rc < 0) { fail(tx, "dlq rejected: corrupt segment"); return; }
     }
-    buf_putc(&st->copies, '}');
     tx_send(tx);
 }
 
-/* DETAIL [{"i": ack index, "p": partitionId, "o": offset}]: fetch each segment. */
+/* The next "<ack index>:<offset>" of an SLQ01 DETAIL at *p: 1, 0 at its
+ * end, -1 when it is not one (or names no item of ours). */
+static int next_needed(const char **p, size_t nacks, size_t *idx, char off[24])
+{
+    if (!**p) return 0;
+    char *end;
+    unsigned long long i = strtoull(*p, &end, 10), o;
+    if (end == *p || *end != ':' || i >= nacks) return -1;
+    const char *q = end + 1;
+    o = strtoull(q, &end, 10);
+    if (end == q || (*end != ',' && *end)) return -1;
+    *idx = (size_t)i;
+    snprintf(off, 24, "%llu", o);
+    *p = *end ? end + 1 : end;
+    return 1;
+}
+
+/* DETAIL "<ack index>:<offset>,...": fetch the segment of each. */
 static void fetch_copies(tx_request *tx, const char *detail)
 {
-    json_doc d;
-    json_doc_init(&d);
-    if (json_parse(&d, detail, strlen(detail), 4096) < 0 || d.tokens[0].type != JSON_ARRAY) {
-        json_doc_fini(&d);
-        fail(tx, "dead-letter hand-off failed");
-        return;
-    }
+    size_t idx;
+    char off[24], idxs[24];
+    int rc;
+    for (const char *p = detail; (rc = next_needed(&p, tx->nacks, &idx, off)) > 0;) {}
+    if (rc < 0 || !*detail) { fail(tx, "dead-letter hand-off failed"); return; }
     db_job *job = db_job_new(copies_done, tx);
-    for (uint32_t k = 0, t = 1; k < d.tokens[0].count; k++, t = d.tokens[t].next) {
-        char *pid = json_str_dup(&d, (uint32_t)json_get(&d, t, "p"));
-        size_t n;
-        const char *o = json_span(&d, (uint32_t)json_get(&d, t, "o"), &n);
-        const char *i = json_span(&d, (uint32_t)json_get(&d, t, "i"), &n);
-        char off[24], idx[24];
-        snprintf(off, sizeof off, "%.*s", (int)strspn(o, "0123456789"), o);
-        snprintf(idx, sizeof idx, "%.*s", (int)strspn(i, "0123456789"), i);
-        const char *values[3] = { pid, off, idx };
+    for (const char *p = detail; next_needed(&p, tx->nacks, &idx, off) > 0;) {
+        snprintf(idxs, sizeof idxs, "%zu", idx);
+        const char *values[3] = { tx->acks[idx].partition_id, off, idxs };
         db_job_call(job, STMT_SEGMENT_FOR_COPY, values, NULL, NULL);
-        free(pid);
     }
-    json_doc_fini(&d);
     db_submit(tx->pool, job);
 }
 
@@ -152,30 +180,54 @@ static void tx_done(void *arg, const db_reply *reply)
     finish(tx);
 }
 
+/* queen.tx_ack's parameters: the ack arrays, each item's transactionId and
+ * error text, then the copies (see tx_copies). */
+static void add_tx_ack(db_job *job, tx_request *tx)
+{
+    tx_state *st = tx->state;
+    ack_params p;
+    db_array txns, errors;
+    ack_params_build(&p, tx->acks, tx->nacks);
+    db_array_init(&txns);
+    db_array_init(&errors);
+    for (size_t i = 0; i < tx->nacks; i++) {
+        db_array_text(&txns, tx->acks[i].txn);
+        db_array_text(&errors, tx->acks[i].error_text);
+    }
+    const char *values[DB_MAX_PARAMS];
+    int lengths[DB_MAX_PARAMS] = { 0 }, formats[DB_MAX_PARAMS] = { 0 };
+    ack_params_values(&p, values, lengths, formats);
+    int k = ACK_NPARAMS;
+    values[k++] = db_array_literal(&txns);
+    values[k++] = db_array_literal(&errors);
+    for (size_t a = 0; a < TX_COPY_ARRAYS - 1; a++) values[k++] = db_array_literal(copy_array(&st->copies, a));
+    lengths[k] = (int)st->copies.payloads.len;
+    formats[k] = 1;
+    values[k++] = st->copies.payloads.data ? st->copies.payloads.data : "";
+    values[k++] = db_array_literal(&st->copies.lengths);
+    st->ack_call = db_job_ncalls(job);
+    db_job_call(job, STMT_TX_ACK, values, lengths, formats);
+    ack_params_fini(&p);
+    db_array_fini(&txns);
+    db_array_fini(&errors);
+}
+
 static void tx_send(tx_request *tx)
 {
     tx_state *st = tx->state;
     db_job *job = db_job_new(tx_done, tx);
     if (tx->nleases) {
-        buf leases;
-        buf_init(&leases);
-        leases_array(tx, &leases);
-        const char *values[1] = { leases.data };
+        db_array leases;
+        db_array_init(&leases);
+        for (size_t i = 0; i < tx->nleases; i++) db_array_text(&leases, tx->leases[i]);
+        const char *values[1] = { db_array_literal(&leases) };
         db_job_call(job, STMT_REQUIRE_LEASES, values, NULL, NULL);
-        buf_fini(&leases);
+        db_array_fini(&leases);
     }
     push_plan_build(&st->plan, st->items, tx->npushes);
     push_plan_calls(&st->plan, job, tx->zstd_level);
     st->ack_call = -1;
-    if (tx->nacks) {
-        buf items;
-        buf_init(&items);
-        ack_items_json(tx->acks, tx->nacks, &items);
-        const char *values[2] = { items.data, st->copies.data };
-        st->ack_call = db_job_ncalls(job);
-        db_job_call(job, STMT_TX_ACK, values, NULL, NULL);
-        buf_fini(&items);
-    }
+    if (tx->nacks) add_tx_ack(job, tx);
     db_submit(tx->pool, job);
 }
 
@@ -188,8 +240,7 @@ void tx_submit(db_pool *pool, int zstd_level, size_t max_segment_bytes, tx_reque
     tx->zstd_level = zstd_level;
     tx->max_segment_bytes = max_segment_bytes;
     push_plan_init(&st->plan);
-    buf_init(&st->copies);
-    buf_puts(&st->copies, "{}");
+    copies_init(&st->copies);
     for (size_t i = 0; i < tx->npushes; i++) {
         push_item_prepare(&tx->pushes[i]);
         st->items[i] = &tx->pushes[i];
@@ -203,7 +254,7 @@ void tx_request_free(tx_request *tx)
     tx_state *st = tx->state;
     if (st) {
         push_plan_fini(&st->plan);
-        buf_fini(&st->copies);
+        copies_fini(&st->copies);
         free(st->items);
         free(st);
     }

@@ -1,0 +1,113 @@
+/* test_db_formats: the declared way between C and SQL (statements.c): array
+ * literals as PostgreSQL parses them, and result reads that refuse a column
+ * of another type or in text format. */
+#include "harness.h"
+#include "db/array.h"
+#include "db/result.h"
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+TEST(db_array_quotes_text_and_writes_null_unquoted)
+{
+    db_array a;
+    db_array_init(&a);
+    CHECK_STR(db_array_literal(&a), "{}");
+    db_array_text(&a, "plain");
+    db_array_text(&a, NULL);
+    db_array_text(&a, "a \"quoted\", {braced} back\\slash");
+    db_array_text(&a, "");
+    CHECK_STR(db_array_literal(&a), "{\"plain\",NULL,\"a \\\"quoted\\\", {braced} back\\\\slash\",\"\"}");
+    db_array_fini(&a);
+}
+
+TEST(db_array_writes_numbers_and_booleans_and_reopens_after_reading)
+{
+    db_array a;
+    db_array_init(&a);
+    db_array_int(&a, -9223372036854775807LL - 1);
+    CHECK_STR(db_array_literal(&a), "{-9223372036854775808}");
+    db_array_int(&a, 42);
+    CHECK_STR(db_array_literal(&a), "{-9223372036854775808,42}");
+    db_array_fini(&a);
+    db_array_init(&a);
+    db_array_bool(&a, true);
+    db_array_bool(&a, false);
+    CHECK_STR(db_array_literal(&a), "{t,f}");
+    db_array_fini(&a);
+}
+
+TEST(db_time_param_keeps_microseconds)
+{
+    char out[40];
+    db_time_param(1764572670501234LL, out);   /* 2025-12-01T07:04:30.501234Z */
+    CHECK_STR(out, "2025-12-01 07:04:30.501234+00");
+    db_time_param(-1, out);
+    CHECK_STR(out, "1969-12-31 23:59:59.999999+00");
+}
+
+/* A one-row result with one column of the given type and format. */
+static PGresult *result_of(Oid type, int format, const char *value, int len)
+{
+    PGresult *r = PQmakeEmptyPGresult(NULL, PGRES_TUPLES_OK);
+    PGresAttDesc col = { .name = (char *)"col", .typid = type, .format = format, .typlen = -1, .atttypmod = -1 };
+    PQsetResultAttrs(r, 1, &col);
+    PQsetvalue(r, 0, 0, (char *)value, len);
+    return r;
+}
+
+/* Whether reading runs into an abort (in a child, so the test survives). */
+static bool aborts(void (*read)(const PGresult *), const PGresult *r)
+{
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        if (!freopen("/dev/null", "w", stderr)) _exit(3);
+        read(r);
+        _exit(0);
+    }
+    int status;
+    waitpid(pid, &status, 0);
+    return WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT;
+}
+
+static void read_int(const PGresult *r) { (void)db_int(r, 0, 0); }
+static void read_bool(const PGresult *r) { (void)db_bool(r, 0, 0); }
+static void read_text(const PGresult *r) { (void)db_str(r, 0, 0); }
+static void read_uuid(const PGresult *r) { (void)db_uuid(r, 0, 0); }
+
+TEST(db_reads_binary_values_of_their_type)
+{
+    PGresult *r = result_of(20, 1, "\xff\xff\xff\xff\xff\xff\xff\xfe", 8);   /* int8 -2 */
+    CHECK(db_int(r, 0, 0) == -2);
+    PQclear(r);
+    r = result_of(23, 1, "\x00\x00\x01\x00", 4);   /* int4 256 */
+    CHECK(db_int(r, 0, 0) == 256);
+    PQclear(r);
+    r = result_of(3802, 1, "\x01{\"a\":1}", 8);    /* jsonb: version byte, then text */
+    size_t n;
+    const char *j = db_json(r, 0, 0, &n);
+    CHECK(n == 7 && memcmp(j, "{\"a\":1}", 7) == 0);
+    PQclear(r);
+    r = result_of(1184, 1, "\x00\x00\x00\x00\x00\x00\x00\x00", 8);   /* 2000-01-01 */
+    CHECK(db_time_us(r, 0, 0) == 946684800LL * 1000000LL);
+    PQclear(r);
+}
+
+TEST(db_reads_abort_on_a_column_of_another_type_or_in_text)
+{
+    PGresult *text_int = result_of(23, 0, "42", 2);          /* an integer in text format */
+    CHECK(aborts(read_int, text_int));
+    PQclear(text_int);
+    PGresult *bool_col = result_of(16, 1, "\x01", 1);
+    CHECK(!aborts(read_bool, bool_col));
+    CHECK(aborts(read_int, bool_col));
+    CHECK(aborts(read_text, bool_col));
+    PQclear(bool_col);
+    PGresult *text_col = result_of(25, 1, "0123456789abcdef", 16);
+    CHECK(!aborts(read_text, text_col));
+    CHECK(aborts(read_uuid, text_col));   /* 16 bytes of text are not a uuid */
+    PQclear(text_col);
+}
