@@ -100,7 +100,7 @@ pid_t spawn_migrate(const char *db)
 int migrate_output(const char *db, char *out, size_t cap)
 {
     fflush(NULL);
-    FILE *p = popen(sfmt("PG_HOST=127.0.0.1 PG_PORT=%s PG_USER=postgres PG_DB=%s LOG_LEVEL=warn %s migrate 2>&1",
+    FILE *p = popen(sfmt("PG_HOST=127.0.0.1 PG_PORT=%s PG_USER=postgres PG_DB=%s LOG_LEVEL=info %s migrate 2>&1",
                          pg_port(), db, silt_bin()), "r");
     if (!p) harness_fail(__FILE__, __LINE__, "popen of silt migrate");
     size_t len = 0, n;
