@@ -111,7 +111,7 @@ int run_cmd(const char *cmd, char *out, size_t cap)
 
 int migrate_output(const char *db, char *out, size_t cap)
 {
-    return run_cmd(sfmt("PG_HOST=127.0.0.1 PG_PORT=%s PG_USER=postgres PG_DB=%s LOG_LEVEL=warn %s migrate 2>&1",
+    return run_cmd(sfmt("PG_HOST=127.0.0.1 PG_PORT=%s PG_USER=postgres PG_DB=%s LOG_LEVEL=info %s migrate 2>&1",
                         pg_port(), db, silt_bin()), out, cap);
 }
 

@@ -62,8 +62,9 @@ const char *silt_bin(void);
 /* Starts `silt migrate` on database db (as test.sh runs it, stdout
  * discarded); it dies with the test. The caller waits for it. */
 pid_t spawn_migrate(const char *db);
-/* Runs `silt migrate` on database db and waits: its exit code, and its
- * standard output and error in out (NUL-terminated). */
+/* Runs `silt migrate` on database db (LOG_LEVEL=info, so it names every
+ * file it applies) and waits: its exit code, and its standard output and
+ * error in out (NUL-terminated). */
 int migrate_output(const char *db, char *out, size_t cap);
 /* Runs a shell command and waits: its exit code (128 when it did not exit),
  * its standard output in out (NUL-terminated, at most cap - 1 bytes). */
