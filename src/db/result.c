@@ -2,7 +2,6 @@
 #include "db/result.h"
 #include <stdio.h>
 #include <string.h>
-#include "base/iso_time.h"
 
 /* Seconds between the Unix epoch and PostgreSQL's (2000-01-01). */
 #define PG_EPOCH_OFFSET_US (946684800LL * 1000000LL)
@@ -37,13 +36,3 @@ int64_t db_time_us(const PGresult *r, int row, int col)
     return db_int(r, row, col) + PG_EPOCH_OFFSET_US;
 }
 
-void db_format_time(int64_t unix_us, char out[32]) { iso_time_format(unix_us, out); }
-
-void db_iso_time(const char *pg, char out[32])
-{
-    /* "YYYY-MM-DD HH:MM:SS[.ffffff]+00" with TimeZone=UTC and DateStyle=ISO */
-    char frac[4] = "000";
-    const char *dot = strchr(pg, '.');
-    for (int i = 0; dot && i < 3 && dot[1 + i] >= '0' && dot[1 + i] <= '9'; i++) frac[i] = dot[1 + i];
-    snprintf(out, 32, "%.10sT%.8s.%sZ", pg, strlen(pg) > 11 ? pg + 11 : "00:00:00", frac);
-}

@@ -15,9 +15,5 @@ bool        db_bool(const PGresult *r, int row, int col);      /* binary */
 const char *db_bytes(const PGresult *r, int row, int col, size_t *len); /* text/bytea, binary */
 /* timestamptz, binary, as Unix microseconds. */
 int64_t     db_time_us(const PGresult *r, int row, int col);
-/* Formats Unix microseconds as ISO 8601 UTC with milliseconds. */
-void        db_format_time(int64_t unix_us, char out[32]);
-/* A text-format timestamptz ("2026-11-30 13:15:06.92+00") as ISO 8601 UTC. */
-void        db_iso_time(const char *pg, char out[32]);
 
 #endif

@@ -13,7 +13,7 @@ const db_statement db_statements[STMT_COUNT] = {
     [STMT_DEAD_LETTER]  = { "dead_letter",
         "SELECT lease_released, error FROM queen.dead_letter($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)", 10 },
     [STMT_EXTEND_LEASE] = { "extend_lease",
-        "SELECT renewed, expires_at FROM queen.extend_lease($1, $2)", 2 },
+        "SELECT renewed, expires_at FROM queen.extend_lease($1, $2)", 2, 1 },
     [STMT_CONFIGURE]    = { "configure",
         "SELECT namespace, task, options, (options->>'encryptionEnabled')::boolean FROM queen.configure($1, $2, $3, $4)", 4 },
     /* administration: one jsonb value each (NULL: not found) */

@@ -6,6 +6,7 @@
 #include <string.h>
 #include "base/buf.h"
 #include "base/ids.h"
+#include "base/iso_time.h"
 #include "base/json.h"
 #include "base/log.h"
 #include "base/xalloc.h"
@@ -74,7 +75,7 @@ static int add_handoff(db_job *job, const ack_request *req, const ack_item *it, 
     snprintf(off, sizeof off, "%lld", (long long)offset);
     ids_uuid_format(f.message_id, msg);
     ids_uuid_format(f.trace_id, trace);
-    db_format_time(db_time_us(r, row, ACK_DLQ_CREATED), created);
+    iso_time_format(db_time_us(r, row, ACK_DLQ_CREATED), created);
     char *txn = xstrndup(f.txn, f.txn_len);
     const char *values[10] = { it->group, it->partition_id, off, msg, txn,
                                (f.flags & FRAME_HAS_TRACE) ? trace : NULL, f.payload,

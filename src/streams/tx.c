@@ -5,6 +5,7 @@
 #include <string.h>
 #include "base/buf.h"
 #include "base/ids.h"
+#include "base/iso_time.h"
 #include "base/json.h"
 #include "base/xalloc.h"
 #include "db/result.h"
@@ -60,7 +61,7 @@ static void put_copy(buf *out, size_t idx, const frame *f, int64_t created_us)
     char msg[IDS_UUID_TEXT], trace[IDS_UUID_TEXT], created[32];
     ids_uuid_format(f->message_id, msg);
     ids_uuid_format(f->trace_id, trace);
-    db_format_time(created_us, created);
+    iso_time_format(created_us, created);
     buf_printf(out, "%s\"%zu\":{\"m\":\"%s\",\"t\":", out->len > 1 ? "," : "", idx, msg);
     json_put_str(out, f->txn, f->txn_len);
     buf_puts(out, ",\"tr\":");
