@@ -68,6 +68,8 @@ int  api_ack_item(httpd_req *req, const json_doc *d, uint32_t tok, const char *w
 void api_emit_uuid_col(emit *e, const PGresult *r, int row, int col);
 void api_emit_text_col(emit *e, const PGresult *r, int row, int col);
 void api_emit_time_col(emit *e, const PGresult *r, int row, int col);
+/* A page's closing members: "total" and "pagination": {"limit", "offset"}. */
+void api_emit_pagination(emit *e, int64_t total, int64_t limit, int64_t offset);
 
 /* Request helpers (request.c). Each replies with a 4xx itself and returns -1
  * when the input is bad, so a handler just returns. */

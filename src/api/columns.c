@@ -17,6 +17,15 @@ void api_emit_text_col(emit *e, const PGresult *r, int row, int col)
     emit_strn(e, s, n);
 }
 
+void api_emit_pagination(emit *e, int64_t total, int64_t limit, int64_t offset)
+{
+    emit_key(e, "total"); emit_int(e, total);
+    emit_key(e, "pagination"); emit_object(e);
+    emit_key(e, "limit"); emit_int(e, limit);
+    emit_key(e, "offset"); emit_int(e, offset);
+    emit_end(e);
+}
+
 void api_emit_time_col(emit *e, const PGresult *r, int row, int col)
 {
     if (db_null(r, row, col)) emit_null(e);

@@ -98,11 +98,7 @@ static void list_done(void *arg, const db_reply *reply)
     emit_key(&e, "messages"); emit_array(&e);
     for (int row = 0; row < PQntuples(page); row++) dlq_row_json(&e, page, row);
     emit_end(&e);
-    emit_key(&e, "total"); emit_int(&e, db_int(reply->results[0], 0, 0));
-    emit_key(&e, "pagination"); emit_object(&e);
-    emit_key(&e, "limit"); emit_int(&e, c->limit);
-    emit_key(&e, "offset"); emit_int(&e, c->offset);
-    emit_end(&e);
+    api_emit_pagination(&e, db_int(reply->results[0], 0, 0), c->limit, c->offset);
     emit_end(&e);
     httpd_reply_buf(c->req, 200, &out);
     call_free(c);

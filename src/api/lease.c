@@ -20,7 +20,7 @@ static void extend_done(void *arg, const db_reply *reply)
     lease_call *c = arg;
     if (reply->error) { api_db_error(c->req, reply); free(c); return; }
     const PGresult *r = reply->results[0];
-    int renewed = (int)db_int(r, 0, 0);
+    int64_t renewed = db_int(r, 0, 0);
     buf out;
     buf_init(&out);
     emit e;
@@ -31,9 +31,7 @@ static void extend_done(void *arg, const db_reply *reply)
     emit_key(&e, "renewed"); emit_int(&e, renewed);
     emit_key(&e, "expiresAt");
     if (renewed > 0) {
-        char iso[32];
-        db_format_time(db_time_us(r, 0, 1), iso);
-        emit_str(&e, iso);
+        api_emit_time_col(&e, r, 0, 1);
     } else {
         emit_null(&e);
         emit_key(&e, "error"); emit_str(&e, "lease not found or expired");

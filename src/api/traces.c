@@ -307,11 +307,7 @@ static void names_done(void *arg, const db_reply *reply)
         emit_end(&e);
     }
     emit_end(&e);
-    emit_key(&e, "total"); emit_int(&e, db_int(reply->results[1], 0, 0));
-    emit_key(&e, "pagination"); emit_object(&e);
-    emit_key(&e, "limit"); emit_int(&e, c->limit);
-    emit_key(&e, "offset"); emit_int(&e, c->offset);
-    emit_end(&e);
+    api_emit_pagination(&e, db_int(reply->results[1], 0, 0), c->limit, c->offset);
     emit_end(&e);
     httpd_reply_buf(c->req, 200, &out);
     free(c);

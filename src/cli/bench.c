@@ -13,7 +13,6 @@
 #include "cli/cli_common.h"
 #include "cli/bench_load.h"
 #include "base/ids.h"
-#include <event2/http.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -82,8 +81,7 @@ typedef struct bench_result {
 
 typedef struct bench_run {
     const bench_opts *o;
-    char  host[256];
-    int   port;
+    http_url server;          /* --url, read as every command reads it */
     char  suffix[16];         /* random part of the queue names */
     char  push_queue[64];
     char  pop_queue[64];
@@ -271,7 +269,7 @@ static const bench_ops popack_ops = { popack_next, popack_done };
 
 static bench_config run_config(const bench_run *r, long workers, double warmup, double measure)
 {
-    return (bench_config){ .host = r->host, .port = r->port, .workers = (int)workers,
+    return (bench_config){ .server = &r->server, .workers = (int)workers,
                            .warmup_s = warmup, .measure_s = measure,
                            .timeout_s = BENCH_TIMEOUT_S };
 }
@@ -452,20 +450,9 @@ static int bench_check(const cli_cmd *cmd, const bench_opts *o, bool sel[BENCH_N
 
 static int parse_target(const cli_cmd *cmd, bench_run *r, const char *url)
 {
-    struct evhttp_uri *u = evhttp_uri_parse(url);
-    const char *scheme = u ? evhttp_uri_get_scheme(u) : NULL;
-    const char *host = u ? evhttp_uri_get_host(u) : NULL;
-    int rc = 0;
-    if (!scheme || strcmp(scheme, "http") != 0 || !host || !*host
-        || strlen(host) >= sizeof r->host)
-        rc = cli_usage_error(cmd, "the server URL must look like http://host[:port], not \"%s\"",
-                             url);
-    else {
-        snprintf(r->host, sizeof r->host, "%s", host);
-        r->port = evhttp_uri_get_port(u) > 0 ? evhttp_uri_get_port(u) : 80;
-    }
-    if (u) evhttp_uri_free(u);
-    return rc;
+    if (http_url_parse(url, &r->server) == 0) return 0;
+    return cli_usage_error(cmd, "the server URL must look like http://host[:port], not \"%s\"",
+                           url);
 }
 
 /* One blocking request outside the measurement. 0 with the reply in resp. */

@@ -29,7 +29,6 @@ struct bench_load {
     struct event_base  *base;
     struct event       *deadline;   /* ends the measured window */
     bench_worker       *workers;
-    char                host_header[300];
     double              t_measure;  /* seconds, monotonic: the window opens */
     double              t_end;      /* seconds, monotonic: the window closes */
     int                 inflight;   /* requests sent and not yet answered */
@@ -176,7 +175,7 @@ static int worker_send(bench_worker *w)
     struct evhttp_request *req = evhttp_request_new(on_reply, w);
     if (!req) return -1;
     struct evkeyvalq *h = evhttp_request_get_output_headers(req);
-    evhttp_add_header(h, "Host", l->host_header);
+    evhttp_add_header(h, "Host", l->cfg->server->hostport);
     if (w->method == BENCH_POST) {
         evhttp_add_header(h, "Content-Type", "application/json");
         evbuffer_add(evhttp_request_get_output_buffer(req), w->body.data, w->body.len);
@@ -241,7 +240,8 @@ static int workers_init(bench_load *l)
         *w = (bench_worker){ .load = l, .id = i };
         buf_init(&w->path);
         buf_init(&w->body);
-        w->conn = evhttp_connection_base_new(l->base, NULL, c->host, (unsigned short)c->port);
+        w->conn = evhttp_connection_base_new(l->base, NULL, c->server->host,
+                                             (unsigned short)c->server->port);
         if (!w->conn) return -1;
         evhttp_connection_set_timeout(w->conn, c->timeout_s);
     }
@@ -276,7 +276,6 @@ static struct event_base *base_new(void)
 static int load_start(bench_load *l)
 {
     const bench_config *c = l->cfg;
-    snprintf(l->host_header, sizeof l->host_header, "%s:%d", c->host, c->port);
     l->base = base_new();
     if (!l->base || workers_init(l) < 0) return -1;
     double start = bench_now();

@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "base/buf.h"
+#include "net/http_client.h"
 
 typedef struct bench_load bench_load;
 
@@ -52,8 +53,7 @@ typedef struct bench_stats {
 } bench_stats;
 
 typedef struct bench_config {
-    const char *host;
-    int         port;
+    const http_url *server;  /* connections go to its host and port; Host: its hostport */
     int         workers;
     double      warmup_s;    /* not counted */
     double      measure_s;   /* <= 0: run until every worker's next() says false */

@@ -4,7 +4,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include "base/iso_time.h"
 
 /* Seconds between the Unix epoch and PostgreSQL's (2000-01-01). */
 #define PG_EPOCH_OFFSET_US (946684800LL * 1000000LL)
@@ -103,8 +102,6 @@ int64_t db_time_us(const PGresult *r, int row, int col)
     for (int i = 0; i < 8; i++) v = v << 8 | p[i];
     return (int64_t)v + PG_EPOCH_OFFSET_US;
 }
-
-void db_format_time(int64_t unix_us, char out[32]) { iso_time_format(unix_us, out); }
 
 void db_time_param(int64_t unix_us, char out[40])
 {

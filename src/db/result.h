@@ -24,8 +24,6 @@ const char    *db_str(const PGresult *r, int row, int col);      /* db_text, wit
 const char    *db_json(const PGresult *r, int row, int col, size_t *len);   /* json, jsonb: the text */
 const uint8_t *db_uuid(const PGresult *r, int row, int col);      /* uuid: 16 bytes */
 int64_t        db_time_us(const PGresult *r, int row, int col);   /* timestamptz, as Unix microseconds */
-/* Formats Unix microseconds as ISO 8601 UTC with milliseconds. */
-void           db_format_time(int64_t unix_us, char out[32]);
 /* Unix microseconds as a timestamptz parameter, to the microsecond. */
 void           db_time_param(int64_t unix_us, char out[40]);
 

@@ -36,9 +36,8 @@
 #define HTTP_RETRY       (-2)                 /* exchange failed on a stale connection */
 
 struct http_client {
-    char    host[256];      /* host name or address, IPv6 without brackets */
-    char    port[6];        /* decimal service for getaddrinfo */
-    char    hostport[272];  /* Host header value */
+    http_url url;           /* the server */
+    char    port[6];        /* url.port as the decimal service getaddrinfo takes */
     int     fd;             /* -1 when not connected */
     int     timeout_ms;     /* per-request deadline, milliseconds */
     bool    reused;         /* fd has already carried a complete response */
@@ -72,20 +71,40 @@ static void set_error(http_client *c, const char *fmt, ...)
 
 /* ---- url -------------------------------------------------------------- */
 
-static int url_port(http_client *c, const char *p, const char **rest)
+static int url_port(const char *p, int *port, const char **rest)
 {
     size_t n = strspn(p, "0123456789");
     if (n == 0 || n > 5) return -1;
-    long port = strtol(p, NULL, 10);
-    if (port < 1 || port > 65535) return -1;
-    snprintf(c->port, sizeof c->port, "%ld", port);
+    long v = strtol(p, NULL, 10);
+    if (v < 1 || v > 65535) return -1;
+    *port = (int)v;
     *rest = p + n;
     return 0;
 }
 
-static int url_parse(http_client *c, const char *url)
+static void url_hostport(http_url *u)
 {
-    if (strncasecmp(url, "http://", 7) != 0) return -1;
+    bool v6 = strchr(u->host, ':') != NULL;
+    if (u->port == 80)
+        snprintf(u->hostport, sizeof u->hostport, "%s%s%s", v6 ? "[" : "", u->host,
+                 v6 ? "]" : "");
+    else
+        snprintf(u->hostport, sizeof u->hostport, "%s%s%s:%d", v6 ? "[" : "", u->host,
+                 v6 ? "]" : "", u->port);
+}
+
+/* No user info, no blanks or control characters. */
+static bool url_host_ok(const char *host, size_t n)
+{
+    if (n == 0) return false;
+    for (size_t i = 0; i < n; i++)
+        if ((unsigned char)host[i] <= ' ' || host[i] == 0x7f || host[i] == '@') return false;
+    return true;
+}
+
+int http_url_parse(const char *url, http_url *out)
+{
+    if (!url || strncasecmp(url, "http://", 7) != 0) return -1;
     const char *p = url + 7, *host = p, *end;
     if (*p == '[') {
         host = p + 1;
@@ -97,31 +116,25 @@ static int url_parse(http_client *c, const char *url)
         p = end;
     }
     size_t n = (size_t)(end - host);
-    if (n == 0 || n >= sizeof c->host || memchr(host, '@', n)) return -1;
-    memcpy(c->host, host, n);
-    c->host[n] = '\0';
-    strcpy(c->port, "80");
-    if (*p == ':' && url_port(c, p + 1, &p) < 0) return -1;
+    if (n >= sizeof out->host || !url_host_ok(host, n)) return -1;
+    memcpy(out->host, host, n);
+    out->host[n] = '\0';
+    out->port = 80;
+    if (*p == ':' && url_port(p + 1, &out->port, &p) < 0) return -1;
     if (*p && *p != '/' && *p != '?' && *p != '#') return -1;
+    url_hostport(out);
     return 0;
-}
-
-static void set_hostport(http_client *c)
-{
-    bool v6 = strchr(c->host, ':') != NULL;
-    bool dflt = strcmp(c->port, "80") == 0;
-    snprintf(c->hostport, sizeof c->hostport, "%s%s%s%s%s", v6 ? "[" : "", c->host,
-             v6 ? "]" : "", dflt ? "" : ":", dflt ? "" : c->port);
 }
 
 /* ---- lifecycle -------------------------------------------------------- */
 
 http_client *http_client_new(const char *url)
 {
-    if (!url) return NULL;
+    http_url u;
+    if (http_url_parse(url, &u) < 0) return NULL;
     http_client *c = xcalloc(1, sizeof *c);
-    if (url_parse(c, url) < 0) { free(c); return NULL; }
-    set_hostport(c);
+    c->url = u;
+    snprintf(c->port, sizeof c->port, "%d", u.port);
     c->fd = -1;
     c->timeout_ms = 60000;
     buf_init(&c->in);
@@ -192,7 +205,7 @@ static int wait_io(http_client *c, int fd, short events)
         }
     }
     c->timed_out = true;
-    set_error(c, "timeout after %d ms talking to %s", c->timeout_ms, c->hostport);
+    set_error(c, "timeout after %d ms talking to %s", c->timeout_ms, c->url.hostport);
     return -1;
 }
 
@@ -213,7 +226,7 @@ static int connect_one(http_client *c, const struct addrinfo *ai)
         else if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0) err = errno;
     }
     if (err) {
-        set_error(c, "could not connect to %s: %s", c->hostport, strerror(err));
+        set_error(c, "could not connect to %s: %s", c->url.hostport, strerror(err));
         close(fd);
         return -1;
     }
@@ -228,9 +241,9 @@ static int conn_open(http_client *c)
     memset(&hints, 0, sizeof hints);
     hints.ai_family = AF_UNSPEC;
     hints.ai_socktype = SOCK_STREAM;
-    int rc = getaddrinfo(c->host, c->port, &hints, &res);
+    int rc = getaddrinfo(c->url.host, c->port, &hints, &res);
     if (rc != 0) {
-        set_error(c, "could not resolve host \"%s\": %s", c->host, gai_strerror(rc));
+        set_error(c, "could not resolve host \"%s\": %s", c->url.host, gai_strerror(rc));
         return -1;
     }
     for (struct addrinfo *ai = res; ai && c->fd < 0 && !c->timed_out; ai = ai->ai_next)
@@ -250,7 +263,7 @@ static int send_all(http_client *c, const char *p, size_t n)
             if (wait_io(c, c->fd, POLLOUT) < 0) return -1;
             continue;
         }
-        set_error(c, "could not send to %s: %s", c->hostport, strerror(errno));
+        set_error(c, "could not send to %s: %s", c->url.hostport, strerror(errno));
         return -1;
     }
     return 0;
@@ -275,7 +288,7 @@ static int fill(http_client *c)
         if (r == 0) return 0;
         if (errno == EINTR) continue;
         if (errno != EAGAIN && errno != EWOULDBLOCK) {
-            set_error(c, "could not receive from %s: %s", c->hostport, strerror(errno));
+            set_error(c, "could not receive from %s: %s", c->url.hostport, strerror(errno));
             return -1;
         }
         if (wait_io(c, c->fd, POLLIN) < 0) return -1;
@@ -287,7 +300,7 @@ static int fill_more(http_client *c)
 {
     int rc = fill(c);
     if (rc == 0)
-        set_error(c, "%s closed the connection %s", c->hostport,
+        set_error(c, "%s closed the connection %s", c->url.hostport,
                   c->got_bytes ? "mid-response" : "before responding");
     return rc > 0 ? 0 : -1;
 }
@@ -494,7 +507,7 @@ static void build_request(const http_client *c, buf *req, const char *method,
 {
     buf_printf(req, "%s %s HTTP/1.1\r\nHost: %s\r\nUser-Agent: silt\r\n"
                "Accept: application/json\r\nConnection: keep-alive\r\n",
-               method, path, c->hostport);
+               method, path, c->url.hostport);
     if (body)
         buf_printf(req, "Content-Type: application/json\r\nContent-Length: %zu\r\n",
                    body_len);

@@ -1,6 +1,17 @@
-/* http_client: a small blocking HTTP/1.1 client with keep-alive, used by the
- * command-line client and the integration tests. One connection per client;
- * it reconnects transparently when the server closed an idle connection. */
+/* http_client: silt's one HTTP/1.1 client and its one URL parser.
+ *
+ * A small blocking client with keep-alive, used by the command-line client,
+ * `silt bench`'s setup and clean-up calls, and the integration tests. One
+ * connection per client; it reconnects transparently when the server closed
+ * an idle connection.
+ *
+ * `silt bench`'s load (cli/bench_load.c) drives hundreds of connections from
+ * one libevent loop and so keeps evhttp's client for the requests it times:
+ * making this client non-blocking would mean a second event loop here for
+ * one caller, while evhttp already runs in the binary for the server. What
+ * both share is the reading of a server URL: http_url_parse below, so
+ * `silt bench --url` accepts and refuses exactly what every other command
+ * does, and both send the same Host header. */
 #ifndef SILT_HTTP_CLIENT_H
 #define SILT_HTTP_CLIENT_H
 #include <stddef.h>
@@ -14,7 +25,18 @@ typedef struct http_response {
     buf  content_type;  /* Content-Type header value, may be empty */
 } http_response;
 
-/* url: "http://host[:port]" (a trailing path is ignored). NULL on bad url. */
+/* A server address read from "http://host[:port]" (scheme case-insensitive;
+ * a trailing path, query or fragment is ignored; no user info). */
+typedef struct http_url {
+    char host[256];      /* name or address, IPv6 without brackets */
+    int  port;           /* 1..65535; 80 when the URL names none */
+    char hostport[272];  /* the Host header: brackets around IPv6, no ":80" */
+} http_url;
+
+/* 0, or -1 when url (which may be NULL) is not such a URL. */
+int http_url_parse(const char *url, http_url *out) __attribute__((warn_unused_result));
+
+/* url as http_url_parse reads it. NULL on a bad url. */
 http_client *http_client_new(const char *url);
 void         http_client_free(http_client *c);
 const char  *http_client_error(const http_client *c);    /* last failure */

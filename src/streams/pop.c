@@ -244,6 +244,7 @@ static void pass_on(pop_request *done)
 
 void popper_wake(popper *p, const char *queue, const char *const *partitions, size_t n)
 {
+    if (p->nparked == 0) return;   /* the common case: every commit comes here */
     size_t parked = p->nparked, ngroups = 0, woken = 0;
     pop_request **groups = xcalloc(parked, sizeof *groups);
     size_t *counts = xcalloc(parked, sizeof *counts);

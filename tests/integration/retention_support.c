@@ -125,8 +125,7 @@ const char *ts_ago(long secs)
 const char *pop_offsets(silt_server *s, const char *q, const char *part, const char *query)
 {
     reply r;
-    if (part) rq(s, "GET", sfmt("/api/v1/pop/queue/%s/partition/%s?%s", q, part, query), NULL, &r);
-    else rq(s, "GET", sfmt("/api/v1/pop/queue/%s?%s", q, query), NULL, &r);
+    pop_from(s, q, part, query, &r);
     if (r.status == 204) { reply_fini(&r); return "none"; }
     CHECK_INT(r.status, 200);
     char out[2048] = "";

@@ -97,17 +97,22 @@ pid_t spawn_migrate(const char *db)
     return pid;
 }
 
-int migrate_output(const char *db, char *out, size_t cap)
+int run_cmd(const char *cmd, char *out, size_t cap)
 {
     fflush(NULL);
-    FILE *p = popen(sfmt("PG_HOST=127.0.0.1 PG_PORT=%s PG_USER=postgres PG_DB=%s LOG_LEVEL=warn %s migrate 2>&1",
-                         pg_port(), db, silt_bin()), "r");
-    if (!p) harness_fail(__FILE__, __LINE__, "popen of silt migrate");
+    FILE *p = popen(cmd, "r");
+    if (!p) harness_failf(__FILE__, __LINE__, "popen of %s", cmd);
     size_t len = 0, n;
     while (len + 1 < cap && (n = fread(out + len, 1, cap - 1 - len, p)) > 0) len += n;
     out[len] = '\0';
     int status = pclose(p);
     return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
+}
+
+int migrate_output(const char *db, char *out, size_t cap)
+{
+    return run_cmd(sfmt("PG_HOST=127.0.0.1 PG_PORT=%s PG_USER=postgres PG_DB=%s LOG_LEVEL=info %s migrate 2>&1",
+                        pg_port(), db, silt_bin()), out, cap);
 }
 
 /* `silt migrate` on db, by the real binary as test.sh runs it; its exit code. */
@@ -603,21 +608,40 @@ void bg_wait(bg_req *b, int *status, int64_t *elapsed_ms)
     *elapsed_ms = ms;
 }
 
+int pop_from(silt_server *s, const char *q, const char *part, const char *query, reply *r)
+{
+    bool has_query = query && *query;
+    rq(s, "GET", sfmt("/api/v1/pop/queue/%s%s%s%s%s", q, part ? "/partition/" : "", part ? part : "",
+                      has_query ? "?" : "", has_query ? query : ""), NULL, r);
+    return r->status;
+}
+
+void configure_reply(silt_server *s, const char *q, const char *options, reply *r)
+{
+    rq(s, "POST", "/api/v1/configure", sfmt("{\"queue\":\"%s\",\"options\":%s}", q, options), r);
+    CHECK_INT(r->status, 200);
+}
+
 void configure_queue(silt_server *s, const char *q, const char *options)
 {
     reply r;
-    rq(s, "POST", "/api/v1/configure", sfmt("{\"queue\":\"%s\",\"options\":%s}", q, options), &r);
-    CHECK_INT(r.status, 200);
+    configure_reply(s, q, options, &r);
     CHECK(jbool(&r, "configured"));
     reply_fini(&r);
+}
+
+void push_txn_reply(silt_server *s, const char *q, const char *partition, const char *txn,
+                    const char *payload, reply *r)
+{
+    rq(s, "POST", "/api/v1/push", sfmt("{\"items\":[{\"queue\":\"%s\",\"partition\":\"%s\",\"transactionId\":\"%s\","
+                                       "\"payload\":%s}]}", q, partition, txn, payload), r);
+    CHECK_INT(r->status, 201);
 }
 
 void push_one(silt_server *s, const char *q, const char *partition, const char *txn, const char *payload)
 {
     reply r;
-    rq(s, "POST", "/api/v1/push", sfmt("{\"items\":[{\"queue\":\"%s\",\"partition\":\"%s\",\"transactionId\":\"%s\","
-                                       "\"payload\":%s}]}", q, partition, txn, payload), &r);
-    CHECK_INT(r.status, 201);
+    push_txn_reply(s, q, partition, txn, payload, &r);
     CHECK_STR(jstr(&r, "0.status"), "queued");
     reply_fini(&r);
 }

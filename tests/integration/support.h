@@ -62,9 +62,13 @@ const char *silt_bin(void);
 /* Starts `silt migrate` on database db (as test.sh runs it, stdout
  * discarded); it dies with the test. The caller waits for it. */
 pid_t spawn_migrate(const char *db);
-/* Runs `silt migrate` on database db and waits: its exit code, and its
- * standard output and error in out (NUL-terminated). */
+/* Runs `silt migrate` on database db (LOG_LEVEL=info, so it names every
+ * file it applies) and waits: its exit code, and its standard output and
+ * error in out (NUL-terminated). */
 int migrate_output(const char *db, char *out, size_t cap);
+/* Runs a shell command and waits: its exit code (128 when it did not exit),
+ * its standard output in out (NUL-terminated, at most cap - 1 bytes). */
+int run_cmd(const char *cmd, char *out, size_t cap);
 /* Creates an empty database (dropping a leftover of that name first). Name
  * it silt_<what>_<pid> so the runner drops it with the test's own. */
 void db_create(const char *name);
@@ -97,10 +101,21 @@ typedef struct bg_req { pid_t pid; int fd; } bg_req;
 void bg_start(bg_req *b, const silt_server *s, const char *method, const char *path, const char *body);
 void bg_wait(bg_req *b, int *status, int64_t *elapsed_ms);
 
-/* POST /configure {"queue": q, "options": options}; fails the test unless 200. */
+/* GET /api/v1/pop/queue/q, or .../partition/part when part is not NULL,
+ * with ?query when query is neither NULL nor empty; returns the status and
+ * keeps the reply in r. */
+int pop_from(silt_server *s, const char *q, const char *part, const char *query, reply *r);
+
+/* POST /configure {"queue": q, "options": options}; fails the test unless
+ * 200. configure_reply keeps the reply in r; configure_queue also checks
+ * that it says configured. */
+void configure_reply(silt_server *s, const char *q, const char *options, reply *r);
 void configure_queue(silt_server *s, const char *q, const char *options);
 /* One message with a chosen transactionId (payload is JSON); fails the test
- * unless it was queued. */
+ * unless the push answered 201. push_txn_reply keeps the reply in r (the
+ * item may be a duplicate); push_one also checks that it was queued. */
+void push_txn_reply(silt_server *s, const char *q, const char *partition, const char *txn,
+                    const char *payload, reply *r);
 void push_one(silt_server *s, const char *q, const char *partition, const char *txn, const char *payload);
 
 /* Convenience: push n payloads to queue/partition; returns the reply status. */

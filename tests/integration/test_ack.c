@@ -31,20 +31,11 @@ static void pushn(silt_server *s, const char *q, const char *part, int from, int
     reply_fini(&r);
 }
 
-/* GET /api/v1/pop/queue/<q>[/partition/<part>]?<query> */
-static void pop(silt_server *s, const char *q, const char *part, const char *query, reply *r)
-{
-    char path[512];
-    if (part) snprintf(path, sizeof path, "/api/v1/pop/queue/%s/partition/%s?%s", q, part, query ? query : "");
-    else snprintf(path, sizeof path, "/api/v1/pop/queue/%s?%s", q, query ? query : "");
-    rq(s, "GET", path, NULL, r);
-}
-
 /* Pops and expects 200 with exactly n messages at offsets first..first+n-1. */
 static void pop_expect(silt_server *s, const char *q, const char *part, const char *query,
                        int first, int n, reply *r)
 {
-    pop(s, q, part, query, r);
+    pop_from(s, q, part, query, r);
     CHECK_INT(r->status, 200);
     int m = jpath(r, "messages");
     CHECK(m >= 0);
@@ -62,7 +53,7 @@ static void pop_expect(silt_server *s, const char *q, const char *part, const ch
 static void pop_expect_none(silt_server *s, const char *q, const char *part, const char *query)
 {
     reply r;
-    pop(s, q, part, query, &r);
+    pop_from(s, q, part, query, &r);
     CHECK_INT(r.status, 204);
     reply_fini(&r);
 }
@@ -128,14 +119,6 @@ static long long dlq_rows(const char *pid)
     return atoll(sql("select count(*) from queen.log_dlq where partition_id = '%s'", pid));
 }
 
-/* A queue name that outlives the support ring (one per test). */
-static const char *qname(const char *prefix)
-{
-    static char name[128];
-    snprintf(name, sizeof name, "%s", uniq(prefix));
-    return name;
-}
-
 /* A copy of a string from the reply ring, which later calls overwrite. */
 static char *keep(const char *s)
 {
@@ -149,7 +132,7 @@ TEST(ack_completed_on_last_of_batch_commits_the_whole_batch)
 {
     silt_server s;
     srv_start(&s, NULL);
-    const char *q = qname("ack-implicit");
+    const char *q = uniq("ack-implicit");
     pushn(&s, q, "Default", 0, 5);
     reply r;
     pop_expect(&s, q, NULL, "batch=5", 0, 5, &r);
@@ -180,7 +163,7 @@ TEST(ack_completed_in_middle_commits_up_to_it_and_keeps_lease)
 {
     silt_server s;
     srv_start(&s, NULL);
-    const char *q = qname("ack-partial");
+    const char *q = uniq("ack-partial");
     pushn(&s, q, "Default", 0, 5);
     reply r;
     pop_expect(&s, q, NULL, "batch=5", 0, 5, &r);
@@ -208,7 +191,7 @@ TEST(ack_lease_released_only_when_whole_batch_committed)
 {
     silt_server s;
     srv_start(&s, NULL);
-    const char *q = qname("ack-released");
+    const char *q = uniq("ack-released");
     pushn(&s, q, "Default", 0, 3);
     reply r;
     pop_expect(&s, q, NULL, "batch=3", 0, 3, &r);
@@ -239,7 +222,7 @@ TEST(ack_failed_is_never_skipped_completed_above_it_redeliver)
 {
     silt_server s;
     srv_start(&s, NULL);
-    const char *q = qname("ack-noskip");
+    const char *q = uniq("ack-noskip");
     pushn(&s, q, "Default", 0, 5);
     reply r;
     pop_expect(&s, q, NULL, "batch=5", 0, 5, &r);
@@ -286,7 +269,7 @@ TEST(ack_failed_charges_retry_budget_then_dead_letters_full_message)
 {
     silt_server s;
     srv_start(&s, NULL);
-    const char *q = qname("ack-budget");
+    const char *q = uniq("ack-budget");
     configure_queue(&s, q, "{\"retryLimit\":2}");
     /* a payload with odd spacing and an escape: the dead letter keeps the exact bytes */
     const char *payload = "{ \"k\" : [1, 2.50, \"\\u00e9\"] ,\"n\":null }";
@@ -303,7 +286,7 @@ TEST(ack_failed_charges_retry_budget_then_dead_letters_full_message)
     int failures = 0;
     char *pid = NULL;
     for (;;) {
-        pop(&s, q, NULL, "batch=1", &r);
+        pop_from(&s, q, NULL, "batch=1", &r);
         CHECK_INT(r.status, 200);
         CHECK_STR(jstr(&r, "messages.0.transactionId"), "poison-1");
         CHECK_INT(jint(&r, "messages.0.offset"), 0);
@@ -356,7 +339,7 @@ TEST(ack_failed_charges_budget_once_per_call_not_per_item)
 {
     silt_server s;
     srv_start(&s, NULL);
-    const char *q = qname("ack-once");
+    const char *q = uniq("ack-once");
     pushn(&s, q, "Default", 0, 3);
     reply r;
     pop_expect(&s, q, NULL, "batch=3", 0, 3, &r);
@@ -387,7 +370,7 @@ TEST(ack_retry_releases_lease_without_charging_budget)
 {
     silt_server s;
     srv_start(&s, NULL);
-    const char *q = qname("ack-retry");
+    const char *q = uniq("ack-retry");
     pushn(&s, q, "Default", 0, 2);
     reply r;
     pop_expect(&s, q, NULL, "batch=2", 0, 2, &r);
@@ -435,7 +418,7 @@ TEST(ack_dlq_status_dead_letters_at_once)
 {
     silt_server s;
     srv_start(&s, NULL);
-    const char *q = qname("ack-dlq");
+    const char *q = uniq("ack-dlq");
     pushn(&s, q, "Default", 0, 3);
     reply r;
     pop_expect(&s, q, NULL, "batch=3", 0, 3, &r);
@@ -470,7 +453,7 @@ TEST(ack_dlq_is_never_skipped_completed_above_it_is_not_committed)
 {
     silt_server s;
     srv_start(&s, NULL);
-    const char *q = qname("ack-dlqskip");
+    const char *q = uniq("ack-dlqskip");
     pushn(&s, q, "Default", 0, 3);
     reply r;
     pop_expect(&s, q, NULL, "batch=3", 0, 3, &r);
@@ -509,7 +492,7 @@ TEST(ack_with_dlq_disabled_drops_the_message)
 {
     silt_server s;
     srv_start(&s, NULL);
-    const char *q = qname("ack-drop");
+    const char *q = uniq("ack-drop");
     configure_queue(&s, q, "{\"deadLetterQueue\":false,\"dlqAfterMaxRetries\":false,\"retryLimit\":1}");
     pushn(&s, q, "Default", 0, 3);
     reply r;
@@ -555,7 +538,7 @@ TEST(ack_completed_at_or_below_cursor_is_noop)
 {
     silt_server s;
     srv_start(&s, NULL);
-    const char *q = qname("ack-noop");
+    const char *q = uniq("ack-noop");
     pushn(&s, q, "Default", 0, 3);
     reply r;
     pop_expect(&s, q, NULL, "batch=2", 0, 2, &r);
@@ -591,7 +574,7 @@ TEST(ack_non_completed_at_or_below_cursor_is_already_committed)
 {
     silt_server s;
     srv_start(&s, NULL);
-    const char *q = qname("ack-already");
+    const char *q = uniq("ack-already");
     pushn(&s, q, "Default", 0, 2);
     reply r;
     pop_expect(&s, q, NULL, "batch=2", 0, 2, &r);
@@ -624,7 +607,7 @@ TEST(ack_unknown_transaction_id_is_unresolvable_and_message_redelivers)
 {
     silt_server s;
     srv_start(&s, NULL);
-    const char *q = qname("ack-unres");
+    const char *q = uniq("ack-unres");
     pushn(&s, q, "Default", 0, 1);
     reply r;
     pop_expect(&s, q, NULL, "batch=1", 0, 1, &r);
@@ -658,7 +641,7 @@ TEST(ack_with_wrong_or_expired_lease_is_invalid_or_expired_lease)
 {
     silt_server s;
     srv_start(&s, NULL);
-    const char *q = qname("ack-lease");
+    const char *q = uniq("ack-lease");
     pushn(&s, q, "Default", 0, 2);
     reply r;
     pop_expect(&s, q, NULL, "batch=2", 0, 2, &r);
@@ -707,7 +690,7 @@ TEST(lease_expiry_redelivers_same_messages_with_new_lease_and_no_retry_charge)
 {
     silt_server s;
     srv_start(&s, NULL);
-    const char *q = qname("ack-expiry");
+    const char *q = uniq("ack-expiry");
     pushn(&s, q, "Default", 0, 3);
     reply r;
     pop_expect(&s, q, NULL, "batch=3", 0, 3, &r);
@@ -756,7 +739,7 @@ TEST(ack_batch_spans_two_partitions_in_one_call)
 {
     silt_server s;
     srv_start(&s, NULL);
-    const char *q = qname("ack-2part");
+    const char *q = uniq("ack-2part");
     pushn(&s, q, "p1", 0, 2);
     pushn(&s, q, "p2", 0, 2);
     reply r;
@@ -805,7 +788,7 @@ TEST(ack_batch_item_consumer_group_overrides_batch_group)
 {
     silt_server s;
     srv_start(&s, NULL);
-    const char *q = qname("ack-groups");
+    const char *q = uniq("ack-groups");
     pushn(&s, q, "Default", 0, 2);
     reply r;
     pop_expect(&s, q, NULL, "batch=2&consumerGroup=g1", 0, 2, &r);
@@ -851,7 +834,7 @@ TEST(lease_extend_renews_and_never_shortens)
 {
     silt_server s;
     srv_start(&s, NULL);
-    const char *q = qname("lease-extend");
+    const char *q = uniq("lease-extend");
     pushn(&s, q, "Default", 0, 1);
     reply r;
     pop_expect(&s, q, NULL, "batch=1", 0, 1, &r);
@@ -904,11 +887,11 @@ TEST(lease_extend_renews_every_partition_of_a_multi_partition_pop)
 {
     silt_server s;
     srv_start(&s, NULL);
-    const char *q = qname("lease-multi");
+    const char *q = uniq("lease-multi");
     pushn(&s, q, "p1", 0, 1);
     pushn(&s, q, "p2", 0, 1);
     reply r;
-    pop(&s, q, NULL, "batch=2&partitions=2", &r);
+    pop_from(&s, q, NULL, "batch=2&partitions=2", &r);
     CHECK_INT(r.status, 200);
     CHECK_INT(jint(&r, "partitionsClaimed"), 2);
     int m = jpath(&r, "messages");
@@ -959,7 +942,7 @@ TEST(lease_extend_unknown_or_expired_lease_fails)
 {
     silt_server s;
     srv_start(&s, NULL);
-    const char *q = qname("lease-unknown");
+    const char *q = uniq("lease-unknown");
     reply r;
     rq(&s, "POST", "/api/v1/lease/01900000-0000-7000-8000-000000000001/extend", "{\"seconds\":60}", &r);
     CHECK_INT(r.status, 200);
@@ -992,7 +975,7 @@ TEST(ack_dlq_whose_segment_is_gone_is_rejected_and_cursor_stays)
 {
     silt_server s;
     srv_start(&s, NULL);
-    const char *q = qname("ack-dlqgone");
+    const char *q = uniq("ack-dlqgone");
     pushn(&s, q, "Default", 0, 1);   /* segment [0,0] */
     pushn(&s, q, "Default", 1, 1);   /* segment [1,1] */
     reply r;
@@ -1021,7 +1004,7 @@ TEST(pop_auto_ack_commits_in_the_pop_itself)
 {
     silt_server s;
     srv_start(&s, NULL);
-    const char *q = qname("autoack");
+    const char *q = uniq("autoack");
     pushn(&s, q, "Default", 0, 4);
     reply r;
     pop_expect(&s, q, NULL, "batch=2&autoAck=true", 0, 2, &r);

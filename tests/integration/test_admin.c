@@ -8,18 +8,11 @@
 #include "support.h"
 #include "base/emit.h"
 
-/* Pops with a query string; returns the status and keeps the reply in r. */
-static int pop(silt_server *s, const char *q, const char *query, reply *r)
-{
-    rq(s, "GET", sfmt("/api/v1/pop/queue/%s?%s", q, query), NULL, r);
-    return r->status;
-}
-
 /* Dead-letters txn of a freshly popped partition with status dlq. */
 static const char *dead_letter(silt_server *s, const char *q, const char *txn)
 {
     reply r;
-    CHECK_INT(pop(s, q, "batch=1", &r), 200);
+    CHECK_INT(pop_from(s, q, NULL, "batch=1", &r), 200);
     const char *pid = jstr(&r, "partitionId");
     reply_fini(&r);
     rq(s, "POST", "/api/v1/ack", sfmt("{\"transactionId\":\"%s\",\"partitionId\":\"%s\",\"status\":\"dlq\",\"error\":\"poison\"}", txn, pid), &r);
@@ -35,7 +28,7 @@ TEST(transaction_commits_pushes_and_acks_together)
     const char *in = uniq("txin"), *out = uniq("txout");
     push_one(&s, in, "Default", "m1", "1");
     reply r;
-    CHECK_INT(pop(&s, in, "batch=1", &r), 200);
+    CHECK_INT(pop_from(&s, in, NULL, "batch=1", &r), 200);
     const char *pid = jstr(&r, "partitionId"), *lease = jstr(&r, "leaseId");
     reply_fini(&r);
     rq(&s, "POST", "/api/v1/transaction", sfmt("{\"operations\":[{\"type\":\"ack\",\"transactionId\":\"m1\","
@@ -47,7 +40,7 @@ TEST(transaction_commits_pushes_and_acks_together)
     CHECK_STR(jstr(&r, "results.1.status"), "queued");
     reply_fini(&r);
     CHECK_STR(sql("select committed from queen.log_consumers where partition_id = '%s'", pid), "0");
-    CHECK_INT(pop(&s, out, "batch=1", &r), 200);
+    CHECK_INT(pop_from(&s, out, NULL, "batch=1", &r), 200);
     reply_fini(&r);
     srv_stop(&s);
 }
@@ -59,7 +52,7 @@ TEST(transaction_with_unresolvable_ack_rolls_back_its_pushes)
     const char *in = uniq("txin"), *out = uniq("txout");
     push_one(&s, in, "Default", "m1", "1");
     reply r;
-    CHECK_INT(pop(&s, in, "batch=1", &r), 200);
+    CHECK_INT(pop_from(&s, in, NULL, "batch=1", &r), 200);
     const char *pid = jstr(&r, "partitionId");
     reply_fini(&r);
     rq(&s, "POST", "/api/v1/transaction", sfmt("{\"operations\":[{\"type\":\"push\",\"items\":[{\"queue\":\"%s\",\"payload\":1}]},"
@@ -81,7 +74,7 @@ TEST(transaction_with_a_lost_lease_rolls_back)
     const char *in = uniq("txin"), *out = uniq("txout");
     push_one(&s, in, "Default", "m1", "1");
     reply r;
-    CHECK_INT(pop(&s, in, "batch=1", &r), 200);
+    CHECK_INT(pop_from(&s, in, NULL, "batch=1", &r), 200);
     const char *pid = jstr(&r, "partitionId"), *lease = jstr(&r, "leaseId");
     reply_fini(&r);
     sql("update queen.log_consumers set lease_expires = now() - interval '1 second' where partition_id = '%s'", pid);
@@ -120,7 +113,7 @@ TEST(transaction_dlq_ack_dead_letters_inside_the_transaction)
     const char *in = uniq("txdlq");
     push_one(&s, in, "Default", "m1", "{\"v\":\"poison\"}");
     reply r;
-    CHECK_INT(pop(&s, in, "batch=1", &r), 200);
+    CHECK_INT(pop_from(&s, in, NULL, "batch=1", &r), 200);
     const char *pid = jstr(&r, "partitionId");
     reply_fini(&r);
     rq(&s, "POST", "/api/v1/transaction", sfmt("{\"operations\":[{\"type\":\"ack\",\"transactionId\":\"m1\","
@@ -153,7 +146,7 @@ TEST(dlq_replay_round_trip_pushes_back_and_removes_the_dead_letter)
     CHECK_INT(jint(&r, "offset"), 1);
     reply_fini(&r);
     CHECK_STR(sql("select count(*) from queen.log_dlq where queue = '%s'", q), "0");
-    CHECK_INT(pop(&s, q, "batch=5", &r), 200);
+    CHECK_INT(pop_from(&s, q, NULL, "batch=5", &r), 200);
     CHECK_STR(jstr(&r, "messages.0.transactionId"), sfmt("dlq:%s", id));
     CHECK_STR(jraw(&r, "messages.0.data"), "{\"x\":42}");
     reply_fini(&r);
@@ -229,7 +222,7 @@ TEST(seek_to_a_timestamp_older_than_the_oldest_segment_resolves_to_it)
     CHECK_INT(r.status, 200);
     CHECK_INT(jint(&r, "partitions.0.committedOffset"), 0);
     reply_fini(&r);
-    CHECK_INT(pop(&s, q, "consumerGroup=g1&batch=5", &r), 200);
+    CHECK_INT(pop_from(&s, q, NULL, "consumerGroup=g1&batch=5", &r), 200);
     CHECK_INT(jint(&r, "messages.0.offset"), 1);
     reply_fini(&r);
     rq(&s, "POST", sfmt("/api/v1/consumer-groups/g1/queues/%s/seek", q), "{\"toEnd\":true}", &r);
@@ -237,7 +230,7 @@ TEST(seek_to_a_timestamp_older_than_the_oldest_segment_resolves_to_it)
     reply_fini(&r);
     CHECK_STR(sql("select coalesce(lease_id::text, 'released') || retry_count from queen.log_consumers "
                   "where partition_id = '%s' and consumer_group = 'g1'", pid), "released0");
-    CHECK_INT(pop(&s, q, "consumerGroup=g1", &r), 204);
+    CHECK_INT(pop_from(&s, q, NULL, "consumerGroup=g1", &r), 204);
     reply_fini(&r);
     rq(&s, "POST", sfmt("/api/v1/consumer-groups/g1/queues/%s/seek", q), "{}", &r);
     CHECK_INT(r.status, 400);
@@ -252,7 +245,7 @@ TEST(consumer_groups_list_detail_and_delete)
     const char *q = uniq("groups"), *g = uniq("grp");
     push_simple(&s, q, "Default", 3);
     reply r;
-    CHECK_INT(pop(&s, q, sfmt("consumerGroup=%s&batch=1", g), &r), 200);
+    CHECK_INT(pop_from(&s, q, NULL, sfmt("consumerGroup=%s&batch=1", g), &r), 200);
     reply_fini(&r);
     rq(&s, "GET", sfmt("/api/v1/consumer-groups/%s", g), NULL, &r);
     CHECK_INT(r.status, 200);
@@ -306,7 +299,7 @@ TEST(multi_partition_pop_never_holds_two_leases_on_one_partition)
     push_simple(&s, q, "b", 3);
     push_simple(&s, q, "c", 3);
     reply r;
-    CHECK_INT(pop(&s, q, "batch=7&partitions=3", &r), 200);
+    CHECK_INT(pop_from(&s, q, NULL, "batch=7&partitions=3", &r), 200);
     CHECK_INT(jint(&r, "partitionsClaimed"), 3);
     CHECK_INT(r.doc.tokens[jpath(&r, "messages")].count, 7);
     const char *lease = jstr(&r, "leaseId");
@@ -315,7 +308,7 @@ TEST(multi_partition_pop_never_holds_two_leases_on_one_partition)
     CHECK_STR(sql("select count(*) from (select partition_id from queen.log_consumers c join queen.log_partitions p "
                   "on p.id = c.partition_id where p.queue = '%s' and lease_expires > now() group by partition_id, "
                   "consumer_group having count(*) > 1) x", q), "0");
-    CHECK_INT(pop(&s, q, "batch=10&partitions=3", &r), 204);   /* every partition is leased */
+    CHECK_INT(pop_from(&s, q, NULL, "batch=10&partitions=3", &r), 204);   /* every partition is leased */
     reply_fini(&r);
     rq(&s, "POST", sfmt("/api/v1/lease/%s/extend", lease), "{\"seconds\":600}", &r);
     CHECK_INT(jint(&r, "renewed"), 3);
@@ -358,7 +351,7 @@ TEST(encryption_round_trip_stores_only_ciphertext)
     reply_fini(&r);
     push_one(&s, q, "Default", "m1", "{\"card\":\"4111-1111\"}");
     push_one(&s, q, "Default", "m2", "{\"card\":\"5500-0000\"}");
-    CHECK_INT(pop(&s, q, "batch=1", &r), 200);
+    CHECK_INT(pop_from(&s, q, NULL, "batch=1", &r), 200);
     CHECK_STR(jraw(&r, "messages.0.data"), "{\"card\":\"4111-1111\"}");
     const char *pid = jstr(&r, "partitionId");
     reply_fini(&r);
@@ -385,7 +378,7 @@ TEST(encryption_flag_set_elsewhere_is_honoured_by_the_next_push)
     sql("update queen.queues set options = options || '{\"encryptionEnabled\": true}' where name = '%s'", q);
     push_one(&s, q, "Default", "m2", "{\"secret\":1}");
     reply r;
-    CHECK_INT(pop(&s, q, "batch=2", &r), 200);
+    CHECK_INT(pop_from(&s, q, NULL, "batch=2", &r), 200);
     CHECK_STR(jraw(&r, "messages.1.data"), "{\"secret\":1}");
     reply_fini(&r);
     srv_stop(&s);

@@ -26,15 +26,8 @@ static int cli(const char *url, char *out, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(args, sizeof args, fmt, ap);
     va_end(ap);
-    const char *bin = getenv("SILT_BIN") ? getenv("SILT_BIN") : "build/silt";
-    snprintf(cmd, sizeof cmd, "SILT_URL='%s' '%s' %s 2>&1", url, bin, args);
-    FILE *p = popen(cmd, "r");
-    CHECK(p != NULL);
-    size_t n = fread(out, 1, CLI_OUT - 1, p);
-    out[n] = '\0';
-    int status = pclose(p);
-    CHECK(WIFEXITED(status));
-    return WEXITSTATUS(status);
+    snprintf(cmd, sizeof cmd, "SILT_URL='%s' '%s' %s 2>&1", url, silt_bin(), args);
+    return run_cmd(cmd, out, CLI_OUT);
 }
 
 /* The output line that starts with word followed by a space, or NULL. */
@@ -55,13 +48,6 @@ static const char *temp_file(const char *text)
     CHECK(write(fd, text, strlen(text)) == (ssize_t)strlen(text));
     close(fd);
     return sfmt("%s", path);
-}
-
-/* Pops one message from q as group (NULL: queue mode); the reply stays in r. */
-static void pop_one(silt_server *s, const char *q, const char *group, reply *r)
-{
-    if (group) rq(s, "GET", sfmt("/api/v1/pop/queue/%s?consumerGroup=%s", q, group), NULL, r);
-    else rq(s, "GET", sfmt("/api/v1/pop/queue/%s", q), NULL, r);
 }
 
 /* Gives this test's silt commands a state directory of their own (where
@@ -164,7 +150,7 @@ TEST(cli_groups_list_shows_group)
     const char *q = uniq("cligq"), *g = uniq("clig");
     CHECK_INT(push_simple(&s, q, "Default", 4), 201);
     reply r;
-    pop_one(&s, q, g, &r);
+    pop_from(&s, q, NULL, sfmt("consumerGroup=%s", g), &r);
     CHECK_INT(r.status, 200);
     reply_fini(&r);
     CHECK_INT(cli(s.url, out, "groups"), 0);
@@ -191,7 +177,7 @@ TEST(cli_dlq_list_shows_dead_letter_and_replay_removes_it)
     const char *q = uniq("clidlq");
     CHECK_INT(push_simple(&s, q, "Default", 1), 201);
     reply r;
-    pop_one(&s, q, NULL, &r);
+    pop_from(&s, q, NULL, NULL, &r);
     CHECK_INT(r.status, 200);
     const char *pid = jstr(&r, "messages.0.partitionId"), *txn = jstr(&r, "messages.0.transactionId");
     const char *lease = jstr(&r, "messages.0.leaseId");
@@ -217,7 +203,7 @@ TEST(cli_dlq_list_shows_dead_letter_and_replay_removes_it)
     CHECK(strstr(out, "replayed") != NULL);
     CHECK_INT(cli(s.url, out, "dlq list --queue '%s'", q), 0);
     CHECK_STR(out, "(no dead letters)\n");
-    pop_one(&s, q, NULL, &r);   /* the replayed message is back in its partition */
+    pop_from(&s, q, NULL, NULL, &r);   /* the replayed message is back in its partition */
     CHECK_INT(r.status, 200);
     CHECK_STR(jstr(&r, "messages.0.transactionId"), sfmt("dlq:%s", id));
     reply_fini(&r);
@@ -240,12 +226,12 @@ TEST(cli_seek_to_end_makes_next_pop_empty)
     CHECK_INT(sscanf(row, "%*s %*s %ld", &committed), 1);
     CHECK_INT(committed, 2);
     reply r;
-    pop_one(&s, q, g, &r);
+    pop_from(&s, q, NULL, sfmt("consumerGroup=%s", g), &r);
     CHECK_INT(r.status, 204);
     reply_fini(&r);
     /* and back: a timestamp before everything makes all three deliverable */
     CHECK_INT(cli(s.url, out, "seek '%s' '%s' --partition Default --to 2000-01-01T00:00:00Z", g, q), 0);
-    pop_one(&s, q, g, &r);
+    pop_from(&s, q, NULL, sfmt("consumerGroup=%s", g), &r);
     CHECK_INT(r.status, 200);
     CHECK_INT(jint(&r, "messages.0.offset"), 0);
     reply_fini(&r);
@@ -268,7 +254,7 @@ TEST(cli_tx_push_commits)
     CHECK(row != NULL);
     CHECK(strstr(row, "push") != NULL && strstr(row, "queued") != NULL && strstr(row, "cli-t1") != NULL);
     reply r;
-    pop_one(&s, q, NULL, &r);
+    pop_from(&s, q, NULL, NULL, &r);
     CHECK_INT(r.status, 200);
     CHECK_STR(jstr(&r, "messages.0.transactionId"), "cli-t1");
     CHECK_STR(jraw(&r, "messages.0.data"), "{\"k\": 7}");
@@ -284,7 +270,7 @@ TEST(cli_tx_unresolvable_ack_exits_1_and_writes_nothing)
     const char *q = uniq("clitxa"), *q2 = uniq("clitxb");
     CHECK_INT(push_simple(&s, q, "Default", 1), 201);
     reply r;
-    pop_one(&s, q, NULL, &r);
+    pop_from(&s, q, NULL, NULL, &r);
     CHECK_INT(r.status, 200);
     const char *pid = jstr(&r, "messages.0.partitionId");
     reply_fini(&r);
@@ -297,7 +283,7 @@ TEST(cli_tx_unresolvable_ack_exits_1_and_writes_nothing)
     CHECK_INT(rc, 1);
     CHECK(strstr(out, "silt: transaction rolled back: ") != NULL);
     CHECK(strstr(out, "unresolvable") != NULL);
-    pop_one(&s, q2, NULL, &r);
+    pop_from(&s, q2, NULL, NULL, &r);
     CHECK_INT(r.status, 204);
     reply_fini(&r);
     CHECK_STR(sql("SELECT count(*) FROM queen.log_partitions WHERE queue = '%s'", q2), "0");
@@ -585,7 +571,7 @@ TEST(readme_tour_runs_literally)
     CHECK(strstr(out, "order-2") != NULL);
     CHECK_INT(committed_of("orders", "__QUEUE_MODE__"), 2);
     reply r;
-    pop_one(&s, "orders", NULL, &r);
+    pop_from(&s, "orders", NULL, NULL, &r);
     CHECK_INT(r.status, 204);
     reply_fini(&r);
     rm_state(state);

@@ -9,26 +9,6 @@
 
 /* ---- helpers ---------------------------------------------------------- */
 
-static const char *fmt(const char *f, ...) __attribute__((format(printf, 1, 2)));
-static const char *fmt(const char *f, ...)
-{
-    static char ring[8][8192];
-    static int next;
-    char *out = ring[next];
-    next = (next + 1) % 8;
-    va_list ap;
-    va_start(ap, f);
-    vsnprintf(out, sizeof ring[0], f, ap);
-    va_end(ap);
-    return out;
-}
-
-/* uniq() and sql() return strings from a small shared ring: keep a copy. */
-static void keep(char out[96], const char *s)
-{
-    snprintf(out, 96, "%s", s);
-}
-
 /* The reply is `status` with a JSON object body whose "error" contains `what`. */
 static void check_error_at(const char *file, int line, const reply *r, int status, const char *what)
 {
@@ -60,7 +40,7 @@ static void bad_push_at(const char *file, int line, silt_server *s, const char *
                         int status, const char *what)
 {
     char before[96];
-    keep(before, footprint(q));
+    keep_str(before, footprint(q));
     reply r;
     rq(s, "POST", "/api/v1/push", body, &r);
     check_error_at(file, line, &r, status, what);
@@ -74,7 +54,7 @@ static void bad_push_at(const char *file, int line, silt_server *s, const char *
 /* A valid item for queue q, to put next to a bad one. */
 static const char *good_item(const char *q)
 {
-    return fmt("{\"queue\":\"%s\",\"partition\":\"P\",\"payload\":{\"ok\":1}}", q);
+    return sfmt("{\"queue\":\"%s\",\"partition\":\"P\",\"payload\":{\"ok\":1}}", q);
 }
 
 /* ---- routing ---------------------------------------------------------- */
@@ -124,12 +104,12 @@ TEST(push_malformed_json_is_400_and_writes_nothing)
     silt_server s;
     srv_start(&s, NULL);
     char q[96];
-    keep(q, uniq("emalformed"));
-    BAD_PUSH(&s, q, fmt("{\"items\":[%s]", good_item(q)), 400, NULL);
-    BAD_PUSH(&s, q, fmt("{\"items\":[%s]} x", good_item(q)), 400, NULL);
-    BAD_PUSH(&s, q, fmt("{\"items\":[%s,]}", good_item(q)), 400, NULL);
-    BAD_PUSH(&s, q, fmt("{'items':[%s]}", good_item(q)), 400, NULL);
-    BAD_PUSH(&s, q, fmt("{\"items\":[{\"queue\":\"%s\",\"payload\":\"\xff\"}]}", q), 400, NULL);
+    keep_str(q, uniq("emalformed"));
+    BAD_PUSH(&s, q, sfmt("{\"items\":[%s]", good_item(q)), 400, NULL);
+    BAD_PUSH(&s, q, sfmt("{\"items\":[%s]} x", good_item(q)), 400, NULL);
+    BAD_PUSH(&s, q, sfmt("{\"items\":[%s,]}", good_item(q)), 400, NULL);
+    BAD_PUSH(&s, q, sfmt("{'items':[%s]}", good_item(q)), 400, NULL);
+    BAD_PUSH(&s, q, sfmt("{\"items\":[{\"queue\":\"%s\",\"payload\":\"\xff\"}]}", q), 400, NULL);
     srv_stop(&s);
 }
 
@@ -138,8 +118,8 @@ TEST(push_body_that_is_not_an_object_is_400)
     silt_server s;
     srv_start(&s, NULL);
     char q[96];
-    keep(q, uniq("enonobj"));
-    BAD_PUSH(&s, q, fmt("[%s]", good_item(q)), 400, "must be a json object");
+    keep_str(q, uniq("enonobj"));
+    BAD_PUSH(&s, q, sfmt("[%s]", good_item(q)), 400, "must be a json object");
     BAD_PUSH(&s, q, "\"items\"", 400, "must be a json object");
     BAD_PUSH(&s, q, "null", 400, "must be a json object");
     BAD_PUSH(&s, q, "42", 400, "must be a json object");
@@ -152,10 +132,10 @@ TEST(push_without_an_items_array_is_400_items_array_is_required)
     silt_server s;
     srv_start(&s, NULL);
     char q[96];
-    keep(q, uniq("enoitems"));
+    keep_str(q, uniq("enoitems"));
     BAD_PUSH(&s, q, "{}", 400, "items array is required");
-    BAD_PUSH(&s, q, fmt("{\"item\":[%s]}", good_item(q)), 400, "items array is required");
-    BAD_PUSH(&s, q, fmt("{\"items\":%s}", good_item(q)), 400, "items array is required");
+    BAD_PUSH(&s, q, sfmt("{\"item\":[%s]}", good_item(q)), 400, "items array is required");
+    BAD_PUSH(&s, q, sfmt("{\"items\":%s}", good_item(q)), 400, "items array is required");
     BAD_PUSH(&s, q, "{\"items\":\"x\"}", 400, "items array is required");
     BAD_PUSH(&s, q, "{\"items\":null}", 400, "items array is required");
     BAD_PUSH(&s, q, "{\"items\":7}", 400, "items array is required");
@@ -167,11 +147,11 @@ TEST(push_item_that_is_not_an_object_is_400_and_writes_nothing)
     silt_server s;
     srv_start(&s, NULL);
     char q[96];
-    keep(q, uniq("eitem"));
-    BAD_PUSH(&s, q, fmt("{\"items\":[%s,5]}", good_item(q)), 400, "items[1]: must be an object");
-    BAD_PUSH(&s, q, fmt("{\"items\":[\"x\",%s]}", good_item(q)), 400, "items[0]: must be an object");
-    BAD_PUSH(&s, q, fmt("{\"items\":[%s,[]]}", good_item(q)), 400, "items[1]: must be an object");
-    BAD_PUSH(&s, q, fmt("{\"items\":[%s,null]}", good_item(q)), 400, "items[1]: must be an object");
+    keep_str(q, uniq("eitem"));
+    BAD_PUSH(&s, q, sfmt("{\"items\":[%s,5]}", good_item(q)), 400, "items[1]: must be an object");
+    BAD_PUSH(&s, q, sfmt("{\"items\":[\"x\",%s]}", good_item(q)), 400, "items[0]: must be an object");
+    BAD_PUSH(&s, q, sfmt("{\"items\":[%s,[]]}", good_item(q)), 400, "items[1]: must be an object");
+    BAD_PUSH(&s, q, sfmt("{\"items\":[%s,null]}", good_item(q)), 400, "items[1]: must be an object");
     srv_stop(&s);
 }
 
@@ -180,14 +160,14 @@ TEST(push_item_without_queue_is_400_naming_queue)
     silt_server s;
     srv_start(&s, NULL);
     char q[96];
-    keep(q, uniq("enoqueue"));
+    keep_str(q, uniq("enoqueue"));
     reply r;
-    rq(&s, "POST", "/api/v1/push", fmt("{\"items\":[%s,{\"payload\":1}]}", good_item(q)), &r);
+    rq(&s, "POST", "/api/v1/push", sfmt("{\"items\":[%s,{\"payload\":1}]}", good_item(q)), &r);
     CHECK_ERROR(&r, 400, "queue is required");
     CHECK_STR(jstr(&r, "field"), "queue");
     CHECK(strstr(jstr(&r, "error"), "items[1]") != NULL);
     reply_fini(&r);
-    BAD_PUSH(&s, q, fmt("{\"items\":[%s,{\"queue\":null,\"payload\":1}]}", good_item(q)), 400, "queue is required");
+    BAD_PUSH(&s, q, sfmt("{\"items\":[%s,{\"queue\":null,\"payload\":1}]}", good_item(q)), 400, "queue is required");
     CHECK_STR(footprint(q), "0/0/0");
     srv_stop(&s);
 }
@@ -197,14 +177,14 @@ TEST(push_non_string_queue_partition_transaction_or_trace_id_is_400_naming_the_f
     silt_server s;
     srv_start(&s, NULL);
     char q[96];
-    keep(q, uniq("etypes"));
+    keep_str(q, uniq("etypes"));
     const char *fields[] = { "queue", "partition", "transactionId", "traceId" };
     const char *values[] = { "5", "true", "{}", "[\"a\"]", "\"\"", "1.5" };
     for (size_t f = 0; f < 4; f++) {
         for (size_t v = 0; v < sizeof values / sizeof values[0]; v++) {
-            const char *item = f == 0 ? fmt("{\"queue\":%s,\"payload\":1}", values[v])
-                                      : fmt("{\"queue\":\"%s\",\"%s\":%s,\"payload\":1}", q, fields[f], values[v]);
-            const char *body = fmt("{\"items\":[%s,%s]}", good_item(q), item);
+            const char *item = f == 0 ? sfmt("{\"queue\":%s,\"payload\":1}", values[v])
+                                      : sfmt("{\"queue\":\"%s\",\"%s\":%s,\"payload\":1}", q, fields[f], values[v]);
+            const char *body = sfmt("{\"items\":[%s,%s]}", good_item(q), item);
             reply r;
             rq(&s, "POST", "/api/v1/push", body, &r);
             CHECK_ERROR(&r, 400, fields[f]);
@@ -221,19 +201,19 @@ TEST(push_trace_id_that_is_not_a_uuid_is_400)
     silt_server s;
     srv_start(&s, NULL);
     char q[96];
-    keep(q, uniq("etrace"));
+    keep_str(q, uniq("etrace"));
     const char *bad[] = { "not-a-uuid", "0190a000-0000-7000-8000-00000000000", "0190a000-0000-7000-8000-00000000000g",
                           "0190a000000070008000000000000000000000" };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
-        BAD_PUSH(&s, q, fmt("{\"items\":[%s,{\"queue\":\"%s\",\"traceId\":\"%s\",\"payload\":1}]}", good_item(q), q, bad[i]),
+        BAD_PUSH(&s, q, sfmt("{\"items\":[%s,{\"queue\":\"%s\",\"traceId\":\"%s\",\"payload\":1}]}", good_item(q), q, bad[i]),
                  400, "traceId must be a uuid");
     /* A valid one is stored and popped back. */
     reply r;
     rq(&s, "POST", "/api/v1/push",
-       fmt("{\"items\":[{\"queue\":\"%s\",\"traceId\":\"0190a000-0000-7000-8000-0000000000aa\",\"payload\":1}]}", q), &r);
+       sfmt("{\"items\":[{\"queue\":\"%s\",\"traceId\":\"0190a000-0000-7000-8000-0000000000aa\",\"payload\":1}]}", q), &r);
     CHECK_INT(r.status, 201);
     reply_fini(&r);
-    rq(&s, "GET", fmt("/api/v1/pop/queue/%s", q), NULL, &r);
+    rq(&s, "GET", sfmt("/api/v1/pop/queue/%s", q), NULL, &r);
     CHECK_INT(r.status, 200);
     CHECK_STR(jstr(&r, "messages.0.traceId"), "0190a000-0000-7000-8000-0000000000aa");
     reply_fini(&r);
@@ -245,13 +225,13 @@ TEST(push_item_without_payload_is_400_but_null_payload_is_a_payload)
     silt_server s;
     srv_start(&s, NULL);
     char q[96];
-    keep(q, uniq("epayload"));
-    BAD_PUSH(&s, q, fmt("{\"items\":[%s,{\"queue\":\"%s\"}]}", good_item(q), q), 400, "payload is required");
+    keep_str(q, uniq("epayload"));
+    BAD_PUSH(&s, q, sfmt("{\"items\":[%s,{\"queue\":\"%s\"}]}", good_item(q), q), 400, "payload is required");
     reply r;
-    rq(&s, "POST", "/api/v1/push", fmt("{\"items\":[{\"queue\":\"%s\",\"payload\":null}]}", q), &r);
+    rq(&s, "POST", "/api/v1/push", sfmt("{\"items\":[{\"queue\":\"%s\",\"payload\":null}]}", q), &r);
     CHECK_INT(r.status, 201);
     reply_fini(&r);
-    rq(&s, "GET", fmt("/api/v1/pop/queue/%s", q), NULL, &r);
+    rq(&s, "GET", sfmt("/api/v1/pop/queue/%s", q), NULL, &r);
     CHECK_INT(r.status, 200);
     CHECK_STR(jraw(&r, "messages.0.data"), "null");
     reply_fini(&r);
@@ -275,17 +255,17 @@ TEST(push_name_longer_than_255_bytes_is_400_naming_the_field)
     silt_server s;
     srv_start(&s, NULL);
     char q[96];
-    keep(q, uniq("elong"));
+    keep_str(q, uniq("elong"));
     char longname[300];
     memset(longname, 'n', 256);
     longname[256] = '\0';
     reply r;
-    rq(&s, "POST", "/api/v1/push", fmt("{\"items\":[{\"queue\":\"%s\",\"payload\":1}]}", longname), &r);
+    rq(&s, "POST", "/api/v1/push", sfmt("{\"items\":[{\"queue\":\"%s\",\"payload\":1}]}", longname), &r);
     CHECK_ERROR(&r, 400, "queue");
     CHECK_STR(jstr(&r, "field"), "queue");
     reply_fini(&r);
     CHECK_STR(footprint(longname), "0/0/0");
-    BAD_PUSH(&s, q, fmt("{\"items\":[%s,{\"queue\":\"%s\",\"partition\":\"%s\",\"payload\":1}]}", good_item(q), q, longname),
+    BAD_PUSH(&s, q, sfmt("{\"items\":[%s,{\"queue\":\"%s\",\"partition\":\"%s\",\"payload\":1}]}", good_item(q), q, longname),
              400, "partition");
     srv_stop(&s);
 }
@@ -298,7 +278,7 @@ TEST(push_body_over_max_body_bytes_is_413_json_and_writes_nothing)
     silt_server s;
     srv_start(&s, env);
     char q[96];
-    keep(q, uniq("ebody"));
+    keep_str(q, uniq("ebody"));
     char body[3100];
     int n = snprintf(body, sizeof body, "{\"items\":[{\"queue\":\"%s\",\"payload\":\"", q);
     memset(body + n, 'x', 3000 - (size_t)n - 4);
@@ -316,7 +296,7 @@ TEST(push_body_over_twice_max_body_bytes_is_413_and_the_server_still_serves)
     silt_server s;
     srv_start(&s, env);
     char q[96];
-    keep(q, uniq("ebody2"));
+    keep_str(q, uniq("ebody2"));
     char body[5100];
     int n = snprintf(body, sizeof body, "{\"items\":[{\"queue\":\"%s\",\"payload\":\"", q);
     memset(body + n, 'x', 5000 - (size_t)n - 4);
@@ -340,7 +320,7 @@ TEST(push_more_items_than_max_batch_items_is_413_and_writes_nothing)
     silt_server s;
     srv_start(&s, env);
     char q[96];
-    keep(q, uniq("ebatch"));
+    keep_str(q, uniq("ebatch"));
     char body[4096];
     size_t len = (size_t)snprintf(body, sizeof body, "{\"items\":[");
     for (int i = 0; i < 6; i++) len += (size_t)snprintf(body + len, sizeof body - len, "%s%s", i ? "," : "", good_item(q));
@@ -356,11 +336,11 @@ TEST(push_payload_over_max_payload_bytes_is_413_and_writes_nothing)
     silt_server s;
     srv_start(&s, env);
     char q[96];
-    keep(q, uniq("epaysize"));
+    keep_str(q, uniq("epaysize"));
     char big[101];
     memset(big, 'y', 100);
     big[100] = '\0';
-    BAD_PUSH(&s, q, fmt("{\"items\":[%s,{\"queue\":\"%s\",\"payload\":\"%s\"}]}", good_item(q), q, big), 413, "payload");
+    BAD_PUSH(&s, q, sfmt("{\"items\":[%s,{\"queue\":\"%s\",\"payload\":\"%s\"}]}", good_item(q), q, big), 413, "payload");
     CHECK_INT(push_simple(&s, q, "P", 1), 201);
     srv_stop(&s);
 }
@@ -402,9 +382,9 @@ static void bad_options_at(const char *file, int line, silt_server *s, const cha
                            const char *what)
 {
     char q[96];
-    keep(q, uniq("econf"));
+    keep_str(q, uniq("econf"));
     reply r;
-    rq(s, "POST", "/api/v1/configure", fmt("{\"queue\":\"%s\",\"options\":%s}", q, options), &r);
+    rq(s, "POST", "/api/v1/configure", sfmt("{\"queue\":\"%s\",\"options\":%s}", q, options), &r);
     check_error_at(file, line, &r, 400, what);
     const char *inv = jstr(&r, "invalid");
     if (!inv || strcmp(inv, invalid) != 0)
@@ -432,7 +412,7 @@ TEST(configure_negative_seconds_are_400_invalid_naming_the_option)
                            "completedRetentionSeconds", "maxWaitTimeSeconds", "ttl", "retryLimit", "retryDelay",
                            "maxSize", "leaseTime" };
     for (size_t i = 0; i < sizeof opts / sizeof opts[0]; i++)
-        BAD_OPTIONS(&s, fmt("{\"%s\":-1}", opts[i]), opts[i], opts[i]);
+        BAD_OPTIONS(&s, sfmt("{\"%s\":-1}", opts[i]), opts[i], opts[i]);
     srv_stop(&s);
 }
 
@@ -465,13 +445,13 @@ TEST(configure_refused_changes_nothing_on_an_existing_queue)
     silt_server s;
     srv_start(&s, NULL);
     char q[96];
-    keep(q, uniq("econfkeep"));
+    keep_str(q, uniq("econfkeep"));
     reply r;
-    rq(&s, "POST", "/api/v1/configure", fmt("{\"queue\":\"%s\",\"namespace\":\"n\",\"options\":{\"leaseTime\":10}}", q), &r);
+    rq(&s, "POST", "/api/v1/configure", sfmt("{\"queue\":\"%s\",\"namespace\":\"n\",\"options\":{\"leaseTime\":10}}", q), &r);
     CHECK_INT(r.status, 200);
     reply_fini(&r);
     rq(&s, "POST", "/api/v1/configure",
-       fmt("{\"queue\":\"%s\",\"namespace\":\"other\",\"options\":{\"leaseTime\":20,\"retryLimit\":-1}}", q), &r);
+       sfmt("{\"queue\":\"%s\",\"namespace\":\"other\",\"options\":{\"leaseTime\":20,\"retryLimit\":-1}}", q), &r);
     CHECK_ERROR(&r, 400, "retryLimit");
     CHECK_STR(jstr(&r, "invalid"), "retryLimit");
     reply_fini(&r);
@@ -488,7 +468,7 @@ TEST(pop_invalid_query_values_are_400_naming_the_field)
     silt_server s;
     srv_start(&s, NULL);
     char q[96];
-    keep(q, uniq("epop"));
+    keep_str(q, uniq("epop"));
     CHECK_INT(push_simple(&s, q, "Default", 2), 201);
     const char *cases[][2] = {
         { "batch=0", "batch" }, { "batch=abc", "batch" }, { "batch=-1", "batch" }, { "batch=1.5", "batch" },
@@ -499,11 +479,11 @@ TEST(pop_invalid_query_values_are_400_naming_the_field)
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         reply r;
-        rq(&s, "GET", fmt("/api/v1/pop/queue/%s?%s", q, cases[i][0]), NULL, &r);
+        rq(&s, "GET", sfmt("/api/v1/pop/queue/%s?%s", q, cases[i][0]), NULL, &r);
         CHECK_ERROR(&r, 400, cases[i][1]);
         CHECK_STR(jstr(&r, "field"), cases[i][1]);
         reply_fini(&r);
-        rq(&s, "GET", fmt("/api/v1/pop/queue/%s/partition/Default?%s", q, cases[i][0]), NULL, &r);
+        rq(&s, "GET", sfmt("/api/v1/pop/queue/%s/partition/Default?%s", q, cases[i][0]), NULL, &r);
         CHECK_ERROR(&r, 400, cases[i][1]);
         reply_fini(&r);
     }
@@ -520,13 +500,13 @@ TEST(pop_batch_over_max_pop_batch_is_400)
     silt_server s;
     srv_start(&s, env);
     char q[96];
-    keep(q, uniq("epopmax"));
+    keep_str(q, uniq("epopmax"));
     CHECK_INT(push_simple(&s, q, "Default", 2), 201);
     reply r;
-    rq(&s, "GET", fmt("/api/v1/pop/queue/%s?batch=11", q), NULL, &r);
+    rq(&s, "GET", sfmt("/api/v1/pop/queue/%s?batch=11", q), NULL, &r);
     CHECK_ERROR(&r, 400, "batch");
     reply_fini(&r);
-    rq(&s, "GET", fmt("/api/v1/pop/queue/%s?batch=10", q), NULL, &r);
+    rq(&s, "GET", sfmt("/api/v1/pop/queue/%s?batch=10", q), NULL, &r);
     CHECK_INT(r.status, 200);
     reply_fini(&r);
     srv_stop(&s);
@@ -537,10 +517,10 @@ TEST(pop_subscription_from_that_is_not_a_timestamp_is_400)
     silt_server s;
     srv_start(&s, NULL);
     char q[96];
-    keep(q, uniq("epopfrom"));
+    keep_str(q, uniq("epopfrom"));
     CHECK_INT(push_simple(&s, q, "Default", 2), 201);
     reply r;
-    rq(&s, "GET", fmt("/api/v1/pop/queue/%s?consumerGroup=g&subscriptionFrom=not-a-time", q), NULL, &r);
+    rq(&s, "GET", sfmt("/api/v1/pop/queue/%s?consumerGroup=g&subscriptionFrom=not-a-time", q), NULL, &r);
     CHECK_ERROR(&r, 400, "subscriptionFrom");
     reply_fini(&r);
     CHECK_STR(sql("select count(*) from queen.subscriptions where queue = '%s'", q), "0");
@@ -574,7 +554,7 @@ static void bad_ack_at(const char *file, int line, silt_server *s, const char *i
     if (field && (!jstr(&r, "field") || strcmp(jstr(&r, "field"), field) != 0))
         harness_failf(file, line, "ack %s: field is not \"%s\": %s", item, field, r.raw.body.data);
     reply_fini(&r);
-    rq(s, "POST", "/api/v1/ack/batch", fmt("{\"acknowledgments\":[%s]}", item), &r);
+    rq(s, "POST", "/api/v1/ack/batch", sfmt("{\"acknowledgments\":[%s]}", item), &r);
     check_error_at(file, line, &r, 400, what);
     reply_fini(&r);
 }
@@ -661,18 +641,18 @@ TEST(ack_batch_with_one_bad_item_is_400_and_commits_nothing)
     silt_server s;
     srv_start(&s, NULL);
     char q[96], pid[96], lease[96], txn0[96], txn1[96];
-    keep(q, uniq("eackbatch"));
+    keep_str(q, uniq("eackbatch"));
     CHECK_INT(push_simple(&s, q, "Default", 3), 201);
     reply r;
-    rq(&s, "GET", fmt("/api/v1/pop/queue/%s?batch=3", q), NULL, &r);
+    rq(&s, "GET", sfmt("/api/v1/pop/queue/%s?batch=3", q), NULL, &r);
     CHECK_INT(r.status, 200);
-    keep(pid, jstr(&r, "partitionId"));
-    keep(lease, jstr(&r, "leaseId"));
-    keep(txn0, jstr(&r, "messages.0.transactionId"));
-    keep(txn1, jstr(&r, "messages.1.transactionId"));
+    keep_str(pid, jstr(&r, "partitionId"));
+    keep_str(lease, jstr(&r, "leaseId"));
+    keep_str(txn0, jstr(&r, "messages.0.transactionId"));
+    keep_str(txn1, jstr(&r, "messages.1.transactionId"));
     reply_fini(&r);
     rq(&s, "POST", "/api/v1/ack/batch",
-       fmt("{\"acknowledgments\":[{\"transactionId\":\"%s\",\"partitionId\":\"%s\",\"leaseId\":\"%s\"},"
+       sfmt("{\"acknowledgments\":[{\"transactionId\":\"%s\",\"partitionId\":\"%s\",\"leaseId\":\"%s\"},"
            "{\"transactionId\":\"%s\",\"partitionId\":\"%s\",\"status\":\"finished\"}]}", txn0, pid, lease, txn1, pid), &r);
     CHECK_ERROR(&r, 400, "acknowledgments[1]");
     reply_fini(&r);
@@ -689,7 +669,7 @@ TEST(lease_extend_with_a_bad_lease_id_or_seconds_is_400)
     reply r;
     const char *ids[] = { "not-a-uuid", "0190a000-0000-7000-8000-00000000000", "0190a000-0000-7000-8000-0000000000011" };
     for (size_t i = 0; i < 3; i++) {
-        rq(&s, "POST", fmt("/api/v1/lease/%s/extend", ids[i]), "{\"seconds\":60}", &r);
+        rq(&s, "POST", sfmt("/api/v1/lease/%s/extend", ids[i]), "{\"seconds\":60}", &r);
         CHECK_ERROR(&r, 400, "leaseId must be a uuid");
         CHECK_STR(jstr(&r, "field"), "leaseId");
         reply_fini(&r);
@@ -729,27 +709,27 @@ TEST(timestamps_are_iso_8601_only_and_refused_in_silt_words)
     const char *bad[] = { "garbage", "yesterday", "infinity", "epoch", "2026-02-30T00:00:00Z" };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         reply r;
-        rq(&s, "GET", fmt("/api/v1/pop/queue/%s?consumerGroup=g%zu&subscriptionFrom=%s&wait=false", q, i, bad[i]), NULL, &r);
+        rq(&s, "GET", sfmt("/api/v1/pop/queue/%s?consumerGroup=g%zu&subscriptionFrom=%s&wait=false", q, i, bad[i]), NULL, &r);
         CHECK_ERROR(&r, 400, "subscriptionFrom must be an ISO 8601 timestamp");
         CHECK_STR(jstr(&r, "field"), "subscriptionFrom");
         reply_fini(&r);
-        rq(&s, "GET", fmt("/api/v1/analytics/retention?from=%s", bad[i]), NULL, &r);
+        rq(&s, "GET", sfmt("/api/v1/analytics/retention?from=%s", bad[i]), NULL, &r);
         CHECK_ERROR(&r, 400, "from must be an ISO 8601 timestamp");
         reply_fini(&r);
-        rq(&s, "GET", fmt("/api/v1/analytics/retention?to=%s", bad[i]), NULL, &r);
+        rq(&s, "GET", sfmt("/api/v1/analytics/retention?to=%s", bad[i]), NULL, &r);
         CHECK_ERROR(&r, 400, "to must be an ISO 8601 timestamp");
         reply_fini(&r);
-        rq(&s, "POST", fmt("/api/v1/consumer-groups/g/queues/%s/seek", q), fmt("{\"timestamp\":\"%s\"}", bad[i]), &r);
+        rq(&s, "POST", sfmt("/api/v1/consumer-groups/g/queues/%s/seek", q), sfmt("{\"timestamp\":\"%s\"}", bad[i]), &r);
         CHECK_ERROR(&r, 400, "timestamp must be an ISO 8601 timestamp");
         reply_fini(&r);
-        rq(&s, "POST", "/api/v1/consumer-groups/g/subscription", fmt("{\"subscriptionTimestamp\":\"%s\"}", bad[i]), &r);
+        rq(&s, "POST", "/api/v1/consumer-groups/g/subscription", sfmt("{\"subscriptionTimestamp\":\"%s\"}", bad[i]), &r);
         CHECK_ERROR(&r, 400, "subscriptionTimestamp must be an ISO 8601 timestamp");
         CHECK(strstr(r.raw.body.data, "invalid input syntax") == NULL);
         reply_fini(&r);
     }
     CHECK_STR(sql("SELECT count(*) FROM queen.log_consumers"), "0");   /* nothing started */
     reply r;
-    rq(&s, "GET", fmt("/api/v1/pop/queue/%s?consumerGroup=ok&subscriptionFrom=2000-01-01T00:00:00Z&wait=false", q),
+    rq(&s, "GET", sfmt("/api/v1/pop/queue/%s?consumerGroup=ok&subscriptionFrom=2000-01-01T00:00:00Z&wait=false", q),
        NULL, &r);
     CHECK_INT(r.status, 200);
     reply_fini(&r);
@@ -764,13 +744,13 @@ TEST(errors_inside_arrays_name_the_element_one_way)
     srv_start(&s, NULL);
     const char *q = uniq("eprefix");
     reply r;
-    rq(&s, "POST", "/api/v1/push", fmt("{\"items\":[{\"queue\":\"%s\",\"payload\":1},{\"queue\":\"\",\"payload\":1}]}", q), &r);
+    rq(&s, "POST", "/api/v1/push", sfmt("{\"items\":[{\"queue\":\"%s\",\"payload\":1},{\"queue\":\"\",\"payload\":1}]}", q), &r);
     CHECK_ERROR(&r, 400, "items[1]: queue must be a non-empty string");
     reply_fini(&r);
-    rq(&s, "POST", "/api/v1/push", fmt("{\"items\":[{\"queue\":\"%s\",\"payload\":1},{\"queue\":\"%s\"}]}", q, q), &r);
+    rq(&s, "POST", "/api/v1/push", sfmt("{\"items\":[{\"queue\":\"%s\",\"payload\":1},{\"queue\":\"%s\"}]}", q, q), &r);
     CHECK_ERROR(&r, 400, "items[1]: payload is required");
     reply_fini(&r);
-    rq(&s, "POST", "/api/v1/push", fmt("{\"items\":[{\"queue\":\"%s\",\"payload\":1,\"traceId\":\"x\"}]}", q), &r);
+    rq(&s, "POST", "/api/v1/push", sfmt("{\"items\":[{\"queue\":\"%s\",\"payload\":1,\"traceId\":\"x\"}]}", q), &r);
     CHECK_ERROR(&r, 400, "items[0]: traceId must be a uuid");
     reply_fini(&r);
     rq(&s, "POST", "/api/v1/ack", "{\"partitionId\":\"" SOME_UUID "\"}", &r);
@@ -783,7 +763,7 @@ TEST(errors_inside_arrays_name_the_element_one_way)
     CHECK_STR(jstr(&r, "error"), "acknowledgments[1]: transactionId is required");
     reply_fini(&r);
     rq(&s, "POST", "/api/v1/transaction",
-       fmt("{\"operations\":[{\"type\":\"push\",\"items\":[{\"queue\":\"%s\",\"payload\":1},{\"payload\":2}]}]}", q), &r);
+       sfmt("{\"operations\":[{\"type\":\"push\",\"items\":[{\"queue\":\"%s\",\"payload\":1},{\"payload\":2}]}]}", q), &r);
     CHECK_ERROR(&r, 400, NULL);
     CHECK_STR(jstr(&r, "error"), "operations[0].items[1]: queue is required");
     reply_fini(&r);

@@ -382,19 +382,6 @@ TEST(migrate_run_twice_concurrently_on_a_current_database_both_exit_0)
 
 /* ---- the command-line client ------------------------------------------ */
 
-/* Runs a shell command; its stdout into out (NUL-terminated); exit status. */
-static int run(const char *cmd, char *out, size_t cap)
-{
-    fflush(NULL);
-    FILE *p = popen(cmd, "r");
-    CHECK(p != NULL);
-    size_t len = 0, n;
-    while (len + 1 < cap && (n = fread(out + len, 1, cap - 1 - len, p)) > 0) len += n;
-    out[len] = '\0';
-    int status = pclose(p);
-    return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
-}
-
 TEST(cli_push_then_pop_json_shows_the_payload)
 {
     silt_server s;
@@ -403,8 +390,8 @@ TEST(cli_push_then_pop_json_shows_the_payload)
     keep_str(q, uniq("cli"));
     setenv("SILT_URL", s.url, 1);
     char out[16384];
-    CHECK_INT(run(sfmt("%s push %s '{\"a\":1}'", silt_bin(), q), out, sizeof out), 0);
-    CHECK_INT(run(sfmt("%s pop %s --json", silt_bin(), q), out, sizeof out), 0);
+    CHECK_INT(run_cmd(sfmt("%s push %s '{\"a\":1}'", silt_bin(), q), out, sizeof out), 0);
+    CHECK_INT(run_cmd(sfmt("%s pop %s --json", silt_bin(), q), out, sizeof out), 0);
     json_doc d;
     json_doc_init(&d);
     if (json_parse(&d, out, strlen(out), 1u << 16) < 0) harness_failf(__FILE__, __LINE__, "pop --json printed: %s", out);
@@ -422,7 +409,7 @@ TEST(cli_push_then_pop_json_shows_the_payload)
     CHECK(queue >= 0 && json_str_eq(&d, (uint32_t)queue, q));
     json_doc_fini(&d);
     /* The message is leased now: a second pop finds nothing and still exits 0. */
-    CHECK_INT(run(sfmt("%s pop %s --json", silt_bin(), q), out, sizeof out), 0);
+    CHECK_INT(run_cmd(sfmt("%s pop %s --json", silt_bin(), q), out, sizeof out), 0);
     CHECK(strstr(out, "\"a\"") == NULL);
     CHECK_INT(srv_stop(&s), 0);
 }
@@ -440,7 +427,7 @@ TEST(a_wrong_role_or_database_stops_the_server_at_once_with_the_reason)
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char out[2048];
         int64_t started = now_ms();
-        int rc = run(sfmt("PG_HOST=127.0.0.1 PG_PORT=%s %s STARTUP_DB_WAIT_MS=60000 PORT=1 %s server 2>&1",
+        int rc = run_cmd(sfmt("PG_HOST=127.0.0.1 PG_PORT=%s %s STARTUP_DB_WAIT_MS=60000 PORT=1 %s server 2>&1",
                           pg_port(), cases[i].env, silt_bin()), out, sizeof out);
         CHECK(rc != 0);
         CHECK(now_ms() - started < 10000);
@@ -454,7 +441,7 @@ TEST(a_database_that_does_not_answer_is_waited_for)
 {
     char out[2048];
     int64_t started = now_ms();
-    int rc = run(sfmt("PG_HOST=127.0.0.1 PG_PORT=1 STARTUP_DB_WAIT_MS=1200 PORT=1 %s server 2>&1", silt_bin()),
+    int rc = run_cmd(sfmt("PG_HOST=127.0.0.1 PG_PORT=1 STARTUP_DB_WAIT_MS=1200 PORT=1 %s server 2>&1", silt_bin()),
                  out, sizeof out);
     CHECK(rc != 0);
     CHECK(now_ms() - started >= 1100);
@@ -466,7 +453,7 @@ TEST(a_port_in_use_is_named_with_the_reason)
     silt_server s;
     srv_start(&s, NULL);
     char out[2048];
-    int rc = run(sfmt("PG_HOST=127.0.0.1 PG_PORT=%s PG_DB=%s PORT=%d %s server 2>&1", pg_port(), test_db(), s.port,
+    int rc = run_cmd(sfmt("PG_HOST=127.0.0.1 PG_PORT=%s PG_DB=%s PORT=%d %s server 2>&1", pg_port(), test_db(), s.port,
                       silt_bin()), out, sizeof out);
     CHECK(rc != 0);
     CHECK(strstr(out, sfmt("cannot listen on 0.0.0.0:%d: Address already in use", s.port)) != NULL);
@@ -609,13 +596,13 @@ TEST(pgcluster_says_which_port_is_taken_and_what_postgres_cannot_reach)
     CHECK(mkdtemp(dir) != NULL);
     chmod(dir, 0755);
     char out[4096];
-    int rc = run(sfmt("scripts/pgcluster.sh start %s/pg %s 2>&1", dir, pg_port()), out, sizeof out);
+    int rc = run_cmd(sfmt("scripts/pgcluster.sh start %s/pg %s 2>&1", dir, pg_port()), out, sizeof out);
     CHECK_INT(rc, 3);
     CHECK(strstr(out, sfmt("port %s is already in use", pg_port())) != NULL);
-    run(sfmt("scripts/pgcluster.sh stop %s/pg", dir), out, sizeof out);
+    run_cmd(sfmt("scripts/pgcluster.sh stop %s/pg", dir), out, sizeof out);
     chmod(dir, 0700);   /* as a home directory is */
-    rc = run(sfmt("scripts/pgcluster.sh start %s/closed/pg 1 2>&1", dir), out, sizeof out);
+    rc = run_cmd(sfmt("scripts/pgcluster.sh start %s/closed/pg 1 2>&1", dir), out, sizeof out);
     CHECK_INT(rc, 4);
     CHECK(strstr(out, "the postgres user cannot reach") != NULL);
-    run(sfmt("rm -rf %s", dir), out, sizeof out);
+    run_cmd(sfmt("rm -rf %s", dir), out, sizeof out);
 }

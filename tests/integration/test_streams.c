@@ -16,28 +16,6 @@
 
 /* ---- helpers ---------------------------------------------------------- */
 
-/* GET /api/v1/pop/queue/q[?query] */
-static void pop(silt_server *s, const char *q, const char *query, reply *r)
-{
-    rq(s, "GET", sfmt("/api/v1/pop/queue/%s%s%s", q, query ? "?" : "", query ? query : ""), NULL, r);
-}
-
-static void configure(silt_server *s, const char *q, const char *options, reply *r)
-{
-    rq(s, "POST", "/api/v1/configure", sfmt("{\"queue\":\"%s\",\"options\":%s}", q, options), r);
-    CHECK_INT(r->status, 200);
-}
-
-/* One item with an explicit transactionId; returns the 201 reply. */
-static void push_txn(silt_server *s, const char *q, const char *partition, const char *txn,
-                     const char *payload, reply *r)
-{
-    rq(s, "POST", "/api/v1/push",
-       sfmt("{\"items\":[{\"queue\":\"%s\",\"partition\":\"%s\",\"transactionId\":\"%s\",\"payload\":%s}]}",
-           q, partition, txn, payload), r);
-    CHECK_INT(r->status, 201);
-}
-
 /* Pushes n items {"k":first..first+n-1} to q/partition in one request. */
 static void push_run(silt_server *s, const char *q, const char *partition, int first, int n)
 {
@@ -82,7 +60,7 @@ TEST(partition_messages_pop_in_offset_order_with_payloads_in_push_order)
     long long last_offset = -1;
     for (int round = 0; round < 10 && seen < 12; round++) {
         reply r;
-        pop(&s, q, "batch=5&autoAck=true", &r);
+        pop_from(&s, q, NULL, "batch=5&autoAck=true", &r);
         CHECK_INT(r.status, 200);
         int n = nmsgs(&r);
         CHECK(n >= 1 && n <= 5);
@@ -99,7 +77,7 @@ TEST(partition_messages_pop_in_offset_order_with_payloads_in_push_order)
     }
     CHECK_INT(seen, 12);
     reply r;
-    pop(&s, q, "batch=5&autoAck=true", &r);
+    pop_from(&s, q, NULL, "batch=5&autoAck=true", &r);
     CHECK_INT(r.status, 204);
     reply_fini(&r);
     srv_stop(&s);
@@ -115,7 +93,7 @@ TEST(created_at_never_decreases_with_offset_within_a_partition)
     CHECK_STR(sql("select count(*) from queen.log_segments where partition_id = '%s'",
                   partition_id(q, "Default")), "5");
     reply r;
-    pop(&s, q, "batch=100&autoAck=true", &r);
+    pop_from(&s, q, NULL, "batch=100&autoAck=true", &r);
     CHECK_INT(r.status, 200);
     CHECK_INT(nmsgs(&r), 15);
     char prev[64] = "";
@@ -144,7 +122,7 @@ TEST(consumer_groups_each_read_every_message_independently)
     const char *groups[] = { "consumerGroup=ga", "consumerGroup=gb", NULL };
     for (int g = 0; g < 3; g++) {   /* ga, gb, then queue mode */
         reply r;
-        pop(&s, q, sfmt("batch=10&autoAck=true%s%s", groups[g] ? "&" : "", groups[g] ? groups[g] : ""), &r);
+        pop_from(&s, q, NULL, sfmt("batch=10&autoAck=true%s%s", groups[g] ? "&" : "", groups[g] ? groups[g] : ""), &r);
         CHECK_INT(r.status, 200);
         CHECK_INT(nmsgs(&r), 4);
         CHECK_STR(jstr(&r, "consumerGroup"), g == 0 ? "ga" : g == 1 ? "gb" : "__QUEUE_MODE__");
@@ -158,7 +136,7 @@ TEST(consumer_groups_each_read_every_message_independently)
     push_run(&s, q, "Default", 4, 1);
     for (int g = 0; g < 3; g++) {
         reply r;
-        pop(&s, q, sfmt("batch=10&autoAck=true%s%s", groups[g] ? "&" : "", groups[g] ? groups[g] : ""), &r);
+        pop_from(&s, q, NULL, sfmt("batch=10&autoAck=true%s%s", groups[g] ? "&" : "", groups[g] ? groups[g] : ""), &r);
         CHECK_INT(r.status, 200);
         CHECK_INT(nmsgs(&r), 1);
         CHECK_INT(jint(&r, "messages.0.offset"), 4);
@@ -175,25 +153,25 @@ TEST(a_group_holds_at_most_one_live_lease_per_partition)
     keep_str(q, uniq("lease"));
     push_run(&s, q, "Default", 0, 3);
     reply r;
-    pop(&s, q, "consumerGroup=g1", &r);
+    pop_from(&s, q, NULL, "consumerGroup=g1", &r);
     CHECK_INT(r.status, 200);
     CHECK_INT(nmsgs(&r), 1);
     CHECK_INT(jint(&r, "messages.0.offset"), 0);
     CHECK(jstr(&r, "leaseId") && strlen(jstr(&r, "leaseId")) == 36);
     reply_fini(&r);
     /* The same group: nothing while the lease is live, by queue or by partition. */
-    pop(&s, q, "consumerGroup=g1", &r);
+    pop_from(&s, q, NULL, "consumerGroup=g1", &r);
     CHECK_INT(r.status, 204);
     reply_fini(&r);
     rq(&s, "GET", sfmt("/api/v1/pop/queue/%s/partition/Default?consumerGroup=g1&batch=10", q), NULL, &r);
     CHECK_INT(r.status, 204);
     reply_fini(&r);
     /* Other groups are not blocked by g1's lease. */
-    pop(&s, q, "consumerGroup=g2", &r);
+    pop_from(&s, q, NULL, "consumerGroup=g2", &r);
     CHECK_INT(r.status, 200);
     CHECK_INT(jint(&r, "messages.0.offset"), 0);
     reply_fini(&r);
-    pop(&s, q, NULL, &r);
+    pop_from(&s, q, NULL, NULL, &r);
     CHECK_INT(r.status, 200);
     CHECK_INT(jint(&r, "messages.0.offset"), 0);
     reply_fini(&r);
@@ -210,18 +188,18 @@ TEST(an_expired_lease_makes_its_batch_available_again)
     keep_str(q, uniq("expire"));
     push_run(&s, q, "Default", 0, 3);
     reply r;
-    pop(&s, q, "consumerGroup=g1&batch=2", &r);
+    pop_from(&s, q, NULL, "consumerGroup=g1&batch=2", &r);
     CHECK_INT(r.status, 200);
     CHECK_INT(nmsgs(&r), 2);
     char lease[64];
     snprintf(lease, sizeof lease, "%s", jstr(&r, "leaseId"));
     reply_fini(&r);
-    pop(&s, q, "consumerGroup=g1&batch=2", &r);
+    pop_from(&s, q, NULL, "consumerGroup=g1&batch=2", &r);
     CHECK_INT(r.status, 204);
     reply_fini(&r);
     sql("update queen.log_consumers set lease_expires = now() - interval '1 second' "
         "where partition_id = '%s' and consumer_group = 'g1'", partition_id(q, "Default"));
-    pop(&s, q, "consumerGroup=g1&batch=2", &r);
+    pop_from(&s, q, NULL, "consumerGroup=g1&batch=2", &r);
     CHECK_INT(r.status, 200);
     CHECK_INT(nmsgs(&r), 2);
     CHECK_INT(jint(&r, "messages.0.offset"), 0);
@@ -246,14 +224,14 @@ TEST(subscription_new_sees_only_messages_pushed_after_first_contact)
                             "consumerGroup=n3&subscriptionFrom=now" };
     for (int m = 0; m < 3; m++) {
         reply r;
-        pop(&s, q, sfmt("batch=10&autoAck=true&%s", modes[m]), &r);
+        pop_from(&s, q, NULL, sfmt("batch=10&autoAck=true&%s", modes[m]), &r);
         CHECK_INT(r.status, 204);
         reply_fini(&r);
     }
     push_run(&s, q, "Default", 3, 2);
     for (int m = 0; m < 3; m++) {
         reply r;
-        pop(&s, q, sfmt("batch=10&autoAck=true&%s", modes[m]), &r);
+        pop_from(&s, q, NULL, sfmt("batch=10&autoAck=true&%s", modes[m]), &r);
         CHECK_INT(r.status, 200);
         CHECK_INT(nmsgs(&r), 2);
         CHECK_INT(jint(&r, "messages.0.offset"), 3);
@@ -272,10 +250,10 @@ TEST(subscription_is_remembered_so_a_later_mode_all_does_not_rewind)
     keep_str(q, uniq("subkeep"));
     push_run(&s, q, "Default", 0, 3);
     reply r;
-    pop(&s, q, "consumerGroup=g&subscriptionMode=new&batch=10", &r);
+    pop_from(&s, q, NULL, "consumerGroup=g&subscriptionMode=new&batch=10", &r);
     CHECK_INT(r.status, 204);
     reply_fini(&r);
-    pop(&s, q, "consumerGroup=g&subscriptionMode=all&batch=10", &r);
+    pop_from(&s, q, NULL, "consumerGroup=g&subscriptionMode=all&batch=10", &r);
     CHECK_INT(r.status, 204);
     reply_fini(&r);
     srv_stop(&s);
@@ -289,18 +267,18 @@ TEST(subscription_new_seeds_a_partition_created_later_from_its_start)
     keep_str(q, uniq("sublater"));
     push_run(&s, q, "old", 0, 3);
     reply r;
-    pop(&s, q, "consumerGroup=g&subscriptionMode=new&batch=10", &r);
+    pop_from(&s, q, NULL, "consumerGroup=g&subscriptionMode=new&batch=10", &r);
     CHECK_INT(r.status, 204);
     reply_fini(&r);
     push_run(&s, q, "later", 100, 3);   /* a partition born after g's first contact */
-    pop(&s, q, "consumerGroup=g&batch=10&autoAck=true", &r);
+    pop_from(&s, q, NULL, "consumerGroup=g&batch=10&autoAck=true", &r);
     CHECK_INT(r.status, 200);
     CHECK_STR(jstr(&r, "partition"), "later");
     CHECK_INT(nmsgs(&r), 3);
     CHECK_INT(jint(&r, "messages.0.offset"), 0);
     CHECK_STR(jraw(&r, "messages.0.data"), "{\"k\":100}");
     reply_fini(&r);
-    pop(&s, q, "consumerGroup=g&batch=10&autoAck=true", &r);
+    pop_from(&s, q, NULL, "consumerGroup=g&batch=10&autoAck=true", &r);
     CHECK_INT(r.status, 204);   /* and "old" still holds nothing new for g */
     reply_fini(&r);
     srv_stop(&s);
@@ -317,7 +295,7 @@ TEST(subscription_all_reads_from_the_oldest_message)
     const char *groups[] = { "consumerGroup=a1&subscriptionMode=all", "consumerGroup=a2" };
     for (int g = 0; g < 2; g++) {   /* "all" and the default for a named group */
         reply r;
-        pop(&s, q, sfmt("batch=10&autoAck=true&%s", groups[g]), &r);
+        pop_from(&s, q, NULL, sfmt("batch=10&autoAck=true&%s", groups[g]), &r);
         CHECK_INT(r.status, 200);
         CHECK_INT(nmsgs(&r), 5);
         CHECK_INT(jint(&r, "messages.0.offset"), 0);
@@ -349,7 +327,7 @@ TEST(subscription_from_timestamp_starts_at_first_segment_at_or_after_it)
         const char *ts = sql("select to_char(now() at time zone 'utc' - make_interval(mins => %d), "
                              "'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')", cases[c].minutes);
         reply r;
-        pop(&s, q, sfmt("batch=10&autoAck=true&consumerGroup=f%d&subscriptionFrom=%s", c, ts), &r);
+        pop_from(&s, q, NULL, sfmt("batch=10&autoAck=true&consumerGroup=f%d&subscriptionFrom=%s", c, ts), &r);
         CHECK_INT(r.status, 200);
         CHECK_INT(nmsgs(&r), cases[c].n);
         CHECK_INT(jint(&r, "messages.0.offset"), cases[c].first);
@@ -360,7 +338,7 @@ TEST(subscription_from_timestamp_starts_at_first_segment_at_or_after_it)
     const char *ts = sql("select to_char(now() at time zone 'utc' - make_interval(mins => 30), "
                          "'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')");
     reply r;
-    pop(&s, q, sfmt("batch=10&autoAck=true&consumerGroup=late&subscriptionFrom=%s", ts), &r);
+    pop_from(&s, q, NULL, sfmt("batch=10&autoAck=true&consumerGroup=late&subscriptionFrom=%s", ts), &r);
     CHECK_INT(r.status, 204);
     reply_fini(&r);
     srv_stop(&s);
@@ -374,7 +352,7 @@ TEST(queue_mode_reads_everything_whatever_the_subscription)
     keep_str(q, uniq("qmode"));
     push_run(&s, q, "Default", 0, 3);
     reply r;
-    pop(&s, q, "batch=10&subscriptionMode=new", &r);
+    pop_from(&s, q, NULL, "batch=10&subscriptionMode=new", &r);
     CHECK_INT(r.status, 200);
     CHECK_INT(nmsgs(&r), 3);
     CHECK_INT(jint(&r, "messages.0.offset"), 0);
@@ -383,7 +361,7 @@ TEST(queue_mode_reads_everything_whatever_the_subscription)
     char q2[96];
     keep_str(q2, uniq("qmode"));
     push_run(&s, q2, "Default", 0, 2);
-    pop(&s, q2, "batch=10&subscriptionFrom=now", &r);
+    pop_from(&s, q2, NULL, "batch=10&subscriptionFrom=now", &r);
     CHECK_INT(r.status, 200);
     CHECK_INT(nmsgs(&r), 2);
     reply_fini(&r);
@@ -400,13 +378,13 @@ TEST(push_same_transaction_id_same_partition_in_window_is_duplicate_of_original)
     char q[96];
     keep_str(q, uniq("dedup"));
     reply r;
-    push_txn(&s, q, "P", "txn-1", "{\"v\":1}", &r);
+    push_txn_reply(&s, q, "P", "txn-1", "{\"v\":1}", &r);
     CHECK_STR(jstr(&r, "0.status"), "queued");
     CHECK_STR(jstr(&r, "0.transaction_id"), "txn-1");
     char original[64];
     snprintf(original, sizeof original, "%s", jstr(&r, "0.message_id"));
     reply_fini(&r);
-    push_txn(&s, q, "P", "txn-1", "{\"v\":2}", &r);
+    push_txn_reply(&s, q, "P", "txn-1", "{\"v\":2}", &r);
     CHECK_STR(jstr(&r, "0.status"), "duplicate");
     CHECK_STR(jstr(&r, "0.message_id"), original);
     CHECK_STR(jstr(&r, "0.transaction_id"), "txn-1");
@@ -431,7 +409,7 @@ TEST(push_same_transaction_id_same_partition_in_window_is_duplicate_of_original)
     CHECK_STR(jstr(&r, "1.status"), "duplicate");
     CHECK_STR(jstr(&r, "1.message_id"), original);
     reply_fini(&r);
-    pop(&s, q, "batch=10", &r);
+    pop_from(&s, q, NULL, "batch=10", &r);
     CHECK_INT(r.status, 200);
     CHECK_INT(nmsgs(&r), 2);
     CHECK_STR(jstr(&r, "messages.0.id"), original);
@@ -460,7 +438,7 @@ TEST(push_same_transaction_id_twice_in_one_request_first_wins)
     CHECK_STR(jstr(&r, "2.message_id"), jstr(&r, "0.message_id"));
     CHECK_INT(jint(&r, "2.index"), 2);
     reply_fini(&r);
-    pop(&s, q, "batch=10", &r);
+    pop_from(&s, q, NULL, "batch=10", &r);
     CHECK_INT(r.status, 200);
     CHECK_INT(nmsgs(&r), 2);
     CHECK_STR(jraw(&r, "messages.0.data"), "\"first\"");
@@ -476,12 +454,12 @@ TEST(push_same_transaction_id_on_another_partition_is_not_a_duplicate)
     char q[96];
     keep_str(q, uniq("dedupp"));
     reply r;
-    push_txn(&s, q, "A", "shared", "1", &r);
+    push_txn_reply(&s, q, "A", "shared", "1", &r);
     CHECK_STR(jstr(&r, "0.status"), "queued");
     char first[64];
     snprintf(first, sizeof first, "%s", jstr(&r, "0.message_id"));
     reply_fini(&r);
-    push_txn(&s, q, "B", "shared", "2", &r);
+    push_txn_reply(&s, q, "B", "shared", "2", &r);
     CHECK_STR(jstr(&r, "0.status"), "queued");
     CHECK(strcmp(jstr(&r, "0.message_id"), first) != 0);
     reply_fini(&r);
@@ -510,9 +488,9 @@ TEST(push_same_transaction_id_after_dedup_window_is_queued_again)
     char q[96];
     keep_str(q, uniq("dedupold"));
     reply r;
-    configure(&s, q, "{\"dedupWindowSeconds\":600}", &r);
+    configure_reply(&s, q, "{\"dedupWindowSeconds\":600}", &r);
     reply_fini(&r);
-    push_txn(&s, q, "Default", "again", "1", &r);
+    push_txn_reply(&s, q, "Default", "again", "1", &r);
     char first[64];
     snprintf(first, sizeof first, "%s", jstr(&r, "0.message_id"));
     reply_fini(&r);
@@ -521,18 +499,18 @@ TEST(push_same_transaction_id_after_dedup_window_is_queued_again)
     /* Still inside the window at 500 s old. */
     sql("update queen.log_txns set created_at = now() - interval '500 seconds' where partition_id = '%s'", pid);
     sql("update queen.log_segments set created_at = now() - interval '500 seconds' where partition_id = '%s'", pid);
-    push_txn(&s, q, "Default", "again", "2", &r);
+    push_txn_reply(&s, q, "Default", "again", "2", &r);
     CHECK_STR(jstr(&r, "0.status"), "duplicate");
     CHECK_STR(jstr(&r, "0.message_id"), first);
     reply_fini(&r);
     /* Outside it at 700 s. */
     sql("update queen.log_txns set created_at = now() - interval '700 seconds' where partition_id = '%s'", pid);
     sql("update queen.log_segments set created_at = now() - interval '700 seconds' where partition_id = '%s'", pid);
-    push_txn(&s, q, "Default", "again", "3", &r);
+    push_txn_reply(&s, q, "Default", "again", "3", &r);
     CHECK_STR(jstr(&r, "0.status"), "queued");
     CHECK(strcmp(jstr(&r, "0.message_id"), first) != 0);
     reply_fini(&r);
-    pop(&s, q, "batch=10", &r);
+    pop_from(&s, q, NULL, "batch=10", &r);
     CHECK_INT(r.status, 200);
     CHECK_INT(nmsgs(&r), 2);
     CHECK_STR(jraw(&r, "messages.0.data"), "1");
@@ -548,16 +526,16 @@ TEST(push_same_transaction_id_after_default_window_of_3600s_is_queued_again)
     char q[96];
     keep_str(q, uniq("dedupdef"));
     reply r;
-    push_txn(&s, q, "Default", "again", "1", &r);
+    push_txn_reply(&s, q, "Default", "again", "1", &r);
     reply_fini(&r);
     char pid[96];
     keep_str(pid, partition_id(q, "Default"));
     sql("update queen.log_txns set created_at = now() - interval '3500 seconds' where partition_id = '%s'", pid);
-    push_txn(&s, q, "Default", "again", "2", &r);
+    push_txn_reply(&s, q, "Default", "again", "2", &r);
     CHECK_STR(jstr(&r, "0.status"), "duplicate");
     reply_fini(&r);
     sql("update queen.log_txns set created_at = now() - interval '2 hours' where partition_id = '%s'", pid);
-    push_txn(&s, q, "Default", "again", "3", &r);
+    push_txn_reply(&s, q, "Default", "again", "3", &r);
     CHECK_STR(jstr(&r, "0.status"), "queued");
     reply_fini(&r);
     srv_stop(&s);
@@ -570,19 +548,19 @@ TEST(dedup_window_zero_disables_the_duplicate_probe)
     char q[96];
     keep_str(q, uniq("dedup0"));
     reply r;
-    configure(&s, q, "{\"dedupWindowSeconds\":0}", &r);
+    configure_reply(&s, q, "{\"dedupWindowSeconds\":0}", &r);
     CHECK_INT(jint(&r, "options.dedupWindowSeconds"), 0);
     reply_fini(&r);
-    push_txn(&s, q, "Default", "same", "1", &r);
+    push_txn_reply(&s, q, "Default", "same", "1", &r);
     CHECK_STR(jstr(&r, "0.status"), "queued");
     char first[64];
     snprintf(first, sizeof first, "%s", jstr(&r, "0.message_id"));
     reply_fini(&r);
-    push_txn(&s, q, "Default", "same", "2", &r);
+    push_txn_reply(&s, q, "Default", "same", "2", &r);
     CHECK_STR(jstr(&r, "0.status"), "queued");
     CHECK(strcmp(jstr(&r, "0.message_id"), first) != 0);
     reply_fini(&r);
-    pop(&s, q, "batch=10", &r);
+    pop_from(&s, q, NULL, "batch=10", &r);
     CHECK_INT(r.status, 200);
     CHECK_INT(nmsgs(&r), 2);
     CHECK_STR(jstr(&r, "messages.1.transactionId"), "same");
@@ -599,11 +577,11 @@ TEST(delayed_processing_hides_messages_until_their_segment_is_old_enough)
     char q[96];
     keep_str(q, uniq("delay"));
     reply r;
-    configure(&s, q, "{\"delayedProcessing\":3600}", &r);
+    configure_reply(&s, q, "{\"delayedProcessing\":3600}", &r);
     reply_fini(&r);
     push_run(&s, q, "Default", 0, 2);
     push_run(&s, q, "Default", 2, 2);
-    pop(&s, q, "batch=10&autoAck=true", &r);
+    pop_from(&s, q, NULL, "batch=10&autoAck=true", &r);
     CHECK_INT(r.status, 204);
     reply_fini(&r);
     char pid[96];
@@ -611,18 +589,18 @@ TEST(delayed_processing_hides_messages_until_their_segment_is_old_enough)
     /* The first segment is old enough, the second is not. */
     sql("update queen.log_segments set created_at = now() - interval '2 hours' "
         "where partition_id = '%s' and base_offset = 0", pid);
-    pop(&s, q, "batch=10&autoAck=true", &r);
+    pop_from(&s, q, NULL, "batch=10&autoAck=true", &r);
     CHECK_INT(r.status, 200);
     CHECK_INT(nmsgs(&r), 2);
     CHECK_INT(jint(&r, "messages.0.offset"), 0);
     CHECK_INT(jint(&r, "messages.1.offset"), 1);
     reply_fini(&r);
-    pop(&s, q, "batch=10&autoAck=true", &r);
+    pop_from(&s, q, NULL, "batch=10&autoAck=true", &r);
     CHECK_INT(r.status, 204);
     reply_fini(&r);
     sql("update queen.log_segments set created_at = now() - interval '3601 seconds' "
         "where partition_id = '%s' and base_offset = 2", pid);
-    pop(&s, q, "batch=10&autoAck=true", &r);
+    pop_from(&s, q, NULL, "batch=10&autoAck=true", &r);
     CHECK_INT(r.status, 200);
     CHECK_INT(nmsgs(&r), 2);
     CHECK_INT(jint(&r, "messages.0.offset"), 2);
@@ -637,23 +615,23 @@ TEST(window_buffer_holds_a_partition_while_its_newest_message_is_young)
     char q[96];
     keep_str(q, uniq("window"));
     reply r;
-    configure(&s, q, "{\"windowBuffer\":3600}", &r);
+    configure_reply(&s, q, "{\"windowBuffer\":3600}", &r);
     reply_fini(&r);
     push_run(&s, q, "Default", 0, 2);
-    pop(&s, q, "batch=10", &r);
+    pop_from(&s, q, NULL, "batch=10", &r);
     CHECK_INT(r.status, 204);
     reply_fini(&r);
     char pid[96];
     keep_str(pid, partition_id(q, "Default"));
     sql("update queen.log_partitions set last_write_at = now() - interval '2 hours' where id = '%s'", pid);
-    pop(&s, q, "batch=10&autoAck=true", &r);
+    pop_from(&s, q, NULL, "batch=10&autoAck=true", &r);
     CHECK_INT(r.status, 200);
     CHECK_INT(nmsgs(&r), 2);
     reply_fini(&r);
     /* A new write makes the partition young again: even its older messages wait. */
     push_run(&s, q, "Default", 2, 1);
     sql("update queen.log_consumers set committed = -1 where partition_id = '%s'", pid);
-    pop(&s, q, "batch=10", &r);
+    pop_from(&s, q, NULL, "batch=10", &r);
     CHECK_INT(r.status, 204);
     reply_fini(&r);
     srv_stop(&s);
@@ -670,7 +648,7 @@ TEST(long_poll_returns_as_soon_as_a_push_makes_a_message_deliverable)
     char q[96];
     keep_str(q, uniq("wake"));
     reply r;
-    configure(&s, q, "{}", &r);
+    configure_reply(&s, q, "{}", &r);
     reply_fini(&r);
     bg_req b;
     bg_start(&b, &s, "GET", sfmt("/api/v1/pop/queue/%s?wait=true&timeout=10000", q), NULL);
@@ -685,7 +663,7 @@ TEST(long_poll_returns_as_soon_as_a_push_makes_a_message_deliverable)
     CHECK(elapsed < 3000);
     CHECK(after_push < 2000);
     /* The message went to the long-poll: nothing is left. */
-    pop(&s, q, NULL, &r);
+    pop_from(&s, q, NULL, NULL, &r);
     CHECK_INT(r.status, 204);
     reply_fini(&r);
     srv_stop(&s);
@@ -698,10 +676,10 @@ TEST(long_poll_with_nothing_to_deliver_returns_204_after_its_timeout)
     char q[96];
     keep_str(q, uniq("lpto"));
     reply r;
-    configure(&s, q, "{}", &r);
+    configure_reply(&s, q, "{}", &r);
     reply_fini(&r);
     int64_t t0 = now_ms();
-    pop(&s, q, "wait=true&timeout=300", &r);
+    pop_from(&s, q, NULL, "wait=true&timeout=300", &r);
     int64_t elapsed = now_ms() - t0;
     CHECK_INT(r.status, 204);
     CHECK_INT(r.raw.body.len, 0);
@@ -710,7 +688,7 @@ TEST(long_poll_with_nothing_to_deliver_returns_204_after_its_timeout)
     CHECK(elapsed < 2000);
     /* Without wait, no waiting at all. */
     t0 = now_ms();
-    pop(&s, q, "timeout=5000", &r);
+    pop_from(&s, q, NULL, "timeout=5000", &r);
     CHECK_INT(r.status, 204);
     reply_fini(&r);
     CHECK(now_ms() - t0 < 1000);
@@ -814,7 +792,7 @@ TEST(configure_creates_the_queue_and_returns_all_sixteen_options_with_defaults)
     reply_fini(&r);
     CHECK_STR(sql("select count(*) from queen.queues where name = '%s'", q), "1");
     /* A configured queue with no messages pops nothing. */
-    pop(&s, q, NULL, &r);
+    pop_from(&s, q, NULL, NULL, &r);
     CHECK_INT(r.status, 204);
     reply_fini(&r);
     srv_stop(&s);
@@ -827,19 +805,19 @@ TEST(configure_partial_options_merge_and_null_returns_to_default)
     char q[96];
     keep_str(q, uniq("confmerge"));
     reply r;
-    configure(&s, q, "{\"leaseTime\":10,\"retryLimit\":5,\"deadLetterQueue\":false}", &r);
+    configure_reply(&s, q, "{\"leaseTime\":10,\"retryLimit\":5,\"deadLetterQueue\":false}", &r);
     CHECK_INT(jint(&r, "options.leaseTime"), 10);
     CHECK_INT(jint(&r, "options.retryLimit"), 5);
     CHECK_STR(jraw(&r, "options.deadLetterQueue"), "false");
     check_options(&r, ",leaseTime,retryLimit,deadLetterQueue,");
     reply_fini(&r);
-    configure(&s, q, "{\"leaseTime\":20}", &r);
+    configure_reply(&s, q, "{\"leaseTime\":20}", &r);
     CHECK_INT(jint(&r, "options.leaseTime"), 20);
     CHECK_INT(jint(&r, "options.retryLimit"), 5);
     CHECK_STR(jraw(&r, "options.deadLetterQueue"), "false");
     check_options(&r, ",leaseTime,retryLimit,deadLetterQueue,");
     reply_fini(&r);
-    configure(&s, q, "{\"retryLimit\":null,\"deadLetterQueue\":null}", &r);
+    configure_reply(&s, q, "{\"retryLimit\":null,\"deadLetterQueue\":null}", &r);
     CHECK_INT(jint(&r, "options.leaseTime"), 20);
     CHECK_INT(jint(&r, "options.retryLimit"), 3);
     CHECK_STR(jraw(&r, "options.deadLetterQueue"), "true");
@@ -847,7 +825,7 @@ TEST(configure_partial_options_merge_and_null_returns_to_default)
     reply_fini(&r);
     /* The stored options are what was echoed: a pop's lease uses leaseTime 20. */
     push_run(&s, q, "Default", 0, 1);
-    pop(&s, q, NULL, &r);
+    pop_from(&s, q, NULL, NULL, &r);
     CHECK_INT(r.status, 200);
     reply_fini(&r);
     const char *secs = sql("select round(extract(epoch from lease_expires - now())) from queen.log_consumers "
@@ -893,7 +871,7 @@ TEST(push_created_queue_has_the_default_options)
     CHECK_INT(push_simple(&s, q, "Default", 1), 201);
     CHECK_STR(sql("select options = queen.default_options() from queen.queues where name = '%s'", q), "t");
     reply r;
-    configure(&s, q, "{}", &r);
+    configure_reply(&s, q, "{}", &r);
     check_options(&r, NULL);
     CHECK_STR(jraw(&r, "namespace"), "null");
     reply_fini(&r);

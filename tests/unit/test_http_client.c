@@ -511,23 +511,48 @@ TEST(http_client_connection_refused)
     http_client_free(c);
 }
 
-TEST(http_client_url_parsing)
+TEST(http_url_parse_refuses_what_is_not_http_host_port)
 {
     static const char *const bad[] = {
         "ftp://x", "https://localhost", "http://", "http://:80", "localhost:6632",
         "http://h:0", "http://h:65536", "http://h:", "http://h:8x", "http://[::1",
-        "http://user@h", "", "http://h:123456",
+        "http://user@h", "", "http://h:123456", "http://[]:80", "http://h:-1",
+        "http://h x", "http:/h",
     };
-    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
-        if (http_client_new(bad[i]) != NULL) CHECK_STR(bad[i], "(rejected)");
+    http_url u;
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        if (http_url_parse(bad[i], &u) == 0) CHECK_STR(bad[i], "(rejected)");
+        if (http_client_new(bad[i]) != NULL) CHECK_STR(bad[i], "(rejected by the client)");
+    }
+    char long_host[300];
+    memset(long_host, 'h', sizeof long_host);
+    memcpy(long_host, "http://", 7);
+    long_host[sizeof long_host - 1] = '\0';
+    CHECK(http_url_parse(long_host, &u) < 0);
+    CHECK(http_url_parse(NULL, &u) < 0);
     CHECK(http_client_new(NULL) == NULL);
-    static const char *const good[] = {
-        "http://localhost", "http://localhost:6632", "http://127.0.0.1:6632/ignored/path",
-        "HTTP://Example.com", "http://[::1]:6632", "http://h:65535?q",
+}
+
+TEST(http_url_parse_reads_host_port_and_host_header)
+{
+    static const struct { const char *url, *host; int port; const char *hostport; } good[] = {
+        { "http://localhost", "localhost", 80, "localhost" },
+        { "http://localhost:6632", "localhost", 6632, "localhost:6632" },
+        { "http://127.0.0.1:6632/ignored/path", "127.0.0.1", 6632, "127.0.0.1:6632" },
+        { "HTTP://Example.com", "Example.com", 80, "Example.com" },
+        { "http://[::1]:6632", "::1", 6632, "[::1]:6632" },
+        { "http://[::1]", "::1", 80, "[::1]" },
+        { "http://h:65535?q", "h", 65535, "h:65535" },
+        { "http://h:80#f", "h", 80, "h" },
     };
     for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
-        http_client *c = http_client_new(good[i]);
-        if (!c) CHECK_STR(good[i], "(accepted)");
+        http_url u;
+        if (http_url_parse(good[i].url, &u) < 0) { CHECK_STR(good[i].url, "(accepted)"); continue; }
+        CHECK_STR(u.host, good[i].host);
+        CHECK(u.port == good[i].port);
+        CHECK_STR(u.hostport, good[i].hostport);
+        http_client *c = http_client_new(good[i].url);
+        if (!c) CHECK_STR(good[i].url, "(accepted by the client)");
         http_client_free(c);
     }
     http_client_free(NULL);
