@@ -105,7 +105,7 @@ void db_job_call(db_job *job, db_stmt stmt, const char *const *values, const int
         if (values[i]) copy_param(call, i, values[i], lengths, formats);
 }
 
-void db_job_call_taking(db_job *job, db_stmt stmt, char *const *values, const int *lengths, const int *formats,
+void db_job_call_taking(db_job *job, db_stmt stmt, const char *const *values, const int *lengths, const int *formats,
                         unsigned taken)
 {
     db_call *call = new_call(job, stmt);
@@ -113,7 +113,7 @@ void db_job_call_taking(db_job *job, db_stmt stmt, char *const *values, const in
         if (!values[i]) continue;
         if (!(taken & (1u << i))) { copy_param(call, i, values[i], lengths, formats); continue; }
         set_param(call, i, values[i], lengths, formats);
-        call->values[i] = values[i];
+        call->values[i] = (char *)values[i];   /* a malloc'd block: ours to free */
     }
 }
 

@@ -48,7 +48,7 @@ void    db_job_call(db_job *job, db_stmt stmt, const char *const *values,
 /* The same, except that each value i with bit i set in taken is a malloc'd
  * block the job takes over instead of copying (a large segment is then held
  * once). A taken binary value needs lengths[i]; a text one, its terminator. */
-void    db_job_call_taking(db_job *job, db_stmt stmt, char *const *values,
+void    db_job_call_taking(db_job *job, db_stmt stmt, const char *const *values,
                            const int *lengths, const int *formats, unsigned taken);
 int     db_job_ncalls(const db_job *job);
 /* Submits; done runs exactly once, always from the event loop, never inside

@@ -6,6 +6,7 @@
 #include <xxhash.h>
 #include "base/buf.h"
 #include "base/xalloc.h"
+#include "db/array.h"
 #include "streams/encryption.h"
 #include "streams/frame.h"
 #include "streams/segment.h"
@@ -196,43 +197,27 @@ static void encode_items(push_item *const *items, size_t n, int level, buf *blob
     buf_fini(&scratch);
 }
 
-/* A PostgreSQL array literal element: quoted, with quotes and backslashes escaped. */
-static void put_array_text(buf *b, const char *s)
-{
-    if (b->len > 1) buf_putc(b, ',');
-    buf_putc(b, '"');
-    for (; *s; s++) {
-        if (*s == '"' || *s == '\\') buf_putc(b, '\\');
-        buf_putc(b, *s);
-    }
-    buf_putc(b, '"');
-}
-
 typedef struct flush_arrays {
-    buf queues, partitions, counts, lens, probes, sealed;   /* array literals */
-    buf blobs, hashes, ids;                                /* concatenated binary */
+    db_array queues, partitions, counts, lens, probes, sealed;   /* one element per partition */
+    buf      blobs, hashes, ids;                                /* concatenated binary */
 } flush_arrays;
-
-#define ARRAY_LITERALS 6   /* the first six members */
-
-static buf *array_member(flush_arrays *a, size_t i)
-{
-    buf *all[] = { &a->queues, &a->partitions, &a->counts, &a->lens, &a->probes, &a->sealed,
-                   &a->blobs, &a->hashes, &a->ids };
-    return i < sizeof all / sizeof all[0] ? all[i] : NULL;
-}
 
 static void arrays_init(flush_arrays *a)
 {
-    for (size_t i = 0; array_member(a, i); i++) {
-        buf_init(array_member(a, i));
-        if (i < ARRAY_LITERALS) buf_putc(array_member(a, i), '{');
-    }
+    db_array *lit[] = { &a->queues, &a->partitions, &a->counts, &a->lens, &a->probes, &a->sealed };
+    for (size_t i = 0; i < sizeof lit / sizeof lit[0]; i++) db_array_init(lit[i]);
+    buf_init(&a->blobs);
+    buf_init(&a->hashes);
+    buf_init(&a->ids);
 }
 
 static void arrays_fini(flush_arrays *a)
 {
-    for (size_t i = 0; array_member(a, i); i++) buf_fini(array_member(a, i));
+    db_array *lit[] = { &a->queues, &a->partitions, &a->counts, &a->lens, &a->probes, &a->sealed };
+    for (size_t i = 0; i < sizeof lit / sizeof lit[0]; i++) db_array_fini(lit[i]);
+    buf_fini(&a->blobs);
+    buf_fini(&a->hashes);
+    buf_fini(&a->ids);
 }
 
 static void add_group(flush_arrays *a, const push_group *g, int level)
@@ -241,13 +226,12 @@ static void add_group(flush_arrays *a, const push_group *g, int level)
     bool probe, sealed = encryption_queue(g->items[0]->queue) && encryption_has_key();
     size_t before = a->blobs.len;
     encode_items(g->items, g->n, level, &a->blobs, &a->hashes, &a->ids, &count, &probe);
-    const char *sep = a->counts.len > 1 ? "," : "";
-    put_array_text(&a->queues, g->items[0]->queue);
-    put_array_text(&a->partitions, g->items[0]->partition);
-    buf_printf(&a->counts, "%s%d", sep, count);
-    buf_printf(&a->lens, "%s%zu", sep, a->blobs.len - before);
-    buf_printf(&a->probes, "%s%c", sep, probe ? 't' : 'f');
-    buf_printf(&a->sealed, "%s%c", sep, sealed ? 't' : 'f');
+    db_array_text(&a->queues, g->items[0]->queue);
+    db_array_text(&a->partitions, g->items[0]->partition);
+    db_array_int(&a->counts, count);
+    db_array_int(&a->lens, (int64_t)(a->blobs.len - before));
+    db_array_bool(&a->probes, probe);
+    db_array_bool(&a->sealed, sealed);
 }
 
 void push_plan_calls(push_plan *plan, db_job *job, int zstd_level)
@@ -255,11 +239,11 @@ void push_plan_calls(push_plan *plan, db_job *job, int zstd_level)
     flush_arrays a;
     arrays_init(&a);
     for (size_t g = 0; g < plan->ngroups; g++) add_group(&a, &plan->groups[g], zstd_level);
-    for (size_t i = 0; i < ARRAY_LITERALS; i++) buf_putc(array_member(&a, i), '}');
     int lengths[9] = { 0, 0, 0, (int)a.blobs.len, 0, (int)a.hashes.len, (int)a.ids.len, 0, 0 };
     int formats[9] = { 0, 0, 0, 1, 0, 1, 1, 0, 0 };
-    char *values[9] = { a.queues.data, a.partitions.data, a.counts.data, buf_steal(&a.blobs), a.lens.data,
-                        a.hashes.data, a.ids.data, a.probes.data, a.sealed.data };
+    const char *values[9] = { db_array_literal(&a.queues), db_array_literal(&a.partitions),
+                              db_array_literal(&a.counts), buf_steal(&a.blobs), db_array_literal(&a.lens),
+                              a.hashes.data, a.ids.data, db_array_literal(&a.probes), db_array_literal(&a.sealed) };
     plan->call = db_job_ncalls(job);
     db_job_call_taking(job, STMT_PUSH_FLUSH, values, lengths, formats, 1u << 3);   /* the blobs: held once */
     arrays_fini(&a);
