@@ -52,6 +52,18 @@ void api_trace_names(httpd_req *req, server *srv);
 void api_maintenance_set(httpd_req *req, server *srv);
 void api_retention_explain(httpd_req *req, server *srv);
 void api_retention_analytics(httpd_req *req, server *srv);
+void api_task_send(httpd_req *req, server *srv);
+void api_task_get(httpd_req *req, server *srv);
+void api_task_list(httpd_req *req, server *srv);
+void api_task_cancel(httpd_req *req, server *srv);
+void api_task_start(httpd_req *req, server *srv);
+void api_task_complete(httpd_req *req, server *srv);
+void api_task_fail(httpd_req *req, server *srv);
+void api_worker_register(httpd_req *req, server *srv);
+void api_worker_claim(httpd_req *req, server *srv);
+void api_worker_heartbeat(httpd_req *req, server *srv);
+void api_worker_release(httpd_req *req, server *srv);
+void api_worker_list(httpd_req *req, server *srv);
 
 /* The implicit consumer group: "queue mode". */
 #define QUEUE_MODE "__QUEUE_MODE__"
@@ -96,6 +108,10 @@ int  api_member_string(httpd_req *req, const json_doc *d, uint32_t obj, const ch
                        char **out) __attribute__((warn_unused_result));
 int  api_opt_string(httpd_req *req, const json_doc *d, uint32_t obj, const char *key, char **out)
      __attribute__((warn_unused_result));
+/* Optional integer member from min to max: *out untouched when absent or
+ * null; 400 naming the field (after where) otherwise. */
+int  api_member_int(httpd_req *req, const json_doc *d, uint32_t obj, const char *where, const char *key,
+                    int64_t min, int64_t max, int64_t *out) __attribute__((warn_unused_result));
 /* Query parameters. */
 int  api_query_int(httpd_req *req, const char *key, int64_t fallback, int64_t min, int64_t max, int64_t *out)
      __attribute__((warn_unused_result));

@@ -61,6 +61,21 @@ int api_member_string(httpd_req *req, const json_doc *d, uint32_t obj, const cha
     return 0;
 }
 
+int api_member_int(httpd_req *req, const json_doc *d, uint32_t obj, const char *where, const char *key,
+                   int64_t min, int64_t max, int64_t *out)
+{
+    int v = json_get(d, obj, key);
+    if (v < 0 || d->tokens[v].type == JSON_NULL) return 0;
+    int64_t n;
+    if (d->tokens[v].type != JSON_NUMBER || json_int64(d, (uint32_t)v, &n) < 0 || n < min || n > max) {
+        httpd_error_field(req, 400, "field", key, "%s%s must be an integer from %lld to %lld", where, key,
+                          (long long)min, (long long)max);
+        return -1;
+    }
+    *out = n;
+    return 0;
+}
+
 int api_read_uuid(httpd_req *req, const char *text, char out[IDS_UUID_TEXT], const char *what)
 {
     uint8_t id[16];

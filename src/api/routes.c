@@ -48,6 +48,18 @@ static const route routes[] = {
     { HTTPD_POST, "/api/v1/system/maintenance", api_maintenance_set },
     { HTTPD_GET,  "/api/v1/retention/explain", api_retention_explain },
     { HTTPD_GET,  "/api/v1/analytics/retention", api_retention_analytics },
+    { HTTPD_POST, "/api/v1/tasks", api_task_send },
+    { HTTPD_GET,  "/api/v1/tasks", api_task_list },
+    { HTTPD_GET,  "/api/v1/tasks/:id", api_task_get },
+    { HTTPD_POST, "/api/v1/tasks/:id/cancel", api_task_cancel },
+    { HTTPD_POST, "/api/v1/tasks/:id/start", api_task_start },
+    { HTTPD_POST, "/api/v1/tasks/:id/complete", api_task_complete },
+    { HTTPD_POST, "/api/v1/tasks/:id/fail", api_task_fail },
+    { HTTPD_POST, "/api/v1/workers", api_worker_register },
+    { HTTPD_GET,  "/api/v1/workers", api_worker_list },
+    { HTTPD_POST, "/api/v1/workers/:workerId/claim", api_worker_claim },
+    { HTTPD_POST, "/api/v1/workers/:workerId/heartbeat", api_worker_heartbeat },
+    { HTTPD_POST, "/api/v1/workers/:workerId/release", api_worker_release },
 };
 
 static void clear_params(httpd_req *req)

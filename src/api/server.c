@@ -25,7 +25,7 @@ static void on_push_commit(void *arg, const char *queue, const char *const *part
 static bool drained(const server *srv)
 {
     return httpd_inflight(srv->http) == 0 && pusher_idle(srv->push) && db_pool_busy(srv->pool) == 0 &&
-           retention_engine_idle(srv->retention) && maintenance_idle(srv->maintenance);
+           retention_engine_idle(srv->retention) && maintenance_idle(srv->maintenance) && task_hub_idle(srv->tasks);
 }
 
 static void drain_check(evutil_socket_t fd, short what, void *arg)
@@ -71,6 +71,7 @@ static void on_signal(evutil_socket_t sig, short what, void *arg)
     popper_drain(srv->pop);
     retention_engine_stop(srv->retention);
     maintenance_stop(srv->maintenance);
+    task_hub_drain(srv->tasks);
     drain_check(-1, 0, srv);
 }
 
@@ -108,7 +109,6 @@ static int start(server *srv)
     if (rc < 0) { free(conninfo); return -1; }
     srv->base = event_base_new();
     srv->pool = db_pool_new(srv->base, conninfo, (int)srv->cfg.db_pool_size, (int)srv->cfg.db_pipeline_depth);
-    free(conninfo);
     push_limits limits = { (int)srv->cfg.push_max_flushes, (int)srv->cfg.push_flush_messages, (int)srv->cfg.zstd_level };
     srv->push = pusher_new(srv->base, srv->pool, limits, on_push_commit, srv);
     srv->max_segment_bytes = (size_t)srv->cfg.max_body_bytes * 2 + 1024 * 1024;
@@ -117,13 +117,16 @@ static int start(server *srv)
                               srv->cfg.retention_concurrency, srv->cfg.cleanup_days, srv->cfg.cleanup_enabled != 0 };
     srv->retention = retention_engine_new(srv->base, srv->pool, rs);
     srv->maintenance = maintenance_new(srv->base, srv->pool, srv->pop, srv->cfg.maintenance_refresh_ms);
+    srv->tasks = task_hub_new(srv->base, srv->pool, conninfo, &srv->task_settings);
     srv->http = httpd_new(srv->base, srv->cfg.host, (int)srv->cfg.port, (size_t)srv->cfg.max_body_bytes,
                           api_dispatch, srv);
     if (!srv->http) {
         log_error("cannot listen on %s:%lld: %s (PORT and HOST choose another)", srv->cfg.host,
                   (long long)srv->cfg.port, strerror(errno));
+        free(conninfo);
         return -1;
     }
+    free(conninfo);
     srv->sigterm = evsignal_new(srv->base, SIGTERM, on_signal, srv);
     srv->sigint = evsignal_new(srv->base, SIGINT, on_signal, srv);
     srv->drain_timer = evtimer_new(srv->base, drain_check, srv);
@@ -141,10 +144,22 @@ static void stop(server *srv)
     popper_free(srv->pop);
     retention_engine_free(srv->retention);
     maintenance_free(srv->maintenance);
+    task_hub_free(srv->tasks);
     pusher_free(srv->push);
     db_pool_free(srv->pool);
     if (srv->base) event_base_free(srv->base);
     config_fini(&srv->cfg);
+}
+
+/* The task engine's settings: the defaults of silt.conf's [recovery]. */
+static void task_defaults(task_settings *s)
+{
+    memset(s, 0, sizeof *s);
+    s->claimer_heartbeat_interval_ms = 30000;
+    s->runner_heartbeat_interval_ms = 30000;
+    s->claimed_stale_after_ms = 120000;
+    s->running_stale_after_ms = 300000;
+    s->check_interval_ms = 30000;
 }
 
 int server_main(int argc, char **argv)
@@ -155,6 +170,7 @@ int server_main(int argc, char **argv)
     char err[512];
     if (config_load(&srv.cfg, err, sizeof err) < 0) { fprintf(stderr, "silt: %s\n", err); return 2; }
     signal(SIGPIPE, SIG_IGN);
+    task_defaults(&srv.task_settings);
     int rc = start(&srv);
     if (rc == 0) {
         log_info("silt %s listening on %s:%lld", SILT_VERSION, srv.cfg.host, (long long)srv.cfg.port);

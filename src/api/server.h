@@ -14,6 +14,7 @@
 #include "streams/push.h"
 #include "retention/engine.h"
 #include "streams/maintenance.h"
+#include "tasks/hub.h"
 
 #define SILT_VERSION "0.1.0"
 
@@ -35,6 +36,8 @@ typedef struct server {
     popper            *pop;
     retention_engine  *retention;
     maintenance       *maintenance;
+    task_hub          *tasks;
+    task_settings      task_settings;   /* from silt.conf */
     bool               draining;
     int64_t            drain_deadline_us;
     int                first_signal;      /* the signal that started the drain */

@@ -92,4 +92,25 @@ const db_statement db_statements[STMT_COUNT] = {
         " FROM queen.trace_names($1, $2)", 2 },
     [STMT_TRACE_NAME_COUNT] = { "trace_name_count",
         "SELECT count(DISTINCT trace_name) FROM queen.message_trace_names", 0 },
+    /* tasks (sql/019_tasks.sql) */
+    [STMT_TASK_SEND]    = { "task_send", "SELECT idx, id, created FROM tasks.send($1, $2, $3, $4, $5, $6, $7, $8,"
+        " $9, $10, $11, $12, $13, $14, $15, $16)", 16 },
+    [STMT_TASK_GET]     = { "task_get", "SELECT " TASK_COLUMNS " FROM tasks.all_tasks WHERE id = $1", 1 },
+    [STMT_TASK_LIST]    = { "task_list", "SELECT " TASK_COLUMNS " FROM tasks.all_tasks"
+        " WHERE ($1::text IS NULL OR queue_name = $1) AND ($2::text IS NULL OR status = $2)"
+        " AND ($3::uuid IS NULL OR id > $3) ORDER BY id LIMIT $4", 4 },
+    [STMT_TASK_CANCEL]  = { "task_cancel", "SELECT tasks.cancel($1)", 1 },
+    [STMT_TASK_CLAIM]   = { "task_claim", "SELECT " CLAIM_COLUMNS " FROM tasks.claim($1, $2, $3, $4)", 4 },
+    [STMT_TASK_NEXT_RUN] = { "task_next_run", "SELECT tasks.next_run_at($1)", 1 },
+    [STMT_TASK_START]   = { "task_start", "SELECT tasks.start($1, $2)", 2 },
+    [STMT_TASK_HEARTBEAT] = { "task_heartbeat", "SELECT id, state FROM tasks.heartbeat($1, $2, $3)", 3 },
+    [STMT_TASK_FINISH]  = { "task_finish", "SELECT tasks.finish($1, $2, $3, $4, $5, $6)", 6 },
+    [STMT_TASK_RELEASE] = { "task_release", "SELECT tasks.release($1, $2, $3)", 3 },
+    [STMT_TASK_RECOVER] = { "task_recover", "SELECT id, action, status FROM tasks.recover_if_owner($1, $2)", 2 },
+    [STMT_WORKER_REGISTER] = { "worker_register", "SELECT tasks.register_worker($1, $2, $3, $4, $5)", 5 },
+    [STMT_WORKER_LIST]  = { "worker_list", "SELECT w.worker_id, w.hostname, w.pid, to_json(w.queues), w.concurrency,"
+        " w.registered_at, w.last_seen_at,"
+        " (SELECT count(*) FROM horsies_tasks t WHERE t.worker_id = w.worker_id AND t.status = 'CLAIMED'),"
+        " (SELECT count(*) FROM horsies_tasks t WHERE t.worker_id = w.worker_id AND t.status = 'RUNNING')"
+        " FROM horsies_workers w ORDER BY w.worker_id", 0 },
 };

@@ -46,12 +46,39 @@ typedef enum db_stmt {
     STMT_TRACES_BY_NAME,
     STMT_TRACE_NAMES,
     STMT_TRACE_NAME_COUNT,
+    STMT_TASK_SEND,
+    STMT_TASK_GET,
+    STMT_TASK_LIST,
+    STMT_TASK_CANCEL,
+    STMT_TASK_CLAIM,
+    STMT_TASK_NEXT_RUN,
+    STMT_TASK_START,
+    STMT_TASK_HEARTBEAT,
+    STMT_TASK_FINISH,
+    STMT_TASK_RELEASE,
+    STMT_TASK_RECOVER,
+    STMT_WORKER_REGISTER,
+    STMT_WORKER_LIST,
     STMT_COUNT
 } db_stmt;
 
 /* Columns of a dead letter, in the order readers index them. */
 #define DLQ_COLUMNS "id, queue, partition_id, partition, consumer_group, message_offset, message_id," \
     " transaction_id, trace_id, payload, error_message, retry_count, created_at, failed_at, encrypted"
+
+/* Columns of a task, live or finished, in the order api/tasks.c reads them
+ * (TASK_C_*). */
+#define TASK_COLUMNS "id, task_name, queue_name, status, args, priority, attempt, retry_count, max_retries," \
+    " sent_at, run_at, good_until, timeout_ms, worker_id, claimed_at, started_at, finished_at," \
+    " cancel_requested, result, error_code, error_message, idempotency_key, retention_class_key"
+enum {
+    TASK_C_ID, TASK_C_NAME, TASK_C_QUEUE, TASK_C_STATUS, TASK_C_ARGS, TASK_C_PRIORITY, TASK_C_ATTEMPT,
+    TASK_C_RETRIES, TASK_C_MAX_RETRIES, TASK_C_SENT, TASK_C_RUN_AT, TASK_C_GOOD_UNTIL, TASK_C_TIMEOUT,
+    TASK_C_WORKER, TASK_C_CLAIMED, TASK_C_STARTED, TASK_C_FINISHED, TASK_C_CANCEL, TASK_C_RESULT,
+    TASK_C_CODE, TASK_C_MESSAGE, TASK_C_KEY, TASK_C_CLASS
+};
+/* Columns of a claimed task, in the order tasks/claim.c reads them. */
+#define CLAIM_COLUMNS "id, task_name, queue_name, args, priority, claim_id, attempt, retry_count, timeout_ms"
 
 typedef struct db_statement {
     const char *name;

@@ -1,0 +1,169 @@
+/* task_input: reads one task to send from a request body (POST
+ * /api/v1/tasks), every field checked before anything is written. Each
+ * problem is a 400 naming the field, prefixed with where the task is
+ * ("tasks[2]: ") when it is one of a batch. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "api/api.h"
+#include "api/task_input.h"
+#include "base/xalloc.h"
+
+#define TASK_MAX_DELAY_BEFORE_RUN_MS (366LL * 86400000LL)   /* delayMs: a year at most */
+#define TASK_KEY_MAX 200
+
+static int bad(httpd_req *req, const char *where, const char *field, const char *msg)
+{
+    httpd_error_field(req, 400, "field", field, "%s%s %s", where, field, msg);
+    return -1;
+}
+
+static int read_name(httpd_req *req, const json_doc *d, uint32_t obj, const char *where, const char *key,
+                     size_t max, bool required, char **out)
+{
+    if (api_member_string(req, d, obj, where, key, out) < 0) return -1;
+    if (!*out && required) return bad(req, where, key, "is required");
+    if (*out && strlen(*out) > max) {
+        char msg[64];
+        snprintf(msg, sizeof msg, "must be at most %zu characters", max);
+        return bad(req, where, key, msg);
+    }
+    return 0;
+}
+
+static int read_queue(httpd_req *req, server *srv, const json_doc *d, uint32_t obj, const char *where,
+                      task_spec *t)
+{
+    if (read_name(req, d, obj, where, "queue", TASK_NAME_MAX, true, &t->queue) < 0) return -1;
+    bool known;
+    const task_queue_policy *q = task_hub_queue(srv->tasks, t->queue, &known);
+    if (!known) {
+        httpd_error_field(req, 400, "field", "queue", "%squeue \"%s\" is not declared in the configuration file",
+                          where, t->queue);
+        return -1;
+    }
+    if (q) t->priority = q->priority;
+    return 0;
+}
+
+/* args: any JSON value, stored verbatim (absent: null). */
+static void read_args(const json_doc *d, uint32_t obj, task_spec *t)
+{
+    int v = json_get(d, obj, "args");
+    size_t n = 4;
+    const char *text = "null";
+    if (v >= 0) text = json_span(d, (uint32_t)v, &n);
+    t->args = xstrndup(text, n);
+}
+
+static int read_when(httpd_req *req, const json_doc *d, uint32_t obj, const char *where, task_spec *t)
+{
+    if (api_member_int(req, d, obj, where, "delayMs", 0, TASK_MAX_DELAY_BEFORE_RUN_MS, &t->delay_ms) < 0 ||
+        api_member_string(req, d, obj, where, "runAt", &t->run_at) < 0 ||
+        api_member_string(req, d, obj, where, "goodUntil", &t->good_until) < 0 ||
+        api_check_time(req, "runAt", t->run_at) < 0 || api_check_time(req, "goodUntil", t->good_until) < 0)
+        return -1;
+    if (t->run_at && t->delay_ms > 0) return bad(req, where, "runAt", "and delayMs cannot both be given");
+    return 0;
+}
+
+static int read_int_field(httpd_req *req, const json_doc *d, uint32_t obj, const char *where, const char *key,
+                          int64_t min, int64_t max, int *out)
+{
+    int64_t v = *out;
+    if (api_member_int(req, d, obj, where, key, min, max, &v) < 0) return -1;
+    *out = (int)v;
+    return 0;
+}
+
+static int read_delays(httpd_req *req, const json_doc *d, uint32_t obj, const char *where, task_retry *r)
+{
+    int v = json_get(d, obj, "delaysMs");
+    if (v < 0 || d->tokens[v].type == JSON_NULL) return 0;
+    if (d->tokens[v].type != JSON_ARRAY || d->tokens[v].count == 0 || d->tokens[v].count > TASK_MAX_DELAYS)
+        return bad(req, where, "retry.delaysMs", "must be an array of 1 to 20 integers");
+    for (uint32_t i = 0; i < d->tokens[v].count; i++) {
+        int64_t ms;
+        int e = json_at(d, (uint32_t)v, i);
+        if (json_int64(d, (uint32_t)e, &ms) < 0 || ms < 0 || ms > TASK_MAX_DELAY_MS)
+            return bad(req, where, "retry.delaysMs", "must hold integers from 0 to 86400000");
+        r->delays_ms[r->ndelays++] = (int)ms;
+    }
+    return 0;
+}
+
+static int read_retry_on(httpd_req *req, const json_doc *d, uint32_t obj, const char *where, task_retry *r)
+{
+    int v = json_get(d, obj, "retryOn");
+    if (v < 0 || d->tokens[v].type == JSON_NULL) return 0;
+    if (d->tokens[v].type != JSON_ARRAY || d->tokens[v].count == 0 || d->tokens[v].count > TASK_MAX_RETRY_CODES)
+        return bad(req, where, "retry.retryOn", "must be an array of 1 to 16 error codes");
+    for (uint32_t i = 0; i < d->tokens[v].count; i++) {
+        int e = json_at(d, (uint32_t)v, i);
+        if (d->tokens[e].type != JSON_STRING || d->tokens[e].end - d->tokens[e].start <= 2 ||
+            d->tokens[e].end - d->tokens[e].start > TASK_CODE_MAX + 2)
+            return bad(req, where, "retry.retryOn", "must hold non-empty strings of at most 64 characters");
+        r->retry_on[r->nretry_on++] = json_str_dup(d, (uint32_t)e);
+    }
+    return 0;
+}
+
+static int read_jitter(httpd_req *req, const json_doc *d, uint32_t obj, const char *where, task_retry *r)
+{
+    int v = json_get(d, obj, "jitter");
+    if (v < 0 || d->tokens[v].type == JSON_NULL) return 0;
+    size_t n;
+    const char *text = json_span(d, (uint32_t)v, &n);
+    char tmp[64];
+    if (d->tokens[v].type != JSON_NUMBER || n >= sizeof tmp) return bad(req, where, "retry.jitter", "must be a number from 0 to 1");
+    memcpy(tmp, text, n);
+    tmp[n] = '\0';
+    double j = strtod(tmp, NULL);
+    if (!(j >= 0 && j <= 1)) return bad(req, where, "retry.jitter", "must be a number from 0 to 1");
+    r->jitter = j;
+    return 0;
+}
+
+/* retry: {"maxRetries", "delaysMs": [...] | "backoff": {"baseMs", "capMs"}, "jitter", "retryOn": [...]} */
+static int read_retry(httpd_req *req, const json_doc *d, uint32_t obj, const char *where, task_retry *r)
+{
+    int v = json_get(d, obj, "retry");
+    if (v < 0 || d->tokens[v].type == JSON_NULL) return 0;
+    if (d->tokens[v].type != JSON_OBJECT) return bad(req, where, "retry", "must be an object");
+    uint32_t o = (uint32_t)v;
+    if (read_int_field(req, d, o, where, "maxRetries", 0, TASK_MAX_RETRIES, &r->max_retries) < 0 ||
+        read_delays(req, d, o, where, r) < 0 || read_retry_on(req, d, o, where, r) < 0 ||
+        read_jitter(req, d, o, where, r) < 0)
+        return -1;
+    int b = json_get(d, o, "backoff");
+    if (b >= 0 && d->tokens[b].type != JSON_NULL) {
+        if (d->tokens[b].type != JSON_OBJECT) return bad(req, where, "retry.backoff", "must be an object");
+        if (r->ndelays) return bad(req, where, "retry.backoff", "and retry.delaysMs cannot both be given");
+        r->cap_ms = TASK_MAX_DELAY_MS;
+        if (read_int_field(req, d, (uint32_t)b, where, "baseMs", 1, TASK_MAX_DELAY_MS, &r->base_ms) < 0 ||
+            read_int_field(req, d, (uint32_t)b, where, "capMs", 1, TASK_MAX_DELAY_MS, &r->cap_ms) < 0)
+            return -1;
+        if (r->base_ms == 0) return bad(req, where, "retry.backoff.baseMs", "is required");
+        if (r->cap_ms < r->base_ms) return bad(req, where, "retry.backoff.capMs", "must be at least baseMs");
+    }
+    return 0;
+}
+
+int api_task_spec(httpd_req *req, server *srv, const json_doc *d, uint32_t obj, const char *where, task_spec *t)
+{
+    if (d->tokens[obj].type != JSON_OBJECT) {
+        httpd_error(req, 400, "%stask must be an object", where);
+        return -1;
+    }
+    ids_uuid7(t->id);
+    read_args(d, obj, t);
+    if (read_name(req, d, obj, where, "name", TASK_NAME_MAX, true, &t->name) < 0 ||
+        read_queue(req, srv, d, obj, where, t) < 0 ||
+        read_int_field(req, d, obj, where, "priority", TASK_PRIORITY_MIN, TASK_PRIORITY_MAX, &t->priority) < 0 ||
+        read_when(req, d, obj, where, t) < 0 ||
+        read_int_field(req, d, obj, where, "timeoutMs", 1, TASK_MAX_TIMEOUT_MS, &t->timeout_ms) < 0 ||
+        read_retry(req, d, obj, where, &t->retry) < 0 ||
+        read_name(req, d, obj, where, "idempotencyKey", TASK_KEY_MAX, false, &t->idempotency_key) < 0)
+        return -1;
+    return 0;
+}

@@ -1,0 +1,317 @@
+/* tasks: POST /api/v1/tasks (one task or {"tasks": [...]}), GET
+ * /api/v1/tasks/:id (?wait=MS: until it is terminal), GET /api/v1/tasks
+ * (?queue=&status=&limit=&cursor=), POST /api/v1/tasks/:id/cancel. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "api/api.h"
+#include "api/task_input.h"
+#include "base/clock.h"
+#include "base/xalloc.h"
+#include "db/result.h"
+#include "tasks/send.h"
+
+#define TASK_MAX_WAIT_MS  60000
+#define TASK_LIST_DEFAULT 100
+#define TASK_LIST_MAX     1000
+
+/* ---- one task as JSON ---- */
+
+static void emit_json_col(emit *e, const PGresult *r, int row, int col)
+{
+    if (db_null(r, row, col)) { emit_null(e); return; }
+    size_t n;
+    const char *text = db_json(r, row, col, &n);
+    emit_raw(e, text, n);   /* stored verbatim from a checked JSON value */
+}
+
+static void emit_int_col(emit *e, const PGresult *r, int row, int col)
+{
+    if (db_null(r, row, col)) emit_null(e);
+    else emit_int(e, db_int(r, row, col));
+}
+
+void api_emit_task(emit *e, const PGresult *r, int row)
+{
+    emit_object(e);
+    emit_key(e, "id"); api_emit_uuid_col(e, r, row, TASK_C_ID);
+    emit_key(e, "name"); api_emit_text_col(e, r, row, TASK_C_NAME);
+    emit_key(e, "queue"); api_emit_text_col(e, r, row, TASK_C_QUEUE);
+    emit_key(e, "status"); api_emit_text_col(e, r, row, TASK_C_STATUS);
+    emit_key(e, "args"); emit_json_col(e, r, row, TASK_C_ARGS);
+    emit_key(e, "priority"); emit_int_col(e, r, row, TASK_C_PRIORITY);
+    emit_key(e, "attempt"); emit_int_col(e, r, row, TASK_C_ATTEMPT);
+    emit_key(e, "retryCount"); emit_int_col(e, r, row, TASK_C_RETRIES);
+    emit_key(e, "maxRetries"); emit_int_col(e, r, row, TASK_C_MAX_RETRIES);
+    emit_key(e, "sentAt"); api_emit_time_col(e, r, row, TASK_C_SENT);
+    emit_key(e, "runAt"); api_emit_time_col(e, r, row, TASK_C_RUN_AT);
+    emit_key(e, "goodUntil"); api_emit_time_col(e, r, row, TASK_C_GOOD_UNTIL);
+    emit_key(e, "timeoutMs"); emit_int_col(e, r, row, TASK_C_TIMEOUT);
+    emit_key(e, "workerId"); api_emit_text_col(e, r, row, TASK_C_WORKER);
+    emit_key(e, "claimedAt"); api_emit_time_col(e, r, row, TASK_C_CLAIMED);
+    emit_key(e, "startedAt"); api_emit_time_col(e, r, row, TASK_C_STARTED);
+    emit_key(e, "finishedAt"); api_emit_time_col(e, r, row, TASK_C_FINISHED);
+    emit_key(e, "cancelRequested"); emit_bool(e, db_bool(r, row, TASK_C_CANCEL));
+    emit_key(e, "result"); emit_json_col(e, r, row, TASK_C_RESULT);
+    emit_key(e, "errorCode"); api_emit_text_col(e, r, row, TASK_C_CODE);
+    emit_key(e, "errorMessage"); api_emit_text_col(e, r, row, TASK_C_MESSAGE);
+    emit_key(e, "idempotencyKey"); api_emit_text_col(e, r, row, TASK_C_KEY);
+    emit_key(e, "retentionClassKey"); api_emit_text_col(e, r, row, TASK_C_CLASS);
+    emit_end(e);
+}
+
+/* ---- send ---- */
+
+typedef struct send_call {
+    httpd_req *req;
+    bool       batch;
+} send_call;
+
+static void emit_sent(emit *e, const PGresult *r, int row)
+{
+    emit_key(e, "id"); api_emit_uuid_col(e, r, row, 1);
+    emit_key(e, "created"); emit_bool(e, db_bool(r, row, 2));
+}
+
+static void sent(void *arg, const db_reply *reply)
+{
+    send_call *c = arg;
+    if (reply->error) { api_db_error(c->req, reply); free(c); return; }
+    const PGresult *r = reply->results[0];
+    buf out;
+    buf_init(&out);
+    emit e;
+    emit_init(&e, &out);
+    emit_object(&e);
+    if (c->batch) {
+        emit_key(&e, "tasks"); emit_array(&e);
+        for (int row = 0; row < PQntuples(r); row++) { emit_object(&e); emit_sent(&e, r, row); emit_end(&e); }
+        emit_end(&e);
+    } else {
+        emit_sent(&e, r, 0);
+    }
+    emit_end(&e);
+    httpd_reply_buf(c->req, 201, &out);
+    free(c);
+}
+
+/* The tasks of the body: {"tasks": [...]} or one task object. */
+static int read_specs(httpd_req *req, server *srv, const json_doc *d, task_spec **specs, size_t *n, bool *batch)
+{
+    int arr = json_get(d, 0, "tasks");
+    *batch = arr >= 0;
+    uint32_t count = *batch ? d->tokens[arr].count : 1;
+    if (*batch && (d->tokens[arr].type != JSON_ARRAY || count == 0 || count > TASK_MAX_BATCH)) {
+        httpd_error_field(req, 400, "field", "tasks", "tasks must be an array of 1 to %d tasks", TASK_MAX_BATCH);
+        return -1;
+    }
+    *specs = xcalloc(count, sizeof **specs);
+    *n = count;
+    for (uint32_t i = 0; i < count; i++) {
+        char where[32] = "";
+        if (*batch) snprintf(where, sizeof where, "tasks[%u]: ", i);
+        task_spec_init(&(*specs)[i]);
+        uint32_t obj = *batch ? (uint32_t)json_at(d, (uint32_t)arr, i) : 0;
+        if (api_task_spec(req, srv, d, obj, where, &(*specs)[i]) < 0) return -1;
+    }
+    return 0;
+}
+
+static void free_specs(task_spec *specs, size_t n)
+{
+    for (size_t i = 0; i < n; i++) task_spec_fini(&specs[i]);
+    free(specs);
+}
+
+void api_task_send(httpd_req *req, server *srv)
+{
+    json_doc d;
+    json_doc_init(&d);
+    task_spec *specs = NULL;
+    size_t n = 0;
+    bool batch;
+    if (api_read_object(req, srv, &d) == 0 && read_specs(req, srv, &d, &specs, &n, &batch) == 0) {
+        send_call *c = xcalloc(1, sizeof *c);
+        c->req = req;
+        c->batch = batch;
+        db_job *job = db_job_new(sent, c);
+        task_send_call(job, specs, n);
+        db_submit(srv->pool, job);
+    }
+    free_specs(specs, n);
+    json_doc_fini(&d);
+}
+
+/* ---- get, waiting for the end ---- */
+
+typedef struct get_call {
+    httpd_req *req;
+    server    *srv;
+    char       id[IDS_UUID_TEXT];
+    uint8_t    raw[16];
+    int64_t    deadline_us;   /* 0: no wait */
+    task_park *park;
+} get_call;
+
+static void get_again(get_call *c);
+
+static void reply_task(httpd_req *req, const PGresult *r)
+{
+    buf out;
+    buf_init(&out);
+    emit e;
+    emit_init(&e, &out);
+    api_emit_task(&e, r, 0);
+    httpd_reply_buf(req, 200, &out);
+}
+
+static void on_wake(void *arg, bool timed_out)
+{
+    get_call *c = arg;
+    (void)timed_out;
+    c->park = NULL;
+    get_again(c);
+}
+
+static bool keeps_waiting(const get_call *c)
+{
+    return c->deadline_us > clock_mono_us() && !c->srv->draining;
+}
+
+static void got(void *arg, const db_reply *reply)
+{
+    get_call *c = arg;
+    const PGresult *r = reply->error ? NULL : reply->results[0];
+    bool done = reply->error || PQntuples(r) == 0 || task_status_terminal(db_str(r, 0, TASK_C_STATUS));
+    if (done || !keeps_waiting(c)) {
+        if (c->park) task_park_cancel(c->park);
+        if (reply->error) api_db_error(c->req, reply);
+        else if (PQntuples(r) == 0) httpd_error(c->req, 404, "no task %s", c->id);
+        else reply_task(c->req, r);
+        free(c);
+        return;
+    }
+    task_park_arm(c->park);
+}
+
+static void get_again(get_call *c)
+{
+    if (keeps_waiting(c))
+        c->park = task_park_done(c->srv->tasks, c->raw, (c->deadline_us - clock_mono_us()) / 1000, on_wake, c);
+    const char *values[1] = { c->id };
+    db_job *job = db_job_new(got, c);
+    db_job_call(job, STMT_TASK_GET, values, NULL, NULL);
+    db_submit(c->srv->pool, job);
+}
+
+void api_task_get(httpd_req *req, server *srv)
+{
+    char id[IDS_UUID_TEXT];
+    int64_t wait_ms;
+    if (api_read_uuid(req, req->params[0], id, "id") < 0 ||
+        api_query_int(req, "wait", 0, 0, TASK_MAX_WAIT_MS, &wait_ms) < 0)
+        return;
+    get_call *c = xcalloc(1, sizeof *c);
+    c->req = req;
+    c->srv = srv;
+    memcpy(c->id, id, sizeof id);
+    if (ids_uuid_parse(id, strlen(id), c->raw) < 0) abort();   /* api_read_uuid checked it */
+    c->deadline_us = wait_ms > 0 ? clock_mono_us() + wait_ms * 1000 : 0;
+    get_again(c);
+}
+
+/* ---- list ---- */
+
+typedef struct list_call {
+    httpd_req *req;
+    int64_t    limit;
+} list_call;
+
+static void listed(void *arg, const db_reply *reply)
+{
+    list_call *c = arg;
+    if (reply->error) { api_db_error(c->req, reply); free(c); return; }
+    const PGresult *r = reply->results[0];
+    int n = PQntuples(r);
+    buf out;
+    buf_init(&out);
+    emit e;
+    emit_init(&e, &out);
+    emit_object(&e);
+    emit_key(&e, "tasks"); emit_array(&e);
+    for (int row = 0; row < n; row++) api_emit_task(&e, r, row);
+    emit_end(&e);
+    /* A full page may have more after it: its last id is where the next starts. */
+    emit_key(&e, "nextCursor");
+    if (n == c->limit && n > 0) api_emit_uuid_col(&e, r, n - 1, TASK_C_ID);
+    else emit_null(&e);
+    emit_end(&e);
+    httpd_reply_buf(c->req, 200, &out);
+    free(c);
+}
+
+void api_task_list(httpd_req *req, server *srv)
+{
+    int64_t limit;
+    const char *queue = httpd_query(req, "queue"), *status = httpd_query(req, "status");
+    const char *cursor = httpd_query(req, "cursor");
+    char cur[IDS_UUID_TEXT];
+    if (api_query_int(req, "limit", TASK_LIST_DEFAULT, 1, TASK_LIST_MAX, &limit) < 0) return;
+    if (status && !task_status_valid(status)) {
+        httpd_error_field(req, 400, "field", "status", "status must be one of PENDING, CLAIMED, RUNNING, COMPLETED,"
+                          " FAILED, CANCELLED, EXPIRED");
+        return;
+    }
+    if (cursor && api_read_uuid(req, cursor, cur, "cursor") < 0) return;
+    list_call *c = xcalloc(1, sizeof *c);
+    c->req = req;
+    c->limit = limit;
+    char lim[24];
+    snprintf(lim, sizeof lim, "%lld", (long long)limit);
+    const char *values[4] = { queue, status, cursor ? cur : NULL, lim };
+    db_job *job = db_job_new(listed, c);
+    db_job_call(job, STMT_TASK_LIST, values, NULL, NULL);
+    db_submit(srv->pool, job);
+}
+
+/* ---- cancel ---- */
+
+typedef struct cancel_call {
+    httpd_req *req;
+    char       id[IDS_UUID_TEXT];
+} cancel_call;
+
+static void cancelled(void *arg, const db_reply *reply)
+{
+    cancel_call *c = arg;
+    const PGresult *r = reply->error ? NULL : reply->results[0];
+    if (reply->error) api_db_error(c->req, reply);
+    else if (db_null(r, 0, 0)) httpd_error(c->req, 404, "no task %s", c->id);
+    else {
+        const char *status = db_str(r, 0, 0);
+        buf out;
+        buf_init(&out);
+        emit e;
+        emit_init(&e, &out);
+        emit_object(&e);
+        emit_key(&e, "id"); emit_str(&e, c->id);
+        emit_key(&e, "status"); emit_str(&e, status);
+        /* RUNNING: its worker is told on its next heartbeat. */
+        emit_key(&e, "cancelled"); emit_bool(&e, strcmp(status, "CANCELLED") == 0);
+        emit_key(&e, "cancelRequested"); emit_bool(&e, strcmp(status, "RUNNING") == 0);
+        emit_end(&e);
+        httpd_reply_buf(c->req, 200, &out);
+    }
+    free(c);
+}
+
+void api_task_cancel(httpd_req *req, server *srv)
+{
+    cancel_call *c = xcalloc(1, sizeof *c);
+    if (api_read_uuid(req, req->params[0], c->id, "id") < 0) { free(c); return; }
+    c->req = req;
+    const char *values[1] = { c->id };
+    db_job *job = db_job_new(cancelled, c);
+    db_job_call(job, STMT_TASK_CANCEL, values, NULL, NULL);
+    db_submit(srv->pool, job);
+}

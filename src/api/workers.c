@@ -1,0 +1,518 @@
+/* workers: the worker protocol over HTTP.
+ *   POST /api/v1/workers                       register
+ *   GET  /api/v1/workers                       list
+ *   POST /api/v1/workers/:workerId/claim       claim (long-poll: waitMs)
+ *   POST /api/v1/workers/:workerId/heartbeat   heartbeats; says what was cancelled or lost
+ *   POST /api/v1/workers/:workerId/release     hand claimed, unstarted tasks back
+ *   POST /api/v1/tasks/:id/start|complete|fail under the claim's claimId
+ * Every call about a task names the claimId its claim returned: a claim
+ * recovery took back (or cancel ended) no longer matches, and the call is
+ * refused with 409, changing nothing (fencing). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "api/api.h"
+#include "base/clock.h"
+#include "base/xalloc.h"
+#include "db/array.h"
+#include "db/result.h"
+#include "tasks/tasks.h"
+
+#define WORKER_ID_MAX     200
+#define CLAIM_MAX_WAIT_MS 60000
+#define MAX_CONCURRENCY   10000
+#define MAX_QUEUES        64
+#define TASK_MESSAGE_MAX  4096
+
+static void reply_emitted(httpd_req *req, int status, buf *out) { httpd_reply_buf(req, status, out); }
+
+static int read_worker_id(httpd_req *req, const char *id)
+{
+    if (strlen(id) > WORKER_ID_MAX) {
+        httpd_error_field(req, 400, "field", "workerId", "workerId must be at most %d characters", WORKER_ID_MAX);
+        return -1;
+    }
+    return 0;
+}
+
+/* queues: a non-empty array of queue names, each declared (when the
+ * configuration declares any). */
+static int read_queues(httpd_req *req, server *srv, const json_doc *d, db_array *names, db_array *caps,
+                       char ***list, size_t *n)
+{
+    int v = json_get(d, 0, "queues");
+    if (v < 0 || d->tokens[v].type != JSON_ARRAY || d->tokens[v].count == 0 || d->tokens[v].count > MAX_QUEUES) {
+        httpd_error_field(req, 400, "field", "queues", "queues must be an array of 1 to %d queue names", MAX_QUEUES);
+        return -1;
+    }
+    *n = d->tokens[v].count;
+    *list = xcalloc(*n, sizeof **list);
+    for (uint32_t i = 0; i < *n; i++) {
+        int e = json_at(d, (uint32_t)v, i);
+        bool known;
+        if (d->tokens[e].type != JSON_STRING || d->tokens[e].end - d->tokens[e].start <= 2) {
+            httpd_error_field(req, 400, "field", "queues", "queues[%u] must be a non-empty string", i);
+            return -1;
+        }
+        (*list)[i] = json_str_dup(d, (uint32_t)e);
+        const task_queue_policy *q = task_hub_queue(srv->tasks, (*list)[i], &known);
+        if (!known) {
+            httpd_error_field(req, 400, "field", "queues", "queues[%u]: queue \"%s\" is not declared in the"
+                              " configuration file", i, (*list)[i]);
+            return -1;
+        }
+        if (names) db_array_text(names, (*list)[i]);
+        if (caps) db_array_int(caps, q ? q->max_concurrency : 0);
+    }
+    return 0;
+}
+
+static void free_list(char **list, size_t n)
+{
+    for (size_t i = 0; list && i < n; i++) free(list[i]);
+    free(list);
+}
+
+/* ---- register and list ---- */
+
+typedef struct reg_call {
+    httpd_req *req;
+    server    *srv;
+    char      *worker;
+} reg_call;
+
+static void registered(void *arg, const db_reply *reply)
+{
+    reg_call *c = arg;
+    if (reply->error) api_db_error(c->req, reply);
+    else {
+        const task_settings *s = task_hub_settings(c->srv->tasks);
+        buf out;
+        buf_init(&out);
+        emit e;
+        emit_init(&e, &out);
+        emit_object(&e);
+        emit_key(&e, "workerId"); emit_str(&e, c->worker);
+        emit_key(&e, "registeredAt"); api_emit_time_col(&e, reply->results[0], 0, 0);
+        emit_key(&e, "claimerHeartbeatIntervalMs"); emit_int(&e, s->claimer_heartbeat_interval_ms);
+        emit_key(&e, "runnerHeartbeatIntervalMs"); emit_int(&e, s->runner_heartbeat_interval_ms);
+        emit_end(&e);
+        reply_emitted(c->req, 201, &out);
+    }
+    free(c->worker);
+    free(c);
+}
+
+static int read_registration(httpd_req *req, server *srv, const json_doc *d, char **worker, char **host,
+                             int64_t *pid, int64_t *concurrency, db_array *queues)
+{
+    char **list = NULL;
+    size_t n = 0;
+    int rc = api_opt_string(req, d, 0, "workerId", worker) < 0 || api_opt_string(req, d, 0, "hostname", host) < 0 ||
+             api_member_int(req, d, 0, "", "pid", 0, 4194304, pid) < 0 ||
+             api_member_int(req, d, 0, "", "concurrency", 1, MAX_CONCURRENCY, concurrency) < 0 ||
+             read_queues(req, srv, d, queues, NULL, &list, &n) < 0 ? -1 : 0;
+    free_list(list, n);
+    if (rc == 0 && *worker && read_worker_id(req, *worker) < 0) rc = -1;
+    return rc;
+}
+
+void api_worker_register(httpd_req *req, server *srv)
+{
+    json_doc d;
+    json_doc_init(&d);
+    char *worker = NULL, *host = NULL;
+    int64_t pid = 0, concurrency = 1;
+    db_array queues;
+    db_array_init(&queues);
+    if (api_read_object(req, srv, &d) == 0 &&
+        read_registration(req, srv, &d, &worker, &host, &pid, &concurrency, &queues) == 0) {
+        if (!worker) {   /* none given: one is made */
+            uint8_t id[16];
+            worker = xmalloc(IDS_UUID_TEXT);
+            ids_uuid7(id);
+            ids_uuid_format(id, worker);
+        }
+        char pids[24], conc[24];
+        snprintf(pids, sizeof pids, "%lld", (long long)pid);
+        snprintf(conc, sizeof conc, "%lld", (long long)concurrency);
+        reg_call *c = xcalloc(1, sizeof *c);
+        c->req = req;
+        c->srv = srv;
+        c->worker = worker;
+        worker = NULL;
+        const char *values[5] = { c->worker, host ? host : "", pids, db_array_literal(&queues), conc };
+        db_job *job = db_job_new(registered, c);
+        db_job_call(job, STMT_WORKER_REGISTER, values, NULL, NULL);
+        db_submit(srv->pool, job);
+    }
+    free(worker);
+    free(host);
+    db_array_fini(&queues);
+    json_doc_fini(&d);
+}
+
+static void workers_listed(void *arg, const db_reply *reply)
+{
+    httpd_req *req = arg;
+    if (reply->error) { api_db_error(req, reply); return; }
+    const PGresult *r = reply->results[0];
+    buf out;
+    buf_init(&out);
+    emit e;
+    emit_init(&e, &out);
+    emit_object(&e);
+    emit_key(&e, "workers"); emit_array(&e);
+    for (int row = 0; row < PQntuples(r); row++) {
+        size_t n;
+        const char *queues = db_json(r, row, 3, &n);
+        emit_object(&e);
+        emit_key(&e, "workerId"); api_emit_text_col(&e, r, row, 0);
+        emit_key(&e, "hostname"); api_emit_text_col(&e, r, row, 1);
+        emit_key(&e, "pid"); emit_int(&e, db_int(r, row, 2));
+        emit_key(&e, "queues");
+        if (emit_json(&e, queues, n) < 0) emit_null(&e);
+        emit_key(&e, "concurrency"); emit_int(&e, db_int(r, row, 4));
+        emit_key(&e, "registeredAt"); api_emit_time_col(&e, r, row, 5);
+        emit_key(&e, "lastSeenAt"); api_emit_time_col(&e, r, row, 6);
+        emit_key(&e, "claimed"); emit_int(&e, db_int(r, row, 7));
+        emit_key(&e, "running"); emit_int(&e, db_int(r, row, 8));
+        emit_end(&e);
+    }
+    emit_end(&e);
+    emit_end(&e);
+    reply_emitted(req, 200, &out);
+}
+
+void api_worker_list(httpd_req *req, server *srv)
+{
+    db_job *job = db_job_new(workers_listed, req);
+    db_job_call(job, STMT_WORKER_LIST, NULL, NULL, NULL);
+    db_submit(srv->pool, job);
+}
+
+/* ---- claim ---- */
+
+typedef struct claim_call {
+    httpd_req *req;
+    server    *srv;
+    char      *worker;
+    char     **queues;
+    size_t     nqueues;
+    char      *names, *caps;   /* array literals */
+    int64_t    max;
+    int64_t    deadline_us;
+    task_park *park;
+} claim_call;
+
+static void claim_now(claim_call *c);
+
+static void claim_free(claim_call *c)
+{
+    free(c->worker);
+    free_list(c->queues, c->nqueues);
+    free(c->names);
+    free(c->caps);
+    free(c);
+}
+
+static void emit_claimed(emit *e, const PGresult *r, int row)
+{
+    size_t n;
+    const char *args = db_json(r, row, 3, &n);
+    emit_object(e);
+    emit_key(e, "id"); api_emit_uuid_col(e, r, row, 0);
+    emit_key(e, "name"); api_emit_text_col(e, r, row, 1);
+    emit_key(e, "queue"); api_emit_text_col(e, r, row, 2);
+    emit_key(e, "args"); emit_raw(e, args, n);
+    emit_key(e, "priority"); emit_int(e, db_int(r, row, 4));
+    emit_key(e, "claimId"); api_emit_uuid_col(e, r, row, 5);
+    emit_key(e, "attempt"); emit_int(e, db_int(r, row, 6) + 1);   /* the attempt a start begins */
+    emit_key(e, "retryCount"); emit_int(e, db_int(r, row, 7));
+    emit_key(e, "timeoutMs");
+    if (db_null(r, row, 8)) emit_null(e); else emit_int(e, db_int(r, row, 8));
+    emit_end(e);
+}
+
+static void claim_reply(claim_call *c, const PGresult *r)
+{
+    buf out;
+    buf_init(&out);
+    emit e;
+    emit_init(&e, &out);
+    emit_object(&e);
+    emit_key(&e, "tasks"); emit_array(&e);
+    for (int row = 0; r && row < PQntuples(r); row++) emit_claimed(&e, r, row);
+    emit_end(&e);
+    emit_end(&e);
+    reply_emitted(c->req, 200, &out);
+}
+
+static void on_claim_wake(void *arg, bool timed_out)
+{
+    claim_call *c = arg;
+    (void)timed_out;
+    c->park = NULL;
+    claim_now(c);
+}
+
+static void claimed(void *arg, const db_reply *reply)
+{
+    claim_call *c = arg;
+    const PGresult *r = reply->error ? NULL : reply->results[0];
+    bool waiting = c->deadline_us > clock_mono_us() && !c->srv->draining;
+    if (reply->error || PQntuples(r) > 0 || !waiting) {
+        if (c->park) task_park_cancel(c->park);
+        if (reply->error) api_db_error(c->req, reply);
+        else claim_reply(c, r);
+        claim_free(c);
+        return;
+    }
+    task_park_arm(c->park);
+}
+
+static void claim_now(claim_call *c)
+{
+    int64_t left_ms = (c->deadline_us - clock_mono_us()) / 1000;
+    if (left_ms > 0 && !c->srv->draining)
+        c->park = task_park_sent(c->srv->tasks, c->queues, c->nqueues, left_ms, on_claim_wake, c);
+    char max[24];
+    snprintf(max, sizeof max, "%lld", (long long)c->max);
+    const char *values[4] = { c->worker, c->names, c->caps, max };
+    db_job *job = db_job_new(claimed, c);
+    db_job_call(job, STMT_TASK_CLAIM, values, NULL, NULL);
+    db_submit(c->srv->pool, job);
+}
+
+void api_worker_claim(httpd_req *req, server *srv)
+{
+    if (read_worker_id(req, req->params[0]) < 0) return;
+    json_doc d;
+    json_doc_init(&d);
+    claim_call *c = xcalloc(1, sizeof *c);
+    c->req = req;
+    c->srv = srv;
+    c->max = 1;
+    int64_t wait_ms = 0;
+    db_array names, caps;
+    db_array_init(&names);
+    db_array_init(&caps);
+    int rc = api_read_object(req, srv, &d) < 0 ||
+             read_queues(req, srv, &d, &names, &caps, &c->queues, &c->nqueues) < 0 ||
+             api_member_int(req, &d, 0, "", "max", 1, TASK_MAX_CLAIM, &c->max) < 0 ||
+             api_member_int(req, &d, 0, "", "waitMs", 0, CLAIM_MAX_WAIT_MS, &wait_ms) < 0 ? -1 : 0;
+    c->names = xstrdup(db_array_literal(&names));
+    c->caps = xstrdup(db_array_literal(&caps));
+    db_array_fini(&names);
+    db_array_fini(&caps);
+    json_doc_fini(&d);
+    if (rc < 0) { claim_free(c); return; }
+    c->worker = xstrdup(req->params[0]);
+    c->deadline_us = clock_mono_us() + wait_ms * 1000;
+    claim_now(c);
+}
+
+/* ---- calls under a claim: start, complete, fail ---- */
+
+typedef struct run_call {
+    httpd_req  *req;
+    char        id[IDS_UUID_TEXT];
+    const char *what;   /* "start", "complete", "fail" */
+} run_call;
+
+static void ran(void *arg, const db_reply *reply)
+{
+    run_call *c = arg;
+    const PGresult *r = reply->error ? NULL : reply->results[0];
+    if (reply->error) api_db_error(c->req, reply);
+    else if (db_null(r, 0, 0))
+        httpd_error(c->req, 409, "cannot %s task %s: the claim is not its current one (recovered, cancelled or"
+                    " finished)", c->what, c->id);
+    else {
+        buf out;
+        buf_init(&out);
+        emit e;
+        emit_init(&e, &out);
+        emit_object(&e);
+        emit_key(&e, "id"); emit_str(&e, c->id);
+        if (strcmp(c->what, "start") == 0) {
+            emit_key(&e, "status"); emit_str(&e, "RUNNING");
+            emit_key(&e, "attempt"); emit_int(&e, db_int(r, 0, 0));
+        } else {
+            emit_key(&e, "status"); api_emit_text_col(&e, r, 0, 0);
+        }
+        emit_end(&e);
+        reply_emitted(c->req, 200, &out);
+    }
+    free(c);
+}
+
+/* The task in the path and the claimId in the body. */
+static run_call *read_claim(httpd_req *req, const json_doc *d, const char *what, char claim[IDS_UUID_TEXT])
+{
+    run_call *c = xcalloc(1, sizeof *c);
+    char *text = NULL;
+    c->req = req;
+    c->what = what;
+    int rc = api_read_uuid(req, req->params[0], c->id, "id");
+    if (rc == 0) rc = api_opt_string(req, d, 0, "claimId", &text);
+    if (rc == 0 && !text) { httpd_error_field(req, 400, "field", "claimId", "claimId is required"); rc = -1; }
+    if (rc == 0) rc = api_read_uuid(req, text, claim, "claimId");
+    free(text);
+    if (rc < 0) { free(c); return NULL; }
+    return c;
+}
+
+void api_task_start(httpd_req *req, server *srv)
+{
+    json_doc d;
+    json_doc_init(&d);
+    char claim[IDS_UUID_TEXT];
+    run_call *c = api_read_object(req, srv, &d) == 0 ? read_claim(req, &d, "start", claim) : NULL;
+    json_doc_fini(&d);
+    if (!c) return;
+    const char *values[2] = { c->id, claim };
+    db_job *job = db_job_new(ran, c);
+    db_job_call(job, STMT_TASK_START, values, NULL, NULL);
+    db_submit(srv->pool, job);
+}
+
+static void finish(httpd_req *req, server *srv, run_call *c, const char *claim, const char *outcome,
+                   const char *result, const char *code, const char *message)
+{
+    const char *values[6] = { c->id, claim, outcome, result, code, message };
+    db_job *job = db_job_new(ran, c);
+    db_job_call(job, STMT_TASK_FINISH, values, NULL, NULL);
+    db_submit(srv->pool, job);
+    (void)req;
+}
+
+void api_task_complete(httpd_req *req, server *srv)
+{
+    json_doc d;
+    json_doc_init(&d);
+    char claim[IDS_UUID_TEXT];
+    run_call *c = api_read_object(req, srv, &d) == 0 ? read_claim(req, &d, "complete", claim) : NULL;
+    if (c) {
+        int v = json_get(&d, 0, "result");
+        size_t n = 4;
+        const char *text = v >= 0 ? json_span(&d, (uint32_t)v, &n) : "null";
+        char *result = xstrndup(text, n);
+        finish(req, srv, c, claim, "COMPLETED", result, NULL, NULL);
+        free(result);
+    }
+    json_doc_fini(&d);
+}
+
+void api_task_fail(httpd_req *req, server *srv)
+{
+    json_doc d;
+    json_doc_init(&d);
+    char claim[IDS_UUID_TEXT];
+    char *code = NULL, *message = NULL;
+    run_call *c = api_read_object(req, srv, &d) == 0 ? read_claim(req, &d, "fail", claim) : NULL;
+    if (c && (api_opt_string(req, &d, 0, "errorCode", &code) < 0 ||
+              api_opt_string(req, &d, 0, "errorMessage", &message) < 0)) {
+        free(c);
+        c = NULL;
+    }
+    if (c && (!code || strlen(code) > TASK_CODE_MAX)) {
+        httpd_error_field(req, 400, "field", "errorCode", "errorCode is required, at most %d characters", TASK_CODE_MAX);
+        free(c);
+        c = NULL;
+    }
+    if (c && message && strlen(message) > TASK_MESSAGE_MAX) message[TASK_MESSAGE_MAX] = '\0';   /* kept, shortened */
+    if (c) finish(req, srv, c, claim, "FAILED", NULL, code, message);
+    free(code);
+    free(message);
+    json_doc_fini(&d);
+}
+
+/* ---- heartbeat and release: a list of (id, claimId) ---- */
+
+typedef struct held_call {
+    httpd_req *req;
+    server    *srv;
+    bool       release;
+} held_call;
+
+static int read_held(httpd_req *req, const json_doc *d, db_array *ids, db_array *claims)
+{
+    int v = json_get(d, 0, "tasks");
+    if (v < 0 || d->tokens[v].type != JSON_ARRAY || d->tokens[v].count > TASK_MAX_CLAIM) {
+        httpd_error_field(req, 400, "field", "tasks", "tasks must be an array of at most %d {id, claimId}",
+                          TASK_MAX_CLAIM);
+        return -1;
+    }
+    for (uint32_t i = 0; i < d->tokens[v].count; i++) {
+        uint32_t e = (uint32_t)json_at(d, (uint32_t)v, i);
+        char where[32], *id = NULL, *claim = NULL, idn[IDS_UUID_TEXT], claimn[IDS_UUID_TEXT];
+        snprintf(where, sizeof where, "tasks[%u]: ", i);
+        int rc = d->tokens[e].type == JSON_OBJECT ? 0 : -1;
+        if (rc < 0) httpd_error(req, 400, "%stask must be an object with id and claimId", where);
+        if (rc == 0) rc = api_member_string(req, d, e, where, "id", &id);
+        if (rc == 0) rc = api_member_string(req, d, e, where, "claimId", &claim);
+        if (rc == 0 && (!id || !claim)) { httpd_error(req, 400, "%sid and claimId are required", where); rc = -1; }
+        if (rc == 0) rc = api_read_uuid(req, id, idn, "id");
+        if (rc == 0) rc = api_read_uuid(req, claim, claimn, "claimId");
+        free(id);
+        free(claim);
+        if (rc < 0) return -1;
+        db_array_text(ids, idn);
+        db_array_text(claims, claimn);
+    }
+    return 0;
+}
+
+static void held_done(void *arg, const db_reply *reply)
+{
+    held_call *c = arg;
+    if (reply->error) { api_db_error(c->req, reply); free(c); return; }
+    const PGresult *r = reply->results[0];
+    buf out;
+    buf_init(&out);
+    emit e;
+    emit_init(&e, &out);
+    emit_object(&e);
+    if (c->release) {
+        emit_key(&e, "released"); emit_int(&e, db_int(r, 0, 0));
+    } else {
+        emit_key(&e, "tasks"); emit_array(&e);
+        for (int row = 0; row < PQntuples(r); row++) {
+            emit_object(&e);
+            emit_key(&e, "id"); api_emit_uuid_col(&e, r, row, 0);
+            emit_key(&e, "state"); api_emit_text_col(&e, r, row, 1);
+            emit_end(&e);
+        }
+        emit_end(&e);
+    }
+    emit_end(&e);
+    reply_emitted(c->req, 200, &out);
+    free(c);
+}
+
+static void held_call_run(httpd_req *req, server *srv, bool release)
+{
+    if (read_worker_id(req, req->params[0]) < 0) return;
+    json_doc d;
+    json_doc_init(&d);
+    db_array ids, claims;
+    db_array_init(&ids);
+    db_array_init(&claims);
+    if (api_read_object(req, srv, &d) == 0 && read_held(req, &d, &ids, &claims) == 0) {
+        held_call *c = xcalloc(1, sizeof *c);
+        c->req = req;
+        c->srv = srv;
+        c->release = release;
+        const char *values[3] = { req->params[0], db_array_literal(&ids), db_array_literal(&claims) };
+        db_job *job = db_job_new(held_done, c);
+        db_job_call(job, release ? STMT_TASK_RELEASE : STMT_TASK_HEARTBEAT, values, NULL, NULL);
+        db_submit(srv->pool, job);
+    }
+    db_array_fini(&ids);
+    db_array_fini(&claims);
+    json_doc_fini(&d);
+}
+
+void api_worker_heartbeat(httpd_req *req, server *srv) { held_call_run(req, srv, false); }
+void api_worker_release(httpd_req *req, server *srv) { held_call_run(req, srv, true); }

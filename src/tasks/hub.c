@@ -1,0 +1,241 @@
+/* hub: notifications, parked callers and the recovery timer (see hub.h). */
+#include "tasks/hub.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "base/clock.h"
+#include "base/ids.h"
+#include "base/log.h"
+#include "base/xalloc.h"
+#include "db/listener.h"
+#include "db/result.h"
+
+#define TASK_CHANNEL "silt_tasks"
+
+typedef enum park_kind { PARK_DONE, PARK_SENT } park_kind;
+
+struct task_park {
+    task_hub     *hub;
+    task_park    *prev, *next;
+    park_kind     kind;
+    uint8_t       id[16];          /* PARK_DONE */
+    char        **queues;          /* PARK_SENT */
+    size_t        nqueues;
+    int64_t       deadline_us;     /* monotonic */
+    bool          woken, armed;
+    struct event *timer;
+    task_wake_fn  fn;
+    void         *arg;
+};
+
+struct task_hub {
+    struct event_base *base;
+    db_pool           *pool;
+    task_settings      settings;
+    db_listener       *listener;
+    task_park         *parks;
+    int                nparks;
+    struct event      *recovery;
+    bool               recovering, stopped;
+};
+
+/* ---- parks ---- */
+
+static void unlink_park(task_park *p)
+{
+    task_hub *h = p->hub;
+    if (p->prev) p->prev->next = p->next; else h->parks = p->next;
+    if (p->next) p->next->prev = p->prev;
+    h->nparks--;
+}
+
+static void free_park(task_park *p)
+{
+    event_free(p->timer);
+    for (size_t i = 0; i < p->nqueues; i++) free(p->queues[i]);
+    free(p->queues);
+    free(p);
+}
+
+static void fire(task_park *p, bool timed_out)
+{
+    unlink_park(p);
+    task_wake_fn fn = p->fn;
+    void *arg = p->arg;
+    free_park(p);
+    fn(arg, timed_out);
+}
+
+static void on_park_timer(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd; (void)what;
+    task_park *p = arg;
+    fire(p, !p->woken);
+}
+
+static task_park *new_park(task_hub *h, park_kind kind, int64_t wait_ms, task_wake_fn fn, void *arg)
+{
+    task_park *p = xcalloc(1, sizeof *p);
+    p->hub = h;
+    p->kind = kind;
+    p->deadline_us = clock_mono_us() + (wait_ms > 0 ? wait_ms : 0) * 1000;
+    p->fn = fn;
+    p->arg = arg;
+    p->timer = evtimer_new(h->base, on_park_timer, p);
+    p->next = h->parks;
+    if (h->parks) h->parks->prev = p;
+    h->parks = p;
+    h->nparks++;
+    if (h->stopped) p->woken = true;   /* draining: nothing will come */
+    return p;
+}
+
+task_park *task_park_done(task_hub *h, const uint8_t id[16], int64_t wait_ms, task_wake_fn fn, void *arg)
+{
+    task_park *p = new_park(h, PARK_DONE, wait_ms, fn, arg);
+    memcpy(p->id, id, 16);
+    return p;
+}
+
+task_park *task_park_sent(task_hub *h, char *const *queues, size_t nqueues, int64_t wait_ms,
+                          task_wake_fn fn, void *arg)
+{
+    task_park *p = new_park(h, PARK_SENT, wait_ms < TASK_RECHECK_MS ? wait_ms : TASK_RECHECK_MS, fn, arg);
+    p->queues = xcalloc(nqueues ? nqueues : 1, sizeof *p->queues);
+    for (size_t i = 0; i < nqueues; i++) p->queues[i] = xstrdup(queues[i]);
+    p->nqueues = nqueues;
+    return p;
+}
+
+bool task_park_woken(const task_park *p) { return p->woken; }
+
+/* From the event loop, never inside the caller's own call. */
+static void fire_soon(task_park *p)
+{
+    struct timeval now = { 0, 0 };
+    evtimer_add(p->timer, &now);
+}
+
+void task_park_arm(task_park *p)
+{
+    p->armed = true;
+    if (p->woken) { fire_soon(p); return; }
+    int64_t left = p->deadline_us - clock_mono_us();
+    if (left < 0) left = 0;
+    struct timeval tv = { (time_t)(left / 1000000), (suseconds_t)(left % 1000000) };
+    evtimer_add(p->timer, &tv);
+}
+
+void task_park_cancel(task_park *p)
+{
+    unlink_park(p);
+    free_park(p);
+}
+
+int task_hub_parked(const task_hub *h) { return h->nparks; }
+
+static bool park_matches(const task_park *p, const char *payload)
+{
+    if (!payload) return true;
+    if (p->kind == PARK_DONE && strncmp(payload, "done:", 5) == 0) {
+        uint8_t id[16];
+        return ids_uuid_parse(payload + 5, strlen(payload + 5), id) == 0 && memcmp(id, p->id, 16) == 0;
+    }
+    if (p->kind == PARK_SENT && strncmp(payload, "sent:", 5) == 0) {
+        for (size_t i = 0; i < p->nqueues; i++)
+            if (strcmp(p->queues[i], payload + 5) == 0) return true;
+    }
+    return false;
+}
+
+static void wake(task_hub *h, const char *payload)
+{
+    for (task_park *p = h->parks; p; p = p->next) {
+        if (p->woken || !park_matches(p, payload)) continue;
+        p->woken = true;
+        if (p->armed) fire_soon(p);
+    }
+}
+
+static void on_notify(void *arg, const char *payload) { wake(arg, payload); }
+
+/* ---- recovery ---- */
+
+static void schedule_recovery(task_hub *h)
+{
+    if (h->stopped) return;
+    int ms = h->settings.check_interval_ms;
+    struct timeval tv = { ms / 1000, (ms % 1000) * 1000 };
+    evtimer_add(h->recovery, &tv);
+}
+
+static void recovered(void *arg, const db_reply *reply)
+{
+    task_hub *h = arg;
+    h->recovering = false;
+    if (reply->error) log_warn("task recovery: %s", reply->error);
+    const PGresult *r = reply->error ? NULL : reply->results[0];
+    for (int row = 0; r && row < PQntuples(r); row++) {
+        char id[IDS_UUID_TEXT];
+        ids_uuid_format(db_uuid(r, row, 0), id);
+        log_info("task recovery: %s %s, now %s", id, db_str(r, row, 1), db_str(r, row, 2));
+    }
+    schedule_recovery(h);
+}
+
+static void on_recovery(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd; (void)what;
+    task_hub *h = arg;
+    if (h->recovering || h->stopped) return;
+    h->recovering = true;
+    char claimed[16], running[16];
+    snprintf(claimed, sizeof claimed, "%d", h->settings.claimed_stale_after_ms);
+    snprintf(running, sizeof running, "%d", h->settings.running_stale_after_ms);
+    const char *values[2] = { claimed, running };
+    db_job *job = db_job_new(recovered, h);
+    db_job_call(job, STMT_TASK_RECOVER, values, NULL, NULL);
+    db_submit(h->pool, job);
+}
+
+/* ---- the hub ---- */
+
+task_hub *task_hub_new(struct event_base *base, db_pool *pool, const char *conninfo, const task_settings *s)
+{
+    task_hub *h = xcalloc(1, sizeof *h);
+    h->base = base;
+    h->pool = pool;
+    h->settings = *s;
+    h->listener = db_listener_new(base, conninfo, TASK_CHANNEL, on_notify, h);
+    h->recovery = evtimer_new(base, on_recovery, h);
+    schedule_recovery(h);
+    return h;
+}
+
+const task_settings *task_hub_settings(const task_hub *h) { return &h->settings; }
+
+const task_queue_policy *task_hub_queue(const task_hub *h, const char *name, bool *known)
+{
+    for (size_t i = 0; i < h->settings.nqueues; i++)
+        if (strcmp(h->settings.queues[i].name, name) == 0) { *known = true; return &h->settings.queues[i]; }
+    *known = h->settings.nqueues == 0;
+    return NULL;
+}
+
+bool task_hub_idle(const task_hub *h) { return !h->recovering && h->nparks == 0; }
+
+void task_hub_drain(task_hub *h)
+{
+    h->stopped = true;
+    evtimer_del(h->recovery);
+    wake(h, NULL);
+}
+
+void task_hub_free(task_hub *h)
+{
+    if (!h) return;
+    while (h->parks) task_park_cancel(h->parks);
+    db_listener_free(h->listener);
+    event_free(h->recovery);
+    free(h);
+}

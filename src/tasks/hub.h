@@ -1,0 +1,67 @@
+/* hub: what the task engine keeps between requests on one server. It
+ * listens for the engine's notifications (channel silt_tasks: "sent:<queue>"
+ * when a queue gets claimable work, "done:<task id>" when a task becomes
+ * terminal), wakes the claimers and result waiters parked on them, whichever
+ * server the send or the completion went through, and runs recovery every
+ * check interval (one server per round does it: tasks.recover_if_owner).
+ *
+ * A parked caller registers before it queries, so a wake-up that arrives
+ * while its query is in flight is not lost: task_park_woken says so, and the
+ * caller queries again. */
+#ifndef SILT_TASK_HUB_H
+#define SILT_TASK_HUB_H
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <event2/event.h>
+#include "db/pool.h"
+
+/* A queue the configuration declares. */
+typedef struct task_queue_policy {
+    const char *name;
+    int         priority;          /* default priority of its sends */
+    int         max_concurrency;   /* 0: no cap */
+} task_queue_policy;
+
+typedef struct task_settings {
+    const task_queue_policy *queues;   /* none declared: any queue name is accepted */
+    size_t                   nqueues;
+    int claimed_stale_after_ms, running_stale_after_ms, check_interval_ms;
+    int claimer_heartbeat_interval_ms, runner_heartbeat_interval_ms;
+} task_settings;
+
+typedef struct task_hub task_hub;
+typedef struct task_park task_park;
+/* Called once: woken (a notification matched) or timed out. The park is
+ * gone afterwards. */
+typedef void (*task_wake_fn)(void *arg, bool timed_out);
+
+task_hub *task_hub_new(struct event_base *base, db_pool *pool, const char *conninfo, const task_settings *s);
+void      task_hub_free(task_hub *h);
+const task_settings *task_hub_settings(const task_hub *h);
+/* The declared queue, or NULL; *known is false when queues are declared and
+ * name is not one of them. */
+const task_queue_policy *task_hub_queue(const task_hub *h, const char *name, bool *known);
+/* No recovery pass in flight and nobody parked. */
+bool      task_hub_idle(const task_hub *h);
+/* Shutdown: stop recovery and wake every parked caller (timed out). */
+void      task_hub_drain(task_hub *h);
+
+/* Parks until a task becomes terminal (id) or wait_ms pass. */
+task_park *task_park_done(task_hub *h, const uint8_t id[16], int64_t wait_ms, task_wake_fn fn, void *arg);
+/* Parks until one of queues gets claimable work or wait_ms pass (at most
+ * TASK_RECHECK_MS: a delayed or retried task becomes claimable by time,
+ * which nothing announces). */
+task_park *task_park_sent(task_hub *h, char *const *queues, size_t nqueues, int64_t wait_ms,
+                          task_wake_fn fn, void *arg);
+/* A notification matched since the park was made (or the listener
+ * reconnected); the park stays until it fires or is cancelled. */
+bool       task_park_woken(const task_park *p);
+/* Fires the park at once if it was woken meanwhile, else leaves it waiting. */
+void       task_park_arm(task_park *p);
+void       task_park_cancel(task_park *p);
+int        task_hub_parked(const task_hub *h);
+
+#define TASK_RECHECK_MS 1000
+
+#endif

@@ -1,0 +1,72 @@
+/* send: the arrays of one tasks.send call (see send.h). */
+#include "tasks/send.h"
+#include <stdio.h>
+#include "base/buf.h"
+#include "db/array.h"
+
+enum { S_IDS, S_NAMES, S_QUEUES, S_ARGS, S_PRIORITIES, S_RUN_AT, S_DELAYS, S_GOOD_UNTIL, S_TIMEOUTS,
+       S_MAX_RETRIES, S_RETRY_DELAYS, S_BASES, S_CAPS, S_JITTERS, S_RETRY_ON, S_KEYS, S_NARRAYS };
+
+/* An int[] literal of the fixed delays, NULL for none. */
+static void add_delays(db_array *a, const task_retry *r)
+{
+    if (r->ndelays == 0) { db_array_text(a, NULL); return; }
+    buf lit;
+    buf_init(&lit);
+    buf_putc(&lit, '{');
+    for (int i = 0; i < r->ndelays; i++) buf_printf(&lit, "%s%d", i ? "," : "", r->delays_ms[i]);
+    buf_putc(&lit, '}');
+    db_array_text(a, lit.data);
+    buf_fini(&lit);
+}
+
+/* A text[] literal of the codes that retry, NULL for "every code". */
+static void add_retry_on(db_array *a, const task_retry *r)
+{
+    if (r->nretry_on == 0) { db_array_text(a, NULL); return; }
+    db_array codes;
+    db_array_init(&codes);
+    for (int i = 0; i < r->nretry_on; i++) db_array_text(&codes, r->retry_on[i]);
+    db_array_text(a, db_array_literal(&codes));
+    db_array_fini(&codes);
+}
+
+static void add_optional_int(db_array *a, int64_t v)
+{
+    if (v > 0) db_array_int(a, v);
+    else db_array_text(a, NULL);
+}
+
+static void add_spec(db_array *a, const task_spec *t)
+{
+    char id[IDS_UUID_TEXT], jitter[32];
+    ids_uuid_format(t->id, id);
+    snprintf(jitter, sizeof jitter, "%.6f", t->retry.jitter);
+    db_array_text(&a[S_IDS], id);
+    db_array_text(&a[S_NAMES], t->name);
+    db_array_text(&a[S_QUEUES], t->queue);
+    db_array_text(&a[S_ARGS], t->args);
+    db_array_int(&a[S_PRIORITIES], t->priority);
+    db_array_text(&a[S_RUN_AT], t->run_at);
+    db_array_int(&a[S_DELAYS], t->delay_ms);
+    db_array_text(&a[S_GOOD_UNTIL], t->good_until);
+    add_optional_int(&a[S_TIMEOUTS], t->timeout_ms);
+    db_array_int(&a[S_MAX_RETRIES], t->retry.max_retries);
+    add_delays(&a[S_RETRY_DELAYS], &t->retry);
+    add_optional_int(&a[S_BASES], t->retry.base_ms);
+    add_optional_int(&a[S_CAPS], t->retry.cap_ms);
+    db_array_text(&a[S_JITTERS], jitter);
+    add_retry_on(&a[S_RETRY_ON], &t->retry);
+    db_array_text(&a[S_KEYS], t->idempotency_key);
+}
+
+void task_send_call(db_job *job, const task_spec *specs, size_t n)
+{
+    db_array a[S_NARRAYS];
+    for (int i = 0; i < S_NARRAYS; i++) db_array_init(&a[i]);
+    for (size_t k = 0; k < n; k++) add_spec(a, &specs[k]);
+    const char *values[S_NARRAYS];
+    for (int i = 0; i < S_NARRAYS; i++) values[i] = db_array_literal(&a[i]);
+    db_job_call(job, STMT_TASK_SEND, values, NULL, NULL);
+    for (int i = 0; i < S_NARRAYS; i++) db_array_fini(&a[i]);
+}
