@@ -78,6 +78,12 @@ void api_metrics(httpd_req *req, server *srv)
         (unsigned long long)rt->passes, (unsigned long long)rt->dropped[0], (unsigned long long)rt->dropped[1],
         (unsigned long long)rt->dropped[2], (unsigned long long)rt->leased_evicted,
         (unsigned long long)rt->sidecar_rows, (unsigned long long)rt->partitions_removed);
+    buf_printf(&out,
+        "# HELP silt_task_claims_parked worker claims waiting in this server for a task\n"
+        "# TYPE silt_task_claims_parked gauge\nsilt_task_claims_parked %d\n"
+        "# HELP silt_task_waits_parked task reads waiting in this server for the task to end\n"
+        "# TYPE silt_task_waits_parked gauge\nsilt_task_waits_parked %d\n",
+        task_hub_parked_claims(srv->tasks), task_hub_parked_waits(srv->tasks));
     if (req->ev)
         evhttp_add_header(evhttp_request_get_output_headers(req->ev), "Content-Type", "text/plain; version=0.0.4");
     httpd_reply(req, 200, out.data, out.len);

@@ -35,6 +35,7 @@ struct task_hub {
     db_listener       *listener;
     task_park         *parks;
     int                nparks;
+    int                parked[2];   /* by park_kind */
     struct event      *recovery;
     bool               recovering, stopped;
 };
@@ -47,6 +48,7 @@ static void unlink_park(task_park *p)
     if (p->prev) p->prev->next = p->next; else h->parks = p->next;
     if (p->next) p->next->prev = p->prev;
     h->nparks--;
+    h->parked[p->kind]--;
 }
 
 static void free_park(task_park *p)
@@ -86,6 +88,7 @@ static task_park *new_park(task_hub *h, park_kind kind, int64_t wait_ms, task_wa
     if (h->parks) h->parks->prev = p;
     h->parks = p;
     h->nparks++;
+    h->parked[kind]++;
     if (h->stopped) p->woken = true;   /* draining: nothing will come */
     return p;
 }
@@ -132,7 +135,8 @@ void task_park_cancel(task_park *p)
     free_park(p);
 }
 
-int task_hub_parked(const task_hub *h) { return h->nparks; }
+int task_hub_parked_claims(const task_hub *h) { return h->parked[PARK_SENT]; }
+int task_hub_parked_waits(const task_hub *h) { return h->parked[PARK_DONE]; }
 
 static bool park_matches(const task_park *p, const char *payload)
 {

@@ -60,7 +60,8 @@ bool       task_park_woken(const task_park *p);
 /* Fires the park at once if it was woken meanwhile, else leaves it waiting. */
 void       task_park_arm(task_park *p);
 void       task_park_cancel(task_park *p);
-int        task_hub_parked(const task_hub *h);
+int        task_hub_parked_claims(const task_hub *h);   /* claims waiting for work */
+int        task_hub_parked_waits(const task_hub *h);    /* GET ?wait= waiting for an end */
 
 #define TASK_RECHECK_MS 1000
 

@@ -1,0 +1,50 @@
+/* task_support: see task_support.h. */
+#include "task_support.h"
+#include <string.h>
+#include "harness.h"
+
+const char *task_send(silt_server *s, const char *task_json)
+{
+    reply r;
+    rq(s, "POST", "/api/v1/tasks", task_json, &r);
+    if (r.status != 201) harness_failf(__FILE__, __LINE__, "send %s: %d %s", task_json, r.status, r.raw.body.data);
+    const char *id = sfmt("%s", jstr(&r, "id"));
+    reply_fini(&r);
+    return id;
+}
+
+bool task_claim_one(silt_server *s, const char *worker, const char *queue, task_claimed *c)
+{
+    reply r;
+    rq(s, "POST", sfmt("/api/v1/workers/%s/claim", worker), sfmt("{\"queues\":[\"%s\"],\"max\":1}", queue), &r);
+    if (r.status != 200) harness_failf(__FILE__, __LINE__, "claim: %d %s", r.status, r.raw.body.data);
+    bool got = jpath(&r, "tasks.0") >= 0;
+    if (got) {
+        keep_str(c->id, jstr(&r, "tasks.0.id"));
+        keep_str(c->claim, jstr(&r, "tasks.0.claimId"));
+        c->attempt = (int)jint(&r, "tasks.0.attempt");
+    }
+    reply_fini(&r);
+    return got;
+}
+
+int task_call(silt_server *s, const char *what, const task_claimed *c, const char *extra)
+{
+    reply r;
+    rq(s, "POST", sfmt("/api/v1/tasks/%s/%s", c->id, what),
+       sfmt("{\"claimId\":\"%s\"%s%s}", c->claim, extra ? "," : "", extra ? extra : ""), &r);
+    int status = r.status;
+    reply_fini(&r);
+    return status;
+}
+
+const char *task_heartbeat(silt_server *s, const char *worker, const task_claimed *c)
+{
+    reply r;
+    rq(s, "POST", sfmt("/api/v1/workers/%s/heartbeat", worker),
+       sfmt("{\"tasks\":[{\"id\":\"%s\",\"claimId\":\"%s\"}]}", c->id, c->claim), &r);
+    if (r.status != 200) harness_failf(__FILE__, __LINE__, "heartbeat: %d %s", r.status, r.raw.body.data);
+    const char *state = sfmt("%s", jstr(&r, "tasks.0.state"));
+    reply_fini(&r);
+    return state;
+}

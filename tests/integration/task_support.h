@@ -1,0 +1,24 @@
+/* task_support: helpers the task-engine tests share. */
+#ifndef SILT_TASK_SUPPORT_H
+#define SILT_TASK_SUPPORT_H
+#include <stdbool.h>
+#include "support.h"
+
+/* Sends one task (a JSON object); fails the test unless 201. Returns its id
+ * (sfmt ring: keep_str what must last). */
+const char *task_send(silt_server *s, const char *task_json);
+
+typedef struct task_claimed {
+    char id[96], claim[96];
+    int  attempt;
+} task_claimed;
+
+/* Claims at most one task of queue for worker (no wait); false when none. */
+bool task_claim_one(silt_server *s, const char *worker, const char *queue, task_claimed *c);
+/* POST /api/v1/tasks/:id/<what> {"claimId": ..., extra}: the reply status. */
+int  task_call(silt_server *s, const char *what, const task_claimed *c, const char *extra);
+/* One heartbeat of worker for c: the state the server answers ("ok",
+ * "cancelled", "lost"). */
+const char *task_heartbeat(silt_server *s, const char *worker, const task_claimed *c);
+
+#endif

@@ -1,0 +1,481 @@
+/* Integration: the task engine over HTTP — sends, claims, runs, retries,
+ * cancels, waits and the fencing of late calls. Recovery has its own file
+ * (test_task_recovery.c). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "harness.h"
+#include "support.h"
+#include "task_support.h"
+
+TEST(a_sent_task_is_pending_and_reads_back_its_args_verbatim)
+{
+    silt_server s;
+    srv_start(&s, NULL);
+    char id[96];
+    keep_str(id, task_send(&s, "{\"name\":\"add\",\"queue\":\"math\",\"args\":{\"a\": 1, \"b\":[2, 3.50]}}"));
+    reply r;
+    rq(&s, "GET", sfmt("/api/v1/tasks/%s", id), NULL, &r);
+    CHECK_INT(r.status, 200);
+    CHECK_STR(jstr(&r, "status"), "PENDING");
+    CHECK_STR(jstr(&r, "name"), "add");
+    CHECK_STR(jstr(&r, "queue"), "math");
+    CHECK_STR(jraw(&r, "args"), "{\"a\": 1, \"b\":[2, 3.50]}");
+    CHECK_INT(jint(&r, "priority"), 100);
+    CHECK_INT(jint(&r, "attempt"), 0);
+    reply_fini(&r);
+    CHECK_STR(sql("SELECT status FROM horsies_tasks WHERE id = '%s'", id), "PENDING");
+    CHECK_STR(sql("SELECT count(*) FROM horsies_task_history"), "0");
+    srv_stop(&s);
+}
+
+TEST(a_task_id_is_a_uuidv7)
+{
+    silt_server s;
+    srv_start(&s, NULL);
+    const char *id = task_send(&s, "{\"name\":\"t\",\"queue\":\"q\"}");
+    CHECK(strlen(id) == 36 && id[14] == '7');
+    srv_stop(&s);
+}
+
+TEST(a_second_send_with_the_same_idempotency_key_returns_the_first_task)
+{
+    silt_server s;
+    srv_start(&s, NULL);
+    char first[96];
+    keep_str(first, task_send(&s, "{\"name\":\"t\",\"queue\":\"q\",\"idempotencyKey\":\"order-7\"}"));
+    reply r;
+    rq(&s, "POST", "/api/v1/tasks", "{\"name\":\"other\",\"queue\":\"q\",\"idempotencyKey\":\"order-7\"}", &r);
+    CHECK_INT(r.status, 201);
+    CHECK_STR(jstr(&r, "id"), first);
+    CHECK(!jbool(&r, "created"));
+    reply_fini(&r);
+    /* in one batch too: the first of the batch wins */
+    rq(&s, "POST", "/api/v1/tasks", "{\"tasks\":[{\"name\":\"a\",\"queue\":\"q\",\"idempotencyKey\":\"k2\"},"
+       "{\"name\":\"b\",\"queue\":\"q\",\"idempotencyKey\":\"k2\"}]}", &r);
+    CHECK_INT(r.status, 201);
+    CHECK(jbool(&r, "tasks.0.created"));
+    CHECK(!jbool(&r, "tasks.1.created"));
+    CHECK_STR(jstr(&r, "tasks.1.id"), jstr(&r, "tasks.0.id"));
+    reply_fini(&r);
+    CHECK_STR(sql("SELECT count(*) FROM horsies_tasks"), "2");
+    /* and after the first one finished */
+    task_claimed c;
+    task_claim_one(&s, "w", "q", &c);
+    CHECK_STR(c.id, first);
+    task_call(&s, "start", &c, NULL);
+    task_call(&s, "complete", &c, NULL);
+    rq(&s, "POST", "/api/v1/tasks", "{\"name\":\"t\",\"queue\":\"q\",\"idempotencyKey\":\"order-7\"}", &r);
+    CHECK_STR(jstr(&r, "id"), first);
+    CHECK(!jbool(&r, "created"));
+    reply_fini(&r);
+    srv_stop(&s);
+}
+
+TEST(a_task_runs_claim_start_complete_and_leaves_live_for_history_in_one_step)
+{
+    silt_server s;
+    srv_start(&s, NULL);
+    char id[96];
+    keep_str(id, task_send(&s, "{\"name\":\"t\",\"queue\":\"q\",\"args\":[1]}"));
+    task_claimed c;
+    CHECK(task_claim_one(&s, "w1", "q", &c));
+    CHECK_STR(c.id, id);
+    CHECK_STR(sql("SELECT status || ' ' || worker_id FROM horsies_tasks WHERE id = '%s'", id), "CLAIMED w1");
+    CHECK_INT(task_call(&s, "start", &c, NULL), 200);
+    CHECK_STR(sql("SELECT status FROM horsies_tasks WHERE id = '%s'", id), "RUNNING");
+    /* the first runner heartbeat and the attempt commit with the transition */
+    CHECK_STR(sql("SELECT count(*) FROM horsies_heartbeats WHERE task_id = '%s' AND role = 'runner'", id), "1");
+    CHECK_STR(sql("SELECT attempt || ' ' || coalesce(outcome, '-') FROM horsies_task_attempts WHERE task_id = '%s'",
+                  id), "1 -");
+    CHECK_INT(task_call(&s, "complete", &c, "\"result\":{\"sum\":3}"), 200);
+    CHECK_STR(sql("SELECT count(*) FROM horsies_tasks"), "0");
+    CHECK_STR(sql("SELECT status || ' ' || result::text FROM horsies_task_history WHERE id = '%s'", id),
+              "COMPLETED {\"sum\":3}");
+    CHECK_STR(sql("SELECT outcome FROM horsies_task_attempts WHERE task_id = '%s'", id), "COMPLETED");
+    reply r;
+    rq(&s, "GET", sfmt("/api/v1/tasks/%s", id), NULL, &r);
+    CHECK_STR(jstr(&r, "status"), "COMPLETED");
+    CHECK_STR(jraw(&r, "result"), "{\"sum\":3}");
+    CHECK_INT(jint(&r, "attempt"), 1);
+    CHECK_STR(jstr(&r, "workerId"), "w1");
+    reply_fini(&r);
+    srv_stop(&s);
+}
+
+TEST(a_late_completion_is_refused_and_never_applied_twice)
+{
+    silt_server s;
+    srv_start(&s, NULL);
+    task_send(&s, "{\"name\":\"t\",\"queue\":\"q\"}");
+    task_claimed c;
+    task_claim_one(&s, "w1", "q", &c);
+    CHECK_INT(task_call(&s, "start", &c, NULL), 200);
+    CHECK_INT(task_call(&s, "complete", &c, "\"result\":1"), 200);
+    CHECK_INT(task_call(&s, "complete", &c, "\"result\":2"), 409);
+    CHECK_INT(task_call(&s, "fail", &c, "\"errorCode\":\"X\""), 409);
+    CHECK_STR(sql("SELECT result::text FROM horsies_task_history"), "1");
+    /* a claim that is not the task's: refused before anything moves */
+    task_send(&s, "{\"name\":\"t2\",\"queue\":\"q\"}");
+    task_claimed d;
+    task_claim_one(&s, "w1", "q", &d);
+    task_claimed forged = d;
+    strcpy(forged.claim, "00000000-0000-4000-8000-000000000000");
+    CHECK_INT(task_call(&s, "start", &forged, NULL), 409);
+    CHECK_STR(sql("SELECT status FROM horsies_tasks WHERE id = '%s'", d.id), "CLAIMED");
+    srv_stop(&s);
+}
+
+TEST(claims_take_priority_first_then_enqueue_time)
+{
+    silt_server s;
+    srv_start(&s, NULL);
+    char low[96], high1[96], high2[96];
+    keep_str(low, task_send(&s, "{\"name\":\"low\",\"queue\":\"q\",\"priority\":50}"));
+    keep_str(high1, task_send(&s, "{\"name\":\"h1\",\"queue\":\"q\",\"priority\":1}"));
+    keep_str(high2, task_send(&s, "{\"name\":\"h2\",\"queue\":\"q\",\"priority\":1}"));
+    task_claimed c;
+    task_claim_one(&s, "w", "q", &c);
+    CHECK_STR(c.id, high1);
+    task_claim_one(&s, "w", "q", &c);
+    CHECK_STR(c.id, high2);
+    task_claim_one(&s, "w", "q", &c);
+    CHECK_STR(c.id, low);
+    CHECK(!task_claim_one(&s, "w", "q", &c));
+    srv_stop(&s);
+}
+
+TEST(a_delayed_task_is_not_claimed_before_its_time)
+{
+    silt_server s;
+    srv_start(&s, NULL);
+    char id[96];
+    keep_str(id, task_send(&s, "{\"name\":\"t\",\"queue\":\"q\",\"delayMs\":3600000}"));
+    task_send(&s, "{\"name\":\"later\",\"queue\":\"q\",\"runAt\":\"2999-01-01T00:00:00Z\"}");
+    task_claimed c;
+    CHECK(!task_claim_one(&s, "w", "q", &c));
+    CHECK_STR(sql("SELECT run_at > now() + interval '59 minutes' FROM horsies_tasks WHERE id = '%s'", id), "t");
+    sql("UPDATE horsies_tasks SET run_at = now() - interval '1 second' WHERE id = '%s'", id);   /* its time came */
+    CHECK(task_claim_one(&s, "w", "q", &c));
+    CHECK_STR(c.id, id);
+    srv_stop(&s);
+}
+
+/* Fails the running attempt with code; returns the status the reply gives. */
+static const char *fail_with(silt_server *s, task_claimed *c, const char *code)
+{
+    reply r;
+    rq(s, "POST", sfmt("/api/v1/tasks/%s/fail", c->id),
+       sfmt("{\"claimId\":\"%s\",\"errorCode\":\"%s\",\"errorMessage\":\"it broke\"}", c->claim, code), &r);
+    CHECK_INT(r.status, 200);
+    const char *st = sfmt("%s", jstr(&r, "status"));
+    reply_fini(&r);
+    return st;
+}
+
+TEST(a_failure_is_retried_by_its_policy_until_the_retries_run_out)
+{
+    silt_server s;
+    srv_start(&s, NULL);
+    char id[96];
+    keep_str(id, task_send(&s, "{\"name\":\"t\",\"queue\":\"q\",\"retry\":{\"maxRetries\":2,\"delaysMs\":[0]}}"));
+    for (int attempt = 1; attempt <= 3; attempt++) {
+        task_claimed c;
+        CHECK(task_claim_one(&s, "w", "q", &c));
+        CHECK_INT(c.attempt, attempt);
+        CHECK_INT(task_call(&s, "start", &c, NULL), 200);
+        CHECK_STR(fail_with(&s, &c, "BOOM"), attempt < 3 ? "PENDING" : "FAILED");
+    }
+    CHECK_STR(sql("SELECT status || ' ' || error_code || ' ' || retry_count FROM horsies_task_history"),
+              "FAILED BOOM 2");
+    CHECK_STR(sql("SELECT string_agg(attempt || ':' || outcome, ',' ORDER BY attempt) FROM horsies_task_attempts"),
+              "1:FAILED,2:FAILED,3:FAILED");
+    srv_stop(&s);
+}
+
+/* The delay (ms) before the retry a failed first attempt of the task sent
+ * with policy gets: run_at minus the moment of the failure. */
+static double first_retry_delay_ms(silt_server *s, const char *policy)
+{
+    task_send(s, sfmt("{\"name\":\"t\",\"queue\":\"q\",\"retry\":%s}", policy));
+    task_claimed c;
+    CHECK(task_claim_one(s, "w", "q", &c));
+    CHECK_INT(task_call(s, "start", &c, NULL), 200);
+    CHECK_STR(fail_with(s, &c, "BOOM"), "PENDING");
+    double ms = atof(sql("SELECT extract(epoch FROM run_at - enqueued_at) * 1000 FROM horsies_tasks WHERE id = '%s'",
+                         c.id));
+    sql("DELETE FROM horsies_tasks");
+    return ms;
+}
+
+TEST(retry_delays_follow_the_list_or_the_capped_exponential_within_the_jitter)
+{
+    silt_server s;
+    srv_start(&s, NULL);
+    double d = first_retry_delay_ms(&s, "{\"maxRetries\":3,\"delaysMs\":[60000,120000]}");
+    CHECK(d > 59990 && d < 60010);
+    d = first_retry_delay_ms(&s, "{\"maxRetries\":3,\"backoff\":{\"baseMs\":40000,\"capMs\":50000}}");
+    CHECK(d > 39990 && d < 40010);
+    for (int i = 0; i < 20; i++) {   /* jitter 0.5 around 100 s: 50..150 s, never outside */
+        d = first_retry_delay_ms(&s, "{\"maxRetries\":1,\"delaysMs\":[100000],\"jitter\":0.5}");
+        CHECK(d >= 49990 && d <= 150010);
+    }
+    /* later retries: the list's last entry repeats; the exponential doubles up to its cap */
+    task_send(&s, "{\"name\":\"t\",\"queue\":\"q\",\"retry\":{\"maxRetries\":9,\"delaysMs\":[1000,2000]}}");
+    task_send(&s, "{\"name\":\"u\",\"queue\":\"q\",\"retry\":{\"maxRetries\":9,\"backoff\":{\"baseMs\":1000,\"capMs\":5000}}}");
+    CHECK_STR(sql("SELECT string_agg(tasks.retry_delay_ms(t, n)::text, ',' ORDER BY n) FROM horsies_tasks t,"
+                  " generate_series(1, 5) n WHERE t.task_name = 't'"), "1000,2000,2000,2000,2000");
+    CHECK_STR(sql("SELECT string_agg(tasks.retry_delay_ms(t, n)::text, ',' ORDER BY n) FROM horsies_tasks t,"
+                  " generate_series(1, 5) n WHERE t.task_name = 'u'"), "1000,2000,4000,5000,5000");
+    srv_stop(&s);
+}
+
+TEST(a_code_the_policy_does_not_retry_fails_at_once)
+{
+    silt_server s;
+    srv_start(&s, NULL);
+    task_send(&s, "{\"name\":\"t\",\"queue\":\"q\",\"retry\":{\"maxRetries\":5,\"retryOn\":[\"TIMEOUT_UPSTREAM\"]}}");
+    task_claimed c;
+    task_claim_one(&s, "w", "q", &c);
+    task_call(&s, "start", &c, NULL);
+    CHECK_STR(fail_with(&s, &c, "BAD_INPUT"), "FAILED");
+    task_send(&s, "{\"name\":\"t\",\"queue\":\"q\",\"retry\":{\"maxRetries\":5,\"retryOn\":[\"TIMEOUT_UPSTREAM\"]}}");
+    task_claim_one(&s, "w", "q", &c);
+    task_call(&s, "start", &c, NULL);
+    CHECK_STR(fail_with(&s, &c, "TIMEOUT_UPSTREAM"), "PENDING");
+    srv_stop(&s);
+}
+
+TEST(cancel_ends_a_pending_task_at_once)
+{
+    silt_server s;
+    srv_start(&s, NULL);
+    char id[96];
+    keep_str(id, task_send(&s, "{\"name\":\"t\",\"queue\":\"q\"}"));
+    reply r;
+    rq(&s, "POST", sfmt("/api/v1/tasks/%s/cancel", id), NULL, &r);
+    CHECK_INT(r.status, 200);
+    CHECK_STR(jstr(&r, "status"), "CANCELLED");
+    CHECK(jbool(&r, "cancelled"));
+    reply_fini(&r);
+    CHECK_STR(sql("SELECT status FROM horsies_task_history WHERE id = '%s'", id), "CANCELLED");
+    task_claimed c;
+    CHECK(!task_claim_one(&s, "w", "q", &c));
+    rq(&s, "POST", "/api/v1/tasks/01a233f6-7074-706c-a9b9-8691edad8860/cancel", NULL, &r);
+    CHECK_INT(r.status, 404);
+    reply_fini(&r);
+    srv_stop(&s);
+}
+
+TEST(cancel_of_a_running_task_is_told_on_its_heartbeat_and_ends_it_cancelled)
+{
+    silt_server s;
+    srv_start(&s, NULL);
+    task_send(&s, "{\"name\":\"t\",\"queue\":\"q\",\"retry\":{\"maxRetries\":5}}");
+    task_claimed c;
+    task_claim_one(&s, "w", "q", &c);
+    task_call(&s, "start", &c, NULL);
+    reply r;
+    rq(&s, "POST", sfmt("/api/v1/tasks/%s/cancel", c.id), NULL, &r);
+    CHECK_STR(jstr(&r, "status"), "RUNNING");
+    CHECK(jbool(&r, "cancelRequested"));
+    reply_fini(&r);
+    CHECK_STR(task_heartbeat(&s, "w", &c), "cancelled");
+    CHECK_STR(fail_with(&s, &c, "CANCELLED"), "CANCELLED");   /* not retried, whatever the policy */
+    CHECK_STR(sql("SELECT status FROM horsies_task_history WHERE id = '%s'", c.id), "CANCELLED");
+    CHECK_STR(task_heartbeat(&s, "w", &c), "lost");
+    srv_stop(&s);
+}
+
+TEST(released_claims_go_back_to_pending_for_the_next_claimer)
+{
+    silt_server s;
+    srv_start(&s, NULL);
+    task_send(&s, "{\"name\":\"t\",\"queue\":\"q\"}");
+    task_claimed c;
+    task_claim_one(&s, "w1", "q", &c);
+    reply r;
+    rq(&s, "POST", "/api/v1/workers/w1/release", sfmt("{\"tasks\":[{\"id\":\"%s\",\"claimId\":\"%s\"}]}", c.id, c.claim),
+       &r);
+    CHECK_INT(r.status, 200);
+    CHECK_INT(jint(&r, "released"), 1);
+    reply_fini(&r);
+    task_claimed d;
+    CHECK(task_claim_one(&s, "w2", "q", &d));
+    CHECK_STR(d.id, c.id);
+    CHECK(strcmp(d.claim, c.claim) != 0);
+    CHECK_INT(task_call(&s, "start", &c, NULL), 409);   /* the old claim is fenced off */
+    srv_stop(&s);
+}
+
+TEST(wait_returns_as_soon_as_the_task_ends)
+{
+    silt_server s;
+    srv_start(&s, NULL);
+    task_send(&s, "{\"name\":\"t\",\"queue\":\"q\"}");
+    task_claimed c;
+    task_claim_one(&s, "w", "q", &c);
+    task_call(&s, "start", &c, NULL);
+    bg_req b;
+    bg_start(&b, &s, "GET", sfmt("/api/v1/tasks/%s?wait=20000", c.id), NULL);
+    srv_await_metric(&s, "silt_task_waits_parked", 1, 5000);
+    task_call(&s, "complete", &c, "\"result\":true");
+    int status;
+    int64_t elapsed;
+    bg_wait(&b, &status, &elapsed);
+    CHECK_INT(status, 200);
+    CHECK(elapsed < 10000);
+    srv_await_metric(&s, "silt_task_waits_parked", 0, 5000);
+    srv_stop(&s);
+}
+
+TEST(a_wait_is_woken_by_a_completion_through_another_server)
+{
+    silt_server a, b;
+    srv_start(&a, NULL);
+    srv_start(&b, NULL);
+    task_send(&a, "{\"name\":\"t\",\"queue\":\"q\"}");
+    task_claimed c;
+    task_claim_one(&b, "w", "q", &c);
+    task_call(&b, "start", &c, NULL);
+    bg_req w;
+    bg_start(&w, &a, "GET", sfmt("/api/v1/tasks/%s?wait=20000", c.id), NULL);
+    srv_await_metric(&a, "silt_task_waits_parked", 1, 5000);
+    task_call(&b, "complete", &c, "\"result\":7");
+    int status;
+    int64_t elapsed;
+    bg_wait(&w, &status, &elapsed);
+    CHECK_INT(status, 200);
+    CHECK(elapsed < 10000);
+    srv_stop(&a);
+    srv_stop(&b);
+}
+
+TEST(a_parked_claim_is_woken_by_a_send_through_another_server)
+{
+    silt_server a, b;
+    srv_start(&a, NULL);
+    srv_start(&b, NULL);
+    bg_req w;
+    bg_start(&w, &a, "POST", "/api/v1/workers/w/claim", "{\"queues\":[\"q\"],\"waitMs\":20000}");
+    srv_await_metric(&a, "silt_task_claims_parked", 1, 5000);
+    int64_t t0 = now_ms();
+    task_send(&b, "{\"name\":\"t\",\"queue\":\"q\"}");
+    int status;
+    int64_t elapsed;
+    bg_wait(&w, &status, &elapsed);
+    CHECK_INT(status, 200);
+    CHECK(now_ms() - t0 < 5000);
+    CHECK_STR(sql("SELECT status FROM horsies_tasks"), "CLAIMED");
+    srv_stop(&a);
+    srv_stop(&b);
+}
+
+TEST(a_claim_with_nothing_to_do_answers_empty_when_its_wait_ends)
+{
+    silt_server s;
+    srv_start(&s, NULL);
+    reply r;
+    int64_t t0 = now_ms();
+    rq(&s, "POST", "/api/v1/workers/w/claim", "{\"queues\":[\"q\"],\"waitMs\":300}", &r);
+    CHECK_INT(r.status, 200);
+    CHECK_INT(jpath(&r, "tasks.0"), -1);
+    CHECK(now_ms() - t0 >= 300);
+    reply_fini(&r);
+    srv_stop(&s);
+}
+
+TEST(lists_filter_by_queue_and_status_and_page_with_a_cursor)
+{
+    silt_server s;
+    srv_start(&s, NULL);
+    for (int i = 0; i < 5; i++) task_send(&s, "{\"name\":\"t\",\"queue\":\"a\"}");
+    task_send(&s, "{\"name\":\"t\",\"queue\":\"b\"}");
+    task_claimed c;
+    task_claim_one(&s, "w", "a", &c);
+    task_call(&s, "start", &c, NULL);
+    task_call(&s, "complete", &c, NULL);
+    reply r;
+    rq(&s, "GET", "/api/v1/tasks?queue=a&status=PENDING&limit=3", NULL, &r);
+    CHECK_INT(r.status, 200);
+    CHECK(jpath(&r, "tasks.2") >= 0 && jpath(&r, "tasks.3") < 0);
+    char cursor[96];
+    keep_str(cursor, jstr(&r, "nextCursor"));
+    reply_fini(&r);
+    rq(&s, "GET", sfmt("/api/v1/tasks?queue=a&status=PENDING&limit=3&cursor=%s", cursor), NULL, &r);
+    CHECK(jpath(&r, "tasks.0") >= 0 && jpath(&r, "tasks.1") < 0);
+    CHECK_INT(jpath(&r, "nextCursor") >= 0 && r.doc.tokens[jpath(&r, "nextCursor")].type == JSON_NULL, 1);
+    reply_fini(&r);
+    rq(&s, "GET", "/api/v1/tasks?status=COMPLETED", NULL, &r);
+    CHECK_STR(jstr(&r, "tasks.0.id"), c.id);
+    CHECK(jpath(&r, "tasks.1") < 0);
+    reply_fini(&r);
+    rq(&s, "GET", "/api/v1/tasks?status=DONE", NULL, &r);
+    CHECK_INT(r.status, 400);
+    reply_fini(&r);
+    srv_stop(&s);
+}
+
+TEST(workers_register_and_are_listed_with_what_they_hold)
+{
+    silt_server s;
+    srv_start(&s, NULL);
+    reply r;
+    rq(&s, "POST", "/api/v1/workers", "{\"workerId\":\"w9\",\"hostname\":\"box\",\"pid\":42,\"queues\":[\"q\"],"
+       "\"concurrency\":3}", &r);
+    CHECK_INT(r.status, 201);
+    CHECK_STR(jstr(&r, "workerId"), "w9");
+    reply_fini(&r);
+    task_send(&s, "{\"name\":\"t\",\"queue\":\"q\"}");
+    task_claimed c;
+    task_claim_one(&s, "w9", "q", &c);
+    task_heartbeat(&s, "w9", &c);
+    CHECK_STR(sql("SELECT claimed || ' ' || running FROM horsies_worker_states WHERE worker_id = 'w9'"), "1 0");
+    CHECK_STR(sql("SELECT role FROM horsies_heartbeats WHERE task_id = '%s'", c.id), "claimer");
+    rq(&s, "GET", "/api/v1/workers", NULL, &r);
+    CHECK_STR(jstr(&r, "workers.0.workerId"), "w9");
+    CHECK_INT(jint(&r, "workers.0.claimed"), 1);
+    CHECK_STR(jstr(&r, "workers.0.queues.0"), "q");
+    reply_fini(&r);
+    srv_stop(&s);
+}
+
+/* A bad request answers 400 naming the problem and writes nothing. */
+static void refused(silt_server *s, const char *path, const char *body, const char *error)
+{
+    reply r;
+    rq(s, "POST", path, body, &r);
+    if (r.status != 400 || !strstr(jstr(&r, "error"), error))
+        harness_failf(__FILE__, __LINE__, "%s %s: %d %s, expected 400 with \"%s\"", path, body, r.status,
+                      r.raw.body.data, error);
+    reply_fini(&r);
+}
+
+TEST(bad_task_input_is_refused_with_its_reason_and_nothing_is_written)
+{
+    silt_server s;
+    srv_start(&s, NULL);
+    const char *p = "/api/v1/tasks";
+    refused(&s, p, "{\"queue\":\"q\"}", "name is required");
+    refused(&s, p, "{\"name\":\"t\"}", "queue is required");
+    refused(&s, p, "{\"name\":\"t\",\"queue\":\"q\",\"priority\":0}", "priority must be an integer from 1 to 100");
+    refused(&s, p, "{\"name\":\"t\",\"queue\":\"q\",\"retry\":{\"maxRetries\":21}}", "maxRetries must be an integer from 0 to 20");
+    refused(&s, p, "{\"name\":\"t\",\"queue\":\"q\",\"retry\":{\"jitter\":1.5}}", "retry.jitter must be a number from 0 to 1");
+    refused(&s, p, "{\"name\":\"t\",\"queue\":\"q\",\"retry\":{\"delaysMs\":[10],\"backoff\":{\"baseMs\":5}}}",
+            "cannot both be given");
+    refused(&s, p, "{\"name\":\"t\",\"queue\":\"q\",\"retry\":{\"backoff\":{\"baseMs\":500,\"capMs\":100}}}",
+            "capMs must be at least baseMs");
+    refused(&s, p, "{\"name\":\"t\",\"queue\":\"q\",\"runAt\":\"tomorrow\"}", "runAt must be an ISO 8601 timestamp");
+    refused(&s, p, "{\"name\":\"t\",\"queue\":\"q\",\"runAt\":\"2030-01-01T00:00:00Z\",\"delayMs\":5}",
+            "cannot both be given");
+    refused(&s, p, "{\"name\":\"t\",\"queue\":\"q\",\"timeoutMs\":0}", "timeoutMs must be an integer from 1");
+    refused(&s, p, "{\"tasks\":[{\"name\":\"t\",\"queue\":\"q\"},{\"name\":\"t\"}]}", "tasks[1]: queue is required");
+    refused(&s, p, "{\"tasks\":[]}", "tasks must be an array of 1 to 1000 tasks");
+    refused(&s, "/api/v1/workers/w/claim", "{\"queues\":[]}", "queues must be an array");
+    refused(&s, "/api/v1/workers/w/claim", "{\"queues\":[\"q\"],\"max\":0}", "max must be an integer from 1");
+    refused(&s, "/api/v1/tasks/0192d5e0-0000-7000-8000-000000000000/start", "{}", "claimId is required");
+    refused(&s, "/api/v1/tasks/nope/start", "{\"claimId\":\"x\"}", "id must be a uuid");
+    CHECK_STR(sql("SELECT count(*) FROM horsies_tasks"), "0");
+    CHECK_STR(sql("SELECT count(*) FROM horsies_task_idempotency"), "0");
+    srv_stop(&s);
+}
