@@ -168,18 +168,13 @@ CREATE FUNCTION tasks.send(p_ids uuid[], p_names text[], p_queues text[], p_args
 RETURNS TABLE (idx integer, id uuid, created boolean) LANGUAGE plpgsql AS $$
 #variable_conflict use_column
 BEGIN
-    CREATE TEMP TABLE IF NOT EXISTS send_items (idx integer, id uuid, key text, first_id uuid) ON COMMIT DROP;
-    TRUNCATE send_items;
-    INSERT INTO send_items
-        SELECT (u.ord - 1)::integer, u.id, u.key, NULL FROM unnest(p_ids, p_keys) WITH ORDINALITY AS u(id, key, ord);
-    -- The first send of each key wins (in this batch: the first item).
-    WITH won AS (
-        INSERT INTO horsies_task_idempotency (idempotency_key, task_id)
-        SELECT DISTINCT ON (s.key) s.key, s.id FROM send_items s WHERE s.key IS NOT NULL ORDER BY s.key, s.idx
-        ON CONFLICT DO NOTHING RETURNING idempotency_key, task_id)
-    UPDATE send_items s SET first_id = w.task_id FROM won w WHERE s.key = w.idempotency_key;
-    UPDATE send_items s SET first_id = k.task_id FROM horsies_task_idempotency k
-     WHERE s.key = k.idempotency_key AND s.first_id IS NULL;
+    -- The first send of each key wins (in this batch: the first item). A
+    -- concurrent send of the same key is waited for, then seen by the
+    -- statements below (each takes a new snapshot).
+    INSERT INTO horsies_task_idempotency (idempotency_key, task_id)
+    SELECT DISTINCT ON (u.key) u.key, u.id FROM unnest(p_keys, p_ids) WITH ORDINALITY AS u(key, id, ord)
+     WHERE u.key IS NOT NULL ORDER BY u.key, u.ord
+    ON CONFLICT DO NOTHING;
     INSERT INTO horsies_tasks (id, task_name, queue_name, args, priority, status, run_at, good_until,
                                timeout_ms, max_retries, retry_delays_ms, retry_base_ms, retry_cap_ms,
                                retry_jitter, retry_on, idempotency_key)
@@ -188,13 +183,16 @@ BEGIN
            u.timeout, u.retries, u.delays::integer[], u.base, u.cap, u.jitter, u.retry_on::text[], u.key
       FROM unnest(p_ids, p_names, p_queues, p_args, p_priorities, p_run_at, p_delays_ms, p_good_until,
                   p_timeouts, p_max_retries, p_retry_delays, p_bases, p_caps, p_jitters, p_retry_on, p_keys)
-           WITH ORDINALITY AS u(id, name, queue, args, priority, run_at, delay, good_until, timeout, retries,
-                                delays, base, cap, jitter, retry_on, key, ord)
-      JOIN send_items s ON s.idx = u.ord - 1
-     WHERE s.key IS NULL OR s.first_id = s.id;
+           AS u(id, name, queue, args, priority, run_at, delay, good_until, timeout, retries,
+                delays, base, cap, jitter, retry_on, key)
+      LEFT JOIN horsies_task_idempotency k ON k.idempotency_key = u.key
+     WHERE u.key IS NULL OR k.task_id = u.id;
     PERFORM pg_notify('silt_tasks', 'sent:' || q) FROM (SELECT DISTINCT unnest(p_queues) AS q) x;
-    RETURN QUERY SELECT s.idx, coalesce(s.first_id, s.id), s.first_id IS NULL OR s.first_id = s.id
-                   FROM send_items s ORDER BY s.idx;
+    RETURN QUERY
+        SELECT (u.ord - 1)::integer, coalesce(k.task_id, u.id), u.key IS NULL OR k.task_id = u.id
+          FROM unnest(p_ids, p_keys) WITH ORDINALITY AS u(id, key, ord)
+          LEFT JOIN horsies_task_idempotency k ON k.idempotency_key = u.key
+         ORDER BY u.ord;
 END $$;
 
 -- ==== Claiming =============================================================
@@ -205,7 +203,8 @@ END $$;
 -- queue take turns on a transaction-scoped advisory lock, count, and take
 -- what is left. SKIP LOCKED: concurrent claimers never wait on each other's
 -- rows and never take the same task.
-CREATE FUNCTION tasks.claim(p_worker text, p_queues text[], p_caps integer[], p_max integer)
+CREATE FUNCTION tasks.claim(p_worker text, p_queues text[], p_caps integer[], p_max integer,
+                            p_start boolean DEFAULT false)
 RETURNS SETOF horsies_tasks LANGUAGE plpgsql AS $$
 DECLARE
     q      record;
@@ -224,14 +223,24 @@ BEGIN
         END IF;
         CONTINUE WHEN room <= 0;
         RETURN QUERY
-            UPDATE horsies_tasks t
-               SET status = 'CLAIMED', worker_id = p_worker, claim_id = gen_random_uuid(),
-                   claimed_at = now(), last_heartbeat_at = now()
-             WHERE t.id IN (SELECT c.id FROM horsies_tasks c
-                             WHERE c.queue_name = q.queue AND c.status = 'PENDING' AND c.run_at <= now()
-                             ORDER BY c.priority, c.enqueued_at
-                             LIMIT room FOR UPDATE SKIP LOCKED)
-            RETURNING t.*;
+            WITH taken AS (
+                UPDATE horsies_tasks t
+                   SET status = CASE WHEN p_start THEN 'RUNNING' ELSE 'CLAIMED' END, worker_id = p_worker,
+                       claim_id = gen_random_uuid(), claimed_at = now(), last_heartbeat_at = now(),
+                       attempt = t.attempt + CASE WHEN p_start THEN 1 ELSE 0 END,
+                       started_at = CASE WHEN p_start THEN now() END
+                 WHERE t.id IN (SELECT c.id FROM horsies_tasks c
+                                 WHERE c.queue_name = q.queue AND c.status = 'PENDING' AND c.run_at <= now()
+                                 ORDER BY c.priority, c.enqueued_at
+                                 LIMIT room FOR UPDATE SKIP LOCKED)
+                RETURNING t.*),
+            attempts AS (   -- started with the claim: the attempt and first runner heartbeat commit with it
+                INSERT INTO horsies_task_attempts (task_id, attempt, worker_id, claim_id)
+                SELECT k.id, k.attempt, p_worker, k.claim_id FROM taken k WHERE p_start),
+            beats AS (
+                INSERT INTO horsies_heartbeats (task_id, worker_id, role)
+                SELECT k.id, p_worker, 'runner' FROM taken k WHERE p_start)
+            SELECT * FROM taken;
         GET DIAGNOSTICS got = ROW_COUNT;
         left_n := left_n - got;
     END LOOP;
@@ -361,6 +370,53 @@ BEGIN
         RETURN 'CANCELLED';
     END IF;
     RETURN tasks.fail_running(t, p_code, p_message);
+END $$;
+
+-- Ends a batch of running attempts (the completions and failures gathered
+-- from concurrent requests): one row per item, in batch order, with the
+-- task's status afterwards, or NULL where the claim is not the task's
+-- running one (fenced). Completions are set-based: their attempts end, and
+-- they leave horsies_tasks for horsies_task_history, in three statements
+-- whatever their number; failures take tasks.finish one by one (a retry
+-- decision each).
+CREATE FUNCTION tasks.finish_many(p_ids uuid[], p_claims uuid[], p_outcomes text[], p_results text[],
+                                  p_codes text[], p_messages text[])
+RETURNS TABLE (idx integer, status text) LANGUAGE plpgsql AS $$
+#variable_conflict use_column
+DECLARE
+    done uuid[];
+    f    record;
+    st   text[] := array_fill(NULL::text, ARRAY[cardinality(p_ids)]);
+BEGIN
+    WITH items AS (
+        SELECT u.id, u.claim, u.result, u.ord FROM unnest(p_ids, p_claims, p_outcomes, p_results)
+               WITH ORDINALITY AS u(id, claim, outcome, result, ord) WHERE u.outcome = 'COMPLETED'),
+    gone AS (
+        DELETE FROM horsies_tasks t USING items i
+         WHERE t.id = i.id AND t.claim_id = i.claim AND t.status = 'RUNNING'
+        RETURNING t.*, i.result AS item_result),
+    ended AS (
+        UPDATE horsies_task_attempts a SET finished_at = now(), outcome = 'COMPLETED'
+          FROM gone g WHERE a.task_id = g.id AND a.attempt = g.attempt),
+    kept AS (
+        INSERT INTO horsies_task_history (id, task_name, queue_name, args, priority, status, sent_at, enqueued_at,
+                                          good_until, max_retries, retry_count, attempt, idempotency_key,
+                                          retention_class_key, worker_id, claimed_at, started_at, result)
+        SELECT g.id, g.task_name, g.queue_name, g.args, g.priority, 'COMPLETED', g.sent_at, g.enqueued_at,
+               g.good_until, g.max_retries, g.retry_count, g.attempt, g.idempotency_key,
+               g.retention_class_key, g.worker_id, g.claimed_at, g.started_at, g.item_result::json
+          FROM gone g RETURNING id)
+    SELECT array_agg(k.id) INTO done FROM kept k;
+    PERFORM pg_notify('silt_tasks', 'done:' || x) FROM unnest(done) x;
+    FOR f IN SELECT u.* FROM unnest(p_ids, p_claims, p_outcomes, p_codes, p_messages)
+                    WITH ORDINALITY AS u(id, claim, outcome, code, message, ord) LOOP
+        IF f.outcome = 'COMPLETED' THEN
+            IF f.id = ANY (done) THEN st[f.ord] := 'COMPLETED'; END IF;
+        ELSE
+            st[f.ord] := tasks.finish(f.id, f.claim, 'FAILED', NULL, f.code, f.message);
+        END IF;
+    END LOOP;
+    RETURN QUERY SELECT (k - 1)::integer, st[k] FROM generate_subscripts(p_ids, 1) k ORDER BY k;
 END $$;
 
 -- Hands claimed-but-unstarted tasks back (a worker stopping): PENDING again,

@@ -63,6 +63,7 @@ void api_worker_register(httpd_req *req, server *srv);
 void api_worker_claim(httpd_req *req, server *srv);
 void api_worker_heartbeat(httpd_req *req, server *srv);
 void api_worker_release(httpd_req *req, server *srv);
+void api_worker_finish(httpd_req *req, server *srv);
 void api_worker_list(httpd_req *req, server *srv);
 
 /* The implicit consumer group: "queue mode". */

@@ -60,6 +60,7 @@ static const route routes[] = {
     { HTTPD_POST, "/api/v1/workers/:workerId/claim", api_worker_claim },
     { HTTPD_POST, "/api/v1/workers/:workerId/heartbeat", api_worker_heartbeat },
     { HTTPD_POST, "/api/v1/workers/:workerId/release", api_worker_release },
+    { HTTPD_POST, "/api/v1/workers/:workerId/finish", api_worker_finish },
 };
 
 static void clear_params(httpd_req *req)

@@ -73,11 +73,10 @@ static void emit_sent(emit *e, const PGresult *r, int row)
     emit_key(e, "created"); emit_bool(e, db_bool(r, row, 2));
 }
 
-static void sent(void *arg, const db_reply *reply)
+static void sent(void *arg, const db_reply *reply, const PGresult *r, int first, int n)
 {
     send_call *c = arg;
     if (reply->error) { api_db_error(c->req, reply); free(c); return; }
-    const PGresult *r = reply->results[0];
     buf out;
     buf_init(&out);
     emit e;
@@ -85,10 +84,10 @@ static void sent(void *arg, const db_reply *reply)
     emit_object(&e);
     if (c->batch) {
         emit_key(&e, "tasks"); emit_array(&e);
-        for (int row = 0; row < PQntuples(r); row++) { emit_object(&e); emit_sent(&e, r, row); emit_end(&e); }
+        for (int row = first; row < first + n; row++) { emit_object(&e); emit_sent(&e, r, row); emit_end(&e); }
         emit_end(&e);
     } else {
-        emit_sent(&e, r, 0);
+        emit_sent(&e, r, first);
     }
     emit_end(&e);
     httpd_reply_buf(c->req, 201, &out);
@@ -134,9 +133,9 @@ void api_task_send(httpd_req *req, server *srv)
         send_call *c = xcalloc(1, sizeof *c);
         c->req = req;
         c->batch = batch;
-        db_job *job = db_job_new(sent, c);
-        task_send_call(job, specs, n);
-        db_submit(srv->pool, job);
+        gather *g = task_hub_sends(srv->tasks);
+        for (size_t i = 0; i < n; i++) task_send_add(gather_arrays(g), &specs[i]);
+        gather_add(g, (int)n, sent, c);
     }
     free_specs(specs, n);
     json_doc_fini(&d);

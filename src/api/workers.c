@@ -201,6 +201,7 @@ typedef struct claim_call {
     size_t     nqueues;
     char      *names, *caps;   /* array literals */
     int64_t    max;
+    bool       start;          /* claim and start in one: RUNNING at once */
     int64_t    deadline_us;
     task_park *park;
 } claim_call;
@@ -227,7 +228,9 @@ static void emit_claimed(emit *e, const PGresult *r, int row)
     emit_key(e, "args"); emit_raw(e, args, n);
     emit_key(e, "priority"); emit_int(e, db_int(r, row, 4));
     emit_key(e, "claimId"); api_emit_uuid_col(e, r, row, 5);
-    emit_key(e, "attempt"); emit_int(e, db_int(r, row, 6) + 1);   /* the attempt a start begins */
+    emit_key(e, "status"); api_emit_text_col(e, r, row, 9);
+    /* the attempt a start begins (CLAIMED), or has begun (RUNNING) */
+    emit_key(e, "attempt"); emit_int(e, db_int(r, row, 6) + (strcmp(db_str(r, row, 9), "CLAIMED") == 0));
     emit_key(e, "retryCount"); emit_int(e, db_int(r, row, 7));
     emit_key(e, "timeoutMs");
     if (db_null(r, row, 8)) emit_null(e); else emit_int(e, db_int(r, row, 8));
@@ -278,7 +281,7 @@ static void claim_now(claim_call *c)
         c->park = task_park_sent(c->srv->tasks, c->queues, c->nqueues, left_ms, on_claim_wake, c);
     char max[24];
     snprintf(max, sizeof max, "%lld", (long long)c->max);
-    const char *values[4] = { c->worker, c->names, c->caps, max };
+    const char *values[5] = { c->worker, c->names, c->caps, max, c->start ? "true" : "false" };
     db_job *job = db_job_new(claimed, c);
     db_job_call(job, STMT_TASK_CLAIM, values, NULL, NULL);
     db_submit(c->srv->pool, job);
@@ -305,8 +308,10 @@ void api_worker_claim(httpd_req *req, server *srv)
     c->caps = xstrdup(db_array_literal(&caps));
     db_array_fini(&names);
     db_array_fini(&caps);
+    if (rc < 0) { json_doc_fini(&d); claim_free(c); return; }
+    int st = json_get(&d, 0, "start");
+    c->start = st >= 0 && d.tokens[st].type == JSON_TRUE;
     json_doc_fini(&d);
-    if (rc < 0) { claim_free(c); return; }
     c->worker = xstrdup(req->params[0]);
     c->deadline_us = clock_mono_us() + wait_ms * 1000;
     claim_now(c);
@@ -320,7 +325,7 @@ typedef struct run_call {
     const char *what;   /* "start", "complete", "fail" */
 } run_call;
 
-static void ran(void *arg, const db_reply *reply)
+static void started(void *arg, const db_reply *reply)
 {
     run_call *c = arg;
     const PGresult *r = reply->error ? NULL : reply->results[0];
@@ -335,12 +340,8 @@ static void ran(void *arg, const db_reply *reply)
         emit_init(&e, &out);
         emit_object(&e);
         emit_key(&e, "id"); emit_str(&e, c->id);
-        if (strcmp(c->what, "start") == 0) {
-            emit_key(&e, "status"); emit_str(&e, "RUNNING");
-            emit_key(&e, "attempt"); emit_int(&e, db_int(r, 0, 0));
-        } else {
-            emit_key(&e, "status"); api_emit_text_col(&e, r, 0, 0);
-        }
+        emit_key(&e, "status"); emit_str(&e, "RUNNING");
+        emit_key(&e, "attempt"); emit_int(&e, db_int(r, 0, 0));
         emit_end(&e);
         reply_emitted(c->req, 200, &out);
     }
@@ -372,19 +373,51 @@ void api_task_start(httpd_req *req, server *srv)
     json_doc_fini(&d);
     if (!c) return;
     const char *values[2] = { c->id, claim };
-    db_job *job = db_job_new(ran, c);
+    db_job *job = db_job_new(started, c);
     db_job_call(job, STMT_TASK_START, values, NULL, NULL);
     db_submit(srv->pool, job);
 }
 
-static void finish(httpd_req *req, server *srv, run_call *c, const char *claim, const char *outcome,
-                   const char *result, const char *code, const char *message)
+static void ended(void *arg, const db_reply *reply, const PGresult *r, int first, int n)
 {
-    const char *values[6] = { c->id, claim, outcome, result, code, message };
-    db_job *job = db_job_new(ran, c);
-    db_job_call(job, STMT_TASK_FINISH, values, NULL, NULL);
-    db_submit(srv->pool, job);
-    (void)req;
+    run_call *c = arg;
+    (void)n;
+    if (reply->error) api_db_error(c->req, reply);
+    else if (db_null(r, first, 1))
+        httpd_error(c->req, 409, "cannot %s task %s: the claim is not its current one (recovered, cancelled or"
+                    " finished)", c->what, c->id);
+    else {
+        buf out;
+        buf_init(&out);
+        emit e;
+        emit_init(&e, &out);
+        emit_object(&e);
+        emit_key(&e, "id"); emit_str(&e, c->id);
+        emit_key(&e, "status"); api_emit_text_col(&e, r, first, 1);
+        emit_end(&e);
+        reply_emitted(c->req, 200, &out);
+    }
+    free(c);
+}
+
+/* One end of an attempt into the finish gather's arrays. */
+static void add_end(db_array *a, const char *id, const char *claim, const char *outcome, const char *result,
+                    const char *code, const char *message)
+{
+    db_array_text(&a[0], id);
+    db_array_text(&a[1], claim);
+    db_array_text(&a[2], outcome);
+    db_array_text(&a[3], result);
+    db_array_text(&a[4], code);
+    db_array_text(&a[5], message);
+}
+
+static void finish(server *srv, run_call *c, const char *claim, const char *outcome, const char *result,
+                   const char *code, const char *message)
+{
+    gather *g = task_hub_finishes(srv->tasks);
+    add_end(gather_arrays(g), c->id, claim, outcome, result, code, message);
+    gather_add(g, 1, ended, c);
 }
 
 void api_task_complete(httpd_req *req, server *srv)
@@ -398,7 +431,7 @@ void api_task_complete(httpd_req *req, server *srv)
         size_t n = 4;
         const char *text = v >= 0 ? json_span(&d, (uint32_t)v, &n) : "null";
         char *result = xstrndup(text, n);
-        finish(req, srv, c, claim, "COMPLETED", result, NULL, NULL);
+        finish(srv, c, claim, "COMPLETED", result, NULL, NULL);
         free(result);
     }
     json_doc_fini(&d);
@@ -422,7 +455,7 @@ void api_task_fail(httpd_req *req, server *srv)
         c = NULL;
     }
     if (c && message && strlen(message) > TASK_MESSAGE_MAX) message[TASK_MESSAGE_MAX] = '\0';   /* kept, shortened */
-    if (c) finish(req, srv, c, claim, "FAILED", NULL, code, message);
+    if (c) finish(srv, c, claim, "FAILED", NULL, code, message);
     free(code);
     free(message);
     json_doc_fini(&d);
@@ -516,3 +549,102 @@ static void held_call_run(httpd_req *req, server *srv, bool release)
 
 void api_worker_heartbeat(httpd_req *req, server *srv) { held_call_run(req, srv, false); }
 void api_worker_release(httpd_req *req, server *srv) { held_call_run(req, srv, true); }
+
+/* ---- many ends at once: POST /api/v1/workers/:workerId/finish ---- */
+
+typedef struct finish_many_call {
+    httpd_req *req;
+} finish_many_call;
+
+static void ended_many(void *arg, const db_reply *reply, const PGresult *r, int first, int n)
+{
+    finish_many_call *c = arg;
+    if (reply->error) { api_db_error(c->req, reply); free(c); return; }
+    buf out;
+    buf_init(&out);
+    emit e;
+    emit_init(&e, &out);
+    emit_object(&e);
+    emit_key(&e, "tasks"); emit_array(&e);
+    for (int row = first; row < first + n; row++) {
+        emit_object(&e);
+        emit_key(&e, "status"); api_emit_text_col(&e, r, row, 1);
+        if (db_null(r, row, 1)) {
+            emit_key(&e, "error"); emit_str(&e, "the claim is not the task's current one (recovered, cancelled or finished)");
+        }
+        emit_end(&e);
+    }
+    emit_end(&e);
+    emit_end(&e);
+    reply_emitted(c->req, 200, &out);
+    free(c);
+}
+
+/* One item of a finish batch: {"id", "claimId", "result"} completes;
+ * {"id", "claimId", "errorCode", "errorMessage"} fails. */
+static int read_end(httpd_req *req, const json_doc *d, uint32_t e, const char *where, db_array *a)
+{
+    char *id = NULL, *claim = NULL, *code = NULL, *message = NULL, idn[IDS_UUID_TEXT], claimn[IDS_UUID_TEXT];
+    int rc = d->tokens[e].type == JSON_OBJECT ? 0 : -1;
+    if (rc < 0) httpd_error(req, 400, "%stask must be an object", where);
+    if (rc == 0) rc = api_member_string(req, d, e, where, "id", &id);
+    if (rc == 0) rc = api_member_string(req, d, e, where, "claimId", &claim);
+    if (rc == 0) rc = api_member_string(req, d, e, where, "errorCode", &code);
+    if (rc == 0) rc = api_member_string(req, d, e, where, "errorMessage", &message);
+    if (rc == 0 && (!id || !claim)) { httpd_error(req, 400, "%sid and claimId are required", where); rc = -1; }
+    if (rc == 0 && code && strlen(code) > TASK_CODE_MAX) {
+        httpd_error(req, 400, "%serrorCode must be at most %d characters", where, TASK_CODE_MAX);
+        rc = -1;
+    }
+    if (rc == 0) rc = api_read_uuid(req, id, idn, "id");
+    if (rc == 0) rc = api_read_uuid(req, claim, claimn, "claimId");
+    if (rc == 0) {
+        int v = json_get(d, e, "result");
+        size_t n = 4;
+        const char *text = v >= 0 ? json_span(d, (uint32_t)v, &n) : "null";
+        char *result = code ? NULL : xstrndup(text, n);
+        if (message && strlen(message) > TASK_MESSAGE_MAX) message[TASK_MESSAGE_MAX] = '\0';
+        add_end(a, idn, claimn, code ? "FAILED" : "COMPLETED", result, code, message);
+        free(result);
+    }
+    free(id);
+    free(claim);
+    free(code);
+    free(message);
+    return rc;
+}
+
+void api_worker_finish(httpd_req *req, server *srv)
+{
+    if (read_worker_id(req, req->params[0]) < 0) return;
+    json_doc d;
+    json_doc_init(&d);
+    int v = -1;
+    int rc = api_read_object(req, srv, &d);
+    if (rc == 0) {
+        v = json_get(&d, 0, "tasks");
+        if (v < 0 || d.tokens[v].type != JSON_ARRAY || d.tokens[v].count == 0 || d.tokens[v].count > TASK_MAX_CLAIM) {
+            httpd_error_field(req, 400, "field", "tasks", "tasks must be an array of 1 to %d ends", TASK_MAX_CLAIM);
+            rc = -1;
+        }
+    }
+    /* Checked whole before any item reaches the gather: a bad item writes nothing. */
+    db_array a[TASK_FINISH_ARRAYS];
+    for (int i = 0; i < TASK_FINISH_ARRAYS; i++) db_array_init(&a[i]);
+    uint32_t count = rc == 0 ? d.tokens[v].count : 0;
+    for (uint32_t i = 0; rc == 0 && i < count; i++) {
+        char where[32];
+        snprintf(where, sizeof where, "tasks[%u]: ", i);
+        rc = read_end(req, &d, (uint32_t)json_at(&d, (uint32_t)v, i), where, a);
+    }
+    if (rc == 0) {
+        gather *g = task_hub_finishes(srv->tasks);
+        db_array *ga = gather_arrays(g);
+        for (int i = 0; i < TASK_FINISH_ARRAYS; i++) db_array_append(&ga[i], &a[i]);
+        finish_many_call *c = xcalloc(1, sizeof *c);
+        c->req = req;
+        gather_add(g, (int)count, ended_many, c);
+    }
+    for (int i = 0; i < TASK_FINISH_ARRAYS; i++) db_array_fini(&a[i]);
+    json_doc_fini(&d);
+}

@@ -1,5 +1,6 @@
 /* array: text-format array literals (see array.h). */
 #include "db/array.h"
+#include <string.h>
 
 void db_array_init(db_array *a)
 {
@@ -45,4 +46,13 @@ const char *db_array_literal(db_array *a)
 {
     if (!a->closed) { buf_putc(&a->text, '}'); a->closed = true; }
     return a->text.data;
+}
+
+void db_array_append(db_array *a, db_array *src)
+{
+    if (src->n == 0) return;
+    const char *lit = db_array_literal(src);   /* "{e1,e2}": the elements are what lies between */
+    next_element(a);
+    buf_append(&a->text, lit + 1, strlen(lit) - 2);
+    a->n += src->n - 1;
 }

@@ -20,6 +20,8 @@ void        db_array_fini(db_array *a);
 void        db_array_text(db_array *a, const char *s);
 void        db_array_int(db_array *a, int64_t v);
 void        db_array_bool(db_array *a, bool v);
+/* Appends every element of src to a. */
+void        db_array_append(db_array *a, db_array *src);
 /* The literal, terminated; valid until the next call on a. */
 const char *db_array_literal(db_array *a);
 

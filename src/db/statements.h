@@ -55,6 +55,7 @@ typedef enum db_stmt {
     STMT_TASK_START,
     STMT_TASK_HEARTBEAT,
     STMT_TASK_FINISH,
+    STMT_TASK_FINISH_MANY,
     STMT_TASK_RELEASE,
     STMT_TASK_RECOVER,
     STMT_WORKER_REGISTER,
@@ -78,7 +79,7 @@ enum {
     TASK_C_CODE, TASK_C_MESSAGE, TASK_C_KEY, TASK_C_CLASS
 };
 /* Columns of a claimed task, in the order tasks/claim.c reads them. */
-#define CLAIM_COLUMNS "id, task_name, queue_name, args, priority, claim_id, attempt, retry_count, timeout_ms"
+#define CLAIM_COLUMNS "id, task_name, queue_name, args, priority, claim_id, attempt, retry_count, timeout_ms, status"
 
 typedef struct db_statement {
     const char *name;

@@ -9,8 +9,12 @@
 #include "base/xalloc.h"
 #include "db/listener.h"
 #include "db/result.h"
+#include "tasks/send.h"
 
 #define TASK_CHANNEL "silt_tasks"
+/* Batches of one kind in flight at once: while two are with the database,
+ * the next gathers. */
+#define TASK_GATHER_IN_FLIGHT 2
 
 typedef enum park_kind { PARK_DONE, PARK_SENT } park_kind;
 
@@ -38,6 +42,7 @@ struct task_hub {
     int                parked[2];   /* by park_kind */
     struct event      *recovery;
     bool               recovering, stopped;
+    gather            *sends, *finishes;
 };
 
 /* ---- parks ---- */
@@ -212,6 +217,8 @@ task_hub *task_hub_new(struct event_base *base, db_pool *pool, const char *conni
     h->settings = *s;
     h->listener = db_listener_new(base, conninfo, TASK_CHANNEL, on_notify, h);
     h->recovery = evtimer_new(base, on_recovery, h);
+    h->sends = gather_new(pool, STMT_TASK_SEND, TASK_SEND_ARRAYS, TASK_GATHER_IN_FLIGHT);
+    h->finishes = gather_new(pool, STMT_TASK_FINISH_MANY, TASK_FINISH_ARRAYS, TASK_GATHER_IN_FLIGHT);
     schedule_recovery(h);
     return h;
 }
@@ -226,7 +233,13 @@ const task_queue_policy *task_hub_queue(const task_hub *h, const char *name, boo
     return NULL;
 }
 
-bool task_hub_idle(const task_hub *h) { return !h->recovering && h->nparks == 0; }
+gather *task_hub_sends(task_hub *h) { return h->sends; }
+gather *task_hub_finishes(task_hub *h) { return h->finishes; }
+
+bool task_hub_idle(const task_hub *h)
+{
+    return !h->recovering && h->nparks == 0 && gather_idle(h->sends) && gather_idle(h->finishes);
+}
 
 void task_hub_drain(task_hub *h)
 {
@@ -241,5 +254,7 @@ void task_hub_free(task_hub *h)
     while (h->parks) task_park_cancel(h->parks);
     db_listener_free(h->listener);
     event_free(h->recovery);
+    gather_free(h->sends);
+    gather_free(h->finishes);
     free(h);
 }

@@ -15,6 +15,7 @@
 #include <stdint.h>
 #include <event2/event.h>
 #include "db/pool.h"
+#include "tasks/gather.h"
 
 /* A queue the configuration declares. */
 typedef struct task_queue_policy {
@@ -42,7 +43,13 @@ const task_settings *task_hub_settings(const task_hub *h);
 /* The declared queue, or NULL; *known is false when queues are declared and
  * name is not one of them. */
 const task_queue_policy *task_hub_queue(const task_hub *h, const char *name, bool *known);
-/* No recovery pass in flight and nobody parked. */
+/* Where sends and ends of attempts gather (one call per flush each). The
+ * finish gather's arrays: ids, claim ids, outcomes ('COMPLETED' or
+ * 'FAILED'), results, error codes, messages (tasks.finish_many). */
+gather   *task_hub_sends(task_hub *h);
+gather   *task_hub_finishes(task_hub *h);
+#define TASK_FINISH_ARRAYS 6
+/* No recovery pass in flight, nothing gathered and nobody parked. */
 bool      task_hub_idle(const task_hub *h);
 /* Shutdown: stop recovery and wake every parked caller (timed out). */
 void      task_hub_drain(task_hub *h);

@@ -5,7 +5,7 @@
 #include "db/array.h"
 
 enum { S_IDS, S_NAMES, S_QUEUES, S_ARGS, S_PRIORITIES, S_RUN_AT, S_DELAYS, S_GOOD_UNTIL, S_TIMEOUTS,
-       S_MAX_RETRIES, S_RETRY_DELAYS, S_BASES, S_CAPS, S_JITTERS, S_RETRY_ON, S_KEYS, S_NARRAYS };
+       S_MAX_RETRIES, S_RETRY_DELAYS, S_BASES, S_CAPS, S_JITTERS, S_RETRY_ON, S_KEYS };
 
 /* An int[] literal of the fixed delays, NULL for none. */
 static void add_delays(db_array *a, const task_retry *r)
@@ -37,7 +37,7 @@ static void add_optional_int(db_array *a, int64_t v)
     else db_array_text(a, NULL);
 }
 
-static void add_spec(db_array *a, const task_spec *t)
+void task_send_add(db_array *a, const task_spec *t)
 {
     char id[IDS_UUID_TEXT], jitter[32];
     ids_uuid_format(t->id, id);
@@ -58,15 +58,4 @@ static void add_spec(db_array *a, const task_spec *t)
     db_array_text(&a[S_JITTERS], jitter);
     add_retry_on(&a[S_RETRY_ON], &t->retry);
     db_array_text(&a[S_KEYS], t->idempotency_key);
-}
-
-void task_send_call(db_job *job, const task_spec *specs, size_t n)
-{
-    db_array a[S_NARRAYS];
-    for (int i = 0; i < S_NARRAYS; i++) db_array_init(&a[i]);
-    for (size_t k = 0; k < n; k++) add_spec(a, &specs[k]);
-    const char *values[S_NARRAYS];
-    for (int i = 0; i < S_NARRAYS; i++) values[i] = db_array_literal(&a[i]);
-    db_job_call(job, STMT_TASK_SEND, values, NULL, NULL);
-    for (int i = 0; i < S_NARRAYS; i++) db_array_fini(&a[i]);
 }

@@ -2,13 +2,16 @@
  * typed array per field, parallel, like every batch between C and SQL
  * (docs/architecture.md, "Between C and SQL"). The call's rows are (idx,
  * id, created), one per task in batch order; created is false when an
- * idempotency key named an earlier task, whose id comes back instead. */
+ * idempotency key named an earlier task, whose id comes back instead.
+ * Sends from concurrent requests are gathered into one call (tasks/gather.h). */
 #ifndef SILT_TASK_SEND_H
 #define SILT_TASK_SEND_H
 #include <stddef.h>
-#include "db/pool.h"
+#include "db/array.h"
 #include "tasks/tasks.h"
 
-void task_send_call(db_job *job, const task_spec *specs, size_t n);
+/* The arrays of one call: TASK_SEND_ARRAYS of them (a gather's). */
+#define TASK_SEND_ARRAYS 16
+void task_send_add(db_array *arrays, const task_spec *t);
 
 #endif

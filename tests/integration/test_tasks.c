@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <libpq-fe.h>
 #include "harness.h"
 #include "support.h"
 #include "task_support.h"
@@ -477,5 +478,94 @@ TEST(bad_task_input_is_refused_with_its_reason_and_nothing_is_written)
     refused(&s, "/api/v1/tasks/nope/start", "{\"claimId\":\"x\"}", "id must be a uuid");
     CHECK_STR(sql("SELECT count(*) FROM horsies_tasks"), "0");
     CHECK_STR(sql("SELECT count(*) FROM horsies_task_idempotency"), "0");
+    srv_stop(&s);
+}
+
+TEST(a_claim_that_starts_commits_the_attempt_and_first_runner_heartbeat_with_it)
+{
+    silt_server s;
+    srv_start(&s, NULL);
+    char id[96];
+    keep_str(id, task_send(&s, "{\"name\":\"t\",\"queue\":\"q\"}"));
+    reply r;
+    rq(&s, "POST", "/api/v1/workers/w/claim", "{\"queues\":[\"q\"],\"max\":5,\"start\":true}", &r);
+    CHECK_INT(r.status, 200);
+    CHECK_STR(jstr(&r, "tasks.0.status"), "RUNNING");
+    CHECK_INT(jint(&r, "tasks.0.attempt"), 1);
+    task_claimed c;
+    keep_str(c.id, jstr(&r, "tasks.0.id"));
+    keep_str(c.claim, jstr(&r, "tasks.0.claimId"));
+    reply_fini(&r);
+    CHECK_STR(sql("SELECT status FROM horsies_tasks WHERE id = '%s'", id), "RUNNING");
+    CHECK_STR(sql("SELECT count(*) FROM horsies_task_attempts WHERE task_id = '%s' AND outcome IS NULL", id), "1");
+    CHECK_STR(sql("SELECT role FROM horsies_heartbeats WHERE task_id = '%s'", id), "runner");
+    CHECK_INT(task_call(&s, "start", &c, NULL), 409);   /* already running */
+    CHECK_INT(task_call(&s, "complete", &c, NULL), 200);
+    srv_stop(&s);
+}
+
+TEST(one_finish_request_ends_many_attempts_each_by_its_own_claim)
+{
+    silt_server s;
+    srv_start(&s, NULL);
+    for (int i = 0; i < 3; i++) task_send(&s, "{\"name\":\"t\",\"queue\":\"q\",\"retry\":{\"maxRetries\":1}}");
+    reply r;
+    rq(&s, "POST", "/api/v1/workers/w/claim", "{\"queues\":[\"q\"],\"max\":3,\"start\":true}", &r);
+    char id[3][96], claim[3][96];
+    for (int i = 0; i < 3; i++) {
+        keep_str(id[i], jstr(&r, sfmt("tasks.%d.id", i)));
+        keep_str(claim[i], jstr(&r, sfmt("tasks.%d.claimId", i)));
+    }
+    reply_fini(&r);
+    rq(&s, "POST", "/api/v1/workers/w/finish",
+       sfmt("{\"tasks\":[{\"id\":\"%s\",\"claimId\":\"%s\",\"result\":{\"n\":0}},"
+            "{\"id\":\"%s\",\"claimId\":\"%s\",\"errorCode\":\"E\",\"errorMessage\":\"m\"},"
+            "{\"id\":\"%s\",\"claimId\":\"00000000-0000-4000-8000-000000000000\",\"result\":2}]}",
+            id[0], claim[0], id[1], claim[1], id[2]), &r);
+    CHECK_INT(r.status, 200);
+    CHECK_STR(jstr(&r, "tasks.0.status"), "COMPLETED");
+    CHECK_STR(jstr(&r, "tasks.1.status"), "PENDING");   /* retried */
+    CHECK_INT(r.doc.tokens[jpath(&r, "tasks.2.status")].type, JSON_NULL);
+    CHECK(strstr(jstr(&r, "tasks.2.error"), "not the task's current one") != NULL);
+    reply_fini(&r);
+    CHECK_STR(sql("SELECT status || ' ' || result::text FROM horsies_task_history WHERE id = '%s'", id[0]),
+              "COMPLETED {\"n\":0}");
+    CHECK_STR(sql("SELECT status FROM horsies_tasks WHERE id = '%s'", id[2]), "RUNNING");
+    /* a bad item refuses the whole request before anything is written */
+    rq(&s, "POST", "/api/v1/workers/w/finish",
+       sfmt("{\"tasks\":[{\"id\":\"%s\",\"claimId\":\"%s\"},{\"id\":\"x\"}]}", id[2], claim[2]), &r);
+    CHECK_INT(r.status, 400);
+    CHECK(strstr(jstr(&r, "error"), "tasks[1]: ") != NULL);
+    reply_fini(&r);
+    CHECK_STR(sql("SELECT status FROM horsies_tasks WHERE id = '%s'", id[2]), "RUNNING");
+    srv_stop(&s);
+}
+
+/* While the table is locked, the first two flushes wait in the database;
+ * every send that arrives meanwhile gathers into the next batch, so forty
+ * concurrent sends take three transactions, not forty. */
+TEST(concurrent_sends_are_gathered_into_one_transaction_while_others_are_in_flight)
+{
+    silt_server s;
+    srv_start(&s, NULL);
+    PGconn *lock = PQconnectdb(sfmt("host=127.0.0.1 port=%s user=postgres dbname=%s", pg_port(), test_db()));
+    PQclear(PQexec(lock, "BEGIN"));
+    PGresult *lr = PQexec(lock, "LOCK TABLE horsies_tasks IN EXCLUSIVE MODE");
+    CHECK_INT(PQresultStatus(lr), PGRES_COMMAND_OK);
+    PQclear(lr);
+    enum { N = 40 };
+    bg_req b[N];
+    for (int i = 0; i < N; i++) bg_start(&b[i], &s, "POST", "/api/v1/tasks", "{\"name\":\"t\",\"queue\":\"q\"}");
+    srv_await_metric(&s, "silt_http_requests_in_flight", N, 10000);   /* all of them are in the server */
+    PQclear(PQexec(lock, "COMMIT"));
+    PQfinish(lock);
+    for (int i = 0; i < N; i++) {
+        int status;
+        int64_t elapsed;
+        bg_wait(&b[i], &status, &elapsed);
+        CHECK_INT(status, 201);
+    }
+    CHECK_STR(sql("SELECT count(*) FROM horsies_tasks"), "40");
+    CHECK_INT(srv_metric(&s, "silt_task_flushes_total{kind=\"send\"}"), 3);
     srv_stop(&s);
 }

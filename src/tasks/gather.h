@@ -1,0 +1,32 @@
+/* gather: group commit for the task engine, as pushes have it. Requests add
+ * their items to the open batch (one typed array per parameter of a
+ * set-based SQL function, parallel, see "Between C and SQL" in
+ * docs/architecture.md); a batch is sent as one call, in one transaction,
+ * as soon as fewer than max_in_flight are in flight, so while the database
+ * works on one, the next gathers everything that arrives meanwhile. Under
+ * load a send, a claim's start or a completion costs a share of a commit,
+ * not a commit.
+ *
+ * The function must return one row per item, in batch order; each request
+ * is handed its own rows (first_row .. first_row + nrows - 1). */
+#ifndef SILT_GATHER_H
+#define SILT_GATHER_H
+#include <stdbool.h>
+#include "db/array.h"
+#include "db/pool.h"
+
+typedef void (*gather_done_fn)(void *arg, const db_reply *reply, const PGresult *r, int first_row, int nrows);
+typedef struct gather gather;
+
+gather   *gather_new(db_pool *pool, db_stmt stmt, int narrays, int max_in_flight);
+void      gather_free(gather *g);
+/* The open batch's arrays (narrays of them): append this request's items to
+ * every one, then call gather_add. */
+db_array *gather_arrays(gather *g);
+/* The items just appended (nitems of them) are one request's; done runs
+ * once with their rows, or with the error that failed the batch. */
+void      gather_add(gather *g, int nitems, gather_done_fn done, void *arg);
+bool      gather_idle(const gather *g);
+uint64_t  gather_flushes(const gather *g);
+
+#endif
