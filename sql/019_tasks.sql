@@ -7,6 +7,11 @@
 -- function call, so it commits whole: a task leaves horsies_tasks for
 -- horsies_task_history in the transaction that makes it terminal.
 --
+-- Nothing here sends NOTIFY: a notifying transaction holds a cluster-wide
+-- lock from its commit record to the end of its commit, so every send and
+-- completion would commit one after another, each waiting for the disk. The
+-- server announces what changed once the commit is done (src/tasks/hub.c).
+--
 --   send ─► PENDING ─claim─► CLAIMED ─start─► RUNNING ─complete─► COMPLETED
 --             ▲  │              │                 │ fail ──────────► FAILED
 --             │  │ good_until   │ claimer stale   │ runner stale: WORKER_CRASHED
@@ -55,10 +60,9 @@ CREATE TABLE horsies_tasks (
 );
 -- The claim order: priority, then enqueue time, among the queue's PENDING.
 CREATE INDEX horsies_tasks_ready ON horsies_tasks (queue_name, priority, enqueued_at) WHERE status = 'PENDING';
--- What recovery and the concurrency cap look at.
+-- What recovery and the concurrency cap look at. Nothing else indexes the
+-- live table: every index is written on every send, claim and end.
 CREATE INDEX horsies_tasks_held ON horsies_tasks (queue_name, status) WHERE status <> 'PENDING';
-CREATE INDEX horsies_tasks_expiring ON horsies_tasks (good_until) WHERE good_until IS NOT NULL;
-CREATE INDEX horsies_tasks_status ON horsies_tasks (status, queue_name, id);
 
 -- ==== Terminal records =====================================================
 
@@ -159,7 +163,7 @@ $$;
 
 -- Sends a batch: one row per item of the parallel arrays (idx from 0).
 -- created is false when the item's idempotency key named an earlier task,
--- whose id is returned instead. Wakes claimers on every server.
+-- whose id is returned instead.
 CREATE FUNCTION tasks.send(p_ids uuid[], p_names text[], p_queues text[], p_args text[],
                            p_priorities integer[], p_run_at timestamptz[], p_delays_ms bigint[],
                            p_good_until timestamptz[], p_timeouts integer[], p_max_retries integer[],
@@ -187,7 +191,6 @@ BEGIN
                 delays, base, cap, jitter, retry_on, key)
       LEFT JOIN horsies_task_idempotency k ON k.idempotency_key = u.key
      WHERE u.key IS NULL OR k.task_id = u.id;
-    PERFORM pg_notify('silt_tasks', 'sent:' || q) FROM (SELECT DISTINCT unnest(p_queues) AS q) x;
     RETURN QUERY
         SELECT (u.ord - 1)::integer, coalesce(k.task_id, u.id), u.key IS NULL OR k.task_id = u.id
           FROM unnest(p_ids, p_keys) WITH ORDINALITY AS u(id, key, ord)
@@ -303,7 +306,7 @@ END $$;
 
 -- Moves live tasks to history in one statement: the rows of p_ids (already
 -- decided terminal) leave horsies_tasks and enter horsies_task_history with
--- the given status, result and error. Wakes waiters on every server.
+-- the given status, result and error.
 CREATE FUNCTION tasks.terminalize(p_ids uuid[], p_status text, p_result json, p_code text, p_message text)
 RETURNS integer LANGUAGE plpgsql AS $$
 DECLARE
@@ -319,7 +322,6 @@ BEGIN
            g.retention_class_key, g.worker_id, g.claimed_at, g.started_at, p_result, p_code, p_message
       FROM gone g;
     GET DIAGNOSTICS n = ROW_COUNT;
-    PERFORM pg_notify('silt_tasks', 'done:' || x) FROM unnest(p_ids) x;
     RETURN n;
 END $$;
 
@@ -338,7 +340,6 @@ BEGIN
                worker_id = NULL, claim_id = NULL, claimed_at = NULL, started_at = NULL, last_heartbeat_at = NULL,
                last_error_code = p_code, last_error_message = p_message
          WHERE id = t.id;
-        PERFORM pg_notify('silt_tasks', 'sent:' || t.queue_name);
         RETURN 'PENDING';
     END IF;
     PERFORM tasks.terminalize(ARRAY[t.id], 'FAILED', NULL, p_code, p_message);
@@ -375,18 +376,21 @@ END $$;
 -- Ends a batch of running attempts (the completions and failures gathered
 -- from concurrent requests): one row per item, in batch order, with the
 -- task's status afterwards, or NULL where the claim is not the task's
--- running one (fenced). Completions are set-based: their attempts end, and
+-- running one (fenced), and its queue. Completions are set-based: their attempts end, and
 -- they leave horsies_tasks for horsies_task_history, in three statements
 -- whatever their number; failures take tasks.finish one by one (a retry
 -- decision each).
 CREATE FUNCTION tasks.finish_many(p_ids uuid[], p_claims uuid[], p_outcomes text[], p_results text[],
                                   p_codes text[], p_messages text[])
-RETURNS TABLE (idx integer, status text) LANGUAGE plpgsql AS $$
+RETURNS TABLE (idx integer, id uuid, status text, queue text) LANGUAGE plpgsql AS $$
 #variable_conflict use_column
 DECLARE
     done uuid[];
+    dq   text[];
     f    record;
+    k    integer;
     st   text[] := array_fill(NULL::text, ARRAY[cardinality(p_ids)]);
+    qs   text[] := array_fill(NULL::text, ARRAY[cardinality(p_ids)]);
 BEGIN
     WITH items AS (
         SELECT u.id, u.claim, u.result, u.ord FROM unnest(p_ids, p_claims, p_outcomes, p_results)
@@ -405,35 +409,33 @@ BEGIN
         SELECT g.id, g.task_name, g.queue_name, g.args, g.priority, 'COMPLETED', g.sent_at, g.enqueued_at,
                g.good_until, g.max_retries, g.retry_count, g.attempt, g.idempotency_key,
                g.retention_class_key, g.worker_id, g.claimed_at, g.started_at, g.item_result::json
-          FROM gone g RETURNING id)
-    SELECT array_agg(k.id) INTO done FROM kept k;
-    PERFORM pg_notify('silt_tasks', 'done:' || x) FROM unnest(done) x;
+          FROM gone g RETURNING id, queue_name)
+    SELECT array_agg(x.id), array_agg(x.queue_name) INTO done, dq FROM kept x;
     FOR f IN SELECT u.* FROM unnest(p_ids, p_claims, p_outcomes, p_codes, p_messages)
                     WITH ORDINALITY AS u(id, claim, outcome, code, message, ord) LOOP
         IF f.outcome = 'COMPLETED' THEN
-            IF f.id = ANY (done) THEN st[f.ord] := 'COMPLETED'; END IF;
+            k := array_position(done, f.id);
+            IF k IS NOT NULL THEN st[f.ord] := 'COMPLETED'; qs[f.ord] := dq[k]; END IF;
         ELSE
+            qs[f.ord] := (SELECT t.queue_name FROM horsies_tasks t WHERE t.id = f.id);
             st[f.ord] := tasks.finish(f.id, f.claim, 'FAILED', NULL, f.code, f.message);
         END IF;
     END LOOP;
-    RETURN QUERY SELECT (k - 1)::integer, st[k] FROM generate_subscripts(p_ids, 1) k ORDER BY k;
+    RETURN QUERY SELECT (k - 1)::integer, p_ids[k], st[k], qs[k] FROM generate_subscripts(p_ids, 1) k ORDER BY k;
 END $$;
 
 -- Hands claimed-but-unstarted tasks back (a worker stopping): PENDING again,
--- claimable at once. Returns how many went back.
-CREATE FUNCTION tasks.release(p_worker text, p_ids uuid[], p_claims uuid[]) RETURNS integer
-LANGUAGE plpgsql AS $$
-DECLARE
-    n integer;
-BEGIN
-    UPDATE horsies_tasks t
-       SET status = 'PENDING', worker_id = NULL, claim_id = NULL, claimed_at = NULL, last_heartbeat_at = NULL
-      FROM unnest(p_ids, p_claims) AS u(id, claim)
-     WHERE t.id = u.id AND t.claim_id = u.claim AND t.worker_id = p_worker AND t.status = 'CLAIMED';
-    GET DIAGNOSTICS n = ROW_COUNT;
-    IF n > 0 THEN PERFORM pg_notify('silt_tasks', 'sent:' || q) FROM (SELECT DISTINCT queue_name AS q FROM horsies_tasks WHERE id = ANY (p_ids)) x; END IF;
-    RETURN n;
-END $$;
+-- claimable at once. Returns how many went back, per queue.
+CREATE FUNCTION tasks.release(p_worker text, p_ids uuid[], p_claims uuid[])
+RETURNS TABLE (queue text, released bigint) LANGUAGE sql AS $$
+    WITH back AS (
+        UPDATE horsies_tasks t
+           SET status = 'PENDING', worker_id = NULL, claim_id = NULL, claimed_at = NULL, last_heartbeat_at = NULL
+          FROM unnest(p_ids, p_claims) AS u(id, claim)
+         WHERE t.id = u.id AND t.claim_id = u.claim AND t.worker_id = p_worker AND t.status = 'CLAIMED'
+        RETURNING t.queue_name)
+    SELECT queue_name, count(*) FROM back GROUP BY queue_name
+$$;
 
 -- Cancel: PENDING or CLAIMED (not started) end CANCELLED at once; RUNNING is
 -- marked, and its worker learns it on its next heartbeat. Returns the status
@@ -462,7 +464,7 @@ END $$;
 -- that code); PENDING past good_until EXPIRED. Returns one row per task it
 -- moved: id, what happened and the status afterwards.
 CREATE FUNCTION tasks.recover(p_claimed_stale_ms integer, p_running_stale_ms integer)
-RETURNS TABLE (id uuid, action text, status text) LANGUAGE plpgsql AS $$
+RETURNS TABLE (id uuid, action text, status text, queue text) LANGUAGE plpgsql AS $$
 #variable_conflict use_column
 DECLARE
     t horsies_tasks;
@@ -473,25 +475,25 @@ BEGIN
          WHERE x.id IN (SELECT c.id FROM horsies_tasks c WHERE c.status = 'CLAIMED'
                          AND c.last_heartbeat_at < now() - make_interval(secs => p_claimed_stale_ms / 1000.0)
                          FOR UPDATE SKIP LOCKED)
-        RETURNING x.id, 'requeued stale claim'::text, 'PENDING'::text;
+        RETURNING x.id, 'requeued stale claim'::text, 'PENDING'::text, x.queue_name;
     FOR t IN SELECT * FROM horsies_tasks c WHERE c.status = 'RUNNING'
                 AND c.last_heartbeat_at < now() - make_interval(secs => p_running_stale_ms / 1000.0)
                 FOR UPDATE SKIP LOCKED LOOP
-        id := t.id; action := 'WORKER_CRASHED';
+        id := t.id; action := 'WORKER_CRASHED'; queue := t.queue_name;
         status := tasks.fail_running(t, 'WORKER_CRASHED', 'no runner heartbeat since ' || t.last_heartbeat_at);
         RETURN NEXT;
     END LOOP;
     FOR t IN SELECT * FROM horsies_tasks c WHERE c.status = 'RUNNING' AND c.timeout_ms IS NOT NULL
                 AND c.started_at + make_interval(secs => c.timeout_ms / 1000.0) < now()
                 FOR UPDATE SKIP LOCKED LOOP
-        id := t.id; action := 'TASK_TIMEOUT';
+        id := t.id; action := 'TASK_TIMEOUT'; queue := t.queue_name;
         status := tasks.fail_running(t, 'TASK_TIMEOUT', 'running longer than ' || t.timeout_ms || ' ms');
         RETURN NEXT;
     END LOOP;
     FOR t IN SELECT * FROM horsies_tasks c WHERE c.status = 'PENDING' AND c.good_until < now()
                 FOR UPDATE SKIP LOCKED LOOP
         PERFORM tasks.terminalize(ARRAY[t.id], 'EXPIRED', NULL, 'EXPIRED', 'not started before good_until');
-        id := t.id; action := 'EXPIRED'; status := 'EXPIRED';
+        id := t.id; action := 'EXPIRED'; status := 'EXPIRED'; queue := t.queue_name;
         RETURN NEXT;
     END LOOP;
 END $$;
@@ -514,7 +516,7 @@ CREATE VIEW tasks.all_tasks AS
 -- A recovery pass by the maintenance owner: whichever server takes the
 -- advisory lock first in a round does it, the others return nothing.
 CREATE FUNCTION tasks.recover_if_owner(p_claimed_stale_ms integer, p_running_stale_ms integer)
-RETURNS TABLE (id uuid, action text, status text) LANGUAGE plpgsql AS $$
+RETURNS TABLE (id uuid, action text, status text, queue text) LANGUAGE plpgsql AS $$
 BEGIN
     IF pg_try_advisory_xact_lock(hashtextextended('silt.task_recovery', 0)) THEN
         RETURN QUERY SELECT * FROM tasks.recover(p_claimed_stale_ms, p_running_stale_ms);

@@ -64,8 +64,18 @@ void api_emit_task(emit *e, const PGresult *r, int row)
 
 typedef struct send_call {
     httpd_req *req;
+    server    *srv;
     bool       batch;
+    char     **queues;   /* distinct, to announce once committed */
+    size_t     nqueues;
 } send_call;
+
+static void send_call_free(send_call *c)
+{
+    for (size_t i = 0; i < c->nqueues; i++) free(c->queues[i]);
+    free(c->queues);
+    free(c);
+}
 
 static void emit_sent(emit *e, const PGresult *r, int row)
 {
@@ -76,7 +86,8 @@ static void emit_sent(emit *e, const PGresult *r, int row)
 static void sent(void *arg, const db_reply *reply, const PGresult *r, int first, int n)
 {
     send_call *c = arg;
-    if (reply->error) { api_db_error(c->req, reply); free(c); return; }
+    if (reply->error) { api_db_error(c->req, reply); send_call_free(c); return; }
+    for (size_t i = 0; i < c->nqueues; i++) task_hub_announce_sent(c->srv->tasks, c->queues[i]);
     buf out;
     buf_init(&out);
     emit e;
@@ -91,7 +102,15 @@ static void sent(void *arg, const db_reply *reply, const PGresult *r, int first,
     }
     emit_end(&e);
     httpd_reply_buf(c->req, 201, &out);
-    free(c);
+    send_call_free(c);
+}
+
+static void note_queue(send_call *c, const char *queue)
+{
+    for (size_t i = 0; i < c->nqueues; i++)
+        if (strcmp(c->queues[i], queue) == 0) return;
+    c->queues = xrealloc(c->queues, (c->nqueues + 1) * sizeof *c->queues);
+    c->queues[c->nqueues++] = xstrdup(queue);
 }
 
 /* The tasks of the body: {"tasks": [...]} or one task object. */
@@ -132,9 +151,13 @@ void api_task_send(httpd_req *req, server *srv)
     if (api_read_object(req, srv, &d) == 0 && read_specs(req, srv, &d, &specs, &n, &batch) == 0) {
         send_call *c = xcalloc(1, sizeof *c);
         c->req = req;
+        c->srv = srv;
         c->batch = batch;
         gather *g = task_hub_sends(srv->tasks);
-        for (size_t i = 0; i < n; i++) task_send_add(gather_arrays(g), &specs[i]);
+        for (size_t i = 0; i < n; i++) {
+            task_send_add(gather_arrays(g), &specs[i]);
+            note_queue(c, specs[i].queue);
+        }
         gather_add(g, (int)n, sent, c);
     }
     free_specs(specs, n);
@@ -277,7 +300,9 @@ void api_task_list(httpd_req *req, server *srv)
 
 typedef struct cancel_call {
     httpd_req *req;
+    server    *srv;
     char       id[IDS_UUID_TEXT];
+    uint8_t    raw[16];
 } cancel_call;
 
 static void cancelled(void *arg, const db_reply *reply)
@@ -288,6 +313,7 @@ static void cancelled(void *arg, const db_reply *reply)
     else if (db_null(r, 0, 0)) httpd_error(c->req, 404, "no task %s", c->id);
     else {
         const char *status = db_str(r, 0, 0);
+        if (strcmp(status, "CANCELLED") == 0) task_hub_announce_done(c->srv->tasks, c->raw);
         buf out;
         buf_init(&out);
         emit e;
@@ -308,7 +334,9 @@ void api_task_cancel(httpd_req *req, server *srv)
 {
     cancel_call *c = xcalloc(1, sizeof *c);
     if (api_read_uuid(req, req->params[0], c->id, "id") < 0) { free(c); return; }
+    if (ids_uuid_parse(c->id, strlen(c->id), c->raw) < 0) abort();   /* api_read_uuid checked it */
     c->req = req;
+    c->srv = srv;
     const char *values[1] = { c->id };
     db_job *job = db_job_new(cancelled, c);
     db_job_call(job, STMT_TASK_CANCEL, values, NULL, NULL);

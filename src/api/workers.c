@@ -321,6 +321,7 @@ void api_worker_claim(httpd_req *req, server *srv)
 
 typedef struct run_call {
     httpd_req  *req;
+    server     *srv;
     char        id[IDS_UUID_TEXT];
     const char *what;   /* "start", "complete", "fail" */
 } run_call;
@@ -349,11 +350,13 @@ static void started(void *arg, const db_reply *reply)
 }
 
 /* The task in the path and the claimId in the body. */
-static run_call *read_claim(httpd_req *req, const json_doc *d, const char *what, char claim[IDS_UUID_TEXT])
+static run_call *read_claim(httpd_req *req, server *srv, const json_doc *d, const char *what,
+                            char claim[IDS_UUID_TEXT])
 {
     run_call *c = xcalloc(1, sizeof *c);
     char *text = NULL;
     c->req = req;
+    c->srv = srv;
     c->what = what;
     int rc = api_read_uuid(req, req->params[0], c->id, "id");
     if (rc == 0) rc = api_opt_string(req, d, 0, "claimId", &text);
@@ -369,7 +372,7 @@ void api_task_start(httpd_req *req, server *srv)
     json_doc d;
     json_doc_init(&d);
     char claim[IDS_UUID_TEXT];
-    run_call *c = api_read_object(req, srv, &d) == 0 ? read_claim(req, &d, "start", claim) : NULL;
+    run_call *c = api_read_object(req, srv, &d) == 0 ? read_claim(req, srv, &d, "start", claim) : NULL;
     json_doc_fini(&d);
     if (!c) return;
     const char *values[2] = { c->id, claim };
@@ -378,22 +381,31 @@ void api_task_start(httpd_req *req, server *srv)
     db_submit(srv->pool, job);
 }
 
+/* A row of tasks.finish_many (idx, id, status, queue): what others must hear. */
+static void announce_end(server *srv, const PGresult *r, int row)
+{
+    if (db_null(r, row, 2)) return;
+    if (strcmp(db_str(r, row, 2), "PENDING") == 0) task_hub_announce_sent(srv->tasks, db_str(r, row, 3));
+    else if (task_status_terminal(db_str(r, row, 2))) task_hub_announce_done(srv->tasks, db_uuid(r, row, 1));
+}
+
 static void ended(void *arg, const db_reply *reply, const PGresult *r, int first, int n)
 {
     run_call *c = arg;
     (void)n;
     if (reply->error) api_db_error(c->req, reply);
-    else if (db_null(r, first, 1))
+    else if (db_null(r, first, 2))
         httpd_error(c->req, 409, "cannot %s task %s: the claim is not its current one (recovered, cancelled or"
                     " finished)", c->what, c->id);
     else {
+        announce_end(c->srv, r, first);
         buf out;
         buf_init(&out);
         emit e;
         emit_init(&e, &out);
         emit_object(&e);
         emit_key(&e, "id"); emit_str(&e, c->id);
-        emit_key(&e, "status"); api_emit_text_col(&e, r, first, 1);
+        emit_key(&e, "status"); api_emit_text_col(&e, r, first, 2);
         emit_end(&e);
         reply_emitted(c->req, 200, &out);
     }
@@ -425,7 +437,7 @@ void api_task_complete(httpd_req *req, server *srv)
     json_doc d;
     json_doc_init(&d);
     char claim[IDS_UUID_TEXT];
-    run_call *c = api_read_object(req, srv, &d) == 0 ? read_claim(req, &d, "complete", claim) : NULL;
+    run_call *c = api_read_object(req, srv, &d) == 0 ? read_claim(req, srv, &d, "complete", claim) : NULL;
     if (c) {
         int v = json_get(&d, 0, "result");
         size_t n = 4;
@@ -443,7 +455,7 @@ void api_task_fail(httpd_req *req, server *srv)
     json_doc_init(&d);
     char claim[IDS_UUID_TEXT];
     char *code = NULL, *message = NULL;
-    run_call *c = api_read_object(req, srv, &d) == 0 ? read_claim(req, &d, "fail", claim) : NULL;
+    run_call *c = api_read_object(req, srv, &d) == 0 ? read_claim(req, srv, &d, "fail", claim) : NULL;
     if (c && (api_opt_string(req, &d, 0, "errorCode", &code) < 0 ||
               api_opt_string(req, &d, 0, "errorMessage", &message) < 0)) {
         free(c);
@@ -508,7 +520,12 @@ static void held_done(void *arg, const db_reply *reply)
     emit_init(&e, &out);
     emit_object(&e);
     if (c->release) {
-        emit_key(&e, "released"); emit_int(&e, db_int(r, 0, 0));
+        int64_t released = 0;
+        for (int row = 0; row < PQntuples(r); row++) {
+            released += db_int(r, row, 1);
+            task_hub_announce_sent(c->srv->tasks, db_str(r, row, 0));
+        }
+        emit_key(&e, "released"); emit_int(&e, released);
     } else {
         emit_key(&e, "tasks"); emit_array(&e);
         for (int row = 0; row < PQntuples(r); row++) {
@@ -554,6 +571,7 @@ void api_worker_release(httpd_req *req, server *srv) { held_call_run(req, srv, t
 
 typedef struct finish_many_call {
     httpd_req *req;
+    server    *srv;
 } finish_many_call;
 
 static void ended_many(void *arg, const db_reply *reply, const PGresult *r, int first, int n)
@@ -567,9 +585,11 @@ static void ended_many(void *arg, const db_reply *reply, const PGresult *r, int 
     emit_object(&e);
     emit_key(&e, "tasks"); emit_array(&e);
     for (int row = first; row < first + n; row++) {
+        announce_end(c->srv, r, row);
         emit_object(&e);
-        emit_key(&e, "status"); api_emit_text_col(&e, r, row, 1);
-        if (db_null(r, row, 1)) {
+        emit_key(&e, "id"); api_emit_uuid_col(&e, r, row, 1);
+        emit_key(&e, "status"); api_emit_text_col(&e, r, row, 2);
+        if (db_null(r, row, 2)) {
             emit_key(&e, "error"); emit_str(&e, "the claim is not the task's current one (recovered, cancelled or finished)");
         }
         emit_end(&e);
@@ -643,6 +663,7 @@ void api_worker_finish(httpd_req *req, server *srv)
         for (int i = 0; i < TASK_FINISH_ARRAYS; i++) db_array_append(&ga[i], &a[i]);
         finish_many_call *c = xcalloc(1, sizeof *c);
         c->req = req;
+        c->srv = srv;
         gather_add(g, (int)count, ended_many, c);
     }
     for (int i = 0; i < TASK_FINISH_ARRAYS; i++) db_array_fini(&a[i]);

@@ -5,13 +5,18 @@
  *                         --connections keep-alive connections, one request
  *                         in flight on each, items spread over --partitions;
  *   popack                --consumers loops of pop (batch 100) then one batch
- *                         ack, on a queue preloaded beforehand.
+ *                         ack, on a queue preloaded beforehand;
+ *   tasks                 8 producers sending tasks (10 per request) and 8
+ *                         workers claiming 100 at a time, started with the
+ *                         claim, completed in one request (bench_tasks.c);
+ *                         latency is each task's, send to completion.
  * It ends with the server's resident memory from /metrics/prometheus. Queues
  * get fresh names (bench-push-<random>, bench-pop-<random>) so runs never see
  * each other's messages. The load itself is bench_load's. */
 #include "cli/cli.h"
 #include "cli/cli_common.h"
 #include "cli/bench_load.h"
+#include "cli/bench_tasks.h"
 #include "base/ids.h"
 #include <inttypes.h>
 #include <stdio.h>
@@ -41,8 +46,8 @@ static const char bench_usage[] =
     "  --partitions N     partitions p0..pN-1 the items are spread over (default 10)\n"
     "  --consumers N      concurrent pop+ack consumers (default 10)\n"
     "  --preload N        messages pushed before pop+ack (default 1000000)\n"
-    "  --scenarios LIST   comma-separated subset of push1,push10,push100,popack\n"
-    "                     (default all four), or health: GET /health, the\n"
+    "  --scenarios LIST   comma-separated subset of push1,push10,push100,popack,\n"
+    "                     tasks (default all five), or health: GET /health, the\n"
     "                     ceiling of this client and the server's HTTP layer\n"
     "  --keep             do not delete the benchmark queues afterwards\n"
     "  --json             machine-readable output\n"
@@ -85,6 +90,7 @@ typedef struct bench_run {
     char  suffix[16];         /* random part of the queue names */
     char  push_queue[64];
     char  pop_queue[64];
+    char  task_queue[64];
     bool  pushed, popped;     /* which queues exist, for the clean-up */
 } bench_run;
 
@@ -363,6 +369,23 @@ static int run_popack(bench_run *r, bench_result *res)
     return rc;
 }
 
+/* ---- tasks: send, claim and start, complete ---- */
+
+static int run_tasks(bench_run *r, bench_result *res)
+{
+    bench_config cfg = run_config(r, BENCH_TASK_PRODUCERS + BENCH_TASK_WORKERS, BENCH_WARMUP_S,
+                                  (double)r->o->seconds);
+    bench_stats s;
+    bench_stats_init(&s);
+    bench_tasks_result t = { 0 };
+    int rc = bench_tasks_run(&cfg, BENCH_TASK_PRODUCERS, r->task_queue, &s, &t);
+    result_take(res, &s);
+    res->p50_ms = t.p50_ms;   /* a task's, send to completion, not a request's */
+    res->p99_ms = t.p99_ms;
+    bench_stats_fini(&s);
+    return rc;
+}
+
 /* ---- the HTTP baseline: what the client and the server's HTTP layer can do ---- */
 
 static bool health_next(bench_worker *w, void *ctx)
@@ -400,6 +423,7 @@ static const bench_scenario bench_scenarios[] = {
     { "push10",  "push batch=10",     run_push10,  true },
     { "push100", "push batch=100",    run_push100, true },
     { "popack",  "pop+ack batch=100", run_popack,  true },
+    { "tasks",   "tasks send->complete", run_tasks, true },
     { "health",  "GET /health",       run_health,  false },
 };
 #define BENCH_NSCEN (sizeof bench_scenarios / sizeof bench_scenarios[0])
@@ -527,6 +551,7 @@ static void names_init(bench_run *r)
     if (r->o->queue) snprintf(r->push_queue, sizeof r->push_queue, "%s", r->o->queue);
     else snprintf(r->push_queue, sizeof r->push_queue, "bench-push-%s", r->suffix);
     snprintf(r->pop_queue, sizeof r->pop_queue, "bench-pop-%s", r->suffix);
+    snprintf(r->task_queue, sizeof r->task_queue, "bench-tasks-%s", r->suffix);
 }
 
 /* ---- output ---- */

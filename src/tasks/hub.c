@@ -7,6 +7,7 @@
 #include "base/ids.h"
 #include "base/log.h"
 #include "base/xalloc.h"
+#include "db/array.h"
 #include "db/listener.h"
 #include "db/result.h"
 #include "tasks/send.h"
@@ -43,6 +44,9 @@ struct task_hub {
     struct event      *recovery;
     bool               recovering, stopped;
     gather            *sends, *finishes;
+    char               origin[IDS_UUID_TEXT];   /* this server, in its announcements */
+    db_array           outbox;                  /* announcements not yet notified */
+    bool               notifying;
 };
 
 /* ---- parks ---- */
@@ -100,7 +104,7 @@ static task_park *new_park(task_hub *h, park_kind kind, int64_t wait_ms, task_wa
 
 task_park *task_park_done(task_hub *h, const uint8_t id[16], int64_t wait_ms, task_wake_fn fn, void *arg)
 {
-    task_park *p = new_park(h, PARK_DONE, wait_ms, fn, arg);
+    task_park *p = new_park(h, PARK_DONE, wait_ms < TASK_WAIT_RECHECK_MS ? wait_ms : TASK_WAIT_RECHECK_MS, fn, arg);
     memcpy(p->id, id, 16);
     return p;
 }
@@ -166,7 +170,64 @@ static void wake(task_hub *h, const char *payload)
     }
 }
 
-static void on_notify(void *arg, const char *payload) { wake(arg, payload); }
+/* Another server's announcement, "<origin> <what>"; ours came first-hand. */
+static void on_notify(void *arg, const char *payload)
+{
+    task_hub *h = arg;
+    if (!payload) { wake(h, NULL); return; }
+    const char *space = strchr(payload, ' ');
+    if (!space || (size_t)(space - payload) != strlen(h->origin) || strncmp(payload, h->origin, strlen(h->origin)) != 0)
+        wake(h, space ? space + 1 : payload);
+}
+
+/* ---- announcements ---- */
+
+static void notify_outbox(task_hub *h);
+
+static void notified(void *arg, const db_reply *reply)
+{
+    task_hub *h = arg;
+    h->notifying = false;
+    if (reply->error) log_warn("task announcements to other servers: %s", reply->error);
+    notify_outbox(h);
+}
+
+/* One transaction carries every announcement gathered so far. */
+static void notify_outbox(task_hub *h)
+{
+    if (h->notifying || h->outbox.n == 0) return;
+    h->notifying = true;
+    const char *values[1] = { db_array_literal(&h->outbox) };
+    db_job *job = db_job_new(notified, h);
+    db_job_call(job, STMT_TASK_NOTIFY, values, NULL, NULL);
+    db_submit(h->pool, job);
+    db_array_fini(&h->outbox);
+    db_array_init(&h->outbox);
+}
+
+void task_hub_announce(task_hub *h, const char *what)
+{
+    wake(h, what);
+    char payload[256];
+    snprintf(payload, sizeof payload, "%s %s", h->origin, what);
+    db_array_text(&h->outbox, payload);
+    notify_outbox(h);
+}
+
+void task_hub_announce_sent(task_hub *h, const char *queue)
+{
+    char what[128];
+    snprintf(what, sizeof what, "sent:%s", queue);
+    task_hub_announce(h, what);
+}
+
+void task_hub_announce_done(task_hub *h, const uint8_t id[16])
+{
+    char what[8 + IDS_UUID_TEXT];
+    memcpy(what, "done:", 5);
+    ids_uuid_format(id, what + 5);
+    task_hub_announce(h, what);
+}
 
 /* ---- recovery ---- */
 
@@ -186,8 +247,11 @@ static void recovered(void *arg, const db_reply *reply)
     const PGresult *r = reply->error ? NULL : reply->results[0];
     for (int row = 0; r && row < PQntuples(r); row++) {
         char id[IDS_UUID_TEXT];
+        const char *status = db_str(r, row, 2);
         ids_uuid_format(db_uuid(r, row, 0), id);
-        log_info("task recovery: %s %s, now %s", id, db_str(r, row, 1), db_str(r, row, 2));
+        log_info("task recovery: %s %s, now %s", id, db_str(r, row, 1), status);
+        if (strcmp(status, "PENDING") == 0) task_hub_announce_sent(h, db_str(r, row, 3));
+        else task_hub_announce_done(h, db_uuid(r, row, 0));
     }
     schedule_recovery(h);
 }
@@ -215,6 +279,10 @@ task_hub *task_hub_new(struct event_base *base, db_pool *pool, const char *conni
     h->base = base;
     h->pool = pool;
     h->settings = *s;
+    uint8_t origin[16];
+    ids_uuid7(origin);
+    ids_uuid_format(origin, h->origin);
+    db_array_init(&h->outbox);
     h->listener = db_listener_new(base, conninfo, TASK_CHANNEL, on_notify, h);
     h->recovery = evtimer_new(base, on_recovery, h);
     h->sends = gather_new(pool, STMT_TASK_SEND, TASK_SEND_ARRAYS, TASK_GATHER_IN_FLIGHT);
@@ -238,7 +306,7 @@ gather *task_hub_finishes(task_hub *h) { return h->finishes; }
 
 bool task_hub_idle(const task_hub *h)
 {
-    return !h->recovering && h->nparks == 0 && gather_idle(h->sends) && gather_idle(h->finishes);
+    return !h->recovering && !h->notifying && h->nparks == 0 && gather_idle(h->sends) && gather_idle(h->finishes);
 }
 
 void task_hub_drain(task_hub *h)
@@ -256,5 +324,6 @@ void task_hub_free(task_hub *h)
     event_free(h->recovery);
     gather_free(h->sends);
     gather_free(h->finishes);
+    db_array_fini(&h->outbox);
     free(h);
 }

@@ -1,8 +1,12 @@
-/* hub: what the task engine keeps between requests on one server. It
- * listens for the engine's notifications (channel silt_tasks: "sent:<queue>"
- * when a queue gets claimable work, "done:<task id>" when a task becomes
- * terminal), wakes the claimers and result waiters parked on them, whichever
- * server the send or the completion went through, and runs recovery every
+/* hub: what the task engine keeps between requests on one server. Whatever
+ * changed a task announces it once committed: "sent:<queue>" when a queue
+ * got claimable work, "done:<task id>" when a task became terminal. An
+ * announcement wakes the claimers and result waiters parked here at once,
+ * and goes to the other servers as a NOTIFY on channel silt_tasks, sent in a
+ * transaction of its own after the commit (one per batch of announcements:
+ * a notifying transaction holds a cluster-wide lock through its commit, so
+ * the engine's own transactions never notify). The hub listens on that
+ * channel for the other servers' announcements, and runs recovery every
  * check interval (one server per round does it: tasks.recover_if_owner).
  *
  * A parked caller registers before it queries, so a wake-up that arrives
@@ -54,7 +58,14 @@ bool      task_hub_idle(const task_hub *h);
 /* Shutdown: stop recovery and wake every parked caller (timed out). */
 void      task_hub_drain(task_hub *h);
 
-/* Parks until a task becomes terminal (id) or wait_ms pass. */
+/* After a commit: "sent:<queue>" or "done:<task id>". */
+void      task_hub_announce(task_hub *h, const char *what);
+void      task_hub_announce_sent(task_hub *h, const char *queue);
+void      task_hub_announce_done(task_hub *h, const uint8_t id[16]);
+
+/* Parks until a task becomes terminal (id) or wait_ms pass (at most
+ * TASK_WAIT_RECHECK_MS: an announcement lost with a server that died
+ * between its commit and its NOTIFY costs a waiter that long, no more). */
 task_park *task_park_done(task_hub *h, const uint8_t id[16], int64_t wait_ms, task_wake_fn fn, void *arg);
 /* Parks until one of queues gets claimable work or wait_ms pass (at most
  * TASK_RECHECK_MS: a delayed or retried task becomes claimable by time,
@@ -71,5 +82,6 @@ int        task_hub_parked_claims(const task_hub *h);   /* claims waiting for wo
 int        task_hub_parked_waits(const task_hub *h);    /* GET ?wait= waiting for an end */
 
 #define TASK_RECHECK_MS 1000
+#define TASK_WAIT_RECHECK_MS 5000
 
 #endif

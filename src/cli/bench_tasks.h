@@ -1,0 +1,30 @@
+/* bench_tasks: the task engine's scenario of `silt bench`: producers send
+ * tasks, workers claim them (starting them in the same call), do nothing and
+ * complete them in one request per claim. Throughput counts completed tasks;
+ * latency is each task's, from the moment its send left the producer to the
+ * reply that completed it. */
+#ifndef SILT_BENCH_TASKS_H
+#define SILT_BENCH_TASKS_H
+#include <stdint.h>
+#include "cli/bench_load.h"
+
+typedef struct bench_tasks_result {
+    uint64_t sent, completed;
+    double   p50_ms, p99_ms;      /* send to completion */
+} bench_tasks_result;
+
+#define BENCH_TASK_WORKERS 8       /* worker connections */
+#define BENCH_TASK_SEND_BATCH 10   /* tasks per send */
+#define BENCH_TASK_CLAIM 100       /* tasks per claim */
+#define BENCH_TASK_PRODUCERS 8     /* send connections */
+/* Tasks sent but not completed beyond which producers hold off (they send
+ * GET /health instead), so the queue never grows without bound and the
+ * latency measured is the engine's. */
+#define BENCH_TASK_BACKLOG 4000
+
+/* cfg->workers connections in all: the first producers send, the rest are
+ * task workers. */
+int bench_tasks_run(const bench_config *cfg, int producers, const char *queue, bench_stats *stats,
+                    bench_tasks_result *out) __attribute__((warn_unused_result));
+
+#endif
