@@ -58,6 +58,14 @@ CREATE TABLE horsies_tasks (
     last_error_code     text,
     last_error_message  text
 );
+-- Every task is inserted, updated once or twice and deleted within seconds:
+-- the table turns over its whole content many times a minute. Vacuum it
+-- after a fixed number of dead rows rather than a fraction of a table that
+-- is small by design, and without the cost-based pauses, so claims do not
+-- wade through dead versions.
+ALTER TABLE horsies_tasks SET (autovacuum_vacuum_scale_factor = 0, autovacuum_vacuum_threshold = 5000,
+                               autovacuum_vacuum_cost_delay = 0, autovacuum_analyze_scale_factor = 0,
+                               autovacuum_analyze_threshold = 50000);
 -- The claim order: priority, then enqueue time, among the queue's PENDING.
 CREATE INDEX horsies_tasks_ready ON horsies_tasks (queue_name, priority, enqueued_at) WHERE status = 'PENDING';
 -- What recovery and the concurrency cap look at. Nothing else indexes the
@@ -112,6 +120,7 @@ CREATE TABLE horsies_task_attempts (
     error_message text,
     PRIMARY KEY (task_id, attempt)
 );
+ALTER TABLE horsies_task_attempts SET (fillfactor = 80, autovacuum_vacuum_cost_delay = 0);   -- room for the HOT end of an attempt
 
 -- Claimer heartbeats (a worker holding a task it has not started) and runner
 -- heartbeats (a task running), one row each.
@@ -246,6 +255,27 @@ BEGIN
             SELECT * FROM taken;
         GET DIAGNOSTICS got = ROW_COUNT;
         left_n := left_n - got;
+    END LOOP;
+END $$;
+
+-- The claims of concurrent requests, gathered: one tasks.claim per request,
+-- in request order, in one transaction. One statement at a time takes from
+-- a queue's head, instead of several claimers each stepping over the rows
+-- the others hold locked. p_queues and p_caps hold array literals, one per
+-- request.
+CREATE FUNCTION tasks.claim_many(p_workers text[], p_queues text[], p_caps text[], p_max integer[],
+                                 p_start boolean[])
+RETURNS TABLE (idx integer, id uuid, task_name text, queue_name text, args json, priority integer,
+               claim_id uuid, attempt integer, retry_count integer, timeout_ms integer, status text)
+LANGUAGE plpgsql AS $$
+DECLARE
+    r record;
+BEGIN
+    FOR r IN SELECT u.* FROM unnest(p_workers, p_queues, p_caps, p_max, p_start)
+                    WITH ORDINALITY AS u(worker, queues, caps, max, start, ord) LOOP
+        RETURN QUERY SELECT (r.ord - 1)::integer, c.id, c.task_name, c.queue_name, c.args, c.priority, c.claim_id,
+                            c.attempt, c.retry_count, c.timeout_ms, c.status
+                       FROM tasks.claim(r.worker, r.queues::text[], r.caps::integer[], r.max, r.start) c;
     END LOOP;
 END $$;
 

@@ -220,24 +220,25 @@ static void claim_free(claim_call *c)
 static void emit_claimed(emit *e, const PGresult *r, int row)
 {
     size_t n;
-    const char *args = db_json(r, row, 3, &n);
+    const char *args = db_json(r, row, 4, &n);
+    bool running = strcmp(db_str(r, row, 10), "RUNNING") == 0;
     emit_object(e);
-    emit_key(e, "id"); api_emit_uuid_col(e, r, row, 0);
-    emit_key(e, "name"); api_emit_text_col(e, r, row, 1);
-    emit_key(e, "queue"); api_emit_text_col(e, r, row, 2);
+    emit_key(e, "id"); api_emit_uuid_col(e, r, row, 1);
+    emit_key(e, "name"); api_emit_text_col(e, r, row, 2);
+    emit_key(e, "queue"); api_emit_text_col(e, r, row, 3);
     emit_key(e, "args"); emit_raw(e, args, n);
-    emit_key(e, "priority"); emit_int(e, db_int(r, row, 4));
-    emit_key(e, "claimId"); api_emit_uuid_col(e, r, row, 5);
-    emit_key(e, "status"); api_emit_text_col(e, r, row, 9);
+    emit_key(e, "priority"); emit_int(e, db_int(r, row, 5));
+    emit_key(e, "claimId"); api_emit_uuid_col(e, r, row, 6);
+    emit_key(e, "status"); api_emit_text_col(e, r, row, 10);
     /* the attempt a start begins (CLAIMED), or has begun (RUNNING) */
-    emit_key(e, "attempt"); emit_int(e, db_int(r, row, 6) + (strcmp(db_str(r, row, 9), "CLAIMED") == 0));
-    emit_key(e, "retryCount"); emit_int(e, db_int(r, row, 7));
+    emit_key(e, "attempt"); emit_int(e, db_int(r, row, 7) + (running ? 0 : 1));
+    emit_key(e, "retryCount"); emit_int(e, db_int(r, row, 8));
     emit_key(e, "timeoutMs");
-    if (db_null(r, row, 8)) emit_null(e); else emit_int(e, db_int(r, row, 8));
+    if (db_null(r, row, 9)) emit_null(e); else emit_int(e, db_int(r, row, 9));
     emit_end(e);
 }
 
-static void claim_reply(claim_call *c, const PGresult *r)
+static void claim_reply(claim_call *c, const PGresult *r, int first, int n)
 {
     buf out;
     buf_init(&out);
@@ -245,7 +246,7 @@ static void claim_reply(claim_call *c, const PGresult *r)
     emit_init(&e, &out);
     emit_object(&e);
     emit_key(&e, "tasks"); emit_array(&e);
-    for (int row = 0; r && row < PQntuples(r); row++) emit_claimed(&e, r, row);
+    for (int row = first; row < first + n; row++) emit_claimed(&e, r, row);
     emit_end(&e);
     emit_end(&e);
     reply_emitted(c->req, 200, &out);
@@ -259,15 +260,14 @@ static void on_claim_wake(void *arg, bool timed_out)
     claim_now(c);
 }
 
-static void claimed(void *arg, const db_reply *reply)
+static void claimed(void *arg, const db_reply *reply, const PGresult *r, int first, int n)
 {
     claim_call *c = arg;
-    const PGresult *r = reply->error ? NULL : reply->results[0];
     bool waiting = c->deadline_us > clock_mono_us() && !c->srv->draining;
-    if (reply->error || PQntuples(r) > 0 || !waiting) {
+    if (reply->error || n > 0 || !waiting) {
         if (c->park) task_park_cancel(c->park);
         if (reply->error) api_db_error(c->req, reply);
-        else claim_reply(c, r);
+        else claim_reply(c, r, first, n);
         claim_free(c);
         return;
     }
@@ -279,12 +279,14 @@ static void claim_now(claim_call *c)
     int64_t left_ms = (c->deadline_us - clock_mono_us()) / 1000;
     if (left_ms > 0 && !c->srv->draining)
         c->park = task_park_sent(c->srv->tasks, c->queues, c->nqueues, left_ms, on_claim_wake, c);
-    char max[24];
-    snprintf(max, sizeof max, "%lld", (long long)c->max);
-    const char *values[5] = { c->worker, c->names, c->caps, max, c->start ? "true" : "false" };
-    db_job *job = db_job_new(claimed, c);
-    db_job_call(job, STMT_TASK_CLAIM, values, NULL, NULL);
-    db_submit(c->srv->pool, job);
+    gather *g = task_hub_claims(c->srv->tasks);
+    db_array *a = gather_arrays(g);
+    db_array_text(&a[0], c->worker);
+    db_array_text(&a[1], c->names);
+    db_array_text(&a[2], c->caps);
+    db_array_int(&a[3], c->max);
+    db_array_bool(&a[4], c->start);
+    gather_add(g, 1, claimed, c);
 }
 
 void api_worker_claim(httpd_req *req, server *srv)

@@ -100,7 +100,9 @@ const db_statement db_statements[STMT_COUNT] = {
         " WHERE ($1::text IS NULL OR queue_name = $1) AND ($2::text IS NULL OR status = $2)"
         " AND ($3::uuid IS NULL OR id > $3) ORDER BY id LIMIT $4", 4 },
     [STMT_TASK_CANCEL]  = { "task_cancel", "SELECT tasks.cancel($1)", 1 },
-    [STMT_TASK_CLAIM]   = { "task_claim", "SELECT " CLAIM_COLUMNS " FROM tasks.claim($1, $2, $3, $4, $5)", 5 },
+    /* rows in the order api/workers.c reads them */
+    [STMT_TASK_CLAIM_MANY] = { "task_claim_many", "SELECT idx, id, task_name, queue_name, args, priority, claim_id,"
+        " attempt, retry_count, timeout_ms, status FROM tasks.claim_many($1, $2, $3, $4, $5)", 5 },
     [STMT_TASK_NEXT_RUN] = { "task_next_run", "SELECT tasks.next_run_at($1)", 1 },
     [STMT_TASK_START]   = { "task_start", "SELECT tasks.start($1, $2)", 2 },
     [STMT_TASK_HEARTBEAT] = { "task_heartbeat", "SELECT id, state FROM tasks.heartbeat($1, $2, $3)", 3 },

@@ -50,7 +50,7 @@ typedef enum db_stmt {
     STMT_TASK_GET,
     STMT_TASK_LIST,
     STMT_TASK_CANCEL,
-    STMT_TASK_CLAIM,
+    STMT_TASK_CLAIM_MANY,
     STMT_TASK_NEXT_RUN,
     STMT_TASK_START,
     STMT_TASK_HEARTBEAT,
@@ -79,8 +79,6 @@ enum {
     TASK_C_WORKER, TASK_C_CLAIMED, TASK_C_STARTED, TASK_C_FINISHED, TASK_C_CANCEL, TASK_C_RESULT,
     TASK_C_CODE, TASK_C_MESSAGE, TASK_C_KEY, TASK_C_CLASS
 };
-/* Columns of a claimed task, in the order tasks/claim.c reads them. */
-#define CLAIM_COLUMNS "id, task_name, queue_name, args, priority, claim_id, attempt, retry_count, timeout_ms, status"
 
 typedef struct db_statement {
     const char *name;

@@ -2,6 +2,7 @@
 #include "tasks/gather.h"
 #include <stdlib.h>
 #include "base/log.h"
+#include "db/result.h"
 #include "base/xalloc.h"
 
 typedef struct gather_req {
@@ -48,11 +49,13 @@ static void flushed(void *arg, const db_reply *reply)
     batch *b = arg;
     gather *g = b->g;
     const PGresult *r = reply->error ? NULL : reply->results[0];
-    if (r && PQntuples(r) != b->nitems) {   /* the function broke its contract: a bug, said loudly */
-        log_error("gather: %d rows for %d items", PQntuples(r), b->nitems);
-        abort();
+    int row = 0, nrows = r ? PQntuples(r) : 0;
+    for (size_t i = 0; i < b->nreqs; i++) {
+        const gather_req *q = &b->reqs[i];
+        int first = row;
+        while (row < nrows && db_int(r, row, 0) < q->first + q->n) row++;
+        q->done(q->arg, reply, r, first, row - first);
     }
-    for (size_t i = 0; i < b->nreqs; i++) b->reqs[i].done(b->reqs[i].arg, reply, r, b->reqs[i].first, b->reqs[i].n);
     batch_free(b);
     g->in_flight--;
     flush(g);

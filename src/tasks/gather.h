@@ -7,8 +7,10 @@
  * load a send, a claim's start or a completion costs a share of a commit,
  * not a commit.
  *
- * The function must return one row per item, in batch order; each request
- * is handed its own rows (first_row .. first_row + nrows - 1). */
+ * The function's first column is the item's index in the batch (from 0) and
+ * its rows come in that order, any number per item (one per task sent or
+ * ended, as many as a claim took); each request is handed its own rows,
+ * first_row .. first_row + nrows - 1. */
 #ifndef SILT_GATHER_H
 #define SILT_GATHER_H
 #include <stdbool.h>

@@ -43,7 +43,7 @@ struct task_hub {
     int                parked[2];   /* by park_kind */
     struct event      *recovery;
     bool               recovering, stopped;
-    gather            *sends, *finishes;
+    gather            *sends, *finishes, *claims;
     char               origin[IDS_UUID_TEXT];   /* this server, in its announcements */
     db_array           outbox;                  /* announcements not yet notified */
     bool               notifying;
@@ -287,6 +287,7 @@ task_hub *task_hub_new(struct event_base *base, db_pool *pool, const char *conni
     h->recovery = evtimer_new(base, on_recovery, h);
     h->sends = gather_new(pool, STMT_TASK_SEND, TASK_SEND_ARRAYS, TASK_GATHER_IN_FLIGHT);
     h->finishes = gather_new(pool, STMT_TASK_FINISH_MANY, TASK_FINISH_ARRAYS, TASK_GATHER_IN_FLIGHT);
+    h->claims = gather_new(pool, STMT_TASK_CLAIM_MANY, TASK_CLAIM_ARRAYS, 1);   /* one taker at a time */
     schedule_recovery(h);
     return h;
 }
@@ -303,10 +304,12 @@ const task_queue_policy *task_hub_queue(const task_hub *h, const char *name, boo
 
 gather *task_hub_sends(task_hub *h) { return h->sends; }
 gather *task_hub_finishes(task_hub *h) { return h->finishes; }
+gather *task_hub_claims(task_hub *h) { return h->claims; }
 
 bool task_hub_idle(const task_hub *h)
 {
-    return !h->recovering && !h->notifying && h->nparks == 0 && gather_idle(h->sends) && gather_idle(h->finishes);
+    return !h->recovering && !h->notifying && h->nparks == 0 && gather_idle(h->sends) && gather_idle(h->finishes) &&
+           gather_idle(h->claims);
 }
 
 void task_hub_drain(task_hub *h)
@@ -324,6 +327,7 @@ void task_hub_free(task_hub *h)
     event_free(h->recovery);
     gather_free(h->sends);
     gather_free(h->finishes);
+    gather_free(h->claims);
     db_array_fini(&h->outbox);
     free(h);
 }
