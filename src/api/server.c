@@ -145,15 +145,34 @@ static void stop(server *srv)
     db_pool_free(srv->pool);
     if (srv->base) event_base_free(srv->base);
     config_fini(&srv->cfg);
+    conffile_free(&srv->conf);
 }
 
-int server_main(int argc, char **argv)
+/* silt.conf, or every default without one. Errors print the whole report
+ * (the one `silt check-config` prints) and refuse to start. */
+static int load_conffile(server *srv, const char *path)
 {
-    (void)argc; (void)argv;
+    if (!path) {
+        conffile_defaults(&srv->conf);
+        log_debug("no silt.conf (--config or SILT_CONFIG): task queues and recovery on their defaults");
+        return 0;
+    }
+    buf report;
+    buf_init(&report);
+    int errors = conffile_load(path, &srv->conf, &report);
+    if (errors) fputs(report.data, stderr);
+    else log_info("configuration: %s (%zu queue%s)", path, srv->conf.nqueues, srv->conf.nqueues == 1 ? "" : "s");
+    buf_fini(&report);
+    return errors ? -1 : 0;
+}
+
+int server_main(const char *conf_path)
+{
     server srv;
     memset(&srv, 0, sizeof srv);
     char err[512];
     if (config_load(&srv.cfg, err, sizeof err) < 0) { fprintf(stderr, "silt: %s\n", err); return 2; }
+    if (load_conffile(&srv, conf_path) < 0) { stop(&srv); return 2; }
     signal(SIGPIPE, SIG_IGN);
     int rc = start(&srv);
     if (rc == 0) {
