@@ -4,6 +4,8 @@
  * report before it touches the database (docs/configuration.md). */
 #include "harness.h"
 #include "support.h"
+#include "base/buf.h"
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -198,4 +200,30 @@ TEST(server_config_option_needs_a_value)
     CHECK(strstr(out, "--config needs a value") != NULL);
     CHECK_INT(run_cmd(sfmt("%s server --help", silt_bin()), out, sizeof out), 0);
     CHECK(strstr(out, "usage: silt server [--config FILE]") != NULL);
+}
+
+/* ---- the documentation ----------------------------------------------------- */
+
+/* docs/configuration.md's example file, as written, is a good file. */
+TEST(check_config_accepts_the_example_of_docs_configuration)
+{
+    static char out[OUT_BYTES];
+    FILE *f = fopen("docs/configuration.md", "r");
+    CHECK(f != NULL);
+    buf example;
+    buf_init(&example);
+    char line[512];
+    bool in = false;
+    while (fgets(line, sizeof line, f)) {
+        if (in && strncmp(line, "```", 3) == 0) break;
+        if (in) buf_puts(&example, line);
+        if (strncmp(line, "```ini", 6) == 0) in = true;
+    }
+    fclose(f);
+    CHECK(example.len > 0);
+    const char *path = conf_file("good.conf", example.data);
+    CHECK_INT(run_cmd(sfmt("%s check-config %s 2>&1", silt_bin(), path), out, sizeof out), 0);
+    CHECK_STR(out, sfmt("%s: ok (3 queues)\n", path));
+    buf_fini(&example);
+    remove_files();
 }
