@@ -64,6 +64,7 @@ typedef struct subcommand {
 static const subcommand subcommands[] = {
     { "server",    run_server,    "run the broker (HTTP API and maintenance)" },
     { "migrate",   run_migrate,   "apply the schema to the database and exit" },
+    { "check-config", cli_check_config, "check silt.conf, every problem reported together" },
     { "push",      cli_push,      "push messages to a queue" },
     { "pop",       cli_pop,       "pop messages from a queue" },
     { "ack",       cli_ack,       "acknowledge a popped message" },
@@ -75,7 +76,6 @@ static const subcommand subcommands[] = {
     { "tx",        cli_tx,        "run a transaction from a JSON file" },
     { "retention", cli_retention, "explain retention, or run a pass now" },
     { "bench",     cli_bench,     "measure a running server's throughput" },
-    { "check-config", cli_check_config, "check silt.conf, every problem reported together" },
 };
 
 static void usage(FILE *out)
