@@ -109,6 +109,8 @@ TEST(check_config_without_a_file_or_silt_config_says_so_and_exits_2)
     CHECK(strstr(out, "unexpected argument \"b.conf\"") != NULL);
     CHECK_INT(run_cmd(sfmt("%s check-config --help", silt_bin()), out, sizeof out), 0);
     CHECK(strncmp(out, "usage: silt check-config [FILE]", 31) == 0);
+    CHECK_INT(run_cmd(sfmt("%s --help", silt_bin()), out, sizeof out), 0);
+    CHECK(strstr(out, "\n  check-config ") != NULL);   /* listed with the other commands */
 }
 
 TEST(check_config_unreadable_file_is_hrs_200_and_exits_1)

@@ -594,3 +594,39 @@ TEST(conffile_locate_prefers_the_argument_then_silt_config)
     CHECK_STR(conffile_locate(NULL), "/etc/silt.conf");
     CHECK_STR(conffile_locate("mine.conf"), "mine.conf");
 }
+
+/* Whatever the bytes, the parser neither crashes nor loses count: the
+ * number it returns is the number of errors in the report, and the last
+ * line says it. Pieces of real syntax make the noise reach every branch. */
+TEST(conffile_random_files_never_crash_and_the_count_matches_the_report)
+{
+    static const char *const pieces[] = {
+        "[", "]", "=", ":", ";", "#", "\n", "\r\n", " ", "\t", "queue.", "recovery", "retention",
+        "priority", "max_concurrency", "claimed_stale_after_ms", "claimer_heartbeat_interval_ms",
+        "1", "30000", "-5", "abc", "\xEF\xBB\xBF", "é", "emails", "\n[queue.a]\n", "\n[recovery]\n",
+    };
+    unsigned seed = 12345;
+    for (int round = 0; round < 300; round++) {
+        char text[2048];
+        size_t len = 0;
+        int npieces = (int)(rand_r(&seed) % 120);
+        for (int i = 0; i < npieces; i++) {
+            const char *p = pieces[rand_r(&seed) % (sizeof pieces / sizeof pieces[0])];
+            size_t n = strlen(p);
+            if (len + n + 1 >= sizeof text) break;
+            memcpy(text + len, p, n);
+            len += n;
+        }
+        if (rand_r(&seed) % 10 == 0 && len) text[rand_r(&seed) % len] = '\0';   /* a NUL somewhere */
+        loaded l;
+        load_bytes(text, len, &l);
+        CHECK_INT(occurrences(l.report.data, "error[HRS-"), l.errors);
+        if (l.errors) {
+            char last[64];
+            snprintf(last, sizeof last, "error: aborting due to %d previous error%s\n", l.errors, l.errors == 1 ? "" : "s");
+            size_t ll = strlen(last);
+            CHECK(l.report.len >= ll && strcmp(l.report.data + l.report.len - ll, last) == 0);
+        }
+        loaded_fini(&l);
+    }
+}
