@@ -4,8 +4,9 @@
 set -e
 need=""
 # curl: the README's tour uses it, and a test runs that tour as written.
+# libinih-dev: silt.conf's reader (src/base/conffile.c).
 for pkg in gcc make pkg-config libpq-dev libevent-dev libzstd-dev libxxhash-dev \
-           libssl-dev postgresql curl; do
+           libssl-dev libinih-dev postgresql curl; do
     dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" \
         || need="$need $pkg"
 done

@@ -3,17 +3,23 @@
 #include <stdio.h>
 #include <string.h>
 #include "api/server.h"
+#include "base/conffile.h"
 #include "cli/cli.h"
 #include "cli/cli_common.h"
 #include "db/migrate.h"
 
 static const char server_usage[] =
-    "usage: silt server\n"
+    "usage: silt server [--config FILE]\n"
     "\n"
     "Runs the broker: applies the schema, then serves the HTTP API (PORT,\n"
     "default 6632) and runs retention and maintenance-mode work until SIGTERM\n"
-    "or SIGINT, which drain it. Configured by environment variables only\n"
-    "(docs/operations.md lists every one and its default).\n";
+    "or SIGINT, which drain it. Its own settings are environment variables\n"
+    "(docs/operations.md lists every one and its default).\n"
+    "\n"
+    "  --config FILE   silt.conf: task queues and recovery (default: the file\n"
+    "                  SILT_CONFIG names; with neither, every default). A file\n"
+    "                  with errors stops the server before it starts, with the\n"
+    "                  report of \"silt check-config\" (docs/configuration.md).\n";
 
 static const char migrate_usage[] =
     "usage: silt migrate\n"
@@ -34,7 +40,19 @@ static int no_arguments(const char *name, const char *usage, int argc, char **ar
     return parsed < 0 ? code : run(argc, argv);
 }
 
-static int run_server(int argc, char **argv) { return no_arguments("server", server_usage, argc, argv, server_main); }
+/* `--config FILE` or SILT_CONFIG: resolved here, read by the server. */
+static int run_server(int argc, char **argv)
+{
+    const char *config = NULL;
+    const cli_opt opts[] = { { "config", CLI_OPT_STR, &config } };
+    const cli_cmd cmd = { "server", server_usage, opts, 1, 0, 0 };
+    cli_args args;
+    int code;
+    int parsed = cli_parse(&cmd, argc, argv, &args, &code);
+    cli_args_fini(&args);
+    return parsed < 0 ? code : server_main(conffile_locate(config));
+}
+
 static int run_migrate(int argc, char **argv) { return no_arguments("migrate", migrate_usage, argc, argv, migrate_main); }
 
 typedef struct subcommand {
@@ -46,6 +64,7 @@ typedef struct subcommand {
 static const subcommand subcommands[] = {
     { "server",    run_server,    "run the broker (HTTP API and maintenance)" },
     { "migrate",   run_migrate,   "apply the schema to the database and exit" },
+    { "check-config", cli_check_config, "check silt.conf, every problem reported together" },
     { "push",      cli_push,      "push messages to a queue" },
     { "pop",       cli_pop,       "pop messages from a queue" },
     { "ack",       cli_ack,       "acknowledge a popped message" },
@@ -63,7 +82,7 @@ static void usage(FILE *out)
 {
     fputs("usage: silt <command> [options]\n\ncommands:\n", out);
     for (size_t i = 0; i < sizeof subcommands / sizeof subcommands[0]; i++)
-        fprintf(out, "  %-10s %s\n", subcommands[i].name, subcommands[i].summary);
+        fprintf(out, "  %-12s %s\n", subcommands[i].name, subcommands[i].summary);
     fputs("\n\"silt <command> --help\" describes a command; \"silt --version\" prints the version.\n", out);
 }
 

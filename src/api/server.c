@@ -8,6 +8,7 @@
 #include "api/api.h"
 #include "base/clock.h"
 #include "base/log.h"
+#include "base/xalloc.h"
 #include "db/migrate.h"
 #include "streams/encryption.h"
 #include "db/result.h"
@@ -149,28 +150,56 @@ static void stop(server *srv)
     db_pool_free(srv->pool);
     if (srv->base) event_base_free(srv->base);
     config_fini(&srv->cfg);
+    free((void *)srv->task_settings.queues);
+    conffile_free(&srv->conf);
 }
 
-/* The task engine's settings: the defaults of silt.conf's [recovery]. */
-static void task_defaults(task_settings *s)
+/* The task engine's settings from silt.conf: its queues and [recovery]. The
+ * policies point into srv->conf, which lives as long as the server. */
+static void task_settings_from(server *srv)
 {
+    task_settings *s = &srv->task_settings;
+    const silt_conf *c = &srv->conf;
     memset(s, 0, sizeof *s);
-    s->claimer_heartbeat_interval_ms = 30000;
-    s->runner_heartbeat_interval_ms = 30000;
-    s->claimed_stale_after_ms = 120000;
-    s->running_stale_after_ms = 300000;
-    s->check_interval_ms = 30000;
+    s->nqueues = c->nqueues;
+    task_queue_policy *q = xcalloc(c->nqueues ? c->nqueues : 1, sizeof *q);
+    for (size_t i = 0; i < c->nqueues; i++)
+        q[i] = (task_queue_policy){ c->queues[i].name, c->queues[i].priority, c->queues[i].max_concurrency };
+    s->queues = q;
+    s->claimer_heartbeat_interval_ms = c->recovery.claimer_heartbeat_interval_ms;
+    s->runner_heartbeat_interval_ms = c->recovery.runner_heartbeat_interval_ms;
+    s->claimed_stale_after_ms = c->recovery.claimed_stale_after_ms;
+    s->running_stale_after_ms = c->recovery.running_stale_after_ms;
+    s->check_interval_ms = c->recovery.check_interval_ms;
 }
 
-int server_main(int argc, char **argv)
+/* silt.conf, or every default without one. Errors print the whole report
+ * (the one `silt check-config` prints) and refuse to start. */
+static int load_conffile(server *srv, const char *path)
 {
-    (void)argc; (void)argv;
+    if (!path) {
+        conffile_defaults(&srv->conf);
+        log_debug("no silt.conf (--config or SILT_CONFIG): task queues and recovery on their defaults");
+        return 0;
+    }
+    buf report;
+    buf_init(&report);
+    int errors = conffile_load(path, &srv->conf, &report);
+    if (errors) fputs(report.data, stderr);
+    else log_info("configuration: %s (%zu queue%s)", path, srv->conf.nqueues, srv->conf.nqueues == 1 ? "" : "s");
+    buf_fini(&report);
+    return errors ? -1 : 0;
+}
+
+int server_main(const char *conf_path)
+{
     server srv;
     memset(&srv, 0, sizeof srv);
     char err[512];
     if (config_load(&srv.cfg, err, sizeof err) < 0) { fprintf(stderr, "silt: %s\n", err); return 2; }
+    if (load_conffile(&srv, conf_path) < 0) { stop(&srv); return 2; }
     signal(SIGPIPE, SIG_IGN);
-    task_defaults(&srv.task_settings);
+    task_settings_from(&srv);
     int rc = start(&srv);
     if (rc == 0) {
         log_info("silt %s listening on %s:%lld", SILT_VERSION, srv.cfg.host, (long long)srv.cfg.port);

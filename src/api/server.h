@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <event2/event.h>
 #include "base/config.h"
+#include "base/conffile.h"
 #include "db/pool.h"
 #include "net/httpd.h"
 #include "streams/pop.h"
@@ -29,6 +30,7 @@ typedef struct server_stats {
 
 typedef struct server {
     silt_config        cfg;
+    silt_conf          conf;              /* silt.conf: task queues, recovery (defaults when no file) */
     struct event_base *base;
     db_pool           *pool;
     httpd             *http;
@@ -47,6 +49,9 @@ typedef struct server {
     size_t             max_segment_bytes;   /* largest decompressed segment accepted */
 } server;
 
-int server_main(int argc, char **argv);
+/* Runs the broker until it is drained. conf_path: silt.conf to read (from
+ * --config or SILT_CONFIG), or NULL for every default. A bad environment
+ * variable or a file with errors exits 2 before the database is touched. */
+int server_main(const char *conf_path);
 
 #endif

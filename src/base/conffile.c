@@ -1,0 +1,527 @@
+/* conffile: reads and checks silt.conf (see conffile.h). libinih splits
+ * lines into sections and `key = value` pairs; this file owns what they
+ * mean: which sections and keys exist (one table per section, each row a key
+ * with its bounds), the rules across keys, and a report of every problem
+ * with its line.
+ *
+ * Line numbers come from our own reader, not from inih's handler. Debian's
+ * libinih 55 is built to pass them (checked: its handler calls load the
+ * line into the fifth argument), but ini.h's default handler type has no
+ * such argument, and a build that disagreed would hand us garbage without
+ * a warning. The reader has to see every line anyway: inih calls no handler
+ * for a section header (an empty [queue.x] must still be declared and
+ * checked), keeps only 50 bytes of a section name, and returns the line of
+ * the first syntax error only, where we report them all. */
+#include "base/conffile.h"
+#include <errno.h>
+#include <ini.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include "base/confreport.h"
+#include "base/xalloc.h"
+
+/* ---- the sections and their keys ---------------------------------------- */
+
+typedef struct key_def {
+    const char *name;
+    size_t      offset;   /* of an int in conf_queue or conf_recovery */
+    long long   lo, hi;   /* bounds, inclusive */
+} key_def;
+
+static const key_def queue_keys[] = {
+    { "priority",        offsetof(conf_queue, priority),        1, 100 },
+    { "max_concurrency", offsetof(conf_queue, max_concurrency), 0, 100000 },
+};
+
+enum { REC_CLAIMER_HB, REC_RUNNER_HB, REC_CLAIMED_STALE, REC_RUNNING_STALE, REC_CHECK, REC_NKEYS };
+
+static const key_def recovery_keys[REC_NKEYS] = {
+    [REC_CLAIMER_HB]    = { "claimer_heartbeat_interval_ms", offsetof(conf_recovery, claimer_heartbeat_interval_ms), 1000, 600000 },
+    [REC_RUNNER_HB]     = { "runner_heartbeat_interval_ms",  offsetof(conf_recovery, runner_heartbeat_interval_ms),  1000, 600000 },
+    [REC_CLAIMED_STALE] = { "claimed_stale_after_ms",        offsetof(conf_recovery, claimed_stale_after_ms),        2000, 86400000 },
+    [REC_RUNNING_STALE] = { "running_stale_after_ms",        offsetof(conf_recovery, running_stale_after_ms),        2000, 86400000 },
+    [REC_CHECK]         = { "check_interval_ms",             offsetof(conf_recovery, check_interval_ms),             1000, 600000 },
+};
+
+/* Retention settings that an older configuration kept with recovery. The
+ * seed refuses them there by name and points to their new home (HRS-204),
+ * rather than calling them unknown. */
+static const char *const moved_to_retention[] = {
+    "terminal_record_retention_hours", "queue_terminal_record_retention_hours",
+    "worker_state_retention_hours", "paused_workflow_auto_cancel_after",
+    "retention_sweep_interval_s", "retention_delete_batch_size",
+};
+
+#define MAX_SECTION_KEYS 8   /* the longest key table; sized for a few more */
+#define NELEM(a) (sizeof (a) / sizeof (a)[0])
+_Static_assert(NELEM(queue_keys) <= MAX_SECTION_KEYS && REC_NKEYS <= MAX_SECTION_KEYS, "raise MAX_SECTION_KEYS");
+
+typedef enum section_kind {
+    SECTION_NONE,       /* before the first header */
+    SECTION_RECOVERY,
+    SECTION_QUEUE,
+    SECTION_SKIPPED,    /* unknown or unreadable header: already reported */
+} section_kind;
+
+/* What the parse has seen so far. A section that is checked but not kept
+ * (a repeated one, or a queue with an invalid name) writes into a scratch
+ * record, so its keys are still checked and reported in the same pass. */
+typedef struct parser {
+    silt_conf     *conf;
+    confreport     rep;
+    const char    *text;        /* the whole file */
+    size_t         len, pos;    /* reader position in text */
+    int            line;        /* the line inih is working on */
+    bool           want_key;    /* the line is neither blank, comment nor header */
+    bool           got_key;     /* inih called the handler for it */
+    char          *raw;         /* the line as read, for messages */
+    section_kind   kind;
+    char          *section;     /* its name as written, e.g. "queue.emails" */
+    void          *target;      /* conf_queue or conf_recovery the keys fill */
+    int            key_line[MAX_SECTION_KEYS];   /* where each key was set in this section; 0 not yet */
+    int            recovery_line;                /* the first [recovery]; 0 none */
+    int            rec_line[REC_NKEYS];          /* where [recovery]'s keys were set; 0 default */
+    bool           rec_bad[REC_NKEYS];           /* the value given was refused */
+    conf_queue     scratch_queue;
+    conf_recovery  scratch_recovery;
+} parser;
+
+static const key_def *section_keys(section_kind kind, size_t *n)
+{
+    if (kind == SECTION_QUEUE) { *n = NELEM(queue_keys); return queue_keys; }
+    if (kind == SECTION_RECOVERY) { *n = NELEM(recovery_keys); return recovery_keys; }
+    *n = 0;
+    return NULL;
+}
+
+static void recovery_defaults(conf_recovery *r)
+{
+    r->claimer_heartbeat_interval_ms = 30000;
+    r->runner_heartbeat_interval_ms = 30000;
+    r->claimed_stale_after_ms = 120000;
+    r->running_stale_after_ms = 300000;
+    r->check_interval_ms = 30000;
+}
+
+static void queue_defaults(conf_queue *q, int line)
+{
+    q->name = NULL;
+    q->priority = 100;
+    q->max_concurrency = 0;
+    q->line = line;
+}
+
+/* ---- sections ------------------------------------------------------------ */
+
+/* 1..48 characters of A-Z a-z 0-9 _ -: a name that fits in identifiers,
+ * URLs and log lines without quoting. */
+static bool queue_name_valid(const char *name)
+{
+    size_t n = strlen(name);
+    if (n < 1 || n > CONFFILE_QUEUE_NAME_MAX) return false;
+    return strspn(name, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-") == n;
+}
+
+static void reported_twice(parser *p, int first_line)
+{
+    confreport_note(&p->rep, "first given at %s:%d", p->rep.path, first_line);
+}
+
+static void open_recovery(parser *p, int line)
+{
+    p->kind = SECTION_RECOVERY;
+    if (!p->recovery_line) {
+        p->recovery_line = line;
+        p->target = &p->conf->recovery;
+        return;
+    }
+    confreport_error_at(&p->rep, CONFFILE_E_DUPLICATE, line, "section [recovery] given twice");
+    reported_twice(p, p->recovery_line);
+    confreport_help(&p->rep, "merge the two into one [recovery] section");
+    recovery_defaults(&p->scratch_recovery);
+    p->target = &p->scratch_recovery;
+}
+
+static void queue_to_scratch(parser *p, int line)
+{
+    queue_defaults(&p->scratch_queue, line);
+    p->target = &p->scratch_queue;
+}
+
+static void open_queue(parser *p, const char *name, int line)
+{
+    p->kind = SECTION_QUEUE;
+    if (!queue_name_valid(name)) {
+        confreport_error_at(&p->rep, CONFFILE_E_QUEUE_NAME, line, "invalid queue name `%s`", name);
+        confreport_note(&p->rep, "a queue name is 1 to %d characters of A-Z, a-z, 0-9, `_` and `-` (this one has %zu)",
+                        CONFFILE_QUEUE_NAME_MAX, strlen(name));
+        queue_to_scratch(p, line);
+        return;
+    }
+    const conf_queue *first = conffile_queue(p->conf, name);
+    if (first) {
+        confreport_error_at(&p->rep, CONFFILE_E_DUPLICATE, line, "section [queue.%s] given twice", name);
+        reported_twice(p, first->line);
+        confreport_help(&p->rep, "merge the two into one [queue.%s] section", name);
+        queue_to_scratch(p, line);
+        return;
+    }
+    silt_conf *c = p->conf;
+    c->queues = xrealloc(c->queues, (c->nqueues + 1) * sizeof *c->queues);
+    conf_queue *q = &c->queues[c->nqueues++];
+    queue_defaults(q, line);
+    q->name = xstrdup(name);
+    p->target = q;
+}
+
+static void unknown_section(parser *p, const char *name, int line)
+{
+    p->kind = SECTION_SKIPPED;
+    confreport_error_at(&p->rep, CONFFILE_E_SECTION, line, "unknown section [%s]", name);
+    if (strcmp(name, "retention") == 0 || strncmp(name, "schedule", 8) == 0)
+        confreport_note(&p->rep, "retention and schedules are not read from silt.conf yet");
+    confreport_help(&p->rep, "the sections are [recovery] and [queue.NAME]");
+}
+
+static void open_section(parser *p, const char *name, int line)
+{
+    free(p->section);
+    p->section = xstrdup(name);
+    memset(p->key_line, 0, sizeof p->key_line);
+    if (strcmp(name, "recovery") == 0) open_recovery(p, line);
+    else if (strncmp(name, "queue.", 6) == 0) open_queue(p, name + 6, line);
+    else unknown_section(p, name, line);
+}
+
+static bool is_comment_or_blank(const char *s)
+{
+    return *s == '\0' || *s == ';' || *s == '#';
+}
+
+static const char *skip_space(const char *s)
+{
+    while (*s == ' ' || *s == '\t') s++;
+    return s;
+}
+
+/* "[name]", optionally followed by a comment; blanks around name ignored. */
+static void read_header(parser *p, const char *s)
+{
+    const char *close = strchr(s, ']');
+    if (!close) {
+        p->kind = SECTION_SKIPPED;
+        confreport_error_at(&p->rep, CONFFILE_E_SYNTAX, p->line, "section header without a closing `]`");
+        confreport_note(&p->rep, "found `%s`", s);
+        return;
+    }
+    const char *start = skip_space(s + 1), *end = close;
+    while (end > start && (end[-1] == ' ' || end[-1] == '\t')) end--;
+    char *name = xstrndup(start, (size_t)(end - start));
+    open_section(p, name, p->line);
+    free(name);
+    const char *rest = skip_space(close + 1);
+    if (!is_comment_or_blank(rest)) {
+        confreport_error_at(&p->rep, CONFFILE_E_SYNTAX, p->line, "unexpected text after the section header");
+        confreport_note(&p->rep, "found `%s`", rest);
+        confreport_help(&p->rep, "a comment starts with `#` or `;`");
+    }
+}
+
+/* ---- keys ---------------------------------------------------------------- */
+
+static const key_def *find_key(const key_def *keys, size_t n, const char *name, size_t *index)
+{
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(keys[i].name, name) == 0) { *index = i; return &keys[i]; }
+    return NULL;
+}
+
+static bool moved_key(const char *name)
+{
+    for (size_t i = 0; i < NELEM(moved_to_retention); i++)
+        if (strcmp(moved_to_retention[i], name) == 0) return true;
+    return false;
+}
+
+static void unknown_key(parser *p, const char *name, const key_def *keys, size_t n)
+{
+    if (p->kind == SECTION_RECOVERY && moved_key(name)) {
+        confreport_error_at(&p->rep, CONFFILE_E_RECOVERY, p->line, "%s moved to [retention]", name);
+        confreport_note(&p->rep, "it governs how long records live, not how stalled work is detected");
+        confreport_help(&p->rep, "remove it from [recovery]; retention is configured in [retention], "
+                        "which a later release of silt reads");
+        return;
+    }
+    confreport_error_at(&p->rep, CONFFILE_E_KEY, p->line, "unknown key `%s` in [%s]", name, p->section);
+    buf known;
+    buf_init(&known);
+    for (size_t i = 0; i < n; i++) buf_printf(&known, "%s%s", i ? ", " : "", keys[i].name);
+    confreport_help(&p->rep, "the keys of [%s] are %s",
+                    p->kind == SECTION_QUEUE ? "queue.NAME" : p->section, known.data);
+    buf_fini(&known);
+}
+
+/* A whole decimal integer within the key's bounds. */
+static bool parse_int(const key_def *k, const char *value, int *out)
+{
+    char *end;
+    errno = 0;
+    long long v = strtoll(value, &end, 10);
+    if (errno || end == value || *end || v < k->lo || v > k->hi) return false;
+    *out = (int)v;
+    return true;
+}
+
+static void bad_value(parser *p, const key_def *k, const char *value)
+{
+    confreport_error_at(&p->rep, CONFFILE_E_VALUE, p->line, "%s in [%s] must be an integer from %lld to %lld",
+                        k->name, p->section, k->lo, k->hi);
+    confreport_note(&p->rep, "found %s = %s", k->name, *value ? value : "(nothing)");
+}
+
+static void duplicate_key(parser *p, const char *name, int first_line)
+{
+    confreport_error_at(&p->rep, CONFFILE_E_DUPLICATE, p->line, "key `%s` given twice in [%s]", name, p->section);
+    reported_twice(p, first_line);
+    confreport_help(&p->rep, "keep one of them");
+}
+
+/* Records where a [recovery] key was set, for the checks across keys. */
+static void note_recovery_key(parser *p, size_t i, bool ok)
+{
+    if (p->target != &p->conf->recovery) return;
+    if (!p->rec_line[i]) p->rec_line[i] = p->line;
+    if (!ok) p->rec_bad[i] = true;
+}
+
+static void set_key(parser *p, const char *name, const char *value)
+{
+    size_t n, i;
+    const key_def *keys = section_keys(p->kind, &n);
+    const key_def *k = find_key(keys, n, name, &i);
+    if (!k) { unknown_key(p, name, keys, n); return; }
+    if (p->key_line[i]) duplicate_key(p, name, p->key_line[i]);
+    else p->key_line[i] = p->line;
+    bool ok = parse_int(k, value, (int *)((char *)p->target + k->offset));
+    if (!ok) bad_value(p, k, value);
+    if (p->kind == SECTION_RECOVERY) note_recovery_key(p, i, ok);
+}
+
+/* inih's handler: one `key = value` line, blanks and inline comments
+ * already stripped. Always "success": we collect, inih never stops. */
+static int on_key(void *user, const char *section, const char *name, const char *value)
+{
+    (void)section;   /* inih's copy is cut at 50 bytes: ours is whole */
+    parser *p = user;
+    p->got_key = true;
+    if (!*name) {
+        confreport_error_at(&p->rep, CONFFILE_E_SYNTAX, p->line, "missing key before `=`");
+        return 1;
+    }
+    if (p->kind == SECTION_NONE) {
+        confreport_error_at(&p->rep, CONFFILE_E_KEY, p->line, "key `%s` outside any section", name);
+        confreport_help(&p->rep, "put it under [recovery] or a [queue.NAME] section");
+        return 1;
+    }
+    if (p->kind != SECTION_SKIPPED) set_key(p, name, value ? value : "");
+    return 1;
+}
+
+/* ---- the reader ---------------------------------------------------------- */
+
+/* Called before each next line and at the end: a line that should have been
+ * a key and that inih could not split is a syntax error. */
+static void finish_line(parser *p)
+{
+    if (p->want_key && !p->got_key) {
+        confreport_error_at(&p->rep, CONFFILE_E_SYNTAX, p->line, "expected `key = value`, a [section] or a comment");
+        confreport_note(&p->rep, "found `%s`", skip_space(p->raw));
+    }
+    p->want_key = p->got_key = false;
+}
+
+/* Takes the next line of the file (without its "\n" or "\r\n"); its length
+ * through len. */
+static const char *take_line(parser *p, size_t *len)
+{
+    const char *start = p->text + p->pos;
+    const char *nl = memchr(start, '\n', p->len - p->pos);
+    size_t n = nl ? (size_t)(nl - start) : p->len - p->pos;
+    p->pos += n + (nl ? 1 : 0);
+    p->line++;
+    if (n && start[n - 1] == '\r') n--;
+    *len = n;
+    return start;
+}
+
+/* A line inih cannot be given whole is reported here, and inih gets an
+ * empty line in its place, so the count stays right. */
+static bool line_fits(parser *p, const char *s, size_t n, int room)
+{
+    if (memchr(s, '\0', n)) {
+        confreport_error_at(&p->rep, CONFFILE_E_SYNTAX, p->line, "the line holds a NUL byte");
+        return false;
+    }
+    if (n + 1 > (size_t)room) {
+        confreport_error_at(&p->rep, CONFFILE_E_SYNTAX, p->line, "the line is longer than %d characters", room - 1);
+        return false;
+    }
+    return true;
+}
+
+/* inih's reader (fgets-like): hands over one line and sees it first, to
+ * count it, open sections and know whether a key must come of it. */
+static char *next_line(char *str, int num, void *stream)
+{
+    parser *p = stream;
+    finish_line(p);
+    if (p->pos >= p->len) return NULL;
+    size_t n;
+    const char *s = take_line(p, &n);
+    str[0] = '\0';
+    if (!line_fits(p, s, n, num)) return str;
+    memcpy(str, s, n);
+    str[n] = '\0';
+    free(p->raw);
+    p->raw = xstrdup(str);
+    const char *t = skip_space(str);
+    if (*t == '[') read_header(p, t);
+    else p->want_key = !is_comment_or_blank(t);
+    return str;
+}
+
+/* ---- checks across keys -------------------------------------------------- */
+
+static void check_stale(parser *p, int stale, int interval, const char *what)
+{
+    const conf_recovery *r = &p->conf->recovery;
+    int s = *(const int *)((const char *)r + recovery_keys[stale].offset);
+    int i = *(const int *)((const char *)r + recovery_keys[interval].offset);
+    if (p->rec_bad[stale] || p->rec_bad[interval] || (long long)s >= 2LL * i) return;
+    const char *sname = recovery_keys[stale].name, *iname = recovery_keys[interval].name;
+    int line = p->rec_line[stale] ? p->rec_line[stale] : p->rec_line[interval];
+    confreport_error_at(&p->rep, CONFFILE_E_RECOVERY, line, "%s must be at least twice the %s heartbeat interval",
+                        sname, what);
+    confreport_note(&p->rep, "%s = %d%s, %s = %d%s", sname, s, p->rec_line[stale] ? "" : " (the default)",
+                    iname, i, p->rec_line[interval] ? "" : " (the default)");
+    confreport_help(&p->rep, "set %s to at least %lld, or lower the interval", sname, 2LL * i);
+}
+
+/* A worker is stale only after missing two heartbeats in a row: with a
+ * shorter threshold one late beat would make a live worker's task look
+ * abandoned, and recovery would run it twice. */
+static void check_recovery(parser *p)
+{
+    check_stale(p, REC_CLAIMED_STALE, REC_CLAIMER_HB, "claimer");
+    check_stale(p, REC_RUNNING_STALE, REC_RUNNER_HB, "runner");
+}
+
+/* ---- the file ------------------------------------------------------------ */
+
+static void unreadable(confreport *rep, const char *path, const char *why)
+{
+    confreport_error_at(rep, CONFFILE_E_UNREADABLE, 0, "cannot read %s: %s", path, why);
+}
+
+/* The whole file into text, bounded before it is read. 0 ok, -1 reported. */
+static int read_text(const char *path, buf *text, confreport *rep)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) { unreadable(rep, path, strerror(errno)); return -1; }
+    struct stat st;
+    if (fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode) && st.st_size > CONFFILE_MAX_BYTES) {
+        fclose(f);
+        unreadable(rep, path, "larger than 1 MiB");
+        return -1;
+    }
+    char chunk[8192];
+    size_t n;
+    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0 && text->len <= CONFFILE_MAX_BYTES)
+        buf_append(text, chunk, n);
+    int err = ferror(f) ? errno : 0;
+    fclose(f);
+    if (err) { unreadable(rep, path, strerror(err)); return -1; }
+    if (text->len > CONFFILE_MAX_BYTES) { unreadable(rep, path, "larger than 1 MiB"); return -1; }
+    return 0;
+}
+
+/* inih's switches, set on each load (they are process-wide): an indented
+ * line is a line of its own, not the previous value continued; `#` may end
+ * a value like `;`; no stopping at the first error. */
+static char inline_comment_prefixes[] = ";#";
+
+static void configure_inih(void)
+{
+    ini_allow_multiline = false;
+    ini_allow_inline_comments = true;
+    ini_inline_comment_prefixes = inline_comment_prefixes;
+    ini_allow_no_value = false;
+    ini_stop_on_first_error = false;
+    ini_allow_bom = false;   /* our reader drops it, so line 1 reads the same to both */
+}
+
+static void parse(parser *p, const buf *text)
+{
+    p->text = text->data ? text->data : "";
+    p->len = text->len;
+    if (p->len >= 3 && memcmp(p->text, "\xEF\xBB\xBF", 3) == 0) p->pos = 3;
+    configure_inih();
+    ini_parse_stream(next_line, p, on_key, p);   /* its result: the first error line, which we have already */
+    finish_line(p);
+    check_recovery(p);
+}
+
+/* ---- the interface ------------------------------------------------------- */
+
+void conffile_defaults(silt_conf *c)
+{
+    c->path = NULL;
+    c->queues = NULL;
+    c->nqueues = 0;
+    recovery_defaults(&c->recovery);
+}
+
+int conffile_load(const char *path, silt_conf *c, buf *report)
+{
+    conffile_defaults(c);
+    c->path = xstrdup(path);
+    parser p;
+    memset(&p, 0, sizeof p);
+    p.conf = c;
+    confreport_init(&p.rep, path);
+    buf text;
+    buf_init(&text);
+    if (read_text(path, &text, &p.rep) == 0) parse(&p, &text);
+    buf_fini(&text);
+    int errors = (int)confreport_count(&p.rep);
+    confreport_render(&p.rep, report);
+    confreport_fini(&p.rep);
+    free(p.raw);
+    free(p.section);
+    return errors;
+}
+
+void conffile_free(silt_conf *c)
+{
+    for (size_t i = 0; i < c->nqueues; i++) free(c->queues[i].name);
+    free(c->queues);
+    free(c->path);
+    conffile_defaults(c);
+}
+
+const conf_queue *conffile_queue(const silt_conf *c, const char *name)
+{
+    for (size_t i = 0; i < c->nqueues; i++)
+        if (strcmp(c->queues[i].name, name) == 0) return &c->queues[i];
+    return NULL;
+}
+
+const char *conffile_locate(const char *given)
+{
+    if (given) return given;
+    const char *env = getenv("SILT_CONFIG");
+    return env && *env ? env : NULL;
+}

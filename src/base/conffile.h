@@ -1,0 +1,73 @@
+/* conffile: silt.conf, the configuration file of the task engine (task
+ * queues and recovery; retention and schedules come later). INI, read with
+ * Debian's libinih; every problem in a file is collected with its line and
+ * reported together in the seed's format (base/confreport.h), so one edit
+ * fixes the file. docs/configuration.md is the user's side of this header:
+ * every section, key, default, bound and error code.
+ *
+ * The environment variables of base/config.h stay the server's own
+ * settings; the file adds to them and replaces none. */
+#ifndef SILT_CONFFILE_H
+#define SILT_CONFFILE_H
+#include <stddef.h>
+#include "base/buf.h"
+
+#define CONFFILE_QUEUE_NAME_MAX 48        /* characters of a queue name */
+#define CONFFILE_MAX_BYTES      (1 << 20) /* a larger file is refused unread */
+
+/* The error codes (HRS-NNN) of a report. */
+enum {
+    CONFFILE_E_UNREADABLE    = 200,   /* the file cannot be read: the OS reason */
+    CONFFILE_E_SYNTAX        = 201,   /* not a section, a key = value, a comment or blank */
+    CONFFILE_E_SECTION       = 202,   /* unknown section */
+    CONFFILE_E_KEY           = 203,   /* unknown key in a known section */
+    CONFFILE_E_RECOVERY      = 204,   /* recovery thresholds inconsistent, or a retention key under [recovery] */
+    CONFFILE_E_VALUE         = 205,   /* not an integer, or out of bounds */
+    CONFFILE_E_QUEUE_NAME    = 206,   /* [queue.NAME] with an invalid NAME */
+    CONFFILE_E_DUPLICATE     = 207,   /* a section, or a key in one section, given twice */
+    /* 216 is reserved for [retention] (a later issue). */
+};
+
+/* [queue.NAME]: a task queue. */
+typedef struct conf_queue {
+    char *name;             /* NAME: 1..48 characters of A-Z a-z 0-9 _ - */
+    int   priority;         /* 1 is most urgent, 100 least (default 100): claims take lower first */
+    int   max_concurrency;  /* tasks RUNNING or CLAIMED at once across the whole cluster;
+                             * 0 (default) unlimited; 0..100000 */
+    int   line;             /* the section's line */
+} conf_queue;
+
+/* [recovery]: how stalled work is noticed. A stale threshold of at least two
+ * heartbeat intervals means one late heartbeat never looks like a dead
+ * worker (HRS-204 otherwise). */
+typedef struct conf_recovery {
+    int claimer_heartbeat_interval_ms;  /* default 30000, 1000..600000 */
+    int runner_heartbeat_interval_ms;   /* default 30000, 1000..600000 */
+    int claimed_stale_after_ms;         /* default 120000, 2000..86400000, >= 2 x claimer interval */
+    int running_stale_after_ms;         /* default 300000, 2000..86400000, >= 2 x runner interval */
+    int check_interval_ms;              /* default 30000, 1000..600000: how often recovery runs */
+} conf_recovery;
+
+typedef struct silt_conf {
+    char         *path;      /* the file as given; NULL: no file, every default */
+    conf_queue   *queues;    /* in file order */
+    size_t        nqueues;
+    conf_recovery recovery;
+} silt_conf;
+
+/* No file: no queues declared, every recovery default. */
+void conffile_defaults(silt_conf *c);
+/* Reads and checks path into c (defaults first, then the file). Appends the
+ * full report (every problem, in line order, then "error: aborting due to N
+ * previous errors") to report, nothing when the file is good; returns the
+ * number of errors: 0 and c is usable. With errors c still holds what could
+ * be read; free it either way. */
+int  conffile_load(const char *path, silt_conf *c, buf *report) __attribute__((warn_unused_result));
+void conffile_free(silt_conf *c);
+/* The queue declared as [queue.name], or NULL when the file does not declare it. */
+const conf_queue *conffile_queue(const silt_conf *c, const char *name);
+/* The file to read: given (a --config argument) when not NULL, else
+ * $SILT_CONFIG when set and not empty, else NULL (run on the defaults). */
+const char *conffile_locate(const char *given);
+
+#endif

@@ -1,0 +1,231 @@
+/* Integration: silt.conf as an operator meets it — `silt check-config`'s
+ * exit statuses and output, and `silt server` reading the file from
+ * --config or SILT_CONFIG, refusing to start on any error with the same
+ * report before it touches the database (docs/configuration.md). */
+#include "harness.h"
+#include "support.h"
+#include "base/buf.h"
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#define OUT_BYTES 16384
+
+static const char good_conf[] =
+    "# two queues and recovery\n"
+    "[queue.emails]\n"
+    "priority = 10\n"
+    "max_concurrency = 4\n"
+    "[queue.reports]\n"
+    "[recovery]\n"
+    "claimer_heartbeat_interval_ms = 10000\n"
+    "claimed_stale_after_ms = 20000\n";
+
+static const char bad_conf[] =
+    "[queue.emails]\n"
+    "colour = blue\n"
+    "[recovery]\n"
+    "claimer_heartbeat_interval_ms = 30000\n"
+    "claimed_stale_after_ms = 50000\n";
+
+static const char bad_report[] =
+    "error[HRS-203]: unknown key `colour` in [queue.emails]\n"
+    "  --> %s:2\n"
+    "   = help: the keys of [queue.NAME] are priority, max_concurrency\n"
+    "error[HRS-204]: claimed_stale_after_ms must be at least twice the claimer heartbeat interval\n"
+    "  --> %s:5\n"
+    "   = note: claimed_stale_after_ms = 50000, claimer_heartbeat_interval_ms = 30000\n"
+    "   = help: set claimed_stale_after_ms to at least 60000, or lower the interval\n"
+    "error: aborting due to 2 previous errors\n";
+
+static char dir[64];
+
+/* Writes text to NAME in this test's directory; returns its path (static ring). */
+static const char *conf_file(const char *name, const char *text)
+{
+    if (!dir[0]) {
+        snprintf(dir, sizeof dir, "/tmp/silt-conftest-XXXXXX");
+        if (!mkdtemp(dir)) harness_fail(__FILE__, __LINE__, "mkdtemp");
+    }
+    const char *path = sfmt("%s/%s", dir, name);
+    FILE *f = fopen(path, "w");
+    if (!f || fputs(text, f) < 0 || fclose(f) != 0) harness_failf(__FILE__, __LINE__, "cannot write %s", path);
+    return path;
+}
+
+static void remove_files(void)
+{
+    const char *names[] = { "good.conf", "bad.conf" };
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) unlink(sfmt("%s/%s", dir, names[i]));
+    rmdir(dir);
+}
+
+/* ---- silt check-config --------------------------------------------------- */
+
+TEST(check_config_good_file_prints_one_line_on_stdout_and_exits_0)
+{
+    static char out[OUT_BYTES];
+    const char *good = conf_file("good.conf", good_conf);
+    CHECK_INT(run_cmd(sfmt("%s check-config %s 2>&1", silt_bin(), good), out, sizeof out), 0);
+    CHECK_STR(out, sfmt("%s: ok (2 queues)\n", good));
+    remove_files();
+}
+
+TEST(check_config_bad_file_reports_every_problem_on_stderr_and_exits_1)
+{
+    static char out[OUT_BYTES];
+    const char *bad = conf_file("bad.conf", bad_conf);
+    CHECK_INT(run_cmd(sfmt("%s check-config %s 2>/dev/null", silt_bin(), bad), out, sizeof out), 1);
+    CHECK_STR(out, "");   /* nothing on stdout */
+    CHECK_INT(run_cmd(sfmt("%s check-config %s 2>&1 >/dev/null", silt_bin(), bad), out, sizeof out), 1);
+    CHECK_STR(out, sfmt(bad_report, bad, bad));
+    remove_files();
+}
+
+TEST(check_config_reads_silt_config_when_no_file_is_given_and_a_file_wins_over_it)
+{
+    static char out[OUT_BYTES];
+    const char *good = conf_file("good.conf", good_conf);
+    char bad[96];
+    keep_str(bad, conf_file("bad.conf", bad_conf));
+    CHECK_INT(run_cmd(sfmt("SILT_CONFIG=%s %s check-config 2>&1", good, silt_bin()), out, sizeof out), 0);
+    CHECK_STR(out, sfmt("%s: ok (2 queues)\n", good));
+    CHECK_INT(run_cmd(sfmt("SILT_CONFIG=%s %s check-config %s 2>&1", good, silt_bin(), bad), out, sizeof out), 1);
+    CHECK(strstr(out, "error: aborting due to 2 previous errors\n") != NULL);
+    remove_files();
+}
+
+TEST(check_config_without_a_file_or_silt_config_says_so_and_exits_2)
+{
+    static char out[OUT_BYTES];
+    CHECK_INT(run_cmd(sfmt("env -u SILT_CONFIG %s check-config 2>&1", silt_bin()), out, sizeof out), 2);
+    CHECK(strstr(out, "silt check-config: no file to check (give FILE or set SILT_CONFIG)") != NULL);
+    CHECK_INT(run_cmd(sfmt("SILT_CONFIG= %s check-config 2>&1", silt_bin()), out, sizeof out), 2);
+    CHECK_INT(run_cmd(sfmt("%s check-config a.conf b.conf 2>&1", silt_bin()), out, sizeof out), 2);
+    CHECK(strstr(out, "unexpected argument \"b.conf\"") != NULL);
+    CHECK_INT(run_cmd(sfmt("%s check-config --help", silt_bin()), out, sizeof out), 0);
+    CHECK(strncmp(out, "usage: silt check-config [FILE]", 31) == 0);
+    CHECK_INT(run_cmd(sfmt("%s --help", silt_bin()), out, sizeof out), 0);
+    CHECK(strstr(out, "\n  check-config ") != NULL);   /* listed with the other commands */
+}
+
+TEST(check_config_unreadable_file_is_hrs_200_and_exits_1)
+{
+    static char out[OUT_BYTES];
+    CHECK_INT(run_cmd(sfmt("%s check-config /nonexistent/silt.conf 2>&1", silt_bin()), out, sizeof out), 1);
+    CHECK_STR(out, "error[HRS-200]: cannot read /nonexistent/silt.conf: No such file or directory\n"
+                   "  --> /nonexistent/silt.conf\n"
+                   "error: aborting due to 1 previous error\n");
+}
+
+/* ---- silt server ----------------------------------------------------------- */
+
+/* A port nothing listens on now: a server that wrongly started would take
+ * it and keep running, and the test would time out. */
+static int unused_port(void)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+    socklen_t len = sizeof a;
+    if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof a) < 0 || getsockname(fd, (struct sockaddr *)&a, &len) < 0)
+        harness_fail(__FILE__, __LINE__, "no free port");
+    close(fd);
+    return ntohs(a.sin_port);
+}
+
+/* Runs `silt server` with the given arguments and environment against a
+ * fresh, empty database on a free port; it must stop by itself. Its exit
+ * status, its output in out; fails the test if the database was touched. */
+static int server_refusing(const char *env, const char *args, char *out, size_t cap)
+{
+    static int calls;   /* a database per call: sql_in keeps its connection */
+    char db[64];
+    snprintf(db, sizeof db, "silt_conf%d_%d", ++calls, (int)getpid());
+    db_create(db);
+    int64_t started = now_ms();
+    int rc = run_cmd(sfmt("env -u SILT_CONFIG %s PG_HOST=127.0.0.1 PG_PORT=%s PG_USER=postgres PG_DB=%s "
+                          "STARTUP_DB_WAIT_MS=60000 PORT=%d %s server %s 2>&1",
+                          env, pg_port(), db, unused_port(), silt_bin(), args), out, cap);
+    CHECK(now_ms() - started < 10000);
+    CHECK(strstr(out, "listening on") == NULL);
+    /* refused before the schema was applied: the database is as created */
+    CHECK_STR(sql_in(db, "SELECT count(*) FROM pg_namespace WHERE nspname = 'queen'"), "0");
+    return rc;
+}
+
+TEST(server_with_a_bad_config_refuses_to_start_with_the_report_before_touching_the_database)
+{
+    static char out[OUT_BYTES];
+    const char *bad = conf_file("bad.conf", bad_conf);
+    CHECK_INT(server_refusing("", sfmt("--config %s", bad), out, sizeof out), 2);
+    CHECK_STR(out, sfmt(bad_report, bad, bad));
+    remove_files();
+}
+
+TEST(server_reads_silt_config_and_config_wins_over_it)
+{
+    static char out[OUT_BYTES];
+    char good[96], bad[96];
+    keep_str(good, conf_file("good.conf", good_conf));
+    keep_str(bad, conf_file("bad.conf", bad_conf));
+    CHECK_INT(server_refusing(sfmt("SILT_CONFIG=%s", bad), "", out, sizeof out), 2);
+    CHECK(strstr(out, sfmt("  --> %s:5\n", bad)) != NULL);
+    CHECK_INT(server_refusing(sfmt("SILT_CONFIG=%s", good), sfmt("--config=%s", bad), out, sizeof out), 2);
+    CHECK(strstr(out, "error: aborting due to 2 previous errors\n") != NULL);
+    CHECK_INT(server_refusing("", "--config /nonexistent/silt.conf", out, sizeof out), 2);
+    CHECK(strstr(out, "error[HRS-200]: cannot read /nonexistent/silt.conf: No such file or directory\n") != NULL);
+    remove_files();
+}
+
+TEST(server_with_a_good_config_starts_and_serves)
+{
+    const char *good = conf_file("good.conf", good_conf);
+    silt_server s;
+    const char *env[] = { sfmt("SILT_CONFIG=%s", good), NULL };
+    srv_start(&s, env);
+    reply r;
+    rq(&s, "GET", "/health", NULL, &r);
+    CHECK_INT(r.status, 200);
+    reply_fini(&r);
+    CHECK_INT(srv_stop(&s), 0);
+    remove_files();
+}
+
+TEST(server_config_option_needs_a_value)
+{
+    static char out[OUT_BYTES];
+    CHECK_INT(run_cmd(sfmt("%s server --config 2>&1", silt_bin()), out, sizeof out), 2);
+    CHECK(strstr(out, "--config needs a value") != NULL);
+    CHECK_INT(run_cmd(sfmt("%s server --help", silt_bin()), out, sizeof out), 0);
+    CHECK(strstr(out, "usage: silt server [--config FILE]") != NULL);
+}
+
+/* ---- the documentation ----------------------------------------------------- */
+
+/* docs/configuration.md's example file, as written, is a good file. */
+TEST(check_config_accepts_the_example_of_docs_configuration)
+{
+    static char out[OUT_BYTES];
+    FILE *f = fopen("docs/configuration.md", "r");
+    CHECK(f != NULL);
+    buf example;
+    buf_init(&example);
+    char line[512];
+    bool in = false;
+    while (fgets(line, sizeof line, f)) {
+        if (in && strncmp(line, "```", 3) == 0) break;
+        if (in) buf_puts(&example, line);
+        if (strncmp(line, "```ini", 6) == 0) in = true;
+    }
+    fclose(f);
+    CHECK(example.len > 0);
+    const char *path = conf_file("good.conf", example.data);
+    CHECK_INT(run_cmd(sfmt("%s check-config %s 2>&1", silt_bin(), path), out, sizeof out), 0);
+    CHECK_STR(out, sfmt("%s: ok (3 queues)\n", path));
+    buf_fini(&example);
+    remove_files();
+}

@@ -1,0 +1,632 @@
+/* test_conffile: silt.conf (base/conffile.h). Each rule of
+ * docs/configuration.md has a test here that fails when the rule breaks:
+ * the defaults and bounds of every key, comments, each error code with its
+ * line, and every problem of a file reported together with the count.
+ *
+ * Files are written as "silt.conf" in a fresh directory the test moves into
+ * (each test is a process of its own), so reports read "--> silt.conf:N"
+ * exactly as an operator sees them. */
+#include "harness.h"
+#include "base/conffile.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+typedef struct loaded {
+    int       errors;
+    silt_conf conf;
+    buf       report;   /* "" when there is none */
+} loaded;
+
+static char temp_dir[64];
+
+static void enter_temp_dir(void)
+{
+    if (temp_dir[0]) return;
+    snprintf(temp_dir, sizeof temp_dir, "/tmp/silt-conffile-XXXXXX");
+    if (!mkdtemp(temp_dir) || chdir(temp_dir) < 0) harness_fail(__FILE__, __LINE__, "cannot make a temporary directory");
+}
+
+/* Removes the directory, empty by then; the next file gets a new one. */
+static void leave_temp_dir(void)
+{
+    if (!temp_dir[0]) return;
+    if (chdir("/tmp") == 0) rmdir(temp_dir);
+    temp_dir[0] = '\0';
+}
+
+static void write_file(const char *name, const char *text, size_t len)
+{
+    FILE *f = fopen(name, "wb");
+    if (!f || fwrite(text, 1, len, f) != len || fclose(f) != 0)
+        harness_failf(__FILE__, __LINE__, "cannot write %s", name);
+}
+
+/* Loads text as silt.conf; the file is gone again when this returns. */
+static void load_bytes(const char *text, size_t len, loaded *l)
+{
+    enter_temp_dir();
+    write_file("silt.conf", text, len);
+    buf_init(&l->report);
+    l->errors = conffile_load("silt.conf", &l->conf, &l->report);
+    if (!l->report.data) buf_puts(&l->report, "");
+    unlink("silt.conf");
+}
+
+static void load(const char *text, loaded *l)
+{
+    load_bytes(text, strlen(text), l);
+}
+
+static void loaded_fini(loaded *l)
+{
+    conffile_free(&l->conf);
+    buf_fini(&l->report);
+    leave_temp_dir();
+}
+
+static int occurrences(const char *text, const char *what)
+{
+    int n = 0;
+    for (const char *p = strstr(text, what); p; p = strstr(p + 1, what)) n++;
+    return n;
+}
+
+/* The report holds exactly this error block (header through its last = line). */
+#define CHECK_REPORTS(l, block) \
+    do { if (!strstr((l).report.data, (block))) \
+             harness_failf(__FILE__, __LINE__, "report lacks:\n%s\nreport:\n%s", (block), (l).report.data); } while (0)
+
+/* The file has exactly one error, this one, and the count says so. */
+static void check_only_error(const loaded *l, const char *block)
+{
+    CHECK_INT(l->errors, 1);
+    char want[2048];
+    snprintf(want, sizeof want, "%serror: aborting due to 1 previous error\n", block);
+    CHECK_STR(l->report.data, want);
+}
+
+/* ---- defaults and good files ------------------------------------------- */
+
+TEST(conffile_no_file_means_no_queues_and_every_recovery_default)
+{
+    silt_conf c;
+    conffile_defaults(&c);
+    CHECK(c.path == NULL);
+    CHECK_INT(c.nqueues, 0);
+    CHECK_INT(c.recovery.claimer_heartbeat_interval_ms, 30000);
+    CHECK_INT(c.recovery.runner_heartbeat_interval_ms, 30000);
+    CHECK_INT(c.recovery.claimed_stale_after_ms, 120000);
+    CHECK_INT(c.recovery.running_stale_after_ms, 300000);
+    CHECK_INT(c.recovery.check_interval_ms, 30000);
+    CHECK(conffile_queue(&c, "emails") == NULL);
+    conffile_free(&c);
+}
+
+TEST(conffile_empty_file_is_valid_and_keeps_the_defaults)
+{
+    loaded l;
+    load("", &l);
+    CHECK_INT(l.errors, 0);
+    CHECK_STR(l.report.data, "");
+    CHECK_STR(l.conf.path, "silt.conf");
+    CHECK_INT(l.conf.nqueues, 0);
+    CHECK_INT(l.conf.recovery.claimed_stale_after_ms, 120000);
+    loaded_fini(&l);
+}
+
+TEST(conffile_queues_come_in_file_order_with_their_section_line_and_defaults)
+{
+    loaded l;
+    load("[queue.emails]\n"
+         "priority = 10\n"
+         "max_concurrency = 5\n"
+         "\n"
+         "[queue.reports]\n"
+         "[queue.Audit_log-2]\n"
+         "max_concurrency = 100000\n", &l);
+    CHECK_INT(l.errors, 0);
+    CHECK_INT(l.conf.nqueues, 3);
+    CHECK_STR(l.conf.queues[0].name, "emails");
+    CHECK_INT(l.conf.queues[0].priority, 10);
+    CHECK_INT(l.conf.queues[0].max_concurrency, 5);
+    CHECK_INT(l.conf.queues[0].line, 1);
+    CHECK_STR(l.conf.queues[1].name, "reports");   /* declared with nothing: every default */
+    CHECK_INT(l.conf.queues[1].priority, 100);
+    CHECK_INT(l.conf.queues[1].max_concurrency, 0);
+    CHECK_INT(l.conf.queues[1].line, 5);
+    CHECK_STR(l.conf.queues[2].name, "Audit_log-2");
+    CHECK_INT(l.conf.queues[2].priority, 100);
+    CHECK_INT(l.conf.queues[2].max_concurrency, 100000);
+    CHECK_INT(l.conf.queues[2].line, 6);
+    CHECK(conffile_queue(&l.conf, "reports") == &l.conf.queues[1]);
+    CHECK(conffile_queue(&l.conf, "audit_log-2") == NULL);   /* names are case-sensitive */
+    CHECK(conffile_queue(&l.conf, "nope") == NULL);
+    loaded_fini(&l);
+}
+
+TEST(conffile_reads_every_recovery_key)
+{
+    loaded l;
+    load("[recovery]\n"
+         "claimer_heartbeat_interval_ms = 1000\n"
+         "runner_heartbeat_interval_ms = 600000\n"
+         "claimed_stale_after_ms = 2000\n"
+         "running_stale_after_ms = 1200000\n"
+         "check_interval_ms = 5000\n", &l);
+    CHECK_STR(l.report.data, "");
+    CHECK_INT(l.errors, 0);
+    CHECK_INT(l.conf.recovery.claimer_heartbeat_interval_ms, 1000);
+    CHECK_INT(l.conf.recovery.runner_heartbeat_interval_ms, 600000);
+    CHECK_INT(l.conf.recovery.claimed_stale_after_ms, 2000);
+    CHECK_INT(l.conf.recovery.running_stale_after_ms, 1200000);
+    CHECK_INT(l.conf.recovery.check_interval_ms, 5000);
+    CHECK_INT(l.conf.nqueues, 0);
+    loaded_fini(&l);
+}
+
+TEST(conffile_comments_blank_lines_and_indentation_are_allowed)
+{
+    loaded l;
+    load("# silt.conf\n"
+         "; a comment in the other style\n"
+         "\n"
+         "   \t\n"
+         "  # an indented comment\n"
+         "[queue.emails]   # the mail queue\n"
+         "priority = 5   # most urgent of the two\n"
+         "  max_concurrency = 3 ; indented, with a ; comment\n"
+         "[ queue.reports ] ; blanks inside the brackets\n"
+         "priority=7\n", &l);
+    CHECK_STR(l.report.data, "");
+    CHECK_INT(l.conf.nqueues, 2);
+    CHECK_INT(l.conf.queues[0].priority, 5);
+    CHECK_INT(l.conf.queues[0].max_concurrency, 3);   /* indented: a key, not a continued value */
+    CHECK_STR(l.conf.queues[1].name, "reports");
+    CHECK_INT(l.conf.queues[1].priority, 7);
+    loaded_fini(&l);
+}
+
+/* A file saved by a Windows editor: a byte-order mark and CRLF line ends
+ * change neither the values nor the line numbers. */
+TEST(conffile_bom_and_crlf_keep_values_and_lines)
+{
+    loaded l;
+    load("\xEF\xBB\xBF[queue.a]\r\npriority = 3\r\n\r\ncolour = red\r\n", &l);
+    check_only_error(&l, "error[HRS-203]: unknown key `colour` in [queue.a]\n"
+                         "  --> silt.conf:4\n"
+                         "   = help: the keys of [queue.NAME] are priority, max_concurrency\n");
+    CHECK_INT(l.conf.queues[0].priority, 3);
+    CHECK_INT(l.conf.queues[0].line, 1);
+    loaded_fini(&l);
+}
+
+/* ---- each error code ----------------------------------------------------- */
+
+TEST(conffile_hrs_200_a_missing_file_names_the_os_reason)
+{
+    enter_temp_dir();
+    silt_conf c;
+    buf report;
+    buf_init(&report);
+    CHECK_INT(conffile_load("no-such.conf", &c, &report), 1);
+    CHECK_STR(report.data, "error[HRS-200]: cannot read no-such.conf: No such file or directory\n"
+                           "  --> no-such.conf\n"
+                           "error: aborting due to 1 previous error\n");
+    CHECK_INT(c.nqueues, 0);
+    conffile_free(&c);
+    buf_reset(&report);
+    CHECK_INT(conffile_load(".", &c, &report), 1);   /* a directory opens, but cannot be read */
+    CHECK(strstr(report.data, "error[HRS-200]: cannot read .: Is a directory\n") != NULL);
+    conffile_free(&c);
+    buf_fini(&report);
+    leave_temp_dir();
+}
+
+TEST(conffile_hrs_200_a_file_over_1_mib_is_refused_unread)
+{
+    size_t len = CONFFILE_MAX_BYTES + 1;
+    char *text = malloc(len);
+    memset(text, '\n', len);
+    loaded l;
+    load_bytes(text, len, &l);
+    free(text);
+    check_only_error(&l, "error[HRS-200]: cannot read silt.conf: larger than 1 MiB\n"
+                         "  --> silt.conf\n");
+    loaded_fini(&l);
+}
+
+TEST(conffile_hrs_201_each_syntax_error_with_its_line)
+{
+    loaded l;
+    load("[queue.a]\n"
+         "priority 5\n"                 /* 2: no = */
+         "[queue.b\n"                   /* 3: no ] */
+         "= 4\n"                        /* 4: no key */
+         "[queue.c] priority = 1\n"     /* 5: text after the header */
+         "priority = 2\n", &l);
+    CHECK_INT(l.errors, 4);
+    CHECK_REPORTS(l, "error[HRS-201]: expected `key = value`, a [section] or a comment\n"
+                     "  --> silt.conf:2\n"
+                     "   = note: found `priority 5`\n");
+    CHECK_REPORTS(l, "error[HRS-201]: section header without a closing `]`\n"
+                     "  --> silt.conf:3\n"
+                     "   = note: found `[queue.b`\n");
+    CHECK_REPORTS(l, "error[HRS-201]: missing key before `=`\n"
+                     "  --> silt.conf:4\n");
+    CHECK_REPORTS(l, "error[HRS-201]: unexpected text after the section header\n"
+                     "  --> silt.conf:5\n"
+                     "   = note: found `priority = 1`\n");
+    CHECK_INT(l.conf.nqueues, 2);   /* [queue.b] was never opened; [queue.c] was */
+    CHECK_STR(l.conf.queues[1].name, "c");
+    CHECK_INT(l.conf.queues[1].priority, 2);
+    loaded_fini(&l);
+}
+
+/* Lines inih could not take whole are errors of their own line, and the
+ * lines after them keep their numbers. */
+TEST(conffile_hrs_201_an_overlong_line_or_a_nul_byte_keeps_later_lines_right)
+{
+    char text[1024];
+    int n = snprintf(text, sizeof text, "[queue.a]\n# %0300d\n", 0);
+    memcpy(text + n, "x\0y = 1\ncolour = 1\n", 19);
+    loaded l;
+    load_bytes(text, (size_t)n + 19, &l);
+    CHECK_INT(l.errors, 3);
+    CHECK(strstr(l.report.data, "error[HRS-201]: the line is longer than ") != NULL);
+    CHECK_REPORTS(l, "  --> silt.conf:2\n");
+    CHECK_REPORTS(l, "error[HRS-201]: the line holds a NUL byte\n  --> silt.conf:3\n");
+    CHECK_REPORTS(l, "error[HRS-203]: unknown key `colour` in [queue.a]\n  --> silt.conf:4\n");
+    loaded_fini(&l);
+}
+
+TEST(conffile_hrs_202_an_unknown_section_is_an_error_and_its_keys_are_not_reported_again)
+{
+    loaded l;
+    load("[retention]\n"
+         "queue_retention = 7d\n"
+         "[Recovery]\n"
+         "[schedule.nightly]\n"
+         "[queue]\n", &l);
+    CHECK_INT(l.errors, 4);
+    CHECK_REPORTS(l, "error[HRS-202]: unknown section [retention]\n"
+                     "  --> silt.conf:1\n"
+                     "   = note: retention and schedules are not read from silt.conf yet\n"
+                     "   = help: the sections are [recovery] and [queue.NAME]\n");
+    CHECK_REPORTS(l, "error[HRS-202]: unknown section [Recovery]\n  --> silt.conf:3\n");   /* names are exact */
+    CHECK_REPORTS(l, "error[HRS-202]: unknown section [schedule.nightly]\n  --> silt.conf:4\n");
+    CHECK_REPORTS(l, "error[HRS-202]: unknown section [queue]\n  --> silt.conf:5\n");
+    CHECK_INT(occurrences(l.report.data, "queue_retention"), 0);
+    loaded_fini(&l);
+}
+
+TEST(conffile_hrs_203_an_unknown_key_names_its_section_and_the_known_keys)
+{
+    loaded l;
+    load("stray = 1\n"
+         "[recovery]\n"
+         "check_interval = 5000\n", &l);
+    CHECK_INT(l.errors, 2);
+    CHECK_REPORTS(l, "error[HRS-203]: key `stray` outside any section\n"
+                     "  --> silt.conf:1\n"
+                     "   = help: put it under [recovery] or a [queue.NAME] section\n");
+    CHECK_REPORTS(l, "error[HRS-203]: unknown key `check_interval` in [recovery]\n"
+                     "  --> silt.conf:3\n"
+                     "   = help: the keys of [recovery] are claimer_heartbeat_interval_ms, "
+                     "runner_heartbeat_interval_ms, claimed_stale_after_ms, running_stale_after_ms, "
+                     "check_interval_ms\n");
+    CHECK_INT(l.conf.recovery.check_interval_ms, 30000);
+    loaded_fini(&l);
+}
+
+TEST(conffile_hrs_204_claimed_stale_below_twice_the_claimer_heartbeat)
+{
+    loaded l;
+    load("[recovery]\n"
+         "claimer_heartbeat_interval_ms = 30000\n"
+         "claimed_stale_after_ms = 50000\n", &l);
+    check_only_error(&l, "error[HRS-204]: claimed_stale_after_ms must be at least twice the claimer heartbeat interval\n"
+                         "  --> silt.conf:3\n"
+                         "   = note: claimed_stale_after_ms = 50000, claimer_heartbeat_interval_ms = 30000\n"
+                         "   = help: set claimed_stale_after_ms to at least 60000, or lower the interval\n");
+    loaded_fini(&l);
+    load("[recovery]\nclaimed_stale_after_ms = 60000\n", &l);   /* exactly twice is enough */
+    CHECK_INT(l.errors, 0);
+    loaded_fini(&l);
+}
+
+TEST(conffile_hrs_204_running_stale_below_twice_the_runner_heartbeat)
+{
+    loaded l;
+    load("[recovery]\n"
+         "running_stale_after_ms = 59999\n", &l);
+    check_only_error(&l, "error[HRS-204]: running_stale_after_ms must be at least twice the runner heartbeat interval\n"
+                         "  --> silt.conf:2\n"
+                         "   = note: running_stale_after_ms = 59999, runner_heartbeat_interval_ms = 30000 (the default)\n"
+                         "   = help: set running_stale_after_ms to at least 60000, or lower the interval\n");
+    loaded_fini(&l);
+}
+
+/* Raising an interval past what a default threshold allows is caught too,
+ * at the interval's line. */
+TEST(conffile_hrs_204_an_interval_raised_past_the_default_threshold)
+{
+    loaded l;
+    load("[recovery]\n"
+         "check_interval_ms = 1000\n"
+         "claimer_heartbeat_interval_ms = 90000\n", &l);
+    check_only_error(&l, "error[HRS-204]: claimed_stale_after_ms must be at least twice the claimer heartbeat interval\n"
+                         "  --> silt.conf:3\n"
+                         "   = note: claimed_stale_after_ms = 120000 (the default), claimer_heartbeat_interval_ms = 90000\n"
+                         "   = help: set claimed_stale_after_ms to at least 180000, or lower the interval\n");
+    loaded_fini(&l);
+}
+
+/* A value refused on its own is not compared: the report would argue with
+ * a number the file does not hold. */
+TEST(conffile_hrs_204_is_not_checked_against_a_refused_value)
+{
+    loaded l;
+    load("[recovery]\n"
+         "claimer_heartbeat_interval_ms = 999999999\n"
+         "claimed_stale_after_ms = 50000\n", &l);
+    CHECK_INT(l.errors, 1);
+    CHECK_INT(occurrences(l.report.data, "error[HRS-205]"), 1);
+    loaded_fini(&l);
+}
+
+TEST(conffile_hrs_204_a_retention_key_under_recovery_names_its_new_home)
+{
+    loaded l;
+    load("[recovery]\n"
+         "terminal_record_retention_hours = 720\n"
+         "paused_workflow_auto_cancel_after = 3600\n", &l);
+    CHECK_INT(l.errors, 2);
+    CHECK_REPORTS(l, "error[HRS-204]: terminal_record_retention_hours moved to [retention]\n"
+                     "  --> silt.conf:2\n"
+                     "   = note: it governs how long records live, not how stalled work is detected\n");
+    CHECK_REPORTS(l, "error[HRS-204]: paused_workflow_auto_cancel_after moved to [retention]\n"
+                     "  --> silt.conf:3\n");
+    loaded_fini(&l);
+    load("[queue.a]\nterminal_record_retention_hours = 720\n", &l);   /* elsewhere it is merely unknown */
+    CHECK_INT(occurrences(l.report.data, "error[HRS-203]"), 1);
+    loaded_fini(&l);
+}
+
+typedef struct bound_case {
+    const char *section, *key;
+    long long   lo, hi;
+} bound_case;
+
+static const bound_case bounds[] = {
+    { "queue.q", "priority", 1, 100 },
+    { "queue.q", "max_concurrency", 0, 100000 },
+    { "recovery", "claimer_heartbeat_interval_ms", 1000, 600000 },
+    { "recovery", "runner_heartbeat_interval_ms", 1000, 600000 },
+    { "recovery", "claimed_stale_after_ms", 2000, 86400000 },
+    { "recovery", "running_stale_after_ms", 2000, 86400000 },
+    { "recovery", "check_interval_ms", 1000, 600000 },
+};
+
+/* Keys the bounds of one key are tried beside, so that no check across
+ * keys (HRS-204) speaks up: the smallest intervals beside a threshold, the
+ * largest thresholds beside an interval. */
+static const char *beside(const char *key)
+{
+    if (strstr(key, "_stale_after_ms"))
+        return "claimer_heartbeat_interval_ms = 1000\nrunner_heartbeat_interval_ms = 1000\n";
+    if (strstr(key, "_heartbeat_interval_ms"))
+        return "claimed_stale_after_ms = 86400000\nrunning_stale_after_ms = 86400000\n";
+    return "";
+}
+
+static int errors_for(const bound_case *b, long long value, loaded *l)
+{
+    char text[512];
+    snprintf(text, sizeof text, "[%s]\n%s%s = %lld\n", b->section, beside(b->key), b->key, value);
+    load(text, l);
+    return l->errors;
+}
+
+TEST(conffile_hrs_205_every_key_takes_its_bounds_and_refuses_one_past_them)
+{
+    for (size_t i = 0; i < sizeof bounds / sizeof bounds[0]; i++) {
+        const bound_case *b = &bounds[i];
+        loaded l;
+        CHECK_INT(errors_for(b, b->lo, &l), 0);
+        loaded_fini(&l);
+        CHECK_INT(errors_for(b, b->hi, &l), 0);
+        loaded_fini(&l);
+        CHECK_INT(errors_for(b, b->lo - 1, &l), 1);
+        char want[256];
+        snprintf(want, sizeof want, "error[HRS-205]: %s in [%s] must be an integer from %lld to %lld\n",
+                 b->key, b->section, b->lo, b->hi);
+        CHECK_REPORTS(l, want);
+        loaded_fini(&l);
+        CHECK_INT(errors_for(b, b->hi + 1, &l), 1);
+        CHECK_REPORTS(l, want);
+        loaded_fini(&l);
+    }
+}
+
+TEST(conffile_hrs_205_a_value_must_be_a_whole_decimal_integer)
+{
+    const char *bad[] = { "abc", "", "1.5", "10ms", "0x10", "5 5", "99999999999999999999999" };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char text[128];
+        snprintf(text, sizeof text, "[queue.q]\nmax_concurrency = %s\n", bad[i]);
+        loaded l;
+        load(text, &l);
+        char want[512];
+        snprintf(want, sizeof want, "error[HRS-205]: max_concurrency in [queue.q] must be an integer from 0 to 100000\n"
+                 "  --> silt.conf:2\n"
+                 "   = note: found max_concurrency = %s\n", *bad[i] ? bad[i] : "(nothing)");
+        check_only_error(&l, want);
+        CHECK_INT(l.conf.queues[0].max_concurrency, 0);   /* the default stays */
+        loaded_fini(&l);
+    }
+}
+
+TEST(conffile_hrs_206_queue_names_are_1_to_48_of_letters_digits_underscore_dash)
+{
+    char longest[CONFFILE_QUEUE_NAME_MAX + 2];
+    memset(longest, 'q', sizeof longest - 2);
+    longest[sizeof longest - 2] = '\0';
+    char text[256];
+    snprintf(text, sizeof text, "[queue.%s]\n[queue.A-z_09]\n", longest);
+    loaded l;
+    load(text, &l);
+    CHECK_INT(l.errors, 0);
+    CHECK_INT(l.conf.nqueues, 2);
+    loaded_fini(&l);
+    strcat(longest, "q");   /* 49 */
+    snprintf(text, sizeof text, "[queue.%s]\n[queue.]\n[queue.a.b]\n[queue.has space]\n[queue.é]\n"
+             "priority = 0\n", longest);
+    load(text, &l);
+    CHECK_INT(l.errors, 6);
+    CHECK_INT(occurrences(l.report.data, "error[HRS-206]"), 5);
+    CHECK_REPORTS(l, "error[HRS-206]: invalid queue name `a.b`\n"
+                     "  --> silt.conf:3\n"
+                     "   = note: a queue name is 1 to 48 characters of A-Z, a-z, 0-9, `_` and `-` (this one has 3)\n");
+    CHECK(strstr(l.report.data, "(this one has 49)") != NULL);
+    CHECK_REPORTS(l, "error[HRS-206]: invalid queue name ``\n  --> silt.conf:2\n");
+    /* the keys of a refused section are still checked */
+    CHECK_REPORTS(l, "error[HRS-205]: priority in [queue.é] must be an integer from 1 to 100\n  --> silt.conf:6\n");
+    CHECK_INT(l.conf.nqueues, 0);
+    loaded_fini(&l);
+}
+
+TEST(conffile_hrs_207_a_section_or_key_given_twice_names_the_first)
+{
+    loaded l;
+    load("[queue.a]\n"
+         "priority = 1\n"
+         "priority = 2\n"
+         "[recovery]\n"
+         "[queue.a]\n"
+         "priority = 3\n"
+         "colour = 1\n"
+         "[recovery]\n", &l);
+    CHECK_INT(l.errors, 4);
+    CHECK_REPORTS(l, "error[HRS-207]: key `priority` given twice in [queue.a]\n"
+                     "  --> silt.conf:3\n"
+                     "   = note: first given at silt.conf:2\n"
+                     "   = help: keep one of them\n");
+    CHECK_REPORTS(l, "error[HRS-207]: section [queue.a] given twice\n"
+                     "  --> silt.conf:5\n"
+                     "   = note: first given at silt.conf:1\n"
+                     "   = help: merge the two into one [queue.a] section\n");
+    CHECK_REPORTS(l, "error[HRS-203]: unknown key `colour` in [queue.a]\n  --> silt.conf:7\n");
+    CHECK_REPORTS(l, "error[HRS-207]: section [recovery] given twice\n"
+                     "  --> silt.conf:8\n"
+                     "   = note: first given at silt.conf:4\n");
+    CHECK_INT(l.conf.nqueues, 1);   /* the repeat is checked, not kept */
+    CHECK_INT(l.conf.queues[0].priority, 2);
+    loaded_fini(&l);
+}
+
+/* ---- the whole report ---------------------------------------------------- */
+
+/* One file, several problems: all of them, each at its line, in line order
+ * (the cross-check too), and the count. */
+TEST(conffile_every_problem_is_reported_together_in_line_order_with_the_count)
+{
+    loaded l;
+    load("# silt.conf\n"
+         "[queue.emails]\n"
+         "colour = blue\n"
+         "priority = 500\n"
+         "\n"
+         "[recovery]\n"
+         "claimer_heartbeat_interval_ms = 30000\n"
+         "claimed_stale_after_ms = 50000\n"
+         "[retention]\n"
+         "[queue.bad!]\n", &l);
+    CHECK_INT(l.errors, 5);
+    CHECK_STR(l.report.data,
+              "error[HRS-203]: unknown key `colour` in [queue.emails]\n"
+              "  --> silt.conf:3\n"
+              "   = help: the keys of [queue.NAME] are priority, max_concurrency\n"
+              "error[HRS-205]: priority in [queue.emails] must be an integer from 1 to 100\n"
+              "  --> silt.conf:4\n"
+              "   = note: found priority = 500\n"
+              "error[HRS-204]: claimed_stale_after_ms must be at least twice the claimer heartbeat interval\n"
+              "  --> silt.conf:8\n"
+              "   = note: claimed_stale_after_ms = 50000, claimer_heartbeat_interval_ms = 30000\n"
+              "   = help: set claimed_stale_after_ms to at least 60000, or lower the interval\n"
+              "error[HRS-202]: unknown section [retention]\n"
+              "  --> silt.conf:9\n"
+              "   = note: retention and schedules are not read from silt.conf yet\n"
+              "   = help: the sections are [recovery] and [queue.NAME]\n"
+              "error[HRS-206]: invalid queue name `bad!`\n"
+              "  --> silt.conf:10\n"
+              "   = note: a queue name is 1 to 48 characters of A-Z, a-z, 0-9, `_` and `-` (this one has 4)\n"
+              "error: aborting due to 5 previous errors\n");
+    loaded_fini(&l);
+}
+
+TEST(conffile_report_names_the_file_as_given)
+{
+    enter_temp_dir();
+    mkdir("etc", 0700);
+    write_file("etc/silt.conf", "[nope]\n", 7);
+    silt_conf c;
+    buf report;
+    buf_init(&report);
+    CHECK_INT(conffile_load("./etc/silt.conf", &c, &report), 1);
+    CHECK(strstr(report.data, "  --> ./etc/silt.conf:1\n") != NULL);
+    CHECK_STR(c.path, "./etc/silt.conf");
+    conffile_free(&c);
+    buf_fini(&report);
+    unlink("etc/silt.conf");
+    rmdir("etc");
+    leave_temp_dir();
+}
+
+TEST(conffile_locate_prefers_the_argument_then_silt_config)
+{
+    unsetenv("SILT_CONFIG");
+    CHECK(conffile_locate(NULL) == NULL);
+    setenv("SILT_CONFIG", "", 1);
+    CHECK(conffile_locate(NULL) == NULL);   /* empty is unset */
+    setenv("SILT_CONFIG", "/etc/silt.conf", 1);
+    CHECK_STR(conffile_locate(NULL), "/etc/silt.conf");
+    CHECK_STR(conffile_locate("mine.conf"), "mine.conf");
+}
+
+/* Whatever the bytes, the parser neither crashes nor loses count: the
+ * number it returns is the number of errors in the report, and the last
+ * line says it. Pieces of real syntax make the noise reach every branch. */
+TEST(conffile_random_files_never_crash_and_the_count_matches_the_report)
+{
+    static const char *const pieces[] = {
+        "[", "]", "=", ":", ";", "#", "\n", "\r\n", " ", "\t", "queue.", "recovery", "retention",
+        "priority", "max_concurrency", "claimed_stale_after_ms", "claimer_heartbeat_interval_ms",
+        "1", "30000", "-5", "abc", "\xEF\xBB\xBF", "é", "emails", "\n[queue.a]\n", "\n[recovery]\n",
+    };
+    unsigned seed = 12345;
+    for (int round = 0; round < 300; round++) {
+        char text[2048];
+        size_t len = 0;
+        int npieces = (int)(rand_r(&seed) % 120);
+        for (int i = 0; i < npieces; i++) {
+            const char *p = pieces[rand_r(&seed) % (sizeof pieces / sizeof pieces[0])];
+            size_t n = strlen(p);
+            if (len + n + 1 >= sizeof text) break;
+            memcpy(text + len, p, n);
+            len += n;
+        }
+        if (rand_r(&seed) % 10 == 0 && len) text[rand_r(&seed) % len] = '\0';   /* a NUL somewhere */
+        loaded l;
+        load_bytes(text, len, &l);
+        CHECK_INT(occurrences(l.report.data, "error[HRS-"), l.errors);
+        if (l.errors) {
+            char last[64];
+            snprintf(last, sizeof last, "error: aborting due to %d previous error%s\n", l.errors, l.errors == 1 ? "" : "s");
+            size_t ll = strlen(last);
+            CHECK(l.report.len >= ll && strcmp(l.report.data + l.report.len - ll, last) == 0);
+        }
+        loaded_fini(&l);
+    }
+}
