@@ -1,5 +1,8 @@
-/* listener: LISTEN on one connection (see listener.h). */
+/* listener: LISTEN on one connection (see listener.h). Connecting and the
+ * LISTEN itself are asynchronous, driven by the event loop like the pool's
+ * connections: a database that is slow or unreachable never holds the loop. */
 #include "db/listener.h"
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <libpq-fe.h>
@@ -10,17 +13,20 @@
 #define LISTENER_RETRY_MIN_MS 100
 #define LISTENER_RETRY_MAX_MS 5000
 
+typedef enum listener_state { L_IDLE, L_CONNECTING, L_SUBSCRIBING, L_READY } listener_state;
+
 struct db_listener {
     struct event_base *base;
     char              *conninfo, *channel;
     db_notify_fn       fn;
     void              *arg;
     PGconn            *pg;
-    struct event      *readable, *retry;
+    listener_state     state;
+    struct event      *io, *retry;
     int                backoff_ms;
 };
 
-static void connect_now(db_listener *l);
+static void on_io(evutil_socket_t fd, short what, void *arg);
 
 static void schedule_retry(db_listener *l)
 {
@@ -31,57 +37,90 @@ static void schedule_retry(db_listener *l)
 
 static void drop(db_listener *l, const char *why)
 {
-    log_warn("listener on %s: %s; reconnecting", l->channel, why);
-    if (l->readable) { event_free(l->readable); l->readable = NULL; }
+    log_warn("listener on %s: %s; reconnecting", l->channel, why && *why ? why : "connection lost");
+    if (l->io) { event_free(l->io); l->io = NULL; }
     PQfinish(l->pg);
     l->pg = NULL;
+    l->state = L_IDLE;
     schedule_retry(l);
 }
 
-static void on_readable(evutil_socket_t fd, short what, void *arg)
+/* Waits for the socket to become readable or writable, as libpq asks. */
+static void await(db_listener *l, short what)
 {
-    (void)fd; (void)what;
-    db_listener *l = arg;
-    if (!PQconsumeInput(l->pg)) { drop(l, PQerrorMessage(l->pg)); return; }
+    if (l->io) event_free(l->io);
+    l->io = event_new(l->base, PQsocket(l->pg), what, on_io, l);
+    event_add(l->io, NULL);
+}
+
+static void subscribe(db_listener *l)
+{
+    char *ident = PQescapeIdentifier(l->pg, l->channel, strlen(l->channel));
+    buf sql;
+    buf_init(&sql);
+    buf_printf(&sql, "LISTEN %s", ident ? ident : "");
+    PQfreemem(ident);
+    int sent = PQsetnonblocking(l->pg, 1) == 0 && PQsendQuery(l->pg, sql.data) == 1;
+    buf_fini(&sql);
+    if (!sent) { drop(l, PQerrorMessage(l->pg)); return; }
+    l->state = L_SUBSCRIBING;
+    if (PQflush(l->pg) < 0) { drop(l, PQerrorMessage(l->pg)); return; }
+    await(l, EV_READ | EV_PERSIST);
+}
+
+static void connect_step(db_listener *l)
+{
+    switch (PQconnectPoll(l->pg)) {
+    case PGRES_POLLING_READING: await(l, EV_READ); break;
+    case PGRES_POLLING_WRITING: await(l, EV_WRITE); break;
+    case PGRES_POLLING_OK:      subscribe(l); break;
+    default:                    drop(l, PQerrorMessage(l->pg)); break;
+    }
+}
+
+/* The LISTEN's result: ready once it is COMMAND_OK and the last one read. */
+static void subscribed(db_listener *l)
+{
+    PGresult *r;
+    bool ok = true;
+    while (!PQisBusy(l->pg) && (r = PQgetResult(l->pg)) != NULL) {
+        ok = ok && PQresultStatus(r) == PGRES_COMMAND_OK;
+        PQclear(r);
+    }
+    if (!ok) { drop(l, PQerrorMessage(l->pg)); return; }
+    if (PQisBusy(l->pg)) return;
+    l->state = L_READY;
+    l->backoff_ms = LISTENER_RETRY_MIN_MS;
+    l->fn(l->arg, NULL);   /* anything sent while we were not listening: look again */
+}
+
+static void deliver(db_listener *l)
+{
     PGnotify *n;
     while ((n = PQnotifies(l->pg)) != NULL) {
         l->fn(l->arg, n->extra);
         PQfreemem(n);
     }
-    if (PQstatus(l->pg) != CONNECTION_OK) drop(l, "connection lost");
 }
 
-/* A blocking connect and LISTEN: rare (start and reconnects), and short. */
-static int listen_on(db_listener *l)
+static void on_io(evutil_socket_t fd, short what, void *arg)
 {
-    l->pg = PQconnectdb(l->conninfo);
-    if (PQstatus(l->pg) != CONNECTION_OK) return -1;
-    buf sql;
-    buf_init(&sql);
-    char *ident = PQescapeIdentifier(l->pg, l->channel, strlen(l->channel));
-    buf_printf(&sql, "LISTEN %s", ident);
-    PQfreemem(ident);
-    PGresult *r = PQexec(l->pg, sql.data);
-    buf_fini(&sql);
-    int rc = PQresultStatus(r) == PGRES_COMMAND_OK ? 0 : -1;
-    PQclear(r);
-    if (rc == 0 && PQsetnonblocking(l->pg, 1) != 0) rc = -1;
-    return rc;
-}
-
-static void connect_now(db_listener *l)
-{
-    if (listen_on(l) < 0) { drop(l, PQerrorMessage(l->pg)); return; }
-    l->backoff_ms = LISTENER_RETRY_MIN_MS;
-    l->readable = event_new(l->base, PQsocket(l->pg), EV_READ | EV_PERSIST, on_readable, l);
-    event_add(l->readable, NULL);
-    l->fn(l->arg, NULL);   /* anything sent while we were not listening: look again */
+    (void)fd; (void)what;
+    db_listener *l = arg;
+    if (l->state == L_CONNECTING) { connect_step(l); return; }
+    if (!PQconsumeInput(l->pg)) { drop(l, PQerrorMessage(l->pg)); return; }
+    if (l->state == L_SUBSCRIBING) subscribed(l);
+    if (l->state == L_READY) deliver(l);
 }
 
 static void on_retry(evutil_socket_t fd, short what, void *arg)
 {
     (void)fd; (void)what;
-    connect_now(arg);
+    db_listener *l = arg;
+    l->pg = PQconnectStart(l->conninfo);
+    if (!l->pg || PQstatus(l->pg) == CONNECTION_BAD) { drop(l, l->pg ? PQerrorMessage(l->pg) : "out of memory"); return; }
+    l->state = L_CONNECTING;
+    connect_step(l);
 }
 
 db_listener *db_listener_new(struct event_base *base, const char *conninfo, const char *channel,
@@ -103,7 +142,7 @@ db_listener *db_listener_new(struct event_base *base, const char *conninfo, cons
 void db_listener_free(db_listener *l)
 {
     if (!l) return;
-    if (l->readable) event_free(l->readable);
+    if (l->io) event_free(l->io);
     event_free(l->retry);
     PQfinish(l->pg);
     free(l->conninfo);

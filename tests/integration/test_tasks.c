@@ -569,3 +569,34 @@ TEST(concurrent_sends_are_gathered_into_one_transaction_while_others_are_in_flig
     CHECK_INT(srv_metric(&s, "silt_task_flushes_total{kind=\"send\"}"), 3);
     srv_stop(&s);
 }
+
+/* The connection that listens for other servers' announcements is lost: it
+ * comes back by itself, and what was announced meanwhile is not lost (a
+ * reconnect makes every parked request look again). */
+TEST(a_lost_listener_reconnects_and_a_wait_still_ends_with_the_completion)
+{
+    silt_server a, b;
+    srv_start(&a, NULL);
+    srv_start(&b, NULL);
+    task_send(&a, "{\"name\":\"t\",\"queue\":\"q\"}");
+    task_claimed c;
+    task_claim_one(&b, "w", "q", &c);
+    task_call(&b, "start", &c, NULL);
+#define LISTENERS "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND query LIKE 'LISTEN%%'"
+    sql_await("2", 10000, LISTENERS);
+    bg_req w;
+    bg_start(&w, &a, "GET", sfmt("/api/v1/tasks/%s?wait=20000", c.id), NULL);
+    srv_await_metric(&a, "silt_task_waits_parked", 1, 5000);
+    CHECK_STR(sql("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE datname = current_database()"
+                  " AND query LIKE 'LISTEN%%'"), "2");
+    sql_await("2", 10000, LISTENERS);   /* both back */
+    int64_t t0 = now_ms();
+    task_call(&b, "complete", &c, "\"result\":1");
+    int status;
+    int64_t elapsed;
+    bg_wait(&w, &status, &elapsed);
+    CHECK_INT(status, 200);
+    CHECK(now_ms() - t0 < 4000);   /* woken, not the 5 s re-read */
+    srv_stop(&a);
+    srv_stop(&b);
+}
