@@ -183,8 +183,9 @@ static httpd_conn *conn_new(httpd *h, struct bufferevent *bev)
 }
 
 /* evhttp_set_bevcb: the connection's bufferevent, as evhttp would make it,
- * watched from its first byte. Its evhttp connection does not exist yet:
- * it is adopted at the next turn of the loop, before any byte can be read. */
+ * watched from its first byte. Its evhttp connection does not exist yet: it
+ * is adopted by an event that runs once the accept's callback returns,
+ * before the loop polls again, so before any byte can be read. */
 static struct bufferevent *conn_make(struct event_base *base, void *arg)
 {
     httpd *h = arg;
@@ -458,6 +459,7 @@ httpd *httpd_new(struct event_base *base, const char *host, int port, size_t max
     evhttp_set_gencb(h->http, on_request, h);
     evhttp_set_bevcb(h->http, conn_make, h);
     h->adopt = event_new(base, -1, 0, adopt_fresh, h);
+    if (!h->adopt) abort();   /* libevent's allocation failed */
     h->socket = evhttp_bind_socket_with_handle(h->http, host, (ev_uint16_t)port);
     if (!h->socket) {
         int why = errno;   /* the bind's: the caller says why it cannot listen */
