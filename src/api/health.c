@@ -54,6 +54,8 @@ void api_metrics(httpd_req *req, server *srv)
         "# TYPE silt_acks_total counter\nsilt_acks_total %llu\n"
         "# TYPE silt_dead_letters_total counter\nsilt_dead_letters_total %llu\n"
         "# TYPE silt_http_requests_in_flight gauge\nsilt_http_requests_in_flight %d\n"
+        "# HELP silt_http_requests_arriving connections holding part of a request not yet whole\n"
+        "# TYPE silt_http_requests_arriving gauge\nsilt_http_requests_arriving %d\n"
         "# HELP silt_long_polls_parked long-poll pops waiting in this server for a message\n"
         "# TYPE silt_long_polls_parked gauge\nsilt_long_polls_parked %zu\n"
         "# HELP silt_long_poll_wakeups_total parked long-poll pops a commit woke\n"
@@ -73,7 +75,7 @@ void api_metrics(httpd_req *req, server *srv)
         (unsigned long long)maintenance_drained_total(srv->maintenance), m->enabled ? 1 : 0, (long long)m->buffered,
         (unsigned long long)s->popped,
         (unsigned long long)s->acked, (unsigned long long)s->dead_lettered,
-        httpd_inflight(srv->http) - 1, popper_parked(srv->pop), (unsigned long long)popper_wakeups(srv->pop),
+        httpd_inflight(srv->http) - 1, httpd_arriving(srv->http), popper_parked(srv->pop), (unsigned long long)popper_wakeups(srv->pop),
         db_pool_ready(srv->pool) ? 1 : 0, resident_bytes(),
         (unsigned long long)rt->passes, (unsigned long long)rt->dropped[0], (unsigned long long)rt->dropped[1],
         (unsigned long long)rt->dropped[2], (unsigned long long)rt->leased_evicted,

@@ -25,8 +25,9 @@ static void on_push_commit(void *arg, const char *queue, const char *const *part
 
 static bool drained(const server *srv)
 {
-    return httpd_inflight(srv->http) == 0 && pusher_idle(srv->push) && db_pool_busy(srv->pool) == 0 &&
-           retention_engine_idle(srv->retention) && maintenance_idle(srv->maintenance) && task_hub_idle(srv->tasks);
+    return httpd_inflight(srv->http) == 0 && httpd_arriving(srv->http) == 0 && pusher_idle(srv->push) &&
+           db_pool_busy(srv->pool) == 0 && retention_engine_idle(srv->retention) &&
+           maintenance_idle(srv->maintenance) && task_hub_idle(srv->tasks);
 }
 
 static void drain_check(evutil_socket_t fd, short what, void *arg)
@@ -41,7 +42,8 @@ static void drain_check(evutil_socket_t fd, short what, void *arg)
         return;
     }
     if (clock_mono_us() >= srv->drain_deadline_us) {
-        log_warn("shutdown timeout: %d requests still in flight", httpd_inflight(srv->http));
+        log_warn("shutdown timeout: %d requests still in flight, %d still arriving", httpd_inflight(srv->http),
+                 httpd_arriving(srv->http));
         event_base_loopexit(srv->base, NULL);
         return;
     }
@@ -68,7 +70,7 @@ static void on_signal(evutil_socket_t sig, short what, void *arg)
     srv->first_signal = (int)sig;
     srv->first_signal_us = clock_mono_us();
     srv->drain_deadline_us = clock_mono_us() + srv->cfg.shutdown_timeout_ms * 1000;
-    httpd_stop_accepting(srv->http);
+    httpd_drain(srv->http);
     popper_drain(srv->pop);
     retention_engine_stop(srv->retention);
     maintenance_stop(srv->maintenance);

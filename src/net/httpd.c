@@ -22,6 +22,23 @@
  * life, so it exceeds the longest long-poll timeout (one hour). */
 #define HTTPD_IDLE_TIMEOUT_S 3700
 
+/* A connection, followed from its accept to its close so that shutdown can
+ * wait for a request still arriving: libevent 2.1 says nothing between a
+ * connection's accept and a whole request (2.2's evhttp_set_newreqcb is not
+ * here). evhttp owns the connection; silt makes its bufferevent
+ * (evhttp_set_bevcb) to watch the bytes coming in, and holds the
+ * connection's close callback for the request being answered on it. */
+struct httpd_conn {
+    httpd                    *server;
+    struct bufferevent       *bev;
+    struct evhttp_connection *evcon;     /* NULL until adopted, the loop turn after its accept */
+    evutil_socket_t           fd;
+    struct evbuffer_cb_entry *watch;     /* on the bufferevent's input; NULL when not watched */
+    httpd_req                *req;       /* dispatched and not yet answered */
+    httpd_conn               *next_fresh;
+    bool                      arriving;  /* holds bytes that are not yet a dispatched request */
+};
+
 struct httpd {
     struct evhttp                  *http;
     struct evhttp_bound_socket     *socket;
@@ -29,6 +46,12 @@ struct httpd {
     void                           *arg;
     size_t                          max_body;
     int                             inflight;
+    int                             arriving;   /* connections with a request partly received */
+    bool                            draining;
+    httpd_conn                     *fresh;      /* accepted, not yet adopted */
+    struct event                   *adopt;
+    httpd_conn                    **by_fd;      /* adopted connections, by socket: a request finds its own */
+    size_t                          nfds;
 };
 
 static void stop_watch(httpd_req *req);
@@ -51,10 +74,8 @@ static const char *method_name(httpd_method m)
 
 /* The peer closed while its request was being worked on: evhttp frees the
  * request with the connection, so forget it. */
-static void on_close(struct evhttp_connection *conn, void *arg)
+static void client_gone(httpd_req *req)
 {
-    (void)conn;
-    httpd_req *req = arg;
     req->ev = NULL;
     req->left = true;
     stop_watch(req);
@@ -88,6 +109,155 @@ static void stop_watch(httpd_req *req)
 {
     if (req->close_watch) event_free(req->close_watch);
     req->close_watch = NULL;
+}
+
+/* ---- connections -------------------------------------------------------- */
+
+static void set_arriving(httpd_conn *c, bool on)
+{
+    if (c->arriving == on) return;
+    c->arriving = on;
+    c->server->arriving += on ? 1 : -1;
+}
+
+/* Every read lands here (and every drain, which is evhttp parsing): bytes in
+ * start a request, and only its dispatch ends it (conn_dispatched). One
+ * comparison per read, whatever the body's size. */
+static void on_input(struct evbuffer *in, const struct evbuffer_cb_info *info, void *arg)
+{
+    (void)in;
+    if (info->n_added > 0) set_arriving(arg, true);
+}
+
+static void index_conn(httpd *h, httpd_conn *c)
+{
+    size_t fd = (size_t)c->fd;
+    if (fd >= h->nfds) {
+        size_t n = h->nfds ? h->nfds : 64;
+        while (n <= fd) n *= 2;
+        h->by_fd = xrealloc(h->by_fd, n * sizeof *h->by_fd);
+        memset(h->by_fd + h->nfds, 0, (n - h->nfds) * sizeof *h->by_fd);
+        h->nfds = n;
+    }
+    h->by_fd[fd] = c;
+}
+
+static void conn_free(httpd_conn *c)
+{
+    httpd *h = c->server;
+    set_arriving(c, false);
+    if (c->watch) evbuffer_remove_cb_entry(bufferevent_get_input(c->bev), c->watch);
+    if (c->fd >= 0 && (size_t)c->fd < h->nfds && h->by_fd[c->fd] == c) h->by_fd[c->fd] = NULL;
+    free(c);
+}
+
+/* evhttp closes the connection (the peer left, a timeout, a reply with
+ * Connection: close, or evhttp_free): a request still being answered on it
+ * learns that its client is gone. */
+static void on_conn_close(struct evhttp_connection *evcon, void *arg)
+{
+    (void)evcon;
+    httpd_conn *c = arg;
+    httpd_req *req = c->req;
+    conn_free(c);
+    if (!req) return;
+    req->conn = NULL;
+    client_gone(req);
+}
+
+static void conn_adopt(httpd_conn *c, struct evhttp_connection *evcon)
+{
+    c->evcon = evcon;
+    c->fd = bufferevent_getfd(c->bev);
+    evhttp_connection_set_closecb(evcon, on_conn_close, c);
+    if (c->fd >= 0) index_conn(c->server, c);
+}
+
+static httpd_conn *conn_new(httpd *h, struct bufferevent *bev)
+{
+    httpd_conn *c = xcalloc(1, sizeof *c);
+    c->server = h;
+    c->bev = bev;
+    c->fd = -1;
+    return c;
+}
+
+/* evhttp_set_bevcb: the connection's bufferevent, as evhttp would make it,
+ * watched from its first byte. Its evhttp connection does not exist yet: it
+ * is adopted by an event that runs once the accept's callback returns,
+ * before the loop polls again, so before any byte can be read. */
+static struct bufferevent *conn_make(struct event_base *base, void *arg)
+{
+    httpd *h = arg;
+    struct bufferevent *bev = bufferevent_socket_new(base, -1, BEV_OPT_CLOSE_ON_FREE);
+    if (!bev) abort();   /* libevent's allocation failed */
+    httpd_conn *c = conn_new(h, bev);
+    c->watch = evbuffer_add_cb(bufferevent_get_input(bev), on_input, c);
+    if (!c->watch) abort();
+    c->next_fresh = h->fresh;
+    h->fresh = c;
+    event_active(h->adopt, EV_TIMEOUT, 1);
+    return bev;
+}
+
+/* evhttp passes its connection as the bufferevent's callback argument (true
+ * of libevent 2.1; no public call maps one to the other before a request is
+ * whole). Checked by asking that connection for its bufferevent back; if a
+ * libevent ever differs, connections are adopted at their first request
+ * instead, and only requests still arriving at shutdown lose their wait. */
+static struct evhttp_connection *evcon_of(struct bufferevent *bev)
+{
+    void *arg = NULL;
+    bufferevent_getcb(bev, NULL, NULL, NULL, &arg);
+    if (arg && evhttp_connection_get_bufferevent(arg) == bev) return arg;
+    static bool said;
+    if (!said) log_warn("httpd: cannot map a bufferevent to its evhttp connection; "
+                        "requests still arriving at shutdown will not be waited for");
+    said = true;
+    return NULL;
+}
+
+static void adopt_fresh(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd; (void)what;
+    httpd *h = arg;
+    while (h->fresh) {
+        httpd_conn *c = h->fresh;
+        h->fresh = c->next_fresh;
+        struct evhttp_connection *evcon = evcon_of(c->bev);
+        if (evcon) conn_adopt(c, evcon);
+        else conn_free(c);
+    }
+}
+
+/* The connection a request came on; one not adopted early (see evcon_of)
+ * is adopted now, unwatched, so that its close still reaches the request. */
+static httpd_conn *conn_of(httpd *h, struct evhttp_request *ev)
+{
+    struct evhttp_connection *evcon = evhttp_request_get_connection(ev);
+    struct bufferevent *bev = evhttp_connection_get_bufferevent(evcon);
+    evutil_socket_t fd = bufferevent_getfd(bev);
+    httpd_conn *c = fd >= 0 && (size_t)fd < h->nfds ? h->by_fd[fd] : NULL;
+    if (c && c->evcon == evcon) return c;
+    c = conn_new(h, bev);
+    conn_adopt(c, evcon);
+    return c;
+}
+
+/* The request is whole and goes to its handler. What the input still holds
+ * is the start of the next one (pipelined): evhttp reads no more until the
+ * reply is sent. */
+static void conn_dispatched(httpd_conn *c, httpd_req *req)
+{
+    c->req = req;
+    req->conn = c;
+    set_arriving(c, evbuffer_get_length(bufferevent_get_input(c->bev)) > 0);
+}
+
+static void conn_answered(httpd_req *req)
+{
+    if (req->conn) req->conn->req = NULL;
+    req->conn = NULL;
 }
 
 static void req_free(httpd_req *req)
@@ -131,13 +301,30 @@ static httpd_req *req_new(httpd *h, struct evhttp_request *ev)
     return req;
 }
 
+/* While draining, a request that completes is answered but not served, and
+ * its connection closed: the client knows it was not done and may retry
+ * elsewhere. Its body is not needed. */
+static void refuse(httpd_req *req)
+{
+    evhttp_add_header(evhttp_request_get_output_headers(req->ev), "Connection", "close");
+    httpd_error(req, 503, "server is shutting down");
+}
+
+static void skip_body(struct evhttp_request *ev)
+{
+    struct evbuffer *in = evhttp_request_get_input_buffer(ev);
+    evbuffer_drain(in, evbuffer_get_length(in));
+}
+
 static void on_request(struct evhttp_request *ev, void *arg)
 {
     httpd *h = arg;
+    if (h->draining) skip_body(ev);   /* not made contiguous for nothing */
     httpd_req *req = req_new(h, ev);
     h->inflight++;
-    evhttp_connection_set_closecb(evhttp_request_get_connection(ev), on_close, req);
-    h->handler(req, h->arg);
+    conn_dispatched(conn_of(h, ev), req);
+    if (h->draining) refuse(req);
+    else h->handler(req, h->arg);
 }
 
 /* A reply body: borrowed bytes (copied), owned bytes (malloc'd; handed to
@@ -174,7 +361,7 @@ static void reply(httpd_req *req, int status, reply_body *body)
     httpd *h = req->server;
     double ms = (double)(clock_mono_us() - req->started_us) / 1000.0;
     stop_watch(req);
-    if (req->ev) evhttp_connection_set_closecb(evhttp_request_get_connection(req->ev), NULL, NULL);
+    conn_answered(req);   /* before the send: evhttp may close the connection inside it */
     if (req->ev && !req->left) {
         struct evkeyvalq *headers = evhttp_request_get_output_headers(req->ev);
         if (body->data || body->chain) {
@@ -270,11 +457,13 @@ httpd *httpd_new(struct event_base *base, const char *host, int port, size_t max
     evhttp_set_allowed_methods(h->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_DELETE |
                                         EVHTTP_REQ_PUT | EVHTTP_REQ_PATCH | EVHTTP_REQ_OPTIONS | EVHTTP_REQ_HEAD);
     evhttp_set_gencb(h->http, on_request, h);
+    evhttp_set_bevcb(h->http, conn_make, h);
+    h->adopt = event_new(base, -1, 0, adopt_fresh, h);
+    if (!h->adopt) abort();   /* libevent's allocation failed */
     h->socket = evhttp_bind_socket_with_handle(h->http, host, (ev_uint16_t)port);
     if (!h->socket) {
         int why = errno;   /* the bind's: the caller says why it cannot listen */
-        evhttp_free(h->http);
-        free(h);
+        httpd_free(h);
         errno = why;
         return NULL;
     }
@@ -285,18 +474,23 @@ httpd *httpd_new(struct event_base *base, const char *host, int port, size_t max
     return h;
 }
 
-void httpd_stop_accepting(httpd *h)
+void httpd_drain(httpd *h)
 {
     if (h->socket) evhttp_del_accept_socket(h->http, h->socket);
     h->socket = NULL;
+    h->draining = true;
 }
 
 int httpd_inflight(const httpd *h) { return h->inflight; }
+int httpd_arriving(const httpd *h) { return h->arriving; }
 size_t httpd_max_body(const httpd *h) { return h->max_body; }
 
 void httpd_free(httpd *h)
 {
     if (!h) return;
+    adopt_fresh(-1, 0, h);   /* so that every connection's close frees its record */
     evhttp_free(h->http);
+    if (h->adopt) event_free(h->adopt);
+    free(h->by_fd);
     free(h);
 }

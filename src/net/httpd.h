@@ -1,7 +1,8 @@
 /* httpd: the HTTP server glue over libevent's evhttp. It turns each request
  * into an httpd_req (decoded path, query, body), hands it to one handler, and
  * owns the reply: JSON body, status, one log line, and the in-flight count
- * that graceful shutdown waits on. A client that disconnects before its reply
+ * that graceful shutdown waits on, with the connections still receiving a
+ * request (httpd_arriving). A client that disconnects before its reply
  * marks the request gone; the work it started still completes, and its reply
  * is dropped. */
 #ifndef SILT_HTTPD_H
@@ -18,6 +19,7 @@
 
 typedef struct httpd httpd;
 typedef struct httpd_req httpd_req;
+typedef struct httpd_conn httpd_conn;
 
 typedef enum httpd_method { HTTPD_GET, HTTPD_POST, HTTPD_DELETE, HTTPD_OTHER } httpd_method;
 
@@ -39,6 +41,7 @@ struct httpd_req {
     void                  *gone_arg;
     struct event          *close_watch; /* see httpd_watch_close */
     bool                   left;        /* the client closed before the reply */
+    httpd_conn            *conn;        /* NULL once the connection is gone */
 };
 
 typedef void (*httpd_handler)(httpd_req *req, void *arg);
@@ -46,8 +49,15 @@ typedef void (*httpd_handler)(httpd_req *req, void *arg);
 httpd *httpd_new(struct event_base *base, const char *host, int port, size_t max_body,
                  httpd_handler handler, void *arg);
 void   httpd_free(httpd *h);
-void   httpd_stop_accepting(httpd *h);
+/* Shutdown: stops accepting connections; from now on a request that
+ * completes (one still arriving, or a new one on a kept-alive connection) is
+ * answered 503 "server is shutting down" with Connection: close. */
+void   httpd_drain(httpd *h);
 int    httpd_inflight(const httpd *h);     /* requests received and not yet answered */
+/* Connections holding part of a request (bytes in, not yet a whole request
+ * handed to the handler): shutdown waits for them too. Idle kept-alive
+ * connections are not counted. */
+int    httpd_arriving(const httpd *h);
 size_t httpd_max_body(const httpd *h);
 
 /* Sends the reply and frees req. body may be NULL (no content). */

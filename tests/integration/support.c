@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <libpq-fe.h>
+#include "base/buf.h"
 #include "base/clock.h"
 #include "harness.h"
 #include "support.h"
@@ -559,6 +560,8 @@ int push_simple(silt_server *s, const char *queue, const char *partition, int n)
 
 void keep_str(char out[96], const char *s)
 {
+    CHECK(s != NULL);          /* a value that is not there fails here, not later as "(null)" */
+    CHECK(strlen(s) < 96);     /* nor as a prefix of itself */
     snprintf(out, 96, "%s", s);
 }
 
@@ -644,4 +647,38 @@ void push_one(silt_server *s, const char *q, const char *partition, const char *
     push_txn_reply(s, q, partition, txn, payload, &r);
     CHECK_STR(jstr(&r, "0.status"), "queued");
     reply_fini(&r);
+}
+
+const char *push_items(silt_server *s, const char *q, const char *part, int first, int n, const char *txn_prefix)
+{
+    buf body, statuses;
+    buf_init(&body);
+    buf_init(&statuses);
+    buf_puts(&body, "{\"items\":[");
+    for (int i = first; i < first + n; i++) {
+        buf_printf(&body, "%s{\"queue\":\"%s\",\"payload\":{\"i\":%d}", i > first ? "," : "", q, i);
+        if (part) buf_printf(&body, ",\"partition\":\"%s\"", part);
+        if (txn_prefix) buf_printf(&body, ",\"transactionId\":\"%s%d\"", txn_prefix, i);
+        buf_putc(&body, '}');
+    }
+    buf_puts(&body, "]}");
+    reply r;
+    rq(s, "POST", "/api/v1/push", body.data, &r);
+    CHECK_INT(r.status, 201);
+    CHECK_INT(r.doc.tokens[0].count, n);
+    for (int i = 0; i < n; i++) buf_printf(&statuses, "%s%s", i ? "," : "", jstr(&r, sfmt("%d.status", i)));
+    reply_fini(&r);
+    buf_fini(&body);
+    const char *out = sfmt("%s", statuses.len ? statuses.data : "");
+    buf_fini(&statuses);
+    return out;
+}
+
+void push_queued(silt_server *s, const char *q, const char *part, int first, int n, const char *txn_prefix)
+{
+    buf want;
+    buf_init(&want);
+    for (int i = 0; i < n; i++) buf_printf(&want, "%squeued", i ? "," : "");
+    CHECK_STR(push_items(s, q, part, first, n, txn_prefix), want.len ? want.data : "");
+    buf_fini(&want);
 }

@@ -118,6 +118,15 @@ void push_txn_reply(silt_server *s, const char *q, const char *partition, const 
                     const char *payload, reply *r);
 void push_one(silt_server *s, const char *q, const char *partition, const char *txn, const char *payload);
 
+/* One push request (one segment per partition) of items first .. first+n-1
+ * to queue q, partition part (NULL: the default one), each with payload
+ * {"i":<i>} and, unless txn_prefix is NULL, transactionId "<txn_prefix><i>".
+ * Fails the test unless the push answers 201 with one result per item;
+ * returns their statuses joined by commas, e.g. "queued,duplicate" (sfmt's
+ * ring). push_queued also fails the test unless every item was queued. */
+const char *push_items(silt_server *s, const char *q, const char *part, int first, int n, const char *txn_prefix);
+void push_queued(silt_server *s, const char *q, const char *part, int first, int n, const char *txn_prefix);
+
 /* Convenience: push n payloads to queue/partition; returns the reply status. */
 int  push_simple(silt_server *s, const char *queue, const char *partition, int n);
 

@@ -9,28 +9,6 @@
 
 #define QM "__QUEUE_MODE__"
 
-/* Pushes n messages (one request, so one segment) with transactionIds
- * "tx<from>".."tx<from+n-1>" and payloads {"i": <i>}. */
-static void pushn(silt_server *s, const char *q, const char *part, int from, int n)
-{
-    char body[8192];
-    size_t len = (size_t)snprintf(body, sizeof body, "{\"items\":[");
-    for (int i = from; i < from + n; i++)
-        len += (size_t)snprintf(body + len, sizeof body - len,
-                                "%s{\"queue\":\"%s\",\"partition\":\"%s\",\"transactionId\":\"tx%d\",\"payload\":{\"i\":%d}}",
-                                i > from ? "," : "", q, part, i, i);
-    snprintf(body + len, sizeof body - len, "]}");
-    reply r;
-    rq(s, "POST", "/api/v1/push", body, &r);
-    CHECK_INT(r.status, 201);
-    for (int i = 0; i < n; i++) {
-        char p[32];
-        snprintf(p, sizeof p, "%d.status", i);
-        CHECK_STR(jstr(&r, p), "queued");
-    }
-    reply_fini(&r);
-}
-
 /* Pops and expects 200 with exactly n messages at offsets first..first+n-1. */
 static void pop_expect(silt_server *s, const char *q, const char *part, const char *query,
                        int first, int n, reply *r)
@@ -119,13 +97,6 @@ static long long dlq_rows(const char *pid)
     return atoll(sql("select count(*) from queen.log_dlq where partition_id = '%s'", pid));
 }
 
-/* A copy of a string from the reply ring, which later calls overwrite. */
-static char *keep(const char *s)
-{
-    CHECK(s != NULL);
-    return strdup(s);
-}
-
 /* ------------------------------------------------------------------ */
 
 TEST(ack_completed_on_last_of_batch_commits_the_whole_batch)
@@ -133,10 +104,12 @@ TEST(ack_completed_on_last_of_batch_commits_the_whole_batch)
     silt_server s;
     srv_start(&s, NULL);
     const char *q = uniq("ack-implicit");
-    pushn(&s, q, "Default", 0, 5);
+    push_queued(&s, q, "Default", 0, 5, "tx");
     reply r;
     pop_expect(&s, q, NULL, "batch=5", 0, 5, &r);
-    char *pid = keep(jstr(&r, "partitionId")), *lease = keep(jstr(&r, "leaseId"));
+    char pid[96], lease[96];
+    keep_str(pid, jstr(&r, "partitionId"));
+    keep_str(lease, jstr(&r, "leaseId"));
     reply_fini(&r);
 
     ack(&s, "tx4", pid, "completed", lease, NULL, NULL, &r);   /* only the last one */
@@ -151,11 +124,9 @@ TEST(ack_completed_on_last_of_batch_commits_the_whole_batch)
 
     /* nothing of the batch redelivers; the next push is what comes next */
     pop_expect_none(&s, q, NULL, "batch=5");
-    pushn(&s, q, "Default", 5, 2);
+    push_queued(&s, q, "Default", 5, 2, "tx");
     pop_expect(&s, q, NULL, "batch=5", 5, 2, &r);
     reply_fini(&r);
-    free(pid);
-    free(lease);
     CHECK_INT(srv_stop(&s), 0);
 }
 
@@ -164,10 +135,12 @@ TEST(ack_completed_in_middle_commits_up_to_it_and_keeps_lease)
     silt_server s;
     srv_start(&s, NULL);
     const char *q = uniq("ack-partial");
-    pushn(&s, q, "Default", 0, 5);
+    push_queued(&s, q, "Default", 0, 5, "tx");
     reply r;
     pop_expect(&s, q, NULL, "batch=5", 0, 5, &r);
-    char *pid = keep(jstr(&r, "partitionId")), *lease = keep(jstr(&r, "leaseId"));
+    char pid[96], lease[96];
+    keep_str(pid, jstr(&r, "partitionId"));
+    keep_str(lease, jstr(&r, "leaseId"));
     reply_fini(&r);
 
     ack(&s, "tx2", pid, "completed", lease, NULL, NULL, &r);
@@ -182,8 +155,6 @@ TEST(ack_completed_in_middle_commits_up_to_it_and_keeps_lease)
     expire_lease(pid, QM);
     pop_expect(&s, q, NULL, "batch=5", 3, 2, &r);
     reply_fini(&r);
-    free(pid);
-    free(lease);
     CHECK_INT(srv_stop(&s), 0);
 }
 
@@ -192,10 +163,12 @@ TEST(ack_lease_released_only_when_whole_batch_committed)
     silt_server s;
     srv_start(&s, NULL);
     const char *q = uniq("ack-released");
-    pushn(&s, q, "Default", 0, 3);
+    push_queued(&s, q, "Default", 0, 3, "tx");
     reply r;
     pop_expect(&s, q, NULL, "batch=3", 0, 3, &r);
-    char *pid = keep(jstr(&r, "partitionId")), *lease = keep(jstr(&r, "leaseId"));
+    char pid[96], lease[96];
+    keep_str(pid, jstr(&r, "partitionId"));
+    keep_str(lease, jstr(&r, "leaseId"));
     reply_fini(&r);
 
     ack(&s, "tx0", pid, "completed", lease, NULL, NULL, &r);
@@ -213,8 +186,6 @@ TEST(ack_lease_released_only_when_whole_batch_committed)
     reply_fini(&r);
     CHECK(!lease_held(pid, QM));
     CHECK_INT(committed(pid, QM), 2);
-    free(pid);
-    free(lease);
     CHECK_INT(srv_stop(&s), 0);
 }
 
@@ -223,10 +194,12 @@ TEST(ack_failed_is_never_skipped_completed_above_it_redeliver)
     silt_server s;
     srv_start(&s, NULL);
     const char *q = uniq("ack-noskip");
-    pushn(&s, q, "Default", 0, 5);
+    push_queued(&s, q, "Default", 0, 5, "tx");
     reply r;
     pop_expect(&s, q, NULL, "batch=5", 0, 5, &r);
-    char *pid = keep(jstr(&r, "partitionId")), *lease = keep(jstr(&r, "leaseId"));
+    char pid[96], lease[96];
+    keep_str(pid, jstr(&r, "partitionId"));
+    keep_str(lease, jstr(&r, "leaseId"));
     reply_fini(&r);
 
     char a[512], b[512], c[512], body[2048];
@@ -260,8 +233,6 @@ TEST(ack_failed_is_never_skipped_completed_above_it_redeliver)
     /* the failed message and the completed tx3 above it come back */
     pop_expect(&s, q, NULL, "batch=5", 1, 4, &r);
     reply_fini(&r);
-    free(pid);
-    free(lease);
     CHECK_INT(srv_stop(&s), 0);
 }
 
@@ -280,26 +251,26 @@ TEST(ack_failed_charges_retry_budget_then_dead_letters_full_message)
     reply r;
     rq(&s, "POST", "/api/v1/push", body, &r);
     CHECK_INT(r.status, 201);
-    char *msg_id = keep(jstr(&r, "0.message_id"));
+    char msg_id[96];
+    keep_str(msg_id, jstr(&r, "0.message_id"));
     reply_fini(&r);
 
     int failures = 0;
-    char *pid = NULL;
+    char pid[96] = "";
     for (;;) {
         pop_from(&s, q, NULL, "batch=1", &r);
         CHECK_INT(r.status, 200);
         CHECK_STR(jstr(&r, "messages.0.transactionId"), "poison-1");
         CHECK_INT(jint(&r, "messages.0.offset"), 0);
         CHECK_STR(jraw(&r, "messages.0.data"), payload);
-        free(pid);
-        pid = keep(jstr(&r, "partitionId"));
-        char *lease = keep(jstr(&r, "leaseId"));
+        keep_str(pid, jstr(&r, "partitionId"));
+        char lease[96];
+        keep_str(lease, jstr(&r, "leaseId"));
         reply_fini(&r);
 
         char err[32];
         snprintf(err, sizeof err, "boom %d", failures + 1);
         ack(&s, "poison-1", pid, "failed", lease, NULL, err, &r);
-        free(lease);
         failures++;
         CHECK(jbool(&r, "0.success"));
         CHECK(jbool(&r, "0.leaseReleased"));
@@ -330,8 +301,6 @@ TEST(ack_failed_charges_retry_budget_then_dead_letters_full_message)
                   "where partition_id = '%s'", pid), sql("select '" QM "/%s/Default'", q));
     /* the cursor moved past it: nothing redelivers */
     pop_expect_none(&s, q, NULL, "batch=1");
-    free(pid);
-    free(msg_id);
     CHECK_INT(srv_stop(&s), 0);
 }
 
@@ -340,10 +309,12 @@ TEST(ack_failed_charges_budget_once_per_call_not_per_item)
     silt_server s;
     srv_start(&s, NULL);
     const char *q = uniq("ack-once");
-    pushn(&s, q, "Default", 0, 3);
+    push_queued(&s, q, "Default", 0, 3, "tx");
     reply r;
     pop_expect(&s, q, NULL, "batch=3", 0, 3, &r);
-    char *pid = keep(jstr(&r, "partitionId")), *lease = keep(jstr(&r, "leaseId"));
+    char pid[96], lease[96];
+    keep_str(pid, jstr(&r, "partitionId"));
+    keep_str(lease, jstr(&r, "leaseId"));
     reply_fini(&r);
     char a[512], b[512], c[512], body[2048];
     ack_item_json(a, sizeof a, "tx0", pid, "failed", lease, NULL, NULL);
@@ -361,8 +332,6 @@ TEST(ack_failed_charges_budget_once_per_call_not_per_item)
     CHECK_INT(dlq_rows(pid), 0);
     pop_expect(&s, q, NULL, "batch=3", 0, 3, &r);
     reply_fini(&r);
-    free(pid);
-    free(lease);
     CHECK_INT(srv_stop(&s), 0);
 }
 
@@ -371,20 +340,21 @@ TEST(ack_retry_releases_lease_without_charging_budget)
     silt_server s;
     srv_start(&s, NULL);
     const char *q = uniq("ack-retry");
-    pushn(&s, q, "Default", 0, 2);
+    push_queued(&s, q, "Default", 0, 2, "tx");
     reply r;
     pop_expect(&s, q, NULL, "batch=2", 0, 2, &r);
-    char *pid = keep(jstr(&r, "partitionId")), *lease = keep(jstr(&r, "leaseId"));
+    char pid[96], lease[96];
+    keep_str(pid, jstr(&r, "partitionId"));
+    keep_str(lease, jstr(&r, "leaseId"));
     reply_fini(&r);
     /* one failed first, so "unchanged" is distinguishable from "reset" */
     ack(&s, "tx0", pid, "failed", lease, NULL, NULL, &r);
     CHECK(jbool(&r, "0.success"));
     reply_fini(&r);
     CHECK_INT(retry_count(pid, QM), 1);
-    free(lease);
 
     pop_expect(&s, q, NULL, "batch=2", 0, 2, &r);
-    lease = keep(jstr(&r, "leaseId"));
+    keep_str(lease, jstr(&r, "leaseId"));
     reply_fini(&r);
     ack(&s, "tx0", pid, "retry", lease, NULL, NULL, &r);
     CHECK(jbool(&r, "0.success"));
@@ -396,9 +366,8 @@ TEST(ack_retry_releases_lease_without_charging_budget)
     CHECK(!lease_held(pid, QM));
     /* retry again and again: never dead-letters */
     for (int i = 0; i < 5; i++) {
-        free(lease);
         pop_expect(&s, q, NULL, "batch=2", 0, 2, &r);
-        lease = keep(jstr(&r, "leaseId"));
+        keep_str(lease, jstr(&r, "leaseId"));
         reply_fini(&r);
         ack(&s, "tx0", pid, "retry", lease, NULL, NULL, &r);
         CHECK(jbool(&r, "0.success"));
@@ -409,8 +378,6 @@ TEST(ack_retry_releases_lease_without_charging_budget)
     CHECK_INT(dlq_rows(pid), 0);
     pop_expect(&s, q, NULL, "batch=2", 0, 2, &r);
     reply_fini(&r);
-    free(pid);
-    free(lease);
     CHECK_INT(srv_stop(&s), 0);
 }
 
@@ -419,10 +386,12 @@ TEST(ack_dlq_status_dead_letters_at_once)
     silt_server s;
     srv_start(&s, NULL);
     const char *q = uniq("ack-dlq");
-    pushn(&s, q, "Default", 0, 3);
+    push_queued(&s, q, "Default", 0, 3, "tx");
     reply r;
     pop_expect(&s, q, NULL, "batch=3", 0, 3, &r);
-    char *pid = keep(jstr(&r, "partitionId")), *lease = keep(jstr(&r, "leaseId"));
+    char pid[96], lease[96];
+    keep_str(pid, jstr(&r, "partitionId"));
+    keep_str(lease, jstr(&r, "leaseId"));
     reply_fini(&r);
 
     ack(&s, "tx1", pid, "dlq", lease, NULL, "poison", &r);
@@ -444,8 +413,6 @@ TEST(ack_dlq_status_dead_letters_at_once)
     reply_fini(&r);
     CHECK_INT(committed(pid, QM), 2);
     pop_expect_none(&s, q, NULL, "batch=3");
-    free(pid);
-    free(lease);
     CHECK_INT(srv_stop(&s), 0);
 }
 
@@ -454,10 +421,12 @@ TEST(ack_dlq_is_never_skipped_completed_above_it_is_not_committed)
     silt_server s;
     srv_start(&s, NULL);
     const char *q = uniq("ack-dlqskip");
-    pushn(&s, q, "Default", 0, 3);
+    push_queued(&s, q, "Default", 0, 3, "tx");
     reply r;
     pop_expect(&s, q, NULL, "batch=3", 0, 3, &r);
-    char *pid = keep(jstr(&r, "partitionId")), *lease = keep(jstr(&r, "leaseId"));
+    char pid[96], lease[96];
+    keep_str(pid, jstr(&r, "partitionId"));
+    keep_str(lease, jstr(&r, "leaseId"));
     reply_fini(&r);
 
     char a[512], b[512], body[2048];
@@ -483,8 +452,6 @@ TEST(ack_dlq_is_never_skipped_completed_above_it_is_not_committed)
     CHECK(jbool(&r, "0.leaseReleased"));
     reply_fini(&r);
     CHECK_INT(committed(pid, QM), 2);
-    free(pid);
-    free(lease);
     CHECK_INT(srv_stop(&s), 0);
 }
 
@@ -494,10 +461,12 @@ TEST(ack_with_dlq_disabled_drops_the_message)
     srv_start(&s, NULL);
     const char *q = uniq("ack-drop");
     configure_queue(&s, q, "{\"deadLetterQueue\":false,\"dlqAfterMaxRetries\":false,\"retryLimit\":1}");
-    pushn(&s, q, "Default", 0, 3);
+    push_queued(&s, q, "Default", 0, 3, "tx");
     reply r;
     pop_expect(&s, q, NULL, "batch=3", 0, 3, &r);
-    char *pid = keep(jstr(&r, "partitionId")), *lease = keep(jstr(&r, "leaseId"));
+    char pid[96], lease[96];
+    keep_str(pid, jstr(&r, "partitionId"));
+    keep_str(lease, jstr(&r, "leaseId"));
     reply_fini(&r);
 
     /* dlq status: dropped at once */
@@ -516,9 +485,8 @@ TEST(ack_with_dlq_disabled_drops_the_message)
     CHECK(jbool(&r, "0.leaseReleased"));
     reply_fini(&r);
     CHECK_INT(committed(pid, QM), 0);
-    free(lease);
     pop_expect(&s, q, NULL, "batch=3", 1, 2, &r);
-    lease = keep(jstr(&r, "leaseId"));
+    keep_str(lease, jstr(&r, "leaseId"));
     reply_fini(&r);
     ack(&s, "tx1", pid, "failed", lease, NULL, NULL, &r);
     CHECK(jbool(&r, "0.success"));
@@ -529,8 +497,6 @@ TEST(ack_with_dlq_disabled_drops_the_message)
     CHECK_INT(retry_count(pid, QM), 0);
     CHECK_INT(dlq_rows(pid), 0);
     CHECK(lease_held(pid, QM));              /* offset 2 still leased */
-    free(pid);
-    free(lease);
     CHECK_INT(srv_stop(&s), 0);
 }
 
@@ -539,10 +505,12 @@ TEST(ack_completed_at_or_below_cursor_is_noop)
     silt_server s;
     srv_start(&s, NULL);
     const char *q = uniq("ack-noop");
-    pushn(&s, q, "Default", 0, 3);
+    push_queued(&s, q, "Default", 0, 3, "tx");
     reply r;
     pop_expect(&s, q, NULL, "batch=2", 0, 2, &r);
-    char *pid = keep(jstr(&r, "partitionId")), *lease = keep(jstr(&r, "leaseId"));
+    char pid[96], lease[96];
+    keep_str(pid, jstr(&r, "partitionId"));
+    keep_str(lease, jstr(&r, "leaseId"));
     reply_fini(&r);
     ack(&s, "tx1", pid, "completed", lease, NULL, NULL, &r);
     CHECK(jbool(&r, "0.success"));
@@ -565,8 +533,6 @@ TEST(ack_completed_at_or_below_cursor_is_noop)
     CHECK_INT(committed(pid, QM), 1);
     pop_expect(&s, q, NULL, "batch=2", 2, 1, &r);   /* the rest is untouched */
     reply_fini(&r);
-    free(pid);
-    free(lease);
     CHECK_INT(srv_stop(&s), 0);
 }
 
@@ -575,10 +541,12 @@ TEST(ack_non_completed_at_or_below_cursor_is_already_committed)
     silt_server s;
     srv_start(&s, NULL);
     const char *q = uniq("ack-already");
-    pushn(&s, q, "Default", 0, 2);
+    push_queued(&s, q, "Default", 0, 2, "tx");
     reply r;
     pop_expect(&s, q, NULL, "batch=2", 0, 2, &r);
-    char *pid = keep(jstr(&r, "partitionId")), *lease = keep(jstr(&r, "leaseId"));
+    char pid[96], lease[96];
+    keep_str(pid, jstr(&r, "partitionId"));
+    keep_str(lease, jstr(&r, "leaseId"));
     reply_fini(&r);
     ack(&s, "tx1", pid, "completed", lease, NULL, NULL, &r);
     CHECK(jbool(&r, "0.leaseReleased"));
@@ -598,8 +566,6 @@ TEST(ack_non_completed_at_or_below_cursor_is_already_committed)
     CHECK_INT(committed(pid, QM), 1);
     CHECK_INT(retry_count(pid, QM), 0);
     CHECK_INT(dlq_rows(pid), 0);
-    free(pid);
-    free(lease);
     CHECK_INT(srv_stop(&s), 0);
 }
 
@@ -608,10 +574,12 @@ TEST(ack_unknown_transaction_id_is_unresolvable_and_message_redelivers)
     silt_server s;
     srv_start(&s, NULL);
     const char *q = uniq("ack-unres");
-    pushn(&s, q, "Default", 0, 1);
+    push_queued(&s, q, "Default", 0, 1, "tx");
     reply r;
     pop_expect(&s, q, NULL, "batch=1", 0, 1, &r);
-    char *pid = keep(jstr(&r, "partitionId")), *lease = keep(jstr(&r, "leaseId"));
+    char pid[96], lease[96];
+    keep_str(pid, jstr(&r, "partitionId"));
+    keep_str(lease, jstr(&r, "leaseId"));
     reply_fini(&r);
 
     const char *statuses[] = { "completed", "failed", "dlq" };
@@ -632,8 +600,6 @@ TEST(ack_unknown_transaction_id_is_unresolvable_and_message_redelivers)
     pop_expect(&s, q, NULL, "batch=1", 0, 1, &r);
     CHECK(strcmp(jstr(&r, "leaseId"), lease) != 0);
     reply_fini(&r);
-    free(pid);
-    free(lease);
     CHECK_INT(srv_stop(&s), 0);
 }
 
@@ -642,10 +608,12 @@ TEST(ack_with_wrong_or_expired_lease_is_invalid_or_expired_lease)
     silt_server s;
     srv_start(&s, NULL);
     const char *q = uniq("ack-lease");
-    pushn(&s, q, "Default", 0, 2);
+    push_queued(&s, q, "Default", 0, 2, "tx");
     reply r;
     pop_expect(&s, q, NULL, "batch=2", 0, 2, &r);
-    char *pid = keep(jstr(&r, "partitionId")), *lease = keep(jstr(&r, "leaseId"));
+    char pid[96], lease[96];
+    keep_str(pid, jstr(&r, "partitionId"));
+    keep_str(lease, jstr(&r, "leaseId"));
     reply_fini(&r);
 
     /* a well-formed leaseId that is not the live lease */
@@ -670,7 +638,8 @@ TEST(ack_with_wrong_or_expired_lease_is_invalid_or_expired_lease)
     CHECK_INT(committed(pid, QM), -1);
     /* the old lease stays invalid once the batch was handed out again */
     pop_expect(&s, q, NULL, "batch=2", 0, 2, &r);
-    char *lease2 = keep(jstr(&r, "leaseId"));
+    char lease2[96];
+    keep_str(lease2, jstr(&r, "leaseId"));
     reply_fini(&r);
     ack(&s, "tx1", pid, "completed", lease, NULL, NULL, &r);
     CHECK(!jbool(&r, "0.success"));
@@ -680,9 +649,6 @@ TEST(ack_with_wrong_or_expired_lease_is_invalid_or_expired_lease)
     CHECK(jbool(&r, "0.success"));
     reply_fini(&r);
     CHECK_INT(committed(pid, QM), 1);
-    free(lease2);
-    free(pid);
-    free(lease);
     CHECK_INT(srv_stop(&s), 0);
 }
 
@@ -691,25 +657,26 @@ TEST(lease_expiry_redelivers_same_messages_with_new_lease_and_no_retry_charge)
     silt_server s;
     srv_start(&s, NULL);
     const char *q = uniq("ack-expiry");
-    pushn(&s, q, "Default", 0, 3);
+    push_queued(&s, q, "Default", 0, 3, "tx");
     reply r;
     pop_expect(&s, q, NULL, "batch=3", 0, 3, &r);
-    char *pid = keep(jstr(&r, "partitionId")), *lease1 = keep(jstr(&r, "leaseId"));
-    char *ids[3];
+    char pid[96], lease1[96];
+    keep_str(pid, jstr(&r, "partitionId"));
+    keep_str(lease1, jstr(&r, "leaseId"));
+    char ids[3][96];
     for (int i = 0; i < 3; i++) {
         char p[32];
         snprintf(p, sizeof p, "messages.%d.id", i);
-        ids[i] = keep(jstr(&r, p));
+        keep_str(ids[i], jstr(&r, p));
     }
     reply_fini(&r);
     /* one charged failure first, so "no charge" means it stays at 1 */
     ack(&s, "tx0", pid, "failed", lease1, NULL, NULL, &r);
     reply_fini(&r);
     CHECK_INT(retry_count(pid, QM), 1);
-    free(lease1);
 
     pop_expect(&s, q, NULL, "batch=3", 0, 3, &r);
-    lease1 = keep(jstr(&r, "leaseId"));
+    keep_str(lease1, jstr(&r, "leaseId"));
     reply_fini(&r);
     for (int round = 0; round < 2; round++) {
         expire_lease(pid, QM);
@@ -723,15 +690,11 @@ TEST(lease_expiry_redelivers_same_messages_with_new_lease_and_no_retry_charge)
             snprintf(p, sizeof p, "messages.%d.leaseId", i);
             CHECK_STR(jstr(&r, p), lease2);
         }
-        free(lease1);
-        lease1 = keep(lease2);
+        keep_str(lease1, lease2);
         reply_fini(&r);
         CHECK_INT(retry_count(pid, QM), 1);
         CHECK_INT(committed(pid, QM), -1);
     }
-    for (int i = 0; i < 3; i++) free(ids[i]);
-    free(pid);
-    free(lease1);
     CHECK_INT(srv_stop(&s), 0);
 }
 
@@ -740,14 +703,18 @@ TEST(ack_batch_spans_two_partitions_in_one_call)
     silt_server s;
     srv_start(&s, NULL);
     const char *q = uniq("ack-2part");
-    pushn(&s, q, "p1", 0, 2);
-    pushn(&s, q, "p2", 0, 2);
+    push_queued(&s, q, "p1", 0, 2, "tx");
+    push_queued(&s, q, "p2", 0, 2, "tx");
     reply r;
     pop_expect(&s, q, "p1", "batch=2", 0, 2, &r);
-    char *pid1 = keep(jstr(&r, "partitionId")), *lease1 = keep(jstr(&r, "leaseId"));
+    char pid1[96], lease1[96];
+    keep_str(pid1, jstr(&r, "partitionId"));
+    keep_str(lease1, jstr(&r, "leaseId"));
     reply_fini(&r);
     pop_expect(&s, q, "p2", "batch=2", 0, 2, &r);
-    char *pid2 = keep(jstr(&r, "partitionId")), *lease2 = keep(jstr(&r, "leaseId"));
+    char pid2[96], lease2[96];
+    keep_str(pid2, jstr(&r, "partitionId"));
+    keep_str(lease2, jstr(&r, "leaseId"));
     reply_fini(&r);
     CHECK(strcmp(pid1, pid2) != 0);
 
@@ -777,10 +744,6 @@ TEST(ack_batch_spans_two_partitions_in_one_call)
     pop_expect_none(&s, q, "p1", "batch=2");
     pop_expect(&s, q, "p2", "batch=2", 0, 2, &r);
     reply_fini(&r);
-    free(pid1);
-    free(pid2);
-    free(lease1);
-    free(lease2);
     CHECK_INT(srv_stop(&s), 0);
 }
 
@@ -789,14 +752,17 @@ TEST(ack_batch_item_consumer_group_overrides_batch_group)
     silt_server s;
     srv_start(&s, NULL);
     const char *q = uniq("ack-groups");
-    pushn(&s, q, "Default", 0, 2);
+    push_queued(&s, q, "Default", 0, 2, "tx");
     reply r;
     pop_expect(&s, q, NULL, "batch=2&consumerGroup=g1", 0, 2, &r);
-    char *pid = keep(jstr(&r, "partitionId")), *lease1 = keep(jstr(&r, "leaseId"));
+    char pid[96], lease1[96];
+    keep_str(pid, jstr(&r, "partitionId"));
+    keep_str(lease1, jstr(&r, "leaseId"));
     CHECK_STR(jstr(&r, "consumerGroup"), "g1");
     reply_fini(&r);
     pop_expect(&s, q, NULL, "batch=2&consumerGroup=g2", 0, 2, &r);
-    char *lease2 = keep(jstr(&r, "leaseId"));
+    char lease2[96];
+    keep_str(lease2, jstr(&r, "leaseId"));
     reply_fini(&r);
 
     char a[512], b[512], body[2048];
@@ -818,9 +784,6 @@ TEST(ack_batch_item_consumer_group_overrides_batch_group)
     expire_lease(pid, "g2");
     pop_expect(&s, q, NULL, "batch=2&consumerGroup=g2", 1, 1, &r);
     reply_fini(&r);
-    free(pid);
-    free(lease1);
-    free(lease2);
     CHECK_INT(srv_stop(&s), 0);
 }
 
@@ -835,10 +798,12 @@ TEST(lease_extend_renews_and_never_shortens)
     silt_server s;
     srv_start(&s, NULL);
     const char *q = uniq("lease-extend");
-    pushn(&s, q, "Default", 0, 1);
+    push_queued(&s, q, "Default", 0, 1, "tx");
     reply r;
     pop_expect(&s, q, NULL, "batch=1", 0, 1, &r);
-    char *pid = keep(jstr(&r, "partitionId")), *lease = keep(jstr(&r, "leaseId"));
+    char pid[96], lease[96];
+    keep_str(pid, jstr(&r, "partitionId"));
+    keep_str(lease, jstr(&r, "leaseId"));
     reply_fini(&r);
     double before = lease_seconds_left(pid);
     CHECK(before > 250 && before <= 300);   /* default leaseTime 300 */
@@ -850,11 +815,13 @@ TEST(lease_extend_renews_and_never_shortens)
     CHECK(jbool(&r, "success"));
     CHECK_STR(jstr(&r, "leaseId"), lease);
     CHECK_INT(jint(&r, "renewed"), 1);
-    char *expires = keep(jstr(&r, "expiresAt"));
+    char expires[96];
+    keep_str(expires, jstr(&r, "expiresAt"));
     reply_fini(&r);
     double after = lease_seconds_left(pid);
     CHECK(after > 590 && after <= 600);
-    char *stored = keep(sql("select lease_expires from queen.log_consumers where partition_id = '%s'", pid));
+    char stored[96];
+    keep_str(stored, sql("select lease_expires from queen.log_consumers where partition_id = '%s'", pid));
 
     rq(&s, "POST", path, "{\"seconds\":1}", &r);
     CHECK_INT(r.status, 200);
@@ -876,10 +843,6 @@ TEST(lease_extend_renews_and_never_shortens)
     CHECK(jbool(&r, "0.success"));
     CHECK(jbool(&r, "0.leaseReleased"));
     reply_fini(&r);
-    free(stored);
-    free(expires);
-    free(pid);
-    free(lease);
     CHECK_INT(srv_stop(&s), 0);
 }
 
@@ -888,8 +851,8 @@ TEST(lease_extend_renews_every_partition_of_a_multi_partition_pop)
     silt_server s;
     srv_start(&s, NULL);
     const char *q = uniq("lease-multi");
-    pushn(&s, q, "p1", 0, 1);
-    pushn(&s, q, "p2", 0, 1);
+    push_queued(&s, q, "p1", 0, 1, "tx");
+    push_queued(&s, q, "p2", 0, 1, "tx");
     reply r;
     pop_from(&s, q, NULL, "batch=2&partitions=2", &r);
     CHECK_INT(r.status, 200);
@@ -897,8 +860,11 @@ TEST(lease_extend_renews_every_partition_of_a_multi_partition_pop)
     int m = jpath(&r, "messages");
     CHECK(m >= 0);
     CHECK_INT(r.doc.tokens[m].count, 2);
-    char *lease = keep(jstr(&r, "leaseId"));
-    char *pid0 = keep(jstr(&r, "messages.0.partitionId")), *pid1 = keep(jstr(&r, "messages.1.partitionId"));
+    char lease[96];
+    keep_str(lease, jstr(&r, "leaseId"));
+    char pid0[96], pid1[96];
+    keep_str(pid0, jstr(&r, "messages.0.partitionId"));
+    keep_str(pid1, jstr(&r, "messages.1.partitionId"));
     CHECK(strcmp(pid0, pid1) != 0);
     CHECK_STR(jstr(&r, "messages.0.leaseId"), lease);
     CHECK_STR(jstr(&r, "messages.1.leaseId"), lease);
@@ -932,9 +898,6 @@ TEST(lease_extend_renews_every_partition_of_a_multi_partition_pop)
     CHECK(!jbool(&r, "success"));
     CHECK_INT(jint(&r, "renewed"), 0);
     reply_fini(&r);
-    free(pid0);
-    free(pid1);
-    free(lease);
     CHECK_INT(srv_stop(&s), 0);
 }
 
@@ -952,9 +915,11 @@ TEST(lease_extend_unknown_or_expired_lease_fails)
     CHECK(jstr(&r, "error") != NULL);
     reply_fini(&r);
 
-    pushn(&s, q, "Default", 0, 1);
+    push_queued(&s, q, "Default", 0, 1, "tx");
     pop_expect(&s, q, NULL, "batch=1", 0, 1, &r);
-    char *pid = keep(jstr(&r, "partitionId")), *lease = keep(jstr(&r, "leaseId"));
+    char pid[96], lease[96];
+    keep_str(pid, jstr(&r, "partitionId"));
+    keep_str(lease, jstr(&r, "leaseId"));
     reply_fini(&r);
     expire_lease(pid, QM);
     char path[256];
@@ -966,8 +931,6 @@ TEST(lease_extend_unknown_or_expired_lease_fails)
     CHECK(jstr(&r, "error") != NULL);
     reply_fini(&r);
     CHECK(lease_seconds_left(pid) < 0);      /* an expired lease is not revived */
-    free(pid);
-    free(lease);
     CHECK_INT(srv_stop(&s), 0);
 }
 
@@ -976,11 +939,13 @@ TEST(ack_dlq_whose_segment_is_gone_is_rejected_and_cursor_stays)
     silt_server s;
     srv_start(&s, NULL);
     const char *q = uniq("ack-dlqgone");
-    pushn(&s, q, "Default", 0, 1);   /* segment [0,0] */
-    pushn(&s, q, "Default", 1, 1);   /* segment [1,1] */
+    push_queued(&s, q, "Default", 0, 1, "tx");   /* segment [0,0] */
+    push_queued(&s, q, "Default", 1, 1, "tx");   /* segment [1,1] */
     reply r;
     pop_expect(&s, q, NULL, "batch=2", 0, 2, &r);
-    char *pid = keep(jstr(&r, "partitionId")), *lease = keep(jstr(&r, "leaseId"));
+    char pid[96], lease[96];
+    keep_str(pid, jstr(&r, "partitionId"));
+    keep_str(lease, jstr(&r, "leaseId"));
     reply_fini(&r);
     CHECK_STR(sql("select count(*) from queen.log_segments where partition_id = '%s'", pid), "2");
 
@@ -995,8 +960,6 @@ TEST(ack_dlq_whose_segment_is_gone_is_rejected_and_cursor_stays)
     reply_fini(&r);
     CHECK_INT(committed(pid, QM), -1);
     CHECK_INT(dlq_rows(pid), 0);
-    free(pid);
-    free(lease);
     CHECK_INT(srv_stop(&s), 0);
 }
 
@@ -1005,10 +968,11 @@ TEST(pop_auto_ack_commits_in_the_pop_itself)
     silt_server s;
     srv_start(&s, NULL);
     const char *q = uniq("autoack");
-    pushn(&s, q, "Default", 0, 4);
+    push_queued(&s, q, "Default", 0, 4, "tx");
     reply r;
     pop_expect(&s, q, NULL, "batch=2&autoAck=true", 0, 2, &r);
-    char *pid = keep(jstr(&r, "partitionId"));
+    char pid[96];
+    keep_str(pid, jstr(&r, "partitionId"));
     CHECK_STR(jstr(&r, "leaseId"), "");
     CHECK_STR(jstr(&r, "messages.0.leaseId"), "");
     reply_fini(&r);
@@ -1026,6 +990,5 @@ TEST(pop_auto_ack_commits_in_the_pop_itself)
     CHECK(jbool(&r, "0.success"));
     CHECK(jbool(&r, "0.noop"));
     reply_fini(&r);
-    free(pid);
     CHECK_INT(srv_stop(&s), 0);
 }

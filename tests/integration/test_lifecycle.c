@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -132,6 +133,39 @@ static int wait_exit(pid_t pid, int timeout_ms)
     return -1;
 }
 
+/* Starts a server (env as srv_start's) whose log goes to a file of its
+ * own; returns the path. */
+static const char *start_logged_env(silt_server *s, const char *const *env)
+{
+    char path[] = "/tmp/silt-log-XXXXXX";
+    int fd = mkstemp(path);
+    CHECK(fd >= 0);
+    int saved = dup(STDERR_FILENO);
+    dup2(fd, STDERR_FILENO);   /* the server inherits it */
+    srv_start(s, env);
+    dup2(saved, STDERR_FILENO);
+    close(saved);
+    close(fd);
+    return sfmt("%s", path);
+}
+
+static const char *start_logged(silt_server *s, const char *level)
+{
+    const char *env[] = { sfmt("LOG_LEVEL=%s", level), NULL };
+    return start_logged_env(s, env);
+}
+
+static const char *read_log(const char *path)
+{
+    static char text[65536];
+    FILE *f = fopen(path, "r");
+    size_t n = f ? fread(text, 1, sizeof text - 1, f) : 0;
+    text[n] = '\0';
+    if (f) fclose(f);
+    unlink(path);
+    return text;
+}
+
 /* ---- graceful shutdown ------------------------------------------------ */
 
 TEST(sigterm_answers_a_parked_long_poll_with_204_and_exits_0)
@@ -198,6 +232,211 @@ TEST(sigterm_answers_pushes_in_flight_with_201_and_commits_them)
     CHECK_STR(sql("select coalesce(sum(s.end_offset - s.base_offset + 1), 0) from queen.log_segments s "
                   "join queen.log_partitions p on p.id = s.partition_id where p.queue = '%s'", q), "31");
     CHECK_STR(sql("select last_offset from queen.log_partitions where queue = '%s'", q), "30");
+}
+
+/* ---- requests still arriving at shutdown ------------------------------ */
+
+/* Reads one reply (headers, then the Content-Length of body evhttp always
+ * sends) into out, NUL-terminated; fails the test after timeout_ms. */
+static void raw_read_reply(int fd, char *out, size_t cap, int timeout_ms)
+{
+    int64_t end = now_ms() + timeout_ms;
+    size_t len = 0;
+    for (;;) {
+        out[len] = '\0';
+        const char *eoh = strstr(out, "\r\n\r\n");
+        const char *cl = strcasestr(out, "Content-Length:");
+        if (eoh && cl && cl < eoh && len >= (size_t)(eoh + 4 - out) + strtoul(cl + 15, NULL, 10)) return;
+        int left = (int)(end - now_ms());
+        struct pollfd p = { .fd = fd, .events = POLLIN };
+        if (left <= 0 || poll(&p, 1, left) <= 0)
+            harness_failf(__FILE__, __LINE__, "no whole reply after %d ms: \"%s\"", timeout_ms, out);
+        ssize_t n = recv(fd, out + len, cap - 1 - len, 0);
+        if (n <= 0) harness_failf(__FILE__, __LINE__, "connection ended inside a reply: \"%s\"", out);
+        len += (size_t)n;
+    }
+}
+
+/* The server closed the connection (end of stream, nothing more sent). */
+static void raw_await_eof(int fd, int timeout_ms)
+{
+    struct pollfd p = { .fd = fd, .events = POLLIN };
+    CHECK(poll(&p, 1, timeout_ms) == 1);
+    char byte;
+    CHECK_INT(recv(fd, &byte, 1, 0), 0);
+}
+
+/* A refusal in the API's one error shape, closing the connection. */
+static void check_shutting_down_reply(const char *text)
+{
+    CHECK(strncmp(text, "HTTP/1.1 503 ", 13) == 0);
+    CHECK(strcasestr(text, "\r\nConnection: close\r\n") != NULL);
+    CHECK(strcasestr(text, "\r\nContent-Type: application/json\r\n") != NULL);
+    CHECK_STR(strstr(text, "\r\n\r\n") + 4, "{\"error\":\"server is shutting down\"}");
+}
+
+/* A push on a connection of its own whose body is sent in two halves. */
+typedef struct half_push { int fd; const char *rest; } half_push;
+
+static half_push start_half_push(const silt_server *s, const char *q)
+{
+    const char *body = sfmt("{\"items\":[{\"queue\":\"%s\",\"payload\":{\"half\":\"%0200d\"}}]}", q, 7);
+    const char *head = sfmt("POST /api/v1/push HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nContent-Type: application/json\r\n"
+                           "Content-Length: %zu\r\n\r\n", s->port, strlen(body));
+    half_push h = { raw_connect(s->port), NULL };
+    CHECK(h.fd >= 0);
+    size_t half = strlen(body) / 2;
+    raw_send(h.fd, head, strlen(head));
+    raw_send(h.fd, body, half);
+    h.rest = strdup(body + half);
+    return h;
+}
+
+/* What the tests of this part share: a server given a long deadline, so an
+ * exit well within it shows that nothing was left to wait for, and logging
+ * each request, so its log shows whether the drain ended ("shutdown
+ * complete") before or after a refusal. Returns the log's path. */
+#define ARRIVING_DEADLINE_MS 30000
+#define PROMPT_EXIT_MS 10000
+
+static const char *start_for_shutdown(silt_server *s, int deadline_ms)
+{
+    const char *env[] = { sfmt("SHUTDOWN_TIMEOUT_MS=%d", deadline_ms), "LOG_LEVEL=info", NULL };
+    return start_logged_env(s, env);
+}
+
+/* The refused push was waited for: the drain completed only after it. */
+static void check_refused_before_the_end(const char *log_path, int refusals)
+{
+    const char *log = read_log(log_path);
+    const char *end = strstr(log, "shutdown complete");
+    CHECK(end != NULL);
+    const char *at = log;
+    for (int i = 0; i < refusals; i++) {
+        at = strstr(at, "POST /api/v1/push 503");
+        CHECK(at != NULL && at < end);
+        at++;
+    }
+}
+
+/* SIGTERM once the server holds the half push's first half, and wait until
+ * it drains (it no longer accepts); it must still be running, waiting.
+ * Returns when the signal was sent. */
+static int64_t sigterm_while_arriving(silt_server *s)
+{
+    srv_await_metric(s, "silt_http_requests_arriving", 1, 5000);
+    int64_t sent = now_ms();
+    kill(s->pid, SIGTERM);
+    await_refusing(s->port, 5000);
+    CHECK_INT(waitpid(s->pid, NULL, WNOHANG), 0);
+    return sent;
+}
+
+static void check_exits_promptly(silt_server *s)
+{
+    CHECK_INT(wait_exit(s->pid, PROMPT_EXIT_MS), 0);
+    http_client_free(s->http);
+    s->http = NULL;
+}
+
+TEST(sigterm_answers_a_push_still_arriving_with_503_once_its_body_is_in)
+{
+    silt_server s;
+    const char *log = start_for_shutdown(&s, ARRIVING_DEADLINE_MS);
+    char q[96];
+    keep_str(q, uniq("arriving"));
+    half_push h = start_half_push(&s, q);
+    sigterm_while_arriving(&s);
+    raw_send(h.fd, h.rest, strlen(h.rest));
+    char text[4096];
+    raw_read_reply(h.fd, text, sizeof text, 5000);
+    check_shutting_down_reply(text);
+    raw_await_eof(h.fd, 5000);
+    close(h.fd);
+    check_exits_promptly(&s);
+    check_refused_before_the_end(log, 1);
+    CHECK_STR(sql("select count(*) from queen.queues where name = '%s'", q), "0");
+}
+
+/* Draining, a whole request on a connection kept alive from before is
+ * refused too, not served. */
+TEST(sigterm_answers_a_new_request_on_a_kept_alive_connection_with_503)
+{
+    silt_server s;
+    const char *log = start_for_shutdown(&s, ARRIVING_DEADLINE_MS);
+    char q[96];
+    keep_str(q, uniq("keptalive"));
+    int kept = raw_connect(s.port);
+    CHECK(kept >= 0);
+    const char *health = "GET /health HTTP/1.1\r\nHost: x\r\n\r\n";
+    raw_send(kept, health, strlen(health));
+    char text[4096];
+    raw_read_reply(kept, text, sizeof text, 5000);
+    CHECK(strncmp(text, "HTTP/1.1 200 ", 13) == 0);
+    half_push h = start_half_push(&s, q);   /* keeps the server draining */
+    sigterm_while_arriving(&s);
+    const char *body = sfmt("{\"items\":[{\"queue\":\"%s\",\"payload\":1}]}", q);
+    const char *push = sfmt("POST /api/v1/push HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                           "Content-Length: %zu\r\n\r\n%s", strlen(body), body);
+    raw_send(kept, push, strlen(push));
+    raw_read_reply(kept, text, sizeof text, 5000);
+    check_shutting_down_reply(text);
+    raw_await_eof(kept, 5000);
+    close(kept);
+    raw_send(h.fd, h.rest, strlen(h.rest));
+    raw_read_reply(h.fd, text, sizeof text, 5000);
+    check_shutting_down_reply(text);
+    close(h.fd);
+    check_exits_promptly(&s);
+    check_refused_before_the_end(log, 2);
+    CHECK_STR(sql("select count(*) from queen.queues where name = '%s'", q), "0");
+}
+
+/* A connection that served a request and sits idle is not a request
+ * arriving: it does not hold the exit back until the deadline. */
+TEST(sigterm_with_only_an_idle_kept_alive_connection_exits_promptly)
+{
+    silt_server s;
+    const char *log = start_for_shutdown(&s, ARRIVING_DEADLINE_MS);
+    int kept = raw_connect(s.port);
+    CHECK(kept >= 0);
+    const char *health = "GET /health HTTP/1.1\r\nHost: x\r\n\r\n";
+    raw_send(kept, health, strlen(health));
+    char text[4096];
+    raw_read_reply(kept, text, sizeof text, 5000);
+    CHECK(strncmp(text, "HTTP/1.1 200 ", 13) == 0);
+    CHECK_INT(srv_metric(&s, "silt_http_requests_arriving"), 0);
+    kill(s.pid, SIGTERM);
+    check_exits_promptly(&s);
+    close(kept);
+    CHECK(strstr(read_log(log), "shutdown complete") != NULL);
+}
+
+/* The client of a request still arriving hangs up during the drain: nothing
+ * is left to wait for. */
+TEST(sigterm_stops_waiting_for_an_arriving_request_whose_client_left)
+{
+    silt_server s;
+    const char *log = start_for_shutdown(&s, ARRIVING_DEADLINE_MS);
+    half_push h = start_half_push(&s, uniq("leaving"));
+    sigterm_while_arriving(&s);
+    close(h.fd);
+    check_exits_promptly(&s);
+    CHECK(strstr(read_log(log), "shutdown complete") != NULL);
+}
+
+/* A request that never completes is waited for until SHUTDOWN_TIMEOUT_MS,
+ * not longer; the exit is still 0. */
+TEST(sigterm_waits_for_an_arriving_request_only_until_the_deadline)
+{
+    silt_server s;
+    const char *log = start_for_shutdown(&s, 1000);
+    half_push h = start_half_push(&s, uniq("stalled"));
+    int64_t signalled = sigterm_while_arriving(&s);
+    check_exits_promptly(&s);
+    CHECK(now_ms() - signalled >= 1000);   /* the deadline starts when the server takes the signal */
+    close(h.fd);
+    CHECK(strstr(read_log(log), "shutdown timeout: 0 requests still in flight, 1 still arriving") != NULL);
 }
 
 /* ---- clients that go away --------------------------------------------- */
@@ -518,33 +757,6 @@ TEST(connections_killed_under_the_server_leave_no_request_waiting)
 }
 
 /* ---- what the server says ---------------------------------------------- */
-
-/* Starts a server whose log goes to a file of its own; returns the path. */
-static const char *start_logged(silt_server *s, const char *level)
-{
-    char path[] = "/tmp/silt-log-XXXXXX";
-    int fd = mkstemp(path);
-    CHECK(fd >= 0);
-    int saved = dup(STDERR_FILENO);
-    dup2(fd, STDERR_FILENO);   /* the server inherits it */
-    const char *env[] = { sfmt("LOG_LEVEL=%s", level), NULL };
-    srv_start(s, env);
-    dup2(saved, STDERR_FILENO);
-    close(saved);
-    close(fd);
-    return sfmt("%s", path);
-}
-
-static const char *read_log(const char *path)
-{
-    static char text[65536];
-    FILE *f = fopen(path, "r");
-    size_t n = f ? fread(text, 1, sizeof text - 1, f) : 0;
-    text[n] = '\0';
-    if (f) fclose(f);
-    unlink(path);
-    return text;
-}
 
 static void work(silt_server *s)
 {

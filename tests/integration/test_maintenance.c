@@ -36,31 +36,6 @@ static void await_drained(silt_server *s, int timeout_ms)
     CHECK_INT(buffered_messages(s), 0);
 }
 
-/* Pushes items i = first .. first+n-1 to q; returns the reply's statuses
- * joined by commas. */
-static const char *push_range(silt_server *s, const char *q, int first, int n, const char *txn_prefix)
-{
-    buf body, statuses;
-    buf_init(&body);
-    buf_init(&statuses);
-    buf_puts(&body, "{\"items\":[");
-    for (int i = first; i < first + n; i++) {
-        buf_printf(&body, "%s{\"queue\":\"%s\",\"payload\":{\"i\":%d}", i > first ? "," : "", q, i);
-        if (txn_prefix) buf_printf(&body, ",\"transactionId\":\"%s-%d\"", txn_prefix, i);
-        buf_putc(&body, '}');
-    }
-    buf_puts(&body, "]}");
-    reply r;
-    rq(s, "POST", "/api/v1/push", body.data, &r);
-    CHECK_INT(r.status, 201);
-    for (int i = 0; i < n; i++) buf_printf(&statuses, "%s%s", i ? "," : "", jstr(&r, sfmt("%d.status", i)));
-    reply_fini(&r);
-    buf_fini(&body);
-    const char *out = sfmt("%s", statuses.data);
-    buf_fini(&statuses);
-    return out;
-}
-
 /* Pops everything there is in one batch; returns the payloads' i in order. */
 static const char *pop_all(silt_server *s, const char *q)
 {
@@ -82,10 +57,10 @@ TEST(maintenance_buffers_pushes_and_delivers_them_in_order_when_turned_off)
     srv_start(&s, NULL);
     const char *q = uniq("maint");
     set_mode(&s, false);   /* the JS test resets first */
-    CHECK_STR(push_range(&s, q, 0, 2, NULL), "queued,queued");
+    CHECK_STR(push_items(&s, q, NULL, 0, 2, NULL), "queued,queued");
     set_mode(&s, true);
-    CHECK_STR(push_range(&s, q, 2, 3, NULL), "buffered,buffered,buffered");
-    CHECK_STR(push_range(&s, q, 5, 1, NULL), "buffered");
+    CHECK_STR(push_items(&s, q, NULL, 2, 3, NULL), "buffered,buffered,buffered");
+    CHECK_STR(push_items(&s, q, NULL, 5, 1, NULL), "buffered");
     CHECK_INT(buffered_messages(&s), 4);
     CHECK_STR(pop_all(&s, q), "0,1");   /* what was written before is delivered as usual */
     CHECK_STR(pop_all(&s, q), "");      /* what is buffered is not, yet */
@@ -97,7 +72,7 @@ TEST(maintenance_buffers_pushes_and_delivers_them_in_order_when_turned_off)
     set_mode(&s, false);
     await_drained(&s, 10000);
     CHECK_STR(pop_all(&s, q), "2,3,4,5");
-    CHECK_STR(push_range(&s, q, 6, 1, NULL), "queued");
+    CHECK_STR(push_items(&s, q, NULL, 6, 1, NULL), "queued");
     CHECK_STR(pop_all(&s, q), "6");
     CHECK_INT(srv_metric(&s, "silt_messages_buffered_total"), 4);
     CHECK_INT(srv_metric(&s, "silt_messages_drained_total"), 4);
@@ -109,14 +84,14 @@ TEST(a_transaction_id_repeated_during_maintenance_is_a_duplicate)
     silt_server s;
     srv_start(&s, NULL);
     const char *q = uniq("maint-dup");
-    CHECK_STR(push_range(&s, q, 0, 1, "t"), "queued");
+    CHECK_STR(push_items(&s, q, NULL, 0, 1, "t-"), "queued");
     set_mode(&s, true);
-    CHECK_STR(push_range(&s, q, 0, 2, "t"), "duplicate,buffered");   /* t-0 is in the log */
-    CHECK_STR(push_range(&s, q, 1, 2, "t"), "duplicate,buffered");   /* t-1 is in the buffer */
+    CHECK_STR(push_items(&s, q, NULL, 0, 2, "t-"), "duplicate,buffered");   /* t-0 is in the log */
+    CHECK_STR(push_items(&s, q, NULL, 1, 2, "t-"), "duplicate,buffered");   /* t-1 is in the buffer */
     set_mode(&s, false);
     await_drained(&s, 10000);
     CHECK_STR(pop_all(&s, q), "0,1,2");
-    CHECK_STR(push_range(&s, q, 2, 1, "t"), "duplicate");   /* and in the log once delivered */
+    CHECK_STR(push_items(&s, q, NULL, 2, 1, "t-"), "duplicate");   /* and in the log once delivered */
     srv_stop(&s);
 }
 
@@ -128,7 +103,7 @@ TEST(maintenance_is_one_switch_for_every_server_on_the_database)
     srv_start(&b, env);
     const char *q = uniq("maint-shared");
     set_mode(&a, true);
-    CHECK_STR(push_range(&b, q, 0, 2, NULL), "buffered,buffered");   /* b's very next flush obeys */
+    CHECK_STR(push_items(&b, q, NULL, 0, 2, NULL), "buffered,buffered");   /* b's very next flush obeys */
     int64_t deadline = now_ms() + 5000;
     bool shown = false;
     while (!shown && now_ms() < deadline) {
@@ -152,7 +127,7 @@ TEST(buffered_pushes_survive_the_server_that_took_them)
     srv_start(&s, NULL);
     const char *q = uniq("maint-durable");
     set_mode(&s, true);
-    CHECK_STR(push_range(&s, q, 0, 3, NULL), "buffered,buffered,buffered");
+    CHECK_STR(push_items(&s, q, NULL, 0, 3, NULL), "buffered,buffered,buffered");
     srv_stop(&s);
     srv_start(&s, NULL);
     CHECK_INT(buffered_messages(&s), 3);
@@ -171,16 +146,16 @@ TEST(pushes_while_the_buffer_drains_queue_behind_it)
     srv_start(&s, env);
     const char *q = uniq("maint-order");
     set_mode(&s, true);
-    CHECK_STR(push_range(&s, q, 0, 2, NULL), "buffered,buffered");
+    CHECK_STR(push_items(&s, q, NULL, 0, 2, NULL), "buffered,buffered");
     sql("SELECT queen.maintenance_set(false)");
     CHECK_STR(sql("SELECT value->>'draining' FROM queen.system_state WHERE key = 'maintenance_mode'"), "true");
-    CHECK_STR(push_range(&s, q, 2, 1, NULL), "buffered");
+    CHECK_STR(push_items(&s, q, NULL, 2, 1, NULL), "buffered");
     CHECK_STR(pop_all(&s, q), "");
     set_mode(&s, false);   /* any request that sees the state off starts the drain */
     await_drained(&s, 10000);
     CHECK_STR(pop_all(&s, q), "0,1,2");
     CHECK_STR(sql("SELECT value->>'draining' FROM queen.system_state WHERE key = 'maintenance_mode'"), "false");
-    CHECK_STR(push_range(&s, q, 3, 1, NULL), "queued");
+    CHECK_STR(push_items(&s, q, NULL, 3, 1, NULL), "queued");
     srv_stop(&s);
 }
 
@@ -190,7 +165,7 @@ TEST(a_queue_deleted_during_maintenance_takes_its_buffered_pushes_along)
     srv_start(&s, NULL);
     const char *q = uniq("maint-gone");
     set_mode(&s, true);
-    CHECK_STR(push_range(&s, q, 0, 2, "g"), "buffered,buffered");
+    CHECK_STR(push_items(&s, q, NULL, 0, 2, "g-"), "buffered,buffered");
     reply r;
     rq(&s, "DELETE", sfmt("/api/v1/resources/queues/%s", q), NULL, &r);
     CHECK_INT(r.status, 200);

@@ -16,24 +16,6 @@
 
 /* ---- helpers ---------------------------------------------------------- */
 
-/* Pushes n items {"k":first..first+n-1} to q/partition in one request. */
-static void push_run(silt_server *s, const char *q, const char *partition, int first, int n)
-{
-    char body[8192];
-    size_t len = (size_t)snprintf(body, sizeof body, "{\"items\":[");
-    for (int i = 0; i < n; i++)
-        len += (size_t)snprintf(body + len, sizeof body - len,
-                                "%s{\"queue\":\"%s\",\"partition\":\"%s\",\"payload\":{\"k\":%d}}",
-                                i ? "," : "", q, partition, first + i);
-    snprintf(body + len, sizeof body - len, "]}");
-    reply r;
-    rq(s, "POST", "/api/v1/push", body, &r);
-    CHECK_INT(r.status, 201);
-    CHECK_INT(r.doc.tokens[0].count, n);
-    for (int i = 0; i < n; i++) CHECK_STR(jstr(&r, sfmt("%d.status", i)), "queued");
-    reply_fini(&r);
-}
-
 static int nmsgs(const reply *r)
 {
     int t = jpath(r, "messages");
@@ -53,9 +35,9 @@ TEST(partition_messages_pop_in_offset_order_with_payloads_in_push_order)
     srv_start(&s, NULL);
     char q[96];
     keep_str(q, uniq("order"));
-    push_run(&s, q, "P", 0, 4);
-    push_run(&s, q, "P", 4, 3);
-    push_run(&s, q, "P", 7, 5);
+    push_queued(&s, q, "P", 0, 4, NULL);
+    push_queued(&s, q, "P", 4, 3, NULL);
+    push_queued(&s, q, "P", 7, 5, NULL);
     int seen = 0;
     long long last_offset = -1;
     for (int round = 0; round < 10 && seen < 12; round++) {
@@ -69,7 +51,7 @@ TEST(partition_messages_pop_in_offset_order_with_payloads_in_push_order)
             long long off = jint(&r, sfmt("messages.%d.offset", i));
             CHECK(off > last_offset);
             CHECK_INT(off, seen);
-            CHECK_STR(jraw(&r, sfmt("messages.%d.data", i)), sfmt("{\"k\":%d}", seen));
+            CHECK_STR(jraw(&r, sfmt("messages.%d.data", i)), sfmt("{\"i\":%d}", seen));
             last_offset = off;
             seen++;
         }
@@ -89,7 +71,7 @@ TEST(created_at_never_decreases_with_offset_within_a_partition)
     srv_start(&s, NULL);
     char q[96];
     keep_str(q, uniq("created"));
-    for (int i = 0; i < 5; i++) push_run(&s, q, "Default", i * 3, 3);
+    for (int i = 0; i < 5; i++) push_queued(&s, q, "Default", i * 3, 3, NULL);
     CHECK_STR(sql("select count(*) from queen.log_segments where partition_id = '%s'",
                   partition_id(q, "Default")), "5");
     reply r;
@@ -118,7 +100,7 @@ TEST(consumer_groups_each_read_every_message_independently)
     srv_start(&s, NULL);
     char q[96];
     keep_str(q, uniq("groups"));
-    push_run(&s, q, "Default", 0, 4);
+    push_queued(&s, q, "Default", 0, 4, NULL);
     const char *groups[] = { "consumerGroup=ga", "consumerGroup=gb", NULL };
     for (int g = 0; g < 3; g++) {   /* ga, gb, then queue mode */
         reply r;
@@ -128,12 +110,12 @@ TEST(consumer_groups_each_read_every_message_independently)
         CHECK_STR(jstr(&r, "consumerGroup"), g == 0 ? "ga" : g == 1 ? "gb" : "__QUEUE_MODE__");
         for (int i = 0; i < 4; i++) {
             CHECK_INT(jint(&r, sfmt("messages.%d.offset", i)), i);
-            CHECK_STR(jraw(&r, sfmt("messages.%d.data", i)), sfmt("{\"k\":%d}", i));
+            CHECK_STR(jraw(&r, sfmt("messages.%d.data", i)), sfmt("{\"i\":%d}", i));
         }
         reply_fini(&r);
     }
     /* Each group's cursor is its own: all three are at the end now. */
-    push_run(&s, q, "Default", 4, 1);
+    push_queued(&s, q, "Default", 4, 1, NULL);
     for (int g = 0; g < 3; g++) {
         reply r;
         pop_from(&s, q, NULL, sfmt("batch=10&autoAck=true%s%s", groups[g] ? "&" : "", groups[g] ? groups[g] : ""), &r);
@@ -151,7 +133,7 @@ TEST(a_group_holds_at_most_one_live_lease_per_partition)
     srv_start(&s, NULL);
     char q[96];
     keep_str(q, uniq("lease"));
-    push_run(&s, q, "Default", 0, 3);
+    push_queued(&s, q, "Default", 0, 3, NULL);
     reply r;
     pop_from(&s, q, NULL, "consumerGroup=g1", &r);
     CHECK_INT(r.status, 200);
@@ -186,7 +168,7 @@ TEST(an_expired_lease_makes_its_batch_available_again)
     srv_start(&s, NULL);
     char q[96];
     keep_str(q, uniq("expire"));
-    push_run(&s, q, "Default", 0, 3);
+    push_queued(&s, q, "Default", 0, 3, NULL);
     reply r;
     pop_from(&s, q, NULL, "consumerGroup=g1&batch=2", &r);
     CHECK_INT(r.status, 200);
@@ -219,7 +201,7 @@ TEST(subscription_new_sees_only_messages_pushed_after_first_contact)
     srv_start(&s, NULL);
     char q[96];
     keep_str(q, uniq("subnew"));
-    push_run(&s, q, "Default", 0, 3);
+    push_queued(&s, q, "Default", 0, 3, NULL);
     const char *modes[] = { "consumerGroup=n1&subscriptionMode=new", "consumerGroup=n2&subscriptionMode=new-only",
                             "consumerGroup=n3&subscriptionFrom=now" };
     for (int m = 0; m < 3; m++) {
@@ -228,14 +210,14 @@ TEST(subscription_new_sees_only_messages_pushed_after_first_contact)
         CHECK_INT(r.status, 204);
         reply_fini(&r);
     }
-    push_run(&s, q, "Default", 3, 2);
+    push_queued(&s, q, "Default", 3, 2, NULL);
     for (int m = 0; m < 3; m++) {
         reply r;
         pop_from(&s, q, NULL, sfmt("batch=10&autoAck=true&%s", modes[m]), &r);
         CHECK_INT(r.status, 200);
         CHECK_INT(nmsgs(&r), 2);
         CHECK_INT(jint(&r, "messages.0.offset"), 3);
-        CHECK_STR(jraw(&r, "messages.0.data"), "{\"k\":3}");
+        CHECK_STR(jraw(&r, "messages.0.data"), "{\"i\":3}");
         CHECK_INT(jint(&r, "messages.1.offset"), 4);
         reply_fini(&r);
     }
@@ -248,7 +230,7 @@ TEST(subscription_is_remembered_so_a_later_mode_all_does_not_rewind)
     srv_start(&s, NULL);
     char q[96];
     keep_str(q, uniq("subkeep"));
-    push_run(&s, q, "Default", 0, 3);
+    push_queued(&s, q, "Default", 0, 3, NULL);
     reply r;
     pop_from(&s, q, NULL, "consumerGroup=g&subscriptionMode=new&batch=10", &r);
     CHECK_INT(r.status, 204);
@@ -265,18 +247,18 @@ TEST(subscription_new_seeds_a_partition_created_later_from_its_start)
     srv_start(&s, NULL);
     char q[96];
     keep_str(q, uniq("sublater"));
-    push_run(&s, q, "old", 0, 3);
+    push_queued(&s, q, "old", 0, 3, NULL);
     reply r;
     pop_from(&s, q, NULL, "consumerGroup=g&subscriptionMode=new&batch=10", &r);
     CHECK_INT(r.status, 204);
     reply_fini(&r);
-    push_run(&s, q, "later", 100, 3);   /* a partition born after g's first contact */
+    push_queued(&s, q, "later", 100, 3, NULL);   /* a partition born after g's first contact */
     pop_from(&s, q, NULL, "consumerGroup=g&batch=10&autoAck=true", &r);
     CHECK_INT(r.status, 200);
     CHECK_STR(jstr(&r, "partition"), "later");
     CHECK_INT(nmsgs(&r), 3);
     CHECK_INT(jint(&r, "messages.0.offset"), 0);
-    CHECK_STR(jraw(&r, "messages.0.data"), "{\"k\":100}");
+    CHECK_STR(jraw(&r, "messages.0.data"), "{\"i\":100}");
     reply_fini(&r);
     pop_from(&s, q, NULL, "consumerGroup=g&batch=10&autoAck=true", &r);
     CHECK_INT(r.status, 204);   /* and "old" still holds nothing new for g */
@@ -290,8 +272,8 @@ TEST(subscription_all_reads_from_the_oldest_message)
     srv_start(&s, NULL);
     char q[96];
     keep_str(q, uniq("suball"));
-    push_run(&s, q, "Default", 0, 3);
-    push_run(&s, q, "Default", 3, 2);
+    push_queued(&s, q, "Default", 0, 3, NULL);
+    push_queued(&s, q, "Default", 3, 2, NULL);
     const char *groups[] = { "consumerGroup=a1&subscriptionMode=all", "consumerGroup=a2" };
     for (int g = 0; g < 2; g++) {   /* "all" and the default for a named group */
         reply r;
@@ -299,7 +281,7 @@ TEST(subscription_all_reads_from_the_oldest_message)
         CHECK_INT(r.status, 200);
         CHECK_INT(nmsgs(&r), 5);
         CHECK_INT(jint(&r, "messages.0.offset"), 0);
-        CHECK_STR(jraw(&r, "messages.4.data"), "{\"k\":4}");
+        CHECK_STR(jraw(&r, "messages.4.data"), "{\"i\":4}");
         reply_fini(&r);
     }
     srv_stop(&s);
@@ -311,7 +293,7 @@ TEST(subscription_from_timestamp_starts_at_first_segment_at_or_after_it)
     srv_start(&s, NULL);
     char q[96];
     keep_str(q, uniq("subfrom"));
-    for (int i = 0; i < 3; i++) push_run(&s, q, "Default", i * 2, 2);
+    for (int i = 0; i < 3; i++) push_queued(&s, q, "Default", i * 2, 2, NULL);
     char pid[96];
     keep_str(pid, partition_id(q, "Default"));
     CHECK_STR(sql("select count(*) from queen.log_segments where partition_id = '%s'", pid), "3");
@@ -331,7 +313,7 @@ TEST(subscription_from_timestamp_starts_at_first_segment_at_or_after_it)
         CHECK_INT(r.status, 200);
         CHECK_INT(nmsgs(&r), cases[c].n);
         CHECK_INT(jint(&r, "messages.0.offset"), cases[c].first);
-        CHECK_STR(jraw(&r, "messages.0.data"), sfmt("{\"k\":%lld}", cases[c].first));
+        CHECK_STR(jraw(&r, "messages.0.data"), sfmt("{\"i\":%lld}", cases[c].first));
         reply_fini(&r);
     }
     /* After every segment: a group that starts at the end. */
@@ -350,7 +332,7 @@ TEST(queue_mode_reads_everything_whatever_the_subscription)
     srv_start(&s, NULL);
     char q[96];
     keep_str(q, uniq("qmode"));
-    push_run(&s, q, "Default", 0, 3);
+    push_queued(&s, q, "Default", 0, 3, NULL);
     reply r;
     pop_from(&s, q, NULL, "batch=10&subscriptionMode=new", &r);
     CHECK_INT(r.status, 200);
@@ -360,7 +342,7 @@ TEST(queue_mode_reads_everything_whatever_the_subscription)
     reply_fini(&r);
     char q2[96];
     keep_str(q2, uniq("qmode"));
-    push_run(&s, q2, "Default", 0, 2);
+    push_queued(&s, q2, "Default", 0, 2, NULL);
     pop_from(&s, q2, NULL, "batch=10&subscriptionFrom=now", &r);
     CHECK_INT(r.status, 200);
     CHECK_INT(nmsgs(&r), 2);
@@ -579,8 +561,8 @@ TEST(delayed_processing_hides_messages_until_their_segment_is_old_enough)
     reply r;
     configure_reply(&s, q, "{\"delayedProcessing\":3600}", &r);
     reply_fini(&r);
-    push_run(&s, q, "Default", 0, 2);
-    push_run(&s, q, "Default", 2, 2);
+    push_queued(&s, q, "Default", 0, 2, NULL);
+    push_queued(&s, q, "Default", 2, 2, NULL);
     pop_from(&s, q, NULL, "batch=10&autoAck=true", &r);
     CHECK_INT(r.status, 204);
     reply_fini(&r);
@@ -617,7 +599,7 @@ TEST(window_buffer_holds_a_partition_while_its_newest_message_is_young)
     reply r;
     configure_reply(&s, q, "{\"windowBuffer\":3600}", &r);
     reply_fini(&r);
-    push_run(&s, q, "Default", 0, 2);
+    push_queued(&s, q, "Default", 0, 2, NULL);
     pop_from(&s, q, NULL, "batch=10", &r);
     CHECK_INT(r.status, 204);
     reply_fini(&r);
@@ -629,7 +611,7 @@ TEST(window_buffer_holds_a_partition_while_its_newest_message_is_young)
     CHECK_INT(nmsgs(&r), 2);
     reply_fini(&r);
     /* A new write makes the partition young again: even its older messages wait. */
-    push_run(&s, q, "Default", 2, 1);
+    push_queued(&s, q, "Default", 2, 1, NULL);
     sql("update queen.log_consumers set committed = -1 where partition_id = '%s'", pid);
     pop_from(&s, q, NULL, "batch=10", &r);
     CHECK_INT(r.status, 204);
@@ -654,7 +636,7 @@ TEST(long_poll_returns_as_soon_as_a_push_makes_a_message_deliverable)
     bg_start(&b, &s, "GET", sfmt("/api/v1/pop/queue/%s?wait=true&timeout=10000", q), NULL);
     srv_await_metric(&s, "silt_long_polls_parked", 1, 5000);   /* it found nothing and waits */
     int64_t t0 = now_ms();
-    push_run(&s, q, "Default", 0, 1);
+    push_queued(&s, q, "Default", 0, 1, NULL);
     int status;
     int64_t elapsed;
     bg_wait(&b, &status, &elapsed);
@@ -703,8 +685,8 @@ TEST(pop_of_a_named_partition_reads_only_that_partition)
     srv_start(&s, NULL);
     char q[96];
     keep_str(q, uniq("ppop"));
-    push_run(&s, q, "p1", 0, 2);
-    push_run(&s, q, "p2", 10, 3);
+    push_queued(&s, q, "p1", 0, 2, NULL);
+    push_queued(&s, q, "p2", 10, 3, NULL);
     reply r;
     rq(&s, "GET", sfmt("/api/v1/pop/queue/%s/partition/p2?batch=10", q), NULL, &r);
     CHECK_INT(r.status, 200);
@@ -714,7 +696,7 @@ TEST(pop_of_a_named_partition_reads_only_that_partition)
     for (int i = 0; i < 3; i++) {
         CHECK_STR(jstr(&r, sfmt("messages.%d.partition", i)), "p2");
         CHECK_STR(jstr(&r, sfmt("messages.%d.partitionId", i)), partition_id(q, "p2"));
-        CHECK_STR(jraw(&r, sfmt("messages.%d.data", i)), sfmt("{\"k\":%d}", 10 + i));
+        CHECK_STR(jraw(&r, sfmt("messages.%d.data", i)), sfmt("{\"i\":%d}", 10 + i));
     }
     reply_fini(&r);
     rq(&s, "GET", sfmt("/api/v1/pop/queue/%s/partition/p2?batch=10", q), NULL, &r);
@@ -737,8 +719,8 @@ TEST(pop_of_a_named_partition_decodes_its_percent_encoded_name)
     srv_start(&s, NULL);
     char q[96];
     keep_str(q, uniq("ppenc"));
-    push_run(&s, q, "a b/c", 0, 2);
-    push_run(&s, q, "other", 5, 1);
+    push_queued(&s, q, "a b/c", 0, 2, NULL);
+    push_queued(&s, q, "other", 5, 1, NULL);
     reply r;
     rq(&s, "GET", sfmt("/api/v1/pop/queue/%s/partition/a%%20b%%2Fc?batch=10", q), NULL, &r);
     CHECK_INT(r.status, 200);
@@ -824,7 +806,7 @@ TEST(configure_partial_options_merge_and_null_returns_to_default)
     check_options(&r, ",leaseTime,");
     reply_fini(&r);
     /* The stored options are what was echoed: a pop's lease uses leaseTime 20. */
-    push_run(&s, q, "Default", 0, 1);
+    push_queued(&s, q, "Default", 0, 1, NULL);
     pop_from(&s, q, NULL, NULL, &r);
     CHECK_INT(r.status, 200);
     reply_fini(&r);
