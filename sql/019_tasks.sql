@@ -209,12 +209,15 @@ END $$;
 
 -- ==== Claiming =============================================================
 
--- Claims up to p_max tasks for worker p_worker from p_queues, priority first,
--- then enqueue time; a queue with a cap (p_caps[i] > 0) never has more than
--- that many CLAIMED or RUNNING across the cluster: claimers of a capped
--- queue take turns on a transaction-scoped advisory lock, count, and take
--- what is left. SKIP LOCKED: concurrent claimers never wait on each other's
--- rows and never take the same task.
+-- Claims up to p_max tasks for worker p_worker from p_queues, taken in the
+-- order given (the server orders them by their declared priority, most
+-- urgent first), and within a queue by task priority, then enqueue time. A
+-- queue with a cap (p_caps[i] > 0) never has more than that many CLAIMED or
+-- RUNNING across the cluster: claimers of a capped queue take turns on a
+-- transaction-scoped advisory lock (every capped queue's lock first, in name
+-- order, so two claimers never wait on each other in a circle), count, and
+-- take what is left. SKIP LOCKED: concurrent claimers never wait on each
+-- other's rows and never take the same task. p_start starts what it takes.
 CREATE FUNCTION tasks.claim(p_worker text, p_queues text[], p_caps integer[], p_max integer,
                             p_start boolean DEFAULT false)
 RETURNS SETOF horsies_tasks LANGUAGE plpgsql AS $$
@@ -224,11 +227,13 @@ DECLARE
     left_n integer := p_max;
     got    integer;
 BEGIN
-    FOR q IN SELECT u.queue, u.cap FROM unnest(p_queues, p_caps) AS u(queue, cap) ORDER BY u.queue LOOP
+    FOR q IN SELECT u.queue FROM unnest(p_queues, p_caps) AS u(queue, cap) WHERE u.cap > 0 ORDER BY u.queue LOOP
+        PERFORM pg_advisory_xact_lock(hashtextextended('silt.task_queue:' || q.queue, 0));
+    END LOOP;
+    FOR q IN SELECT u.queue, u.cap FROM unnest(p_queues, p_caps) WITH ORDINALITY AS u(queue, cap, ord) ORDER BY u.ord LOOP
         EXIT WHEN left_n <= 0;
         room := left_n;
         IF q.cap > 0 THEN
-            PERFORM pg_advisory_xact_lock(hashtextextended('silt.task_queue:' || q.queue, 0));
             SELECT q.cap - count(*) INTO room FROM horsies_tasks t
              WHERE t.queue_name = q.queue AND t.status <> 'PENDING';
             room := least(room, left_n);

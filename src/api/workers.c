@@ -35,8 +35,18 @@ static int read_worker_id(httpd_req *req, const char *id)
     return 0;
 }
 
+/* Claim order between queues: the declared priority (1 first), then name. */
+static int by_priority(const void *a, const void *b, void *hub)
+{
+    const char *qa = *(char *const *)a, *qb = *(char *const *)b;
+    bool known;
+    const task_queue_policy *pa = task_hub_queue(hub, qa, &known), *pb = task_hub_queue(hub, qb, &known);
+    int ra = pa ? pa->priority : TASK_PRIORITY_DEFAULT, rb = pb ? pb->priority : TASK_PRIORITY_DEFAULT;
+    return ra != rb ? (ra < rb ? -1 : 1) : strcmp(qa, qb);
+}
+
 /* queues: a non-empty array of queue names, each declared (when the
- * configuration declares any). */
+ * configuration declares any); in claim order, with their caps. */
 static int read_queues(httpd_req *req, server *srv, const json_doc *d, db_array *names, db_array *caps,
                        char ***list, size_t *n)
 {
@@ -55,12 +65,17 @@ static int read_queues(httpd_req *req, server *srv, const json_doc *d, db_array 
             return -1;
         }
         (*list)[i] = json_str_dup(d, (uint32_t)e);
-        const task_queue_policy *q = task_hub_queue(srv->tasks, (*list)[i], &known);
+        task_hub_queue(srv->tasks, (*list)[i], &known);
         if (!known) {
             httpd_error_field(req, 400, "field", "queues", "queues[%u]: queue \"%s\" is not declared in the"
                               " configuration file", i, (*list)[i]);
             return -1;
         }
+    }
+    qsort_r(*list, *n, sizeof **list, by_priority, srv->tasks);
+    for (size_t i = 0; i < *n; i++) {
+        bool known;
+        const task_queue_policy *q = task_hub_queue(srv->tasks, (*list)[i], &known);
         if (names) db_array_text(names, (*list)[i]);
         if (caps) db_array_int(caps, q ? q->max_concurrency : 0);
     }

@@ -203,3 +203,21 @@ TEST(sends_and_claims_on_an_undeclared_queue_are_refused_when_queues_are_declare
     CHECK_STR(sql("SELECT count(*) FROM horsies_tasks"), "2");
     srv_stop(&s);
 }
+
+TEST(a_claimer_of_several_queues_serves_the_most_urgent_declared_queue_first)
+{
+    silt_server s;
+    start_with_conf(&s, "[queue.bulk]\npriority = 90\n[queue.alerts]\npriority = 5\n[queue.zeta]\npriority = 5\n");
+    char bulk[96], alert[96], zeta[96];
+    keep_str(bulk, task_send(&s, "{\"name\":\"t\",\"queue\":\"bulk\",\"priority\":1}"));   /* urgent task, lax queue */
+    keep_str(zeta, task_send(&s, "{\"name\":\"t\",\"queue\":\"zeta\"}"));
+    keep_str(alert, task_send(&s, "{\"name\":\"t\",\"queue\":\"alerts\"}"));
+    reply r;
+    rq(&s, "POST", "/api/v1/workers/w/claim", "{\"queues\":[\"bulk\",\"zeta\",\"alerts\"],\"max\":3}", &r);
+    CHECK_INT(r.status, 200);
+    CHECK_STR(jstr(&r, "tasks.0.id"), alert);   /* priority 5, and alerts < zeta by name */
+    CHECK_STR(jstr(&r, "tasks.1.id"), zeta);
+    CHECK_STR(jstr(&r, "tasks.2.id"), bulk);
+    reply_fini(&r);
+    srv_stop(&s);
+}

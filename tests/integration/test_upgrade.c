@@ -267,38 +267,6 @@ TEST(migrate_on_a_current_database_changes_nothing)
     check_same(&before, &after);
 }
 
-TEST(database_migrated_by_the_replaced_files_is_accepted_as_it_is)
-{
-    char db[96], out[4096];
-    database_at(atoi(embed_sql[0].name), db);
-    seed_rows(db);
-    as_left_by_replaced_files(db, 18);
-    snapshot before, after;
-    take(db, &before);
-    CHECK_INT(migrate_output(db, out, sizeof out), 0);
-    CHECK(strstr(out, sfmt("applied migration %s", embed_sql[0].name)) == NULL);   /* the baseline did not run */
-    CHECK(strstr(out, sfmt("schema is at version %d\n", migrate_latest())) != NULL);
-    take(db, &after);
-    CHECK_STR(versions(db, false), replaced_then_later());
-    CHECK_STR(after.rows, before.rows);
-    if (!embed_sql[1].name) check_same(&before, &after);   /* the baseline alone: nothing at all ran */
-    check_seeded_messages(db);
-}
-
-TEST(database_part_way_through_the_replaced_files_is_refused_with_the_reason)
-{
-    char db[96], out[4096];
-    database_at(atoi(embed_sql[0].name), db);
-    as_left_by_replaced_files(db, 12);
-    snapshot before, after;
-    take(db, &before);
-    CHECK_INT(migrate_output(db, out, sizeof out), 1);
-    CHECK(strstr(out, "schema version 12 predates the baseline 018_schema.sql: migrate the database to version 18 "
-                      "with an earlier silt first, or recreate it") != NULL);
-    take(db, &after);
-    check_same(&before, &after);
-}
-
 /* Every table of before keeps its count in after; tables a migration added
  * start empty. Both lists are "table=rows,..." in name order. */
 static void check_rows_kept(const char *before, const char *after)
@@ -335,6 +303,38 @@ static void check_rows_kept(const char *before, const char *after)
         b += len;
         if (*b) b++;
     }
+}
+
+TEST(database_migrated_by_the_replaced_files_is_accepted_as_it_is)
+{
+    char db[96], out[4096];
+    database_at(atoi(embed_sql[0].name), db);
+    seed_rows(db);
+    as_left_by_replaced_files(db, 18);
+    snapshot before, after;
+    take(db, &before);
+    CHECK_INT(migrate_output(db, out, sizeof out), 0);
+    CHECK(strstr(out, sfmt("applied migration %s", embed_sql[0].name)) == NULL);   /* the baseline did not run */
+    CHECK(strstr(out, sfmt("schema is at version %d\n", migrate_latest())) != NULL);
+    take(db, &after);
+    CHECK_STR(versions(db, false), replaced_then_later());
+    check_rows_kept(before.rows, after.rows);   /* later migrations ran: their tables start empty */
+    if (!embed_sql[1].name) check_same(&before, &after);   /* the baseline alone: nothing at all ran */
+    check_seeded_messages(db);
+}
+
+TEST(database_part_way_through_the_replaced_files_is_refused_with_the_reason)
+{
+    char db[96], out[4096];
+    database_at(atoi(embed_sql[0].name), db);
+    as_left_by_replaced_files(db, 12);
+    snapshot before, after;
+    take(db, &before);
+    CHECK_INT(migrate_output(db, out, sizeof out), 1);
+    CHECK(strstr(out, "schema version 12 predates the baseline 018_schema.sql: migrate the database to version 18 "
+                      "with an earlier silt first, or recreate it") != NULL);
+    take(db, &after);
+    check_same(&before, &after);
 }
 
 TEST(database_at_each_earlier_version_is_upgraded_to_the_fresh_schema_keeping_its_rows)
