@@ -15,5 +15,8 @@ int cli_dlq(int argc, char **argv);
 int cli_seek(int argc, char **argv);
 int cli_tx(int argc, char **argv);
 int cli_retention(int argc, char **argv);
+int cli_task(int argc, char **argv);
+int cli_workers(int argc, char **argv);
+int cli_worker(int argc, char **argv);
 
 #endif
