@@ -241,6 +241,7 @@ static int put_retry(const cli_cmd *cmd, const send_opts *o, buf *b)
     }
     if (rc == 0 && o->jitter) rc = put_jitter(cmd, o->jitter, &m);
     if (rc == 0 && o->retry_on) rc = put_codes(cmd, o->retry_on, &m);
+    if (rc != 0 || m.len == 0) { buf_fini(&m); return rc; }
     put_key(b, "retry");
     buf_putc(b, '{');
     buf_puts(b, m.data + 1);

@@ -83,6 +83,7 @@
 
 #define WK_CLAIM_WAIT_MS    2000    /* a claim's long poll while nothing runs */
 #define WK_BUSY_CLAIM_MS    500     /* claims without waiting while busy, at most this often */
+#define WK_IDLE_CLAIM_MS    50      /* between empty long polls (a server that answers at once) */
 #define WK_RETRY_MS         1000    /* after a failed call to the server */
 #define WK_CALL_SLACK_MS    30000   /* the client's timeout beyond a call's own wait */
 #define WK_KILL_AFTER_MS    1000    /* SIGTERM, then SIGKILL this much later */
@@ -488,7 +489,9 @@ static int claimed(worker *w, const json_doc *d)
 
 static void claim(worker *w)
 {
-    int wait = w->running ? 0 : WK_CLAIM_WAIT_MS;
+    /* idle: wait for work, but not past the next heartbeat */
+    int64_t to_hb = w->next_hb_ms - clock_mono_ms();
+    int wait = w->running || to_hb <= 0 ? 0 : to_hb < WK_CLAIM_WAIT_MS ? (int)to_hb : WK_CLAIM_WAIT_MS;
     buf body, path;
     buf_init(&body); buf_init(&path);
     buf_putc(&body, '{');
@@ -501,7 +504,7 @@ static void claim(worker *w)
     json_doc_init(&d);
     int64_t pause = WK_RETRY_MS;
     if (wk_call(w, "claim", path.data, &body, wait, &r, &d) == 200)
-        pause = claimed(w, &d) > 0 ? 0 : w->running ? WK_BUSY_CLAIM_MS : 0;
+        pause = claimed(w, &d) > 0 ? 0 : w->running ? WK_BUSY_CLAIM_MS : WK_IDLE_CLAIM_MS;
     w->next_claim_ms = clock_mono_ms() + pause;
     json_doc_fini(&d);
     http_response_fini(&r);
@@ -644,6 +647,8 @@ static int worker_run(worker *w)
         cli_error("invalid server url \"%s\" (expected http://host[:port])", cli_server_url());
         return CLI_EXIT_FAILED;
     }
+    const char *level = getenv("LOG_LEVEL");
+    if (level && *level && log_set_level(level) < 0) log_warn("worker: LOG_LEVEL \"%s\" unknown: info", level);
     install_signals();
     int rc = CLI_EXIT_FAILED;
     if (worker_register(w) == 0) {
