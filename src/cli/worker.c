@@ -250,7 +250,8 @@ static int worker_check(const cli_cmd *cmd, const worker *w)
     if (w->concurrency < 1 || w->concurrency > WK_MAX_CONCURRENCY)
         return cli_usage_error(cmd, "--concurrency must be from 1 to %d", WK_MAX_CONCURRENCY);
     if (w->worker_id && !*w->worker_id) return cli_usage_error(cmd, "--worker-id needs a name");
-    if (w->timeout_s > 86400 || w->grace_s > 86400) return cli_usage_error(cmd, "--timeout and --grace are at most 86400 s");
+    if (w->timeout_s > 86400 || w->grace_s > 86400)
+        return cli_usage_error(cmd, "--timeout and --grace are at most 86400 s");
     return 0;
 }
 

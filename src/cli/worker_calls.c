@@ -175,7 +175,7 @@ void wk_task_free(wk_task *t)
     memset(t, 0, sizeof *t);
 }
 
-/* Reports the end of t's command and frees its slot. */
+/* Reports the end of t's command (the caller frees the slot). */
 void wk_task_finish(worker *w, wk_task *t)
 {
     int64_t ms = clock_mono_ms() - t->started_ms;
@@ -203,9 +203,14 @@ void wk_task_finish(worker *w, wk_task *t)
     json_doc_init(&d);
     int status = wk_call(w, *code ? "fail" : "complete", path.data, &body, 0, &r, &d);
     char *now = status == 200 ? cli_get_str(&d, 0, "status") : NULL;
-    log_info("task %s %s: %s%s%s, %lld ms%s%s", t->id, t->name, *code ? code : "completed", *code ? ": " : "",
-             *code ? message.data : "", (long long)ms, now ? ", now " : status == 409 ? ", refused (fenced)" : "",
-             now ? now : "");
+    buf after;   /* what the server made of it */
+    buf_init(&after);
+    if (now) buf_printf(&after, ", now %s", now);
+    else buf_puts(&after, status == 409 ? ", refused (fenced)" : ", not reported");
+    if (*code) log_info("task %s %s: %s: %s, %lld ms%s", t->id, t->name, code, message.data ? message.data : "",
+                        (long long)ms, after.data);
+    else log_info("task %s %s: completed, %lld ms%s", t->id, t->name, (long long)ms, after.data);
+    buf_fini(&after);
     free(now);
     json_doc_fini(&d);
     http_response_fini(&r);
