@@ -31,6 +31,7 @@ static const char SCRIPT[] =
     "quiet) cat > /dev/null ;;\n"
     "fail) echo 'an earlier line' >&2; echo 'it broke: code 3' >&2; echo >&2; exit 3 ;;\n"
     "garbage) echo 'this is not json' ;;\n"
+    "big) cat > /dev/null; head -c 17000000 /dev/zero | tr '\\0' 1 ;;\n"
     "flaky) if [ \"$SILT_TASK_ATTEMPT\" -ge 2 ]; then echo '\"second time lucky\"';"
     " else echo \"attempt $SILT_TASK_ATTEMPT fails\" >&2; exit 1; fi ;;\n"
     "hang) echo $$ > \"$DIR/$SILT_TASK_ID.pid\"; exec sleep 120 ;;\n"
@@ -245,6 +246,48 @@ TEST(worker_fails_stdout_that_is_not_json_with_invalid_result)
     CHECK_STR(jstr(&r, "errorCode"), "INVALID_RESULT");
     CHECK(strstr(jstr(&r, "errorMessage"), "not a JSON value") != NULL);
     reply_fini(&r);
+    CHECK_INT(worker_stop(&w, DEADLINE_MS), 0);
+    worker_cleanup(&w);
+    srv_stop(&s);
+}
+
+TEST(worker_fails_more_than_16_mib_of_stdout_with_result_too_large)
+{
+    silt_server s;
+    srv_start(&s, NULL);
+    char id[96];
+    keep_str(id, task_send(&s, "{\"name\":\"big\",\"queue\":\"jobs\"}"));
+    test_worker w;
+    worker_start(&w, &s, "jobs", NULL);
+    reply r;
+    await_task(&s, id, "FAILED", &r);
+    CHECK_STR(jstr(&r, "errorCode"), "RESULT_TOO_LARGE");
+    reply_fini(&r);
+    CHECK_INT(worker_stop(&w, DEADLINE_MS), 0);
+    worker_cleanup(&w);
+    srv_stop(&s);
+}
+
+TEST(worker_hands_a_large_argument_to_the_command_and_takes_a_large_result_back)
+{
+    silt_server s;
+    srv_start(&s, NULL);
+    size_t n = 3u << 20;   /* 3 MiB: far beyond a pipe's buffer either way */
+    char *task = malloc(n + 128);
+    CHECK(task != NULL);
+    int at = sprintf(task, "{\"name\":\"echo\",\"queue\":\"jobs\",\"args\":\"");
+    memset(task + at, 'a', n);
+    strcpy(task + at + n, "\"}");
+    char id[96];
+    keep_str(id, task_send(&s, task));
+    free(task);
+    test_worker w;
+    worker_start(&w, &s, "jobs", NULL);
+    reply r;
+    await_task(&s, id, "COMPLETED", &r);
+    reply_fini(&r);
+    CHECK_STR(sql("SELECT length(result->>'args') || ' ' || (result->>'attempt') FROM horsies_task_history"
+                  " WHERE id = '%s'", id), sfmt("%zu 1", n));
     CHECK_INT(worker_stop(&w, DEADLINE_MS), 0);
     worker_cleanup(&w);
     srv_stop(&s);
