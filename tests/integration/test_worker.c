@@ -272,7 +272,7 @@ TEST(worker_hands_a_large_argument_to_the_command_and_takes_a_large_result_back)
 {
     silt_server s;
     srv_start(&s, NULL);
-    size_t n = 3u << 20;   /* 3 MiB: far beyond a pipe's buffer either way */
+    size_t n = 1u << 20;   /* 1 MiB: far beyond a pipe's buffer either way */
     char *task = malloc(n + 128);
     CHECK(task != NULL);
     int at = sprintf(task, "{\"name\":\"echo\",\"queue\":\"jobs\",\"args\":\"");
@@ -404,6 +404,38 @@ TEST(sigterm_lets_a_running_task_finish_claims_nothing_more_and_exits_0)
     CHECK_INT(worker_wait(&w, DEADLINE_MS), 0);
     CHECK_STR(sql("SELECT status || ' ' || attempt FROM horsies_tasks WHERE id = '%s'", later), "PENDING 0");
     worker_cleanup(&w);
+    srv_stop(&s);
+}
+
+/* A claim that returns after the stop signal came: its tasks go back. The
+ * signal must land while the claim is parked and the send must wake it
+ * before its wait ends; when the wait ended first (a slow machine) the
+ * worker just stops, and the round is tried again with a new worker. */
+TEST(a_task_claimed_after_sigterm_is_handed_back_not_started)
+{
+    silt_server s;
+    srv_start(&s, NULL);
+    bool handed_back = false;
+    for (int round = 0; round < 5 && !handed_back; round++) {
+        test_worker w;
+        worker_start(&w, &s, "jobs", NULL);
+        srv_await_metric(&s, "silt_task_claims_parked", 1, DEADLINE_MS);
+        CHECK(kill(w.pid, SIGTERM) == 0);
+        char id[96];
+        keep_str(id, task_send(&s, "{\"name\":\"echo\",\"queue\":\"jobs\"}"));
+        CHECK_INT(worker_wait(&w, DEADLINE_MS), 0);
+        CHECK_STR(sql("SELECT status || ' ' || attempt || ' ' || coalesce(worker_id, '-') FROM horsies_tasks"
+                      " WHERE id = '%s'", id), "PENDING 0 -");
+        FILE *f = fopen(w.log, "r");
+        CHECK(f != NULL);
+        char text[8192] = "";
+        text[fread(text, 1, sizeof text - 1, f)] = '\0';
+        fclose(f);
+        handed_back = strstr(text, "handed back 1 claimed task") != NULL;
+        sql("DELETE FROM horsies_tasks");
+        worker_cleanup(&w);
+    }
+    CHECK(handed_back);
     srv_stop(&s);
 }
 
