@@ -236,6 +236,9 @@ static int worker_run(worker *w)
     } else {
         cli_error("worker: registration with %s failed", cli_server_url());
     }
+    wk_npids = 0;
+    free(wk_pids);
+    wk_pids = NULL;
     free(w->slots);
     free(w->id);
     http_client_free(w->http);
