@@ -10,8 +10,9 @@
  *
  * - **Claim.** It claims as many tasks as it has free slots (POST
  *   /api/v1/workers/:id/claim, `max` = free slots). With nothing running it
- *   long-polls (`waitMs` 2000); while tasks run it asks without waiting, at
- *   most every half second, so its children are never left unwatched.
+ *   long-polls (`waitMs` 2000, never past its next heartbeat); while tasks
+ *   run it asks without waiting, at most every half second, so its children
+ *   are never left unwatched.
  * - **Start and run.** Each claimed task is started at once (POST
  *   /api/v1/tasks/:id/start with its claimId), then CMD ARGS runs once for
  *   it, in a process group of its own, with:
@@ -19,7 +20,8 @@
  *     a large argument never blocks);
  *   - environment: `SILT_TASK_ID`, `SILT_TASK_ATTEMPT` (1 for the first
  *     run, 2 for the first retry...), `SILT_TASK_NAME`, `SILT_TASK_QUEUE`;
- *   - stdout: the result, a JSON value (at most 16 MiB);
+ *   - stdout: the result, one JSON value (at most 16 MiB; the whitespace
+ *     around it is dropped, the value itself stored byte for byte);
  *   - stderr: free text; its last non-empty line becomes the error message.
  * - **Report.** How the command ended decides what the server is told:
  *
@@ -53,7 +55,8 @@
  *   lets running commands finish for up to `--grace S` (default 30), then
  *   kills the rest and fails them with `WORKER_CRASHED` (so their retry
  *   policy treats them as a crash), and exits 0. A second signal kills every
- *   command at once and exits 1.
+ *   command at once and exits 1, reporting nothing: the server's recovery
+ *   fails those tasks WORKER_CRASHED once their heartbeats are stale.
  * - **Exit status.** 0 after a signal's orderly stop; 1 when registration
  *   fails; 2 on a usage error.
  *
