@@ -75,6 +75,9 @@ static const subcommand subcommands[] = {
     { "seek",      cli_seek,      "move a consumer group's cursors" },
     { "tx",        cli_tx,        "run a transaction from a JSON file" },
     { "retention", cli_retention, "explain retention, or run a pass now" },
+    { "task",      cli_task,      "send a task, show, cancel or list tasks" },
+    { "worker",    cli_worker,    "run a command once per task claimed from queues" },
+    { "workers",   cli_workers,   "list the registered workers" },
     { "bench",     cli_bench,     "measure a running server's throughput" },
 };
 

@@ -15,6 +15,9 @@ int cli_dlq(int argc, char **argv);
 int cli_seek(int argc, char **argv);
 int cli_tx(int argc, char **argv);
 int cli_retention(int argc, char **argv);
+int cli_task(int argc, char **argv);
+int cli_workers(int argc, char **argv);
+int cli_worker(int argc, char **argv);
 /* Needs no server: checks silt.conf (base/conffile.h). */
 int cli_check_config(int argc, char **argv);
 

@@ -1,0 +1,568 @@
+/* task: `silt task send|get|cancel|list` and `silt workers`, the task
+ * engine's HTTP API from the command line (/api/v1/tasks, /api/v1/workers).
+ * A send's options are checked here first (JSON args, exclusive options,
+ * lists of numbers), so a typo is a usage error instead of a 400; the
+ * server still checks every bound. Replies are found by member name. */
+#include "cli/cli.h"
+#include "cli/cli_common.h"
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define TASK_GET_SLACK_MS 30000   /* a waiting get's client timeout beyond its wait */
+
+static const char task_usage[] =
+    "usage: silt task <send | get | cancel | list> [options]\n"
+    "\n"
+    "The task engine from the command line:\n"
+    "\n"
+    "  send <name> --queue Q [options]   send a task; prints its id\n"
+    "  get <id> [--wait MS]              a task's status, result and error\n"
+    "  cancel <id>                       cancel a task (a running one is told\n"
+    "                                    on its worker's next heartbeat)\n"
+    "  list [--queue Q] [--status S]     tasks, oldest first, a page at a time\n"
+    "\n"
+    "\"silt task <verb> --help\" describes each. Tasks are run by \"silt worker\";\n"
+    "\"silt workers\" lists the registered workers.\n"
+    "\n"
+    "The server is SILT_URL (default " CLI_DEFAULT_URL ").\n";
+
+static const char send_usage[] =
+    "usage: silt task send <name> --queue Q [options]\n"
+    "\n"
+    "Sends one task and prints its id, followed by \"(existing task)\" when an\n"
+    "earlier send with the same --idempotency-key made it.\n"
+    "\n"
+    "options:\n"
+    "  --queue Q                 the queue whose workers run it (required)\n"
+    "  --args JSON               its arguments, any JSON value (default null)\n"
+    "  --args-file F             the arguments read from file F (\"-\": stdin)\n"
+    "  --priority N              1 (most urgent) to 100 (default: the queue's, else 100)\n"
+    "  --delay-ms N              run no sooner than N ms from now\n"
+    "  --run-at ISO              run no sooner than this time (2026-12-01T07:04:30Z)\n"
+    "  --good-until ISO          expire it if it has not started by then\n"
+    "  --timeout-ms N            fail an attempt that runs longer (TASK_TIMEOUT)\n"
+    "  --max-retries N           retry a failed attempt up to N times (default 0)\n"
+    "  --retry-delays MS,MS...   the delay before each retry (the last repeats)\n"
+    "  --backoff-base-ms N       or exponential delays: N, 2N, 4N... ms\n"
+    "  --backoff-cap-ms N        ...never more than N ms\n"
+    "  --jitter F                vary each delay by up to ±F (0 to 1)\n"
+    "  --retry-on CODE,...       retry only these error codes (default: any)\n"
+    "  --idempotency-key K       a second send with K returns the first task\n"
+    "  --json                    print the server's reply as JSON\n"
+    "  --help                    show this help\n";
+
+static const char get_usage[] =
+    "usage: silt task get <id> [--wait MS] [--json]\n"
+    "\n"
+    "Shows a task: status, attempt, retries, times, result and error.\n"
+    "\n"
+    "options:\n"
+    "  --wait MS      wait up to MS ms (at most 60000) for it to end first\n"
+    "  --json         print the server's reply as JSON\n"
+    "  --help         show this help\n";
+
+static const char cancel_usage[] =
+    "usage: silt task cancel <id> [--json]\n"
+    "\n"
+    "Cancels a task. One that has not started ends CANCELLED at once; a\n"
+    "running one is marked, and its worker stops it on its next heartbeat.\n"
+    "Cancelling a task that already ended changes nothing and exits 1.\n"
+    "\n"
+    "options:\n"
+    "  --json         print the server's reply as JSON\n"
+    "  --help         show this help\n";
+
+static const char list_usage[] =
+    "usage: silt task list [--queue Q] [--status S] [--limit N] [--cursor C] [--json]\n"
+    "\n"
+    "Lists tasks, live and ended, oldest first, a page at a time. When the\n"
+    "page is full its last line is the cursor of the next page.\n"
+    "\n"
+    "options:\n"
+    "  --queue Q      only tasks of queue Q\n"
+    "  --status S     only tasks in status S: PENDING, CLAIMED, RUNNING,\n"
+    "                 COMPLETED, FAILED, CANCELLED or EXPIRED\n"
+    "  --limit N      tasks per page, 1 to 1000 (default 100)\n"
+    "  --cursor C     the page after C (the cursor a previous page printed)\n"
+    "  --json         print the server's reply as JSON\n"
+    "  --help         show this help\n";
+
+static const char workers_usage[] =
+    "usage: silt workers [--json]\n"
+    "\n"
+    "Lists the registered workers: their queues and concurrency, when they\n"
+    "were last seen, and the tasks each holds claimed and running.\n"
+    "\n"
+    "options:\n"
+    "  --json         print the server's reply as JSON\n"
+    "  --help         show this help\n"
+    "\n"
+    "The server is SILT_URL (default " CLI_DEFAULT_URL ").\n";
+
+/* ---- send ------------------------------------------------------------- */
+
+typedef struct send_opts {
+    const char *queue, *args, *args_file, *run_at, *good_until, *delays, *jitter, *retry_on, *key;
+    long priority, delay_ms, timeout_ms, max_retries, base_ms, cap_ms;   /* -1: not given */
+    bool json;
+} send_opts;
+
+static void put_key(buf *b, const char *key)
+{
+    buf_putc(b, ',');
+    json_put_cstr(b, key);
+    buf_putc(b, ':');
+}
+
+static void put_str(buf *b, const char *key, const char *value)
+{
+    if (!value) return;
+    put_key(b, key);
+    json_put_cstr(b, value);
+}
+
+static void put_long(buf *b, const char *key, long value)
+{
+    if (value < 0) return;
+    put_key(b, key);
+    buf_printf(b, "%ld", value);
+}
+
+static int read_file(const char *path, buf *out)
+{
+    FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
+    if (!f) return -1;
+    char chunk[65536];
+    size_t n;
+    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) buf_append(out, chunk, n);
+    int rc = ferror(f) ? -1 : 0;
+    if (f != stdin) fclose(f);
+    return rc;
+}
+
+/* The args as a checked JSON text appended to b. */
+static int put_args(const cli_cmd *cmd, const send_opts *o, buf *b)
+{
+    buf text;
+    buf_init(&text);
+    buf_append(&text, "", 0);
+    int rc = 0;
+    if (o->args) buf_puts(&text, o->args);
+    else if (o->args_file && read_file(o->args_file, &text) < 0)
+        rc = cli_usage_error(cmd, "cannot read --args-file %s", o->args_file);
+    json_doc d;
+    json_doc_init(&d);
+    if (rc == 0 && (o->args || o->args_file)) {
+        if (json_parse_shallow(&d, text.data, text.len, 16, 0) < 0)
+            rc = cli_usage_error(cmd, "the args are not valid JSON: %s", d.error);
+        else {
+            size_t n;
+            const char *span = json_span(&d, 0, &n);
+            put_key(b, "args");
+            buf_append(b, span, n);
+        }
+    }
+    json_doc_fini(&d);
+    buf_fini(&text);
+    return rc;
+}
+
+/* "1000,5000" as a JSON array of integers. */
+static int put_delays(const cli_cmd *cmd, const char *list, buf *b)
+{
+    put_key(b, "delaysMs");
+    buf_putc(b, '[');
+    for (const char *p = list; ; p++) {
+        char *end;
+        if (!isdigit((unsigned char)*p)) goto bad;
+        long v = strtol(p, &end, 10);
+        buf_printf(b, "%s%ld", p == list ? "" : ",", v);
+        p = end;
+        if (*p == '\0') break;
+        if (*p != ',') goto bad;
+    }
+    buf_putc(b, ']');
+    return 0;
+bad:
+    return cli_usage_error(cmd, "--retry-delays needs milliseconds separated by commas, got \"%s\"", list);
+}
+
+static int put_codes(const cli_cmd *cmd, const char *list, buf *b)
+{
+    put_key(b, "retryOn");
+    buf_putc(b, '[');
+    for (const char *p = list; ; ) {
+        size_t n = strcspn(p, ",");
+        if (n == 0) return cli_usage_error(cmd, "--retry-on needs error codes separated by commas");
+        if (p != list) buf_putc(b, ',');
+        json_put_str(b, p, n);
+        p += n;
+        if (!*p++) break;
+    }
+    buf_putc(b, ']');
+    return 0;
+}
+
+static int put_jitter(const cli_cmd *cmd, const char *text, buf *b)
+{
+    char *end;
+    double j = strtod(text, &end);
+    if (!isdigit((unsigned char)*text) || *end || !(j >= 0 && j <= 1))
+        return cli_usage_error(cmd, "--jitter needs a number from 0 to 1, got \"%s\"", text);
+    put_key(b, "jitter");
+    buf_puts(b, text);
+    return 0;
+}
+
+static bool has_retry(const send_opts *o)
+{
+    return o->max_retries >= 0 || o->delays || o->base_ms >= 0 || o->cap_ms >= 0 || o->jitter || o->retry_on;
+}
+
+/* "retry": {...}, when any retry option was given. Its members are
+ * written with a leading comma each, the first one dropped. */
+static int put_retry(const cli_cmd *cmd, const send_opts *o, buf *b)
+{
+    if (!has_retry(o)) return 0;
+    if (o->delays && (o->base_ms >= 0 || o->cap_ms >= 0))
+        return cli_usage_error(cmd, "--retry-delays and --backoff-base-ms cannot both be given");
+    if (o->cap_ms >= 0 && o->base_ms < 0) return cli_usage_error(cmd, "--backoff-cap-ms needs --backoff-base-ms");
+    buf m;
+    buf_init(&m);
+    put_long(&m, "maxRetries", o->max_retries);
+    int rc = o->delays ? put_delays(cmd, o->delays, &m) : 0;
+    if (rc == 0 && o->base_ms >= 0) {
+        put_key(&m, "backoff");
+        buf_printf(&m, "{\"baseMs\":%ld", o->base_ms);
+        if (o->cap_ms >= 0) buf_printf(&m, ",\"capMs\":%ld", o->cap_ms);
+        buf_putc(&m, '}');
+    }
+    if (rc == 0 && o->jitter) rc = put_jitter(cmd, o->jitter, &m);
+    if (rc == 0 && o->retry_on) rc = put_codes(cmd, o->retry_on, &m);
+    if (rc != 0 || m.len == 0) { buf_fini(&m); return rc; }
+    put_key(b, "retry");
+    buf_putc(b, '{');
+    buf_puts(b, m.data + 1);
+    buf_putc(b, '}');
+    buf_fini(&m);
+    return rc;
+}
+
+static int send_check(const cli_cmd *cmd, const send_opts *o)
+{
+    if (!o->queue || !*o->queue) return cli_usage_error(cmd, "--queue is required");
+    if (o->args && o->args_file) return cli_usage_error(cmd, "--args and --args-file cannot both be given");
+    if (o->delay_ms >= 0 && o->run_at) return cli_usage_error(cmd, "--delay-ms and --run-at cannot both be given");
+    return 0;
+}
+
+/* The body of POST /api/v1/tasks. */
+static int send_body(const cli_cmd *cmd, const char *name, const send_opts *o, buf *b)
+{
+    int rc = send_check(cmd, o);
+    if (rc) return rc;
+    buf_puts(b, "{\"name\":");
+    json_put_cstr(b, name);
+    put_str(b, "queue", o->queue);
+    rc = put_args(cmd, o, b);
+    put_long(b, "priority", o->priority);
+    put_long(b, "delayMs", o->delay_ms);
+    put_str(b, "runAt", o->run_at);
+    put_str(b, "goodUntil", o->good_until);
+    put_long(b, "timeoutMs", o->timeout_ms);
+    put_str(b, "idempotencyKey", o->key);
+    if (rc == 0) rc = put_retry(cmd, o, b);
+    buf_putc(b, '}');
+    return rc;
+}
+
+static void send_render(const json_doc *d)
+{
+    buf id;
+    buf_init(&id);
+    cli_put_cell(&id, d, json_get(d, 0, "id"));
+    int created = json_get(d, 0, "created");
+    bool existing = created >= 0 && d->tokens[created].type == JSON_FALSE;
+    printf("%s%s\n", id.data, existing ? " (existing task)" : "");
+    buf_fini(&id);
+}
+
+static int task_send(int argc, char **argv)
+{
+    send_opts o = { .priority = -1, .delay_ms = -1, .timeout_ms = -1, .max_retries = -1, .base_ms = -1, .cap_ms = -1 };
+    const cli_opt opts[] = {
+        { "queue",           CLI_OPT_STR,  &o.queue },
+        { "args",            CLI_OPT_STR,  &o.args },
+        { "args-file",       CLI_OPT_STR,  &o.args_file },
+        { "priority",        CLI_OPT_INT,  &o.priority },
+        { "delay-ms",        CLI_OPT_INT,  &o.delay_ms },
+        { "run-at",          CLI_OPT_STR,  &o.run_at },
+        { "good-until",      CLI_OPT_STR,  &o.good_until },
+        { "timeout-ms",      CLI_OPT_INT,  &o.timeout_ms },
+        { "max-retries",     CLI_OPT_INT,  &o.max_retries },
+        { "retry-delays",    CLI_OPT_STR,  &o.delays },
+        { "backoff-base-ms", CLI_OPT_INT,  &o.base_ms },
+        { "backoff-cap-ms",  CLI_OPT_INT,  &o.cap_ms },
+        { "jitter",          CLI_OPT_STR,  &o.jitter },
+        { "retry-on",        CLI_OPT_STR,  &o.retry_on },
+        { "idempotency-key", CLI_OPT_STR,  &o.key },
+        { "json",            CLI_OPT_FLAG, &o.json },
+    };
+    const cli_cmd cmd = { "task send", send_usage, opts, sizeof opts / sizeof opts[0], 1, 1 };
+    cli_args a;
+    int rc;
+    if (cli_parse(&cmd, argc, argv, &a, &rc) == 0) {
+        buf body;
+        buf_init(&body);
+        rc = send_body(&cmd, a.pos[0], &o, &body);
+        if (rc == 0) rc = cli_call("POST", "/api/v1/tasks", &body, o.json, send_render);
+        buf_fini(&body);
+    }
+    cli_args_fini(&a);
+    return rc;
+}
+
+/* ---- get -------------------------------------------------------------- */
+
+static void get_render(const json_doc *d)
+{
+    static const char *const fields[] = {
+        "id", "name", "queue", "status", "attempt", "retryCount", "maxRetries", "priority", "args", "result",
+        "errorCode", "errorMessage", "workerId", "sentAt", "runAt", "claimedAt", "startedAt", "finishedAt",
+        "goodUntil", "timeoutMs", "cancelRequested", "idempotencyKey",
+    };
+    static const char *const headers[] = { "FIELD", "VALUE" };
+    cli_table t;
+    cli_table_init(&t, 2, headers);
+    for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++) {
+        cli_table_add(&t, fields[i]);
+        cli_table_add_field(&t, d, 0, fields[i]);
+    }
+    cli_table_print(&t, stdout);
+    cli_table_fini(&t);
+}
+
+static int get_run(const char *id, long wait, bool json)
+{
+    buf path;
+    buf_init(&path);
+    buf_puts(&path, "/api/v1/tasks");
+    cli_path_segment(&path, id);
+    char ms[24];
+    snprintf(ms, sizeof ms, "%ld", wait);
+    if (wait > 0) cli_query_param(&path, "wait", ms);
+    http_response r;
+    http_response_init(&r);
+    json_doc d;
+    json_doc_init(&d);
+    int rc = CLI_EXIT_FAILED;
+    int timeout = wait > 0 ? (int)wait + TASK_GET_SLACK_MS : 0;
+    if (cli_request("GET", path.data, NULL, timeout, &r) == 0 && cli_parse_reply(&r, &d) == 0) {
+        if (json) cli_print_json(r.body.data, r.body.len);
+        else get_render(&d);
+        rc = CLI_EXIT_OK;
+    }
+    json_doc_fini(&d);
+    http_response_fini(&r);
+    buf_fini(&path);
+    return rc;
+}
+
+static int task_get(int argc, char **argv)
+{
+    bool json = false;
+    long wait = 0;
+    const cli_opt opts[] = {
+        { "wait", CLI_OPT_INT,  &wait },
+        { "json", CLI_OPT_FLAG, &json },
+    };
+    const cli_cmd cmd = { "task get", get_usage, opts, sizeof opts / sizeof opts[0], 1, 1 };
+    cli_args a;
+    int rc;
+    if (cli_parse(&cmd, argc, argv, &a, &rc) == 0)
+        rc = wait > 60000 ? cli_usage_error(&cmd, "--wait is at most 60000 ms") : get_run(a.pos[0], wait, json);
+    cli_args_fini(&a);
+    return rc;
+}
+
+/* ---- cancel ----------------------------------------------------------- */
+
+static bool member_true(const json_doc *d, const char *key)
+{
+    int t = json_get(d, 0, key);
+    return t >= 0 && d->tokens[t].type == JSON_TRUE;
+}
+
+/* A task that had already ended is not cancelled: exit 1, saying how it ended. */
+static int cancel_report(const char *id, bool json, const http_response *r)
+{
+    json_doc d;
+    json_doc_init(&d);
+    if (cli_parse_reply(r, &d) < 0) { json_doc_fini(&d); return CLI_EXIT_FAILED; }
+    bool cancelled = member_true(&d, "cancelled"), requested = member_true(&d, "cancelRequested");
+    char *status = cli_get_str(&d, 0, "status");
+    if (json) cli_print_json(r->body.data, r->body.len);
+    else if (cancelled) printf("cancelled %s\n", id);
+    else if (requested) printf("cancel requested: %s is running; its worker stops it on its next heartbeat\n", id);
+    if (!cancelled && !requested) cli_error("task %s already ended %s: nothing to cancel", id, status ? status : "?");
+    free(status);
+    json_doc_fini(&d);
+    return cancelled || requested ? CLI_EXIT_OK : CLI_EXIT_FAILED;
+}
+
+static int task_cancel(int argc, char **argv)
+{
+    bool json = false;
+    const cli_opt opts[] = { { "json", CLI_OPT_FLAG, &json } };
+    const cli_cmd cmd = { "task cancel", cancel_usage, opts, 1, 1, 1 };
+    cli_args a;
+    int rc;
+    if (cli_parse(&cmd, argc, argv, &a, &rc) == 0) {
+        buf path;
+        buf_init(&path);
+        buf_puts(&path, "/api/v1/tasks");
+        cli_path_segment(&path, a.pos[0]);
+        buf_puts(&path, "/cancel");
+        http_response r;
+        http_response_init(&r);
+        rc = cli_request("POST", path.data, NULL, 0, &r) < 0 ? CLI_EXIT_FAILED : cancel_report(a.pos[0], json, &r);
+        http_response_fini(&r);
+        buf_fini(&path);
+    }
+    cli_args_fini(&a);
+    return rc;
+}
+
+/* ---- list ------------------------------------------------------------- */
+
+static void list_render(const json_doc *d)
+{
+    static const char *const headers[] = { "ID", "NAME", "QUEUE", "STATUS", "ATTEMPT", "SENT_AT" };
+    static const char *const fields[] = { "id", "name", "queue", "status", "attempt", "sentAt" };
+    int list = json_get(d, 0, "tasks"), task;
+    cli_table t;
+    cli_table_init(&t, 6, headers);
+    for (uint32_t i = 0; list >= 0 && (task = json_at(d, (uint32_t)list, i)) >= 0; i++)
+        for (int f = 0; f < 6; f++) cli_table_add_field(&t, d, task, fields[f]);
+    if (t.ncells == 6) puts("(no tasks)");
+    else cli_table_print(&t, stdout);
+    cli_table_fini(&t);
+    char *next = cli_get_str(d, 0, "nextCursor");
+    if (next) printf("next cursor: %s\n", next);
+    free(next);
+}
+
+static int list_run(const char *queue, const char *status, long limit, const char *cursor, bool json)
+{
+    buf path, st;
+    buf_init(&path);
+    buf_init(&st);
+    for (const char *p = status; p && *p; p++) buf_putc(&st, (char)toupper((unsigned char)*p));
+    buf_puts(&path, "/api/v1/tasks");
+    cli_query_param(&path, "queue", queue);
+    cli_query_param(&path, "status", status ? st.data : NULL);
+    char lim[24];
+    snprintf(lim, sizeof lim, "%ld", limit);
+    cli_query_param(&path, "limit", limit > 0 ? lim : NULL);
+    cli_query_param(&path, "cursor", cursor);
+    int rc = cli_call("GET", path.data, NULL, json, list_render);
+    buf_fini(&st);
+    buf_fini(&path);
+    return rc;
+}
+
+static int task_list(int argc, char **argv)
+{
+    bool json = false;
+    const char *queue = NULL, *status = NULL, *cursor = NULL;
+    long limit = 0;
+    const cli_opt opts[] = {
+        { "queue",  CLI_OPT_STR,  &queue },
+        { "status", CLI_OPT_STR,  &status },
+        { "limit",  CLI_OPT_INT,  &limit },
+        { "cursor", CLI_OPT_STR,  &cursor },
+        { "json",   CLI_OPT_FLAG, &json },
+    };
+    const cli_cmd cmd = { "task list", list_usage, opts, sizeof opts / sizeof opts[0], 0, 0 };
+    cli_args a;
+    int rc;
+    if (cli_parse(&cmd, argc, argv, &a, &rc) == 0)
+        rc = list_run(queue, status, limit, cursor, json);
+    cli_args_fini(&a);
+    return rc;
+}
+
+/* "silt task" alone: the usage, as a mistake. */
+static int task_none(int argc, char **argv)
+{
+    const cli_cmd cmd = { "task", task_usage, NULL, 0, 0, 0 };
+    cli_args a;
+    int rc;
+    if (cli_parse(&cmd, argc, argv, &a, &rc) == 0) rc = cli_usage_error(&cmd, "which verb? send, get, cancel or list");
+    cli_args_fini(&a);
+    return rc;
+}
+
+int cli_task(int argc, char **argv)
+{
+    static const cli_verb verbs[] = {
+        { "",       task_none },
+        { "send",   task_send },
+        { "get",    task_get },
+        { "cancel", task_cancel },
+        { "list",   task_list },
+    };
+    return cli_dispatch("task", task_usage, verbs, sizeof verbs / sizeof verbs[0], argc, argv);
+}
+
+/* ---- workers ---------------------------------------------------------- */
+
+static void add_queues(cli_table *t, const json_doc *d, int arr)
+{
+    buf cell;
+    buf_init(&cell);
+    buf_append(&cell, "", 0);
+    int e;
+    for (uint32_t i = 0; arr >= 0 && (e = json_at(d, (uint32_t)arr, i)) >= 0; i++) {
+        if (i) buf_putc(&cell, ',');
+        cli_put_cell(&cell, d, e);
+    }
+    cli_table_add(t, cell.len ? cell.data : "-");
+    buf_fini(&cell);
+}
+
+static void workers_render(const json_doc *d)
+{
+    static const char *const headers[] = {
+        "WORKER_ID", "HOSTNAME", "PID", "QUEUES", "CONCURRENCY", "CLAIMED", "RUNNING", "LAST_SEEN_AT",
+    };
+    static const char *const fields[] = { "concurrency", "claimed", "running", "lastSeenAt" };
+    int list = json_get(d, 0, "workers"), w;
+    cli_table t;
+    cli_table_init(&t, 8, headers);
+    for (uint32_t i = 0; list >= 0 && (w = json_at(d, (uint32_t)list, i)) >= 0; i++) {
+        cli_table_add_field(&t, d, w, "workerId");
+        cli_table_add_field(&t, d, w, "hostname");
+        cli_table_add_field(&t, d, w, "pid");
+        add_queues(&t, d, json_get(d, (uint32_t)w, "queues"));
+        for (int f = 0; f < 4; f++) cli_table_add_field(&t, d, w, fields[f]);
+    }
+    if (t.ncells == 8) puts("(no workers)");
+    else cli_table_print(&t, stdout);
+    cli_table_fini(&t);
+}
+
+int cli_workers(int argc, char **argv)
+{
+    bool json = false;
+    const cli_opt opts[] = { { "json", CLI_OPT_FLAG, &json } };
+    const cli_cmd cmd = { "workers", workers_usage, opts, 1, 0, 0 };
+    cli_args a;
+    int rc;
+    if (cli_parse(&cmd, argc, argv, &a, &rc) == 0)
+        rc = cli_call("GET", "/api/v1/workers", NULL, json, workers_render);
+    cli_args_fini(&a);
+    return rc;
+}

@@ -1,0 +1,193 @@
+/* worker_child: one run of the worker's command (see worker_child.h). */
+#include "cli/worker_child.h"
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+/* An unlinked temporary file holding the args, positioned at its start. */
+static int args_file(const char *args, size_t len, char *err, size_t errlen)
+{
+    const char *dir = getenv("TMPDIR");
+    char path[512];
+    snprintf(path, sizeof path, "%s/silt-task-XXXXXX", dir && *dir ? dir : "/tmp");
+    int fd = mkostemp(path, O_CLOEXEC);
+    if (fd < 0) { snprintf(err, errlen, "cannot create a file in %s: %s", path, strerror(errno)); return -1; }
+    unlink(path);
+    for (size_t off = 0; off < len; ) {
+        ssize_t w = write(fd, args + off, len - off);
+        if (w < 0 && errno == EINTR) continue;
+        if (w < 0) {
+            snprintf(err, errlen, "cannot write the task's args: %s", strerror(errno));
+            close(fd);
+            return -1;
+        }
+        off += (size_t)w;
+    }
+    if (lseek(fd, 0, SEEK_SET) < 0) { snprintf(err, errlen, "lseek: %s", strerror(errno)); close(fd); return -1; }
+    return fd;
+}
+
+static void put_env(const char *name, const char *value)
+{
+    if (setenv(name, value ? value : "", 1) < 0) _exit(127);
+}
+
+/* In the child: its own process group, the pipes and the file as stdio,
+ * default signal dispositions, the task's environment; then exec. */
+static _Noreturn void child_exec(char *const *argv, int in, int out, int err, const wk_child_env *env)
+{
+    setpgid(0, 0);
+    if (dup2(in, 0) < 0 || dup2(out, 1) < 0 || dup2(err, 2) < 0) _exit(127);
+    signal(SIGPIPE, SIG_DFL);
+    signal(SIGTERM, SIG_DFL);
+    signal(SIGINT, SIG_DFL);
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    char attempt[16];
+    snprintf(attempt, sizeof attempt, "%d", env->attempt);
+    put_env("SILT_TASK_ID", env->id);
+    put_env("SILT_TASK_ATTEMPT", attempt);
+    put_env("SILT_TASK_NAME", env->name);
+    put_env("SILT_TASK_QUEUE", env->queue);
+    execvp(argv[0], argv);
+    dprintf(2, "silt worker: cannot run %s: %s\n", argv[0], strerror(errno));
+    _exit(127);
+}
+
+static void close_fd(int *fd)
+{
+    if (*fd >= 0) close(*fd);
+    *fd = -1;
+}
+
+int wk_child_start(wk_child *c, char *const *argv, const char *args, size_t len, const wk_child_env *env,
+                   char *err, size_t errlen)
+{
+    memset(c, 0, sizeof *c);
+    c->out_fd = c->err_fd = -1;
+    buf_init(&c->out);
+    buf_init(&c->line);
+    buf_init(&c->last);
+    int in = args_file(args, len, err, errlen), out[2] = { -1, -1 }, errp[2] = { -1, -1 };
+    if (in < 0) return -1;
+    if (pipe2(out, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0) {
+        snprintf(err, errlen, "pipe: %s", strerror(errno));
+        close_fd(&in); close_fd(&out[0]); close_fd(&out[1]); close_fd(&errp[0]);
+        return -1;
+    }
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) child_exec(argv, in, out[1], errp[1], env);
+    close_fd(&in); close_fd(&out[1]); close_fd(&errp[1]);
+    if (pid < 0) {
+        snprintf(err, errlen, "fork: %s", strerror(errno));
+        close_fd(&out[0]); close_fd(&errp[0]);
+        return -1;
+    }
+    setpgid(pid, pid);   /* as the child does: whichever runs first, the group exists before any kill */
+    c->pid = pid;
+    c->out_fd = out[0];
+    c->err_fd = errp[0];
+    fcntl(c->out_fd, F_SETFL, O_NONBLOCK);
+    fcntl(c->err_fd, F_SETFL, O_NONBLOCK);
+    return 0;
+}
+
+int wk_child_fds(const wk_child *c, struct pollfd *fds)
+{
+    int n = 0;
+    if (c->out_fd >= 0) fds[n++] = (struct pollfd){ .fd = c->out_fd, .events = POLLIN };
+    if (c->err_fd >= 0) fds[n++] = (struct pollfd){ .fd = c->err_fd, .events = POLLIN };
+    return n;
+}
+
+static void keep_stdout(wk_child *c, const char *p, size_t n)
+{
+    if (c->out_overflow || c->out.len + n > WK_STDOUT_MAX) { c->out_overflow = true; return; }
+    buf_append(&c->out, p, n);
+}
+
+static bool blank(const char *s, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!strchr(" \t\r\n", s[i])) return false;
+    return true;
+}
+
+static void end_line(wk_child *c)
+{
+    if (!blank(c->line.data, c->line.len)) {
+        buf_reset(&c->last);
+        buf_append(&c->last, c->line.data, c->line.len);
+    }
+    buf_reset(&c->line);
+}
+
+static void keep_stderr(wk_child *c, const char *p, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (p[i] == '\n') end_line(c);
+        else if (c->line.len < WK_LINE_MAX) buf_putc(&c->line, p[i]);
+    }
+}
+
+/* Reads fd until it would block; closes it at end of file. */
+static void drain(wk_child *c, int *fd, void (*keep)(wk_child *, const char *, size_t))
+{
+    char chunk[65536];
+    while (*fd >= 0) {
+        ssize_t n = read(*fd, chunk, sizeof chunk);
+        if (n > 0) { keep(c, chunk, (size_t)n); continue; }
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
+        close_fd(fd);   /* end of file, or an error: nothing more will come */
+    }
+}
+
+void wk_child_read(wk_child *c)
+{
+    drain(c, &c->out_fd, keep_stdout);
+    drain(c, &c->err_fd, keep_stderr);
+}
+
+/* Once the process is gone, what it wrote is in the pipes: read it, and stop
+ * listening (something it left running in the background may hold them open). */
+bool wk_child_reap(wk_child *c)
+{
+    if (c->exited) return true;
+    int status;
+    pid_t r = waitpid(c->pid, &status, WNOHANG);
+    if (r == 0 || (r < 0 && errno == EINTR)) return false;
+    c->exited = true;
+    c->status = r < 0 ? 0 : status;
+    wk_child_read(c);
+    close_fd(&c->out_fd);
+    close_fd(&c->err_fd);
+    if (c->line.len) end_line(c);
+    return true;
+}
+
+void wk_child_kill(const wk_child *c, int sig)
+{
+    if (c->pid > 0 && !c->exited) kill(-c->pid, sig);
+}
+
+const char *wk_child_last_line(const wk_child *c)
+{
+    return c->last.len ? c->last.data : "";
+}
+
+void wk_child_fini(wk_child *c)
+{
+    close_fd(&c->out_fd);
+    close_fd(&c->err_fd);
+    buf_fini(&c->out);
+    buf_fini(&c->line);
+    buf_fini(&c->last);
+}

@@ -1,0 +1,52 @@
+/* worker_child: one run of a worker's command for one task — the process,
+ * its captured output, and how it ended. The command runs in a process
+ * group of its own, so a kill reaches whatever it started; its stdin is an
+ * unlinked temporary file holding the task's args (a large argument never
+ * blocks the worker on a pipe); stdout is kept up to WK_STDOUT_MAX bytes,
+ * stderr only as its last non-empty line. Nothing here blocks: the worker
+ * polls the pipes (wk_child_fds, wk_child_read) and reaps (wk_child_reap). */
+#ifndef SILT_CLI_WORKER_CHILD_H
+#define SILT_CLI_WORKER_CHILD_H
+#include <poll.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+#include "base/buf.h"
+
+#define WK_STDOUT_MAX (16u << 20)   /* a result larger than this fails the task */
+#define WK_LINE_MAX   1000          /* the stderr line kept, cut to this (bytes; the server keeps 4096) */
+
+typedef struct wk_child {
+    pid_t pid;            /* 0: none */
+    int   out_fd, err_fd; /* -1 once at end of file */
+    buf   out;            /* stdout, up to WK_STDOUT_MAX */
+    bool  out_overflow;   /* more was written (and discarded) */
+    buf   line;           /* stderr's line being read */
+    buf   last;           /* stderr's last complete non-empty line */
+    bool  exited;
+    int   status;         /* waitpid's, once exited */
+} wk_child;
+
+/* What the child is told about its task. */
+typedef struct wk_child_env {
+    const char *id, *name, *queue;
+    int         attempt;
+} wk_child_env;
+
+/* Starts argv with args (a JSON text, len bytes) on stdin. 0, or -1 with
+ * the reason in err (nothing left running). */
+int  wk_child_start(wk_child *c, char *const *argv, const char *args, size_t len, const wk_child_env *env,
+                    char *err, size_t errlen);
+/* Appends a pollfd per open pipe; returns how many. */
+int  wk_child_fds(const wk_child *c, struct pollfd *fds);
+/* Reads what the pipes hold now, without blocking. */
+void wk_child_read(wk_child *c);
+/* true once the process has ended (reaped; what it wrote before is read). */
+bool wk_child_reap(wk_child *c);
+/* Signals the child's process group. */
+void wk_child_kill(const wk_child *c, int sig);
+/* The last non-empty stderr line, "" when none. */
+const char *wk_child_last_line(const wk_child *c);
+void wk_child_fini(wk_child *c);
+
+#endif
