@@ -26,6 +26,16 @@
 
 static void reply_emitted(httpd_req *req, int status, buf *out) { httpd_reply_buf(req, status, out); }
 
+/* Shortens a message to at most max bytes at a character boundary: a cut
+ * inside a UTF-8 sequence would make PostgreSQL refuse the whole report. */
+static void shorten_message(char *s, size_t max)
+{
+    if (!s || strlen(s) <= max) return;
+    size_t n = max;
+    while (n > 0 && ((unsigned char)s[n] & 0xC0) == 0x80) n--;   /* s[n] continues a character: cut before it */
+    s[n] = '\0';
+}
+
 static int read_worker_id(httpd_req *req, const char *id)
 {
     if (strlen(id) > WORKER_ID_MAX) {
@@ -483,7 +493,7 @@ void api_task_fail(httpd_req *req, server *srv)
         free(c);
         c = NULL;
     }
-    if (c && message && strlen(message) > TASK_MESSAGE_MAX) message[TASK_MESSAGE_MAX] = '\0';   /* kept, shortened */
+    if (c) shorten_message(message, TASK_MESSAGE_MAX);   /* kept, shortened */
     if (c) finish(srv, c, claim, "FAILED", NULL, code, message);
     free(code);
     free(message);
@@ -640,7 +650,7 @@ static int read_end(httpd_req *req, const json_doc *d, uint32_t e, const char *w
         size_t n = 4;
         const char *text = v >= 0 ? json_span(d, (uint32_t)v, &n) : "null";
         char *result = code ? NULL : xstrndup(text, n);
-        if (message && strlen(message) > TASK_MESSAGE_MAX) message[TASK_MESSAGE_MAX] = '\0';
+        shorten_message(message, TASK_MESSAGE_MAX);
         add_end(a, idn, claimn, code ? "FAILED" : "COMPLETED", result, code, message);
         free(result);
     }

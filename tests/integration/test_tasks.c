@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <libpq-fe.h>
+#include "base/buf.h"
 #include "harness.h"
 #include "support.h"
 #include "task_support.h"
@@ -599,4 +600,27 @@ TEST(a_lost_listener_reconnects_and_a_wait_still_ends_with_the_completion)
     CHECK(now_ms() - t0 < 4000);   /* woken, not the 5 s re-read */
     srv_stop(&a);
     srv_stop(&b);
+}
+
+TEST(a_long_error_message_is_shortened_at_a_character_boundary)
+{
+    silt_server s;
+    srv_start(&s, NULL);
+    task_send(&s, "{\"name\":\"t\",\"queue\":\"q\"}");
+    task_claimed c;
+    task_claim_one(&s, "w", "q", &c);
+    task_call(&s, "start", &c, NULL);
+    buf msg;
+    buf_init(&msg);
+    for (int i = 0; i < 4095; i++) buf_putc(&msg, 'a');
+    buf_puts(&msg, "\xc3\xa9 and more");   /* an é straddling byte 4096 */
+    reply r;
+    rq(&s, "POST", sfmt("/api/v1/tasks/%s/fail", c.id),
+       sfmt("{\"claimId\":\"%s\",\"errorCode\":\"X\",\"errorMessage\":\"%s\"}", c.claim, msg.data), &r);
+    CHECK_INT(r.status, 200);
+    CHECK_STR(jstr(&r, "status"), "FAILED");
+    reply_fini(&r);
+    CHECK_STR(sql("SELECT length(error_message) FROM horsies_task_history WHERE id = '%s'", c.id), "4095");
+    buf_fini(&msg);
+    srv_stop(&s);
 }

@@ -750,3 +750,46 @@ TEST(workers_lists_the_registered_workers)
     CHECK_INT(cli(&s, out, "task frobnicate"), 2);
     srv_stop(&s);
 }
+
+/* A worker killed with -9 mid-task reports nothing; the server's recovery
+ * notices the silent runner (heartbeats every second, stale after two) and
+ * the task's policy retries WORKER_CRASHED: a second worker completes it. */
+TEST(a_worker_killed_with_sigkill_mid_task_is_recovered_and_its_task_retried)
+{
+    char conf[128];
+    snprintf(conf, sizeof conf, "/tmp/silt-worker-kill-%d.conf", (int)getpid());
+    FILE *f = fopen(conf, "w");
+    CHECK(f != NULL);
+    fputs("[recovery]\nrunner_heartbeat_interval_ms = 1000\nrunning_stale_after_ms = 2000\ncheck_interval_ms = 1000\n", f);
+    fclose(f);
+    silt_server s;
+    srv_start(&s, (const char *const[]){ sfmt("SILT_CONFIG=%s", conf), NULL });
+    char id[96];
+    keep_str(id, task_send(&s, "{\"name\":\"flaky\",\"queue\":\"jobs\","
+                               "\"retry\":{\"maxRetries\":1,\"retryOn\":[\"WORKER_CRASHED\"]}}"));
+    /* the first worker's command only waits: the worker dies under it */
+    test_worker w;
+    worker_start_cmd(&w, &s, "jobs", NULL,
+                     (const char *const[]){ "sh", "-c", "echo $$ > \"$DIR/$SILT_TASK_ID.pid\"; exec sleep 120", NULL });
+    pid_t child = read_pid(sfmt("%s/%s.pid", w.dir, id));
+    CHECK(kill(w.pid, SIGKILL) == 0);
+    CHECK_INT(worker_wait(&w, DEADLINE_MS), 128 + SIGKILL);
+    kill(-child, SIGKILL);   /* its command, left behind in a process group of its own */
+    kill(child, SIGKILL);
+    sql_await("PENDING WORKER_CRASHED", DEADLINE_MS,
+              "SELECT status || ' ' || last_error_code FROM horsies_tasks WHERE id = '%s'", id);
+    CHECK_STR(sql("SELECT outcome || ' ' || error_code FROM horsies_task_attempts WHERE task_id = '%s' AND attempt = 1",
+                  id), "FAILED WORKER_CRASHED");
+    test_worker again;
+    worker_start(&again, &s, "jobs", NULL);   /* the script's flaky: attempt 2 succeeds */
+    reply r;
+    await_task(&s, id, "COMPLETED", &r);
+    CHECK_STR(jraw(&r, "result"), "\"second time lucky\"");
+    CHECK_INT(jint(&r, "attempt"), 2);
+    reply_fini(&r);
+    CHECK_INT(worker_stop(&again, DEADLINE_MS), 0);
+    worker_cleanup(&w);
+    worker_cleanup(&again);
+    unlink(conf);
+    srv_stop(&s);
+}
