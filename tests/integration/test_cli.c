@@ -528,9 +528,10 @@ TEST(cli_dlq_list_with_no_dead_letters_prints_one_line)
 
 /* ---- the README ---- */
 
-/* The first sh block of the README's tour, with the server's address and
- * the binary under test put in (the test fails when the block is gone). */
-static char *readme_tour(const silt_server *s)
+/* The first sh block of the README's tour after the text after (the tour's
+ * heading itself for its first block), with the server's address and the
+ * binary under test put in (the test fails when the block is gone). */
+static char *readme_tour(const silt_server *s, const char *after)
 {
     static char text[65536], script[65536];
     FILE *f = fopen("README.md", "r");
@@ -538,7 +539,8 @@ static char *readme_tour(const silt_server *s)
     text[fread(text, 1, sizeof text - 1, f)] = '\0';
     fclose(f);
     const char *tour = strstr(text, "## A 60-second tour");
-    const char *start = tour ? strstr(tour, "```sh\n") : NULL;
+    const char *from = tour ? strstr(tour, after) : NULL;
+    const char *start = from ? strstr(from, "```sh\n") : NULL;
     const char *end = start ? strstr(start + 6, "\n```") : NULL;
     CHECK(start && end);
     size_t n = 0;
@@ -560,7 +562,7 @@ TEST(readme_tour_runs_literally)
     srv_start(&s, NULL);
     const char *state = private_state();
     static char out[CLI_OUT];
-    const char *file = temp_file(readme_tour(&s));
+    const char *file = temp_file(readme_tour(&s, "## A 60-second tour"));
     FILE *p = popen(sfmt("SILT_URL='%s' sh -e '%s' 2>&1", s.url, file), "r");
     CHECK(p != NULL);
     out[fread(out, 1, CLI_OUT - 1, p)] = '\0';
@@ -575,5 +577,27 @@ TEST(readme_tour_runs_literally)
     CHECK_INT(r.status, 204);
     reply_fini(&r);
     rm_state(state);
+    srv_stop(&s);
+}
+
+/* The tour's task block runs as written: a task sent, run by `silt worker`
+ * (cat: the result is the args) and read back completed. */
+TEST(readme_task_tour_runs_literally)
+{
+    silt_server s;
+    srv_start(&s, NULL);
+    static char out[CLI_OUT];
+    const char *file = temp_file(readme_tour(&s, "Tasks: a worker runs a command"));
+    FILE *p = popen(sfmt("SILT_URL='%s' sh -e '%s' 2>/dev/null", s.url, file), "r");
+    CHECK(p != NULL);
+    out[fread(out, 1, CLI_OUT - 1, p)] = '\0';
+    int status = pclose(p);
+    unlink(file);
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+        harness_failf(__FILE__, __LINE__, "the task tour failed:\n%s", out);
+    CHECK(strstr(out, "COMPLETED") != NULL);
+    CHECK(strstr(out, "{\"name\":\"ada\"}") != NULL);
+    CHECK_STR(sql("SELECT status || ' ' || result::text FROM horsies_task_history WHERE queue_name = 'hello'"),
+              "COMPLETED {\"name\":\"ada\"}");
     srv_stop(&s);
 }
