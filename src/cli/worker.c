@@ -1,69 +1,12 @@
 /* worker: `silt worker`, which runs a command once per task.
  *
- * ## silt worker
- *
- *     silt worker --queue Q [--queue Q2 ...] [--concurrency N] [--timeout S]
- *                 [--grace S] [--worker-id ID] [--heartbeat-ms MS] -- CMD ARGS...
- *
- * A worker registers with the server (POST /api/v1/workers: hostname, pid,
- * queues, concurrency; without --worker-id the server names it), then loops:
- *
- * - **Claim.** It claims as many tasks as it has free slots (POST
- *   /api/v1/workers/:id/claim, `max` = free slots). With nothing running it
- *   long-polls (`waitMs` 2000, never past its next heartbeat); while tasks
- *   run it asks without waiting, at most every half second, so its children
- *   are never left unwatched.
- * - **Start and run.** Each claimed task is started at once (POST
- *   /api/v1/tasks/:id/start with its claimId), then CMD ARGS runs once for
- *   it, in a process group of its own, with:
- *   - stdin: the task's args, as JSON (from an unlinked temporary file, so
- *     a large argument never blocks);
- *   - environment: `SILT_TASK_ID`, `SILT_TASK_ATTEMPT` (1 for the first
- *     run, 2 for the first retry...), `SILT_TASK_NAME`, `SILT_TASK_QUEUE`;
- *   - stdout: the result, one JSON value (at most 16 MiB; the whitespace
- *     around it is dropped, the value itself stored byte for byte);
- *   - stderr: free text; its last non-empty line becomes the error message.
- * - **Report.** How the command ended decides what the server is told:
- *
- *   | the command                                   | reported                                  |
- *   |-----------------------------------------------|-------------------------------------------|
- *   | exits 0, stdout a JSON value                  | complete, result = stdout                 |
- *   | exits 0, stdout empty (or only whitespace)    | complete, result = null                   |
- *   | exits 0, stdout not JSON                      | fail `INVALID_RESULT`                     |
- *   | writes more than 16 MiB to stdout             | fail `RESULT_TOO_LARGE`                   |
- *   | exits N (not 0)                               | fail `EXIT_<N>`, message: last stderr line |
- *   | is killed by signal N                         | fail `SIGNAL_<N>`, message: last stderr line |
- *   | runs past its timeout                         | fail `TASK_TIMEOUT` (killed)              |
- *   | its task is cancelled                         | fail `CANCELLED` (SIGTERM, SIGKILL a second later) |
- *   | is still running when the worker's grace ends | fail `WORKER_CRASHED` (killed)            |
- *   | cannot be started (fork, temporary file)      | fail `SPAWN_FAILED`                       |
- *
- *   A command that cannot be executed exits 127 (`EXIT_127`, the message
- *   says why). A failure is retried when the task's retry policy retries
- *   that code; `CANCELLED` never is.
- * - **Timeout.** A task's own `timeoutMs` if it was sent with one, else
- *   `--timeout S` (0, the default: none). Past it the command's process
- *   group is killed (SIGKILL).
- * - **Heartbeat.** Every `runnerHeartbeatIntervalMs` of the registration
- *   reply (or every --heartbeat-ms, when that is sooner), even when idle,
- *   the worker names every task it holds (POST
- *   /api/v1/workers/:id/heartbeat). A task the server says was `cancelled`
- *   is stopped as above; one it says is `lost` (recovery took it back, or it
- *   ended meanwhile) is killed and dropped without a report.
- * - **Signals.** SIGTERM or SIGINT: the worker stops claiming, hands back
- *   tasks it claimed but has not started (POST /api/v1/workers/:id/release),
- *   lets running commands finish for up to `--grace S` (default 30), then
- *   kills the rest and fails them with `WORKER_CRASHED` (so their retry
- *   policy treats them as a crash), and exits 0. A second signal kills every
- *   command at once and exits 1, reporting nothing: the server's recovery
- *   fails those tasks WORKER_CRASHED once their heartbeats are stale.
- * - **Exit status.** 0 after a signal's orderly stop; 1 when registration
- *   fails; 2 on a usage error.
- *
- * Every task's start and end is one log line on stderr (task id, name,
- * outcome, milliseconds). A server that cannot be reached is retried: the
- * commands keep running, and a report that is lost leaves the task to the
- * server's recovery.
+ * It registers, claims as many tasks as it has free slots, starts each at
+ * once and runs CMD ARGS for it (args on stdin, SILT_TASK_* in the
+ * environment, the result on stdout), heartbeats while anything is held,
+ * turns the command's end into a completion or an error code, kills a
+ * command past its timeout or whose task was cancelled, and stops
+ * gracefully on SIGTERM. The contract — every error code, the signals, the
+ * exit statuses — is docs/tasks.md, "silt worker: a command per task".
  *
  * The process handling (fork, pipes, process groups) is worker_child.c,
  * the calls to the server worker_calls.c; this file is the loop. The HTTP
