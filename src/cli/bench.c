@@ -6,10 +6,11 @@
  *                         in flight on each, items spread over --partitions;
  *   popack                --consumers loops of pop (batch 100) then one batch
  *                         ack, on a queue preloaded beforehand;
- *   tasks                 8 producers sending tasks (10 per request) and 8
- *                         workers claiming 100 at a time, started with the
- *                         claim, completed in one request (bench_tasks.c);
- *                         latency is each task's, send to completion.
+ *   tasks                 8 producers sending tasks (25 per request, holding
+ *                         off beyond 1,000 waiting) and 8 workers claiming
+ *                         up to 100 at a time, started with the claim,
+ *                         completed in one request (bench_tasks.c); latency
+ *                         is each task's, send to completion.
  * It ends with the server's resident memory from /metrics/prometheus. Queues
  * get fresh names (bench-push-<random>, bench-pop-<random>) so runs never see
  * each other's messages. The load itself is bench_load's. */
@@ -33,7 +34,8 @@ static const char bench_usage[] =
     "usage: silt bench [options]\n"
     "\n"
     "Measures a running server: push throughput at batch 1, 10 and 100, pop+ack\n"
-    "throughput, and the server's resident memory. Each scenario runs for --seconds\n"
+    "throughput, tasks sent, claimed and completed by 8 workers (latency: each\n"
+    "task's, from its send to its completion), and the server's resident memory. Each scenario runs for --seconds\n"
     "after a 1 s warm-up. Latencies are per request (for pop+ack, each pop and\n"
     "each ack). pop+ack first preloads its queue; if the consumers drain it before\n"
     "the time is up, the rate covers the time until then and a note says so.\n"

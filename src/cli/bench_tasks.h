@@ -14,13 +14,13 @@ typedef struct bench_tasks_result {
 } bench_tasks_result;
 
 #define BENCH_TASK_WORKERS 8       /* worker connections */
-#define BENCH_TASK_SEND_BATCH 50   /* tasks per send */
+#define BENCH_TASK_SEND_BATCH 25   /* tasks per send */
 #define BENCH_TASK_CLAIM 100       /* tasks per claim */
-#define BENCH_TASK_PRODUCERS 16     /* send connections */
+#define BENCH_TASK_PRODUCERS 8     /* send connections */
 /* Tasks sent but not completed beyond which producers hold off (they send
  * GET /health instead), so the queue never grows without bound and the
  * latency measured is the engine's. */
-#define BENCH_TASK_BACKLOG 4000
+#define BENCH_TASK_BACKLOG 1000
 
 /* cfg->workers connections in all: the first producers send, the rest are
  * task workers. */
