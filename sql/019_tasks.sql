@@ -248,6 +248,7 @@ BEGIN
                        started_at = CASE WHEN p_start THEN now() END
                  WHERE t.id IN (SELECT c.id FROM horsies_tasks c
                                  WHERE c.queue_name = q.queue AND c.status = 'PENDING' AND c.run_at <= now()
+                                   AND (c.good_until IS NULL OR c.good_until >= now())   -- expired: recovery's
                                  ORDER BY c.priority, c.enqueued_at
                                  LIMIT room FOR UPDATE SKIP LOCKED)
                 RETURNING t.*),
@@ -276,6 +277,14 @@ LANGUAGE plpgsql AS $$
 DECLARE
     r record;
 BEGIN
+    -- Every capped queue of every request, locked once in name order before
+    -- any claim: two batches never hold one queue's lock while waiting for
+    -- another's.
+    FOR r IN SELECT DISTINCT x.queue FROM unnest(p_queues, p_caps) AS u(queues, caps),
+                    unnest(u.queues::text[], u.caps::integer[]) AS x(queue, cap)
+              WHERE x.cap > 0 ORDER BY x.queue LOOP
+        PERFORM pg_advisory_xact_lock(hashtextextended('silt.task_queue:' || r.queue, 0));
+    END LOOP;
     FOR r IN SELECT u.* FROM unnest(p_workers, p_queues, p_caps, p_max, p_start)
                     WITH ORDINALITY AS u(worker, queues, caps, max, start, ord) LOOP
         RETURN QUERY SELECT (r.ord - 1)::integer, c.id, c.task_name, c.queue_name, c.args, c.priority, c.claim_id,
@@ -318,6 +327,10 @@ CREATE FUNCTION tasks.heartbeat(p_worker text, p_ids uuid[], p_claims uuid[])
 RETURNS TABLE (id uuid, state text) LANGUAGE plpgsql AS $$
 #variable_conflict use_column
 BEGIN
+    -- Rows locked in id order, as every batch that ends tasks locks them, so
+    -- a heartbeat and an end of the same tasks never wait on each other in a
+    -- circle.
+    PERFORM 1 FROM horsies_tasks t WHERE t.id = ANY (p_ids) ORDER BY t.id FOR UPDATE;
     RETURN QUERY
     WITH named AS (SELECT u.id, u.claim FROM unnest(p_ids, p_claims) AS u(id, claim)),
     held AS (
@@ -361,11 +374,19 @@ BEGIN
 END $$;
 
 -- The end of a running attempt, decided by the policy: t failed with p_code.
--- Retried (back to PENDING after the policy's delay) when retries remain and
--- the policy retries that code; otherwise FAILED. Returns the new status.
+-- A task whose cancel was asked ends CANCELLED, whoever reports the failure
+-- (its worker, or recovery: a crash or a timeout). Otherwise retried (back
+-- to PENDING after the policy's delay) when retries remain and the policy
+-- retries that code, else FAILED. Returns the new status.
 CREATE FUNCTION tasks.fail_running(t horsies_tasks, p_code text, p_message text) RETURNS text
 LANGUAGE plpgsql AS $$
 BEGIN
+    IF t.cancel_requested THEN
+        UPDATE horsies_task_attempts SET finished_at = now(), outcome = 'CANCELLED', error_code = p_code,
+               error_message = p_message WHERE task_id = t.id AND attempt = t.attempt;
+        PERFORM tasks.terminalize(ARRAY[t.id], 'CANCELLED', NULL, 'CANCELLED', 'cancelled while running');
+        RETURN 'CANCELLED';
+    END IF;
     UPDATE horsies_task_attempts SET finished_at = now(), outcome = 'FAILED', error_code = p_code, error_message = p_message
      WHERE task_id = t.id AND attempt = t.attempt;
     IF t.retry_count < t.max_retries AND (t.retry_on IS NULL OR p_code = ANY (t.retry_on)) THEN
@@ -383,7 +404,7 @@ END $$;
 
 -- A worker reports the end of a running attempt under its claim:
 -- p_outcome 'COMPLETED' (with p_result) or 'FAILED' (with a code and a
--- message). A failure of a task whose cancel was asked ends CANCELLED.
+-- message; a failure of a task whose cancel was asked ends CANCELLED).
 -- Returns the task's status afterwards, or NULL when the claim is not this
 -- task's running one (fenced: recovered, cancelled or finished already).
 CREATE FUNCTION tasks.finish(p_id uuid, p_claim uuid, p_outcome text, p_result json, p_code text, p_message text)
@@ -398,12 +419,6 @@ BEGIN
          WHERE task_id = t.id AND attempt = t.attempt;
         PERFORM tasks.terminalize(ARRAY[t.id], 'COMPLETED', p_result, NULL, NULL);
         RETURN 'COMPLETED';
-    END IF;
-    IF t.cancel_requested THEN
-        UPDATE horsies_task_attempts SET finished_at = now(), outcome = 'CANCELLED', error_code = p_code,
-               error_message = p_message WHERE task_id = t.id AND attempt = t.attempt;
-        PERFORM tasks.terminalize(ARRAY[t.id], 'CANCELLED', NULL, 'CANCELLED', 'cancelled while running');
-        RETURN 'CANCELLED';
     END IF;
     RETURN tasks.fail_running(t, p_code, p_message);
 END $$;
@@ -427,6 +442,7 @@ DECLARE
     st   text[] := array_fill(NULL::text, ARRAY[cardinality(p_ids)]);
     qs   text[] := array_fill(NULL::text, ARRAY[cardinality(p_ids)]);
 BEGIN
+    PERFORM 1 FROM horsies_tasks t WHERE t.id = ANY (p_ids) ORDER BY t.id FOR UPDATE;   -- see tasks.heartbeat
     WITH items AS (
         SELECT u.id, u.claim, u.result, u.ord FROM unnest(p_ids, p_claims, p_outcomes, p_results)
                WITH ORDINALITY AS u(id, claim, outcome, result, ord) WHERE u.outcome = 'COMPLETED'),
@@ -450,7 +466,9 @@ BEGIN
                     WITH ORDINALITY AS u(id, claim, outcome, code, message, ord) LOOP
         IF f.outcome = 'COMPLETED' THEN
             k := array_position(done, f.id);
-            IF k IS NOT NULL THEN st[f.ord] := 'COMPLETED'; qs[f.ord] := dq[k]; END IF;
+            IF k IS NOT NULL THEN   -- the first report of it only: a repeat is refused like any late one
+                st[f.ord] := 'COMPLETED'; qs[f.ord] := dq[k]; done[k] := NULL;
+            END IF;
         ELSE
             qs[f.ord] := (SELECT t.queue_name FROM horsies_tasks t WHERE t.id = f.id);
             st[f.ord] := tasks.finish(f.id, f.claim, 'FAILED', NULL, f.code, f.message);
@@ -468,6 +486,28 @@ RETURNS TABLE (queue text, released bigint) LANGUAGE sql AS $$
            SET status = 'PENDING', worker_id = NULL, claim_id = NULL, claimed_at = NULL, last_heartbeat_at = NULL
           FROM unnest(p_ids, p_claims) AS u(id, claim)
          WHERE t.id = u.id AND t.claim_id = u.claim AND t.worker_id = p_worker AND t.status = 'CLAIMED'
+        RETURNING t.queue_name)
+    SELECT queue_name, count(*) FROM back GROUP BY queue_name
+$$;
+
+-- Takes back what a claim took for a client that was gone before the reply
+-- reached it: the tasks go back to PENDING as if never claimed (a start
+-- made by the claim itself is undone with its attempt row), so nobody's
+-- retries are spent on a reply nobody read. Returns how many, per queue.
+CREATE FUNCTION tasks.unclaim(p_ids uuid[], p_claims uuid[])
+RETURNS TABLE (queue text, released bigint) LANGUAGE sql AS $$
+    WITH mine AS (
+        SELECT t.id, t.attempt, t.status FROM horsies_tasks t, unnest(p_ids, p_claims) AS u(id, claim)
+         WHERE t.id = u.id AND t.claim_id = u.claim AND t.status IN ('CLAIMED', 'RUNNING')
+         ORDER BY t.id FOR UPDATE OF t),
+    undone AS (
+        DELETE FROM horsies_task_attempts a USING mine m
+         WHERE m.status = 'RUNNING' AND a.task_id = m.id AND a.attempt = m.attempt),
+    back AS (
+        UPDATE horsies_tasks t
+           SET status = 'PENDING', attempt = t.attempt - CASE WHEN m.status = 'RUNNING' THEN 1 ELSE 0 END,
+               worker_id = NULL, claim_id = NULL, claimed_at = NULL, started_at = NULL, last_heartbeat_at = NULL
+          FROM mine m WHERE t.id = m.id
         RETURNING t.queue_name)
     SELECT queue_name, count(*) FROM back GROUP BY queue_name
 $$;

@@ -85,11 +85,13 @@ void api_metrics(httpd_req *req, server *srv)
         "# TYPE silt_task_claims_parked gauge\nsilt_task_claims_parked %d\n"
         "# HELP silt_task_waits_parked task reads waiting in this server for the task to end\n"
         "# TYPE silt_task_waits_parked gauge\nsilt_task_waits_parked %d\n"
+        "# HELP silt_task_claims_abandoned_total long-polling claims whose client hung up (what they took goes back)\n"
+        "# TYPE silt_task_claims_abandoned_total counter\nsilt_task_claims_abandoned_total %llu\n"
         "# HELP silt_task_flushes_total gathered batches sent to the database, one transaction each\n"
         "# TYPE silt_task_flushes_total counter\n"
         "silt_task_flushes_total{kind=\"send\"} %llu\nsilt_task_flushes_total{kind=\"finish\"} %llu\n",
         task_hub_parked_claims(srv->tasks), task_hub_parked_waits(srv->tasks),
-        (unsigned long long)gather_flushes(task_hub_sends(srv->tasks)),
+        (unsigned long long)srv->stats.claims_abandoned, (unsigned long long)gather_flushes(task_hub_sends(srv->tasks)),
         (unsigned long long)gather_flushes(task_hub_finishes(srv->tasks)));
     if (req->ev)
         evhttp_add_header(evhttp_request_get_output_headers(req->ev), "Content-Type", "text/plain; version=0.0.4");

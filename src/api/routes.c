@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <event2/http.h>
+#include <event2/keyvalq_struct.h>
 #include "api/api.h"
 #include "base/xalloc.h"
 
@@ -91,6 +92,26 @@ static bool match(httpd_req *req, const char *pattern)
     return *p == '\0' && (*s == '\0' || strcmp(s, "/") == 0);
 }
 
+/* Decoded path segments and query values reach SQL as text: bytes that are
+ * not UTF-8 (%ff) are refused here, naming where, rather than by PostgreSQL.
+ * false: answered 400 (req is freed). */
+static bool text_is_valid(httpd_req *req)
+{
+    for (int i = 0; i < req->nparams; i++)
+        if (!req->params[i] || !json_utf8_valid(req->params[i], strlen(req->params[i]))) {
+            clear_params(req);
+            httpd_error(req, 400, "the path must be UTF-8 once percent-decoded");
+            return false;
+        }
+    for (struct evkeyval *kv = req->query.tqh_first; kv; kv = kv->next.tqe_next)
+        if (!json_utf8_valid(kv->value, strlen(kv->value))) {
+            clear_params(req);
+            httpd_error_field(req, 400, "field", kv->key, "%s must be UTF-8 once percent-decoded", kv->key);
+            return false;
+        }
+    return true;
+}
+
 void api_dispatch(httpd_req *req, void *arg)
 {
     server *srv = arg;
@@ -98,7 +119,9 @@ void api_dispatch(httpd_req *req, void *arg)
     for (size_t i = 0; i < sizeof routes / sizeof routes[0]; i++) {
         if (!match(req, routes[i].pattern)) continue;
         path_known = true;
-        if (routes[i].method == req->method) { routes[i].handler(req, srv); return; }
+        if (routes[i].method != req->method) continue;
+        if (text_is_valid(req)) routes[i].handler(req, srv);   /* else answered, and req is gone */
+        return;
     }
     clear_params(req);
     if (path_known) httpd_error(req, 405, "method not allowed");

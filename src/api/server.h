@@ -26,6 +26,7 @@ typedef struct server_stats {
     uint64_t popped;          /* messages handed out */
     uint64_t acked;           /* ack items answered with success */
     uint64_t dead_lettered;
+    uint64_t claims_abandoned; /* long-polling claimers that hung up before their reply */
 } server_stats;
 
 typedef struct server {

@@ -7,6 +7,7 @@
 #include <string.h>
 #include "api/api.h"
 #include "api/task_input.h"
+#include "base/iso_time.h"
 #include "base/xalloc.h"
 
 #define TASK_MAX_DELAY_BEFORE_RUN_MS (366LL * 86400000LL)   /* delayMs: a year at most */
@@ -56,12 +57,18 @@ static void read_args(const json_doc *d, uint32_t obj, task_spec *t)
     t->args = xstrndup(text, n);
 }
 
+static int check_time(httpd_req *req, const char *where, const char *field, const char *text)
+{
+    if (!text || iso_time_valid(text)) return 0;
+    return bad(req, where, field, "must be an ISO 8601 timestamp, e.g. 2026-12-01T07:04:30.501Z");
+}
+
 static int read_when(httpd_req *req, const json_doc *d, uint32_t obj, const char *where, task_spec *t)
 {
     if (api_member_int(req, d, obj, where, "delayMs", 0, TASK_MAX_DELAY_BEFORE_RUN_MS, &t->delay_ms) < 0 ||
         api_member_string(req, d, obj, where, "runAt", &t->run_at) < 0 ||
         api_member_string(req, d, obj, where, "goodUntil", &t->good_until) < 0 ||
-        api_check_time(req, "runAt", t->run_at) < 0 || api_check_time(req, "goodUntil", t->good_until) < 0)
+        check_time(req, where, "runAt", t->run_at) < 0 || check_time(req, where, "goodUntil", t->good_until) < 0)
         return -1;
     if (t->run_at && t->delay_ms > 0) return bad(req, where, "runAt", "and delayMs cannot both be given");
     return 0;
@@ -124,6 +131,30 @@ static int read_jitter(httpd_req *req, const json_doc *d, uint32_t obj, const ch
     return 0;
 }
 
+/* Every member of obj is one of known (NULL-terminated): a misspelt field
+ * ("max_retries") would otherwise leave its default in force without a word. */
+static int only_known(httpd_req *req, const json_doc *d, uint32_t obj, const char *where, const char *what,
+                      const char *const *known)
+{
+    uint32_t k = obj + 1;
+    for (uint32_t i = 0; i < d->tokens[obj].count; i++, k = d->tokens[k + 1].next) {
+        bool ok = false;
+        for (size_t j = 0; known[j] && !ok; j++) ok = json_str_eq(d, k, known[j]);
+        if (ok) continue;
+        char *name = json_str_dup(d, k);
+        httpd_error_field(req, 400, "field", name, "%sunknown field \"%s\" in %s", where, name, what);
+        free(name);
+        return -1;
+    }
+    return 0;
+}
+
+static const char *const task_fields[] = {
+    "name", "queue", "args", "priority", "delayMs", "runAt", "goodUntil", "timeoutMs", "retry", "idempotencyKey", NULL,
+};
+static const char *const retry_fields[] = { "maxRetries", "delaysMs", "backoff", "jitter", "retryOn", NULL };
+static const char *const backoff_fields[] = { "baseMs", "capMs", NULL };
+
 /* retry: {"maxRetries", "delaysMs": [...] | "backoff": {"baseMs", "capMs"}, "jitter", "retryOn": [...]} */
 static int read_retry(httpd_req *req, const json_doc *d, uint32_t obj, const char *where, task_retry *r)
 {
@@ -131,6 +162,7 @@ static int read_retry(httpd_req *req, const json_doc *d, uint32_t obj, const cha
     if (v < 0 || d->tokens[v].type == JSON_NULL) return 0;
     if (d->tokens[v].type != JSON_OBJECT) return bad(req, where, "retry", "must be an object");
     uint32_t o = (uint32_t)v;
+    if (only_known(req, d, o, where, "retry", retry_fields) < 0) return -1;
     if (read_int_field(req, d, o, where, "maxRetries", 0, TASK_MAX_RETRIES, &r->max_retries) < 0 ||
         read_delays(req, d, o, where, r) < 0 || read_retry_on(req, d, o, where, r) < 0 ||
         read_jitter(req, d, o, where, r) < 0)
@@ -138,6 +170,7 @@ static int read_retry(httpd_req *req, const json_doc *d, uint32_t obj, const cha
     int b = json_get(d, o, "backoff");
     if (b >= 0 && d->tokens[b].type != JSON_NULL) {
         if (d->tokens[b].type != JSON_OBJECT) return bad(req, where, "retry.backoff", "must be an object");
+        if (only_known(req, d, (uint32_t)b, where, "retry.backoff", backoff_fields) < 0) return -1;
         if (r->ndelays) return bad(req, where, "retry.backoff", "and retry.delaysMs cannot both be given");
         r->cap_ms = TASK_MAX_DELAY_MS;
         if (read_int_field(req, d, (uint32_t)b, where, "baseMs", 1, TASK_MAX_DELAY_MS, &r->base_ms) < 0 ||
@@ -155,6 +188,7 @@ int api_task_spec(httpd_req *req, server *srv, const json_doc *d, uint32_t obj, 
         httpd_error(req, 400, "%stask must be an object", where);
         return -1;
     }
+    if (only_known(req, d, obj, where, "a task", task_fields) < 0) return -1;
     ids_uuid7(t->id);
     read_args(d, obj, t);
     if (read_name(req, d, obj, where, "name", TASK_NAME_MAX, true, &t->name) < 0 ||

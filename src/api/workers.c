@@ -13,6 +13,7 @@
 #include <string.h>
 #include "api/api.h"
 #include "base/clock.h"
+#include "base/log.h"
 #include "base/xalloc.h"
 #include "db/array.h"
 #include "db/result.h"
@@ -75,6 +76,10 @@ static int read_queues(httpd_req *req, server *srv, const json_doc *d, db_array 
             return -1;
         }
         (*list)[i] = json_str_dup(d, (uint32_t)e);
+        if (strlen((*list)[i]) > TASK_NAME_MAX) {
+            httpd_error_field(req, 400, "field", "queues", "queues[%u] must be at most %d characters", i, TASK_NAME_MAX);
+            return -1;
+        }
         task_hub_queue(srv->tasks, (*list)[i], &known);
         if (!known) {
             httpd_error_field(req, 400, "field", "queues", "queues[%u]: queue \"%s\" is not declared in the"
@@ -139,6 +144,10 @@ static int read_registration(httpd_req *req, server *srv, const json_doc *d, cha
              read_queues(req, srv, d, queues, NULL, &list, &n) < 0 ? -1 : 0;
     free_list(list, n);
     if (rc == 0 && *worker && read_worker_id(req, *worker) < 0) rc = -1;
+    if (rc == 0 && *host && strlen(*host) > WORKER_ID_MAX) {
+        httpd_error_field(req, 400, "field", "hostname", "hostname must be at most %d characters", WORKER_ID_MAX);
+        rc = -1;
+    }
     return rc;
 }
 
@@ -229,6 +238,8 @@ typedef struct claim_call {
     bool       start;          /* claim and start in one: RUNNING at once */
     int64_t    deadline_us;
     task_park *park;
+    bool       querying;       /* a claim of it is with the database */
+    bool       gone;           /* the client hung up */
 } claim_call;
 
 static void claim_now(claim_call *c);
@@ -285,25 +296,82 @@ static void on_claim_wake(void *arg, bool timed_out)
     claim_now(c);
 }
 
+static void unclaimed(void *arg, const db_reply *reply)
+{
+    server *srv = arg;
+    if (reply->error) { log_warn("taking back a claim nobody read: %s", reply->error); return; }
+    const PGresult *r = reply->results[0];
+    for (int row = 0; row < PQntuples(r); row++) task_hub_announce_sent(srv->tasks, db_str(r, row, 0));
+}
+
+/* The client hung up before this reply reached it: what the claim took goes
+ * back to its queue, untouched (tasks.unclaim). */
+static void give_back(claim_call *c, const PGresult *r, int first, int n)
+{
+    db_array ids, claims;
+    db_array_init(&ids);
+    db_array_init(&claims);
+    for (int row = first; row < first + n; row++) {
+        char id[IDS_UUID_TEXT], claim[IDS_UUID_TEXT];
+        ids_uuid_format(db_uuid(r, row, 1), id);
+        ids_uuid_format(db_uuid(r, row, 6), claim);
+        db_array_text(&ids, id);
+        db_array_text(&claims, claim);
+    }
+    const char *values[2] = { db_array_literal(&ids), db_array_literal(&claims) };
+    db_job *job = db_job_new(unclaimed, c->srv);
+    db_job_call(job, STMT_TASK_UNCLAIM, values, NULL, NULL);
+    db_submit(c->srv->pool, job);
+    db_array_fini(&ids);
+    db_array_fini(&claims);
+}
+
 static void claimed(void *arg, const db_reply *reply, const PGresult *r, int first, int n)
 {
     claim_call *c = arg;
-    bool waiting = c->deadline_us > clock_mono_us() && !c->srv->draining;
+    c->querying = false;
+    bool waiting = c->park && !c->gone && c->deadline_us > clock_mono_us() && !c->srv->draining;
     if (reply->error || n > 0 || !waiting) {
         if (c->park) task_park_cancel(c->park);
+        if (c->gone && !reply->error && n > 0) give_back(c, r, first, n);
+        c->req->on_gone = NULL;
         if (reply->error) api_db_error(c->req, reply);
-        else claim_reply(c, r, first, n);
+        else claim_reply(c, r, first, n);   /* dropped when the client is gone */
         claim_free(c);
         return;
     }
     task_park_arm(c->park);
 }
 
+/* A long-polling claimer hung up: parked, it ends now; with a claim in
+ * flight, when that returns (and gives back what it took). */
+static void claim_gone(httpd_req *req, void *arg)
+{
+    (void)req;
+    claim_call *c = arg;
+    c->gone = true;
+    c->srv->stats.claims_abandoned++;
+    if (c->querying) return;
+    if (c->park) task_park_cancel(c->park);
+    c->req->on_gone = NULL;
+    httpd_reply(c->req, 204, NULL, 0);   /* nobody reads it: frees the request */
+    claim_free(c);
+}
+
 static void claim_now(claim_call *c)
 {
+    if (c->srv->draining) {   /* a stopping server claims nothing more */
+        if (c->park) task_park_cancel(c->park);
+        c->park = NULL;
+        c->req->on_gone = NULL;
+        claim_reply(c, NULL, 0, 0);
+        claim_free(c);
+        return;
+    }
     int64_t left_ms = (c->deadline_us - clock_mono_us()) / 1000;
-    if (left_ms > 0 && !c->srv->draining)
+    if (left_ms > 0)
         c->park = task_park_sent(c->srv->tasks, c->queues, c->nqueues, left_ms, on_claim_wake, c);
+    c->querying = true;
     gather *g = task_hub_claims(c->srv->tasks);
     db_array *a = gather_arrays(g);
     db_array_text(&a[0], c->worker);
@@ -337,10 +405,22 @@ void api_worker_claim(httpd_req *req, server *srv)
     db_array_fini(&caps);
     if (rc < 0) { json_doc_fini(&d); claim_free(c); return; }
     int st = json_get(&d, 0, "start");
+    bool bad_start = st >= 0 && d.tokens[st].type != JSON_TRUE && d.tokens[st].type != JSON_FALSE &&
+                     d.tokens[st].type != JSON_NULL;
     c->start = st >= 0 && d.tokens[st].type == JSON_TRUE;
     json_doc_fini(&d);
+    if (bad_start) {
+        httpd_error_field(req, 400, "field", "start", "start must be true or false");
+        claim_free(c);
+        return;
+    }
     c->worker = xstrdup(req->params[0]);
     c->deadline_us = clock_mono_us() + wait_ms * 1000;
+    if (wait_ms > 0) {
+        req->on_gone = claim_gone;
+        req->gone_arg = c;
+        httpd_watch_close(req);
+    }
     claim_now(c);
 }
 
@@ -413,7 +493,8 @@ static void announce_end(server *srv, const PGresult *r, int row)
 {
     if (db_null(r, row, 2)) return;
     if (strcmp(db_str(r, row, 2), "PENDING") == 0) task_hub_announce_sent(srv->tasks, db_str(r, row, 3));
-    else if (task_status_terminal(db_str(r, row, 2))) task_hub_announce_done(srv->tasks, db_uuid(r, row, 1));
+    else if (task_status_terminal(db_str(r, row, 2)))
+        task_hub_announce_end(srv->tasks, db_uuid(r, row, 1), db_str(r, row, 3));
 }
 
 static void ended(void *arg, const db_reply *reply, const PGresult *r, int first, int n)

@@ -44,7 +44,7 @@ static bool clock_time(const char **p)
     (*p)++;
     size_t n = strspn(*p, "0123456789");
     *p += n;
-    return n > 0;
+    return n > 0 && n <= 9;   /* nanoseconds at most: PostgreSQL refuses a very long field */
 }
 
 /* Z, ±HH:MM, ±HHMM, ±HH, or nothing (UTC). */
@@ -53,7 +53,7 @@ static bool offset(const char **p)
     if (**p == 'Z') { (*p)++; return true; }
     if (**p != '+' && **p != '-') return true;
     (*p)++;
-    if (digits(p, 2, 0, 23) < 0) return false;
+    if (digits(p, 2, 0, 15) < 0) return false;   /* PostgreSQL's bound for an offset: ±15:59 */
     if (**p == ':') (*p)++;
     if (**p >= '0' && **p <= '9') return digits(p, 2, 0, 59) >= 0;
     return true;

@@ -1,8 +1,9 @@
 /* iso_time: timestamps in and out. Out: one format, UTC with milliseconds
  * and "Z" (2026-12-01T07:04:30.501Z). In: the timestamps the API accepts. ISO 8601 only: a date
  * (2026-12-01), or a date and a time (2026-12-01T07:04:30, seconds and a
- * fraction optional, "T" or a space between) with an optional offset ("Z",
- * "+01:00", "+0100"; none means UTC). PostgreSQL would read more ("yesterday",
+ * fraction of at most 9 digits optional, "T" or a space between) with an
+ * optional offset up to PostgreSQL's ±15:59 ("Z", "+01:00", "+0100"; none
+ * means UTC). PostgreSQL would read more ("yesterday",
  * "infinity", "epoch", "Dec 1 2026"), but those are not a time a client
  * means, and its errors would reach the client in its own words; so they are
  * refused here, before a query is sent. */

@@ -71,6 +71,19 @@ static size_t utf8_len(const unsigned char *s, size_t n)
     return len;
 }
 
+bool json_utf8_valid(const char *s, size_t n)
+{
+    const unsigned char *u = (const unsigned char *)s;
+    for (size_t i = 0; i < n; ) {
+        if (u[i] == 0) return false;
+        if (u[i] < 0x80) { i++; continue; }
+        size_t k = utf8_len(u + i, n - i);
+        if (!k) return false;
+        i += k;
+    }
+    return true;
+}
+
 static size_t utf8_put(uint32_t cp, char out[4])
 {
     if (cp < 0x80) { out[0] = (char)cp; return 1; }

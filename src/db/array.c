@@ -52,7 +52,14 @@ void db_array_append(db_array *a, db_array *src)
 {
     if (src->n == 0) return;
     const char *lit = db_array_literal(src);   /* "{e1,e2}": the elements are what lies between */
+    db_array_append_raw(a, lit + 1, strlen(lit) - 2, src->n);
+}
+
+void db_array_append_raw(db_array *a, const char *elements, size_t len, size_t count)
+{
+    if (count == 0) return;
+    if (len && *elements == ',') { elements++; len--; }
     next_element(a);
-    buf_append(&a->text, lit + 1, strlen(lit) - 2);
-    a->n += src->n - 1;
+    buf_append(&a->text, elements, len);
+    a->n += count - 1;
 }

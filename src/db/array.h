@@ -20,6 +20,9 @@ void        db_array_fini(db_array *a);
 void        db_array_text(db_array *a, const char *s);
 void        db_array_int(db_array *a, int64_t v);
 void        db_array_bool(db_array *a, bool v);
+/* Appends count elements already written as literal text ("e1,e2"; a
+ * leading comma is dropped), as cut from another array's literal. */
+void        db_array_append_raw(db_array *a, const char *elements, size_t len, size_t count);
 /* Appends every element of src to a. */
 void        db_array_append(db_array *a, db_array *src);
 /* The literal, terminated; valid until the next call on a. */

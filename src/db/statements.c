@@ -110,6 +110,7 @@ const db_statement db_statements[STMT_COUNT] = {
     [STMT_TASK_FINISH_MANY] = { "task_finish_many",
         "SELECT idx, id, status, queue FROM tasks.finish_many($1, $2, $3, $4, $5, $6)", 6 },
     [STMT_TASK_RELEASE] = { "task_release", "SELECT queue, released FROM tasks.release($1, $2, $3)", 3 },
+    [STMT_TASK_UNCLAIM] = { "task_unclaim", "SELECT queue, released FROM tasks.unclaim($1, $2)", 2 },
     [STMT_TASK_RECOVER] = { "task_recover", "SELECT id, action, status, queue FROM tasks.recover_if_owner($1, $2)", 2 },
     /* after the commits it speaks of, in a transaction of its own (tasks/hub.c) */
     [STMT_TASK_NOTIFY]  = { "task_notify", "SELECT count(pg_notify('silt_tasks', x)) FROM unnest($1::text[]) x", 1 },

@@ -10,7 +10,9 @@
  * The function's first column is the item's index in the batch (from 0) and
  * its rows come in that order, any number per item (one per task sent or
  * ended, as many as a claim took); each request is handed its own rows,
- * first_row .. first_row + nrows - 1. */
+ * first_row .. first_row + nrows - 1. When a batch fails (anything but a
+ * lost connection), each of its requests is sent again alone, so one
+ * request's bad value or a deadlock fails that request only. */
 #ifndef SILT_GATHER_H
 #define SILT_GATHER_H
 #include <stdbool.h>

@@ -11,6 +11,7 @@
 #include "db/listener.h"
 #include "db/result.h"
 #include "tasks/send.h"
+#include "tasks/tasks.h"
 
 #define TASK_CHANNEL "silt_tasks"
 /* Batches of one kind in flight at once: while two are with the database,
@@ -208,7 +209,7 @@ static void notify_outbox(task_hub *h)
 void task_hub_announce(task_hub *h, const char *what)
 {
     wake(h, what);
-    char payload[256];
+    char payload[IDS_UUID_TEXT + 16 + TASK_NAME_MAX];
     snprintf(payload, sizeof payload, "%s %s", h->origin, what);
     db_array_text(&h->outbox, payload);
     notify_outbox(h);
@@ -216,9 +217,19 @@ void task_hub_announce(task_hub *h, const char *what)
 
 void task_hub_announce_sent(task_hub *h, const char *queue)
 {
-    char what[128];
+    char what[8 + TASK_NAME_MAX];
     snprintf(what, sizeof what, "sent:%s", queue);
     task_hub_announce(h, what);
+}
+
+/* A task of queue ended: its waiters hear it, and when the queue is capped,
+ * its claimers too: a slot just came free. */
+void task_hub_announce_end(task_hub *h, const uint8_t id[16], const char *queue)
+{
+    task_hub_announce_done(h, id);
+    bool known;
+    const task_queue_policy *q = queue ? task_hub_queue(h, queue, &known) : NULL;
+    if (q && q->max_concurrency > 0) task_hub_announce_sent(h, queue);
 }
 
 void task_hub_announce_done(task_hub *h, const uint8_t id[16])
@@ -251,7 +262,7 @@ static void recovered(void *arg, const db_reply *reply)
         ids_uuid_format(db_uuid(r, row, 0), id);
         log_info("task recovery: %s %s, now %s", id, db_str(r, row, 1), status);
         if (strcmp(status, "PENDING") == 0) task_hub_announce_sent(h, db_str(r, row, 3));
-        else task_hub_announce_done(h, db_uuid(r, row, 0));
+        else task_hub_announce_end(h, db_uuid(r, row, 0), db_str(r, row, 3));
     }
     schedule_recovery(h);
 }

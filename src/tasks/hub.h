@@ -66,6 +66,8 @@ void      task_hub_drain(task_hub *h);
 void      task_hub_announce(task_hub *h, const char *what);
 void      task_hub_announce_sent(task_hub *h, const char *queue);
 void      task_hub_announce_done(task_hub *h, const uint8_t id[16]);
+/* done, and sent for a capped queue (a slot came free). */
+void      task_hub_announce_end(task_hub *h, const uint8_t id[16], const char *queue);
 
 /* Parks until a task becomes terminal (id) or wait_ms pass (at most
  * TASK_WAIT_RECHECK_MS: an announcement lost with a server that died

@@ -221,3 +221,21 @@ TEST(a_claimer_of_several_queues_serves_the_most_urgent_declared_queue_first)
     reply_fini(&r);
     srv_stop(&s);
 }
+
+/* A task whose cancel was asked is not run again by a retry: a crash or a
+ * timeout ends it CANCELLED, whatever its policy. */
+TEST(a_cancelled_running_task_whose_worker_crashed_ends_cancelled_not_retried)
+{
+    silt_server s;
+    start_with_conf(&s, NULL);
+    task_claimed c;
+    running_task(&s, "{\"maxRetries\":3}", &c);
+    reply r;
+    rq(&s, "POST", sfmt("/api/v1/tasks/%s/cancel", c.id), NULL, &r);
+    CHECK(jbool(&r, "cancelRequested"));
+    reply_fini(&r);
+    sql("UPDATE horsies_tasks SET last_heartbeat_at = now() - interval '1 hour'");
+    sql_await("CANCELLED", 10000, "SELECT status FROM horsies_task_history WHERE id = '%s'", c.id);
+    CHECK_STR(sql("SELECT outcome FROM horsies_task_attempts WHERE task_id = '%s'", c.id), "CANCELLED");
+    srv_stop(&s);
+}

@@ -1,6 +1,11 @@
 /* Integration: the task engine over HTTP — sends, claims, runs, retries,
  * cancels, waits and the fencing of late calls. Recovery has its own file
  * (test_task_recovery.c). */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -477,6 +482,13 @@ TEST(bad_task_input_is_refused_with_its_reason_and_nothing_is_written)
     refused(&s, "/api/v1/workers/w/claim", "{\"queues\":[\"q\"],\"max\":0}", "max must be an integer from 1");
     refused(&s, "/api/v1/tasks/0192d5e0-0000-7000-8000-000000000000/start", "{}", "claimId is required");
     refused(&s, "/api/v1/tasks/nope/start", "{\"claimId\":\"x\"}", "id must be a uuid");
+    refused(&s, p, "{\"name\":\"t\",\"queue\":\"q\",\"retry\":{\"max_retries\":3}}",
+            "unknown field \"max_retries\" in retry");
+    refused(&s, p, "{\"name\":\"t\",\"queue\":\"q\",\"delay\":5}", "unknown field \"delay\" in a task");
+    refused(&s, p, "{\"tasks\":[{\"name\":\"t\",\"queue\":\"q\",\"runAt\":\"2026-01-01T00:00:00+23:59\"}]}",
+            "tasks[0]: runAt must be an ISO 8601 timestamp");
+    refused(&s, "/api/v1/workers/w/claim", "{\"queues\":[\"q\"],\"start\":\"yes\"}", "start must be true or false");
+    refused(&s, "/api/v1/workers/%ff/claim", "{\"queues\":[\"q\"]}", "the path must be UTF-8");
     CHECK_STR(sql("SELECT count(*) FROM horsies_tasks"), "0");
     CHECK_STR(sql("SELECT count(*) FROM horsies_task_idempotency"), "0");
     srv_stop(&s);
@@ -622,5 +634,145 @@ TEST(a_long_error_message_is_shortened_at_a_character_boundary)
     reply_fini(&r);
     CHECK_STR(sql("SELECT length(error_message) FROM horsies_task_history WHERE id = '%s'", c.id), "4095");
     buf_fini(&msg);
+    srv_stop(&s);
+}
+
+/* A claim whose wait ends within a millisecond of its query used to find no
+ * park to arm (and the server fell over): many short waits, all answered. */
+TEST(claims_with_waits_ending_any_moment_are_all_answered)
+{
+    silt_server s;
+    srv_start(&s, NULL);
+    for (int round = 0; round < 3; round++) {
+        enum { N = 30 };
+        bg_req b[N];
+        for (int i = 0; i < N; i++)
+            bg_start(&b[i], &s, "POST", "/api/v1/workers/w/claim", sfmt("{\"queues\":[\"empty\"],\"waitMs\":%d}", 1 + i % 3));
+        for (int i = 0; i < N; i++) {
+            int status;
+            int64_t elapsed;
+            bg_wait(&b[i], &status, &elapsed);
+            CHECK_INT(status, 200);
+        }
+    }
+    CHECK_INT(srv_stop(&s), 0);
+}
+
+TEST(a_task_past_good_until_is_not_claimed)
+{
+    silt_server s;
+    srv_start(&s, NULL);
+    task_send(&s, "{\"name\":\"t\",\"queue\":\"q\",\"goodUntil\":\"2020-01-01T00:00:00Z\"}");
+    task_claimed c;
+    CHECK(!task_claim_one(&s, "w", "q", &c));
+    srv_stop(&s);
+}
+
+TEST(the_same_completion_twice_in_one_request_is_applied_once_and_the_repeat_refused)
+{
+    silt_server s;
+    srv_start(&s, NULL);
+    task_send(&s, "{\"name\":\"t\",\"queue\":\"q\"}");
+    task_claimed c;
+    task_claim_one(&s, "w", "q", &c);
+    task_call(&s, "start", &c, NULL);
+    reply r;
+    rq(&s, "POST", "/api/v1/workers/w/finish",
+       sfmt("{\"tasks\":[{\"id\":\"%s\",\"claimId\":\"%s\",\"result\":1},{\"id\":\"%s\",\"claimId\":\"%s\",\"result\":2}]}",
+            c.id, c.claim, c.id, c.claim), &r);
+    CHECK_INT(r.status, 200);
+    CHECK_STR(jstr(&r, "tasks.0.status"), "COMPLETED");
+    CHECK_INT(r.doc.tokens[jpath(&r, "tasks.1.status")].type, JSON_NULL);
+    reply_fini(&r);
+    CHECK_STR(sql("SELECT result::text FROM horsies_task_history WHERE id = '%s'", c.id), "1");
+    srv_stop(&s);
+}
+
+/* One request that PostgreSQL refuses must not take the others of its
+ * batch down with it: a trigger refuses tasks named "poison"; while the
+ * table is locked, a poisoned send and good ones gather into one batch. */
+TEST(a_request_that_fails_its_batch_fails_alone)
+{
+    silt_server s;
+    srv_start(&s, NULL);
+    sql("CREATE FUNCTION refuse_poison() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN"
+        " IF NEW.task_name = 'poison' THEN RAISE EXCEPTION 'poisoned'; END IF; RETURN NEW; END $$");
+    sql("CREATE TRIGGER refuse_poison BEFORE INSERT ON horsies_tasks FOR EACH ROW EXECUTE FUNCTION refuse_poison()");
+    PGconn *lock = PQconnectdb(sfmt("host=127.0.0.1 port=%s user=postgres dbname=%s", pg_port(), test_db()));
+    PQclear(PQexec(lock, "BEGIN"));
+    PQclear(PQexec(lock, "LOCK TABLE horsies_tasks IN EXCLUSIVE MODE"));
+    enum { N = 12 };
+    bg_req b[N];
+    for (int i = 0; i < N; i++)
+        bg_start(&b[i], &s, "POST", "/api/v1/tasks", sfmt("{\"name\":\"%s\",\"queue\":\"q\"}", i == 5 ? "poison" : "good"));
+    srv_await_metric(&s, "silt_http_requests_in_flight", N, 10000);
+    PQclear(PQexec(lock, "COMMIT"));
+    PQfinish(lock);
+    for (int i = 0; i < N; i++) {
+        int status;
+        int64_t elapsed;
+        bg_wait(&b[i], &status, &elapsed);
+        if (i == 5) CHECK(status >= 400);
+        else CHECK_INT(status, 201);
+    }
+    CHECK_STR(sql("SELECT count(*) FROM horsies_tasks"), "11");
+    srv_stop(&s);
+}
+
+/* A long-polling claimer that hangs up takes nothing with it: what its
+ * claim would have taken goes to the next claimer, untouched. */
+TEST(a_claimer_that_hangs_up_while_parked_takes_nothing)
+{
+    silt_server s;
+    srv_start(&s, NULL);
+    const char *body = "{\"queues\":[\"q\"],\"waitMs\":30000,\"start\":true}";
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)s.port),
+                             .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+    CHECK(connect(fd, (struct sockaddr *)&a, sizeof a) == 0);
+    const char *head = sfmt("POST /api/v1/workers/ghost/claim HTTP/1.1\r\nHost: x\r\nContent-Length: %zu\r\n\r\n%s",
+                            strlen(body), body);
+    CHECK(write(fd, head, strlen(head)) == (ssize_t)strlen(head));
+    srv_await_metric(&s, "silt_task_claims_parked", 1, 5000);
+    close(fd);   /* the client hangs up */
+    srv_await_metric(&s, "silt_task_claims_parked", 0, 5000);
+    char id[96];
+    keep_str(id, task_send(&s, "{\"name\":\"t\",\"queue\":\"q\"}"));
+    CHECK_STR(sql("SELECT status || ' ' || attempt FROM horsies_tasks WHERE id = '%s'", id), "PENDING 0");
+    task_claimed c;
+    CHECK(task_claim_one(&s, "real", "q", &c));
+    CHECK_INT(c.attempt, 1);
+    srv_stop(&s);
+}
+
+/* The same while its claim is with the database (held there by a lock): the
+ * claim's take comes back, attempt and all, as if never made. */
+TEST(a_claimer_that_hangs_up_while_its_claim_runs_gives_back_what_it_took)
+{
+    silt_server s;
+    srv_start(&s, NULL);
+    char id[96];
+    keep_str(id, task_send(&s, "{\"name\":\"t\",\"queue\":\"q\"}"));
+    PGconn *lock = PQconnectdb(sfmt("host=127.0.0.1 port=%s user=postgres dbname=%s", pg_port(), test_db()));
+    PQclear(PQexec(lock, "BEGIN"));
+    PQclear(PQexec(lock, "LOCK TABLE horsies_tasks IN EXCLUSIVE MODE"));
+    const char *body = "{\"queues\":[\"q\"],\"waitMs\":30000,\"start\":true}";
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)s.port),
+                             .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+    CHECK(connect(fd, (struct sockaddr *)&a, sizeof a) == 0);
+    const char *head = sfmt("POST /api/v1/workers/ghost/claim HTTP/1.1\r\nHost: x\r\nContent-Length: %zu\r\n\r\n%s",
+                            strlen(body), body);
+    CHECK(write(fd, head, strlen(head)) == (ssize_t)strlen(head));
+    srv_await_metric(&s, "silt_task_claims_parked", 1, 5000);   /* registered, its claim waiting on the lock */
+    close(fd);
+    srv_await_metric(&s, "silt_task_claims_abandoned_total", 1, 5000);
+    PQclear(PQexec(lock, "COMMIT"));
+    PQfinish(lock);
+    sql_await("PENDING 0 0", 10000, "SELECT t.status || ' ' || t.attempt || ' ' ||"
+              " (SELECT count(*) FROM horsies_task_attempts a WHERE a.task_id = t.id) FROM horsies_tasks t WHERE id = '%s'", id);
+    task_claimed c;
+    CHECK(task_claim_one(&s, "real", "q", &c));
+    CHECK_INT(c.attempt, 1);
     srv_stop(&s);
 }
