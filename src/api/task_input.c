@@ -201,3 +201,72 @@ int api_task_spec(httpd_req *req, server *srv, const json_doc *d, uint32_t obj, 
         return -1;
     return 0;
 }
+
+/* ---- what workers send ---- */
+
+#define TASK_MAX_QUEUES 64   /* queues one worker names */
+
+int api_task_worker_id(httpd_req *req, const char *id)
+{
+    if (strlen(id) > TASK_WORKER_ID_MAX) {
+        httpd_error_field(req, 400, "field", "workerId", "workerId must be at most %d characters", TASK_WORKER_ID_MAX);
+        return -1;
+    }
+    return 0;
+}
+/* Claim order between queues: the declared priority (1 first), then name. */
+static int by_priority(const void *a, const void *b, void *hub)
+{
+    const char *qa = *(char *const *)a, *qb = *(char *const *)b;
+    bool known;
+    const task_queue_policy *pa = task_hub_queue(hub, qa, &known), *pb = task_hub_queue(hub, qb, &known);
+    int ra = pa ? pa->priority : TASK_PRIORITY_DEFAULT, rb = pb ? pb->priority : TASK_PRIORITY_DEFAULT;
+    return ra != rb ? (ra < rb ? -1 : 1) : strcmp(qa, qb);
+}
+
+/* queues: a non-empty array of queue names, each declared (when the
+ * configuration declares any); in claim order, with their caps. */
+int api_task_queues(httpd_req *req, server *srv, const json_doc *d, db_array *names, db_array *caps,
+                       char ***list, size_t *n)
+{
+    int v = json_get(d, 0, "queues");
+    if (v < 0 || d->tokens[v].type != JSON_ARRAY || d->tokens[v].count == 0 || d->tokens[v].count > TASK_MAX_QUEUES) {
+        httpd_error_field(req, 400, "field", "queues", "queues must be an array of 1 to %d queue names", TASK_MAX_QUEUES);
+        return -1;
+    }
+    *n = d->tokens[v].count;
+    *list = xcalloc(*n, sizeof **list);
+    for (uint32_t i = 0; i < *n; i++) {
+        int e = json_at(d, (uint32_t)v, i);
+        bool known;
+        if (d->tokens[e].type != JSON_STRING || d->tokens[e].end - d->tokens[e].start <= 2) {
+            httpd_error_field(req, 400, "field", "queues", "queues[%u] must be a non-empty string", i);
+            return -1;
+        }
+        (*list)[i] = json_str_dup(d, (uint32_t)e);
+        if (strlen((*list)[i]) > TASK_NAME_MAX) {
+            httpd_error_field(req, 400, "field", "queues", "queues[%u] must be at most %d characters", i, TASK_NAME_MAX);
+            return -1;
+        }
+        task_hub_queue(srv->tasks, (*list)[i], &known);
+        if (!known) {
+            httpd_error_field(req, 400, "field", "queues", "queues[%u]: queue \"%s\" is not declared in the"
+                              " configuration file", i, (*list)[i]);
+            return -1;
+        }
+    }
+    qsort_r(*list, *n, sizeof **list, by_priority, srv->tasks);
+    for (size_t i = 0; i < *n; i++) {
+        bool known;
+        const task_queue_policy *q = task_hub_queue(srv->tasks, (*list)[i], &known);
+        if (names) db_array_text(names, (*list)[i]);
+        if (caps) db_array_int(caps, q ? q->max_concurrency : 0);
+    }
+    return 0;
+}
+
+void api_task_queues_free(char **list, size_t n)
+{
+    for (size_t i = 0; list && i < n; i++) free(list[i]);
+    free(list);
+}

@@ -2,10 +2,22 @@
 #ifndef SILT_TASK_INPUT_H
 #define SILT_TASK_INPUT_H
 #include "api/api.h"
+#include "db/array.h"
 #include "tasks/tasks.h"
 
 /* 0, or -1 after replying 400; where ("tasks[2]: " or "") starts every message. */
 int api_task_spec(httpd_req *req, server *srv, const json_doc *d, uint32_t obj, const char *where, task_spec *t)
     __attribute__((warn_unused_result));
+
+/* A worker id from the path: at most TASK_WORKER_ID_MAX characters. */
+#define TASK_WORKER_ID_MAX 200
+int  api_task_worker_id(httpd_req *req, const char *id) __attribute__((warn_unused_result));
+/* The "queues" member: 1 to 64 queue names, each declared when the
+ * configuration declares any; *list in claim order (declared priority, then
+ * name), and their names and caps appended to names and caps when given.
+ * Free *list with api_task_queues_free (also after an error). */
+int  api_task_queues(httpd_req *req, server *srv, const json_doc *d, db_array *names, db_array *caps,
+                     char ***list, size_t *n) __attribute__((warn_unused_result));
+void api_task_queues_free(char **list, size_t n);
 
 #endif
