@@ -1,0 +1,292 @@
+-- 020: workflows on the task engine (docs/workflows.md).
+--
+-- A workflow is a DAG of nodes; each node runs one task. A node advances
+-- in the transaction that makes its task terminal (tasks.terminalize and
+-- the set-based completions of tasks.finish_many call tasks.node_ended), or,
+-- when recovery ended the task (a crashed worker, a timeout), through the
+-- outbox horsies_workflow_phase2_pending, applied by the maintenance owner.
+-- A node moves only when its current task_id ends, so a completion is never
+-- applied twice.
+
+-- ==== Records ===============================================================
+
+CREATE TABLE horsies_workflows (
+    id            uuid PRIMARY KEY,
+    name          text NOT NULL,
+    status        text NOT NULL CHECK (status IN ('PENDING', 'RUNNING', 'COMPLETED', 'FAILED', 'PAUSED',
+                                                  'CANCELLED', 'EXPIRED')),
+    on_error      text NOT NULL CHECK (on_error IN ('FAIL', 'PAUSE')),
+    output_node   text,                       -- NULL: every sink node
+    created_at    timestamptz NOT NULL DEFAULT now(),
+    started_at    timestamptz,
+    paused_at     timestamptz,
+    finished_at   timestamptz,
+    result        json,                       -- the output node's
+    error_code    text,
+    error_message text
+);
+CREATE INDEX horsies_workflows_status ON horsies_workflows (status, id);
+
+CREATE TABLE horsies_workflow_tasks (
+    workflow_id       uuid NOT NULL REFERENCES horsies_workflows (id) ON DELETE CASCADE,
+    node_id           text NOT NULL,
+    task_name         text NOT NULL,
+    queue_name        text NOT NULL,
+    args              json NOT NULL,
+    priority          integer NOT NULL,
+    timeout_ms        integer,
+    max_retries       integer NOT NULL DEFAULT 0,
+    retry_delays_ms   integer[],
+    retry_base_ms     integer,
+    retry_cap_ms      integer,
+    retry_jitter      real NOT NULL DEFAULT 0,
+    retry_on          text[],
+    good_until        timestamptz,
+    waits_for         text[] NOT NULL DEFAULT '{}',
+    join_kind         text NOT NULL DEFAULT 'all' CHECK (join_kind IN ('all', 'any', 'quorum')),
+    min_success       integer,
+    allow_failed_deps boolean NOT NULL DEFAULT false,
+    args_from         jsonb,                  -- {"parameter": "predecessor node id"}
+    status            text NOT NULL DEFAULT 'PENDING'
+                      CHECK (status IN ('PENDING', 'READY', 'ENQUEUED', 'RUNNING', 'COMPLETED', 'FAILED', 'SKIPPED')),
+    task_id           uuid,                   -- its task, once enqueued
+    result            json,
+    error_code        text,
+    error_message     text,
+    finished_at       timestamptz,
+    PRIMARY KEY (workflow_id, node_id)
+);
+CREATE UNIQUE INDEX horsies_workflow_tasks_task ON horsies_workflow_tasks (task_id);
+
+-- Crashed-worker progression evidence: a node task that recovery ended,
+-- waiting for the maintenance owner to advance its workflow.
+CREATE TABLE horsies_workflow_phase2_pending (
+    task_id       uuid PRIMARY KEY,
+    workflow_id   uuid NOT NULL REFERENCES horsies_workflows (id) ON DELETE CASCADE,
+    node_id       text NOT NULL,
+    task_status   text NOT NULL,
+    error_code    text,
+    error_message text,
+    created_at    timestamptz NOT NULL DEFAULT now()
+);
+
+ALTER TABLE horsies_tasks ADD COLUMN workflow_id uuid, ADD COLUMN workflow_node text;
+ALTER TABLE horsies_task_history ADD COLUMN workflow_id uuid, ADD COLUMN workflow_node text;
+
+-- A UUIDv7 made in SQL (PostgreSQL 15 has none): 48 bits of Unix
+-- milliseconds, then random bits with the version and variant set.
+CREATE FUNCTION tasks.uuid7() RETURNS uuid LANGUAGE sql VOLATILE AS $$
+    SELECT encode(set_bit(set_bit(overlay(uuid_send(gen_random_uuid())
+                  PLACING substring(int8send((extract(epoch FROM clock_timestamp()) * 1000)::bigint) FROM 3)
+                  FROM 1 FOR 6), 52, 1), 53, 1), 'hex')::uuid
+$$;
+
+-- ==== Advancement ===========================================================
+
+-- Enqueues a READY node: its task goes into horsies_tasks with its own args
+-- and, for each argsFrom parameter, the named predecessor's result.
+CREATE FUNCTION tasks.enqueue_node(n horsies_workflow_tasks) RETURNS uuid
+LANGUAGE plpgsql AS $$
+DECLARE
+    id   uuid := tasks.uuid7();
+    args json := n.args;
+BEGIN
+    IF n.args_from IS NOT NULL THEN
+        SELECT (n.args::jsonb || coalesce(jsonb_object_agg(f.key, coalesce(p.result::jsonb, 'null'::jsonb)), '{}'))::json
+          INTO args
+          FROM jsonb_each_text(n.args_from) f
+          JOIN horsies_workflow_tasks p ON p.workflow_id = n.workflow_id AND p.node_id = f.value;
+    END IF;
+    INSERT INTO horsies_tasks (id, task_name, queue_name, args, priority, status, good_until, timeout_ms, max_retries,
+                               retry_delays_ms, retry_base_ms, retry_cap_ms, retry_jitter, retry_on,
+                               workflow_id, workflow_node)
+    VALUES (id, n.task_name, n.queue_name, args, n.priority, 'PENDING', n.good_until, n.timeout_ms, n.max_retries,
+            n.retry_delays_ms, n.retry_base_ms, n.retry_cap_ms, n.retry_jitter, n.retry_on,
+            n.workflow_id, n.node_id);
+    UPDATE horsies_workflow_tasks SET status = 'ENQUEUED', task_id = id
+     WHERE workflow_id = n.workflow_id AND node_id = n.node_id;
+    RETURN id;
+END $$;
+
+-- What a PENDING node's join says now: 'ready', 'skip' or 'wait'.
+CREATE FUNCTION tasks.join_verdict(n horsies_workflow_tasks) RETURNS text
+LANGUAGE sql STABLE AS $$
+    SELECT CASE
+        WHEN cardinality(n.waits_for) = 0 THEN 'ready'
+        WHEN n.join_kind = 'all' AND n.allow_failed_deps THEN CASE WHEN open = 0 THEN 'ready' ELSE 'wait' END
+        WHEN n.join_kind = 'all' THEN CASE WHEN failed > 0 THEN 'skip' WHEN open = 0 THEN 'ready' ELSE 'wait' END
+        WHEN n.join_kind = 'any' THEN CASE WHEN done > 0 THEN 'ready' WHEN open = 0 THEN 'skip' ELSE 'wait' END
+        ELSE CASE WHEN done >= n.min_success THEN 'ready' WHEN done + open < n.min_success THEN 'skip' ELSE 'wait' END
+    END
+    FROM (SELECT count(*) FILTER (WHERE p.status = 'COMPLETED') AS done,
+                 count(*) FILTER (WHERE p.status IN ('FAILED', 'SKIPPED')) AS failed,
+                 count(*) FILTER (WHERE p.status NOT IN ('COMPLETED', 'FAILED', 'SKIPPED')) AS open
+            FROM horsies_workflow_tasks p
+           WHERE p.workflow_id = n.workflow_id AND p.node_id = ANY (n.waits_for)) c
+$$;
+
+-- Settles a workflow after a node moved: PENDING nodes whose join decided
+-- become READY or SKIPPED (skips propagate), READY ones are enqueued unless
+-- the workflow is paused, onError PAUSE pauses at a failure, and a workflow
+-- whose nodes all ended completes or fails.
+CREATE FUNCTION tasks.workflow_settle(p_workflow uuid) RETURNS text
+LANGUAGE plpgsql AS $$
+DECLARE
+    w       horsies_workflows;
+    n       horsies_workflow_tasks;
+    moved   boolean := true;
+    verdict text;
+    outcome text;
+BEGIN
+    SELECT * INTO w FROM horsies_workflows WHERE id = p_workflow FOR UPDATE;
+    IF w.status NOT IN ('PENDING', 'RUNNING', 'PAUSED') THEN RETURN w.status; END IF;
+    WHILE moved LOOP
+        moved := false;
+        FOR n IN SELECT * FROM horsies_workflow_tasks WHERE workflow_id = p_workflow AND status = 'PENDING'
+                  ORDER BY node_id LOOP
+            verdict := tasks.join_verdict(n);
+            CONTINUE WHEN verdict = 'wait';
+            UPDATE horsies_workflow_tasks SET status = CASE verdict WHEN 'ready' THEN 'READY' ELSE 'SKIPPED' END,
+                   finished_at = CASE verdict WHEN 'skip' THEN now() END
+             WHERE workflow_id = p_workflow AND node_id = n.node_id;
+            moved := true;
+        END LOOP;
+    END LOOP;
+    IF w.on_error = 'PAUSE' AND w.status = 'RUNNING'
+       AND EXISTS (SELECT 1 FROM horsies_workflow_tasks WHERE workflow_id = p_workflow AND status = 'FAILED') THEN
+        UPDATE horsies_workflows SET status = 'PAUSED', paused_at = now() WHERE id = p_workflow;
+        w.status := 'PAUSED';
+    END IF;
+    IF w.status <> 'PAUSED' THEN
+        IF w.status = 'PENDING' THEN
+            UPDATE horsies_workflows SET status = 'RUNNING', started_at = now() WHERE id = p_workflow;
+            w.status := 'RUNNING';
+        END IF;
+        FOR n IN SELECT * FROM horsies_workflow_tasks WHERE workflow_id = p_workflow AND status = 'READY'
+                  ORDER BY node_id LOOP
+            PERFORM tasks.enqueue_node(n);
+        END LOOP;
+    END IF;
+    IF NOT EXISTS (SELECT 1 FROM horsies_workflow_tasks WHERE workflow_id = p_workflow
+                      AND status NOT IN ('COMPLETED', 'FAILED', 'SKIPPED')) AND w.status <> 'PAUSED' THEN
+        outcome := CASE WHEN NOT EXISTS (
+                SELECT 1 FROM horsies_workflow_tasks o WHERE o.workflow_id = p_workflow AND o.status <> 'COMPLETED'
+                   AND (o.node_id = w.output_node OR (w.output_node IS NULL AND NOT EXISTS (
+                        SELECT 1 FROM horsies_workflow_tasks s WHERE s.workflow_id = p_workflow
+                           AND o.node_id = ANY (s.waits_for)))))
+            THEN 'COMPLETED' ELSE 'FAILED' END;
+        UPDATE horsies_workflows SET status = outcome, finished_at = now(),
+               result = (SELECT o.result FROM horsies_workflow_tasks o
+                          WHERE o.workflow_id = p_workflow AND o.node_id = w.output_node)
+         WHERE id = p_workflow;
+        RETURN outcome;
+    END IF;
+    RETURN w.status;
+END $$;
+
+-- The node whose task this was takes the task's end (COMPLETED, FAILED,
+-- SKIPPED for a cancelled task), then its workflow settles. Nothing moves
+-- when the node's current task is another one or it ended already.
+CREATE FUNCTION tasks.node_ended(p_task uuid, p_task_status text, p_result json, p_code text, p_message text)
+RETURNS void LANGUAGE plpgsql AS $$
+DECLARE
+    wf uuid;
+BEGIN
+    UPDATE horsies_workflow_tasks
+       SET status = CASE p_task_status WHEN 'COMPLETED' THEN 'COMPLETED' WHEN 'CANCELLED' THEN 'SKIPPED' ELSE 'FAILED' END,
+           result = p_result, error_code = p_code, error_message = p_message, finished_at = now()
+     WHERE task_id = p_task AND status IN ('ENQUEUED', 'RUNNING')
+    RETURNING workflow_id INTO wf;
+    IF wf IS NOT NULL THEN PERFORM tasks.workflow_settle(wf); END IF;
+END $$;
+
+-- ==== Hooks into the task engine ============================================
+--
+-- Tasks know nothing of workflows: these triggers connect them, and cost a
+-- plain task one index probe when it ends.
+
+-- A node task's history row names its workflow and node (the live row is
+-- gone by the time the row is written, so they are found by task id).
+CREATE FUNCTION tasks.history_names_node() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    SELECT w.workflow_id, w.node_id INTO NEW.workflow_id, NEW.workflow_node
+      FROM horsies_workflow_tasks w WHERE w.task_id = NEW.id;
+    RETURN NEW;
+END $$;
+CREATE TRIGGER history_names_node BEFORE INSERT ON horsies_task_history
+    FOR EACH ROW EXECUTE FUNCTION tasks.history_names_node();
+
+-- A node task ended: its workflow advances in the same transaction, unless
+-- recovery ended it (a crashed worker, a timeout: recovery sets
+-- silt.via_outbox), when the evidence waits in the outbox for the
+-- maintenance owner.
+CREATE FUNCTION tasks.history_advances_workflow() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF current_setting('silt.via_outbox', true) = 'on' THEN
+        INSERT INTO horsies_workflow_phase2_pending (task_id, workflow_id, node_id, task_status, error_code, error_message)
+        VALUES (NEW.id, NEW.workflow_id, NEW.workflow_node, NEW.status, NEW.error_code, NEW.error_message)
+        ON CONFLICT (task_id) DO NOTHING;
+    ELSE
+        PERFORM tasks.node_ended(NEW.id, NEW.status, NEW.result, NEW.error_code, NEW.error_message);
+    END IF;
+    RETURN NULL;
+END $$;
+CREATE TRIGGER history_advances_workflow AFTER INSERT ON horsies_task_history
+    FOR EACH ROW WHEN (NEW.workflow_id IS NOT NULL) EXECUTE FUNCTION tasks.history_advances_workflow();
+
+-- A node shows its task's live state: RUNNING once started, ENQUEUED again
+-- when a retry sends it back to PENDING.
+CREATE FUNCTION tasks.task_moves_node() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    UPDATE horsies_workflow_tasks
+       SET status = CASE WHEN NEW.status = 'RUNNING' THEN 'RUNNING' ELSE 'ENQUEUED' END
+     WHERE task_id = NEW.id AND status IN ('ENQUEUED', 'RUNNING');
+    RETURN NULL;
+END $$;
+CREATE TRIGGER task_moves_node AFTER UPDATE OF status ON horsies_tasks
+    FOR EACH ROW WHEN (NEW.workflow_id IS NOT NULL AND NEW.status IS DISTINCT FROM OLD.status)
+    EXECUTE FUNCTION tasks.task_moves_node();
+
+-- Recovery records node ends in the outbox (see history_advances_workflow).
+CREATE OR REPLACE FUNCTION tasks.recover_if_owner(p_claimed_stale_ms integer, p_running_stale_ms integer)
+RETURNS TABLE (id uuid, action text, status text, queue text) LANGUAGE plpgsql AS $$
+BEGIN
+    IF pg_try_advisory_xact_lock(hashtextextended('silt.task_recovery', 0)) THEN
+        PERFORM set_config('silt.via_outbox', 'on', true);
+        RETURN QUERY SELECT * FROM tasks.recover(p_claimed_stale_ms, p_running_stale_ms);
+        PERFORM set_config('silt.via_outbox', 'off', true);
+    END IF;
+END $$;
+
+-- The maintenance owner applies the outbox, each row once (deleted as it
+-- is applied; a node whose task is no longer current ignores it). Returns
+-- the workflows it advanced.
+CREATE FUNCTION tasks.apply_outbox(p_limit integer) RETURNS TABLE (workflow_id uuid)
+LANGUAGE plpgsql AS $$
+DECLARE
+    e horsies_workflow_phase2_pending;
+BEGIN
+    IF NOT pg_try_advisory_xact_lock(hashtextextended('silt.task_recovery', 0)) THEN RETURN; END IF;
+    FOR e IN DELETE FROM horsies_workflow_phase2_pending o
+              WHERE o.task_id IN (SELECT p.task_id FROM horsies_workflow_phase2_pending p
+                                   ORDER BY p.created_at LIMIT p_limit FOR UPDATE SKIP LOCKED)
+              RETURNING o.* LOOP
+        PERFORM tasks.node_ended(e.task_id, e.task_status, NULL, e.error_code, e.error_message);
+        workflow_id := e.workflow_id;
+        RETURN NEXT;
+    END LOOP;
+END $$;
+
+CREATE OR REPLACE VIEW tasks.all_tasks AS
+    SELECT id, task_name, queue_name, args, priority, status, sent_at, enqueued_at, run_at, good_until,
+           timeout_ms, max_retries, retry_count, attempt, idempotency_key, retention_class_key, worker_id,
+           claimed_at, started_at, NULL::timestamptz AS finished_at, cancel_requested,
+           NULL::json AS result, last_error_code AS error_code, last_error_message AS error_message,
+           workflow_id, workflow_node
+      FROM horsies_tasks
+    UNION ALL
+    SELECT id, task_name, queue_name, args, priority, status, sent_at, enqueued_at, NULL, good_until,
+           NULL, max_retries, retry_count, attempt, idempotency_key, retention_class_key, worker_id,
+           claimed_at, started_at, finished_at, false, result, error_code, error_message,
+           workflow_id, workflow_node
+      FROM horsies_task_history;
