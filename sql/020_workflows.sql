@@ -290,3 +290,68 @@ CREATE OR REPLACE VIEW tasks.all_tasks AS
            claimed_at, started_at, finished_at, false, result, error_code, error_message,
            workflow_id, workflow_node
       FROM horsies_task_history;
+
+-- ==== Starting and controlling ==============================================
+
+-- A workflow and its nodes' shape (parallel arrays, one element per node;
+-- waits as array literals, argsFrom as JSON objects). The nodes' task
+-- options follow in tasks.workflow_options, then tasks.workflow_settle
+-- starts it: the three in one transaction.
+CREATE FUNCTION tasks.workflow_create(p_id uuid, p_name text, p_on_error text, p_output text,
+                                      p_nodes text[], p_tasks text[], p_queues text[], p_args text[],
+                                      p_waits text[], p_joins text[], p_min integer[], p_allow boolean[],
+                                      p_args_from text[])
+RETURNS void LANGUAGE sql AS $$
+    INSERT INTO horsies_workflows (id, name, status, on_error, output_node)
+    VALUES (p_id, p_name, 'PENDING', p_on_error, p_output);
+    INSERT INTO horsies_workflow_tasks (workflow_id, node_id, task_name, queue_name, args, priority, waits_for,
+                                        join_kind, min_success, allow_failed_deps, args_from)
+    SELECT p_id, u.node, u.task, u.queue, u.args::json, 100, coalesce(u.waits::text[], '{}'), u.join_kind,
+           u.min, u.allow, u.args_from::jsonb
+      FROM unnest(p_nodes, p_tasks, p_queues, p_args, p_waits, p_joins, p_min, p_allow, p_args_from)
+           AS u(node, task, queue, args, waits, join_kind, min, allow, args_from);
+$$;
+
+CREATE FUNCTION tasks.workflow_options(p_id uuid, p_nodes text[], p_priorities integer[], p_timeouts integer[],
+                                       p_max_retries integer[], p_retry_delays text[], p_bases integer[],
+                                       p_caps integer[], p_jitters real[], p_retry_on text[],
+                                       p_good_until timestamptz[])
+RETURNS void LANGUAGE sql AS $$
+    UPDATE horsies_workflow_tasks w
+       SET priority = u.priority, timeout_ms = u.timeout, max_retries = u.retries,
+           retry_delays_ms = u.delays::integer[], retry_base_ms = u.base, retry_cap_ms = u.cap,
+           retry_jitter = u.jitter, retry_on = u.retry_on::text[], good_until = u.good_until
+      FROM unnest(p_nodes, p_priorities, p_timeouts, p_max_retries, p_retry_delays, p_bases, p_caps, p_jitters,
+                  p_retry_on, p_good_until)
+           AS u(node, priority, timeout, retries, delays, base, cap, jitter, retry_on, good_until)
+     WHERE w.workflow_id = p_id AND w.node_id = u.node;
+$$;
+
+-- pause, resume, cancel. Returns the status afterwards (NULL: no such
+-- workflow); a finished workflow is left as it is.
+CREATE FUNCTION tasks.workflow_control(p_id uuid, p_action text) RETURNS text
+LANGUAGE plpgsql AS $$
+DECLARE
+    w horsies_workflows;
+    t uuid;
+BEGIN
+    SELECT * INTO w FROM horsies_workflows WHERE id = p_id FOR UPDATE;
+    IF w.id IS NULL THEN RETURN NULL; END IF;
+    IF w.status NOT IN ('PENDING', 'RUNNING', 'PAUSED') THEN RETURN w.status; END IF;
+    IF p_action = 'pause' THEN
+        UPDATE horsies_workflows SET status = 'PAUSED', paused_at = now() WHERE id = p_id;
+        RETURN 'PAUSED';
+    ELSIF p_action = 'resume' THEN
+        UPDATE horsies_workflows SET status = 'RUNNING', paused_at = NULL WHERE id = p_id;
+        RETURN tasks.workflow_settle(p_id);
+    END IF;
+    -- cancel: what has not started is skipped, what runs is told
+    UPDATE horsies_workflows SET status = 'CANCELLED', finished_at = now() WHERE id = p_id;
+    UPDATE horsies_workflow_tasks SET status = 'SKIPPED', finished_at = now()
+     WHERE workflow_id = p_id AND status IN ('PENDING', 'READY');
+    FOR t IN SELECT task_id FROM horsies_workflow_tasks WHERE workflow_id = p_id AND status IN ('ENQUEUED', 'RUNNING')
+              ORDER BY task_id LOOP
+        PERFORM tasks.cancel(t);
+    END LOOP;
+    RETURN 'CANCELLED';
+END $$;

@@ -182,16 +182,24 @@ static int read_retry(httpd_req *req, const json_doc *d, uint32_t obj, const cha
     return 0;
 }
 
+const task_form TASK_FORM_SEND = { "a task", "name", task_fields };
+
 int api_task_spec(httpd_req *req, server *srv, const json_doc *d, uint32_t obj, const char *where, task_spec *t)
 {
+    return api_task_read(req, srv, d, obj, where, &TASK_FORM_SEND, t);
+}
+
+int api_task_read(httpd_req *req, server *srv, const json_doc *d, uint32_t obj, const char *where,
+                  const task_form *form, task_spec *t)
+{
     if (d->tokens[obj].type != JSON_OBJECT) {
-        httpd_error(req, 400, "%stask must be an object", where);
+        httpd_error(req, 400, "%s%s must be an object", where, form->what + 2);   /* "a task" -> "task" */
         return -1;
     }
-    if (only_known(req, d, obj, where, "a task", task_fields) < 0) return -1;
+    if (only_known(req, d, obj, where, form->what, form->fields) < 0) return -1;
     ids_uuid7(t->id);
     read_args(d, obj, t);
-    if (read_name(req, d, obj, where, "name", TASK_NAME_MAX, true, &t->name) < 0 ||
+    if (read_name(req, d, obj, where, form->name_key, TASK_NAME_MAX, true, &t->name) < 0 ||
         read_queue(req, srv, d, obj, where, t) < 0 ||
         read_int_field(req, d, obj, where, "priority", TASK_PRIORITY_MIN, TASK_PRIORITY_MAX, &t->priority) < 0 ||
         read_when(req, d, obj, where, t) < 0 ||

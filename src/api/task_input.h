@@ -5,7 +5,20 @@
 #include "db/array.h"
 #include "tasks/tasks.h"
 
-/* 0, or -1 after replying 400; where ("tasks[2]: " or "") starts every message. */
+/* What an object describing a task to run may hold: its name for messages
+ * ("a task", "a node"), the key of the task's name, every key allowed. */
+typedef struct task_form {
+    const char        *what;
+    const char        *name_key;
+    const char *const *fields;
+} task_form;
+extern const task_form TASK_FORM_SEND;   /* POST /api/v1/tasks */
+
+/* A task described by obj in the given form. 0, or -1 after replying 400;
+ * where ("nodes[2]: " or "") starts every message. */
+int api_task_read(httpd_req *req, server *srv, const json_doc *d, uint32_t obj, const char *where,
+                  const task_form *form, task_spec *t) __attribute__((warn_unused_result));
+/* The same for a send: 0, or -1 after replying 400; where ("tasks[2]: " or "") starts every message. */
 int api_task_spec(httpd_req *req, server *srv, const json_doc *d, uint32_t obj, const char *where, task_spec *t)
     __attribute__((warn_unused_result));
 
