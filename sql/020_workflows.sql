@@ -105,6 +105,10 @@ BEGIN
             n.workflow_id, n.node_id);
     UPDATE horsies_workflow_tasks SET status = 'ENQUEUED', task_id = id
      WHERE workflow_id = n.workflow_id AND node_id = n.node_id;
+    -- Claimers must hear of it, and the server that ends this transaction
+    -- cannot tell (it sees a task end, not what it enqueued): a NOTIFY, in
+    -- the transactions that enqueue nodes only (once per queue each).
+    PERFORM pg_notify('silt_tasks', 'sent:' || n.queue_name);
     RETURN id;
 END $$;
 
@@ -179,6 +183,7 @@ BEGIN
                result = (SELECT o.result FROM horsies_workflow_tasks o
                           WHERE o.workflow_id = p_workflow AND o.node_id = w.output_node)
          WHERE id = p_workflow;
+        PERFORM pg_notify('silt_tasks', 'done:' || p_workflow);   -- its waiters (GET ?wait), once per workflow
         RETURN outcome;
     END IF;
     RETURN w.status;
@@ -347,6 +352,7 @@ BEGIN
     END IF;
     -- cancel: what has not started is skipped, what runs is told
     UPDATE horsies_workflows SET status = 'CANCELLED', finished_at = now() WHERE id = p_id;
+    PERFORM pg_notify('silt_tasks', 'done:' || p_id);
     UPDATE horsies_workflow_tasks SET status = 'SKIPPED', finished_at = now()
      WHERE workflow_id = p_id AND status IN ('PENDING', 'READY');
     FOR t IN SELECT task_id FROM horsies_workflow_tasks WHERE workflow_id = p_id AND status IN ('ENQUEUED', 'RUNNING')
