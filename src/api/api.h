@@ -64,6 +64,12 @@ void api_worker_claim(httpd_req *req, server *srv);
 void api_worker_heartbeat(httpd_req *req, server *srv);
 void api_worker_release(httpd_req *req, server *srv);
 void api_worker_finish(httpd_req *req, server *srv);
+void api_workflow_start(httpd_req *req, server *srv);
+void api_workflow_get(httpd_req *req, server *srv);
+void api_workflow_list(httpd_req *req, server *srv);
+void api_workflow_pause(httpd_req *req, server *srv);
+void api_workflow_resume(httpd_req *req, server *srv);
+void api_workflow_cancel(httpd_req *req, server *srv);
 void api_worker_list(httpd_req *req, server *srv);
 
 /* The implicit consumer group: "queue mode". */

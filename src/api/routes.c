@@ -62,6 +62,12 @@ static const route routes[] = {
     { HTTPD_POST, "/api/v1/workers/:workerId/heartbeat", api_worker_heartbeat },
     { HTTPD_POST, "/api/v1/workers/:workerId/release", api_worker_release },
     { HTTPD_POST, "/api/v1/workers/:workerId/finish", api_worker_finish },
+    { HTTPD_POST, "/api/v1/workflows", api_workflow_start },
+    { HTTPD_GET,  "/api/v1/workflows", api_workflow_list },
+    { HTTPD_GET,  "/api/v1/workflows/:id", api_workflow_get },
+    { HTTPD_POST, "/api/v1/workflows/:id/pause", api_workflow_pause },
+    { HTTPD_POST, "/api/v1/workflows/:id/resume", api_workflow_resume },
+    { HTTPD_POST, "/api/v1/workflows/:id/cancel", api_workflow_cancel },
 };
 
 static void clear_params(httpd_req *req)

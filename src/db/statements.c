@@ -114,6 +114,21 @@ const db_statement db_statements[STMT_COUNT] = {
     [STMT_TASK_RECOVER] = { "task_recover", "SELECT id, action, status, queue FROM tasks.recover_if_owner($1, $2)", 2 },
     /* after the commits it speaks of, in a transaction of its own (tasks/hub.c) */
     [STMT_TASK_NOTIFY]  = { "task_notify", "SELECT count(pg_notify('silt_tasks', x)) FROM unnest($1::text[]) x", 1 },
+    /* workflows (sql/020_workflows.sql): rows in the order api/workflows.c reads them */
+    [STMT_WF_CREATE]    = { "wf_create", "SELECT tasks.workflow_create($1, $2, $3, $4, $5, $6, $7, $8, $9, $10,"
+        " $11, $12, $13)", 13 },
+    [STMT_WF_OPTIONS]   = { "wf_options", "SELECT tasks.workflow_options($1, $2, $3, $4, $5, $6, $7, $8, $9, $10,"
+        " $11)", 11 },
+    [STMT_WF_SETTLE]    = { "wf_settle", "SELECT tasks.workflow_settle($1)", 1 },
+    [STMT_WF_GET]       = { "wf_get", "SELECT " WF_COLUMNS " FROM horsies_workflows WHERE id = $1", 1 },
+    [STMT_WF_NODES]     = { "wf_nodes", "SELECT node_id, task_name, queue_name, status, task_id, to_json(waits_for),"
+        " join_kind, result, error_code, error_message, finished_at FROM horsies_workflow_tasks"
+        " WHERE workflow_id = $1 ORDER BY node_id", 1 },
+    [STMT_WF_LIST]      = { "wf_list", "SELECT " WF_COLUMNS " FROM horsies_workflows"
+        " WHERE ($1::text IS NULL OR status = $1) AND ($2::text IS NULL OR name = $2) AND ($3::uuid IS NULL OR id > $3)"
+        " ORDER BY id LIMIT $4", 4 },
+    [STMT_WF_CONTROL]   = { "wf_control", "SELECT tasks.workflow_control($1, $2)", 2 },
+    [STMT_WF_OUTBOX]    = { "wf_outbox", "SELECT workflow_id FROM tasks.apply_outbox($1)", 1 },
     [STMT_WORKER_REGISTER] = { "worker_register", "SELECT tasks.register_worker($1, $2, $3, $4, $5)", 5 },
     [STMT_WORKER_LIST]  = { "worker_list", "SELECT w.worker_id, w.hostname, w.pid, to_json(w.queues), w.concurrency,"
         " w.registered_at, w.last_seen_at,"

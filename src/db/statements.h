@@ -60,6 +60,14 @@ typedef enum db_stmt {
     STMT_TASK_UNCLAIM,
     STMT_TASK_RECOVER,
     STMT_TASK_NOTIFY,
+    STMT_WF_CREATE,
+    STMT_WF_OPTIONS,
+    STMT_WF_SETTLE,
+    STMT_WF_GET,
+    STMT_WF_NODES,
+    STMT_WF_LIST,
+    STMT_WF_CONTROL,
+    STMT_WF_OUTBOX,
     STMT_WORKER_REGISTER,
     STMT_WORKER_LIST,
     STMT_COUNT
@@ -80,6 +88,10 @@ enum {
     TASK_C_WORKER, TASK_C_CLAIMED, TASK_C_STARTED, TASK_C_FINISHED, TASK_C_CANCEL, TASK_C_RESULT,
     TASK_C_CODE, TASK_C_MESSAGE, TASK_C_KEY, TASK_C_CLASS
 };
+
+/* Columns of a workflow, in the order api/workflows.c reads them. */
+#define WF_COLUMNS "id, name, status, on_error, output_node, created_at, started_at, paused_at, finished_at, result," \
+    " error_code, error_message"
 
 typedef struct db_statement {
     const char *name;

@@ -17,6 +17,8 @@
 /* Batches of one kind in flight at once: while two are with the database,
  * the next gathers. */
 #define TASK_GATHER_IN_FLIGHT 2
+/* Outbox rows (crashed workflow nodes) applied per recovery round. */
+#define TASK_OUTBOX_BATCH "500"
 
 typedef enum park_kind { PARK_DONE, PARK_SENT } park_kind;
 
@@ -250,10 +252,29 @@ static void schedule_recovery(task_hub *h)
     evtimer_add(h->recovery, &tv);
 }
 
-static void recovered(void *arg, const db_reply *reply)
+/* The outbox's evidence, applied after the recovery that wrote it, in a
+ * transaction of its own (its failure leaves the evidence for next time). */
+static void outbox_applied(void *arg, const db_reply *reply)
 {
     task_hub *h = arg;
     h->recovering = false;
+    if (reply->error) log_warn("workflow outbox: %s", reply->error);
+    else if (PQntuples(reply->results[0]) > 0)
+        log_info("workflow outbox: %d crashed nodes advanced", PQntuples(reply->results[0]));
+    schedule_recovery(h);
+}
+
+static void apply_outbox(task_hub *h)
+{
+    const char *values[1] = { TASK_OUTBOX_BATCH };
+    db_job *job = db_job_new(outbox_applied, h);
+    db_job_call(job, STMT_WF_OUTBOX, values, NULL, NULL);
+    db_submit(h->pool, job);
+}
+
+static void recovered(void *arg, const db_reply *reply)
+{
+    task_hub *h = arg;
     if (reply->error) log_warn("task recovery: %s", reply->error);
     const PGresult *r = reply->error ? NULL : reply->results[0];
     for (int row = 0; r && row < PQntuples(r); row++) {
@@ -264,7 +285,7 @@ static void recovered(void *arg, const db_reply *reply)
         if (strcmp(status, "PENDING") == 0) task_hub_announce_sent(h, db_str(r, row, 3));
         else task_hub_announce_end(h, db_uuid(r, row, 0), db_str(r, row, 3));
     }
-    schedule_recovery(h);
+    apply_outbox(h);
 }
 
 static void on_recovery(evutil_socket_t fd, short what, void *arg)

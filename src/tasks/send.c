@@ -8,7 +8,7 @@ enum { S_IDS, S_NAMES, S_QUEUES, S_ARGS, S_PRIORITIES, S_RUN_AT, S_DELAYS, S_GOO
        S_MAX_RETRIES, S_RETRY_DELAYS, S_BASES, S_CAPS, S_JITTERS, S_RETRY_ON, S_KEYS };
 
 /* An int[] literal of the fixed delays, NULL for none. */
-static void add_delays(db_array *a, const task_retry *r)
+void task_add_delays(db_array *a, const task_retry *r)
 {
     if (r->ndelays == 0) { db_array_text(a, NULL); return; }
     buf lit;
@@ -21,7 +21,7 @@ static void add_delays(db_array *a, const task_retry *r)
 }
 
 /* A text[] literal of the codes that retry, NULL for "every code". */
-static void add_retry_on(db_array *a, const task_retry *r)
+void task_add_retry_on(db_array *a, const task_retry *r)
 {
     if (r->nretry_on == 0) { db_array_text(a, NULL); return; }
     db_array codes;
@@ -31,7 +31,7 @@ static void add_retry_on(db_array *a, const task_retry *r)
     db_array_fini(&codes);
 }
 
-static void add_optional_int(db_array *a, int64_t v)
+void task_add_optional_int(db_array *a, int64_t v)
 {
     if (v > 0) db_array_int(a, v);
     else db_array_text(a, NULL);
@@ -50,12 +50,12 @@ void task_send_add(db_array *a, const task_spec *t)
     db_array_text(&a[S_RUN_AT], t->run_at);
     db_array_int(&a[S_DELAYS], t->delay_ms);
     db_array_text(&a[S_GOOD_UNTIL], t->good_until);
-    add_optional_int(&a[S_TIMEOUTS], t->timeout_ms);
+    task_add_optional_int(&a[S_TIMEOUTS], t->timeout_ms);
     db_array_int(&a[S_MAX_RETRIES], t->retry.max_retries);
-    add_delays(&a[S_RETRY_DELAYS], &t->retry);
-    add_optional_int(&a[S_BASES], t->retry.base_ms);
-    add_optional_int(&a[S_CAPS], t->retry.cap_ms);
+    task_add_delays(&a[S_RETRY_DELAYS], &t->retry);
+    task_add_optional_int(&a[S_BASES], t->retry.base_ms);
+    task_add_optional_int(&a[S_CAPS], t->retry.cap_ms);
     db_array_text(&a[S_JITTERS], jitter);
-    add_retry_on(&a[S_RETRY_ON], &t->retry);
+    task_add_retry_on(&a[S_RETRY_ON], &t->retry);
     db_array_text(&a[S_KEYS], t->idempotency_key);
 }

@@ -13,5 +13,11 @@
 /* The arrays of one call: TASK_SEND_ARRAYS of them (a gather's). */
 #define TASK_SEND_ARRAYS 16
 void task_send_add(db_array *arrays, const task_spec *t);
+/* Elements of a retry policy (workflow nodes carry them too): the fixed
+ * delays as an int[] literal, the codes that retry as a text[] literal
+ * (NULL: none given), a positive int or NULL. */
+void task_add_delays(db_array *a, const task_retry *r);
+void task_add_retry_on(db_array *a, const task_retry *r);
+void task_add_optional_int(db_array *a, int64_t v);
 
 #endif
