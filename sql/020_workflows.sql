@@ -131,9 +131,10 @@ $$;
 
 -- Settles a workflow after a node moved: PENDING nodes whose join decided
 -- become READY or SKIPPED (skips propagate), READY ones are enqueued unless
--- the workflow is paused, onError PAUSE pauses at a failure, and a workflow
--- whose nodes all ended completes or fails.
-CREATE FUNCTION tasks.workflow_settle(p_workflow uuid) RETURNS text
+-- the workflow is paused, onError PAUSE pauses when a node just failed
+-- (p_failed; a resume after it goes on), and a workflow whose nodes all
+-- ended completes or fails.
+CREATE FUNCTION tasks.workflow_settle(p_workflow uuid, p_failed boolean DEFAULT false) RETURNS text
 LANGUAGE plpgsql AS $$
 DECLARE
     w       horsies_workflows;
@@ -156,8 +157,7 @@ BEGIN
             moved := true;
         END LOOP;
     END LOOP;
-    IF w.on_error = 'PAUSE' AND w.status = 'RUNNING'
-       AND EXISTS (SELECT 1 FROM horsies_workflow_tasks WHERE workflow_id = p_workflow AND status = 'FAILED') THEN
+    IF w.on_error = 'PAUSE' AND w.status = 'RUNNING' AND p_failed THEN
         UPDATE horsies_workflows SET status = 'PAUSED', paused_at = now() WHERE id = p_workflow;
         w.status := 'PAUSED';
     END IF;
@@ -196,13 +196,14 @@ CREATE FUNCTION tasks.node_ended(p_task uuid, p_task_status text, p_result json,
 RETURNS void LANGUAGE plpgsql AS $$
 DECLARE
     wf uuid;
+    st text;
 BEGIN
     UPDATE horsies_workflow_tasks
        SET status = CASE p_task_status WHEN 'COMPLETED' THEN 'COMPLETED' WHEN 'CANCELLED' THEN 'SKIPPED' ELSE 'FAILED' END,
            result = p_result, error_code = p_code, error_message = p_message, finished_at = now()
      WHERE task_id = p_task AND status IN ('ENQUEUED', 'RUNNING')
-    RETURNING workflow_id INTO wf;
-    IF wf IS NOT NULL THEN PERFORM tasks.workflow_settle(wf); END IF;
+    RETURNING workflow_id, status INTO wf, st;
+    IF wf IS NOT NULL THEN PERFORM tasks.workflow_settle(wf, st = 'FAILED'); END IF;
 END $$;
 
 -- ==== Hooks into the task engine ============================================

@@ -1,0 +1,247 @@
+/* Integration: workflows — definitions refused whole, advancement in the
+ * ending transaction (joins, argsFrom, skips), control (pause, resume,
+ * cancel, onError PAUSE), waits, and crashed nodes through the outbox.
+ * Node tasks are run by the test itself: claim with start, then complete
+ * or fail each by its task name ("ok" completes with {"node": <id>}, "bad"
+ * fails with BOOM). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "harness.h"
+#include "support.h"
+#include "task_support.h"
+
+/* Runs what is claimable on queue q once: every task claimed is ended by
+ * its name. Returns how many were claimed. */
+static int run_round(silt_server *s, const char *q)
+{
+    reply r;
+    rq(s, "POST", "/api/v1/workers/w/claim", sfmt("{\"queues\":[\"%s\"],\"max\":100,\"start\":true,\"waitMs\":200}", q),
+       &r);
+    CHECK_INT(r.status, 200);
+    int n = 0;
+    for (; jpath(&r, sfmt("tasks.%d", n)) >= 0; n++) {
+        task_claimed c;
+        keep_str(c.id, jstr(&r, sfmt("tasks.%d.id", n)));
+        keep_str(c.claim, jstr(&r, sfmt("tasks.%d.claimId", n)));
+        const char *name = jstr(&r, sfmt("tasks.%d.name", n));
+        const char *node = sql("SELECT workflow_node FROM horsies_tasks WHERE id = '%s'", c.id);
+        if (strcmp(name, "bad") == 0) CHECK_INT(task_call(s, "fail", &c, "\"errorCode\":\"BOOM\""), 200);
+        else CHECK_INT(task_call(s, "complete", &c, sfmt("\"result\":{\"node\":\"%s\"}", node)), 200);
+    }
+    reply_fini(&r);
+    return n;
+}
+
+/* Rounds until a workflow is not running any more (or a deadline). */
+static void run_until_settled(silt_server *s, const char *q, const char *wf)
+{
+    int64_t end = now_ms() + 20000;
+    while (now_ms() < end) {
+        const char *st = sql("SELECT status FROM horsies_workflows WHERE id = '%s'", wf);
+        if (strcmp(st, "RUNNING") != 0 && strcmp(st, "PENDING") != 0) return;
+        run_round(s, q);
+    }
+    harness_failf(__FILE__, __LINE__, "workflow %s still running", wf);
+}
+
+static const char *start(silt_server *s, const char *body)
+{
+    reply r;
+    rq(s, "POST", "/api/v1/workflows", body, &r);
+    if (r.status != 201) harness_failf(__FILE__, __LINE__, "start: %d %s", r.status, r.raw.body.data);
+    const char *id = sfmt("%s", jstr(&r, "id"));
+    reply_fini(&r);
+    return id;
+}
+
+static const char *node_status(const char *wf, const char *node)
+{
+    return sql("SELECT status FROM horsies_workflow_tasks WHERE workflow_id = '%s' AND node_id = '%s'", wf, node);
+}
+
+TEST(a_diamond_runs_in_order_and_args_from_carries_results_forward)
+{
+    silt_server s;
+    srv_start(&s, NULL);
+    char wf[96];
+    keep_str(wf, start(&s, "{\"name\":\"diamond\",\"output\":\"d\",\"nodes\":["
+                           "{\"id\":\"a\",\"task\":\"ok\",\"queue\":\"q\",\"args\":{\"x\":1}},"
+                           "{\"id\":\"b\",\"task\":\"ok\",\"queue\":\"q\",\"waitsFor\":[\"a\"],\"argsFrom\":{\"fromA\":\"a\"}},"
+                           "{\"id\":\"c\",\"task\":\"ok\",\"queue\":\"q\",\"waitsFor\":[\"a\"]},"
+                           "{\"id\":\"d\",\"task\":\"ok\",\"queue\":\"q\",\"waitsFor\":[\"b\",\"c\"]}]}"));
+    CHECK_STR(node_status(wf, "a"), "ENQUEUED");
+    CHECK_STR(node_status(wf, "b"), "PENDING");
+    CHECK_INT(run_round(&s, "q"), 1);   /* a alone */
+    CHECK_STR(node_status(wf, "b"), "ENQUEUED");
+    CHECK_STR(sql("SELECT t.args::text FROM horsies_tasks t JOIN horsies_workflow_tasks n ON n.task_id = t.id"
+                  " WHERE n.workflow_id = '%s' AND n.node_id = 'b'", wf), "{\"fromA\": {\"node\": \"a\"}}");
+    CHECK_INT(run_round(&s, "q"), 2);   /* b and c */
+    CHECK_INT(run_round(&s, "q"), 1);   /* d, once both are done */
+    reply r;
+    rq(&s, "GET", sfmt("/api/v1/workflows/%s", wf), NULL, &r);
+    CHECK_STR(jstr(&r, "status"), "COMPLETED");
+    CHECK_STR(jraw(&r, "result"), "{\"node\":\"d\"}");
+    CHECK_STR(jstr(&r, "nodes.3.status"), "COMPLETED");
+    reply_fini(&r);
+    srv_stop(&s);
+}
+
+TEST(a_bad_definition_is_refused_with_every_problem_and_nothing_is_written)
+{
+    silt_server s;
+    srv_start(&s, NULL);
+    reply r;
+    rq(&s, "POST", "/api/v1/workflows", "{\"name\":\"bad\",\"output\":\"zz\",\"nodes\":["
+       "{\"id\":\"a\",\"task\":\"ok\",\"queue\":\"q\",\"waitsFor\":[\"b\"]},"
+       "{\"id\":\"b\",\"task\":\"ok\",\"queue\":\"q\",\"waitsFor\":[\"a\"]},"
+       "{\"id\":\"c\",\"task\":\"ok\",\"queue\":\"q\",\"join\":\"quorum\",\"minSuccess\":3,\"waitsFor\":[\"a\"]},"
+       "{\"id\":\"c\",\"task\":\"ok\",\"queue\":\"q\"}]}", &r);
+    CHECK_INT(r.status, 400);
+    CHECK(jpath(&r, "problems.3") >= 0);   /* output, duplicate, quorum, cycle */
+    CHECK(strstr(r.raw.body.data, "cycle") != NULL);
+    CHECK(strstr(r.raw.body.data, "defined twice") != NULL);
+    reply_fini(&r);
+    rq(&s, "POST", "/api/v1/workflows", "{\"name\":\"bad\",\"nodes\":[{\"id\":\"a\",\"queue\":\"q\"}]}", &r);
+    CHECK_INT(r.status, 400);
+    CHECK(strstr(jstr(&r, "error"), "nodes[0]: task is required") != NULL);
+    reply_fini(&r);
+    CHECK_STR(sql("SELECT count(*) FROM horsies_workflows"), "0");
+    CHECK_STR(sql("SELECT count(*) FROM horsies_tasks"), "0");
+    srv_stop(&s);
+}
+
+TEST(joins_any_and_quorum_run_as_soon_as_enough_succeeded_and_all_skips_after_a_failure)
+{
+    silt_server s;
+    srv_start(&s, NULL);
+    char wf[96];
+    keep_str(wf, start(&s, "{\"name\":\"joins\",\"nodes\":["
+                           "{\"id\":\"ok1\",\"task\":\"ok\",\"queue\":\"q\"},{\"id\":\"ok2\",\"task\":\"ok\",\"queue\":\"q\"},"
+                           "{\"id\":\"bad\",\"task\":\"bad\",\"queue\":\"q\"},"
+                           "{\"id\":\"any\",\"task\":\"ok\",\"queue\":\"later\",\"join\":\"any\",\"waitsFor\":[\"bad\",\"ok1\"]},"
+                           "{\"id\":\"q2\",\"task\":\"ok\",\"queue\":\"later\",\"join\":\"quorum\",\"minSuccess\":2,"
+                           "\"waitsFor\":[\"ok1\",\"bad\",\"ok2\"]},"
+                           "{\"id\":\"all\",\"task\":\"ok\",\"queue\":\"later\",\"waitsFor\":[\"ok1\",\"bad\"]},"
+                           "{\"id\":\"after\",\"task\":\"ok\",\"queue\":\"later\",\"waitsFor\":[\"all\"]},"
+                           "{\"id\":\"tolerant\",\"task\":\"ok\",\"queue\":\"later\",\"waitsFor\":[\"bad\"],"
+                           "\"allowFailedDeps\":true}]}"));
+    CHECK_INT(run_round(&s, "q"), 3);
+    CHECK_STR(node_status(wf, "bad"), "FAILED");
+    CHECK_STR(node_status(wf, "any"), "ENQUEUED");
+    CHECK_STR(node_status(wf, "q2"), "ENQUEUED");
+    CHECK_STR(node_status(wf, "all"), "SKIPPED");
+    CHECK_STR(node_status(wf, "after"), "SKIPPED");      /* skips propagate */
+    CHECK_STR(node_status(wf, "tolerant"), "ENQUEUED");
+    run_until_settled(&s, "later", wf);
+    CHECK_STR(sql("SELECT status FROM horsies_workflows WHERE id = '%s'", wf), "FAILED");   /* sink "after" skipped */
+    srv_stop(&s);
+}
+
+TEST(on_error_pause_pauses_at_the_first_failure_and_resume_goes_on)
+{
+    silt_server s;
+    srv_start(&s, NULL);
+    char wf[96];
+    keep_str(wf, start(&s, "{\"name\":\"p\",\"onError\":\"PAUSE\",\"nodes\":["
+                           "{\"id\":\"bad\",\"task\":\"bad\",\"queue\":\"first\"},{\"id\":\"ok\",\"task\":\"ok\",\"queue\":\"q\"},"
+                           "{\"id\":\"next\",\"task\":\"ok\",\"queue\":\"q\",\"waitsFor\":[\"ok\"]}]}"));
+    CHECK_INT(run_round(&s, "first"), 1);
+    CHECK_STR(sql("SELECT status FROM horsies_workflows WHERE id = '%s'", wf), "PAUSED");
+    CHECK_INT(run_round(&s, "q"), 1);   /* ok was enqueued before the failure: it finishes */
+    CHECK_STR(node_status(wf, "next"), "READY");   /* ready, not enqueued while paused */
+    CHECK_INT(run_round(&s, "q"), 0);
+    reply r;
+    rq(&s, "POST", sfmt("/api/v1/workflows/%s/resume", wf), NULL, &r);
+    CHECK_STR(jstr(&r, "status"), "RUNNING");
+    reply_fini(&r);
+    CHECK_INT(run_round(&s, "q"), 1);
+    CHECK_STR(sql("SELECT status FROM horsies_workflows WHERE id = '%s'", wf), "FAILED");   /* bad is a failed sink */
+    srv_stop(&s);
+}
+
+TEST(pause_lets_running_nodes_finish_and_starts_nothing_new_until_resume)
+{
+    silt_server s;
+    srv_start(&s, NULL);
+    char wf[96];
+    keep_str(wf, start(&s, "{\"name\":\"p\",\"nodes\":[{\"id\":\"a\",\"task\":\"ok\",\"queue\":\"q\"},"
+                           "{\"id\":\"b\",\"task\":\"ok\",\"queue\":\"q\",\"waitsFor\":[\"a\"]}]}"));
+    reply r;
+    rq(&s, "POST", sfmt("/api/v1/workflows/%s/pause", wf), NULL, &r);
+    CHECK_STR(jstr(&r, "status"), "PAUSED");
+    reply_fini(&r);
+    CHECK_INT(run_round(&s, "q"), 1);   /* a was enqueued before the pause: it runs */
+    CHECK_STR(node_status(wf, "a"), "COMPLETED");
+    CHECK_STR(node_status(wf, "b"), "READY");
+    rq(&s, "POST", sfmt("/api/v1/workflows/%s/resume", wf), NULL, &r);
+    reply_fini(&r);
+    CHECK_INT(run_round(&s, "q"), 1);
+    CHECK_STR(sql("SELECT status FROM horsies_workflows WHERE id = '%s'", wf), "COMPLETED");
+    srv_stop(&s);
+}
+
+TEST(cancel_skips_what_has_not_started_and_cancels_enqueued_tasks)
+{
+    silt_server s;
+    srv_start(&s, NULL);
+    char wf[96];
+    keep_str(wf, start(&s, "{\"name\":\"c\",\"nodes\":[{\"id\":\"a\",\"task\":\"ok\",\"queue\":\"q\"},"
+                           "{\"id\":\"b\",\"task\":\"ok\",\"queue\":\"q\",\"waitsFor\":[\"a\"]}]}"));
+    reply r;
+    rq(&s, "POST", sfmt("/api/v1/workflows/%s/cancel", wf), NULL, &r);
+    CHECK_STR(jstr(&r, "status"), "CANCELLED");
+    reply_fini(&r);
+    CHECK_STR(node_status(wf, "a"), "SKIPPED");
+    CHECK_STR(node_status(wf, "b"), "SKIPPED");
+    CHECK_STR(sql("SELECT status FROM horsies_task_history"), "CANCELLED");
+    CHECK_INT(run_round(&s, "q"), 0);
+    srv_stop(&s);
+}
+
+TEST(a_wait_on_a_workflow_returns_when_it_ends)
+{
+    silt_server s;
+    srv_start(&s, NULL);
+    char wf[96];
+    keep_str(wf, start(&s, "{\"name\":\"w\",\"nodes\":[{\"id\":\"a\",\"task\":\"ok\",\"queue\":\"q\"}]}"));
+    bg_req b;
+    bg_start(&b, &s, "GET", sfmt("/api/v1/workflows/%s?wait=20000", wf), NULL);
+    srv_await_metric(&s, "silt_task_waits_parked", 1, 5000);
+    CHECK_INT(run_round(&s, "q"), 1);
+    int status;
+    int64_t elapsed;
+    bg_wait(&b, &status, &elapsed);
+    CHECK_INT(status, 200);
+    CHECK(elapsed < 10000);
+    srv_stop(&s);
+}
+
+/* A node whose worker crashed: recovery ends its task and leaves the
+ * evidence in the outbox; the maintenance owner advances the workflow from
+ * it, once. */
+TEST(a_crashed_node_advances_through_the_outbox_once)
+{
+    char conf[128];
+    snprintf(conf, sizeof conf, "/tmp/silt-wf-%d.conf", (int)getpid());
+    FILE *f = fopen(conf, "w");
+    CHECK(f != NULL);
+    fputs("[recovery]\ncheck_interval_ms = 1000\n", f);
+    fclose(f);
+    silt_server s;
+    srv_start(&s, (const char *const[]){ sfmt("SILT_CONFIG=%s", conf), NULL });
+    char wf[96];
+    keep_str(wf, start(&s, "{\"name\":\"crash\",\"nodes\":[{\"id\":\"a\",\"task\":\"ok\",\"queue\":\"q\"},"
+                           "{\"id\":\"b\",\"task\":\"ok\",\"queue\":\"q\",\"waitsFor\":[\"a\"],\"allowFailedDeps\":true}]}"));
+    reply r;
+    rq(&s, "POST", "/api/v1/workers/w/claim", "{\"queues\":[\"q\"],\"start\":true}", &r);   /* and never heard of again */
+    reply_fini(&r);
+    sql("UPDATE horsies_tasks SET last_heartbeat_at = now() - interval '1 hour'");
+    sql_await("FAILED", 10000, "SELECT status FROM horsies_workflow_tasks WHERE workflow_id = '%s' AND node_id = 'a'", wf);
+    CHECK_STR(node_status(wf, "b"), "ENQUEUED");   /* allowFailedDeps: it runs after the crash */
+    CHECK_STR(sql("SELECT count(*) FROM horsies_workflow_phase2_pending"), "0");   /* applied, gone */
+    CHECK_STR(sql("SELECT count(*) FROM horsies_tasks WHERE workflow_id = '%s'", wf), "1");   /* b's, once */
+    unlink(conf);
+    srv_stop(&s);
+}
