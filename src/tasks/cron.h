@@ -49,7 +49,12 @@
  * call and the previous TZ restored before it returns (silt is
  * single-threaded; nothing else may read the time zone meanwhile). The
  * offset at an instant is assumed to change at most once in any two days,
- * which holds for every zone in tzdata for the present and future. */
+ * which holds for every zone in tzdata for the present and future. A call
+ * costs 0.1-0.2 ms, nearly all of it glibc reading two zone files (the
+ * zone's, then the previous TZ's): the walk itself jumps field by field, a
+ * few hundred steps at most even for an expression that never fires. If
+ * that ever matters, a TZif reader with a per-zone cache can replace the
+ * three zone functions of cron.c without changing this interface. */
 #ifndef SILT_CRON_H
 #define SILT_CRON_H
 #include <stdbool.h>
