@@ -159,7 +159,6 @@ static int parse_step(const parser *p, const char **q, const char *end, int *ste
     return 0;
 }
 
-
 /* The values lo..hi of "*", "a" or "a-b"; *ranged tells whether a step may follow. */
 static int parse_span(const parser *p, const char **q, const char *end, int *lo, int *hi, bool *ranged)
 {

@@ -52,7 +52,7 @@
  * which holds for every zone in tzdata for the present and future. A call
  * costs 0.1-0.2 ms, nearly all of it glibc reading two zone files (the
  * zone's, then the previous TZ's): the walk itself jumps field by field, a
- * few hundred steps at most even for an expression that never fires. If
+ * few thousand steps at most even for an expression that never fires. If
  * that ever matters, a TZif reader with a per-zone cache can replace the
  * three zone functions of cron.c without changing this interface. */
 #ifndef SILT_CRON_H
