@@ -1,6 +1,7 @@
 /* test_cron: cron expressions, what they refuse, and when they fire, in UTC
  * and across daylight-saving changes (the rules are in src/tasks/cron.h). */
 #include "harness.h"
+#include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
 #include "base/clock.h"
@@ -425,4 +426,70 @@ TEST(cron_next_puts_the_process_timezone_back)
     tzset();
     CHECK_INT(cron_next(&e, "Asia/Kolkata", utc(2026, 1, 1, 12, 0)), utc(2026, 1, 1, 18, 30));
     CHECK(getenv("TZ") == NULL);
+}
+
+/* ---- against a brute-force reading of the rule ---- */
+
+/* The local minute (minutes since 1970-01-01 on the zone's clock) at t; TZ is the zone. */
+static int64_t wall_minute(int64_t t)
+{
+    time_t tt = (time_t)t;
+    struct tm tm;
+    localtime_r(&tt, &tm);
+    return (int64_t)timegm(&tm) / 60;
+}
+
+static bool slot_matches(const cron_expr *e, int64_t local_minute)
+{
+    time_t tt = (time_t)(local_minute * 60);
+    struct tm tm;
+    gmtime_r(&tt, &tm);
+    bool dom = e->days >> tm.tm_mday & 1, dow = e->weekdays >> tm.tm_wday & 1;
+    bool day = (e->dom_star || e->dow_star) ? dom && dow : dom || dow;
+    return (e->minutes >> tm.tm_min & 1) && (e->hours >> tm.tm_hour & 1) && (e->months >> (tm.tm_mon + 1) & 1) && day;
+}
+
+/* Minute by minute through [from, to): a slot fires at the first instant at
+ * which the clock reads it or later (cron.h's rule, read literally), and
+ * cron_next must give exactly those instants. */
+static void check_against_brute_force(const char *text, const char *tz, int64_t from, int64_t to)
+{
+    cron_expr e = parsed(text);
+    int64_t seen = wall_minute(from), next = cron_next(&e, tz, from);
+    for (int64_t t = from + 60; t < to; t += 60) {
+        int64_t w = wall_minute(t);
+        bool fires = false;
+        for (int64_t m = seen + 1; m <= w; m++) fires = fires || slot_matches(&e, m);
+        if (w > seen) seen = w;
+        if (fires != (next == t) || next < t)
+            harness_failf(__FILE__, __LINE__, "%s in %s: at %lld the rule says %s, cron_next gave %lld", text, tz,
+                          (long long)t, fires ? "fire" : "no fire", (long long)next);
+        if (fires) next = cron_next(&e, tz, t);
+    }
+}
+
+/* Zones whose changes differ in kind: spring and autumn at 02:00 or 01:00
+ * UTC, a half-hour change (Lord Howe), a negative DST (Dublin), changes at
+ * local midnight that skip or repeat 00:00 (Santiago, Havana), the southern
+ * hemisphere (Sydney). Two days around each 2026 change, every expression. */
+TEST(cron_next_agrees_with_a_minute_by_minute_reading_around_every_2026_change)
+{
+    const char *zones[] = { "Europe/Paris", "America/New_York", "Australia/Lord_Howe", "Europe/Dublin",
+                            "America/Santiago", "America/Havana", "Australia/Sydney" };
+    const char *exprs[] = { "*/30 * * * *", "0 0 * * *", "30 2 * * *", "* 2 * * *", "15,45 0-3 * * *",
+                            "0 0 * * sun", "0 1 1-7 * sun" };
+    for (size_t z = 0; z < sizeof zones / sizeof zones[0]; z++) {
+        char value[80];
+        snprintf(value, sizeof value, ":%s", zones[z]);
+        setenv("TZ", value, 1);
+        tzset();
+        int changes = 0;
+        for (int64_t t = utc(2026, 1, 1, 0, 0); t < utc(2027, 1, 1, 0, 0); t += 3600) {
+            if (wall_minute(t + 3600) - wall_minute(t) == 60) continue;
+            changes++;
+            for (size_t x = 0; x < sizeof exprs / sizeof exprs[0]; x++)
+                check_against_brute_force(exprs[x], zones[z], t - 86400, t + 86400);
+        }
+        if (changes != 2) harness_failf(__FILE__, __LINE__, "%s: %d changes in 2026", zones[z], changes);
+    }
 }
