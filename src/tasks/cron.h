@@ -41,7 +41,13 @@
  *     "*\/30 * * * *" fires at 01:00 UTC for 02:00, 02:30 and 03:00 local,
  *     then at 03:30 CEST (01:30 UTC).
  * So no slot of an existing local time is lost, none fires twice, and the
- * fire times of an expression never go backwards.
+ * fire times of an expression never go backwards. Where a change skips
+ * midnight (America/Havana, 2026-03-08: 00:00 CST becomes 01:00 CDT),
+ * "0 0 * * *" fires at 01:00 that day, still on its date.
+ *
+ * A scheduler keeps the instant it last fired and asks cron_next for the one
+ * after it: that walks every slot once. Asking from "now" instead skips the
+ * slots missed while it was not running; catching up is the caller's choice.
  *
  * Time arithmetic on local dates is done here (proleptic Gregorian, no
  * library); only the zone's UTC offset at an instant comes from glibc

@@ -493,3 +493,12 @@ TEST(cron_next_agrees_with_a_minute_by_minute_reading_around_every_2026_change)
         if (changes != 2) harness_failf(__FILE__, __LINE__, "%s: %d changes in 2026", zones[z], changes);
     }
 }
+
+TEST(cron_next_midnight_skipped_by_a_change_fires_at_the_end_of_the_gap)
+{
+    /* America/Havana, 2026-03-08: 00:00 CST (05:00 UTC) becomes 01:00 CDT */
+    CHECK_FIRES("0 0 * * *", "America/Havana", utc(2026, 3, 7, 12, 0), utc(2026, 3, 8, 5, 0) /* 01:00 CDT */,
+                utc(2026, 3, 9, 4, 0) /* 00:00 CDT */);
+    /* a Sunday-only job keeps its Sunday */
+    CHECK_FIRES("0 0 * * sun", "America/Havana", utc(2026, 3, 2, 12, 0), utc(2026, 3, 8, 5, 0), utc(2026, 3, 15, 4, 0));
+}
