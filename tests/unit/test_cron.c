@@ -178,7 +178,8 @@ TEST(cron_next_fires_at_the_next_matching_minute_in_utc)
     CHECK_FIRES("0 * * * *", "UTC", utc(2026, 1, 1, 10, 20), utc(2026, 1, 1, 11, 0), utc(2026, 1, 1, 12, 0));
     CHECK_FIRES("30 9 * * *", "UTC", utc(2026, 1, 1, 10, 0), utc(2026, 1, 2, 9, 30), utc(2026, 1, 3, 9, 30));
     CHECK_FIRES("0 0 1 1 *", "UTC", utc(2026, 6, 1, 0, 0), utc(2027, 1, 1, 0, 0), utc(2028, 1, 1, 0, 0));
-    CHECK_FIRES("59 23 31 12 *", "UTC", utc(2026, 12, 31, 23, 58), utc(2026, 12, 31, 23, 59), utc(2027, 12, 31, 23, 59));
+    CHECK_FIRES("59 23 31 12 *", "UTC", utc(2026, 12, 31, 23, 58), utc(2026, 12, 31, 23, 59),
+                utc(2027, 12, 31, 23, 59));
     CHECK_FIRES("* * * * *", "UTC", utc(2026, 12, 31, 23, 59), utc(2027, 1, 1, 0, 0), utc(2027, 1, 1, 0, 1));
     CHECK_FIRES("15 8-9 * * *", "UTC", utc(2026, 1, 31, 9, 15), utc(2026, 2, 1, 8, 15), utc(2026, 2, 1, 9, 15));
 }
@@ -350,7 +351,8 @@ static int walk_half_hours(int64_t from, int64_t to, const int64_t skipped[2])
     int fires = 0;
     while ((t = cron_next(&e, "Europe/Paris", t)) < to) {
         while (want == skipped[0] || want == skipped[1]) want += 1800;
-        if (t != want) harness_failf(__FILE__, __LINE__, "fire %d at %lld, expected %lld", fires, (long long)t, (long long)want);
+        if (t != want)
+            harness_failf(__FILE__, __LINE__, "fire %d at %lld, expected %lld", fires, (long long)t, (long long)want);
         want += 1800;
         fires++;
     }
