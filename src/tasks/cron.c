@@ -118,9 +118,10 @@ static int unexpected(const parser *p, char c)
     return fail(p, "\"%.*s\": unexpected byte 0x%02x", p->item_len, p->item, (unsigned char)c);
 }
 
-/* Reads one value (a number or a name) at *q; advances *q. In the day of
- * week, "sun" closing a range is 7, so "fri-sun" reads as 5-7. */
-static int parse_value(const parser *p, const char **q, const char *end, bool range_end, int *out)
+/* Reads one value (a number or a name) at *q; advances *q. start is the
+ * value opening the range this one closes, or -1: in the day of week, "sun"
+ * closing a range that starts later in the week is 7, so "fri-sun" is 5-7. */
+static int parse_value(const parser *p, const char **q, const char *end, int start, int *out)
 {
     const char *s = *q;
     size_t n = 0;
@@ -140,7 +141,7 @@ static int parse_value(const parser *p, const char **q, const char *end, bool ra
     if (*out < 0)
         return fail(p, "unknown %s name \"%.*s\" (expected %s or a number)", p->f->kind, (int)n, s,
                     p->f->hint);
-    if (range_end && p->field == F_DOW && *out == 0) *out = 7;
+    if (p->field == F_DOW && *out == 0 && start > 0) *out = 7;
     return 0;
 }
 
@@ -169,12 +170,12 @@ static int parse_span(const parser *p, const char **q, const char *end, int *lo,
         *hi = p->f->hi;
         return 0;
     }
-    if (parse_value(p, q, end, false, lo) < 0) return -1;
+    if (parse_value(p, q, end, -1, lo) < 0) return -1;
     *hi = *lo;
     *ranged = *q < end && **q == '-';
     if (!*ranged) return 0;
     (*q)++;
-    if (parse_value(p, q, end, true, hi) < 0) return -1;
+    if (parse_value(p, q, end, *lo, hi) < 0) return -1;
     if (*hi < *lo) return fail(p, "\"%.*s\" is a reversed range (write the smaller value first)", p->item_len, p->item);
     return 0;
 }

@@ -104,6 +104,8 @@ TEST(cron_parse_zero_and_seven_are_both_sunday)
     CHECK_INT(parsed("0 0 * * 7").weekdays, 1);
     CHECK(parsed("0 0 * * 5-7").weekdays == BITS(0, 5, 6));
     CHECK(parsed("0 0 * * fri-sun").weekdays == BITS(0, 5, 6));   /* sun closing a range is 7 */
+    CHECK(parsed("0 0 * * sun-sun").weekdays == BITS(0));          /* ...but not one it opens */
+    CHECK_INT(parsed("0 0 * * sun-sat").weekdays, 0x7F);
     CHECK(parsed("0 0 * * */7").weekdays == BITS(0));
 }
 
