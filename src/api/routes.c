@@ -68,6 +68,7 @@ static const route routes[] = {
     { HTTPD_POST, "/api/v1/workflows/:id/pause", api_workflow_pause },
     { HTTPD_POST, "/api/v1/workflows/:id/resume", api_workflow_resume },
     { HTTPD_POST, "/api/v1/workflows/:id/cancel", api_workflow_cancel },
+    { HTTPD_GET,  "/api/v1/schedules", api_schedule_list },
 };
 
 static void clear_params(httpd_req *req)

@@ -27,7 +27,7 @@ static bool drained(const server *srv)
 {
     return httpd_inflight(srv->http) == 0 && httpd_arriving(srv->http) == 0 && pusher_idle(srv->push) &&
            db_pool_busy(srv->pool) == 0 && retention_engine_idle(srv->retention) &&
-           maintenance_idle(srv->maintenance) && task_hub_idle(srv->tasks);
+           maintenance_idle(srv->maintenance) && task_hub_idle(srv->tasks) && scheduler_idle(srv->schedules);
 }
 
 static void drain_check(evutil_socket_t fd, short what, void *arg)
@@ -75,6 +75,7 @@ static void on_signal(evutil_socket_t sig, short what, void *arg)
     retention_engine_stop(srv->retention);
     maintenance_stop(srv->maintenance);
     task_hub_drain(srv->tasks);
+    scheduler_stop(srv->schedules);
     drain_check(-1, 0, srv);
 }
 
@@ -121,6 +122,7 @@ static int start(server *srv)
     srv->retention = retention_engine_new(srv->base, srv->pool, rs);
     srv->maintenance = maintenance_new(srv->base, srv->pool, srv->pop, srv->cfg.maintenance_refresh_ms);
     srv->tasks = task_hub_new(srv->base, srv->pool, conninfo, &srv->task_settings);
+    srv->schedules = scheduler_new(srv->base, srv->pool, srv->tasks, &srv->conf);
     srv->http = httpd_new(srv->base, srv->cfg.host, (int)srv->cfg.port, (size_t)srv->cfg.max_body_bytes,
                           api_dispatch, srv);
     if (!srv->http) {
@@ -147,6 +149,7 @@ static void stop(server *srv)
     popper_free(srv->pop);
     retention_engine_free(srv->retention);
     maintenance_free(srv->maintenance);
+    scheduler_free(srv->schedules);
     task_hub_free(srv->tasks);
     pusher_free(srv->push);
     db_pool_free(srv->pool);

@@ -16,6 +16,7 @@
 #include "retention/engine.h"
 #include "streams/maintenance.h"
 #include "tasks/hub.h"
+#include "tasks/schedule.h"
 
 #define SILT_VERSION "0.1.0"
 
@@ -40,6 +41,7 @@ typedef struct server {
     retention_engine  *retention;
     maintenance       *maintenance;
     task_hub          *tasks;
+    scheduler         *schedules;
     task_settings      task_settings;   /* from silt.conf */
     bool               draining;
     int64_t            drain_deadline_us;

@@ -128,6 +128,9 @@ const db_statement db_statements[STMT_COUNT] = {
         " WHERE ($1::text IS NULL OR status = $1) AND ($2::text IS NULL OR name = $2) AND ($3::uuid IS NULL OR id > $3)"
         " ORDER BY id LIMIT $4", 4 },
     [STMT_WF_CONTROL]   = { "wf_control", "SELECT tasks.workflow_control($1, $2)", 2 },
+    [STMT_SCHEDULE_STATE] = { "schedule_state", "SELECT schedule_name, last_slot, last_fired_at, last_task_id"
+        " FROM horsies_schedule_state ORDER BY schedule_name", 0 },
+    [STMT_SCHEDULE_FIRE] = { "schedule_fire", "SELECT tasks.schedule_fire($1, $2, $3, $4, $5, $6, $7)", 7 },
     [STMT_WF_OUTBOX]    = { "wf_outbox", "SELECT workflow_id FROM tasks.apply_outbox($1)", 1 },
     [STMT_WORKER_REGISTER] = { "worker_register", "SELECT tasks.register_worker($1, $2, $3, $4, $5)", 5 },
     [STMT_WORKER_LIST]  = { "worker_list", "SELECT w.worker_id, w.hostname, w.pid, to_json(w.queues), w.concurrency,"
