@@ -21,29 +21,66 @@
 #include <string.h>
 #include <sys/stat.h>
 #include "base/confreport.h"
+#include "base/json.h"
 #include "base/xalloc.h"
+#include "tasks/cron.h"
 
 /* ---- the sections and their keys ---------------------------------------- */
 
-typedef struct key_def {
+typedef struct parser parser;
+typedef struct key_def key_def;
+
+/* Checks a value other than a bounded integer, reports what is wrong with
+ * it, and stores it when it is right (a value refused keeps what was there:
+ * the default, or an earlier line's value). */
+typedef void (*key_setter)(parser *p, const key_def *k, const char *value);
+
+struct key_def {
     const char *name;
-    size_t      offset;   /* of an int in conf_queue or conf_recovery */
-    long long   lo, hi;   /* bounds, inclusive */
-} key_def;
+    size_t      offset;   /* of an int (or, with set, the field set) in the section's struct */
+    long long   lo, hi;   /* bounds, inclusive, of an int */
+    key_setter  set;      /* NULL: an int within lo..hi */
+};
 
 static const key_def queue_keys[] = {
-    { "priority",        offsetof(conf_queue, priority),        1, 100 },
-    { "max_concurrency", offsetof(conf_queue, max_concurrency), 0, 100000 },
+    { "priority",        offsetof(conf_queue, priority),        1, 100,    NULL },
+    { "max_concurrency", offsetof(conf_queue, max_concurrency), 0, 100000, NULL },
+};
+
+static void set_cron(parser *p, const key_def *k, const char *value);
+static void set_timezone(parser *p, const key_def *k, const char *value);
+static void set_task(parser *p, const key_def *k, const char *value);
+static void set_schedule_queue(parser *p, const key_def *k, const char *value);
+static void set_args(parser *p, const key_def *k, const char *value);
+static void set_catch_up(parser *p, const key_def *k, const char *value);
+
+enum { SCH_CRON, SCH_TIMEZONE, SCH_TASK, SCH_QUEUE, SCH_ARGS, SCH_CATCH_UP, SCH_PRIORITY, SCH_NKEYS };
+
+static const key_def schedule_keys[SCH_NKEYS] = {
+    [SCH_CRON]     = { "cron",     offsetof(conf_schedule, cron),     0, 0, set_cron },
+    [SCH_TIMEZONE] = { "timezone", offsetof(conf_schedule, timezone), 0, 0, set_timezone },
+    [SCH_TASK]     = { "task",     offsetof(conf_schedule, task),     0, 0, set_task },
+    [SCH_QUEUE]    = { "queue",    offsetof(conf_schedule, queue),    0, 0, set_schedule_queue },
+    [SCH_ARGS]     = { "args",     offsetof(conf_schedule, args),     0, 0, set_args },
+    [SCH_CATCH_UP] = { "catch_up", offsetof(conf_schedule, catch_up), 1, CONFFILE_CATCH_UP_MAX, set_catch_up },
+    [SCH_PRIORITY] = { "priority", offsetof(conf_schedule, priority), 1, 100, NULL },
+};
+
+/* What a schedule cannot do without, and how the help says to give it. */
+static const struct { int key; const char *example; } schedule_required[] = {
+    { SCH_CRON,  "cron = 30 3 * * *   (minute hour day-of-month month day-of-week)" },
+    { SCH_TASK,  "task = NAME, the task each slot sends" },
+    { SCH_QUEUE, "queue = NAME, the queue the task is sent to" },
 };
 
 enum { REC_CLAIMER_HB, REC_RUNNER_HB, REC_CLAIMED_STALE, REC_RUNNING_STALE, REC_CHECK, REC_NKEYS };
 
 static const key_def recovery_keys[REC_NKEYS] = {
-    [REC_CLAIMER_HB]    = { "claimer_heartbeat_interval_ms", offsetof(conf_recovery, claimer_heartbeat_interval_ms), 1000, 600000 },
-    [REC_RUNNER_HB]     = { "runner_heartbeat_interval_ms",  offsetof(conf_recovery, runner_heartbeat_interval_ms),  1000, 600000 },
-    [REC_CLAIMED_STALE] = { "claimed_stale_after_ms",        offsetof(conf_recovery, claimed_stale_after_ms),        2000, 86400000 },
-    [REC_RUNNING_STALE] = { "running_stale_after_ms",        offsetof(conf_recovery, running_stale_after_ms),        2000, 86400000 },
-    [REC_CHECK]         = { "check_interval_ms",             offsetof(conf_recovery, check_interval_ms),             1000, 600000 },
+    [REC_CLAIMER_HB]    = { "claimer_heartbeat_interval_ms", offsetof(conf_recovery, claimer_heartbeat_interval_ms), 1000, 600000, NULL },
+    [REC_RUNNER_HB]     = { "runner_heartbeat_interval_ms",  offsetof(conf_recovery, runner_heartbeat_interval_ms),  1000, 600000, NULL },
+    [REC_CLAIMED_STALE] = { "claimed_stale_after_ms",        offsetof(conf_recovery, claimed_stale_after_ms),        2000, 86400000, NULL },
+    [REC_RUNNING_STALE] = { "running_stale_after_ms",        offsetof(conf_recovery, running_stale_after_ms),        2000, 86400000, NULL },
+    [REC_CHECK]         = { "check_interval_ms",             offsetof(conf_recovery, check_interval_ms),             1000, 600000, NULL },
 };
 
 /* Retention settings that an older configuration kept with recovery. The
@@ -57,19 +94,22 @@ static const char *const moved_to_retention[] = {
 
 #define MAX_SECTION_KEYS 8   /* the longest key table; sized for a few more */
 #define NELEM(a) (sizeof (a) / sizeof (a)[0])
-_Static_assert(NELEM(queue_keys) <= MAX_SECTION_KEYS && REC_NKEYS <= MAX_SECTION_KEYS, "raise MAX_SECTION_KEYS");
+_Static_assert(NELEM(queue_keys) <= MAX_SECTION_KEYS && REC_NKEYS <= MAX_SECTION_KEYS
+               && SCH_NKEYS <= MAX_SECTION_KEYS, "raise MAX_SECTION_KEYS");
 
 typedef enum section_kind {
     SECTION_NONE,       /* before the first header */
     SECTION_RECOVERY,
     SECTION_QUEUE,
+    SECTION_SCHEDULE,
     SECTION_SKIPPED,    /* unknown or unreadable header: already reported */
 } section_kind;
 
 /* What the parse has seen so far. A section that is checked but not kept
- * (a repeated one, or a queue with an invalid name) writes into a scratch
- * record, so its keys are still checked and reported in the same pass. */
-typedef struct parser {
+ * (a repeated one, or a queue or schedule with an invalid name) writes into a
+ * scratch record, so its keys are still checked and reported in the same
+ * pass. */
+struct parser {
     silt_conf     *conf;
     confreport     rep;
     const char    *text;        /* the whole file */
@@ -80,19 +120,22 @@ typedef struct parser {
     char          *raw;         /* the line as read, for messages */
     section_kind   kind;
     char          *section;     /* its name as written, e.g. "queue.emails" */
-    void          *target;      /* conf_queue or conf_recovery the keys fill */
+    void          *target;      /* conf_queue, conf_schedule or conf_recovery the keys fill */
     int            key_line[MAX_SECTION_KEYS];   /* where each key was set in this section; 0 not yet */
     int            recovery_line;                /* the first [recovery]; 0 none */
     int            rec_line[REC_NKEYS];          /* where [recovery]'s keys were set; 0 default */
     bool           rec_bad[REC_NKEYS];           /* the value given was refused */
+    int           *queue_line;                   /* per kept schedule: where its queue was set; 0 not */
     conf_queue     scratch_queue;
+    conf_schedule  scratch_schedule;
     conf_recovery  scratch_recovery;
-} parser;
+};
 
 static const key_def *section_keys(section_kind kind, size_t *n)
 {
     if (kind == SECTION_QUEUE) { *n = NELEM(queue_keys); return queue_keys; }
     if (kind == SECTION_RECOVERY) { *n = NELEM(recovery_keys); return recovery_keys; }
+    if (kind == SECTION_SCHEDULE) { *n = NELEM(schedule_keys); return schedule_keys; }
     *n = 0;
     return NULL;
 }
@@ -112,6 +155,26 @@ static void queue_defaults(conf_queue *q, int line)
     q->priority = 100;
     q->max_concurrency = 0;
     q->line = line;
+}
+
+static void schedule_defaults(conf_schedule *s, int line)
+{
+    s->name = s->cron = s->task = s->queue = NULL;
+    s->timezone = xstrdup("UTC");
+    s->args = xstrdup("null");
+    s->catch_up = 0;
+    s->priority = 0;
+    s->line = line;
+}
+
+static void schedule_fini(conf_schedule *s)
+{
+    free(s->name);
+    free(s->cron);
+    free(s->timezone);
+    free(s->task);
+    free(s->queue);
+    free(s->args);
 }
 
 /* ---- sections ------------------------------------------------------------ */
@@ -151,13 +214,19 @@ static void queue_to_scratch(parser *p, int line)
     p->target = &p->scratch_queue;
 }
 
+/* what: "queue" or "schedule" */
+static void invalid_name(parser *p, const char *what, const char *name, int line)
+{
+    confreport_error_at(&p->rep, CONFFILE_E_QUEUE_NAME, line, "invalid %s name `%s`", what, name);
+    confreport_note(&p->rep, "a %s name is 1 to %d characters of A-Z, a-z, 0-9, `_` and `-` (this one has %zu)",
+                    what, CONFFILE_QUEUE_NAME_MAX, strlen(name));
+}
+
 static void open_queue(parser *p, const char *name, int line)
 {
     p->kind = SECTION_QUEUE;
     if (!queue_name_valid(name)) {
-        confreport_error_at(&p->rep, CONFFILE_E_QUEUE_NAME, line, "invalid queue name `%s`", name);
-        confreport_note(&p->rep, "a queue name is 1 to %d characters of A-Z, a-z, 0-9, `_` and `-` (this one has %zu)",
-                        CONFFILE_QUEUE_NAME_MAX, strlen(name));
+        invalid_name(p, "queue", name, line);
         queue_to_scratch(p, line);
         return;
     }
@@ -177,22 +246,82 @@ static void open_queue(parser *p, const char *name, int line)
     p->target = q;
 }
 
+static void schedule_to_scratch(parser *p, int line)
+{
+    schedule_fini(&p->scratch_schedule);
+    schedule_defaults(&p->scratch_schedule, line);
+    p->target = &p->scratch_schedule;
+}
+
+static void open_schedule(parser *p, const char *name, int line)
+{
+    p->kind = SECTION_SCHEDULE;
+    if (!queue_name_valid(name)) {
+        invalid_name(p, "schedule", name, line);
+        schedule_to_scratch(p, line);
+        return;
+    }
+    const conf_schedule *first = conffile_schedule(p->conf, name);
+    if (first) {
+        confreport_error_at(&p->rep, CONFFILE_E_DUPLICATE, line, "section [schedule.%s] given twice", name);
+        reported_twice(p, first->line);
+        confreport_help(&p->rep, "merge the two into one [schedule.%s] section, or rename one", name);
+        schedule_to_scratch(p, line);
+        return;
+    }
+    silt_conf *c = p->conf;
+    c->schedules = xrealloc(c->schedules, (c->nschedules + 1) * sizeof *c->schedules);
+    p->queue_line = xrealloc(p->queue_line, (c->nschedules + 1) * sizeof *p->queue_line);
+    p->queue_line[c->nschedules] = 0;
+    conf_schedule *s = &c->schedules[c->nschedules++];
+    schedule_defaults(s, line);
+    s->name = xstrdup(name);
+    p->target = s;
+}
+
+/* The kept schedule the keys fill, or NULL (none, or a refused section). */
+static conf_schedule *kept_schedule(parser *p, size_t *index)
+{
+    if (p->kind != SECTION_SCHEDULE || p->target == &p->scratch_schedule) return NULL;
+    conf_schedule *s = p->target;
+    *index = (size_t)(s - p->conf->schedules);
+    return s;
+}
+
+/* At the end of a kept [schedule.NAME]: every required key given (a value
+ * given but refused is reported at its own line, not again here). */
+static void close_section(parser *p)
+{
+    size_t index;
+    conf_schedule *s = kept_schedule(p, &index);
+    if (!s) return;
+    for (size_t i = 0; i < NELEM(schedule_required); i++) {
+        int k = schedule_required[i].key;
+        if (p->key_line[k]) continue;
+        confreport_error_at(&p->rep, CONFFILE_E_SCHEDULE, s->line, "missing key `%s` in [schedule.%s]",
+                            schedule_keys[k].name, s->name);
+        confreport_help(&p->rep, "every schedule sets cron, task and queue; add %s", schedule_required[i].example);
+    }
+}
+
 static void unknown_section(parser *p, const char *name, int line)
 {
     p->kind = SECTION_SKIPPED;
     confreport_error_at(&p->rep, CONFFILE_E_SECTION, line, "unknown section [%s]", name);
-    if (strcmp(name, "retention") == 0 || strncmp(name, "schedule", 8) == 0)
-        confreport_note(&p->rep, "retention and schedules are not read from silt.conf yet");
-    confreport_help(&p->rep, "the sections are [recovery] and [queue.NAME]");
+    if (strcmp(name, "retention") == 0)
+        confreport_note(&p->rep, "retention is not read from silt.conf yet");
+    confreport_help(&p->rep, "the sections are [recovery], [queue.NAME] and [schedule.NAME]");
 }
 
 static void open_section(parser *p, const char *name, int line)
 {
+    close_section(p);
     free(p->section);
     p->section = xstrdup(name);
     memset(p->key_line, 0, sizeof p->key_line);
     if (strcmp(name, "recovery") == 0) open_recovery(p, line);
     else if (strncmp(name, "queue.", 6) == 0) open_queue(p, name + 6, line);
+    else if (strncmp(name, "schedule.", 9) == 0) open_schedule(p, name + 9, line);
     else unknown_section(p, name, line);
 }
 
@@ -212,6 +341,7 @@ static void read_header(parser *p, const char *s)
 {
     const char *close = strchr(s, ']');
     if (!close) {
+        close_section(p);
         p->kind = SECTION_SKIPPED;
         confreport_error_at(&p->rep, CONFFILE_E_SYNTAX, p->line, "section header without a closing `]`");
         confreport_note(&p->rep, "found `%s`", s);
@@ -259,8 +389,8 @@ static void unknown_key(parser *p, const char *name, const key_def *keys, size_t
     buf known;
     buf_init(&known);
     for (size_t i = 0; i < n; i++) buf_printf(&known, "%s%s", i ? ", " : "", keys[i].name);
-    confreport_help(&p->rep, "the keys of [%s] are %s",
-                    p->kind == SECTION_QUEUE ? "queue.NAME" : p->section, known.data);
+    const char *kind = p->kind == SECTION_QUEUE ? "queue.NAME" : p->kind == SECTION_SCHEDULE ? "schedule.NAME" : p->section;
+    confreport_help(&p->rep, "the keys of [%s] are %s", kind, known.data);
     buf_fini(&known);
 }
 
@@ -289,6 +419,128 @@ static void duplicate_key(parser *p, const char *name, int first_line)
     confreport_help(&p->rep, "keep one of them");
 }
 
+/* ---- the values of [schedule.NAME] ------------------------------------------ */
+
+static const char *shown(const char *value)
+{
+    return *value ? value : "(nothing)";
+}
+
+static void store_text(parser *p, const key_def *k, const char *value)
+{
+    char **field = (char **)((char *)p->target + k->offset);
+    free(*field);
+    *field = xstrdup(value);
+}
+
+static void set_cron(parser *p, const key_def *k, const char *value)
+{
+    cron_expr e;
+    char err[160];
+    if (cron_parse(value, &e, err, sizeof err) < 0) {
+        confreport_error_at(&p->rep, CONFFILE_E_SCHEDULE, p->line, "invalid cron expression `%s` in [%s]",
+                            value, p->section);
+        confreport_note(&p->rep, "%s", err);
+        confreport_help(&p->rep, "five fields: minute hour day-of-month month day-of-week, e.g. cron = 30 3 * * *");
+        return;
+    }
+    if (!cron_can_fire(&e)) {
+        confreport_error_at(&p->rep, CONFFILE_E_SCHEDULE, p->line, "`%s` can never fire: no date matches it", value);
+        confreport_note(&p->rep, "in [%s]; no date in the next %d years has the day of month, month and "
+                        "day of week it asks for", p->section, CRON_HORIZON_YEARS);
+        confreport_help(&p->rep, "30 and 31 February, and the 31st of April, June, September and November, never come");
+        return;
+    }
+    store_text(p, k, value);
+}
+
+static void set_timezone(parser *p, const key_def *k, const char *value)
+{
+    if (!cron_tz_valid(value)) {
+        confreport_error_at(&p->rep, CONFFILE_E_SCHEDULE, p->line, "unknown timezone `%s` in [%s]", value, p->section);
+        confreport_note(&p->rep, "a timezone is a zone name of /usr/share/zoneinfo, case-sensitive: "
+                        "UTC, Europe/Paris, America/New_York");
+        return;
+    }
+    store_text(p, k, value);
+}
+
+static void set_task(parser *p, const key_def *k, const char *value)
+{
+    size_t n = strlen(value);
+    if (n < 1 || n > CONFFILE_TASK_NAME_MAX || !json_utf8_valid(value, n)) {
+        confreport_error_at(&p->rep, CONFFILE_E_SCHEDULE, p->line, "task in [%s] must be 1 to %d bytes of UTF-8",
+                            p->section, CONFFILE_TASK_NAME_MAX);
+        confreport_note(&p->rep, "found task = %s", shown(value));
+        return;
+    }
+    store_text(p, k, value);
+}
+
+static void set_schedule_queue(parser *p, const key_def *k, const char *value)
+{
+    if (!queue_name_valid(value)) {
+        confreport_error_at(&p->rep, CONFFILE_E_SCHEDULE, p->line, "queue in [%s] must be a queue name", p->section);
+        confreport_note(&p->rep, "a queue name is 1 to %d characters of A-Z, a-z, 0-9, `_` and `-`; found queue = %s",
+                        CONFFILE_QUEUE_NAME_MAX, shown(value));
+        return;
+    }
+    store_text(p, k, value);
+    size_t index;
+    if (kept_schedule(p, &index)) p->queue_line[index] = p->line;
+}
+
+/* The value is at most one line (199 characters), so a few hundred tokens
+ * are more than it can hold. */
+static void set_args(parser *p, const key_def *k, const char *value)
+{
+    json_doc d;
+    json_doc_init(&d);
+    if (json_parse(&d, value, strlen(value), 512) < 0) {
+        confreport_error_at(&p->rep, CONFFILE_E_SCHEDULE, p->line, "args in [%s] is not valid JSON", p->section);
+        confreport_note(&p->rep, "%s; found args = %s", d.error, shown(value));
+        confreport_help(&p->rep, "one JSON value, whole on this line, e.g. args = {\"report\": \"daily\"}; "
+                        "`#` or `;` after a blank starts a comment");
+    } else {
+        store_text(p, k, value);
+    }
+    json_doc_fini(&d);
+}
+
+static bool parse_int(const key_def *k, const char *value, int *out);
+
+static void set_catch_up(parser *p, const key_def *k, const char *value)
+{
+    int *field = (int *)((char *)p->target + k->offset);
+    if (strcmp(value, "skip") == 0) { *field = 0; return; }
+    if (parse_int(k, value, field)) return;
+    confreport_error_at(&p->rep, CONFFILE_E_SCHEDULE, p->line,
+                        "catch_up in [%s] must be `skip` or an integer from %lld to %lld", p->section, k->lo, k->hi);
+    confreport_note(&p->rep, "found catch_up = %s", shown(value));
+    confreport_help(&p->rep, "`skip` runs no missed slot; N runs up to the N most recent ones, oldest first");
+}
+
+/* Once the whole file is read: when it declares queues, each schedule
+ * sends to one of them (a server would refuse its tasks otherwise). */
+static void check_schedule_queues(parser *p)
+{
+    const silt_conf *c = p->conf;
+    if (!c->nqueues) return;
+    for (size_t i = 0; i < c->nschedules; i++) {
+        const conf_schedule *s = &c->schedules[i];
+        if (!s->queue || conffile_queue(c, s->queue)) continue;
+        confreport_error_at(&p->rep, CONFFILE_E_SCHEDULE, p->queue_line[i],
+                            "queue `%s` of [schedule.%s] is not declared", s->queue, s->name);
+        buf names;
+        buf_init(&names);
+        for (size_t q = 0; q < c->nqueues; q++)
+            buf_printf(&names, "%s[queue.%s]", q ? ", " : "", c->queues[q].name);
+        confreport_note(&p->rep, "the file declares %s", names.data);
+        confreport_help(&p->rep, "declare [queue.%s], or send to one of those", s->queue);
+        buf_fini(&names);
+    }
+}
+
 /* Records where a [recovery] key was set, for the checks across keys. */
 static void note_recovery_key(parser *p, size_t i, bool ok)
 {
@@ -305,6 +557,7 @@ static void set_key(parser *p, const char *name, const char *value)
     if (!k) { unknown_key(p, name, keys, n); return; }
     if (p->key_line[i]) duplicate_key(p, name, p->key_line[i]);
     else p->key_line[i] = p->line;
+    if (k->set) { k->set(p, k, value); return; }
     bool ok = parse_int(k, value, (int *)((char *)p->target + k->offset));
     if (!ok) bad_value(p, k, value);
     if (p->kind == SECTION_RECOVERY) note_recovery_key(p, i, ok);
@@ -323,7 +576,7 @@ static int on_key(void *user, const char *section, const char *name, const char 
     }
     if (p->kind == SECTION_NONE) {
         confreport_error_at(&p->rep, CONFFILE_E_KEY, p->line, "key `%s` outside any section", name);
-        confreport_help(&p->rep, "put it under [recovery] or a [queue.NAME] section");
+        confreport_help(&p->rep, "put it under [recovery], a [queue.NAME] or a [schedule.NAME] section");
         return 1;
     }
     if (p->kind != SECTION_SKIPPED) set_key(p, name, value ? value : "");
@@ -471,7 +724,9 @@ static void parse(parser *p, const buf *text)
     configure_inih();
     ini_parse_stream(next_line, p, on_key, p);   /* its result: the first error line, which we have already */
     finish_line(p);
+    close_section(p);
     check_recovery(p);
+    check_schedule_queues(p);
 }
 
 /* ---- the interface ------------------------------------------------------- */
@@ -481,6 +736,8 @@ void conffile_defaults(silt_conf *c)
     c->path = NULL;
     c->queues = NULL;
     c->nqueues = 0;
+    c->schedules = NULL;
+    c->nschedules = 0;
     recovery_defaults(&c->recovery);
 }
 
@@ -501,6 +758,8 @@ int conffile_load(const char *path, silt_conf *c, buf *report)
     confreport_fini(&p.rep);
     free(p.raw);
     free(p.section);
+    free(p.queue_line);
+    schedule_fini(&p.scratch_schedule);
     return errors;
 }
 
@@ -508,6 +767,8 @@ void conffile_free(silt_conf *c)
 {
     for (size_t i = 0; i < c->nqueues; i++) free(c->queues[i].name);
     free(c->queues);
+    for (size_t i = 0; i < c->nschedules; i++) schedule_fini(&c->schedules[i]);
+    free(c->schedules);
     free(c->path);
     conffile_defaults(c);
 }
@@ -516,6 +777,13 @@ const conf_queue *conffile_queue(const silt_conf *c, const char *name)
 {
     for (size_t i = 0; i < c->nqueues; i++)
         if (strcmp(c->queues[i].name, name) == 0) return &c->queues[i];
+    return NULL;
+}
+
+const conf_schedule *conffile_schedule(const silt_conf *c, const char *name)
+{
+    for (size_t i = 0; i < c->nschedules; i++)
+        if (strcmp(c->schedules[i].name, name) == 0) return &c->schedules[i];
     return NULL;
 }
 

@@ -1,5 +1,5 @@
 /* conffile: silt.conf, the configuration file of the task engine (task
- * queues and recovery; retention and schedules come later). INI, read with
+ * queues, schedules and recovery; retention comes later). INI, read with
  * Debian's libinih; every problem in a file is collected with its line and
  * reported together in the seed's format (base/confreport.h), so one edit
  * fixes the file. docs/configuration.md is the user's side of this header:
@@ -12,7 +12,9 @@
 #include <stddef.h>
 #include "base/buf.h"
 
-#define CONFFILE_QUEUE_NAME_MAX 48        /* characters of a queue name */
+#define CONFFILE_QUEUE_NAME_MAX 48        /* characters of a queue or schedule name */
+#define CONFFILE_TASK_NAME_MAX  200       /* bytes of a schedule's task name (TASK_NAME_MAX) */
+#define CONFFILE_CATCH_UP_MAX   1000      /* missed slots a schedule may run at most */
 #define CONFFILE_MAX_BYTES      (1 << 20) /* a larger file is refused unread */
 
 /* The error codes (HRS-NNN) of a report. */
@@ -23,8 +25,11 @@ enum {
     CONFFILE_E_KEY           = 203,   /* unknown key in a known section */
     CONFFILE_E_RECOVERY      = 204,   /* recovery thresholds inconsistent, or a retention key under [recovery] */
     CONFFILE_E_VALUE         = 205,   /* not an integer, or out of bounds */
-    CONFFILE_E_QUEUE_NAME    = 206,   /* [queue.NAME] with an invalid NAME */
+    CONFFILE_E_QUEUE_NAME    = 206,   /* [queue.NAME] or [schedule.NAME] with an invalid NAME */
     CONFFILE_E_DUPLICATE     = 207,   /* a section, or a key in one section, given twice */
+    CONFFILE_E_SCHEDULE      = 208,   /* [schedule.NAME]: cron invalid or never firing, unknown
+                                       * timezone, task or queue missing or invalid, args not
+                                       * JSON, catch_up invalid, queue not declared */
     /* 216 is reserved for [retention] (a later issue). */
 };
 
@@ -36,6 +41,24 @@ typedef struct conf_queue {
                              * 0 (default) unlimited; 0..100000 */
     int   line;             /* the section's line */
 } conf_queue;
+
+/* [schedule.NAME]: a task sent at every slot of a cron expression. With no
+ * error in the file, cron, timezone, task, queue and args are all set (cron
+ * parses and can fire, the zone exists, args is one JSON value, and queue is
+ * one of the file's [queue.*] when it declares any); with errors any of them
+ * may be NULL. */
+typedef struct conf_schedule {
+    char *name;          /* NAME: the rule of queue names */
+    char *cron;          /* five fields, as written (blanks around it trimmed) */
+    char *timezone;      /* an IANA zone (cron_tz_valid); default "UTC" */
+    char *task;          /* the task name sent, 1..200 bytes of UTF-8 */
+    char *queue;         /* the queue it is sent to: a queue name */
+    char *args;          /* the task's args, a JSON text as written; default "null" */
+    int   catch_up;      /* slots missed while no scheduler ran: 0 (`skip`, default)
+                          * runs none; N (1..1000) runs up to the N most recent, oldest first */
+    int   priority;      /* of the tasks sent, 1..100; 0 (default): the queue's */
+    int   line;          /* the section's line */
+} conf_schedule;
 
 /* [recovery]: how stalled work is noticed. A stale threshold of at least two
  * heartbeat intervals means one late heartbeat never looks like a dead
@@ -52,10 +75,12 @@ typedef struct silt_conf {
     char         *path;      /* the file as given; NULL: no file, every default */
     conf_queue   *queues;    /* in file order */
     size_t        nqueues;
+    conf_schedule *schedules;   /* in file order */
+    size_t        nschedules;
     conf_recovery recovery;
 } silt_conf;
 
-/* No file: no queues declared, every recovery default. */
+/* No file: no queues or schedules declared, every recovery default. */
 void conffile_defaults(silt_conf *c);
 /* Reads and checks path into c (defaults first, then the file). Appends the
  * full report (every problem, in line order, then "error: aborting due to N
@@ -66,6 +91,8 @@ int  conffile_load(const char *path, silt_conf *c, buf *report) __attribute__((w
 void conffile_free(silt_conf *c);
 /* The queue declared as [queue.name], or NULL when the file does not declare it. */
 const conf_queue *conffile_queue(const silt_conf *c, const char *name);
+/* The schedule declared as [schedule.name], or NULL. */
+const conf_schedule *conffile_schedule(const silt_conf *c, const char *name);
 /* The file to read: given (a --config argument) when not NULL, else
  * $SILT_CONFIG when set and not empty, else NULL (run on the defaults). */
 const char *conffile_locate(const char *given);

@@ -287,16 +287,20 @@ TEST(conffile_hrs_202_an_unknown_section_is_an_error_and_its_keys_are_not_report
     load("[retention]\n"
          "queue_retention = 7d\n"
          "[Recovery]\n"
-         "[schedule.nightly]\n"
-         "[queue]\n", &l);
-    CHECK_INT(l.errors, 4);
+         "[schedules.nightly]\n"
+         "[queue]\n"
+         "[schedule]\n", &l);
+    CHECK_INT(l.errors, 5);
     CHECK_REPORTS(l, "error[HRS-202]: unknown section [retention]\n"
                      "  --> silt.conf:1\n"
-                     "   = note: retention and schedules are not read from silt.conf yet\n"
-                     "   = help: the sections are [recovery] and [queue.NAME]\n");
+                     "   = note: retention is not read from silt.conf yet\n"
+                     "   = help: the sections are [recovery], [queue.NAME] and [schedule.NAME]\n");
     CHECK_REPORTS(l, "error[HRS-202]: unknown section [Recovery]\n  --> silt.conf:3\n");   /* names are exact */
-    CHECK_REPORTS(l, "error[HRS-202]: unknown section [schedule.nightly]\n  --> silt.conf:4\n");
+    CHECK_REPORTS(l, "error[HRS-202]: unknown section [schedules.nightly]\n"
+                     "  --> silt.conf:4\n"
+                     "   = help: the sections are [recovery], [queue.NAME] and [schedule.NAME]\n");
     CHECK_REPORTS(l, "error[HRS-202]: unknown section [queue]\n  --> silt.conf:5\n");
+    CHECK_REPORTS(l, "error[HRS-202]: unknown section [schedule]\n  --> silt.conf:6\n");
     CHECK_INT(occurrences(l.report.data, "queue_retention"), 0);
     loaded_fini(&l);
 }
@@ -310,7 +314,7 @@ TEST(conffile_hrs_203_an_unknown_key_names_its_section_and_the_known_keys)
     CHECK_INT(l.errors, 2);
     CHECK_REPORTS(l, "error[HRS-203]: key `stray` outside any section\n"
                      "  --> silt.conf:1\n"
-                     "   = help: put it under [recovery] or a [queue.NAME] section\n");
+                     "   = help: put it under [recovery], a [queue.NAME] or a [schedule.NAME] section\n");
     CHECK_REPORTS(l, "error[HRS-203]: unknown key `check_interval` in [recovery]\n"
                      "  --> silt.conf:3\n"
                      "   = help: the keys of [recovery] are claimer_heartbeat_interval_ms, "
@@ -407,13 +411,17 @@ static const bound_case bounds[] = {
     { "recovery", "claimed_stale_after_ms", 2000, 86400000 },
     { "recovery", "running_stale_after_ms", 2000, 86400000 },
     { "recovery", "check_interval_ms", 1000, 600000 },
+    { "schedule.s", "priority", 1, 100 },
 };
 
 /* Keys the bounds of one key are tried beside, so that no check across
  * keys (HRS-204) speaks up: the smallest intervals beside a threshold, the
  * largest thresholds beside an interval. */
-static const char *beside(const char *key)
+static const char *beside(const bound_case *b)
 {
+    const char *key = b->key;
+    if (strncmp(b->section, "schedule.", 9) == 0)   /* what a schedule requires */
+        return "cron = * * * * *\ntask = t\nqueue = q\n";
     if (strstr(key, "_stale_after_ms"))
         return "claimer_heartbeat_interval_ms = 1000\nrunner_heartbeat_interval_ms = 1000\n";
     if (strstr(key, "_heartbeat_interval_ms"))
@@ -424,7 +432,7 @@ static const char *beside(const char *key)
 static int errors_for(const bound_case *b, long long value, loaded *l)
 {
     char text[512];
-    snprintf(text, sizeof text, "[%s]\n%s%s = %lld\n", b->section, beside(b->key), b->key, value);
+    snprintf(text, sizeof text, "[%s]\n%s%s = %lld\n", b->section, beside(b), b->key, value);
     load(text, l);
     return l->errors;
 }
@@ -526,6 +534,382 @@ TEST(conffile_hrs_207_a_section_or_key_given_twice_names_the_first)
     loaded_fini(&l);
 }
 
+/* ---- [schedule.NAME] ------------------------------------------------------ */
+
+/* Every key read as written (blanks around a value and a trailing comment
+ * dropped, the spaces between cron fields kept), and a schedule given only
+ * what it requires takes every default. */
+TEST(conffile_schedules_read_every_key_and_take_the_defaults)
+{
+    loaded l;
+    load("[queue.reports]\n"
+         "[schedule.nightly-report]\n"
+         "cron =   30 3 * * 1-5     # weekdays\n"
+         "timezone = Europe/Paris\n"
+         "task = build_report\n"
+         "queue = reports\n"
+         "args = {\"kind\": \"daily\", \"pages\": [1, 2]}\n"
+         "catch_up = 3\n"
+         "priority = 7\n"
+         "\n"
+         "[schedule.cleanup]\n"
+         "cron = */15 * * * *\n"
+         "task = cleanup\n"
+         "queue = reports\n", &l);
+    CHECK_STR(l.report.data, "");
+    CHECK_INT(l.errors, 0);
+    CHECK_INT(l.conf.nschedules, 2);
+    const conf_schedule *s = &l.conf.schedules[0];
+    CHECK_STR(s->name, "nightly-report");
+    CHECK_STR(s->cron, "30 3 * * 1-5");
+    CHECK_STR(s->timezone, "Europe/Paris");
+    CHECK_STR(s->task, "build_report");
+    CHECK_STR(s->queue, "reports");
+    CHECK_STR(s->args, "{\"kind\": \"daily\", \"pages\": [1, 2]}");
+    CHECK_INT(s->catch_up, 3);
+    CHECK_INT(s->priority, 7);
+    CHECK_INT(s->line, 2);
+    s = &l.conf.schedules[1];
+    CHECK_STR(s->name, "cleanup");
+    CHECK_STR(s->cron, "*/15 * * * *");
+    CHECK_STR(s->timezone, "UTC");
+    CHECK_STR(s->args, "null");
+    CHECK_INT(s->catch_up, 0);    /* skip */
+    CHECK_INT(s->priority, 0);    /* the queue's */
+    CHECK_INT(s->line, 11);
+    CHECK(conffile_schedule(&l.conf, "cleanup") == &l.conf.schedules[1]);
+    CHECK(conffile_schedule(&l.conf, "Cleanup") == NULL);
+    CHECK(conffile_schedule(&l.conf, "reports") == NULL);   /* queues and schedules are apart */
+    CHECK(conffile_queue(&l.conf, "cleanup") == NULL);
+    loaded_fini(&l);
+}
+
+TEST(conffile_no_file_declares_no_schedule)
+{
+    silt_conf c;
+    conffile_defaults(&c);
+    CHECK_INT(c.nschedules, 0);
+    CHECK(c.schedules == NULL);
+    CHECK(conffile_schedule(&c, "nightly") == NULL);
+    conffile_free(&c);
+}
+
+/* Without [queue.*] sections every queue is open, so a schedule may name
+ * any valid queue; args takes any JSON value, not only objects. */
+TEST(conffile_schedule_queue_is_free_when_the_file_declares_no_queue)
+{
+    loaded l;
+    load("[schedule.a]\ncron = 0 0 29 2 *\ntask = leap\nqueue = anything\nargs = \"text\"\n"   /* 29 February exists */
+         "[schedule.b]\ncron = 0 0 * * *\ntask = t\nqueue = q\nargs = [1, {\"b\": null}]\ncatch_up = skip\n"
+         "[schedule.c]\ncron = 0 0 * * *\ntask = t\nqueue = q\nargs = -4.5e2\ncatch_up = 1000\n", &l);
+    CHECK_STR(l.report.data, "");
+    CHECK_INT(l.conf.nschedules, 3);
+    CHECK_STR(l.conf.schedules[0].queue, "anything");
+    CHECK_STR(l.conf.schedules[0].args, "\"text\"");
+    CHECK_STR(l.conf.schedules[1].args, "[1, {\"b\": null}]");
+    CHECK_INT(l.conf.schedules[1].catch_up, 0);
+    CHECK_STR(l.conf.schedules[2].args, "-4.5e2");
+    CHECK_INT(l.conf.schedules[2].catch_up, 1000);
+    loaded_fini(&l);
+}
+
+TEST(conffile_hrs_208_cron_task_and_queue_are_required_at_the_section_line)
+{
+    loaded l;
+    load("# schedules\n"
+         "[schedule.empty]\n"
+         "timezone = UTC\n"
+         "[schedule.half]\n"
+         "cron = 0 * * * *\n", &l);
+    CHECK_INT(l.errors, 5);
+    CHECK_STR(l.report.data,
+              "error[HRS-208]: missing key `cron` in [schedule.empty]\n"
+              "  --> silt.conf:2\n"
+              "   = help: every schedule sets cron, task and queue; add cron = 30 3 * * *   "
+              "(minute hour day-of-month month day-of-week)\n"
+              "error[HRS-208]: missing key `task` in [schedule.empty]\n"
+              "  --> silt.conf:2\n"
+              "   = help: every schedule sets cron, task and queue; add task = NAME, the task each slot sends\n"
+              "error[HRS-208]: missing key `queue` in [schedule.empty]\n"
+              "  --> silt.conf:2\n"
+              "   = help: every schedule sets cron, task and queue; add queue = NAME, the queue the task is sent to\n"
+              "error[HRS-208]: missing key `task` in [schedule.half]\n"
+              "  --> silt.conf:4\n"
+              "   = help: every schedule sets cron, task and queue; add task = NAME, the task each slot sends\n"
+              "error[HRS-208]: missing key `queue` in [schedule.half]\n"
+              "  --> silt.conf:4\n"
+              "   = help: every schedule sets cron, task and queue; add queue = NAME, the queue the task is sent to\n"
+              "error: aborting due to 5 previous errors\n");
+    CHECK(l.conf.schedules[0].cron == NULL);
+    loaded_fini(&l);
+    /* the last section of the file is checked too, and a key given but
+     * refused is reported at its own line only */
+    load("[schedule.last]\ncron = 0 0 30 2 *\ntask =\n", &l);
+    CHECK_INT(l.errors, 3);
+    CHECK_INT(occurrences(l.report.data, "missing key"), 1);
+    CHECK_REPORTS(l, "error[HRS-208]: missing key `queue` in [schedule.last]\n  --> silt.conf:1\n");
+    loaded_fini(&l);
+}
+
+TEST(conffile_hrs_208_an_invalid_cron_expression_gives_the_cron_message)
+{
+    loaded l;
+    load("[schedule.s]\ncron = 0 0 32 * *\ntask = t\nqueue = q\n", &l);
+    check_only_error(&l, "error[HRS-208]: invalid cron expression `0 0 32 * *` in [schedule.s]\n"
+                         "  --> silt.conf:2\n"
+                         "   = note: field 3 (day of month): 32 is out of range 1-31\n"
+                         "   = help: five fields: minute hour day-of-month month day-of-week, e.g. cron = 30 3 * * *\n");
+    CHECK(l.conf.schedules[0].cron == NULL);
+    loaded_fini(&l);
+    const char *bad[] = { "0 0 * *", "0 0 * * * *", "@daily", "", "5/10 * * * *" };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char text[256];
+        snprintf(text, sizeof text, "[schedule.s]\ntask = t\nqueue = q\ncron = %s\n", bad[i]);
+        load(text, &l);
+        CHECK_INT(l.errors, 1);
+        char want[128];
+        snprintf(want, sizeof want, "error[HRS-208]: invalid cron expression `%s` in [schedule.s]\n  --> silt.conf:4\n"
+                 "   = note: ", bad[i]);
+        CHECK_REPORTS(l, want);
+        loaded_fini(&l);
+    }
+}
+
+TEST(conffile_hrs_208_a_cron_expression_that_can_never_fire)
+{
+    loaded l;
+    load("[schedule.s]\ntask = t\nqueue = q\ncron = 0 0 30 2 *\n", &l);
+    check_only_error(&l, "error[HRS-208]: `0 0 30 2 *` can never fire: no date matches it\n"
+                         "  --> silt.conf:4\n"
+                         "   = note: in [schedule.s]; no date in the next 30 years has the day of month, month and "
+                         "day of week it asks for\n"
+                         "   = help: 30 and 31 February, and the 31st of April, June, September and November, never come\n");
+    CHECK(l.conf.schedules[0].cron == NULL);
+    loaded_fini(&l);
+    load("[schedule.s]\ntask = t\nqueue = q\ncron = 0 12 31 apr,jun,sep,nov *\n", &l);
+    CHECK_INT(l.errors, 1);
+    CHECK_REPORTS(l, "error[HRS-208]: `0 12 31 apr,jun,sep,nov *` can never fire: no date matches it\n");
+    loaded_fini(&l);
+    /* a weekday makes it fire (either field matches, as in Vixie cron) */
+    load("[schedule.s]\ntask = t\nqueue = q\ncron = 0 0 30 2 mon\n", &l);
+    CHECK_INT(l.errors, 0);
+    loaded_fini(&l);
+}
+
+TEST(conffile_hrs_208_an_unknown_timezone)
+{
+    const char *bad[] = { "Mars/Olympus", "europe/paris", "../../etc/passwd", "zone.tab", "" };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char text[256], want[512];
+        snprintf(text, sizeof text, "[schedule.s]\ncron = * * * * *\ntask = t\nqueue = q\ntimezone = %s\n", bad[i]);
+        loaded l;
+        load(text, &l);
+        snprintf(want, sizeof want, "error[HRS-208]: unknown timezone `%s` in [schedule.s]\n"
+                 "  --> silt.conf:5\n"
+                 "   = note: a timezone is a zone name of /usr/share/zoneinfo, case-sensitive: "
+                 "UTC, Europe/Paris, America/New_York\n", bad[i]);
+        check_only_error(&l, want);
+        CHECK_STR(l.conf.schedules[0].timezone, "UTC");   /* the default stays */
+        loaded_fini(&l);
+    }
+}
+
+TEST(conffile_hrs_208_args_must_be_one_json_value_on_its_line)
+{
+    loaded l;
+    load("[schedule.s]\ncron = * * * * *\ntask = t\nqueue = q\nargs = {\"a\": 1,}\n", &l);
+    check_only_error(&l, "error[HRS-208]: args in [schedule.s] is not valid JSON\n"
+                         "  --> silt.conf:5\n"
+                         "   = note: invalid json at byte 8: expected string as object key; found args = {\"a\": 1,}\n"
+                         "   = help: one JSON value, whole on this line, e.g. args = {\"report\": \"daily\"}; "
+                         "`#` or `;` after a blank starts a comment\n");
+    CHECK_STR(l.conf.schedules[0].args, "null");
+    loaded_fini(&l);
+    /* a value over two lines, two values, a bare word, nothing, and a
+     * string cut by a comment */
+    const char *bad[] = { "{\"a\":", "1 2", "daily", "", "{\"note\": \"a # b\"}" };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char text[256];
+        snprintf(text, sizeof text, "[schedule.s]\ncron = * * * * *\ntask = t\nqueue = q\nargs = %s\n}\n", bad[i]);
+        load(text, &l);
+        CHECK_REPORTS(l, "error[HRS-208]: args in [schedule.s] is not valid JSON\n  --> silt.conf:5\n");
+        CHECK_REPORTS(l, "error[HRS-201]: expected `key = value`, a [section] or a comment\n  --> silt.conf:6\n");
+        CHECK_INT(l.errors, 2);
+        loaded_fini(&l);
+    }
+}
+
+TEST(conffile_hrs_208_catch_up_is_skip_or_1_to_1000)
+{
+    const char *bad[] = { "0", "1001", "-1", "Skip", "run 3", "3 slots", "" };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char text[256], want[512];
+        snprintf(text, sizeof text, "[schedule.s]\ncron = * * * * *\ntask = t\nqueue = q\ncatch_up = %s\n", bad[i]);
+        loaded l;
+        load(text, &l);
+        snprintf(want, sizeof want, "error[HRS-208]: catch_up in [schedule.s] must be `skip` or an integer from 1 to 1000\n"
+                 "  --> silt.conf:5\n"
+                 "   = note: found catch_up = %s\n"
+                 "   = help: `skip` runs no missed slot; N runs up to the N most recent ones, oldest first\n",
+                 *bad[i] ? bad[i] : "(nothing)");
+        check_only_error(&l, want);
+        CHECK_INT(l.conf.schedules[0].catch_up, 0);
+        loaded_fini(&l);
+    }
+    loaded l;
+    load("[schedule.s]\ncron = * * * * *\ntask = t\nqueue = q\ncatch_up = 1\n", &l);
+    CHECK_INT(l.errors, 0);
+    CHECK_INT(l.conf.schedules[0].catch_up, 1);
+    loaded_fini(&l);
+}
+
+TEST(conffile_hrs_208_task_is_1_to_200_bytes_of_utf8)
+{
+    loaded l;
+    load("[schedule.s]\ncron = * * * * *\nqueue = q\ntask =\n", &l);
+    check_only_error(&l, "error[HRS-208]: task in [schedule.s] must be 1 to 200 bytes of UTF-8\n"
+                         "  --> silt.conf:4\n"
+                         "   = note: found task = (nothing)\n");
+    loaded_fini(&l);
+    load("[schedule.s]\ncron = * * * * *\nqueue = q\ntask = \xff\xfe\n", &l);
+    CHECK_INT(l.errors, 1);
+    CHECK_REPORTS(l, "error[HRS-208]: task in [schedule.s] must be 1 to 200 bytes of UTF-8\n  --> silt.conf:4\n");
+    loaded_fini(&l);
+    /* as long as a line allows, blanks inside kept */
+    char text[512], task[200];
+    memset(task, 'x', 192);
+    task[192] = '\0';
+    task[3] = ' ';
+    snprintf(text, sizeof text, "[schedule.s]\ncron = * * * * *\nqueue = q\ntask = %s\n", task);
+    load(text, &l);
+    CHECK_STR(l.report.data, "");
+    CHECK_STR(l.conf.schedules[0].task, task);
+    loaded_fini(&l);
+}
+
+TEST(conffile_hrs_208_queue_must_be_a_queue_name)
+{
+    loaded l;
+    load("[schedule.s]\ncron = * * * * *\ntask = t\nqueue = mail queue\n", &l);
+    check_only_error(&l, "error[HRS-208]: queue in [schedule.s] must be a queue name\n"
+                         "  --> silt.conf:4\n"
+                         "   = note: a queue name is 1 to 48 characters of A-Z, a-z, 0-9, `_` and `-`; "
+                         "found queue = mail queue\n");
+    CHECK(l.conf.schedules[0].queue == NULL);
+    loaded_fini(&l);
+}
+
+/* Checked once the whole file is read: the queue may be declared after the
+ * schedule, and the error sits at the schedule's queue line. */
+TEST(conffile_hrs_208_a_queue_not_declared_when_the_file_declares_queues)
+{
+    loaded l;
+    load("[schedule.early]\n"
+         "cron = * * * * *\n"
+         "task = t\n"
+         "queue = emails\n"        /* declared below: fine */
+         "[schedule.typo]\n"
+         "cron = * * * * *\n"
+         "queue = email\n"         /* 7 */
+         "task = t\n"
+         "[queue.emails]\n"
+         "[queue.reports]\n", &l);
+    check_only_error(&l, "error[HRS-208]: queue `email` of [schedule.typo] is not declared\n"
+                         "  --> silt.conf:7\n"
+                         "   = note: the file declares [queue.emails], [queue.reports]\n"
+                         "   = help: declare [queue.email], or send to one of those\n");
+    loaded_fini(&l);
+}
+
+TEST(conffile_schedule_keys_names_and_repeats_follow_the_other_sections)
+{
+    loaded l;
+    load("[schedule.s]\n"
+         "cron = * * * * *\n"
+         "task = t\n"
+         "queue = q\n"
+         "colour = red\n"               /* 5 */
+         "cron = 0 * * * *\n"           /* 6: given twice; the later value stands */
+         "priority = 0\n"               /* 7 */
+         "[schedule.s]\n"               /* 8 */
+         "timezone = Nowhere/Land\n"    /* 9: a refused section's keys are still checked */
+         "[schedule.bad.name]\n", &l);  /* 10 */
+    CHECK_INT(l.errors, 6);
+    CHECK_REPORTS(l, "error[HRS-203]: unknown key `colour` in [schedule.s]\n"
+                     "  --> silt.conf:5\n"
+                     "   = help: the keys of [schedule.NAME] are cron, timezone, task, queue, args, catch_up, priority\n");
+    CHECK_REPORTS(l, "error[HRS-207]: key `cron` given twice in [schedule.s]\n"
+                     "  --> silt.conf:6\n"
+                     "   = note: first given at silt.conf:2\n");
+    CHECK_REPORTS(l, "error[HRS-205]: priority in [schedule.s] must be an integer from 1 to 100\n  --> silt.conf:7\n");
+    CHECK_REPORTS(l, "error[HRS-207]: section [schedule.s] given twice\n"
+                     "  --> silt.conf:8\n"
+                     "   = note: first given at silt.conf:1\n"
+                     "   = help: merge the two into one [schedule.s] section, or rename one\n");
+    CHECK_REPORTS(l, "error[HRS-208]: unknown timezone `Nowhere/Land` in [schedule.s]\n  --> silt.conf:9\n");
+    CHECK_REPORTS(l, "error[HRS-206]: invalid schedule name `bad.name`\n"
+                     "  --> silt.conf:10\n"
+                     "   = note: a schedule name is 1 to 48 characters of A-Z, a-z, 0-9, `_` and `-` (this one has 8)\n");
+    CHECK_INT(occurrences(l.report.data, "missing key"), 0);   /* refused sections are not asked for keys */
+    CHECK_INT(l.conf.nschedules, 1);
+    CHECK_STR(l.conf.schedules[0].cron, "0 * * * *");
+    CHECK_STR(l.conf.schedules[0].timezone, "UTC");
+    CHECK_INT(l.conf.schedules[0].priority, 0);
+    loaded_fini(&l);
+}
+
+/* Schedule problems beside the others: each at its line, in line order
+ * (the missing keys at their section's line, the undeclared queue found at
+ * the end of the file but shown at its own line), and the count. */
+TEST(conffile_schedule_problems_are_reported_with_the_others_in_line_order)
+{
+    loaded l;
+    load("[queue.emails]\n"
+         "priority = 0\n"                  /* 2 */
+         "[schedule.digest]\n"             /* 3: no task */
+         "cron = 0 0 30 2 *\n"             /* 4 */
+         "queue = mail\n"                  /* 5: not declared */
+         "args = {oops}\n"                 /* 6 */
+         "[schedule.ok]\n"
+         "cron = 0 8 * * *\n"
+         "task = ping\n"
+         "queue = emails\n"
+         "timezone = Europe/Pariss\n"      /* 11 */
+         "catch_up = all\n", &l);          /* 12 */
+    CHECK_INT(l.errors, 7);
+    CHECK_STR(l.report.data,
+              "error[HRS-205]: priority in [queue.emails] must be an integer from 1 to 100\n"
+              "  --> silt.conf:2\n"
+              "   = note: found priority = 0\n"
+              "error[HRS-208]: missing key `task` in [schedule.digest]\n"
+              "  --> silt.conf:3\n"
+              "   = help: every schedule sets cron, task and queue; add task = NAME, the task each slot sends\n"
+              "error[HRS-208]: `0 0 30 2 *` can never fire: no date matches it\n"
+              "  --> silt.conf:4\n"
+              "   = note: in [schedule.digest]; no date in the next 30 years has the day of month, month and "
+              "day of week it asks for\n"
+              "   = help: 30 and 31 February, and the 31st of April, June, September and November, never come\n"
+              "error[HRS-208]: queue `mail` of [schedule.digest] is not declared\n"
+              "  --> silt.conf:5\n"
+              "   = note: the file declares [queue.emails]\n"
+              "   = help: declare [queue.mail], or send to one of those\n"
+              "error[HRS-208]: args in [schedule.digest] is not valid JSON\n"
+              "  --> silt.conf:6\n"
+              "   = note: invalid json at byte 1: expected string as object key; found args = {oops}\n"
+              "   = help: one JSON value, whole on this line, e.g. args = {\"report\": \"daily\"}; "
+              "`#` or `;` after a blank starts a comment\n"
+              "error[HRS-208]: unknown timezone `Europe/Pariss` in [schedule.ok]\n"
+              "  --> silt.conf:11\n"
+              "   = note: a timezone is a zone name of /usr/share/zoneinfo, case-sensitive: "
+              "UTC, Europe/Paris, America/New_York\n"
+              "error[HRS-208]: catch_up in [schedule.ok] must be `skip` or an integer from 1 to 1000\n"
+              "  --> silt.conf:12\n"
+              "   = note: found catch_up = all\n"
+              "   = help: `skip` runs no missed slot; N runs up to the N most recent ones, oldest first\n"
+              "error: aborting due to 7 previous errors\n");
+    loaded_fini(&l);
+}
+
 /* ---- the whole report ---------------------------------------------------- */
 
 /* One file, several problems: all of them, each at its line, in line order
@@ -557,8 +941,8 @@ TEST(conffile_every_problem_is_reported_together_in_line_order_with_the_count)
               "   = help: set claimed_stale_after_ms to at least 60000, or lower the interval\n"
               "error[HRS-202]: unknown section [retention]\n"
               "  --> silt.conf:9\n"
-              "   = note: retention and schedules are not read from silt.conf yet\n"
-              "   = help: the sections are [recovery] and [queue.NAME]\n"
+              "   = note: retention is not read from silt.conf yet\n"
+              "   = help: the sections are [recovery], [queue.NAME] and [schedule.NAME]\n"
               "error[HRS-206]: invalid queue name `bad!`\n"
               "  --> silt.conf:10\n"
               "   = note: a queue name is 1 to 48 characters of A-Z, a-z, 0-9, `_` and `-` (this one has 4)\n"
@@ -604,6 +988,8 @@ TEST(conffile_random_files_never_crash_and_the_count_matches_the_report)
         "[", "]", "=", ":", ";", "#", "\n", "\r\n", " ", "\t", "queue.", "recovery", "retention",
         "priority", "max_concurrency", "claimed_stale_after_ms", "claimer_heartbeat_interval_ms",
         "1", "30000", "-5", "abc", "\xEF\xBB\xBF", "é", "emails", "\n[queue.a]\n", "\n[recovery]\n",
+        "\n[schedule.s]\n", "schedule.", "cron", "0 0 30 2 *", "*/5 * * * *", "timezone", "Europe/Paris",
+        "task", "queue", "a", "args", "{\"k\": [1, null]}", "catch_up", "skip", "1000",
     };
     unsigned seed = 12345;
     for (int round = 0; round < 300; round++) {
