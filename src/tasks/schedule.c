@@ -181,7 +181,7 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
 {
     (void)fd; (void)what;
     scheduler *s = arg;
-    if (!s->loaded) { if (!s->loading) load(s); }
+    if (!s->loaded) { if (!s->loading && db_pool_ready(s->pool)) load(s); }
     else {
         int64_t now = clock_wall_us() / 1000000;
         for (size_t i = 0; i < s->n; i++)
