@@ -78,6 +78,8 @@ static const subcommand subcommands[] = {
     { "task",      cli_task,      "send a task, show, cancel or list tasks" },
     { "worker",    cli_worker,    "run a command once per task claimed from queues" },
     { "workers",   cli_workers,   "list the registered workers" },
+    { "workflow",  cli_workflow,  "start a workflow, show, list, pause, resume or cancel one" },
+    { "schedules", cli_schedules, "list silt.conf's schedules, their last and next fires" },
     { "bench",     cli_bench,     "measure a running server's throughput" },
 };
 

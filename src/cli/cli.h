@@ -18,6 +18,8 @@ int cli_retention(int argc, char **argv);
 int cli_task(int argc, char **argv);
 int cli_workers(int argc, char **argv);
 int cli_worker(int argc, char **argv);
+int cli_workflow(int argc, char **argv);
+int cli_schedules(int argc, char **argv);
 /* Needs no server: checks silt.conf (base/conffile.h). */
 int cli_check_config(int argc, char **argv);
 

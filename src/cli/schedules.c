@@ -1,0 +1,47 @@
+/* schedules: `silt schedules`, the schedules of the server's silt.conf and
+ * where each stands (GET /api/v1/schedules): its cron and timezone, the
+ * task it sends, when it last fired and when it fires next. */
+#include "cli/cli.h"
+#include "cli/cli_common.h"
+#include <stdio.h>
+
+static const char schedules_usage[] =
+    "usage: silt schedules [--json]\n"
+    "\n"
+    "Lists the schedules of the server's silt.conf ([schedule.NAME] sections):\n"
+    "NAME, CRON, TIMEZONE, TASK, QUEUE, LAST_FIRED_AT (\"-\" when it never fired)\n"
+    "and NEXT_FIRE. --json also shows each one's catchUp, lastSlot (the last\n"
+    "slot fired or passed over) and lastTaskId.\n"
+    "\n"
+    "options:\n"
+    "  --json         print the server's reply as JSON\n"
+    "  --help         show this help\n"
+    "\n"
+    "The server is SILT_URL (default " CLI_DEFAULT_URL ").\n";
+
+static void schedules_render(const json_doc *d)
+{
+    static const char *const headers[] = { "NAME", "CRON", "TIMEZONE", "TASK", "QUEUE", "LAST_FIRED_AT", "NEXT_FIRE" };
+    static const char *const fields[] = { "name", "cron", "timezone", "task", "queue", "lastFiredAt", "nextFire" };
+    int list = json_get(d, 0, "schedules"), s;
+    cli_table t;
+    cli_table_init(&t, 7, headers);
+    for (uint32_t i = 0; list >= 0 && (s = json_at(d, (uint32_t)list, i)) >= 0; i++)
+        for (int f = 0; f < 7; f++) cli_table_add_field(&t, d, s, fields[f]);
+    if (t.ncells == 7) puts("(no schedules)");
+    else cli_table_print(&t, stdout);
+    cli_table_fini(&t);
+}
+
+int cli_schedules(int argc, char **argv)
+{
+    bool json = false;
+    const cli_opt opts[] = { { "json", CLI_OPT_FLAG, &json } };
+    const cli_cmd cmd = { "schedules", schedules_usage, opts, 1, 0, 0 };
+    cli_args a;
+    int rc;
+    if (cli_parse(&cmd, argc, argv, &a, &rc) == 0)
+        rc = cli_call("GET", "/api/v1/schedules", NULL, json, schedules_render);
+    cli_args_fini(&a);
+    return rc;
+}
