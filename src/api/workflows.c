@@ -442,8 +442,11 @@ void api_workflow_list(httpd_req *req, server *srv)
     const char *cursor = httpd_query(req, "cursor");
     char cur[IDS_UUID_TEXT];
     if (api_query_int(req, "limit", WF_LIST_DEFAULT, 1, WF_LIST_MAX, &limit) < 0) return;
-    if (status && !workflow_ended(status) && strcmp(status, "PENDING") != 0 && strcmp(status, "RUNNING") != 0 &&
-        strcmp(status, "PAUSED") != 0) {
+    static const char *const statuses[] = { "PENDING", "RUNNING", "PAUSED", "COMPLETED", "FAILED", "CANCELLED",
+                                            "EXPIRED" };
+    bool known = !status;
+    for (size_t i = 0; !known && i < sizeof statuses / sizeof statuses[0]; i++) known = strcmp(status, statuses[i]) == 0;
+    if (!known) {
         httpd_error_field(req, 400, "field", "status", "status must be a workflow status");
         return;
     }

@@ -49,7 +49,7 @@ static const char bench_usage[] =
     "  --consumers N      concurrent pop+ack consumers (default 10)\n"
     "  --preload N        messages pushed before pop+ack (default 1000000)\n"
     "  --scenarios LIST   comma-separated subset of push1,push10,push100,popack,\n"
-    "                     tasks (default all five), or health: GET /health, the\n"
+    "                     tasks, workflow (default all six), or health: GET /health, the\n"
     "                     ceiling of this client and the server's HTTP layer\n"
     "  --keep             do not delete the benchmark queues afterwards\n"
     "  --json             machine-readable output\n"
@@ -93,6 +93,7 @@ typedef struct bench_run {
     char  push_queue[64];
     char  pop_queue[64];
     char  task_queue[64];
+    char  workflow_queue[64];
     bool  pushed, popped;     /* which queues exist, for the clean-up */
 } bench_run;
 
@@ -373,20 +374,25 @@ static int run_popack(bench_run *r, bench_result *res)
 
 /* ---- tasks: send, claim and start, complete ---- */
 
-static int run_tasks(bench_run *r, bench_result *res)
+static int run_task_load(bench_run *r, bench_result *res, bool workflows)
 {
-    bench_config cfg = run_config(r, BENCH_TASK_PRODUCERS + BENCH_TASK_WORKERS, BENCH_WARMUP_S,
-                                  (double)r->o->seconds);
+    int producers = workflows ? BENCH_WORKFLOW_PRODUCERS : BENCH_TASK_PRODUCERS;
+    bench_config cfg = run_config(r, producers + BENCH_TASK_WORKERS, BENCH_WARMUP_S, (double)r->o->seconds);
     bench_stats s;
     bench_stats_init(&s);
     bench_tasks_result t = { 0 };
-    int rc = bench_tasks_run(&cfg, BENCH_TASK_PRODUCERS, r->task_queue, &s, &t);
+    int rc = bench_tasks_run(&cfg, producers, workflows ? r->workflow_queue : r->task_queue, workflows, &s, &t);
     result_take(res, &s);
-    res->p50_ms = t.p50_ms;   /* a task's, send to completion, not a request's */
-    res->p99_ms = t.p99_ms;
+    if (!workflows) {   /* a task's, send to completion, not a request's */
+        res->p50_ms = t.p50_ms;
+        res->p99_ms = t.p99_ms;
+    }
     bench_stats_fini(&s);
     return rc;
 }
+
+static int run_tasks(bench_run *r, bench_result *res) { return run_task_load(r, res, false); }
+static int run_workflow(bench_run *r, bench_result *res) { return run_task_load(r, res, true); }
 
 /* ---- the HTTP baseline: what the client and the server's HTTP layer can do ---- */
 
@@ -426,6 +432,7 @@ static const bench_scenario bench_scenarios[] = {
     { "push100", "push batch=100",    run_push100, true },
     { "popack",  "pop+ack batch=100", run_popack,  true },
     { "tasks",   "tasks send->complete", run_tasks, true },
+    { "workflow", "workflow nodes",   run_workflow, true },
     { "health",  "GET /health",       run_health,  false },
 };
 #define BENCH_NSCEN (sizeof bench_scenarios / sizeof bench_scenarios[0])
@@ -554,6 +561,7 @@ static void names_init(bench_run *r)
     else snprintf(r->push_queue, sizeof r->push_queue, "bench-push-%s", r->suffix);
     snprintf(r->pop_queue, sizeof r->pop_queue, "bench-pop-%s", r->suffix);
     snprintf(r->task_queue, sizeof r->task_queue, "bench-tasks-%s", r->suffix);
+    snprintf(r->workflow_queue, sizeof r->workflow_queue, "bench-wf-%s", r->suffix);
 }
 
 /* ---- output ---- */

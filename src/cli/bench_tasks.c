@@ -11,6 +11,7 @@
 typedef struct tasks_ctx {
     const char *queue;
     int         producers;
+    buf         workflow;      /* the workflow each send starts; empty: send tasks */
     uint64_t    sent, completed;
     json_doc    doc;
     bench_stats latency;   /* per task, send to completion */
@@ -18,9 +19,28 @@ typedef struct tasks_ctx {
 
 enum { PHASE_CLAIM = 0, PHASE_FINISH = 1, PHASE_SEND = 2, PHASE_IDLE = 3 };
 
+/* A fan-out/fan-in of BENCH_WORKFLOW_FAN no-op nodes between a root and a
+ * sink, on the scenario's queue. */
+static void workflow_body(buf *b, const char *queue)
+{
+    buf_printf(b, "{\"name\":\"bench\",\"output\":\"sink\",\"nodes\":[{\"id\":\"root\",\"task\":\"noop\","
+               "\"queue\":\"%s\"}", queue);
+    for (int i = 0; i < BENCH_WORKFLOW_FAN; i++)
+        buf_printf(b, ",{\"id\":\"n%d\",\"task\":\"noop\",\"queue\":\"%s\",\"waitsFor\":[\"root\"]}", i, queue);
+    buf_printf(b, ",{\"id\":\"sink\",\"task\":\"noop\",\"queue\":\"%s\",\"waitsFor\":[", queue);
+    for (int i = 0; i < BENCH_WORKFLOW_FAN; i++) buf_printf(b, "%s\"n%d\"", i ? "," : "", i);
+    buf_puts(b, "]}]}");
+}
+
 static void producer_next(bench_worker *w, tasks_ctx *c)
 {
     w->method = BENCH_POST;
+    if (c->workflow.len) {
+        buf_puts(&w->path, "/api/v1/workflows");
+        buf_reset(&w->body);
+        buf_append(&w->body, c->workflow.data, c->workflow.len);
+        return;
+    }
     buf_puts(&w->path, "/api/v1/tasks");
     buf_reset(&w->body);
     buf_puts(&w->body, "{\"tasks\":[");
@@ -124,7 +144,7 @@ static long tasks_done(bench_worker *w, void *ctx, int status, const char *body,
     tasks_ctx *c = ctx;
     (void)status;
     if (w->id < c->producers) {
-        if (w->phase == PHASE_SEND) c->sent += BENCH_TASK_SEND_BATCH;
+        if (w->phase == PHASE_SEND) c->sent += c->workflow.len ? BENCH_WORKFLOW_FAN + 2 : BENCH_TASK_SEND_BATCH;
         return 0;
     }
     if (w->phase == PHASE_FINISH) return finished(w, c, body, len);
@@ -134,10 +154,12 @@ static long tasks_done(bench_worker *w, void *ctx, int status, const char *body,
 
 static const bench_ops tasks_ops = { tasks_next, tasks_done };
 
-int bench_tasks_run(const bench_config *cfg, int producers, const char *queue, bench_stats *stats,
+int bench_tasks_run(const bench_config *cfg, int producers, const char *queue, bool workflows, bench_stats *stats,
                     bench_tasks_result *out)
 {
     tasks_ctx c = { .queue = queue, .producers = producers };
+    buf_init(&c.workflow);
+    if (workflows) workflow_body(&c.workflow, queue);
     json_doc_init(&c.doc);
     bench_stats_init(&c.latency);
     int rc = bench_load_run(cfg, &tasks_ops, &c, stats);
@@ -147,5 +169,6 @@ int bench_tasks_run(const bench_config *cfg, int producers, const char *queue, b
     out->p99_ms = bench_stats_pct_ms(&c.latency, 99);
     bench_stats_fini(&c.latency);
     json_doc_fini(&c.doc);
+    buf_fini(&c.workflow);
     return rc;
 }

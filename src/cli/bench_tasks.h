@@ -5,6 +5,7 @@
  * reply that completed it. */
 #ifndef SILT_BENCH_TASKS_H
 #define SILT_BENCH_TASKS_H
+#include <stdbool.h>
 #include <stdint.h>
 #include "cli/bench_load.h"
 
@@ -22,9 +23,14 @@ typedef struct bench_tasks_result {
  * latency measured is the engine's. */
 #define BENCH_TASK_BACKLOG 1000
 
-/* cfg->workers connections in all: the first producers send, the rest are
- * task workers. */
-int bench_tasks_run(const bench_config *cfg, int producers, const char *queue, bench_stats *stats,
+#define BENCH_WORKFLOW_FAN 100     /* workflow scenario: root, this many nodes, sink */
+#define BENCH_WORKFLOW_PRODUCERS 2
+
+/* cfg->workers connections in all: the first producers send (tasks, or
+ * with workflows a fan-out/fan-in workflow each), the rest are task
+ * workers. With workflows the rate counts nodes completed, and latency is
+ * left to the requests' own. */
+int bench_tasks_run(const bench_config *cfg, int producers, const char *queue, bool workflows, bench_stats *stats,
                     bench_tasks_result *out) __attribute__((warn_unused_result));
 
 #endif
