@@ -17,6 +17,7 @@ CREATE TABLE horsies_workflows (
                                                   'CANCELLED', 'EXPIRED')),
     on_error      text NOT NULL CHECK (on_error IN ('FAIL', 'PAUSE')),
     output_node   text,                       -- NULL: every sink node
+    open_nodes    integer NOT NULL DEFAULT 0, -- nodes not yet COMPLETED, FAILED or SKIPPED
     created_at    timestamptz NOT NULL DEFAULT now(),
     started_at    timestamptz,
     paused_at     timestamptz,
@@ -46,6 +47,9 @@ CREATE TABLE horsies_workflow_tasks (
     join_kind         text NOT NULL DEFAULT 'all' CHECK (join_kind IN ('all', 'any', 'quorum')),
     min_success       integer,
     allow_failed_deps boolean NOT NULL DEFAULT false,
+    deps_done         integer NOT NULL DEFAULT 0,   -- predecessors COMPLETED so far
+    deps_failed       integer NOT NULL DEFAULT 0,   -- predecessors FAILED or SKIPPED so far
+    next_nodes        text[] NOT NULL DEFAULT '{}', -- the nodes that wait for this one (set at create)
     args_from         jsonb,                  -- {"parameter": "predecessor node id"}
     status            text NOT NULL DEFAULT 'PENDING'
                       CHECK (status IN ('PENDING', 'READY', 'ENQUEUED', 'RUNNING', 'COMPLETED', 'FAILED', 'SKIPPED')),
@@ -57,6 +61,7 @@ CREATE TABLE horsies_workflow_tasks (
     PRIMARY KEY (workflow_id, node_id)
 );
 CREATE UNIQUE INDEX horsies_workflow_tasks_task ON horsies_workflow_tasks (task_id);
+CREATE INDEX horsies_workflow_tasks_ready ON horsies_workflow_tasks (workflow_id) WHERE status = 'READY';
 
 -- Crashed-worker progression evidence: a node task that recovery ended,
 -- waiting for the maintenance owner to advance its workflow.
@@ -112,98 +117,132 @@ BEGIN
     RETURN id;
 END $$;
 
--- What a PENDING node's join says now: 'ready', 'skip' or 'wait'.
+-- What a PENDING node's join says now, from its counts of predecessors
+-- ended (kept by tasks.node_terminal, so no predecessor is read): 'ready',
+-- 'skip' or 'wait'.
 CREATE FUNCTION tasks.join_verdict(n horsies_workflow_tasks) RETURNS text
-LANGUAGE sql STABLE AS $$
+LANGUAGE sql IMMUTABLE AS $$
     SELECT CASE
         WHEN cardinality(n.waits_for) = 0 THEN 'ready'
         WHEN n.join_kind = 'all' AND n.allow_failed_deps THEN CASE WHEN open = 0 THEN 'ready' ELSE 'wait' END
-        WHEN n.join_kind = 'all' THEN CASE WHEN failed > 0 THEN 'skip' WHEN open = 0 THEN 'ready' ELSE 'wait' END
-        WHEN n.join_kind = 'any' THEN CASE WHEN done > 0 THEN 'ready' WHEN open = 0 THEN 'skip' ELSE 'wait' END
-        ELSE CASE WHEN done >= n.min_success THEN 'ready' WHEN done + open < n.min_success THEN 'skip' ELSE 'wait' END
+        WHEN n.join_kind = 'all' THEN CASE WHEN n.deps_failed > 0 THEN 'skip' WHEN open = 0 THEN 'ready' ELSE 'wait' END
+        WHEN n.join_kind = 'any' THEN CASE WHEN n.deps_done > 0 THEN 'ready' WHEN open = 0 THEN 'skip' ELSE 'wait' END
+        ELSE CASE WHEN n.deps_done >= n.min_success THEN 'ready'
+                  WHEN n.deps_done + open < n.min_success THEN 'skip' ELSE 'wait' END
     END
-    FROM (SELECT count(*) FILTER (WHERE p.status = 'COMPLETED') AS done,
-                 count(*) FILTER (WHERE p.status IN ('FAILED', 'SKIPPED')) AS failed,
-                 count(*) FILTER (WHERE p.status NOT IN ('COMPLETED', 'FAILED', 'SKIPPED')) AS open
-            FROM horsies_workflow_tasks p
-           WHERE p.workflow_id = n.workflow_id AND p.node_id = ANY (n.waits_for)) c
+    FROM (SELECT cardinality(n.waits_for) - n.deps_done - n.deps_failed AS open) c
 $$;
 
--- Settles a workflow after a node moved: PENDING nodes whose join decided
--- become READY or SKIPPED (skips propagate), READY ones are enqueued unless
--- the workflow is paused, onError PAUSE pauses when a node just failed
--- (p_failed; a resume after it goes on), and a workflow whose nodes all
--- ended completes or fails.
-CREATE FUNCTION tasks.workflow_settle(p_workflow uuid, p_failed boolean DEFAULT false) RETURNS text
+-- A workflow whose every node ended completes when its output node (or,
+-- with none named, every sink) completed, and fails otherwise.
+CREATE FUNCTION tasks.workflow_finish(w horsies_workflows) RETURNS text
 LANGUAGE plpgsql AS $$
 DECLARE
-    w       horsies_workflows;
-    n       horsies_workflow_tasks;
-    moved   boolean := true;
-    verdict text;
     outcome text;
 BEGIN
-    SELECT * INTO w FROM horsies_workflows WHERE id = p_workflow FOR UPDATE;
-    IF w.status NOT IN ('PENDING', 'RUNNING', 'PAUSED') THEN RETURN w.status; END IF;
-    WHILE moved LOOP
-        moved := false;
-        FOR n IN SELECT * FROM horsies_workflow_tasks WHERE workflow_id = p_workflow AND status = 'PENDING'
-                  ORDER BY node_id LOOP
-            verdict := tasks.join_verdict(n);
-            CONTINUE WHEN verdict = 'wait';
-            UPDATE horsies_workflow_tasks SET status = CASE verdict WHEN 'ready' THEN 'READY' ELSE 'SKIPPED' END,
-                   finished_at = CASE verdict WHEN 'skip' THEN now() END
-             WHERE workflow_id = p_workflow AND node_id = n.node_id;
-            moved := true;
-        END LOOP;
+    outcome := CASE WHEN NOT EXISTS (
+            SELECT 1 FROM horsies_workflow_tasks o WHERE o.workflow_id = w.id AND o.status <> 'COMPLETED'
+               AND (o.node_id = w.output_node OR (w.output_node IS NULL AND NOT EXISTS (
+                    SELECT 1 FROM horsies_workflow_tasks s WHERE s.workflow_id = w.id AND o.node_id = ANY (s.waits_for)))))
+        THEN 'COMPLETED' ELSE 'FAILED' END;
+    UPDATE horsies_workflows SET status = outcome, finished_at = now(),
+           result = (SELECT o.result FROM horsies_workflow_tasks o WHERE o.workflow_id = w.id AND o.node_id = w.output_node)
+     WHERE id = w.id;
+    PERFORM pg_notify('silt_tasks', 'done:' || w.id);   -- its waiters (GET ?wait), once per workflow
+    RETURN outcome;
+END $$;
+
+-- Enqueues the workflow's READY nodes, unless it is paused.
+CREATE FUNCTION tasks.workflow_enqueue_ready(w horsies_workflows) RETURNS void
+LANGUAGE plpgsql AS $$
+DECLARE
+    n horsies_workflow_tasks;
+BEGIN
+    IF w.status <> 'RUNNING' THEN RETURN; END IF;
+    FOR n IN SELECT * FROM horsies_workflow_tasks WHERE workflow_id = w.id AND status = 'READY' ORDER BY node_id LOOP
+        PERFORM tasks.enqueue_node(n);
     END LOOP;
-    IF w.on_error = 'PAUSE' AND w.status = 'RUNNING' AND p_failed THEN
-        UPDATE horsies_workflows SET status = 'PAUSED', paused_at = now() WHERE id = p_workflow;
-        w.status := 'PAUSED';
-    END IF;
-    IF w.status <> 'PAUSED' THEN
-        IF w.status = 'PENDING' THEN
-            UPDATE horsies_workflows SET status = 'RUNNING', started_at = now() WHERE id = p_workflow;
-            w.status := 'RUNNING';
+END $$;
+
+-- Node p_node of workflow w just ended (status p_status): it counts for
+-- its successors, whose joins decide (a skip ends its node in turn), and
+-- the workflow's open count drops. Work per end: its successors only.
+CREATE FUNCTION tasks.node_terminal(w horsies_workflows, p_node text, p_status text) RETURNS void
+LANGUAGE plpgsql AS $$
+DECLARE
+    n       horsies_workflow_tasks;
+    verdict text;
+BEGIN
+    UPDATE horsies_workflows SET open_nodes = open_nodes - 1 WHERE id = w.id;
+    FOR n IN UPDATE horsies_workflow_tasks s
+                SET deps_done = s.deps_done + CASE WHEN p_status = 'COMPLETED' THEN 1 ELSE 0 END,
+                    deps_failed = s.deps_failed + CASE WHEN p_status = 'COMPLETED' THEN 0 ELSE 1 END
+              WHERE s.workflow_id = w.id AND s.status = 'PENDING'
+                AND s.node_id = ANY ((SELECT e.next_nodes FROM horsies_workflow_tasks e
+                                       WHERE e.workflow_id = w.id AND e.node_id = p_node)::text[])
+              RETURNING s.* LOOP
+        verdict := tasks.join_verdict(n);
+        CONTINUE WHEN verdict = 'wait';
+        IF verdict = 'ready' THEN
+            UPDATE horsies_workflow_tasks SET status = 'READY' WHERE workflow_id = w.id AND node_id = n.node_id;
+        ELSE
+            UPDATE horsies_workflow_tasks SET status = 'SKIPPED', finished_at = now()
+             WHERE workflow_id = w.id AND node_id = n.node_id;
+            PERFORM tasks.node_terminal(w, n.node_id, 'SKIPPED');   -- skips propagate
         END IF;
-        FOR n IN SELECT * FROM horsies_workflow_tasks WHERE workflow_id = p_workflow AND status = 'READY'
-                  ORDER BY node_id LOOP
-            PERFORM tasks.enqueue_node(n);
-        END LOOP;
+    END LOOP;
+END $$;
+
+-- Starts (or resumes) a workflow: RUNNING, its READY nodes (those without
+-- predecessors, at start) enqueued; ended at once when nothing is open.
+CREATE FUNCTION tasks.workflow_settle(p_workflow uuid) RETURNS text
+LANGUAGE plpgsql AS $$
+DECLARE
+    w horsies_workflows;
+BEGIN
+    SELECT * INTO w FROM horsies_workflows WHERE id = p_workflow FOR UPDATE;
+    IF w.status NOT IN ('PENDING', 'RUNNING') THEN RETURN w.status; END IF;
+    IF w.status = 'PENDING' THEN
+        UPDATE horsies_workflow_tasks SET status = 'READY'
+         WHERE workflow_id = p_workflow AND status = 'PENDING' AND cardinality(waits_for) = 0;
+        UPDATE horsies_workflows SET status = 'RUNNING', started_at = now(),
+               open_nodes = (SELECT count(*) FROM horsies_workflow_tasks WHERE workflow_id = p_workflow)
+         WHERE id = p_workflow RETURNING * INTO w;
     END IF;
-    IF NOT EXISTS (SELECT 1 FROM horsies_workflow_tasks WHERE workflow_id = p_workflow
-                      AND status NOT IN ('COMPLETED', 'FAILED', 'SKIPPED')) AND w.status <> 'PAUSED' THEN
-        outcome := CASE WHEN NOT EXISTS (
-                SELECT 1 FROM horsies_workflow_tasks o WHERE o.workflow_id = p_workflow AND o.status <> 'COMPLETED'
-                   AND (o.node_id = w.output_node OR (w.output_node IS NULL AND NOT EXISTS (
-                        SELECT 1 FROM horsies_workflow_tasks s WHERE s.workflow_id = p_workflow
-                           AND o.node_id = ANY (s.waits_for)))))
-            THEN 'COMPLETED' ELSE 'FAILED' END;
-        UPDATE horsies_workflows SET status = outcome, finished_at = now(),
-               result = (SELECT o.result FROM horsies_workflow_tasks o
-                          WHERE o.workflow_id = p_workflow AND o.node_id = w.output_node)
-         WHERE id = p_workflow;
-        PERFORM pg_notify('silt_tasks', 'done:' || p_workflow);   -- its waiters (GET ?wait), once per workflow
-        RETURN outcome;
-    END IF;
+    IF w.open_nodes = 0 THEN RETURN tasks.workflow_finish(w); END IF;
+    PERFORM tasks.workflow_enqueue_ready(w);
     RETURN w.status;
 END $$;
 
 -- The node whose task this was takes the task's end (COMPLETED, FAILED,
--- SKIPPED for a cancelled task), then its workflow settles. Nothing moves
--- when the node's current task is another one or it ended already.
+-- SKIPPED for a cancelled task), then its successors and its workflow
+-- move. Nothing moves when the node's current task is another one or it
+-- ended already: a completion is never applied twice.
 CREATE FUNCTION tasks.node_ended(p_task uuid, p_task_status text, p_result json, p_code text, p_message text)
 RETURNS void LANGUAGE plpgsql AS $$
 DECLARE
-    wf uuid;
-    st text;
+    wf   uuid;
+    node text;
+    st   text;
+    w    horsies_workflows;
 BEGIN
+    SELECT workflow_id INTO wf FROM horsies_workflow_tasks WHERE task_id = p_task;
+    IF wf IS NULL THEN RETURN; END IF;
+    SELECT * INTO w FROM horsies_workflows WHERE id = wf FOR UPDATE;   -- one ending at a time per workflow
     UPDATE horsies_workflow_tasks
        SET status = CASE p_task_status WHEN 'COMPLETED' THEN 'COMPLETED' WHEN 'CANCELLED' THEN 'SKIPPED' ELSE 'FAILED' END,
            result = p_result, error_code = p_code, error_message = p_message, finished_at = now()
      WHERE task_id = p_task AND status IN ('ENQUEUED', 'RUNNING')
-    RETURNING workflow_id, status INTO wf, st;
-    IF wf IS NOT NULL THEN PERFORM tasks.workflow_settle(wf, st = 'FAILED'); END IF;
+    RETURNING node_id, status INTO node, st;
+    IF node IS NULL THEN RETURN; END IF;
+    PERFORM tasks.node_terminal(w, node, st);
+    SELECT * INTO w FROM horsies_workflows WHERE id = wf;
+    IF w.status NOT IN ('RUNNING', 'PAUSED') THEN RETURN; END IF;   -- cancelled meanwhile: nothing more
+    IF w.on_error = 'PAUSE' AND w.status = 'RUNNING' AND st = 'FAILED' THEN
+        UPDATE horsies_workflows SET status = 'PAUSED', paused_at = now() WHERE id = wf RETURNING * INTO w;
+    END IF;
+    IF w.open_nodes = 0 AND w.status = 'RUNNING' THEN PERFORM tasks.workflow_finish(w); RETURN; END IF;
+    PERFORM tasks.workflow_enqueue_ready(w);
 END $$;
 
 -- ==== Hooks into the task engine ============================================
@@ -316,6 +355,10 @@ RETURNS void LANGUAGE sql AS $$
            u.min, u.allow, u.args_from::jsonb
       FROM unnest(p_nodes, p_tasks, p_queues, p_args, p_waits, p_joins, p_min, p_allow, p_args_from)
            AS u(node, task, queue, args, waits, join_kind, min, allow, args_from);
+    UPDATE horsies_workflow_tasks n
+       SET next_nodes = coalesce((SELECT array_agg(s.node_id ORDER BY s.node_id) FROM horsies_workflow_tasks s
+                                   WHERE s.workflow_id = p_id AND n.node_id = ANY (s.waits_for)), '{}')
+     WHERE n.workflow_id = p_id;
 $$;
 
 CREATE FUNCTION tasks.workflow_options(p_id uuid, p_nodes text[], p_priorities integer[], p_timeouts integer[],
