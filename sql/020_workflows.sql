@@ -172,14 +172,15 @@ LANGUAGE plpgsql AS $$
 DECLARE
     n       horsies_workflow_tasks;
     verdict text;
+    nexts   text[];
 BEGIN
     UPDATE horsies_workflows SET open_nodes = open_nodes - 1 WHERE id = w.id;
+    SELECT e.next_nodes INTO nexts FROM horsies_workflow_tasks e WHERE e.workflow_id = w.id AND e.node_id = p_node;
+    IF cardinality(nexts) = 0 THEN RETURN; END IF;
     FOR n IN UPDATE horsies_workflow_tasks s
                 SET deps_done = s.deps_done + CASE WHEN p_status = 'COMPLETED' THEN 1 ELSE 0 END,
                     deps_failed = s.deps_failed + CASE WHEN p_status = 'COMPLETED' THEN 0 ELSE 1 END
-              WHERE s.workflow_id = w.id AND s.status = 'PENDING'
-                AND s.node_id = ANY ((SELECT e.next_nodes FROM horsies_workflow_tasks e
-                                       WHERE e.workflow_id = w.id AND e.node_id = p_node)::text[])
+              WHERE s.workflow_id = w.id AND s.node_id = ANY (nexts) AND s.status = 'PENDING'
               RETURNING s.* LOOP
         verdict := tasks.join_verdict(n);
         CONTINUE WHEN verdict = 'wait';
@@ -355,10 +356,11 @@ RETURNS void LANGUAGE sql AS $$
            u.min, u.allow, u.args_from::jsonb
       FROM unnest(p_nodes, p_tasks, p_queues, p_args, p_waits, p_joins, p_min, p_allow, p_args_from)
            AS u(node, task, queue, args, waits, join_kind, min, allow, args_from);
-    UPDATE horsies_workflow_tasks n
-       SET next_nodes = coalesce((SELECT array_agg(s.node_id ORDER BY s.node_id) FROM horsies_workflow_tasks s
-                                   WHERE s.workflow_id = p_id AND n.node_id = ANY (s.waits_for)), '{}')
-     WHERE n.workflow_id = p_id;
+    UPDATE horsies_workflow_tasks n SET next_nodes = x.nexts
+      FROM (SELECT dep, array_agg(s.node_id ORDER BY s.node_id) AS nexts
+              FROM horsies_workflow_tasks s, unnest(s.waits_for) AS dep
+             WHERE s.workflow_id = p_id GROUP BY dep) x
+     WHERE n.workflow_id = p_id AND n.node_id = x.dep;
 $$;
 
 CREATE FUNCTION tasks.workflow_options(p_id uuid, p_nodes text[], p_priorities integer[], p_timeouts integer[],
