@@ -40,7 +40,6 @@ typedef struct server {
     retention_engine  *retention;
     maintenance       *maintenance;
     task_hub          *tasks;
-    task_settings      task_settings;   /* from silt.conf */
     bool               draining;
     int64_t            drain_deadline_us;
     int                first_signal;      /* the signal that started the drain */
