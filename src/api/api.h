@@ -88,6 +88,9 @@ int  api_ack_item(httpd_req *req, const json_doc *d, uint32_t tok, const char *w
 void api_emit_uuid_col(emit *e, const PGresult *r, int row, int col);
 void api_emit_text_col(emit *e, const PGresult *r, int row, int col);
 void api_emit_time_col(emit *e, const PGresult *r, int row, int col);
+void api_emit_int_col(emit *e, const PGresult *r, int row, int col);
+/* json a client sent (task args, results), returned byte for byte. */
+void api_emit_stored_json_col(emit *e, const PGresult *r, int row, int col);
 /* A page's closing members: "total" and "pagination": {"limit", "offset"}. */
 void api_emit_pagination(emit *e, int64_t total, int64_t limit, int64_t offset);
 
@@ -116,6 +119,8 @@ int  api_member_string(httpd_req *req, const json_doc *d, uint32_t obj, const ch
                        char **out) __attribute__((warn_unused_result));
 int  api_opt_string(httpd_req *req, const json_doc *d, uint32_t obj, const char *key, char **out)
      __attribute__((warn_unused_result));
+/* Member key of obj as its JSON text, verbatim (absent: "null"); a heap copy. */
+char *api_member_json(const json_doc *d, uint32_t obj, const char *key);
 /* Optional integer member from min to max: *out untouched when absent or
  * null; 400 naming the field (after where) otherwise. */
 int  api_member_int(httpd_req *req, const json_doc *d, uint32_t obj, const char *where, const char *key,

@@ -38,14 +38,20 @@ typedef struct run_call {
     const char *what;   /* "start", "complete", "fail" */
 } run_call;
 
+/* A call under a claim that is no longer the task's changes nothing. */
+static void refuse_stale(run_call *c)
+{
+    httpd_error(c->req, 409, "cannot %s task %s: the claim is not its current one (recovered, cancelled or finished)",
+                c->what, c->id);
+}
+
 static void started(void *arg, const db_reply *reply)
 {
     run_call *c = arg;
     const PGresult *r = reply->error ? NULL : reply->results[0];
     if (reply->error) api_db_error(c->req, reply);
     else if (db_null(r, 0, 0))
-        httpd_error(c->req, 409, "cannot %s task %s: the claim is not its current one (recovered, cancelled or"
-                    " finished)", c->what, c->id);
+        refuse_stale(c);
     else {
         buf out;
         buf_init(&out);
@@ -108,8 +114,7 @@ static void ended(void *arg, const db_reply *reply, const PGresult *r, int first
     (void)n;
     if (reply->error) api_db_error(c->req, reply);
     else if (db_null(r, first, 2))
-        httpd_error(c->req, 409, "cannot %s task %s: the claim is not its current one (recovered, cancelled or"
-                    " finished)", c->what, c->id);
+        refuse_stale(c);
     else {
         announce_end(c->srv, r, first);
         buf out;
@@ -152,10 +157,7 @@ void api_task_complete(httpd_req *req, server *srv)
     char claim[IDS_UUID_TEXT];
     run_call *c = api_read_object(req, srv, &d) == 0 ? read_claim(req, srv, &d, "complete", claim) : NULL;
     if (c) {
-        int v = json_get(&d, 0, "result");
-        size_t n = 4;
-        const char *text = v >= 0 ? json_span(&d, (uint32_t)v, &n) : "null";
-        char *result = xstrndup(text, n);
+        char *result = api_member_json(&d, 0, "result");
         finish(srv, c, claim, "COMPLETED", result, NULL, NULL);
         free(result);
     }
@@ -238,10 +240,7 @@ static int read_end(httpd_req *req, const json_doc *d, uint32_t e, const char *w
     if (rc == 0) rc = api_read_uuid(req, id, idn, "id");
     if (rc == 0) rc = api_read_uuid(req, claim, claimn, "claimId");
     if (rc == 0) {
-        int v = json_get(d, e, "result");
-        size_t n = 4;
-        const char *text = v >= 0 ? json_span(d, (uint32_t)v, &n) : "null";
-        char *result = code ? NULL : xstrndup(text, n);
+        char *result = code ? NULL : api_member_json(d, e, "result");
         shorten_message(message, TASK_MESSAGE_MAX);
         add_end(a, idn, claimn, code ? "FAILED" : "COMPLETED", result, code, message);
         free(result);

@@ -47,22 +47,19 @@ static void claim_free(claim_call *c)
 
 static void emit_claimed(emit *e, const PGresult *r, int row)
 {
-    size_t n;
-    const char *args = db_json(r, row, 4, &n);
     bool running = strcmp(db_str(r, row, 10), "RUNNING") == 0;
     emit_object(e);
     emit_key(e, "id"); api_emit_uuid_col(e, r, row, 1);
     emit_key(e, "name"); api_emit_text_col(e, r, row, 2);
     emit_key(e, "queue"); api_emit_text_col(e, r, row, 3);
-    emit_key(e, "args"); emit_raw(e, args, n);
+    emit_key(e, "args"); api_emit_stored_json_col(e, r, row, 4);
     emit_key(e, "priority"); emit_int(e, db_int(r, row, 5));
     emit_key(e, "claimId"); api_emit_uuid_col(e, r, row, 6);
     emit_key(e, "status"); api_emit_text_col(e, r, row, 10);
     /* the attempt a start begins (CLAIMED), or has begun (RUNNING) */
     emit_key(e, "attempt"); emit_int(e, db_int(r, row, 7) + (running ? 0 : 1));
     emit_key(e, "retryCount"); emit_int(e, db_int(r, row, 8));
-    emit_key(e, "timeoutMs");
-    if (db_null(r, row, 9)) emit_null(e); else emit_int(e, db_int(r, row, 9));
+    emit_key(e, "timeoutMs"); api_emit_int_col(e, r, row, 9);
     emit_end(e);
 }
 

@@ -31,3 +31,17 @@ void api_emit_time_col(emit *e, const PGresult *r, int row, int col)
     if (db_null(r, row, col)) emit_null(e);
     else emit_time(e, db_time_us(r, row, col));
 }
+
+void api_emit_int_col(emit *e, const PGresult *r, int row, int col)
+{
+    if (db_null(r, row, col)) emit_null(e);
+    else emit_int(e, db_int(r, row, col));
+}
+
+void api_emit_stored_json_col(emit *e, const PGresult *r, int row, int col)
+{
+    if (db_null(r, row, col)) { emit_null(e); return; }
+    size_t n;
+    const char *text = db_json(r, row, col, &n);
+    emit_raw(e, text, n);   /* stored verbatim from a checked JSON value */
+}

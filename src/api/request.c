@@ -61,6 +61,14 @@ int api_member_string(httpd_req *req, const json_doc *d, uint32_t obj, const cha
     return 0;
 }
 
+char *api_member_json(const json_doc *d, uint32_t obj, const char *key)
+{
+    int v = json_get(d, obj, key);
+    size_t n = 4;
+    const char *text = v >= 0 ? json_span(d, (uint32_t)v, &n) : "null";
+    return xstrndup(text, n);
+}
+
 int api_member_int(httpd_req *req, const json_doc *d, uint32_t obj, const char *where, const char *key,
                    int64_t min, int64_t max, int64_t *out)
 {

@@ -121,7 +121,7 @@ static int start(server *srv)
                               srv->cfg.retention_concurrency, srv->cfg.cleanup_days, srv->cfg.cleanup_enabled != 0 };
     srv->retention = retention_engine_new(srv->base, srv->pool, rs);
     srv->maintenance = maintenance_new(srv->base, srv->pool, srv->pop, srv->cfg.maintenance_refresh_ms);
-    srv->tasks = task_hub_new(srv->base, srv->pool, conninfo, &srv->task_settings);
+    srv->tasks = task_hub_new(srv->base, srv->pool, conninfo, &srv->conf);
     srv->schedules = scheduler_new(srv->base, srv->pool, srv->tasks, &srv->conf);
     srv->http = httpd_new(srv->base, srv->cfg.host, (int)srv->cfg.port, (size_t)srv->cfg.max_body_bytes,
                           api_dispatch, srv);
@@ -155,27 +155,7 @@ static void stop(server *srv)
     db_pool_free(srv->pool);
     if (srv->base) event_base_free(srv->base);
     config_fini(&srv->cfg);
-    free((void *)srv->task_settings.queues);
     conffile_free(&srv->conf);
-}
-
-/* The task engine's settings from silt.conf: its queues and [recovery]. The
- * policies point into srv->conf, which lives as long as the server. */
-static void task_settings_from(server *srv)
-{
-    task_settings *s = &srv->task_settings;
-    const silt_conf *c = &srv->conf;
-    memset(s, 0, sizeof *s);
-    s->nqueues = c->nqueues;
-    task_queue_policy *q = xcalloc(c->nqueues ? c->nqueues : 1, sizeof *q);
-    for (size_t i = 0; i < c->nqueues; i++)
-        q[i] = (task_queue_policy){ c->queues[i].name, c->queues[i].priority, c->queues[i].max_concurrency };
-    s->queues = q;
-    s->claimer_heartbeat_interval_ms = c->recovery.claimer_heartbeat_interval_ms;
-    s->runner_heartbeat_interval_ms = c->recovery.runner_heartbeat_interval_ms;
-    s->claimed_stale_after_ms = c->recovery.claimed_stale_after_ms;
-    s->running_stale_after_ms = c->recovery.running_stale_after_ms;
-    s->check_interval_ms = c->recovery.check_interval_ms;
 }
 
 /* silt.conf, or every default without one. Errors print the whole report
@@ -204,7 +184,6 @@ int server_main(const char *conf_path)
     if (config_load(&srv.cfg, err, sizeof err) < 0) { fprintf(stderr, "silt: %s\n", err); return 2; }
     if (load_conffile(&srv, conf_path) < 0) { stop(&srv); return 2; }
     signal(SIGPIPE, SIG_IGN);
-    task_settings_from(&srv);
     int rc = start(&srv);
     if (rc == 0) {
         log_info("silt %s listening on %s:%lld", SILT_VERSION, srv.cfg.host, (long long)srv.cfg.port);

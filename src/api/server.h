@@ -42,7 +42,6 @@ typedef struct server {
     maintenance       *maintenance;
     task_hub          *tasks;
     scheduler         *schedules;
-    task_settings      task_settings;   /* from silt.conf */
     bool               draining;
     int64_t            drain_deadline_us;
     int                first_signal;      /* the signal that started the drain */

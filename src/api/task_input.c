@@ -37,7 +37,7 @@ static int read_queue(httpd_req *req, server *srv, const json_doc *d, uint32_t o
 {
     if (read_name(req, d, obj, where, "queue", TASK_NAME_MAX, true, &t->queue) < 0) return -1;
     bool known;
-    const task_queue_policy *q = task_hub_queue(srv->tasks, t->queue, &known);
+    const conf_queue *q = task_hub_queue(srv->tasks, t->queue, &known);
     if (!known) {
         httpd_error_field(req, 400, "field", "queue", "%squeue \"%s\" is not declared in the configuration file",
                           where, t->queue);
@@ -45,16 +45,6 @@ static int read_queue(httpd_req *req, server *srv, const json_doc *d, uint32_t o
     }
     if (q) t->priority = q->priority;
     return 0;
-}
-
-/* args: any JSON value, stored verbatim (absent: null). */
-static void read_args(const json_doc *d, uint32_t obj, task_spec *t)
-{
-    int v = json_get(d, obj, "args");
-    size_t n = 4;
-    const char *text = "null";
-    if (v >= 0) text = json_span(d, (uint32_t)v, &n);
-    t->args = xstrndup(text, n);
 }
 
 static int check_time(httpd_req *req, const char *where, const char *field, const char *text)
@@ -198,7 +188,7 @@ int api_task_read(httpd_req *req, server *srv, const json_doc *d, uint32_t obj, 
     }
     if (only_known(req, d, obj, where, form->what, form->fields) < 0) return -1;
     ids_uuid7(t->id);
-    read_args(d, obj, t);
+    t->args = api_member_json(d, obj, "args");   /* any JSON value, stored verbatim */
     if (read_name(req, d, obj, where, form->name_key, TASK_NAME_MAX, true, &t->name) < 0 ||
         read_queue(req, srv, d, obj, where, t) < 0 ||
         read_int_field(req, d, obj, where, "priority", TASK_PRIORITY_MIN, TASK_PRIORITY_MAX, &t->priority) < 0 ||
@@ -227,7 +217,7 @@ static int by_priority(const void *a, const void *b, void *hub)
 {
     const char *qa = *(char *const *)a, *qb = *(char *const *)b;
     bool known;
-    const task_queue_policy *pa = task_hub_queue(hub, qa, &known), *pb = task_hub_queue(hub, qb, &known);
+    const conf_queue *pa = task_hub_queue(hub, qa, &known), *pb = task_hub_queue(hub, qb, &known);
     int ra = pa ? pa->priority : TASK_PRIORITY_DEFAULT, rb = pb ? pb->priority : TASK_PRIORITY_DEFAULT;
     return ra != rb ? (ra < rb ? -1 : 1) : strcmp(qa, qb);
 }
@@ -266,7 +256,7 @@ int api_task_queues(httpd_req *req, server *srv, const json_doc *d, db_array *na
     qsort_r(*list, *n, sizeof **list, by_priority, srv->tasks);
     for (size_t i = 0; i < *n; i++) {
         bool known;
-        const task_queue_policy *q = task_hub_queue(srv->tasks, (*list)[i], &known);
+        const conf_queue *q = task_hub_queue(srv->tasks, (*list)[i], &known);
         if (names) db_array_text(names, (*list)[i]);
         if (caps) db_array_int(caps, q ? q->max_concurrency : 0);
     }

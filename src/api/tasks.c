@@ -17,20 +17,6 @@
 
 /* ---- one task as JSON ---- */
 
-static void emit_json_col(emit *e, const PGresult *r, int row, int col)
-{
-    if (db_null(r, row, col)) { emit_null(e); return; }
-    size_t n;
-    const char *text = db_json(r, row, col, &n);
-    emit_raw(e, text, n);   /* stored verbatim from a checked JSON value */
-}
-
-static void emit_int_col(emit *e, const PGresult *r, int row, int col)
-{
-    if (db_null(r, row, col)) emit_null(e);
-    else emit_int(e, db_int(r, row, col));
-}
-
 void api_emit_task(emit *e, const PGresult *r, int row)
 {
     emit_object(e);
@@ -38,21 +24,21 @@ void api_emit_task(emit *e, const PGresult *r, int row)
     emit_key(e, "name"); api_emit_text_col(e, r, row, TASK_C_NAME);
     emit_key(e, "queue"); api_emit_text_col(e, r, row, TASK_C_QUEUE);
     emit_key(e, "status"); api_emit_text_col(e, r, row, TASK_C_STATUS);
-    emit_key(e, "args"); emit_json_col(e, r, row, TASK_C_ARGS);
-    emit_key(e, "priority"); emit_int_col(e, r, row, TASK_C_PRIORITY);
-    emit_key(e, "attempt"); emit_int_col(e, r, row, TASK_C_ATTEMPT);
-    emit_key(e, "retryCount"); emit_int_col(e, r, row, TASK_C_RETRIES);
-    emit_key(e, "maxRetries"); emit_int_col(e, r, row, TASK_C_MAX_RETRIES);
+    emit_key(e, "args"); api_emit_stored_json_col(e, r, row, TASK_C_ARGS);
+    emit_key(e, "priority"); api_emit_int_col(e, r, row, TASK_C_PRIORITY);
+    emit_key(e, "attempt"); api_emit_int_col(e, r, row, TASK_C_ATTEMPT);
+    emit_key(e, "retryCount"); api_emit_int_col(e, r, row, TASK_C_RETRIES);
+    emit_key(e, "maxRetries"); api_emit_int_col(e, r, row, TASK_C_MAX_RETRIES);
     emit_key(e, "sentAt"); api_emit_time_col(e, r, row, TASK_C_SENT);
     emit_key(e, "runAt"); api_emit_time_col(e, r, row, TASK_C_RUN_AT);
     emit_key(e, "goodUntil"); api_emit_time_col(e, r, row, TASK_C_GOOD_UNTIL);
-    emit_key(e, "timeoutMs"); emit_int_col(e, r, row, TASK_C_TIMEOUT);
+    emit_key(e, "timeoutMs"); api_emit_int_col(e, r, row, TASK_C_TIMEOUT);
     emit_key(e, "workerId"); api_emit_text_col(e, r, row, TASK_C_WORKER);
     emit_key(e, "claimedAt"); api_emit_time_col(e, r, row, TASK_C_CLAIMED);
     emit_key(e, "startedAt"); api_emit_time_col(e, r, row, TASK_C_STARTED);
     emit_key(e, "finishedAt"); api_emit_time_col(e, r, row, TASK_C_FINISHED);
     emit_key(e, "cancelRequested"); emit_bool(e, db_bool(r, row, TASK_C_CANCEL));
-    emit_key(e, "result"); emit_json_col(e, r, row, TASK_C_RESULT);
+    emit_key(e, "result"); api_emit_stored_json_col(e, r, row, TASK_C_RESULT);
     emit_key(e, "errorCode"); api_emit_text_col(e, r, row, TASK_C_CODE);
     emit_key(e, "errorMessage"); api_emit_text_col(e, r, row, TASK_C_MESSAGE);
     emit_key(e, "idempotencyKey"); api_emit_text_col(e, r, row, TASK_C_KEY);

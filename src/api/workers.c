@@ -31,7 +31,7 @@ static void registered(void *arg, const db_reply *reply)
     reg_call *c = arg;
     if (reply->error) api_db_error(c->req, reply);
     else {
-        const task_settings *s = task_hub_settings(c->srv->tasks);
+        const conf_recovery *s = task_hub_recovery(c->srv->tasks);
         buf out;
         buf_init(&out);
         emit e;

@@ -39,10 +39,9 @@ struct task_park {
 struct task_hub {
     struct event_base *base;
     db_pool           *pool;
-    task_settings      settings;
+    const silt_conf   *conf;
     db_listener       *listener;
     task_park         *parks;
-    int                nparks;
     int                parked[2];   /* by park_kind */
     struct event      *recovery;
     bool               recovering, stopped;
@@ -59,7 +58,6 @@ static void unlink_park(task_park *p)
     task_hub *h = p->hub;
     if (p->prev) p->prev->next = p->next; else h->parks = p->next;
     if (p->next) p->next->prev = p->prev;
-    h->nparks--;
     h->parked[p->kind]--;
 }
 
@@ -99,7 +97,6 @@ static task_park *new_park(task_hub *h, park_kind kind, int64_t wait_ms, task_wa
     p->next = h->parks;
     if (h->parks) h->parks->prev = p;
     h->parks = p;
-    h->nparks++;
     h->parked[kind]++;
     if (h->stopped) p->woken = true;   /* draining: nothing will come */
     return p;
@@ -150,24 +147,40 @@ void task_park_cancel(task_park *p)
 int task_hub_parked_claims(const task_hub *h) { return h->parked[PARK_SENT]; }
 int task_hub_parked_waits(const task_hub *h) { return h->parked[PARK_DONE]; }
 
-static bool park_matches(const task_park *p, const char *payload)
+/* An announcement read once, however many parks it is held against:
+ * everything (NULL), a queue that got work, or a task that ended. */
+typedef struct announcement {
+    bool        all;
+    park_kind   kind;
+    const char *queue;     /* PARK_SENT */
+    uint8_t     id[16];    /* PARK_DONE */
+} announcement;
+
+static bool read_announcement(const char *payload, announcement *a)
 {
-    if (!payload) return true;
-    if (p->kind == PARK_DONE && strncmp(payload, "done:", 5) == 0) {
-        uint8_t id[16];
-        return ids_uuid_parse(payload + 5, strlen(payload + 5), id) == 0 && memcmp(id, p->id, 16) == 0;
-    }
-    if (p->kind == PARK_SENT && strncmp(payload, "sent:", 5) == 0) {
-        for (size_t i = 0; i < p->nqueues; i++)
-            if (strcmp(p->queues[i], payload + 5) == 0) return true;
-    }
+    memset(a, 0, sizeof *a);
+    if (!payload) { a->all = true; return true; }
+    if (strncmp(payload, "sent:", 5) == 0) { a->kind = PARK_SENT; a->queue = payload + 5; return true; }
+    a->kind = PARK_DONE;
+    return strncmp(payload, "done:", 5) == 0 && ids_uuid_parse(payload + 5, strlen(payload + 5), a->id) == 0;
+}
+
+static bool park_matches(const task_park *p, const announcement *a)
+{
+    if (a->all) return true;
+    if (p->kind != a->kind) return false;
+    if (p->kind == PARK_DONE) return memcmp(a->id, p->id, 16) == 0;
+    for (size_t i = 0; i < p->nqueues; i++)
+        if (strcmp(p->queues[i], a->queue) == 0) return true;
     return false;
 }
 
 static void wake(task_hub *h, const char *payload)
 {
+    announcement a;
+    if (!read_announcement(payload, &a)) return;
     for (task_park *p = h->parks; p; p = p->next) {
-        if (p->woken || !park_matches(p, payload)) continue;
+        if (p->woken || !park_matches(p, &a)) continue;
         p->woken = true;
         if (p->armed) fire_soon(p);
     }
@@ -230,7 +243,7 @@ void task_hub_announce_end(task_hub *h, const uint8_t id[16], const char *queue)
 {
     task_hub_announce_done(h, id);
     bool known;
-    const task_queue_policy *q = queue ? task_hub_queue(h, queue, &known) : NULL;
+    const conf_queue *q = queue ? task_hub_queue(h, queue, &known) : NULL;
     if (q && q->max_concurrency > 0) task_hub_announce_sent(h, queue);
 }
 
@@ -247,7 +260,7 @@ void task_hub_announce_done(task_hub *h, const uint8_t id[16])
 static void schedule_recovery(task_hub *h)
 {
     if (h->stopped) return;
-    int ms = h->settings.check_interval_ms;
+    int ms = h->conf->recovery.check_interval_ms;
     struct timeval tv = { ms / 1000, (ms % 1000) * 1000 };
     evtimer_add(h->recovery, &tv);
 }
@@ -295,8 +308,8 @@ static void on_recovery(evutil_socket_t fd, short what, void *arg)
     if (h->recovering || h->stopped) return;
     h->recovering = true;
     char claimed[16], running[16];
-    snprintf(claimed, sizeof claimed, "%d", h->settings.claimed_stale_after_ms);
-    snprintf(running, sizeof running, "%d", h->settings.running_stale_after_ms);
+    snprintf(claimed, sizeof claimed, "%d", h->conf->recovery.claimed_stale_after_ms);
+    snprintf(running, sizeof running, "%d", h->conf->recovery.running_stale_after_ms);
     const char *values[2] = { claimed, running };
     db_job *job = db_job_new(recovered, h);
     db_job_call(job, STMT_TASK_RECOVER, values, NULL, NULL);
@@ -305,12 +318,12 @@ static void on_recovery(evutil_socket_t fd, short what, void *arg)
 
 /* ---- the hub ---- */
 
-task_hub *task_hub_new(struct event_base *base, db_pool *pool, const char *conninfo, const task_settings *s)
+task_hub *task_hub_new(struct event_base *base, db_pool *pool, const char *conninfo, const silt_conf *conf)
 {
     task_hub *h = xcalloc(1, sizeof *h);
     h->base = base;
     h->pool = pool;
-    h->settings = *s;
+    h->conf = conf;
     uint8_t origin[16];
     ids_uuid7(origin);
     ids_uuid_format(origin, h->origin);
@@ -324,14 +337,13 @@ task_hub *task_hub_new(struct event_base *base, db_pool *pool, const char *conni
     return h;
 }
 
-const task_settings *task_hub_settings(const task_hub *h) { return &h->settings; }
+const conf_recovery *task_hub_recovery(const task_hub *h) { return &h->conf->recovery; }
 
-const task_queue_policy *task_hub_queue(const task_hub *h, const char *name, bool *known)
+const conf_queue *task_hub_queue(const task_hub *h, const char *name, bool *known)
 {
-    for (size_t i = 0; i < h->settings.nqueues; i++)
-        if (strcmp(h->settings.queues[i].name, name) == 0) { *known = true; return &h->settings.queues[i]; }
-    *known = h->settings.nqueues == 0;
-    return NULL;
+    const conf_queue *q = conffile_queue(h->conf, name);
+    *known = q || h->conf->nqueues == 0;
+    return q;
 }
 
 gather *task_hub_sends(task_hub *h) { return h->sends; }
@@ -340,7 +352,7 @@ gather *task_hub_claims(task_hub *h) { return h->claims; }
 
 bool task_hub_idle(const task_hub *h)
 {
-    return !h->recovering && !h->notifying && h->nparks == 0 && gather_idle(h->sends) && gather_idle(h->finishes) &&
+    return !h->recovering && !h->notifying && !h->parks && gather_idle(h->sends) && gather_idle(h->finishes) &&
            gather_idle(h->claims);
 }
 

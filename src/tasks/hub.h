@@ -18,22 +18,9 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <event2/event.h>
+#include "base/conffile.h"
 #include "db/pool.h"
 #include "tasks/gather.h"
-
-/* A queue the configuration declares. */
-typedef struct task_queue_policy {
-    const char *name;
-    int         priority;          /* default priority of its sends */
-    int         max_concurrency;   /* 0: no cap */
-} task_queue_policy;
-
-typedef struct task_settings {
-    const task_queue_policy *queues;   /* none declared: any queue name is accepted */
-    size_t                   nqueues;
-    int claimed_stale_after_ms, running_stale_after_ms, check_interval_ms;
-    int claimer_heartbeat_interval_ms, runner_heartbeat_interval_ms;
-} task_settings;
 
 typedef struct task_hub task_hub;
 typedef struct task_park task_park;
@@ -41,12 +28,13 @@ typedef struct task_park task_park;
  * gone afterwards. */
 typedef void (*task_wake_fn)(void *arg, bool timed_out);
 
-task_hub *task_hub_new(struct event_base *base, db_pool *pool, const char *conninfo, const task_settings *s);
+/* conf (silt.conf: its queues and [recovery]) must outlive the hub. */
+task_hub *task_hub_new(struct event_base *base, db_pool *pool, const char *conninfo, const silt_conf *conf);
 void      task_hub_free(task_hub *h);
-const task_settings *task_hub_settings(const task_hub *h);
+const conf_recovery *task_hub_recovery(const task_hub *h);
 /* The declared queue, or NULL; *known is false when queues are declared and
- * name is not one of them. */
-const task_queue_policy *task_hub_queue(const task_hub *h, const char *name, bool *known);
+ * name is not one of them (none declared: any name is accepted). */
+const conf_queue *task_hub_queue(const task_hub *h, const char *name, bool *known);
 /* Where sends and ends of attempts gather (one call per flush each). The
  * finish gather's arrays: ids, claim ids, outcomes ('COMPLETED' or
  * 'FAILED'), results, error codes, messages (tasks.finish_many). */

@@ -554,6 +554,39 @@ TEST(one_finish_request_ends_many_attempts_each_by_its_own_claim)
     srv_stop(&s);
 }
 
+/* Holds horsies_tasks locked (EXCLUSIVE) in a transaction of its own, so
+ * the engine's statements on it wait until unlock_tasks. */
+static PGconn *lock_tasks(void)
+{
+    PGconn *lock = PQconnectdb(sfmt("host=127.0.0.1 port=%s user=postgres dbname=%s", pg_port(), test_db()));
+    PQclear(PQexec(lock, "BEGIN"));
+    PGresult *lr = PQexec(lock, "LOCK TABLE horsies_tasks IN EXCLUSIVE MODE");
+    CHECK_INT(PQresultStatus(lr), PGRES_COMMAND_OK);
+    PQclear(lr);
+    return lock;
+}
+
+static void unlock_tasks(PGconn *lock)
+{
+    PQclear(PQexec(lock, "COMMIT"));
+    PQfinish(lock);
+}
+
+/* A long-polling claim (start: true) on a raw connection the test can hang
+ * up by closing the descriptor it returns. */
+static int raw_claim(const silt_server *s)
+{
+    const char *body = "{\"queues\":[\"q\"],\"waitMs\":30000,\"start\":true}";
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)s->port),
+                             .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+    CHECK(connect(fd, (struct sockaddr *)&a, sizeof a) == 0);
+    const char *head = sfmt("POST /api/v1/workers/ghost/claim HTTP/1.1\r\nHost: x\r\nContent-Length: %zu\r\n\r\n%s",
+                            strlen(body), body);
+    CHECK(write(fd, head, strlen(head)) == (ssize_t)strlen(head));
+    return fd;
+}
+
 /* While the table is locked, the first two flushes wait in the database;
  * every send that arrives meanwhile gathers into the next batch, so forty
  * concurrent sends take three transactions, not forty. */
@@ -561,17 +594,12 @@ TEST(concurrent_sends_are_gathered_into_one_transaction_while_others_are_in_flig
 {
     silt_server s;
     srv_start(&s, NULL);
-    PGconn *lock = PQconnectdb(sfmt("host=127.0.0.1 port=%s user=postgres dbname=%s", pg_port(), test_db()));
-    PQclear(PQexec(lock, "BEGIN"));
-    PGresult *lr = PQexec(lock, "LOCK TABLE horsies_tasks IN EXCLUSIVE MODE");
-    CHECK_INT(PQresultStatus(lr), PGRES_COMMAND_OK);
-    PQclear(lr);
+    PGconn *lock = lock_tasks();
     enum { N = 40 };
     bg_req b[N];
     for (int i = 0; i < N; i++) bg_start(&b[i], &s, "POST", "/api/v1/tasks", "{\"name\":\"t\",\"queue\":\"q\"}");
     srv_await_metric(&s, "silt_http_requests_in_flight", N, 10000);   /* all of them are in the server */
-    PQclear(PQexec(lock, "COMMIT"));
-    PQfinish(lock);
+    unlock_tasks(lock);
     for (int i = 0; i < N; i++) {
         int status;
         int64_t elapsed;
@@ -698,16 +726,13 @@ TEST(a_request_that_fails_its_batch_fails_alone)
     sql("CREATE FUNCTION refuse_poison() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN"
         " IF NEW.task_name = 'poison' THEN RAISE EXCEPTION 'poisoned'; END IF; RETURN NEW; END $$");
     sql("CREATE TRIGGER refuse_poison BEFORE INSERT ON horsies_tasks FOR EACH ROW EXECUTE FUNCTION refuse_poison()");
-    PGconn *lock = PQconnectdb(sfmt("host=127.0.0.1 port=%s user=postgres dbname=%s", pg_port(), test_db()));
-    PQclear(PQexec(lock, "BEGIN"));
-    PQclear(PQexec(lock, "LOCK TABLE horsies_tasks IN EXCLUSIVE MODE"));
+    PGconn *lock = lock_tasks();
     enum { N = 12 };
     bg_req b[N];
     for (int i = 0; i < N; i++)
         bg_start(&b[i], &s, "POST", "/api/v1/tasks", sfmt("{\"name\":\"%s\",\"queue\":\"q\"}", i == 5 ? "poison" : "good"));
     srv_await_metric(&s, "silt_http_requests_in_flight", N, 10000);
-    PQclear(PQexec(lock, "COMMIT"));
-    PQfinish(lock);
+    unlock_tasks(lock);
     for (int i = 0; i < N; i++) {
         int status;
         int64_t elapsed;
@@ -725,14 +750,7 @@ TEST(a_claimer_that_hangs_up_while_parked_takes_nothing)
 {
     silt_server s;
     srv_start(&s, NULL);
-    const char *body = "{\"queues\":[\"q\"],\"waitMs\":30000,\"start\":true}";
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)s.port),
-                             .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-    CHECK(connect(fd, (struct sockaddr *)&a, sizeof a) == 0);
-    const char *head = sfmt("POST /api/v1/workers/ghost/claim HTTP/1.1\r\nHost: x\r\nContent-Length: %zu\r\n\r\n%s",
-                            strlen(body), body);
-    CHECK(write(fd, head, strlen(head)) == (ssize_t)strlen(head));
+    int fd = raw_claim(&s);
     srv_await_metric(&s, "silt_task_claims_parked", 1, 5000);
     close(fd);   /* the client hangs up */
     srv_await_metric(&s, "silt_task_claims_parked", 0, 5000);
@@ -753,22 +771,12 @@ TEST(a_claimer_that_hangs_up_while_its_claim_runs_gives_back_what_it_took)
     srv_start(&s, NULL);
     char id[96];
     keep_str(id, task_send(&s, "{\"name\":\"t\",\"queue\":\"q\"}"));
-    PGconn *lock = PQconnectdb(sfmt("host=127.0.0.1 port=%s user=postgres dbname=%s", pg_port(), test_db()));
-    PQclear(PQexec(lock, "BEGIN"));
-    PQclear(PQexec(lock, "LOCK TABLE horsies_tasks IN EXCLUSIVE MODE"));
-    const char *body = "{\"queues\":[\"q\"],\"waitMs\":30000,\"start\":true}";
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)s.port),
-                             .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-    CHECK(connect(fd, (struct sockaddr *)&a, sizeof a) == 0);
-    const char *head = sfmt("POST /api/v1/workers/ghost/claim HTTP/1.1\r\nHost: x\r\nContent-Length: %zu\r\n\r\n%s",
-                            strlen(body), body);
-    CHECK(write(fd, head, strlen(head)) == (ssize_t)strlen(head));
+    PGconn *lock = lock_tasks();
+    int fd = raw_claim(&s);
     srv_await_metric(&s, "silt_task_claims_parked", 1, 5000);   /* registered, its claim waiting on the lock */
     close(fd);
     srv_await_metric(&s, "silt_task_claims_abandoned_total", 1, 5000);
-    PQclear(PQexec(lock, "COMMIT"));
-    PQfinish(lock);
+    unlock_tasks(lock);
     sql_await("PENDING 0 0", 10000, "SELECT t.status || ' ' || t.attempt || ' ' ||"
               " (SELECT count(*) FROM horsies_task_attempts a WHERE a.task_id = t.id) FROM horsies_tasks t WHERE id = '%s'", id);
     task_claimed c;
