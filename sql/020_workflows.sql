@@ -1,8 +1,8 @@
 -- 020: workflows on the task engine (docs/workflows.md).
 --
 -- A workflow is a DAG of nodes; each node runs one task. A node advances
--- in the transaction that makes its task terminal (tasks.terminalize and
--- the set-based completions of tasks.finish_many call tasks.node_ended), or,
+-- in the transaction that makes its task terminal (a trigger on the
+-- history rows those transactions write calls tasks.nodes_ended), or,
 -- when recovery ended the task (a crashed worker, a timeout), through the
 -- outbox horsies_workflow_phase2_pending, applied by the maintenance owner.
 -- A node moves only when its current task_id ends, so a completion is never
@@ -87,50 +87,64 @@ CREATE FUNCTION tasks.uuid7() RETURNS uuid LANGUAGE sql VOLATILE AS $$
 $$;
 
 -- ==== Advancement ===========================================================
+--
+-- Set-based: the node tasks a statement ended (a finish batch ends many)
+-- advance together, so each hot row (the workflow's open count, a fan-in
+-- node's counters) is written once per wave of ends rather than once per
+-- node, and workflows are locked once, in id order.
 
--- Enqueues a READY node: its task goes into horsies_tasks with its own args
--- and, for each argsFrom parameter, the named predecessor's result.
-CREATE FUNCTION tasks.enqueue_node(n horsies_workflow_tasks) RETURNS uuid
+-- Enqueues the READY nodes of the given workflows that are RUNNING: each
+-- node's task goes into horsies_tasks with its own args and, for each
+-- argsFrom parameter, the named predecessor's result.
+CREATE FUNCTION tasks.enqueue_ready(p_workflows uuid[]) RETURNS void
 LANGUAGE plpgsql AS $$
 DECLARE
-    id   uuid := tasks.uuid7();
-    args json := n.args;
+    q text;
 BEGIN
-    IF n.args_from IS NOT NULL THEN
-        SELECT (n.args::jsonb || coalesce(jsonb_object_agg(f.key, coalesce(p.result::jsonb, 'null'::jsonb)), '{}'))::json
-          INTO args
-          FROM jsonb_each_text(n.args_from) f
-          JOIN horsies_workflow_tasks p ON p.workflow_id = n.workflow_id AND p.node_id = f.value;
-    END IF;
-    INSERT INTO horsies_tasks (id, task_name, queue_name, args, priority, status, good_until, timeout_ms, max_retries,
-                               retry_delays_ms, retry_base_ms, retry_cap_ms, retry_jitter, retry_on,
-                               workflow_id, workflow_node)
-    VALUES (id, n.task_name, n.queue_name, args, n.priority, 'PENDING', n.good_until, n.timeout_ms, n.max_retries,
-            n.retry_delays_ms, n.retry_base_ms, n.retry_cap_ms, n.retry_jitter, n.retry_on,
-            n.workflow_id, n.node_id);
-    UPDATE horsies_workflow_tasks SET status = 'ENQUEUED', task_id = id
-     WHERE workflow_id = n.workflow_id AND node_id = n.node_id;
-    -- Claimers must hear of it, and the server that ends this transaction
-    -- cannot tell (it sees a task end, not what it enqueued): a NOTIFY, in
-    -- the transactions that enqueue nodes only (once per queue each).
-    PERFORM pg_notify('silt_tasks', 'sent:' || n.queue_name);
-    RETURN id;
+    FOR q IN
+        WITH ready AS (
+            SELECT n.*, tasks.uuid7() AS new_id
+              FROM horsies_workflow_tasks n JOIN horsies_workflows w ON w.id = n.workflow_id
+             WHERE n.workflow_id = ANY (p_workflows) AND n.status = 'READY' AND w.status = 'RUNNING'),
+        queued AS (
+            INSERT INTO horsies_tasks (id, task_name, queue_name, args, priority, status, good_until, timeout_ms,
+                                       max_retries, retry_delays_ms, retry_base_ms, retry_cap_ms, retry_jitter,
+                                       retry_on, workflow_id, workflow_node)
+            SELECT r.new_id, r.task_name, r.queue_name,
+                   CASE WHEN r.args_from IS NULL THEN r.args ELSE (
+                       SELECT (r.args::jsonb || coalesce(jsonb_object_agg(f.key, coalesce(p.result::jsonb, 'null')),
+                                                         '{}'))::json
+                         FROM jsonb_each_text(r.args_from) f
+                         JOIN horsies_workflow_tasks p ON p.workflow_id = r.workflow_id AND p.node_id = f.value) END,
+                   r.priority, 'PENDING', r.good_until, r.timeout_ms, r.max_retries, r.retry_delays_ms,
+                   r.retry_base_ms, r.retry_cap_ms, r.retry_jitter, r.retry_on, r.workflow_id, r.node_id
+              FROM ready r ORDER BY r.workflow_id, r.node_id
+            RETURNING queue_name),
+        marked AS (
+            UPDATE horsies_workflow_tasks n SET status = 'ENQUEUED', task_id = r.new_id
+              FROM ready r WHERE n.workflow_id = r.workflow_id AND n.node_id = r.node_id)
+        SELECT DISTINCT queue_name FROM queued
+    LOOP
+        -- Claimers must hear of it, and the server that ends this
+        -- transaction cannot tell (it sees tasks end, not what they
+        -- enqueued): a NOTIFY, once per queue, in these transactions only.
+        PERFORM pg_notify('silt_tasks', 'sent:' || q);
+    END LOOP;
 END $$;
 
--- What a PENDING node's join says now, from its counts of predecessors
--- ended (kept by tasks.node_terminal, so no predecessor is read): 'ready',
--- 'skip' or 'wait'.
-CREATE FUNCTION tasks.join_verdict(n horsies_workflow_tasks) RETURNS text
+-- What a PENDING node's join says, from its counts of predecessors ended:
+-- 'ready', 'skip' or 'wait'.
+CREATE FUNCTION tasks.join_says(p_kind text, p_allow_failed boolean, p_min integer, p_deps integer,
+                                p_done integer, p_failed integer) RETURNS text
 LANGUAGE sql IMMUTABLE AS $$
     SELECT CASE
-        WHEN cardinality(n.waits_for) = 0 THEN 'ready'
-        WHEN n.join_kind = 'all' AND n.allow_failed_deps THEN CASE WHEN open = 0 THEN 'ready' ELSE 'wait' END
-        WHEN n.join_kind = 'all' THEN CASE WHEN n.deps_failed > 0 THEN 'skip' WHEN open = 0 THEN 'ready' ELSE 'wait' END
-        WHEN n.join_kind = 'any' THEN CASE WHEN n.deps_done > 0 THEN 'ready' WHEN open = 0 THEN 'skip' ELSE 'wait' END
-        ELSE CASE WHEN n.deps_done >= n.min_success THEN 'ready'
-                  WHEN n.deps_done + open < n.min_success THEN 'skip' ELSE 'wait' END
+        WHEN p_deps = 0 THEN 'ready'
+        WHEN p_kind = 'all' AND p_allow_failed THEN CASE WHEN open = 0 THEN 'ready' ELSE 'wait' END
+        WHEN p_kind = 'all' THEN CASE WHEN p_failed > 0 THEN 'skip' WHEN open = 0 THEN 'ready' ELSE 'wait' END
+        WHEN p_kind = 'any' THEN CASE WHEN p_done > 0 THEN 'ready' WHEN open = 0 THEN 'skip' ELSE 'wait' END
+        ELSE CASE WHEN p_done >= p_min THEN 'ready' WHEN p_done + open < p_min THEN 'skip' ELSE 'wait' END
     END
-    FROM (SELECT cardinality(n.waits_for) - n.deps_done - n.deps_failed AS open) c
+    FROM (SELECT p_deps - p_done - p_failed AS open) c
 $$;
 
 -- A workflow whose every node ended completes when its output node (or,
@@ -142,8 +156,7 @@ DECLARE
 BEGIN
     outcome := CASE WHEN NOT EXISTS (
             SELECT 1 FROM horsies_workflow_tasks o WHERE o.workflow_id = w.id AND o.status <> 'COMPLETED'
-               AND (o.node_id = w.output_node OR (w.output_node IS NULL AND NOT EXISTS (
-                    SELECT 1 FROM horsies_workflow_tasks s WHERE s.workflow_id = w.id AND o.node_id = ANY (s.waits_for)))))
+               AND (o.node_id = w.output_node OR (w.output_node IS NULL AND cardinality(o.next_nodes) = 0)))
         THEN 'COMPLETED' ELSE 'FAILED' END;
     UPDATE horsies_workflows SET status = outcome, finished_at = now(),
            result = (SELECT o.result FROM horsies_workflow_tasks o WHERE o.workflow_id = w.id AND o.node_id = w.output_node)
@@ -152,46 +165,81 @@ BEGIN
     RETURN outcome;
 END $$;
 
--- Enqueues the workflow's READY nodes, unless it is paused.
-CREATE FUNCTION tasks.workflow_enqueue_ready(w horsies_workflows) RETURNS void
+-- One wave of node ends (parallel arrays: workflow, node, how it ended):
+-- the workflows' open counts drop by their ends, and each successor counts
+-- its predecessors ended (one update per successor, whatever the number of
+-- ends) and decides by its join. Returns the successors this wave skipped,
+-- the next wave.
+CREATE FUNCTION tasks.nodes_wave(INOUT e_wf uuid[], INOUT e_node text[], INOUT e_st text[])
 LANGUAGE plpgsql AS $$
-DECLARE
-    n horsies_workflow_tasks;
 BEGIN
-    IF w.status <> 'RUNNING' THEN RETURN; END IF;
-    FOR n IN SELECT * FROM horsies_workflow_tasks WHERE workflow_id = w.id AND status = 'READY' ORDER BY node_id LOOP
-        PERFORM tasks.enqueue_node(n);
-    END LOOP;
+    UPDATE horsies_workflows w SET open_nodes = w.open_nodes - c.n
+      FROM (SELECT x, count(*) AS n FROM unnest(e_wf) AS x GROUP BY x) c WHERE w.id = c.x;
+    WITH ended AS (
+        SELECT * FROM unnest(e_wf, e_node, e_st) AS u(wf, node, st)),
+    counts AS (
+        SELECT e.wf, s.node, (count(*) FILTER (WHERE e.st = 'COMPLETED'))::integer AS ok,
+               (count(*) FILTER (WHERE e.st <> 'COMPLETED'))::integer AS bad
+          FROM ended e JOIN horsies_workflow_tasks p ON p.workflow_id = e.wf AND p.node_id = e.node,
+               unnest(p.next_nodes) AS s(node)
+         GROUP BY e.wf, s.node),
+    moved AS (
+        UPDATE horsies_workflow_tasks n
+           SET deps_done = n.deps_done + c.ok, deps_failed = n.deps_failed + c.bad,
+               status = CASE tasks.join_says(n.join_kind, n.allow_failed_deps, n.min_success,
+                                             cardinality(n.waits_for), n.deps_done + c.ok, n.deps_failed + c.bad)
+                        WHEN 'ready' THEN 'READY' WHEN 'skip' THEN 'SKIPPED' ELSE 'PENDING' END
+          FROM counts c
+         WHERE n.workflow_id = c.wf AND n.node_id = c.node AND n.status = 'PENDING'
+        RETURNING n.workflow_id, n.node_id, n.status)
+    SELECT array_agg(m.workflow_id), array_agg(m.node_id), array_agg(m.status)
+      INTO e_wf, e_node, e_st FROM moved m WHERE m.status = 'SKIPPED';
+    UPDATE horsies_workflow_tasks n SET finished_at = now()
+      FROM unnest(e_wf, e_node) AS u(wf, node) WHERE n.workflow_id = u.wf AND n.node_id = u.node;
 END $$;
 
--- Node p_node of workflow w just ended (status p_status): it counts for
--- its successors, whose joins decide (a skip ends its node in turn), and
--- the workflow's open count drops. Work per end: its successors only.
-CREATE FUNCTION tasks.node_terminal(w horsies_workflows, p_node text, p_status text) RETURNS void
-LANGUAGE plpgsql AS $$
+-- Node tasks ended (parallel arrays: task id, task status, result, error):
+-- each node whose current task it was takes the end (COMPLETED, FAILED, or
+-- SKIPPED for a cancelled task), successors decide, skips propagate, then
+-- each workflow pauses (onError PAUSE after a failure), finishes (nothing
+-- open) or enqueues what became READY. A node moves only while its task is
+-- the current one and unended: a completion is never applied twice.
+CREATE FUNCTION tasks.nodes_ended(p_tasks uuid[], p_statuses text[], p_results json[], p_codes text[],
+                                  p_messages text[])
+RETURNS void LANGUAGE plpgsql AS $$
 DECLARE
-    n       horsies_workflow_tasks;
-    verdict text;
-    nexts   text[];
+    wfs    uuid[];
+    failed uuid[];
+    e_wf   uuid[];
+    e_node text[];
+    e_st   text[];
+    w      horsies_workflows;
 BEGIN
-    UPDATE horsies_workflows SET open_nodes = open_nodes - 1 WHERE id = w.id;
-    SELECT e.next_nodes INTO nexts FROM horsies_workflow_tasks e WHERE e.workflow_id = w.id AND e.node_id = p_node;
-    IF cardinality(nexts) = 0 THEN RETURN; END IF;
-    FOR n IN UPDATE horsies_workflow_tasks s
-                SET deps_done = s.deps_done + CASE WHEN p_status = 'COMPLETED' THEN 1 ELSE 0 END,
-                    deps_failed = s.deps_failed + CASE WHEN p_status = 'COMPLETED' THEN 0 ELSE 1 END
-              WHERE s.workflow_id = w.id AND s.node_id = ANY (nexts) AND s.status = 'PENDING'
-              RETURNING s.* LOOP
-        verdict := tasks.join_verdict(n);
-        CONTINUE WHEN verdict = 'wait';
-        IF verdict = 'ready' THEN
-            UPDATE horsies_workflow_tasks SET status = 'READY' WHERE workflow_id = w.id AND node_id = n.node_id;
-        ELSE
-            UPDATE horsies_workflow_tasks SET status = 'SKIPPED', finished_at = now()
-             WHERE workflow_id = w.id AND node_id = n.node_id;
-            PERFORM tasks.node_terminal(w, n.node_id, 'SKIPPED');   -- skips propagate
-        END IF;
+    -- one batch of ends at a time per workflow, locked in id order
+    SELECT array_agg(x.id) INTO wfs FROM (
+        SELECT f.id FROM horsies_workflows f
+         WHERE f.id IN (SELECT n.workflow_id FROM horsies_workflow_tasks n WHERE n.task_id = ANY (p_tasks))
+         ORDER BY f.id FOR UPDATE) x;
+    IF wfs IS NULL THEN RETURN; END IF;
+    WITH done AS (
+        UPDATE horsies_workflow_tasks n
+           SET status = CASE u.st WHEN 'COMPLETED' THEN 'COMPLETED' WHEN 'CANCELLED' THEN 'SKIPPED' ELSE 'FAILED' END,
+               result = u.result, error_code = u.code, error_message = u.message, finished_at = now()
+          FROM unnest(p_tasks, p_statuses, p_results, p_codes, p_messages) AS u(task, st, result, code, message)
+         WHERE n.task_id = u.task AND n.status IN ('ENQUEUED', 'RUNNING')
+        RETURNING n.workflow_id, n.node_id, n.status)
+    SELECT array_agg(d.workflow_id), array_agg(d.node_id), array_agg(d.status) INTO e_wf, e_node, e_st FROM done d;
+    failed := ARRAY(SELECT DISTINCT u.wf FROM unnest(e_wf, e_st) AS u(wf, st) WHERE u.st = 'FAILED');
+    WHILE e_wf IS NOT NULL LOOP
+        SELECT * INTO e_wf, e_node, e_st FROM tasks.nodes_wave(e_wf, e_node, e_st);
     END LOOP;
+    UPDATE horsies_workflows SET status = 'PAUSED', paused_at = now()
+     WHERE id = ANY (failed) AND on_error = 'PAUSE' AND status = 'RUNNING';
+    FOR w IN SELECT * FROM horsies_workflows WHERE id = ANY (wfs) AND status = 'RUNNING' AND open_nodes = 0
+              ORDER BY id LOOP
+        PERFORM tasks.workflow_finish(w);
+    END LOOP;
+    PERFORM tasks.enqueue_ready(wfs);
 END $$;
 
 -- Starts (or resumes) a workflow: RUNNING, its READY nodes (those without
@@ -211,39 +259,25 @@ BEGIN
          WHERE id = p_workflow RETURNING * INTO w;
     END IF;
     IF w.open_nodes = 0 THEN RETURN tasks.workflow_finish(w); END IF;
-    PERFORM tasks.workflow_enqueue_ready(w);
+    PERFORM tasks.enqueue_ready(ARRAY[p_workflow]);
     RETURN w.status;
 END $$;
 
--- The node whose task this was takes the task's end (COMPLETED, FAILED,
--- SKIPPED for a cancelled task), then its successors and its workflow
--- move. Nothing moves when the node's current task is another one or it
--- ended already: a completion is never applied twice.
-CREATE FUNCTION tasks.node_ended(p_task uuid, p_task_status text, p_result json, p_code text, p_message text)
-RETURNS void LANGUAGE plpgsql AS $$
-DECLARE
-    wf   uuid;
-    node text;
-    st   text;
-    w    horsies_workflows;
+-- A batch of task ends locks its tasks, then their workflows, each in id
+-- order, before anything ends: the ends of one batch may come in several
+-- statements (completions together, then each failure), and concurrent
+-- batches must take their workflows in one order.
+ALTER FUNCTION tasks.finish_many(uuid[], uuid[], text[], text[], text[], text[]) RENAME TO finish_many_tasks;
+CREATE FUNCTION tasks.finish_many(p_ids uuid[], p_claims uuid[], p_outcomes text[], p_results text[],
+                                  p_codes text[], p_messages text[])
+RETURNS TABLE (idx integer, id uuid, status text, queue text) LANGUAGE plpgsql AS $$
+#variable_conflict use_column
 BEGIN
-    SELECT workflow_id INTO wf FROM horsies_workflow_tasks WHERE task_id = p_task;
-    IF wf IS NULL THEN RETURN; END IF;
-    SELECT * INTO w FROM horsies_workflows WHERE id = wf FOR UPDATE;   -- one ending at a time per workflow
-    UPDATE horsies_workflow_tasks
-       SET status = CASE p_task_status WHEN 'COMPLETED' THEN 'COMPLETED' WHEN 'CANCELLED' THEN 'SKIPPED' ELSE 'FAILED' END,
-           result = p_result, error_code = p_code, error_message = p_message, finished_at = now()
-     WHERE task_id = p_task AND status IN ('ENQUEUED', 'RUNNING')
-    RETURNING node_id, status INTO node, st;
-    IF node IS NULL THEN RETURN; END IF;
-    PERFORM tasks.node_terminal(w, node, st);
-    SELECT * INTO w FROM horsies_workflows WHERE id = wf;
-    IF w.status NOT IN ('RUNNING', 'PAUSED') THEN RETURN; END IF;   -- cancelled meanwhile: nothing more
-    IF w.on_error = 'PAUSE' AND w.status = 'RUNNING' AND st = 'FAILED' THEN
-        UPDATE horsies_workflows SET status = 'PAUSED', paused_at = now() WHERE id = wf RETURNING * INTO w;
-    END IF;
-    IF w.open_nodes = 0 AND w.status = 'RUNNING' THEN PERFORM tasks.workflow_finish(w); RETURN; END IF;
-    PERFORM tasks.workflow_enqueue_ready(w);
+    PERFORM 1 FROM horsies_tasks t WHERE t.id = ANY (p_ids) ORDER BY t.id FOR UPDATE;
+    PERFORM 1 FROM horsies_workflows w
+      WHERE w.id IN (SELECT t.workflow_id FROM horsies_tasks t WHERE t.id = ANY (p_ids))
+      ORDER BY w.id FOR UPDATE;
+    RETURN QUERY SELECT * FROM tasks.finish_many_tasks(p_ids, p_claims, p_outcomes, p_results, p_codes, p_messages);
 END $$;
 
 -- ==== Hooks into the task engine ============================================
@@ -262,26 +296,39 @@ END $$;
 CREATE TRIGGER history_names_node BEFORE INSERT ON horsies_task_history
     FOR EACH ROW EXECUTE FUNCTION tasks.history_names_node();
 
--- A node task ended: its workflow advances in the same transaction, unless
--- recovery ended it (a crashed worker, a timeout: recovery sets
--- silt.via_outbox), when the evidence waits in the outbox for the
--- maintenance owner.
-CREATE FUNCTION tasks.history_advances_workflow() RETURNS trigger LANGUAGE plpgsql AS $$
+-- Node tasks ended: their workflows advance in the same transaction, all
+-- the statement's ends together, unless recovery ended them (a crashed
+-- worker, a timeout: recovery sets silt.via_outbox), when the evidence
+-- waits in the outbox for the maintenance owner.
+CREATE FUNCTION tasks.history_advances_workflows() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+    ids   uuid[];
+    sts   text[];
+    res   json[];
+    codes text[];
+    msgs  text[];
 BEGIN
+    SELECT array_agg(e.id), array_agg(e.status), array_agg(e.result), array_agg(e.error_code),
+           array_agg(e.error_message)
+      INTO ids, sts, res, codes, msgs FROM ended e WHERE e.workflow_id IS NOT NULL;
+    IF ids IS NULL THEN RETURN NULL; END IF;
     IF current_setting('silt.via_outbox', true) = 'on' THEN
-        INSERT INTO horsies_workflow_phase2_pending (task_id, workflow_id, node_id, task_status, error_code, error_message)
-        VALUES (NEW.id, NEW.workflow_id, NEW.workflow_node, NEW.status, NEW.error_code, NEW.error_message)
+        INSERT INTO horsies_workflow_phase2_pending (task_id, workflow_id, node_id, task_status, error_code,
+                                                     error_message)
+        SELECT e.id, e.workflow_id, e.workflow_node, e.status, e.error_code, e.error_message
+          FROM ended e WHERE e.workflow_id IS NOT NULL
         ON CONFLICT (task_id) DO NOTHING;
     ELSE
-        PERFORM tasks.node_ended(NEW.id, NEW.status, NEW.result, NEW.error_code, NEW.error_message);
+        PERFORM tasks.nodes_ended(ids, sts, res, codes, msgs);
     END IF;
     RETURN NULL;
 END $$;
-CREATE TRIGGER history_advances_workflow AFTER INSERT ON horsies_task_history
-    FOR EACH ROW WHEN (NEW.workflow_id IS NOT NULL) EXECUTE FUNCTION tasks.history_advances_workflow();
+CREATE TRIGGER history_advances_workflows AFTER INSERT ON horsies_task_history
+    REFERENCING NEW TABLE AS ended FOR EACH STATEMENT EXECUTE FUNCTION tasks.history_advances_workflows();
 
 -- A node shows its task's live state: RUNNING once started, ENQUEUED again
--- when a retry sends it back to PENDING.
+-- when a retry or an unclaim sends it back to PENDING (a claim changes
+-- nothing a node shows).
 CREATE FUNCTION tasks.task_moves_node() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     UPDATE horsies_workflow_tasks
@@ -290,7 +337,8 @@ BEGIN
     RETURN NULL;
 END $$;
 CREATE TRIGGER task_moves_node AFTER UPDATE OF status ON horsies_tasks
-    FOR EACH ROW WHEN (NEW.workflow_id IS NOT NULL AND NEW.status IS DISTINCT FROM OLD.status)
+    FOR EACH ROW WHEN (NEW.workflow_id IS NOT NULL AND NEW.status IS DISTINCT FROM OLD.status
+                       AND NEW.status IN ('RUNNING', 'PENDING'))
     EXECUTE FUNCTION tasks.task_moves_node();
 
 -- Recovery records node ends in the outbox (see history_advances_workflow).
@@ -310,17 +358,24 @@ END $$;
 CREATE FUNCTION tasks.apply_outbox(p_limit integer) RETURNS TABLE (workflow_id uuid)
 LANGUAGE plpgsql AS $$
 DECLARE
-    e horsies_workflow_phase2_pending;
+    ids   uuid[];
+    sts   text[];
+    codes text[];
+    msgs  text[];
+    wfs   uuid[];
 BEGIN
     IF NOT pg_try_advisory_xact_lock(hashtextextended('silt.task_recovery', 0)) THEN RETURN; END IF;
-    FOR e IN DELETE FROM horsies_workflow_phase2_pending o
-              WHERE o.task_id IN (SELECT p.task_id FROM horsies_workflow_phase2_pending p
-                                   ORDER BY p.created_at LIMIT p_limit FOR UPDATE SKIP LOCKED)
-              RETURNING o.* LOOP
-        PERFORM tasks.node_ended(e.task_id, e.task_status, NULL, e.error_code, e.error_message);
-        workflow_id := e.workflow_id;
-        RETURN NEXT;
-    END LOOP;
+    WITH applied AS (
+        DELETE FROM horsies_workflow_phase2_pending o
+         WHERE o.task_id IN (SELECT p.task_id FROM horsies_workflow_phase2_pending p
+                              ORDER BY p.created_at LIMIT p_limit FOR UPDATE SKIP LOCKED)
+        RETURNING o.*)
+    SELECT array_agg(a.task_id), array_agg(a.task_status), array_agg(a.error_code), array_agg(a.error_message),
+           array_agg(DISTINCT a.workflow_id)
+      INTO ids, sts, codes, msgs, wfs FROM applied a;
+    IF ids IS NULL THEN RETURN; END IF;
+    PERFORM tasks.nodes_ended(ids, sts, array_fill(NULL::json, ARRAY[cardinality(ids)]), codes, msgs);
+    RETURN QUERY SELECT unnest(wfs);
 END $$;
 
 CREATE OR REPLACE VIEW tasks.all_tasks AS
@@ -386,6 +441,12 @@ DECLARE
     w horsies_workflows;
     t uuid;
 BEGIN
+    IF p_action = 'cancel' THEN   -- its tasks before the workflow, in the order task ends take them
+        PERFORM 1 FROM horsies_tasks t
+          WHERE t.id IN (SELECT n.task_id FROM horsies_workflow_tasks n
+                          WHERE n.workflow_id = p_id AND n.status IN ('ENQUEUED', 'RUNNING'))
+          ORDER BY t.id FOR UPDATE;
+    END IF;
     SELECT * INTO w FROM horsies_workflows WHERE id = p_id FOR UPDATE;
     IF w.id IS NULL THEN RETURN NULL; END IF;
     IF w.status NOT IN ('PENDING', 'RUNNING', 'PAUSED') THEN RETURN w.status; END IF;
