@@ -601,3 +601,29 @@ TEST(readme_task_tour_runs_literally)
               "COMPLETED {\"name\":\"ada\"}");
     srv_stop(&s);
 }
+
+/* The tour's workflow block runs as written: three nodes in a chain, run
+ * by `silt worker -- cat`, each handed its predecessor's result by
+ * argsFrom, so the output node's result holds all three. */
+TEST(readme_workflow_tour_runs_literally)
+{
+    silt_server s;
+    srv_start(&s, NULL);
+    static char out[CLI_OUT];
+    const char *file = temp_file(readme_tour(&s, "Workflows: tasks joined into a graph"));
+    FILE *p = popen(sfmt("SILT_URL='%s' sh -e '%s' 2>/dev/null", s.url, file), "r");
+    CHECK(p != NULL);
+    out[fread(out, 1, CLI_OUT - 1, p)] = '\0';
+    int status = pclose(p);
+    unlink(file);
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+        harness_failf(__FILE__, __LINE__, "the workflow tour failed:\n%s", out);
+    CHECK(strstr(out, "COMPLETED") != NULL);
+    CHECK_STR(sql("SELECT name || ' ' || status FROM horsies_workflows"), "tour COMPLETED");
+    CHECK_STR(sql("SELECT string_agg(node_id || ':' || status, ' ' ORDER BY node_id) FROM horsies_workflow_tasks"),
+              "fetch:COMPLETED parse:COMPLETED report:COMPLETED");
+    CHECK_STR(sql("SELECT result::jsonb = '{\"parsed\":{\"page\":{\"url\":\"https://example.com\"}}}'"
+                  " FROM horsies_workflows"), "t");
+    CHECK_STR(sql("SELECT count(*) FROM horsies_task_history WHERE queue_name = 'etl' AND status = 'COMPLETED'"), "3");
+    srv_stop(&s);
+}

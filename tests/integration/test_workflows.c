@@ -1,6 +1,7 @@
 /* Integration: workflows — definitions refused whole, advancement in the
- * ending transaction (joins, argsFrom, skips), control (pause, resume,
- * cancel, onError PAUSE), waits, and crashed nodes through the outbox.
+ * ending transaction (joins, argsFrom, skips), a node's retries, control
+ * (pause, resume, cancel, onError PAUSE, and controls that do not apply),
+ * waits, and crashed nodes through the outbox.
  * Node tasks are run by the test itself: claim with start, then complete
  * or fail each by its task name ("ok" completes with {"node": <id>}, "bad"
  * fails with BOOM). */
@@ -243,5 +244,263 @@ TEST(a_crashed_node_advances_through_the_outbox_once)
     CHECK_STR(sql("SELECT count(*) FROM horsies_workflow_phase2_pending"), "0");   /* applied, gone */
     CHECK_STR(sql("SELECT count(*) FROM horsies_tasks WHERE workflow_id = '%s'", wf), "1");   /* b's, once */
     unlink(conf);
+    srv_stop(&s);
+}
+
+/* Claims and starts one task of queue q, waiting for one (a retry is
+ * claimable once its delay has passed, which nothing announces). */
+static void claim_started(silt_server *s, const char *q, task_claimed *c)
+{
+    int64_t end = now_ms() + 20000;
+    while (now_ms() < end) {
+        reply r;
+        rq(s, "POST", "/api/v1/workers/w/claim",
+           sfmt("{\"queues\":[\"%s\"],\"max\":1,\"start\":true,\"waitMs\":1000}", q), &r);
+        CHECK_INT(r.status, 200);
+        bool got = jpath(&r, "tasks.0") >= 0;
+        if (got) {
+            keep_str(c->id, jstr(&r, "tasks.0.id"));
+            keep_str(c->claim, jstr(&r, "tasks.0.claimId"));
+            c->attempt = (int)jint(&r, "tasks.0.attempt");
+        }
+        reply_fini(&r);
+        if (got) return;
+    }
+    harness_failf(__FILE__, __LINE__, "nothing to claim on %s", q);
+}
+
+/* Fails the attempt c holds with BOOM: the task's status afterwards
+ * (PENDING when its policy retries). */
+static const char *fail_attempt(silt_server *s, const task_claimed *c)
+{
+    reply r;
+    rq(s, "POST", sfmt("/api/v1/tasks/%s/fail", c->id),
+       sfmt("{\"claimId\":\"%s\",\"errorCode\":\"BOOM\",\"errorMessage\":\"attempt %d\"}", c->claim, c->attempt), &r);
+    CHECK_INT(r.status, 200);
+    const char *status = sfmt("%s", jstr(&r, "status"));
+    reply_fini(&r);
+    return status;
+}
+
+static const char *workflow_status(const char *wf)
+{
+    return sql("SELECT status FROM horsies_workflows WHERE id = '%s'", wf);
+}
+
+/* A node's task that fails but has retries left is not a node failure:
+ * the node waits for its task's last attempt (ENQUEUED again, the same
+ * task), its successors wait, the workflow runs on; onError PAUSE does not
+ * pause on it. Only the last attempt's failure fails the node, skips what
+ * needed it and fails the workflow. */
+TEST(a_workflow_node_fails_only_when_its_task_has_exhausted_its_retries)
+{
+    silt_server s;
+    srv_start(&s, NULL);
+    char wf[96], paused[96];
+    keep_str(wf, start(&s, "{\"name\":\"retry\",\"nodes\":["
+                           "{\"id\":\"flaky\",\"task\":\"bad\",\"queue\":\"q\",\"retry\":{\"maxRetries\":2,\"delaysMs\":[0]}},"
+                           "{\"id\":\"after\",\"task\":\"ok\",\"queue\":\"later\",\"waitsFor\":[\"flaky\"]}]}"));
+    keep_str(paused, start(&s, "{\"name\":\"retry-pause\",\"onError\":\"PAUSE\",\"nodes\":["
+                               "{\"id\":\"flaky\",\"task\":\"bad\",\"queue\":\"p\",\"retry\":{\"maxRetries\":1,"
+                               "\"delaysMs\":[0]}}]}"));
+    char first_task[96];
+    keep_str(first_task, sql("SELECT task_id FROM horsies_workflow_tasks WHERE workflow_id = '%s' AND node_id = 'flaky'", wf));
+    for (int attempt = 1; attempt <= 2; attempt++) {
+        task_claimed c;
+        claim_started(&s, "q", &c);
+        CHECK_INT(c.attempt, attempt);
+        CHECK_STR(c.id, first_task);   /* a retry is the same task, not a new node task */
+        CHECK_STR(node_status(wf, "flaky"), "RUNNING");
+        CHECK_STR(fail_attempt(&s, &c), "PENDING");
+        CHECK_STR(node_status(wf, "flaky"), "ENQUEUED");
+        CHECK_STR(node_status(wf, "after"), "PENDING");
+        CHECK_STR(workflow_status(wf), "RUNNING");
+        CHECK_STR(sql("SELECT open_nodes FROM horsies_workflows WHERE id = '%s'", wf), "2");
+    }
+    task_claimed c;
+    claim_started(&s, "p", &c);   /* onError PAUSE: the first attempt failing pauses nothing */
+    CHECK_STR(fail_attempt(&s, &c), "PENDING");
+    CHECK_STR(workflow_status(paused), "RUNNING");
+    CHECK_STR(node_status(paused, "flaky"), "ENQUEUED");
+    claim_started(&s, "q", &c);   /* the last attempt */
+    CHECK_INT(c.attempt, 3);
+    CHECK_STR(fail_attempt(&s, &c), "FAILED");
+    CHECK_STR(sql("SELECT status || ' ' || error_code || ' ' || error_message FROM horsies_workflow_tasks"
+                  " WHERE workflow_id = '%s' AND node_id = 'flaky'", wf), "FAILED BOOM attempt 3");
+    CHECK_STR(node_status(wf, "after"), "SKIPPED");   /* all join, no allowFailedDeps */
+    CHECK_STR(workflow_status(wf), "FAILED");
+    CHECK_STR(sql("SELECT count(*) FROM horsies_task_attempts WHERE task_id = '%s'", first_task), "3");
+    CHECK_STR(sql("SELECT count(*) FROM horsies_tasks WHERE workflow_id = '%s'", wf), "0");   /* after never sent */
+    claim_started(&s, "p", &c);   /* and onError PAUSE pauses at the last attempt's failure */
+    CHECK_STR(fail_attempt(&s, &c), "FAILED");
+    CHECK_STR(workflow_status(paused), "PAUSED");
+    CHECK_STR(node_status(paused, "flaky"), "FAILED");
+    srv_stop(&s);
+}
+
+/* Everything the database holds of workflows and their tasks, as text:
+ * a refused control must leave it as it was. */
+static char *workflow_state(void)
+{
+    return strdup(sql("SELECT concat_ws(E'\\n',"
+                      " (SELECT string_agg(row_to_json(w)::text, E'\\n' ORDER BY id) FROM horsies_workflows w),"
+                      " (SELECT string_agg(row_to_json(n)::text, E'\\n' ORDER BY workflow_id, node_id)"
+                      "    FROM horsies_workflow_tasks n),"
+                      " (SELECT string_agg(row_to_json(t)::text, E'\\n' ORDER BY id) FROM horsies_tasks t),"
+                      " (SELECT string_agg(row_to_json(h)::text, E'\\n' ORDER BY id) FROM horsies_task_history h),"
+                      " (SELECT string_agg(row_to_json(o)::text, E'\\n' ORDER BY task_id)"
+                      "    FROM horsies_workflow_phase2_pending o))"));
+}
+
+/* A control that does not apply to the workflow's status answers 200 with
+ * the status it has (as a task cancel on a finished task does), never
+ * the one the action would have made, and writes nothing. */
+static void control_refused(silt_server *s, const char *wf, const char *action, const char *status)
+{
+    char *before = workflow_state();
+    reply r;
+    rq(s, "POST", sfmt("/api/v1/workflows/%s/%s", wf, action), NULL, &r);
+    if (r.status != 200 || strcmp(jstr(&r, "status"), status) != 0)
+        harness_failf(__FILE__, __LINE__, "%s of a %s workflow: %d %s", action, status, r.status, r.raw.body.data);
+    reply_fini(&r);
+    char *after = workflow_state();
+    if (strcmp(before, after) != 0)
+        harness_failf(__FILE__, __LINE__, "%s of a %s workflow changed the database:\n%s\n---\n%s", action, status,
+                      before, after);
+    free(before);
+    free(after);
+}
+
+/* The error a control of no such workflow answers; nothing written. */
+static void control_error(silt_server *s, const char *id, const char *action, int code, const char *error)
+{
+    char *before = workflow_state();
+    reply r;
+    rq(s, "POST", sfmt("/api/v1/workflows/%s/%s", id, action), NULL, &r);
+    if (r.status != code || !strstr(jstr(&r, "error"), error))
+        harness_failf(__FILE__, __LINE__, "%s of %s: %d %s", action, id, r.status, r.raw.body.data);
+    reply_fini(&r);
+    char *after = workflow_state();
+    CHECK_STR(after, before);
+    free(before);
+    free(after);
+}
+
+TEST(workflow_controls_that_do_not_apply_change_nothing_and_unknown_or_malformed_ids_are_refused)
+{
+    silt_server s;
+    srv_start(&s, NULL);
+    char running[96], completed[96], failed[96], cancelled[96];
+    keep_str(running, start(&s, "{\"name\":\"r\",\"nodes\":[{\"id\":\"a\",\"task\":\"ok\",\"queue\":\"r\"},"
+                                "{\"id\":\"b\",\"task\":\"ok\",\"queue\":\"r\",\"waitsFor\":[\"a\"]}]}"));
+    keep_str(completed, start(&s, "{\"name\":\"c\",\"nodes\":[{\"id\":\"a\",\"task\":\"ok\",\"queue\":\"q\"}]}"));
+    keep_str(failed, start(&s, "{\"name\":\"f\",\"nodes\":[{\"id\":\"a\",\"task\":\"bad\",\"queue\":\"q\"}]}"));
+    CHECK_INT(run_round(&s, "q"), 2);
+    CHECK_STR(workflow_status(completed), "COMPLETED");
+    CHECK_STR(workflow_status(failed), "FAILED");
+    keep_str(cancelled, start(&s, "{\"name\":\"x\",\"nodes\":[{\"id\":\"a\",\"task\":\"ok\",\"queue\":\"x\"}]}"));
+    reply r;
+    rq(&s, "POST", sfmt("/api/v1/workflows/%s/cancel", cancelled), NULL, &r);
+    CHECK_STR(jstr(&r, "status"), "CANCELLED");
+    reply_fini(&r);
+
+    control_refused(&s, running, "resume", "RUNNING");   /* not paused: nothing to resume */
+    static const char *const actions[] = { "pause", "resume", "cancel" };
+    for (int i = 0; i < 3; i++) {   /* an ended workflow stays as it ended */
+        control_refused(&s, completed, actions[i], "COMPLETED");
+        control_refused(&s, failed, actions[i], "FAILED");
+        control_refused(&s, cancelled, actions[i], "CANCELLED");
+        control_error(&s, "01a233f6-7074-706c-a9b9-8691edad8860", actions[i], 404, "no workflow");
+        control_error(&s, "not-a-uuid", actions[i], 400, "id");
+    }
+    CHECK_STR(node_status(running, "a"), "ENQUEUED");   /* the running one still runs */
+    CHECK_INT(run_round(&s, "r"), 1);
+    CHECK_INT(run_round(&s, "r"), 1);
+    CHECK_STR(workflow_status(running), "COMPLETED");
+    srv_stop(&s);
+}
+
+/* Issue 11's "pause during a running node and resume after it finished":
+ * the node paused under finishes and counts, its successor becomes READY
+ * but is not sent until resume. */
+TEST(workflow_pause_during_a_running_node_lets_it_finish_and_its_successor_waits_for_resume)
+{
+    silt_server s;
+    srv_start(&s, NULL);
+    char wf[96];
+    keep_str(wf, start(&s, "{\"name\":\"p\",\"nodes\":[{\"id\":\"a\",\"task\":\"ok\",\"queue\":\"q\"},"
+                           "{\"id\":\"b\",\"task\":\"ok\",\"queue\":\"q\",\"waitsFor\":[\"a\"],\"argsFrom\":{\"in\":\"a\"}}]}"));
+    task_claimed a;
+    claim_started(&s, "q", &a);
+    CHECK_STR(node_status(wf, "a"), "RUNNING");
+    reply r;
+    rq(&s, "POST", sfmt("/api/v1/workflows/%s/pause", wf), NULL, &r);
+    CHECK_STR(jstr(&r, "status"), "PAUSED");
+    reply_fini(&r);
+    CHECK_STR(task_heartbeat(&s, "w", &a), "ok");   /* a pause does not stop what runs */
+    CHECK_INT(task_call(&s, "complete", &a, "\"result\":{\"from\":\"a\"}"), 200);
+    CHECK_STR(node_status(wf, "a"), "COMPLETED");
+    CHECK_STR(node_status(wf, "b"), "READY");
+    CHECK_STR(workflow_status(wf), "PAUSED");
+    CHECK_STR(sql("SELECT count(*) FROM horsies_tasks WHERE workflow_id = '%s'", wf), "0");   /* b not sent */
+    rq(&s, "POST", sfmt("/api/v1/workflows/%s/resume", wf), NULL, &r);
+    CHECK_STR(jstr(&r, "status"), "RUNNING");
+    reply_fini(&r);
+    CHECK_STR(node_status(wf, "b"), "ENQUEUED");
+    CHECK_STR(sql("SELECT t.args::text FROM horsies_tasks t WHERE t.workflow_id = '%s'", wf),
+              "{\"in\": {\"from\": \"a\"}}");   /* a's result, though it ended while paused */
+    CHECK_INT(run_round(&s, "q"), 1);
+    CHECK_STR(workflow_status(wf), "COMPLETED");
+    srv_stop(&s);
+}
+
+/* The last node ends while the workflow is paused: it stays PAUSED (a
+ * pause is the operator's to lift), and resume finds nothing left to run
+ * and ends it there and then, with the output node's result. */
+TEST(a_workflow_whose_last_node_ended_while_paused_ends_on_resume)
+{
+    silt_server s;
+    srv_start(&s, NULL);
+    char wf[96];
+    keep_str(wf, start(&s, "{\"name\":\"p\",\"output\":\"a\",\"nodes\":[{\"id\":\"a\",\"task\":\"ok\",\"queue\":\"q\"}]}"));
+    task_claimed a;
+    claim_started(&s, "q", &a);
+    reply r;
+    rq(&s, "POST", sfmt("/api/v1/workflows/%s/pause", wf), NULL, &r);
+    CHECK_STR(jstr(&r, "status"), "PAUSED");
+    reply_fini(&r);
+    CHECK_INT(task_call(&s, "complete", &a, "\"result\":{\"done\":true}"), 200);
+    CHECK_STR(node_status(wf, "a"), "COMPLETED");
+    CHECK_STR(sql("SELECT status || ' ' || open_nodes || ' ' || (finished_at IS NULL) FROM horsies_workflows"
+                  " WHERE id = '%s'", wf), "PAUSED 0 true");
+    rq(&s, "POST", sfmt("/api/v1/workflows/%s/resume", wf), NULL, &r);
+    CHECK_STR(jstr(&r, "status"), "COMPLETED");
+    reply_fini(&r);
+    CHECK_STR(sql("SELECT status || ' ' || result::text || ' ' || (finished_at IS NOT NULL) FROM horsies_workflows"
+                  " WHERE id = '%s'", wf), "COMPLETED {\"done\":true} true");
+    srv_stop(&s);
+}
+
+/* docs/workflows.md's example definition, as written, starts: its nodes
+ * without predecessors enqueued, the others waiting. */
+TEST(the_example_of_docs_workflows_is_a_good_workflow_definition)
+{
+    static char text[65536];
+    FILE *f = fopen("docs/workflows.md", "r");
+    CHECK(f != NULL);
+    text[fread(text, 1, sizeof text - 1, f)] = '\0';
+    fclose(f);
+    char *start_at = strstr(text, "```json\n");
+    char *end = start_at ? strstr(start_at + 8, "\n```") : NULL;
+    CHECK(start_at && end);
+    *end = '\0';
+    silt_server s;
+    srv_start(&s, NULL);
+    char wf[96];
+    keep_str(wf, start(&s, start_at + 8));
+    CHECK_STR(sql("SELECT string_agg(node_id || ':' || status, ' ' ORDER BY node_id) FROM horsies_workflow_tasks"
+                  " WHERE workflow_id = '%s'", wf),
+              "extract-eu:ENQUEUED extract-us:ENQUEUED load:PENDING merge:PENDING notify:PENDING");
+    CHECK_STR(sql("SELECT name || ' ' || output_node FROM horsies_workflows WHERE id = '%s'", wf), "nightly-etl load");
     srv_stop(&s);
 }
