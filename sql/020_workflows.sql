@@ -52,7 +52,8 @@ CREATE TABLE horsies_workflow_tasks (
     next_nodes        text[] NOT NULL DEFAULT '{}', -- the nodes that wait for this one (set at create)
     args_from         jsonb,                  -- {"parameter": "predecessor node id"}
     status            text NOT NULL DEFAULT 'PENDING'
-                      CHECK (status IN ('PENDING', 'READY', 'ENQUEUED', 'RUNNING', 'COMPLETED', 'FAILED', 'SKIPPED')),
+                      -- RUNNING is shown (tasks.workflow_nodes), not stored
+                      CHECK (status IN ('PENDING', 'READY', 'ENQUEUED', 'COMPLETED', 'FAILED', 'SKIPPED')),
     task_id           uuid,                   -- its task, once enqueued
     result            json,
     error_code        text,
@@ -93,24 +94,20 @@ $$;
 -- node's counters) is written once per wave of ends rather than once per
 -- node, and workflows are locked once, in id order.
 
--- Enqueues the READY nodes of the given workflows that are RUNNING: each
--- node's task goes into horsies_tasks with its own args and, for each
--- argsFrom parameter, the named predecessor's result.
-CREATE FUNCTION tasks.enqueue_ready(p_workflows uuid[]) RETURNS void
+-- Sends the tasks of nodes just marked ENQUEUED (their rows, task_id
+-- set): each with its node's own args and, for each argsFrom parameter,
+-- the named predecessor's result.
+CREATE FUNCTION tasks.enqueue_nodes(p_nodes horsies_workflow_tasks[]) RETURNS void
 LANGUAGE plpgsql AS $$
 DECLARE
     q text;
 BEGIN
     FOR q IN
-        WITH ready AS (
-            SELECT n.*, tasks.uuid7() AS new_id
-              FROM horsies_workflow_tasks n JOIN horsies_workflows w ON w.id = n.workflow_id
-             WHERE n.workflow_id = ANY (p_workflows) AND n.status = 'READY' AND w.status = 'RUNNING'),
-        queued AS (
+        WITH queued AS (
             INSERT INTO horsies_tasks (id, task_name, queue_name, args, priority, status, good_until, timeout_ms,
                                        max_retries, retry_delays_ms, retry_base_ms, retry_cap_ms, retry_jitter,
                                        retry_on, workflow_id, workflow_node)
-            SELECT r.new_id, r.task_name, r.queue_name,
+            SELECT r.task_id, r.task_name, r.queue_name,
                    CASE WHEN r.args_from IS NULL THEN r.args ELSE (
                        SELECT (r.args::jsonb || coalesce(jsonb_object_agg(f.key, coalesce(p.result::jsonb, 'null')),
                                                          '{}'))::json
@@ -118,11 +115,8 @@ BEGIN
                          JOIN horsies_workflow_tasks p ON p.workflow_id = r.workflow_id AND p.node_id = f.value) END,
                    r.priority, 'PENDING', r.good_until, r.timeout_ms, r.max_retries, r.retry_delays_ms,
                    r.retry_base_ms, r.retry_cap_ms, r.retry_jitter, r.retry_on, r.workflow_id, r.node_id
-              FROM ready r ORDER BY r.workflow_id, r.node_id
-            RETURNING queue_name),
-        marked AS (
-            UPDATE horsies_workflow_tasks n SET status = 'ENQUEUED', task_id = r.new_id
-              FROM ready r WHERE n.workflow_id = r.workflow_id AND n.node_id = r.node_id)
+              FROM unnest(p_nodes) r ORDER BY r.workflow_id, r.node_id
+            RETURNING queue_name)
         SELECT DISTINCT queue_name FROM queued
     LOOP
         -- Claimers must hear of it, and the server that ends this
@@ -130,6 +124,23 @@ BEGIN
         -- enqueued): a NOTIFY, once per queue, in these transactions only.
         PERFORM pg_notify('silt_tasks', 'sent:' || q);
     END LOOP;
+END $$;
+
+-- Enqueues the READY nodes of the given workflows that are RUNNING (at
+-- start, and at resume).
+CREATE FUNCTION tasks.enqueue_ready(p_workflows uuid[]) RETURNS void
+LANGUAGE plpgsql AS $$
+DECLARE
+    nodes horsies_workflow_tasks[];
+BEGIN
+    WITH marked AS (
+        UPDATE horsies_workflow_tasks n SET status = 'ENQUEUED', task_id = tasks.uuid7()
+          FROM horsies_workflows w
+         WHERE w.id = n.workflow_id AND n.workflow_id = ANY (p_workflows) AND n.status = 'READY'
+           AND w.status = 'RUNNING'
+        RETURNING n.*)
+    SELECT array_agg(m::horsies_workflow_tasks) INTO nodes FROM marked m;
+    IF nodes IS NOT NULL THEN PERFORM tasks.enqueue_nodes(nodes); END IF;
 END $$;
 
 -- What a PENDING node's join says, from its counts of predecessors ended:
@@ -148,18 +159,29 @@ LANGUAGE sql IMMUTABLE AS $$
 $$;
 
 -- A workflow whose every node ended completes when its output node (or,
--- with none named, every sink) completed, and fails otherwise.
+-- with none named, every sink) completed, and fails otherwise, saying why:
+-- the first node that failed (its error), or the first that did not run.
 CREATE FUNCTION tasks.workflow_finish(w horsies_workflows) RETURNS text
 LANGUAGE plpgsql AS $$
 DECLARE
     outcome text;
+    cause   horsies_workflow_tasks;
 BEGIN
     outcome := CASE WHEN NOT EXISTS (
             SELECT 1 FROM horsies_workflow_tasks o WHERE o.workflow_id = w.id AND o.status <> 'COMPLETED'
                AND (o.node_id = w.output_node OR (w.output_node IS NULL AND cardinality(o.next_nodes) = 0)))
         THEN 'COMPLETED' ELSE 'FAILED' END;
+    IF outcome = 'FAILED' THEN
+        SELECT * INTO cause FROM horsies_workflow_tasks c WHERE c.workflow_id = w.id AND c.status IN ('FAILED', 'SKIPPED')
+         ORDER BY c.status = 'FAILED' DESC, c.finished_at, c.node_id LIMIT 1;
+    END IF;
     UPDATE horsies_workflows SET status = outcome, finished_at = now(),
-           result = (SELECT o.result FROM horsies_workflow_tasks o WHERE o.workflow_id = w.id AND o.node_id = w.output_node)
+           result = (SELECT o.result FROM horsies_workflow_tasks o WHERE o.workflow_id = w.id AND o.node_id = w.output_node),
+           error_code = CASE WHEN cause.status = 'FAILED' THEN coalesce(cause.error_code, 'NODE_FAILED')
+                             WHEN cause.status = 'SKIPPED' THEN 'NODE_SKIPPED' END,
+           error_message = CASE WHEN cause.status = 'FAILED'
+                                THEN 'node ' || cause.node_id || ' failed' || coalesce(': ' || cause.error_message, '')
+                                WHEN cause.status = 'SKIPPED' THEN 'node ' || cause.node_id || ' did not run' END
      WHERE id = w.id;
     PERFORM pg_notify('silt_tasks', 'done:' || w.id);   -- its waiters (GET ?wait), once per workflow
     RETURN outcome;
@@ -168,10 +190,15 @@ END $$;
 -- One wave of node ends (parallel arrays: workflow, node, how it ended):
 -- the workflows' open counts drop by their ends, and each successor counts
 -- its predecessors ended (one update per successor, whatever the number of
--- ends) and decides by its join. Returns the successors this wave skipped,
--- the next wave.
+-- ends) and decides by its join: still PENDING, SKIPPED, or, ready, sent
+-- at once (ENQUEUED, its task in horsies_tasks) while its workflow runs
+-- and READY while it is paused. Returns the successors this wave skipped,
+-- the next wave. The caller holds the workflows' locks, so the successors
+-- read here are the ones updated.
 CREATE FUNCTION tasks.nodes_wave(INOUT e_wf uuid[], INOUT e_node text[], INOUT e_st text[])
 LANGUAGE plpgsql AS $$
+DECLARE
+    sent horsies_workflow_tasks[];
 BEGIN
     UPDATE horsies_workflows w SET open_nodes = w.open_nodes - c.n
       FROM (SELECT x, count(*) AS n FROM unnest(e_wf) AS x GROUP BY x) c WHERE w.id = c.x;
@@ -183,33 +210,43 @@ BEGIN
           FROM ended e JOIN horsies_workflow_tasks p ON p.workflow_id = e.wf AND p.node_id = e.node,
                unnest(p.next_nodes) AS s(node)
          GROUP BY e.wf, s.node),
+    decided AS (
+        SELECT n.workflow_id, n.node_id, n.deps_done + c.ok AS done, n.deps_failed + c.bad AS failed,
+               tasks.join_says(n.join_kind, n.allow_failed_deps, n.min_success, cardinality(n.waits_for),
+                               n.deps_done + c.ok, n.deps_failed + c.bad) AS says,
+               w.status = 'RUNNING' AS running
+          FROM counts c
+          JOIN horsies_workflow_tasks n ON n.workflow_id = c.wf AND n.node_id = c.node AND n.status = 'PENDING'
+          JOIN horsies_workflows w ON w.id = c.wf),
     moved AS (
         UPDATE horsies_workflow_tasks n
-           SET deps_done = n.deps_done + c.ok, deps_failed = n.deps_failed + c.bad,
-               status = CASE tasks.join_says(n.join_kind, n.allow_failed_deps, n.min_success,
-                                             cardinality(n.waits_for), n.deps_done + c.ok, n.deps_failed + c.bad)
-                        WHEN 'ready' THEN 'READY' WHEN 'skip' THEN 'SKIPPED' ELSE 'PENDING' END
-          FROM counts c
-         WHERE n.workflow_id = c.wf AND n.node_id = c.node AND n.status = 'PENDING'
-        RETURNING n.workflow_id, n.node_id, n.status)
-    SELECT array_agg(m.workflow_id), array_agg(m.node_id), array_agg(m.status)
-      INTO e_wf, e_node, e_st FROM moved m WHERE m.status = 'SKIPPED';
-    UPDATE horsies_workflow_tasks n SET finished_at = now()
-      FROM unnest(e_wf, e_node) AS u(wf, node) WHERE n.workflow_id = u.wf AND n.node_id = u.node;
+           SET deps_done = d.done, deps_failed = d.failed,
+               status = CASE d.says WHEN 'skip' THEN 'SKIPPED' WHEN 'wait' THEN 'PENDING'
+                                    ELSE CASE WHEN d.running THEN 'ENQUEUED' ELSE 'READY' END END,
+               task_id = CASE WHEN d.says = 'ready' AND d.running THEN tasks.uuid7() END,
+               finished_at = CASE WHEN d.says = 'skip' THEN now() END
+          FROM decided d
+         WHERE n.workflow_id = d.workflow_id AND n.node_id = d.node_id
+        RETURNING n.*)
+    SELECT array_agg(m.workflow_id) FILTER (WHERE m.status = 'SKIPPED'),
+           array_agg(m.node_id) FILTER (WHERE m.status = 'SKIPPED'),
+           array_agg(m.status) FILTER (WHERE m.status = 'SKIPPED'),
+           array_agg(m::horsies_workflow_tasks) FILTER (WHERE m.status = 'ENQUEUED')
+      INTO e_wf, e_node, e_st, sent FROM moved m;
+    IF sent IS NOT NULL THEN PERFORM tasks.enqueue_nodes(sent); END IF;
 END $$;
 
 -- Node tasks ended (parallel arrays: task id, task status, result, error):
 -- each node whose current task it was takes the end (COMPLETED, FAILED, or
--- SKIPPED for a cancelled task), successors decide, skips propagate, then
--- each workflow pauses (onError PAUSE after a failure), finishes (nothing
--- open) or enqueues what became READY. A node moves only while its task is
+-- SKIPPED for a cancelled task); a workflow with onError PAUSE pauses at
+-- a failure; successors decide and those ready are sent, skips propagate;
+-- a running workflow with nothing open finishes. A node moves only while its task is
 -- the current one and unended: a completion is never applied twice.
 CREATE FUNCTION tasks.nodes_ended(p_tasks uuid[], p_statuses text[], p_results json[], p_codes text[],
                                   p_messages text[])
 RETURNS void LANGUAGE plpgsql AS $$
 DECLARE
     wfs    uuid[];
-    failed uuid[];
     e_wf   uuid[];
     e_node text[];
     e_st   text[];
@@ -226,20 +263,19 @@ BEGIN
            SET status = CASE u.st WHEN 'COMPLETED' THEN 'COMPLETED' WHEN 'CANCELLED' THEN 'SKIPPED' ELSE 'FAILED' END,
                result = u.result, error_code = u.code, error_message = u.message, finished_at = now()
           FROM unnest(p_tasks, p_statuses, p_results, p_codes, p_messages) AS u(task, st, result, code, message)
-         WHERE n.task_id = u.task AND n.status IN ('ENQUEUED', 'RUNNING')
+         WHERE n.task_id = u.task AND n.status = 'ENQUEUED'
         RETURNING n.workflow_id, n.node_id, n.status)
     SELECT array_agg(d.workflow_id), array_agg(d.node_id), array_agg(d.status) INTO e_wf, e_node, e_st FROM done d;
-    failed := ARRAY(SELECT DISTINCT u.wf FROM unnest(e_wf, e_st) AS u(wf, st) WHERE u.st = 'FAILED');
+    UPDATE horsies_workflows SET status = 'PAUSED', paused_at = now()   -- before the waves: nothing new starts
+     WHERE id IN (SELECT u.wf FROM unnest(e_wf, e_st) AS u(wf, st) WHERE u.st = 'FAILED')
+       AND on_error = 'PAUSE' AND status = 'RUNNING';
     WHILE e_wf IS NOT NULL LOOP
         SELECT * INTO e_wf, e_node, e_st FROM tasks.nodes_wave(e_wf, e_node, e_st);
     END LOOP;
-    UPDATE horsies_workflows SET status = 'PAUSED', paused_at = now()
-     WHERE id = ANY (failed) AND on_error = 'PAUSE' AND status = 'RUNNING';
     FOR w IN SELECT * FROM horsies_workflows WHERE id = ANY (wfs) AND status = 'RUNNING' AND open_nodes = 0
               ORDER BY id LOOP
         PERFORM tasks.workflow_finish(w);
     END LOOP;
-    PERFORM tasks.enqueue_ready(wfs);
 END $$;
 
 -- Starts (or resumes) a workflow: RUNNING, its READY nodes (those without
@@ -326,20 +362,14 @@ END $$;
 CREATE TRIGGER history_advances_workflows AFTER INSERT ON horsies_task_history
     REFERENCING NEW TABLE AS ended FOR EACH STATEMENT EXECUTE FUNCTION tasks.history_advances_workflows();
 
--- A node shows its task's live state: RUNNING once started, ENQUEUED again
--- when a retry or an unclaim sends it back to PENDING (a claim changes
--- nothing a node shows).
-CREATE FUNCTION tasks.task_moves_node() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-    UPDATE horsies_workflow_tasks
-       SET status = CASE WHEN NEW.status = 'RUNNING' THEN 'RUNNING' ELSE 'ENQUEUED' END
-     WHERE task_id = NEW.id AND status IN ('ENQUEUED', 'RUNNING');
-    RETURN NULL;
-END $$;
-CREATE TRIGGER task_moves_node AFTER UPDATE OF status ON horsies_tasks
-    FOR EACH ROW WHEN (NEW.workflow_id IS NOT NULL AND NEW.status IS DISTINCT FROM OLD.status
-                       AND NEW.status IN ('RUNNING', 'PENDING'))
-    EXECUTE FUNCTION tasks.task_moves_node();
+-- Nodes as clients see them: an ENQUEUED node whose task a worker started
+-- is RUNNING (read from the task, so starting a task writes nothing more;
+-- a retry's task is PENDING again, and its node ENQUEUED).
+CREATE VIEW tasks.workflow_nodes AS
+    SELECT n.workflow_id, n.node_id, n.task_name, n.queue_name,
+           CASE WHEN t.status = 'RUNNING' THEN 'RUNNING' ELSE n.status END AS status,
+           n.task_id, n.waits_for, n.join_kind, n.result, n.error_code, n.error_message, n.finished_at
+      FROM horsies_workflow_tasks n LEFT JOIN horsies_tasks t ON t.id = n.task_id AND n.status = 'ENQUEUED';
 
 -- Recovery records node ends in the outbox (see history_advances_workflow).
 CREATE OR REPLACE FUNCTION tasks.recover_if_owner(p_claimed_stale_ms integer, p_running_stale_ms integer)
@@ -394,43 +424,38 @@ CREATE OR REPLACE VIEW tasks.all_tasks AS
 
 -- ==== Starting and controlling ==============================================
 
--- A workflow and its nodes' shape (parallel arrays, one element per node;
--- waits as array literals, argsFrom as JSON objects). The nodes' task
--- options follow in tasks.workflow_options, then tasks.workflow_settle
--- starts it: the three in one transaction.
+-- A workflow and its nodes (parallel arrays, one element per node; waits
+-- as array literals, argsFrom as JSON objects, retry delays and retryOn as
+-- array literals), each node written once with the successors that wait
+-- for it; tasks.workflow_settle starts it, in the same transaction.
 CREATE FUNCTION tasks.workflow_create(p_id uuid, p_name text, p_on_error text, p_output text,
                                       p_nodes text[], p_tasks text[], p_queues text[], p_args text[],
                                       p_waits text[], p_joins text[], p_min integer[], p_allow boolean[],
-                                      p_args_from text[])
+                                      p_args_from text[], p_priorities integer[], p_timeouts integer[],
+                                      p_max_retries integer[], p_retry_delays text[], p_bases integer[],
+                                      p_caps integer[], p_jitters real[], p_retry_on text[],
+                                      p_good_until timestamptz[])
 RETURNS void LANGUAGE sql AS $$
     INSERT INTO horsies_workflows (id, name, status, on_error, output_node)
     VALUES (p_id, p_name, 'PENDING', p_on_error, p_output);
-    INSERT INTO horsies_workflow_tasks (workflow_id, node_id, task_name, queue_name, args, priority, waits_for,
-                                        join_kind, min_success, allow_failed_deps, args_from)
-    SELECT p_id, u.node, u.task, u.queue, u.args::json, 100, coalesce(u.waits::text[], '{}'), u.join_kind,
-           u.min, u.allow, u.args_from::jsonb
-      FROM unnest(p_nodes, p_tasks, p_queues, p_args, p_waits, p_joins, p_min, p_allow, p_args_from)
-           AS u(node, task, queue, args, waits, join_kind, min, allow, args_from);
-    UPDATE horsies_workflow_tasks n SET next_nodes = x.nexts
-      FROM (SELECT dep, array_agg(s.node_id ORDER BY s.node_id) AS nexts
-              FROM horsies_workflow_tasks s, unnest(s.waits_for) AS dep
-             WHERE s.workflow_id = p_id GROUP BY dep) x
-     WHERE n.workflow_id = p_id AND n.node_id = x.dep;
-$$;
-
-CREATE FUNCTION tasks.workflow_options(p_id uuid, p_nodes text[], p_priorities integer[], p_timeouts integer[],
-                                       p_max_retries integer[], p_retry_delays text[], p_bases integer[],
-                                       p_caps integer[], p_jitters real[], p_retry_on text[],
-                                       p_good_until timestamptz[])
-RETURNS void LANGUAGE sql AS $$
-    UPDATE horsies_workflow_tasks w
-       SET priority = u.priority, timeout_ms = u.timeout, max_retries = u.retries,
-           retry_delays_ms = u.delays::integer[], retry_base_ms = u.base, retry_cap_ms = u.cap,
-           retry_jitter = u.jitter, retry_on = u.retry_on::text[], good_until = u.good_until
-      FROM unnest(p_nodes, p_priorities, p_timeouts, p_max_retries, p_retry_delays, p_bases, p_caps, p_jitters,
-                  p_retry_on, p_good_until)
-           AS u(node, priority, timeout, retries, delays, base, cap, jitter, retry_on, good_until)
-     WHERE w.workflow_id = p_id AND w.node_id = u.node;
+    WITH node AS (
+        SELECT u.*, coalesce(u.waits::text[], '{}') AS waits_for
+          FROM unnest(p_nodes, p_tasks, p_queues, p_args, p_waits, p_joins, p_min, p_allow, p_args_from,
+                      p_priorities, p_timeouts, p_max_retries, p_retry_delays, p_bases, p_caps, p_jitters,
+                      p_retry_on, p_good_until)
+               AS u(node, task, queue, args, waits, join_kind, min, allow, args_from, priority, timeout, retries,
+                    delays, base, cap, jitter, retry_on, good_until)),
+    nexts AS (
+        SELECT dep, array_agg(n.node ORDER BY n.node) AS next_nodes
+          FROM node n, unnest(n.waits_for) AS dep GROUP BY dep)
+    INSERT INTO horsies_workflow_tasks (workflow_id, node_id, task_name, queue_name, args, priority, timeout_ms,
+                                        max_retries, retry_delays_ms, retry_base_ms, retry_cap_ms, retry_jitter,
+                                        retry_on, good_until, waits_for, join_kind, min_success, allow_failed_deps,
+                                        next_nodes, args_from)
+    SELECT p_id, n.node, n.task, n.queue, n.args::json, n.priority, n.timeout, n.retries, n.delays::integer[],
+           n.base, n.cap, n.jitter, n.retry_on::text[], n.good_until, n.waits_for, n.join_kind, n.min, n.allow,
+           coalesce(x.next_nodes, '{}'), n.args_from::jsonb
+      FROM node n LEFT JOIN nexts x ON x.dep = n.node;
 $$;
 
 -- pause, resume, cancel. Returns the status afterwards (NULL: no such
@@ -444,14 +469,14 @@ BEGIN
     IF p_action = 'cancel' THEN   -- its tasks before the workflow, in the order task ends take them
         PERFORM 1 FROM horsies_tasks t
           WHERE t.id IN (SELECT n.task_id FROM horsies_workflow_tasks n
-                          WHERE n.workflow_id = p_id AND n.status IN ('ENQUEUED', 'RUNNING'))
+                          WHERE n.workflow_id = p_id AND n.status = 'ENQUEUED')
           ORDER BY t.id FOR UPDATE;
     END IF;
     SELECT * INTO w FROM horsies_workflows WHERE id = p_id FOR UPDATE;
     IF w.id IS NULL THEN RETURN NULL; END IF;
     IF w.status NOT IN ('PENDING', 'RUNNING', 'PAUSED') THEN RETURN w.status; END IF;
     IF p_action = 'pause' THEN
-        UPDATE horsies_workflows SET status = 'PAUSED', paused_at = now() WHERE id = p_id;
+        UPDATE horsies_workflows SET status = 'PAUSED', paused_at = now() WHERE id = p_id AND status <> 'PAUSED';
         RETURN 'PAUSED';
     ELSIF p_action = 'resume' THEN
         UPDATE horsies_workflows SET status = 'RUNNING', paused_at = NULL WHERE id = p_id;
@@ -462,7 +487,7 @@ BEGIN
     PERFORM pg_notify('silt_tasks', 'done:' || p_id);
     UPDATE horsies_workflow_tasks SET status = 'SKIPPED', finished_at = now()
      WHERE workflow_id = p_id AND status IN ('PENDING', 'READY');
-    FOR t IN SELECT task_id FROM horsies_workflow_tasks WHERE workflow_id = p_id AND status IN ('ENQUEUED', 'RUNNING')
+    FOR t IN SELECT task_id FROM horsies_workflow_tasks WHERE workflow_id = p_id AND status = 'ENQUEUED'
               ORDER BY task_id LOOP
         PERFORM tasks.cancel(t);
     END LOOP;

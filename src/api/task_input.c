@@ -123,8 +123,8 @@ static int read_jitter(httpd_req *req, const json_doc *d, uint32_t obj, const ch
 
 /* Every member of obj is one of known (NULL-terminated): a misspelt field
  * ("max_retries") would otherwise leave its default in force without a word. */
-static int only_known(httpd_req *req, const json_doc *d, uint32_t obj, const char *where, const char *what,
-                      const char *const *known)
+int api_only_known(httpd_req *req, const json_doc *d, uint32_t obj, const char *where, const char *what,
+                   const char *const *known)
 {
     uint32_t k = obj + 1;
     for (uint32_t i = 0; i < d->tokens[obj].count; i++, k = d->tokens[k + 1].next) {
@@ -152,7 +152,7 @@ static int read_retry(httpd_req *req, const json_doc *d, uint32_t obj, const cha
     if (v < 0 || d->tokens[v].type == JSON_NULL) return 0;
     if (d->tokens[v].type != JSON_OBJECT) return bad(req, where, "retry", "must be an object");
     uint32_t o = (uint32_t)v;
-    if (only_known(req, d, o, where, "retry", retry_fields) < 0) return -1;
+    if (api_only_known(req, d, o, where, "retry", retry_fields) < 0) return -1;
     if (read_int_field(req, d, o, where, "maxRetries", 0, TASK_MAX_RETRIES, &r->max_retries) < 0 ||
         read_delays(req, d, o, where, r) < 0 || read_retry_on(req, d, o, where, r) < 0 ||
         read_jitter(req, d, o, where, r) < 0)
@@ -160,7 +160,7 @@ static int read_retry(httpd_req *req, const json_doc *d, uint32_t obj, const cha
     int b = json_get(d, o, "backoff");
     if (b >= 0 && d->tokens[b].type != JSON_NULL) {
         if (d->tokens[b].type != JSON_OBJECT) return bad(req, where, "retry.backoff", "must be an object");
-        if (only_known(req, d, (uint32_t)b, where, "retry.backoff", backoff_fields) < 0) return -1;
+        if (api_only_known(req, d, (uint32_t)b, where, "retry.backoff", backoff_fields) < 0) return -1;
         if (r->ndelays) return bad(req, where, "retry.backoff", "and retry.delaysMs cannot both be given");
         r->cap_ms = TASK_MAX_DELAY_MS;
         if (read_int_field(req, d, (uint32_t)b, where, "baseMs", 1, TASK_MAX_DELAY_MS, &r->base_ms) < 0 ||
@@ -186,7 +186,7 @@ int api_task_read(httpd_req *req, server *srv, const json_doc *d, uint32_t obj, 
         httpd_error(req, 400, "%s%s must be an object", where, form->what + 2);   /* "a task" -> "task" */
         return -1;
     }
-    if (only_known(req, d, obj, where, form->what, form->fields) < 0) return -1;
+    if (api_only_known(req, d, obj, where, form->what, form->fields) < 0) return -1;
     ids_uuid7(t->id);
     t->args = api_member_json(d, obj, "args");   /* any JSON value, stored verbatim */
     if (read_name(req, d, obj, where, form->name_key, TASK_NAME_MAX, true, &t->name) < 0 ||

@@ -14,6 +14,11 @@ typedef struct task_form {
 } task_form;
 extern const task_form TASK_FORM_SEND;   /* POST /api/v1/tasks */
 
+/* Every member of object obj is one of known (NULL-terminated): 0, or -1
+ * after a 400 naming the first that is not (what: "a task", "a workflow"). */
+int api_only_known(httpd_req *req, const json_doc *d, uint32_t obj, const char *where, const char *what,
+                   const char *const *known) __attribute__((warn_unused_result));
+
 /* A task described by obj in the given form. 0, or -1 after replying 400;
  * where ("nodes[2]: " or "") starts every message. */
 int api_task_read(httpd_req *req, server *srv, const json_doc *d, uint32_t obj, const char *where,

@@ -26,6 +26,7 @@ static const char *const node_fields[] = {
     "allowFailedDeps", "argsFrom", NULL,
 };
 static const task_form node_form = { "a node", "task", node_fields };
+static const char *const workflow_fields[] = { "name", "onError", "output", "nodes", NULL };
 
 /* One node as read: its task, and its place in the graph. */
 typedef struct wf_input_node {
@@ -140,6 +141,7 @@ static int read_node(httpd_req *req, server *srv, const json_doc *d, uint32_t ob
 
 static int read_input(httpd_req *req, server *srv, const json_doc *d, wf_input *in)
 {
+    if (api_only_known(req, d, 0, "", "a workflow", workflow_fields) < 0) return -1;
     if (api_opt_string(req, d, 0, "name", &in->name) < 0 || api_opt_string(req, d, 0, "onError", &in->on_error) < 0 ||
         api_opt_string(req, d, 0, "output", &in->output) < 0)
         return -1;
@@ -210,13 +212,13 @@ static void started(void *arg, const db_reply *reply)
     emit_init(&e, &out);
     emit_object(&e);
     emit_key(&e, "id"); emit_str(&e, c->id);
-    emit_key(&e, "status"); api_emit_text_col(&e, reply->results[2], 0, 0);
+    emit_key(&e, "status"); api_emit_text_col(&e, reply->results[1], 0, 0);
     emit_end(&e);
     httpd_reply_buf(c->req, 201, &out);
     free(c);
 }
 
-/* The three calls of a start, one transaction: shape, options, settle. */
+/* The two calls of a start, one transaction: the workflow and its nodes, then settle. */
 static void start_calls(db_job *job, const char *id, const wf_input *in)
 {
     enum { N_ID, N_TASK, N_QUEUE, N_ARGS, N_WAITS, N_JOIN, N_MIN, N_ALLOW, N_FROM, O_PRIORITY, O_TIMEOUT, O_RETRIES,
@@ -250,12 +252,9 @@ static void start_calls(db_job *job, const char *id, const wf_input *in)
         db_array_text(&a[O_GOOD_UNTIL], v->spec.good_until);
         db_array_fini(&waits);
     }
-    const char *create[13] = { id, in->name, in->on_error, in->output };
-    for (int i = N_ID; i <= N_FROM; i++) create[4 + i] = db_array_literal(&a[i]);
+    const char *create[4 + N_ARRAYS] = { id, in->name, in->on_error, in->output };
+    for (int i = 0; i < N_ARRAYS; i++) create[4 + i] = db_array_literal(&a[i]);
     db_job_call(job, STMT_WF_CREATE, create, NULL, NULL);
-    const char *options[11] = { id, db_array_literal(&a[N_ID]) };
-    for (int i = O_PRIORITY; i <= O_GOOD_UNTIL; i++) options[2 + i - O_PRIORITY] = db_array_literal(&a[i]);
-    db_job_call(job, STMT_WF_OPTIONS, options, NULL, NULL);
     const char *settle[1] = { id };
     db_job_call(job, STMT_WF_SETTLE, settle, NULL, NULL);
     for (int i = 0; i < N_ARRAYS; i++) db_array_fini(&a[i]);

@@ -95,6 +95,10 @@ static db_call *new_call(db_job *job, db_stmt stmt)
     memset(call, 0, sizeof *call);
     call->stmt = stmt;
     call->nparams = db_statements[stmt].nparams;
+    if (call->nparams > DB_MAX_PARAMS) {   /* a statement added beyond the arrays' size: a programming error */
+        log_error("statement %s takes %d parameters, more than DB_MAX_PARAMS", db_statements[stmt].name, call->nparams);
+        abort();
+    }
     return call;
 }
 

@@ -11,7 +11,7 @@
 #include <event2/event.h>
 #include "db/statements.h"
 
-#define DB_MAX_PARAMS 16
+#define DB_MAX_PARAMS 24   /* the most any statement of statements.c takes (checked as a job is built) */
 #define DB_MAX_CALLS  512
 
 typedef struct db_pool db_pool;

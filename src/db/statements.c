@@ -116,13 +116,11 @@ const db_statement db_statements[STMT_COUNT] = {
     [STMT_TASK_NOTIFY]  = { "task_notify", "SELECT count(pg_notify('silt_tasks', x)) FROM unnest($1::text[]) x", 1 },
     /* workflows (sql/020_workflows.sql): rows in the order api/workflows.c reads them */
     [STMT_WF_CREATE]    = { "wf_create", "SELECT tasks.workflow_create($1, $2, $3, $4, $5, $6, $7, $8, $9, $10,"
-        " $11, $12, $13)", 13 },
-    [STMT_WF_OPTIONS]   = { "wf_options", "SELECT tasks.workflow_options($1, $2, $3, $4, $5, $6, $7, $8, $9, $10,"
-        " $11)", 11 },
+        " $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22)", 22 },
     [STMT_WF_SETTLE]    = { "wf_settle", "SELECT tasks.workflow_settle($1)", 1 },
     [STMT_WF_GET]       = { "wf_get", "SELECT " WF_COLUMNS " FROM horsies_workflows WHERE id = $1", 1 },
     [STMT_WF_NODES]     = { "wf_nodes", "SELECT node_id, task_name, queue_name, status, task_id, to_json(waits_for),"
-        " join_kind, result, error_code, error_message, finished_at FROM horsies_workflow_tasks"
+        " join_kind, result, error_code, error_message, finished_at FROM tasks.workflow_nodes"
         " WHERE workflow_id = $1 ORDER BY node_id", 1 },
     [STMT_WF_LIST]      = { "wf_list", "SELECT " WF_COLUMNS " FROM horsies_workflows"
         " WHERE ($1::text IS NULL OR status = $1) AND ($2::text IS NULL OR name = $2) AND ($3::uuid IS NULL OR id > $3)"

@@ -45,9 +45,17 @@ static void check_ids(const wf_node *nodes, size_t n, wf_problems *p)
 static void check_edges(const wf_node *nodes, size_t n, wf_problems *p)
 {
     for (size_t i = 0; i < n; i++)
-        for (size_t k = 0; k < nodes[i].nwaits; k++)
-            if (find(nodes, n, nodes[i].waits_for[k]) < 0)
-                problem(p, "node \"%s\" waits for \"%s\", which is not a node", nodes[i].id, nodes[i].waits_for[k]);
+        for (size_t k = 0; k < nodes[i].nwaits; k++) {
+            const char *dep = nodes[i].waits_for[k];
+            if (find(nodes, n, dep) < 0)
+                problem(p, "node \"%s\" waits for \"%s\", which is not a node", nodes[i].id, dep);
+            /* a predecessor named twice would be counted twice by the join, and end once */
+            for (size_t j = 0; j < k; j++)
+                if (strcmp(nodes[i].waits_for[j], dep) == 0) {
+                    problem(p, "node \"%s\" waits for \"%s\" twice", nodes[i].id, dep);
+                    break;
+                }
+        }
 }
 
 static void check_join(const wf_node *v, wf_problems *p)

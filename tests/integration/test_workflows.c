@@ -59,7 +59,7 @@ static const char *start(silt_server *s, const char *body)
 
 static const char *node_status(const char *wf, const char *node)
 {
-    return sql("SELECT status FROM horsies_workflow_tasks WHERE workflow_id = '%s' AND node_id = '%s'", wf, node);
+    return sql("SELECT status FROM tasks.workflow_nodes WHERE workflow_id = '%s' AND node_id = '%s'", wf, node);
 }
 
 TEST(a_diamond_runs_in_order_and_args_from_carries_results_forward)

@@ -44,6 +44,15 @@ TEST(workflow_check_names_duplicate_and_unknown_nodes)
               " | node \"b\" waits for \"zz\", which is not a node");
 }
 
+TEST(workflow_check_refuses_a_predecessor_named_twice)
+{
+    wf_node nodes[] = {
+        { "a", NULL, 0, "all", 0, NULL, 0, true },
+        { "b", W("a", "a"), 2, "all", 0, NULL, 0, true },
+    };
+    CHECK_STR(problems_of(nodes, 2, "FAIL", NULL), "node \"b\" waits for \"a\" twice");
+}
+
 TEST(workflow_check_names_a_cycle_by_its_nodes)
 {
     wf_node nodes[] = {
