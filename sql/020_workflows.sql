@@ -62,7 +62,6 @@ CREATE TABLE horsies_workflow_tasks (
     PRIMARY KEY (workflow_id, node_id)
 );
 CREATE UNIQUE INDEX horsies_workflow_tasks_task ON horsies_workflow_tasks (task_id);
-CREATE INDEX horsies_workflow_tasks_ready ON horsies_workflow_tasks (workflow_id) WHERE status = 'READY';
 
 -- Crashed-worker progression evidence: a node task that recovery ended,
 -- waiting for the maintenance owner to advance its workflow.
@@ -144,18 +143,18 @@ BEGIN
 END $$;
 
 -- What a PENDING node's join says, from its counts of predecessors ended:
--- 'ready', 'skip' or 'wait'.
+-- 'ready', 'skip' or 'wait'. One expression, so PostgreSQL inlines it.
 CREATE FUNCTION tasks.join_says(p_kind text, p_allow_failed boolean, p_min integer, p_deps integer,
                                 p_done integer, p_failed integer) RETURNS text
 LANGUAGE sql IMMUTABLE AS $$
     SELECT CASE
         WHEN p_deps = 0 THEN 'ready'
-        WHEN p_kind = 'all' AND p_allow_failed THEN CASE WHEN open = 0 THEN 'ready' ELSE 'wait' END
-        WHEN p_kind = 'all' THEN CASE WHEN p_failed > 0 THEN 'skip' WHEN open = 0 THEN 'ready' ELSE 'wait' END
-        WHEN p_kind = 'any' THEN CASE WHEN p_done > 0 THEN 'ready' WHEN open = 0 THEN 'skip' ELSE 'wait' END
-        ELSE CASE WHEN p_done >= p_min THEN 'ready' WHEN p_done + open < p_min THEN 'skip' ELSE 'wait' END
+        WHEN p_kind = 'all' AND p_allow_failed THEN CASE WHEN p_done + p_failed = p_deps THEN 'ready' ELSE 'wait' END
+        WHEN p_kind = 'all' THEN CASE WHEN p_failed > 0 THEN 'skip' WHEN p_done = p_deps THEN 'ready' ELSE 'wait' END
+        WHEN p_kind = 'any' THEN CASE WHEN p_done > 0 THEN 'ready' WHEN p_done + p_failed = p_deps THEN 'skip'
+                                      ELSE 'wait' END
+        ELSE CASE WHEN p_done >= p_min THEN 'ready' WHEN p_deps - p_failed < p_min THEN 'skip' ELSE 'wait' END
     END
-    FROM (SELECT p_deps - p_done - p_failed AS open) c
 $$;
 
 -- A workflow whose every node ended completes when its output node (or,
@@ -187,37 +186,28 @@ BEGIN
     RETURN outcome;
 END $$;
 
--- One wave of node ends (parallel arrays: workflow, node, how it ended):
--- the workflows' open counts drop by their ends, and each successor counts
--- its predecessors ended (one update per successor, whatever the number of
+-- One wave of advancement. In: for each successor of the nodes that just
+-- ended, how many of them completed (ok) and how many did not (bad). Each
+-- successor still PENDING counts them (one update, whatever the number of
 -- ends) and decides by its join: still PENDING, SKIPPED, or, ready, sent
 -- at once (ENQUEUED, its task in horsies_tasks) while its workflow runs
--- and READY while it is paused. Returns the successors this wave skipped,
--- the next wave. The caller holds the workflows' locks, so the successors
--- read here are the ones updated.
-CREATE FUNCTION tasks.nodes_wave(INOUT e_wf uuid[], INOUT e_node text[], INOUT e_st text[])
+-- and READY while it is paused. Out: the same counts for the successors
+-- of the nodes this wave skipped, the next wave (NULL: none). p_running:
+-- the workflows RUNNING. The caller holds the workflows' locks, so the
+-- successors read are those updated.
+CREATE FUNCTION tasks.nodes_wave(INOUT c_wf uuid[], INOUT c_node text[], INOUT c_ok integer[],
+                                 INOUT c_bad integer[], p_running uuid[])
 LANGUAGE plpgsql AS $$
 DECLARE
     sent horsies_workflow_tasks[];
 BEGIN
-    UPDATE horsies_workflows w SET open_nodes = w.open_nodes - c.n
-      FROM (SELECT x, count(*) AS n FROM unnest(e_wf) AS x GROUP BY x) c WHERE w.id = c.x;
-    WITH ended AS (
-        SELECT * FROM unnest(e_wf, e_node, e_st) AS u(wf, node, st)),
-    counts AS (
-        SELECT e.wf, s.node, (count(*) FILTER (WHERE e.st = 'COMPLETED'))::integer AS ok,
-               (count(*) FILTER (WHERE e.st <> 'COMPLETED'))::integer AS bad
-          FROM ended e JOIN horsies_workflow_tasks p ON p.workflow_id = e.wf AND p.node_id = e.node,
-               unnest(p.next_nodes) AS s(node)
-         GROUP BY e.wf, s.node),
-    decided AS (
+    WITH decided AS (
         SELECT n.workflow_id, n.node_id, n.deps_done + c.ok AS done, n.deps_failed + c.bad AS failed,
                tasks.join_says(n.join_kind, n.allow_failed_deps, n.min_success, cardinality(n.waits_for),
                                n.deps_done + c.ok, n.deps_failed + c.bad) AS says,
-               w.status = 'RUNNING' AS running
-          FROM counts c
-          JOIN horsies_workflow_tasks n ON n.workflow_id = c.wf AND n.node_id = c.node AND n.status = 'PENDING'
-          JOIN horsies_workflows w ON w.id = c.wf),
+               c.wf = ANY (p_running) AS running
+          FROM unnest(c_wf, c_node, c_ok, c_bad) AS c(wf, node, ok, bad)
+          JOIN horsies_workflow_tasks n ON n.workflow_id = c.wf AND n.node_id = c.node AND n.status = 'PENDING'),
     moved AS (
         UPDATE horsies_workflow_tasks n
            SET deps_done = d.done, deps_failed = d.failed,
@@ -227,29 +217,40 @@ BEGIN
                finished_at = CASE WHEN d.says = 'skip' THEN now() END
           FROM decided d
          WHERE n.workflow_id = d.workflow_id AND n.node_id = d.node_id
-        RETURNING n.*)
-    SELECT array_agg(m.workflow_id) FILTER (WHERE m.status = 'SKIPPED'),
-           array_agg(m.node_id) FILTER (WHERE m.status = 'SKIPPED'),
-           array_agg(m.status) FILTER (WHERE m.status = 'SKIPPED'),
-           array_agg(m::horsies_workflow_tasks) FILTER (WHERE m.status = 'ENQUEUED')
-      INTO e_wf, e_node, e_st, sent FROM moved m;
+        RETURNING n.*),
+    closed AS (   -- a skipped node is no longer open
+        UPDATE horsies_workflows w SET open_nodes = w.open_nodes - k.n
+          FROM (SELECT m.workflow_id, count(*) AS n FROM moved m WHERE m.status = 'SKIPPED' GROUP BY 1) k
+         WHERE w.id = k.workflow_id),
+    next AS (
+        SELECT m.workflow_id, s.node, 0 AS ok, count(*)::integer AS bad
+          FROM moved m, unnest(m.next_nodes) AS s(node) WHERE m.status = 'SKIPPED' GROUP BY 1, 2)
+    SELECT (SELECT array_agg(m::horsies_workflow_tasks) FROM moved m WHERE m.status = 'ENQUEUED'),
+           x.wf, x.node, x.ok, x.bad
+      INTO sent, c_wf, c_node, c_ok, c_bad
+      FROM (SELECT array_agg(workflow_id) AS wf, array_agg(node) AS node, array_agg(ok) AS ok, array_agg(bad) AS bad
+              FROM next) x;
     IF sent IS NOT NULL THEN PERFORM tasks.enqueue_nodes(sent); END IF;
 END $$;
 
 -- Node tasks ended (parallel arrays: task id, task status, result, error):
 -- each node whose current task it was takes the end (COMPLETED, FAILED, or
--- SKIPPED for a cancelled task); a workflow with onError PAUSE pauses at
--- a failure; successors decide and those ready are sent, skips propagate;
--- a running workflow with nothing open finishes. A node moves only while its task is
--- the current one and unended: a completion is never applied twice.
+-- SKIPPED for a cancelled task) and is no longer open; a workflow with
+-- onError PAUSE pauses at a failure (before its successors decide, so
+-- nothing new starts); successors decide and those ready are sent, skips
+-- propagate; a running workflow with nothing open finishes. A node moves
+-- only while its task is the current one and unended: a completion is
+-- never applied twice.
 CREATE FUNCTION tasks.nodes_ended(p_tasks uuid[], p_statuses text[], p_results json[], p_codes text[],
                                   p_messages text[])
 RETURNS void LANGUAGE plpgsql AS $$
 DECLARE
-    wfs    uuid[];
-    e_wf   uuid[];
-    e_node text[];
-    e_st   text[];
+    wfs     uuid[];
+    running uuid[];
+    c_wf   uuid[];
+    c_node text[];
+    c_ok   integer[];
+    c_bad  integer[];
     w      horsies_workflows;
 BEGIN
     -- one batch of ends at a time per workflow, locked in id order
@@ -264,13 +265,25 @@ BEGIN
                result = u.result, error_code = u.code, error_message = u.message, finished_at = now()
           FROM unnest(p_tasks, p_statuses, p_results, p_codes, p_messages) AS u(task, st, result, code, message)
          WHERE n.task_id = u.task AND n.status = 'ENQUEUED'
-        RETURNING n.workflow_id, n.node_id, n.status)
-    SELECT array_agg(d.workflow_id), array_agg(d.node_id), array_agg(d.status) INTO e_wf, e_node, e_st FROM done d;
-    UPDATE horsies_workflows SET status = 'PAUSED', paused_at = now()   -- before the waves: nothing new starts
-     WHERE id IN (SELECT u.wf FROM unnest(e_wf, e_st) AS u(wf, st) WHERE u.st = 'FAILED')
-       AND on_error = 'PAUSE' AND status = 'RUNNING';
-    WHILE e_wf IS NOT NULL LOOP
-        SELECT * INTO e_wf, e_node, e_st FROM tasks.nodes_wave(e_wf, e_node, e_st);
+        RETURNING n.workflow_id, n.status, n.next_nodes),
+    closed AS (
+        UPDATE horsies_workflows f
+           SET open_nodes = f.open_nodes - k.n,
+               status = CASE WHEN k.failed AND f.on_error = 'PAUSE' AND f.status = 'RUNNING' THEN 'PAUSED'
+                             ELSE f.status END,
+               paused_at = CASE WHEN k.failed AND f.on_error = 'PAUSE' AND f.status = 'RUNNING' THEN now()
+                                ELSE f.paused_at END
+          FROM (SELECT d.workflow_id, count(*) AS n, bool_or(d.status = 'FAILED') AS failed FROM done d GROUP BY 1) k
+         WHERE f.id = k.workflow_id),
+    next AS (
+        SELECT d.workflow_id, s.node, (count(*) FILTER (WHERE d.status = 'COMPLETED'))::integer AS ok,
+               (count(*) FILTER (WHERE d.status <> 'COMPLETED'))::integer AS bad
+          FROM done d, unnest(d.next_nodes) AS s(node) GROUP BY 1, 2)
+    SELECT array_agg(workflow_id), array_agg(node), array_agg(ok), array_agg(bad) INTO c_wf, c_node, c_ok, c_bad
+      FROM next;
+    running := ARRAY(SELECT f.id FROM horsies_workflows f WHERE f.id = ANY (wfs) AND f.status = 'RUNNING');
+    WHILE c_wf IS NOT NULL LOOP
+        SELECT * INTO c_wf, c_node, c_ok, c_bad FROM tasks.nodes_wave(c_wf, c_node, c_ok, c_bad, running);
     END LOOP;
     FOR w IN SELECT * FROM horsies_workflows WHERE id = ANY (wfs) AND status = 'RUNNING' AND open_nodes = 0
               ORDER BY id LOOP
