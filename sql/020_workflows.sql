@@ -93,55 +93,6 @@ $$;
 -- node's counters) is written once per wave of ends rather than once per
 -- node, and workflows are locked once, in id order.
 
--- Sends the tasks of nodes just marked ENQUEUED (their rows, task_id
--- set): each with its node's own args and, for each argsFrom parameter,
--- the named predecessor's result.
-CREATE FUNCTION tasks.enqueue_nodes(p_nodes horsies_workflow_tasks[]) RETURNS void
-LANGUAGE plpgsql AS $$
-DECLARE
-    q text;
-BEGIN
-    FOR q IN
-        WITH queued AS (
-            INSERT INTO horsies_tasks (id, task_name, queue_name, args, priority, status, good_until, timeout_ms,
-                                       max_retries, retry_delays_ms, retry_base_ms, retry_cap_ms, retry_jitter,
-                                       retry_on, workflow_id, workflow_node)
-            SELECT r.task_id, r.task_name, r.queue_name,
-                   CASE WHEN r.args_from IS NULL THEN r.args ELSE (
-                       SELECT (r.args::jsonb || coalesce(jsonb_object_agg(f.key, coalesce(p.result::jsonb, 'null')),
-                                                         '{}'))::json
-                         FROM jsonb_each_text(r.args_from) f
-                         JOIN horsies_workflow_tasks p ON p.workflow_id = r.workflow_id AND p.node_id = f.value) END,
-                   r.priority, 'PENDING', r.good_until, r.timeout_ms, r.max_retries, r.retry_delays_ms,
-                   r.retry_base_ms, r.retry_cap_ms, r.retry_jitter, r.retry_on, r.workflow_id, r.node_id
-              FROM unnest(p_nodes) r ORDER BY r.workflow_id, r.node_id
-            RETURNING queue_name)
-        SELECT DISTINCT queue_name FROM queued
-    LOOP
-        -- Claimers must hear of it, and the server that ends this
-        -- transaction cannot tell (it sees tasks end, not what they
-        -- enqueued): a NOTIFY, once per queue, in these transactions only.
-        PERFORM pg_notify('silt_tasks', 'sent:' || q);
-    END LOOP;
-END $$;
-
--- Enqueues the READY nodes of the given workflows that are RUNNING (at
--- start, and at resume).
-CREATE FUNCTION tasks.enqueue_ready(p_workflows uuid[]) RETURNS void
-LANGUAGE plpgsql AS $$
-DECLARE
-    nodes horsies_workflow_tasks[];
-BEGIN
-    WITH marked AS (
-        UPDATE horsies_workflow_tasks n SET status = 'ENQUEUED', task_id = tasks.uuid7()
-          FROM horsies_workflows w
-         WHERE w.id = n.workflow_id AND n.workflow_id = ANY (p_workflows) AND n.status = 'READY'
-           AND w.status = 'RUNNING'
-        RETURNING n.*)
-    SELECT array_agg(m::horsies_workflow_tasks) INTO nodes FROM marked m;
-    IF nodes IS NOT NULL THEN PERFORM tasks.enqueue_nodes(nodes); END IF;
-END $$;
-
 -- What a PENDING node's join says, from its counts of predecessors ended:
 -- 'ready', 'skip' or 'wait'. One expression, so PostgreSQL inlines it.
 CREATE FUNCTION tasks.join_says(p_kind text, p_allow_failed boolean, p_min integer, p_deps integer,
@@ -188,18 +139,21 @@ END $$;
 
 -- One wave of advancement. In: for each successor of the nodes that just
 -- ended, how many of them completed (ok) and how many did not (bad). Each
--- successor still PENDING counts them (one update, whatever the number of
--- ends) and decides by its join: still PENDING, SKIPPED, or, ready, sent
--- at once (ENQUEUED, its task in horsies_tasks) while its workflow runs
--- and READY while it is paused. Out: the same counts for the successors
--- of the nodes this wave skipped, the next wave (NULL: none). p_running:
--- the workflows RUNNING. The caller holds the workflows' locks, so the
--- successors read are those updated.
+-- successor still PENDING (or READY, waiting for a resume) counts them
+-- (one update, whatever the number of ends) and decides by its join: still
+-- PENDING, SKIPPED, or, ready, sent at once while its workflow runs
+-- (ENQUEUED, its task in horsies_tasks with its args and, for each argsFrom
+-- parameter, the named predecessor's result) and READY while it is paused.
+-- Out: the same counts for the successors of the nodes this wave skipped,
+-- the next wave (NULL: none). p_running: the workflows RUNNING. The caller
+-- holds the workflows' locks, so the successors read are those updated.
+-- Starting a workflow is a wave too: its roots with counts of zero.
 CREATE FUNCTION tasks.nodes_wave(INOUT c_wf uuid[], INOUT c_node text[], INOUT c_ok integer[],
                                  INOUT c_bad integer[], p_running uuid[])
 LANGUAGE plpgsql AS $$
 DECLARE
-    sent horsies_workflow_tasks[];
+    queues text[];
+    q      text;
 BEGIN
     WITH decided AS (
         SELECT n.workflow_id, n.node_id, n.deps_done + c.ok AS done, n.deps_failed + c.bad AS failed,
@@ -207,7 +161,8 @@ BEGIN
                                n.deps_done + c.ok, n.deps_failed + c.bad) AS says,
                c.wf = ANY (p_running) AS running
           FROM unnest(c_wf, c_node, c_ok, c_bad) AS c(wf, node, ok, bad)
-          JOIN horsies_workflow_tasks n ON n.workflow_id = c.wf AND n.node_id = c.node AND n.status = 'PENDING'),
+          JOIN horsies_workflow_tasks n
+            ON n.workflow_id = c.wf AND n.node_id = c.node AND n.status IN ('PENDING', 'READY')),
     moved AS (
         UPDATE horsies_workflow_tasks n
            SET deps_done = d.done, deps_failed = d.failed,
@@ -218,19 +173,38 @@ BEGIN
           FROM decided d
          WHERE n.workflow_id = d.workflow_id AND n.node_id = d.node_id
         RETURNING n.*),
+    sent AS (
+        INSERT INTO horsies_tasks (id, task_name, queue_name, args, priority, status, good_until, timeout_ms,
+                                   max_retries, retry_delays_ms, retry_base_ms, retry_cap_ms, retry_jitter,
+                                   retry_on, workflow_id, workflow_node)
+        SELECT r.task_id, r.task_name, r.queue_name,
+               CASE WHEN r.args_from IS NULL THEN r.args ELSE (
+                   SELECT (r.args::jsonb || coalesce(jsonb_object_agg(f.key, coalesce(p.result::jsonb, 'null')),
+                                                     '{}'))::json
+                     FROM jsonb_each_text(r.args_from) f
+                     JOIN horsies_workflow_tasks p ON p.workflow_id = r.workflow_id AND p.node_id = f.value) END,
+               r.priority, 'PENDING', r.good_until, r.timeout_ms, r.max_retries, r.retry_delays_ms,
+               r.retry_base_ms, r.retry_cap_ms, r.retry_jitter, r.retry_on, r.workflow_id, r.node_id
+          FROM moved r WHERE r.status = 'ENQUEUED' ORDER BY r.workflow_id, r.node_id
+        RETURNING queue_name),
     closed AS (   -- a skipped node is no longer open
         UPDATE horsies_workflows w SET open_nodes = w.open_nodes - k.n
           FROM (SELECT m.workflow_id, count(*) AS n FROM moved m WHERE m.status = 'SKIPPED' GROUP BY 1) k
          WHERE w.id = k.workflow_id),
     next AS (
         SELECT m.workflow_id, s.node, 0 AS ok, count(*)::integer AS bad
-          FROM moved m, unnest(m.next_nodes) AS s(node) WHERE m.status = 'SKIPPED' GROUP BY 1, 2)
-    SELECT (SELECT array_agg(m::horsies_workflow_tasks) FROM moved m WHERE m.status = 'ENQUEUED'),
-           x.wf, x.node, x.ok, x.bad
-      INTO sent, c_wf, c_node, c_ok, c_bad
-      FROM (SELECT array_agg(workflow_id) AS wf, array_agg(node) AS node, array_agg(ok) AS ok, array_agg(bad) AS bad
-              FROM next) x;
-    IF sent IS NOT NULL THEN PERFORM tasks.enqueue_nodes(sent); END IF;
+          FROM moved m, unnest(m.next_nodes) AS s(node) WHERE m.status = 'SKIPPED' GROUP BY 1, 2),
+    wave AS (
+        SELECT array_agg(workflow_id) AS wf, array_agg(node) AS node, array_agg(ok) AS ok, array_agg(bad) AS bad
+          FROM next)
+    SELECT w.wf, w.node, w.ok, w.bad, (SELECT array_agg(DISTINCT x.queue_name) FROM sent x)
+      INTO c_wf, c_node, c_ok, c_bad, queues FROM wave w;
+    -- Claimers must hear of the tasks sent, and the server that ends this
+    -- transaction cannot tell (it sees tasks end, not what they sent): a
+    -- NOTIFY, once per queue, in these transactions only.
+    FOREACH q IN ARRAY coalesce(queues, '{}') LOOP
+        PERFORM pg_notify('silt_tasks', 'sent:' || q);
+    END LOOP;
 END $$;
 
 -- Node tasks ended (parallel arrays: task id, task status, result, error):
@@ -291,24 +265,30 @@ BEGIN
     END LOOP;
 END $$;
 
--- Starts (or resumes) a workflow: RUNNING, its READY nodes (those without
--- predecessors, at start) enqueued; ended at once when nothing is open.
+-- Starts (or resumes) a workflow: RUNNING, and a wave of its nodes without
+-- predecessors (at start) or READY (at resume) sends them; it ends at once
+-- when nothing is open.
 CREATE FUNCTION tasks.workflow_settle(p_workflow uuid) RETURNS text
 LANGUAGE plpgsql AS $$
 DECLARE
-    w horsies_workflows;
+    w     horsies_workflows;
+    nodes text[];
 BEGIN
     SELECT * INTO w FROM horsies_workflows WHERE id = p_workflow FOR UPDATE;
     IF w.status NOT IN ('PENDING', 'RUNNING') THEN RETURN w.status; END IF;
     IF w.status = 'PENDING' THEN
-        UPDATE horsies_workflow_tasks SET status = 'READY'
-         WHERE workflow_id = p_workflow AND status = 'PENDING' AND cardinality(waits_for) = 0;
         UPDATE horsies_workflows SET status = 'RUNNING', started_at = now(),
                open_nodes = (SELECT count(*) FROM horsies_workflow_tasks WHERE workflow_id = p_workflow)
          WHERE id = p_workflow RETURNING * INTO w;
     END IF;
     IF w.open_nodes = 0 THEN RETURN tasks.workflow_finish(w); END IF;
-    PERFORM tasks.enqueue_ready(ARRAY[p_workflow]);
+    nodes := ARRAY(SELECT n.node_id FROM horsies_workflow_tasks n WHERE n.workflow_id = p_workflow
+                      AND (n.status = 'READY' OR (n.status = 'PENDING' AND cardinality(n.waits_for) = 0)));
+    IF cardinality(nodes) > 0 THEN
+        PERFORM tasks.nodes_wave(array_fill(p_workflow, ARRAY[cardinality(nodes)]), nodes,
+                                 array_fill(0, ARRAY[cardinality(nodes)]), array_fill(0, ARRAY[cardinality(nodes)]),
+                                 ARRAY[p_workflow]);
+    END IF;
     RETURN w.status;
 END $$;
 
@@ -440,7 +420,7 @@ CREATE OR REPLACE VIEW tasks.all_tasks AS
 -- A workflow and its nodes (parallel arrays, one element per node; waits
 -- as array literals, argsFrom as JSON objects, retry delays and retryOn as
 -- array literals), each node written once with the successors that wait
--- for it; tasks.workflow_settle starts it, in the same transaction.
+-- for it, then started (tasks.workflow_settle). Returns its status.
 CREATE FUNCTION tasks.workflow_create(p_id uuid, p_name text, p_on_error text, p_output text,
                                       p_nodes text[], p_tasks text[], p_queues text[], p_args text[],
                                       p_waits text[], p_joins text[], p_min integer[], p_allow boolean[],
@@ -448,7 +428,8 @@ CREATE FUNCTION tasks.workflow_create(p_id uuid, p_name text, p_on_error text, p
                                       p_max_retries integer[], p_retry_delays text[], p_bases integer[],
                                       p_caps integer[], p_jitters real[], p_retry_on text[],
                                       p_good_until timestamptz[])
-RETURNS void LANGUAGE sql AS $$
+RETURNS text LANGUAGE plpgsql AS $$
+BEGIN
     INSERT INTO horsies_workflows (id, name, status, on_error, output_node)
     VALUES (p_id, p_name, 'PENDING', p_on_error, p_output);
     WITH node AS (
@@ -469,7 +450,8 @@ RETURNS void LANGUAGE sql AS $$
            n.base, n.cap, n.jitter, n.retry_on::text[], n.good_until, n.waits_for, n.join_kind, n.min, n.allow,
            coalesce(x.next_nodes, '{}'), n.args_from::jsonb
       FROM node n LEFT JOIN nexts x ON x.dep = n.node;
-$$;
+    RETURN tasks.workflow_settle(p_id);
+END $$;
 
 -- pause, resume, cancel. Returns the status afterwards (NULL: no such
 -- workflow); a finished workflow is left as it is.

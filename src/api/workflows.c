@@ -212,14 +212,14 @@ static void started(void *arg, const db_reply *reply)
     emit_init(&e, &out);
     emit_object(&e);
     emit_key(&e, "id"); emit_str(&e, c->id);
-    emit_key(&e, "status"); api_emit_text_col(&e, reply->results[1], 0, 0);
+    emit_key(&e, "status"); api_emit_text_col(&e, reply->results[0], 0, 0);
     emit_end(&e);
     httpd_reply_buf(c->req, 201, &out);
     free(c);
 }
 
-/* The two calls of a start, one transaction: the workflow and its nodes, then settle. */
-static void start_calls(db_job *job, const char *id, const wf_input *in)
+/* A start: the workflow and its nodes written and started, in one call. */
+static void start_call(db_job *job, const char *id, const wf_input *in)
 {
     enum { N_ID, N_TASK, N_QUEUE, N_ARGS, N_WAITS, N_JOIN, N_MIN, N_ALLOW, N_FROM, O_PRIORITY, O_TIMEOUT, O_RETRIES,
            O_DELAYS, O_BASE, O_CAP, O_JITTER, O_RETRY_ON, O_GOOD_UNTIL, N_ARRAYS };
@@ -255,8 +255,6 @@ static void start_calls(db_job *job, const char *id, const wf_input *in)
     const char *create[4 + N_ARRAYS] = { id, in->name, in->on_error, in->output };
     for (int i = 0; i < N_ARRAYS; i++) create[4 + i] = db_array_literal(&a[i]);
     db_job_call(job, STMT_WF_CREATE, create, NULL, NULL);
-    const char *settle[1] = { id };
-    db_job_call(job, STMT_WF_SETTLE, settle, NULL, NULL);
     for (int i = 0; i < N_ARRAYS; i++) db_array_fini(&a[i]);
 }
 
@@ -272,7 +270,7 @@ void api_workflow_start(httpd_req *req, server *srv)
         ids_uuid7(c->raw);
         ids_uuid_format(c->raw, c->id);
         db_job *job = db_job_new(started, c);
-        start_calls(job, c->id, &in);
+        start_call(job, c->id, &in);
         db_submit(srv->pool, job);
     }
     input_free(&in);

@@ -117,7 +117,6 @@ const db_statement db_statements[STMT_COUNT] = {
     /* workflows (sql/020_workflows.sql): rows in the order api/workflows.c reads them */
     [STMT_WF_CREATE]    = { "wf_create", "SELECT tasks.workflow_create($1, $2, $3, $4, $5, $6, $7, $8, $9, $10,"
         " $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22)", 22 },
-    [STMT_WF_SETTLE]    = { "wf_settle", "SELECT tasks.workflow_settle($1)", 1 },
     [STMT_WF_GET]       = { "wf_get", "SELECT " WF_COLUMNS " FROM horsies_workflows WHERE id = $1", 1 },
     [STMT_WF_NODES]     = { "wf_nodes", "SELECT node_id, task_name, queue_name, status, task_id, to_json(waits_for),"
         " join_kind, result, error_code, error_message, finished_at FROM tasks.workflow_nodes"

@@ -61,7 +61,6 @@ typedef enum db_stmt {
     STMT_TASK_RECOVER,
     STMT_TASK_NOTIFY,
     STMT_WF_CREATE,
-    STMT_WF_SETTLE,
     STMT_WF_GET,
     STMT_WF_NODES,
     STMT_WF_LIST,
