@@ -61,7 +61,7 @@ CREATE TABLE horsies_workflow_tasks (
     finished_at       timestamptz,
     PRIMARY KEY (workflow_id, node_id)
 );
-CREATE UNIQUE INDEX horsies_workflow_tasks_task ON horsies_workflow_tasks (task_id);
+CREATE UNIQUE INDEX horsies_workflow_tasks_task ON horsies_workflow_tasks (task_id) WHERE task_id IS NOT NULL;
 
 -- Crashed-worker progression evidence: a node task that recovery ended,
 -- waiting for the maintenance owner to advance its workflow.

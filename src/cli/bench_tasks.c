@@ -56,7 +56,8 @@ static bool tasks_next(bench_worker *w, void *ctx)
 {
     tasks_ctx *c = ctx;
     buf_reset(&w->path);
-    if (w->id < c->producers && c->sent - c->completed >= BENCH_TASK_BACKLOG) {
+    uint64_t backlog = c->workflow.len ? BENCH_WORKFLOW_BACKLOG : BENCH_TASK_BACKLOG;
+    if (w->id < c->producers && c->sent - c->completed >= backlog) {
         /* enough waiting: a cheap request instead, so the latency measured is the engine's, not a queue's */
         w->method = BENCH_GET;
         buf_puts(&w->path, "/health");

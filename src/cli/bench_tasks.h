@@ -25,6 +25,11 @@ typedef struct bench_tasks_result {
 
 #define BENCH_WORKFLOW_FAN 100     /* workflow scenario: root, this many nodes, sink */
 #define BENCH_WORKFLOW_PRODUCERS 2
+/* The same for workflows, in nodes: a workflow's nodes count from its
+ * start, but only a stage of it can be claimed at a time (the root, then
+ * the fan, then the sink), so twice the tasks' backlog keeps about as many
+ * claimable as the tasks scenario has. */
+#define BENCH_WORKFLOW_BACKLOG (2 * BENCH_TASK_BACKLOG)
 
 /* cfg->workers connections in all: the first producers send (tasks, or
  * with workflows a fan-out/fan-in workflow each), the rest are task
