@@ -108,6 +108,16 @@ TEST(a_bad_definition_is_refused_with_every_problem_and_nothing_is_written)
     CHECK_INT(r.status, 400);
     CHECK(strstr(jstr(&r, "error"), "nodes[0]: task is required") != NULL);
     reply_fini(&r);
+    rq(&s, "POST", "/api/v1/workflows", "{\"name\":\"bad\",\"onEror\":\"PAUSE\",\"nodes\":["
+       "{\"id\":\"a\",\"task\":\"ok\",\"queue\":\"q\"}]}", &r);   /* a misspelt option is not ignored */
+    CHECK_INT(r.status, 400);
+    CHECK_STR(jstr(&r, "error"), "unknown field \"onEror\" in a workflow");
+    reply_fini(&r);
+    rq(&s, "POST", "/api/v1/workflows", "{\"name\":\"bad\",\"nodes\":[{\"id\":\"a\",\"task\":\"ok\",\"queue\":\"q\"},"
+       "{\"id\":\"b\",\"task\":\"ok\",\"queue\":\"q\",\"waitsFor\":[\"a\",\"a\"]}]}", &r);
+    CHECK_INT(r.status, 400);
+    CHECK_STR(jstr(&r, "error"), "node \"b\" waits for \"a\" twice");
+    reply_fini(&r);
     CHECK_STR(sql("SELECT count(*) FROM horsies_workflows"), "0");
     CHECK_STR(sql("SELECT count(*) FROM horsies_tasks"), "0");
     srv_stop(&s);
@@ -329,6 +339,8 @@ TEST(a_workflow_node_fails_only_when_its_task_has_exhausted_its_retries)
                   " WHERE workflow_id = '%s' AND node_id = 'flaky'", wf), "FAILED BOOM attempt 3");
     CHECK_STR(node_status(wf, "after"), "SKIPPED");   /* all join, no allowFailedDeps */
     CHECK_STR(workflow_status(wf), "FAILED");
+    CHECK_STR(sql("SELECT error_code || ' ' || error_message FROM horsies_workflows WHERE id = '%s'", wf),
+              "BOOM node flaky failed: attempt 3");   /* the workflow says which node and why */
     CHECK_STR(sql("SELECT count(*) FROM horsies_task_attempts WHERE task_id = '%s'", first_task), "3");
     CHECK_STR(sql("SELECT count(*) FROM horsies_tasks WHERE workflow_id = '%s'", wf), "0");   /* after never sent */
     claim_started(&s, "p", &c);   /* and onError PAUSE pauses at the last attempt's failure */
@@ -405,6 +417,12 @@ TEST(workflow_controls_that_do_not_apply_change_nothing_and_unknown_or_malformed
     reply_fini(&r);
 
     control_refused(&s, running, "resume", "RUNNING");   /* not paused: nothing to resume */
+    char paused[96];
+    keep_str(paused, start(&s, "{\"name\":\"p\",\"nodes\":[{\"id\":\"a\",\"task\":\"ok\",\"queue\":\"p\"}]}"));
+    rq(&s, "POST", sfmt("/api/v1/workflows/%s/pause", paused), NULL, &r);
+    CHECK_STR(jstr(&r, "status"), "PAUSED");
+    reply_fini(&r);
+    control_refused(&s, paused, "pause", "PAUSED");   /* paused already: pausedAt stays */
     static const char *const actions[] = { "pause", "resume", "cancel" };
     for (int i = 0; i < 3; i++) {   /* an ended workflow stays as it ended */
         control_refused(&s, completed, actions[i], "COMPLETED");
