@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include "api/api.h"
+#include "api/held_get.h"
 #include "api/task_input.h"
-#include "base/clock.h"
 #include "base/xalloc.h"
 #include "db/result.h"
 #include "tasks/send.h"
@@ -152,80 +152,30 @@ void api_task_send(httpd_req *req, server *srv)
 
 /* ---- get, waiting for the end ---- */
 
-typedef struct get_call {
-    httpd_req *req;
-    server    *srv;
-    char       id[IDS_UUID_TEXT];
-    uint8_t    raw[16];
-    int64_t    deadline_us;   /* 0: no wait */
-    task_park *park;
-} get_call;
+static void read_task(db_job *job, const char *const *id)
+{
+    db_job_call(job, STMT_TASK_GET, id, NULL, NULL);
+}
 
-static void get_again(get_call *c);
+static bool task_ended(const db_reply *reply)
+{
+    return task_status_terminal(db_str(reply->results[0], 0, TASK_C_STATUS));
+}
 
-static void reply_task(httpd_req *req, const PGresult *r)
+static void reply_task(httpd_req *req, const db_reply *reply)
 {
     buf out;
     buf_init(&out);
     emit e;
     emit_init(&e, &out);
-    api_emit_task(&e, r, 0);
+    api_emit_task(&e, reply->results[0], 0);
     httpd_reply_buf(req, 200, &out);
-}
-
-static void on_wake(void *arg, bool timed_out)
-{
-    get_call *c = arg;
-    (void)timed_out;
-    c->park = NULL;
-    get_again(c);
-}
-
-static bool keeps_waiting(const get_call *c)
-{
-    return c->deadline_us > clock_mono_us() && !c->srv->draining;
-}
-
-static void got(void *arg, const db_reply *reply)
-{
-    get_call *c = arg;
-    const PGresult *r = reply->error ? NULL : reply->results[0];
-    bool done = reply->error || PQntuples(r) == 0 || task_status_terminal(db_str(r, 0, TASK_C_STATUS));
-    if (done || !keeps_waiting(c)) {
-        if (c->park) task_park_cancel(c->park);
-        if (reply->error) api_db_error(c->req, reply);
-        else if (PQntuples(r) == 0) httpd_error(c->req, 404, "no task %s", c->id);
-        else reply_task(c->req, r);
-        free(c);
-        return;
-    }
-    task_park_arm(c->park);
-}
-
-static void get_again(get_call *c)
-{
-    if (keeps_waiting(c))
-        c->park = task_park_done(c->srv->tasks, c->raw, (c->deadline_us - clock_mono_us()) / 1000, on_wake, c);
-    const char *values[1] = { c->id };
-    db_job *job = db_job_new(got, c);
-    db_job_call(job, STMT_TASK_GET, values, NULL, NULL);
-    db_submit(c->srv->pool, job);
 }
 
 void api_task_get(httpd_req *req, server *srv)
 {
-    char id[IDS_UUID_TEXT];
-    int64_t wait_ms;
-    if (api_read_uuid(req, req->params[0], id, "id") < 0 ||
-        api_query_int(req, "wait", 0, 0, TASK_MAX_WAIT_MS, &wait_ms) < 0)
-        return;
-    get_call *c = xcalloc(1, sizeof *c);
-    c->req = req;
-    c->srv = srv;
-    memcpy(c->id, id, sizeof id);
-    if (ids_uuid_parse(id, strlen(id), c->raw) < 0) abort();   /* api_read_uuid checked it */
-    c->deadline_us = wait_ms > 0 ? clock_mono_us() + wait_ms * 1000 : 0;
-    get_again(c);
+    static const held_get_ops ops = { "task", TASK_MAX_WAIT_MS, read_task, task_ended, reply_task };
+    api_held_get(req, srv, &ops);
 }
 
 /* ---- list ---- */

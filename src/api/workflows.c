@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include "api/api.h"
+#include "api/held_get.h"
 #include "api/task_input.h"
-#include "base/clock.h"
 #include "base/xalloc.h"
 #include "db/array.h"
 #include "db/result.h"
@@ -193,28 +193,31 @@ static int check_input(httpd_req *req, const wf_input *in)
 
 /* ---- start ---- */
 
+/* A start or a control: the request and the workflow's id. */
 typedef struct wf_call {
     httpd_req *req;
-    server    *srv;
     char       id[IDS_UUID_TEXT];
-    uint8_t    raw[16];
-    int64_t    deadline_us;   /* GET ?wait: 0 none */
-    task_park *park;
 } wf_call;
 
-static void started(void *arg, const db_reply *reply)
+/* {"id","status"}: what a start and a control answer. */
+static void reply_status(httpd_req *req, int code, const char *id, const PGresult *r)
 {
-    wf_call *c = arg;
-    if (reply->error) { api_db_error(c->req, reply); free(c); return; }
     buf out;
     buf_init(&out);
     emit e;
     emit_init(&e, &out);
     emit_object(&e);
-    emit_key(&e, "id"); emit_str(&e, c->id);
-    emit_key(&e, "status"); api_emit_text_col(&e, reply->results[0], 0, 0);
+    emit_key(&e, "id"); emit_str(&e, id);
+    emit_key(&e, "status"); api_emit_text_col(&e, r, 0, 0);
     emit_end(&e);
-    httpd_reply_buf(c->req, 201, &out);
+    httpd_reply_buf(req, code, &out);
+}
+
+static void started(void *arg, const db_reply *reply)
+{
+    wf_call *c = arg;
+    if (reply->error) api_db_error(c->req, reply);
+    else reply_status(c->req, 201, c->id, reply->results[0]);
     free(c);
 }
 
@@ -266,9 +269,9 @@ void api_workflow_start(httpd_req *req, server *srv)
     if (api_read_object(req, srv, &d) == 0 && read_input(req, srv, &d, &in) == 0 && check_input(req, &in) == 0) {
         wf_call *c = xcalloc(1, sizeof *c);
         c->req = req;
-        c->srv = srv;
-        ids_uuid7(c->raw);
-        ids_uuid_format(c->raw, c->id);
+        uint8_t raw[16];
+        ids_uuid7(raw);
+        ids_uuid_format(raw, c->id);
         db_job *job = db_job_new(started, c);
         start_call(job, c->id, &in);
         db_submit(srv->pool, job);
@@ -339,68 +342,36 @@ static bool workflow_ended(const char *status)
     return strcmp(status, "PENDING") != 0 && strcmp(status, "RUNNING") != 0 && strcmp(status, "PAUSED") != 0;
 }
 
-static void get_again(wf_call *c);
-
-static void on_wake(void *arg, bool timed_out)
+static void read_workflow(db_job *job, const char *const *id)
 {
-    wf_call *c = arg;
-    (void)timed_out;
-    c->park = NULL;
-    get_again(c);
+    db_job_call(job, STMT_WF_GET, id, NULL, NULL);
+    db_job_call(job, STMT_WF_NODES, id, NULL, NULL);
 }
 
-static void got(void *arg, const db_reply *reply)
+static bool workflow_reply_ended(const db_reply *reply)
 {
-    wf_call *c = arg;
-    const PGresult *w = reply->error ? NULL : reply->results[0];
-    bool waiting = c->park && c->deadline_us > clock_mono_us() && !c->srv->draining;
-    if (!reply->error && PQntuples(w) == 1 && !workflow_ended(db_str(w, 0, 2)) && waiting) {
-        task_park_arm(c->park);
-        return;
-    }
-    if (c->park) task_park_cancel(c->park);
-    if (reply->error) api_db_error(c->req, reply);
-    else if (PQntuples(w) == 0) httpd_error(c->req, 404, "no workflow %s", c->id);
-    else {
-        buf out;
-        buf_init(&out);
-        emit e;
-        emit_init(&e, &out);
-        emit_object(&e);
-        emit_workflow(&e, w, 0);
-        emit_nodes(&e, reply->results[1]);
-        emit_end(&e);
-        httpd_reply_buf(c->req, 200, &out);
-    }
-    free(c);
+    return workflow_ended(db_str(reply->results[0], 0, 2));
+}
+
+static void reply_workflow(httpd_req *req, const db_reply *reply)
+{
+    buf out;
+    buf_init(&out);
+    emit e;
+    emit_init(&e, &out);
+    emit_object(&e);
+    emit_workflow(&e, reply->results[0], 0);
+    emit_nodes(&e, reply->results[1]);
+    emit_end(&e);
+    httpd_reply_buf(req, 200, &out);
 }
 
 /* A workflow's end is announced as done:<its id> (sql/020). */
-static void get_again(wf_call *c)
-{
-    int64_t left_ms = (c->deadline_us - clock_mono_us()) / 1000;
-    if (left_ms > 0 && !c->srv->draining) c->park = task_park_done(c->srv->tasks, c->raw, left_ms, on_wake, c);
-    const char *values[1] = { c->id };
-    db_job *job = db_job_new(got, c);
-    db_job_call(job, STMT_WF_GET, values, NULL, NULL);
-    db_job_call(job, STMT_WF_NODES, values, NULL, NULL);
-    db_submit(c->srv->pool, job);
-}
-
 void api_workflow_get(httpd_req *req, server *srv)
 {
-    char id[IDS_UUID_TEXT];
-    int64_t wait_ms;
-    if (api_read_uuid(req, req->params[0], id, "id") < 0 ||
-        api_query_int(req, "wait", 0, 0, WF_MAX_WAIT_MS, &wait_ms) < 0)
-        return;
-    wf_call *c = xcalloc(1, sizeof *c);
-    c->req = req;
-    c->srv = srv;
-    memcpy(c->id, id, sizeof id);
-    if (ids_uuid_parse(id, strlen(id), c->raw) < 0) abort();   /* api_read_uuid checked it */
-    c->deadline_us = wait_ms > 0 ? clock_mono_us() + wait_ms * 1000 : 0;
-    get_again(c);
+    static const held_get_ops ops = { "workflow", WF_MAX_WAIT_MS, read_workflow, workflow_reply_ended,
+                                      reply_workflow };
+    api_held_get(req, srv, &ops);
 }
 
 /* ---- list ---- */
@@ -467,17 +438,7 @@ static void controlled(void *arg, const db_reply *reply)
     const PGresult *r = reply->error ? NULL : reply->results[0];
     if (reply->error) api_db_error(c->req, reply);
     else if (db_null(r, 0, 0)) httpd_error(c->req, 404, "no workflow %s", c->id);
-    else {
-        buf out;
-        buf_init(&out);
-        emit e;
-        emit_init(&e, &out);
-        emit_object(&e);
-        emit_key(&e, "id"); emit_str(&e, c->id);
-        emit_key(&e, "status"); api_emit_text_col(&e, r, 0, 0);
-        emit_end(&e);
-        httpd_reply_buf(c->req, 200, &out);
-    }
+    else reply_status(c->req, 200, c->id, r);
     free(c);
 }
 
@@ -486,7 +447,6 @@ static void control(httpd_req *req, server *srv, const char *action)
     wf_call *c = xcalloc(1, sizeof *c);
     if (api_read_uuid(req, req->params[0], c->id, "id") < 0) { free(c); return; }
     c->req = req;
-    c->srv = srv;
     const char *values[2] = { c->id, action };
     db_job *job = db_job_new(controlled, c);
     db_job_call(job, STMT_WF_CONTROL, values, NULL, NULL);

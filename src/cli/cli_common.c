@@ -418,12 +418,32 @@ int cli_dispatch(const char *cmd, const char *usage, const cli_verb *verbs, size
 int cli_call(const char *method, const char *path, const buf *body, bool json,
              cli_render_fn render)
 {
+    return cli_call_within(method, path, body, 0, json, render);
+}
+
+int cli_get_waiting(const char *collection, const char *id, long wait_ms, bool json, cli_render_fn render)
+{
+    buf path;
+    buf_init(&path);
+    buf_puts(&path, collection);
+    cli_path_segment(&path, id);
+    char ms[24];
+    snprintf(ms, sizeof ms, "%ld", wait_ms);
+    if (wait_ms > 0) cli_query_param(&path, "wait", ms);
+    int rc = cli_call_within("GET", path.data, NULL, wait_ms > 0 ? (int)wait_ms + CLI_WAIT_SLACK_MS : 0, json, render);
+    buf_fini(&path);
+    return rc;
+}
+
+int cli_call_within(const char *method, const char *path, const buf *body, int timeout_ms, bool json,
+                    cli_render_fn render)
+{
     http_response r;
     http_response_init(&r);
     json_doc d;
     json_doc_init(&d);
     int rc = CLI_EXIT_FAILED;
-    if (cli_request(method, path, body, 0, &r) == 0 && cli_parse_reply(&r, &d) == 0) {
+    if (cli_request(method, path, body, timeout_ms, &r) == 0 && cli_parse_reply(&r, &d) == 0) {
         if (json) cli_print_json(r.body.data, r.body.len);
         else render(&d);
         rc = CLI_EXIT_OK;

@@ -17,6 +17,7 @@
 
 #define CLI_DEFAULT_URL "http://localhost:6632"
 #define CLI_MAX_TOKENS  (1u << 22)   /* JSON tokens accepted in a payload or a reply */
+#define CLI_WAIT_SLACK_MS 30000      /* a held request's client timeout beyond its wait */
 
 typedef enum cli_opt_kind {
     CLI_OPT_FLAG,   /* dest is bool *: set true */
@@ -146,5 +147,13 @@ void cli_render_fields(const json_doc *d);
  * Returns the exit status (errors already printed). */
 int  cli_call(const char *method, const char *path, const buf *body, bool json,
               cli_render_fn render);
+/* The same with the client's timeout (ms; 0: the default), for a request
+ * the server holds (a ?wait). */
+int  cli_call_within(const char *method, const char *path, const buf *body, int timeout_ms, bool json,
+                     cli_render_fn render);
+/* GET collection/id, held by the server up to wait ms (?wait, none when
+ * 0) and waited for that long plus a margin: the reply rendered or printed
+ * as cli_call does. */
+int  cli_get_waiting(const char *collection, const char *id, long wait_ms, bool json, cli_render_fn render);
 
 #endif

@@ -10,7 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define TASK_GET_SLACK_MS 30000   /* a waiting get's client timeout beyond its wait */
 
 static const char task_usage[] =
     "usage: silt task <send | get | cancel | list> [options]\n"
@@ -344,32 +343,6 @@ static void get_render(const json_doc *d)
     cli_table_fini(&t);
 }
 
-static int get_run(const char *id, long wait, bool json)
-{
-    buf path;
-    buf_init(&path);
-    buf_puts(&path, "/api/v1/tasks");
-    cli_path_segment(&path, id);
-    char ms[24];
-    snprintf(ms, sizeof ms, "%ld", wait);
-    if (wait > 0) cli_query_param(&path, "wait", ms);
-    http_response r;
-    http_response_init(&r);
-    json_doc d;
-    json_doc_init(&d);
-    int rc = CLI_EXIT_FAILED;
-    int timeout = wait > 0 ? (int)wait + TASK_GET_SLACK_MS : 0;
-    if (cli_request("GET", path.data, NULL, timeout, &r) == 0 && cli_parse_reply(&r, &d) == 0) {
-        if (json) cli_print_json(r.body.data, r.body.len);
-        else get_render(&d);
-        rc = CLI_EXIT_OK;
-    }
-    json_doc_fini(&d);
-    http_response_fini(&r);
-    buf_fini(&path);
-    return rc;
-}
-
 static int task_get(int argc, char **argv)
 {
     bool json = false;
@@ -382,7 +355,8 @@ static int task_get(int argc, char **argv)
     cli_args a;
     int rc;
     if (cli_parse(&cmd, argc, argv, &a, &rc) == 0)
-        rc = wait > 60000 ? cli_usage_error(&cmd, "--wait is at most 60000 ms") : get_run(a.pos[0], wait, json);
+        rc = wait > 60000 ? cli_usage_error(&cmd, "--wait is at most 60000 ms")
+                          : cli_get_waiting("/api/v1/tasks", a.pos[0], wait, json, get_render);
     cli_args_fini(&a);
     return rc;
 }

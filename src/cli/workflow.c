@@ -11,7 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define WF_GET_SLACK_MS 30000   /* a waiting get's client timeout beyond its wait */
 #define WF_MAX_WAIT_MS  60000   /* the server's bound on ?wait */
 
 static const char workflow_usage[] =
@@ -311,32 +310,6 @@ static void get_render(const json_doc *d)
     nodes_render(d);
 }
 
-static int get_run(const char *id, long wait, bool json)
-{
-    buf path;
-    buf_init(&path);
-    buf_puts(&path, "/api/v1/workflows");
-    cli_path_segment(&path, id);
-    char ms[24];
-    snprintf(ms, sizeof ms, "%ld", wait);
-    if (wait > 0) cli_query_param(&path, "wait", ms);
-    http_response r;
-    http_response_init(&r);
-    json_doc d;
-    json_doc_init(&d);
-    int rc = CLI_EXIT_FAILED;
-    int timeout = wait > 0 ? (int)wait + WF_GET_SLACK_MS : 0;
-    if (cli_request("GET", path.data, NULL, timeout, &r) == 0 && cli_parse_reply(&r, &d) == 0) {
-        if (json) cli_print_json(r.body.data, r.body.len);
-        else get_render(&d);
-        rc = CLI_EXIT_OK;
-    }
-    json_doc_fini(&d);
-    http_response_fini(&r);
-    buf_fini(&path);
-    return rc;
-}
-
 static int wf_get(int argc, char **argv)
 {
     bool json = false;
@@ -350,7 +323,7 @@ static int wf_get(int argc, char **argv)
     int rc;
     if (cli_parse(&cmd, argc, argv, &a, &rc) == 0)
         rc = wait > WF_MAX_WAIT_MS ? cli_usage_error(&cmd, "--wait is at most 60000 ms")
-                                   : get_run(a.pos[0], wait, json);
+                                   : cli_get_waiting("/api/v1/workflows", a.pos[0], wait, json, get_render);
     cli_args_fini(&a);
     return rc;
 }
