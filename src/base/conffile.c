@@ -731,6 +731,20 @@ static void parse(parser *p, const buf *text)
 
 /* ---- the interface ------------------------------------------------------- */
 
+static void retention_defaults(conf_retention *r)
+{
+    *r = (conf_retention){
+        .terminal_record_retention_hours = 720,
+        .worker_state_retention_hours = 168,
+        .retention_sweep_interval_s = 300,
+        .retention_delete_batch_size = 500,
+        .paused_workflow_auto_cancel_after_s = CONF_NONE,
+        .history_leaf_horizon_days = 3,
+        .heartbeat_leaf_horizon_hours = 6,
+        .partition_maintenance_interval_s = 900,
+    };
+}
+
 void conffile_defaults(silt_conf *c)
 {
     c->path = NULL;
@@ -739,6 +753,7 @@ void conffile_defaults(silt_conf *c)
     c->schedules = NULL;
     c->nschedules = 0;
     recovery_defaults(&c->recovery);
+    retention_defaults(&c->retention);
 }
 
 int conffile_load(const char *path, silt_conf *c, buf *report)
@@ -769,6 +784,13 @@ void conffile_free(silt_conf *c)
     free(c->queues);
     for (size_t i = 0; i < c->nschedules; i++) schedule_fini(&c->schedules[i]);
     free(c->schedules);
+    for (size_t i = 0; i < c->retention.nqueues; i++) {
+        free(c->retention.queues[i].queue);
+        free(c->retention.queues[i].class_key);
+    }
+    free(c->retention.queues);
+    for (size_t i = 0; i < c->retention.nclasses; i++) free(c->retention.classes[i].key);
+    free(c->retention.classes);
     free(c->path);
     conffile_defaults(c);
 }

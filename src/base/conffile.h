@@ -10,6 +10,7 @@
 #ifndef SILT_CONFFILE_H
 #define SILT_CONFFILE_H
 #include <stddef.h>
+#include <stdint.h>
 #include "base/buf.h"
 
 #define CONFFILE_QUEUE_NAME_MAX 48        /* characters of a queue or schedule name */
@@ -71,6 +72,42 @@ typedef struct conf_recovery {
     int check_interval_ms;              /* default 30000, 1000..600000: how often recovery runs */
 } conf_recovery;
 
+/* A [retention] setting the document allows to be None (disabled, or forever). */
+#define CONF_NONE (-1)
+
+/* queue_retention.<queue> = duration | None: the class a queue's tasks get
+ * unless the send names one. */
+typedef struct conf_queue_retention {
+    char   *queue;
+    int64_t seconds;     /* > 0; CONF_NONE: forever */
+    char   *class_key;   /* the derived q_<queue>_<duration>, or "forever" */
+    int     line;
+} conf_queue_retention;
+
+/* retention_classes.<key> = duration: a finite class the deployment declares. */
+typedef struct conf_retention_class {
+    char   *key;
+    int64_t seconds;     /* > 0 */
+    int     line;
+} conf_retention_class;
+
+/* [retention]: how long task records live (the Retention Config document,
+ * docs/configuration.md). Durations in seconds. */
+typedef struct conf_retention {
+    conf_queue_retention *queues;      /* in file order */
+    size_t                nqueues;
+    conf_retention_class *classes;     /* in file order */
+    size_t                nclasses;
+    int64_t terminal_record_retention_hours;     /* default 720; CONF_NONE: terminal workflows kept */
+    int64_t worker_state_retention_hours;        /* default 168; CONF_NONE: worker states kept */
+    int64_t retention_sweep_interval_s;          /* default 300, 30..86400 */
+    int64_t retention_delete_batch_size;         /* default 500, 50..10000: rows per DELETE, one commit each */
+    int64_t paused_workflow_auto_cancel_after_s; /* default CONF_NONE: PAUSED workflows never expire */
+    int64_t history_leaf_horizon_days;           /* default 3, 2..14 */
+    int64_t heartbeat_leaf_horizon_hours;        /* default 6, 2..48 */
+    int64_t partition_maintenance_interval_s;    /* default 900, 60..3600 */
+} conf_retention;
+
 typedef struct silt_conf {
     char         *path;      /* the file as given; NULL: no file, every default */
     conf_queue   *queues;    /* in file order */
@@ -78,6 +115,7 @@ typedef struct silt_conf {
     conf_schedule *schedules;   /* in file order */
     size_t        nschedules;
     conf_recovery recovery;
+    conf_retention retention;
 } silt_conf;
 
 /* No file: no queues or schedules declared, every recovery default. */
