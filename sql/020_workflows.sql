@@ -453,21 +453,49 @@ BEGIN
     RETURN tasks.workflow_settle(p_id);
 END $$;
 
+-- Ends a workflow that will not go on (cancel, expiry): its status p_status
+-- and, for an expiry, its error; nodes that have not started are skipped,
+-- tasks enqueued and not started cancelled at once (their nodes SKIPPED),
+-- running ones told on their heartbeat. The caller holds the workflow's
+-- tasks and then the workflow locked, in that order (see finish_many).
+CREATE FUNCTION tasks.workflow_stop(p_id uuid, p_status text, p_code text, p_message text) RETURNS void
+LANGUAGE plpgsql AS $$
+DECLARE
+    t uuid;
+BEGIN
+    UPDATE horsies_workflows SET status = p_status, finished_at = now(), error_code = p_code, error_message = p_message
+     WHERE id = p_id;
+    PERFORM pg_notify('silt_tasks', 'done:' || p_id);
+    UPDATE horsies_workflow_tasks SET status = 'SKIPPED', finished_at = now()
+     WHERE workflow_id = p_id AND status IN ('PENDING', 'READY');
+    FOR t IN SELECT task_id FROM horsies_workflow_tasks WHERE workflow_id = p_id AND status = 'ENQUEUED'
+              ORDER BY task_id LOOP
+        PERFORM tasks.cancel(t);
+    END LOOP;
+END $$;
+
+-- Locks the workflows' live tasks, then the workflows, each in id order:
+-- the order a batch of task ends takes them (tasks.finish_many), so a
+-- control or an expiry never deadlocks with one.
+CREATE FUNCTION tasks.workflows_lock(p_ids uuid[]) RETURNS void
+LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM 1 FROM horsies_tasks t
+      WHERE t.id IN (SELECT n.task_id FROM horsies_workflow_tasks n
+                      WHERE n.workflow_id = ANY (p_ids) AND n.status = 'ENQUEUED')
+      ORDER BY t.id FOR UPDATE;
+    PERFORM 1 FROM horsies_workflows w WHERE w.id = ANY (p_ids) ORDER BY w.id FOR UPDATE;
+END $$;
+
 -- pause, resume, cancel. Returns the status afterwards (NULL: no such
 -- workflow); a finished workflow is left as it is.
 CREATE FUNCTION tasks.workflow_control(p_id uuid, p_action text) RETURNS text
 LANGUAGE plpgsql AS $$
 DECLARE
     w horsies_workflows;
-    t uuid;
 BEGIN
-    IF p_action = 'cancel' THEN   -- its tasks before the workflow, in the order task ends take them
-        PERFORM 1 FROM horsies_tasks t
-          WHERE t.id IN (SELECT n.task_id FROM horsies_workflow_tasks n
-                          WHERE n.workflow_id = p_id AND n.status = 'ENQUEUED')
-          ORDER BY t.id FOR UPDATE;
-    END IF;
-    SELECT * INTO w FROM horsies_workflows WHERE id = p_id FOR UPDATE;
+    PERFORM tasks.workflows_lock(ARRAY[p_id]);
+    SELECT * INTO w FROM horsies_workflows WHERE id = p_id;
     IF w.id IS NULL THEN RETURN NULL; END IF;
     IF w.status NOT IN ('PENDING', 'RUNNING', 'PAUSED') THEN RETURN w.status; END IF;
     IF p_action = 'pause' THEN
@@ -477,15 +505,7 @@ BEGIN
         UPDATE horsies_workflows SET status = 'RUNNING', paused_at = NULL WHERE id = p_id;
         RETURN tasks.workflow_settle(p_id);
     END IF;
-    -- cancel: what has not started is skipped, what runs is told
-    UPDATE horsies_workflows SET status = 'CANCELLED', finished_at = now() WHERE id = p_id;
-    PERFORM pg_notify('silt_tasks', 'done:' || p_id);
-    UPDATE horsies_workflow_tasks SET status = 'SKIPPED', finished_at = now()
-     WHERE workflow_id = p_id AND status IN ('PENDING', 'READY');
-    FOR t IN SELECT task_id FROM horsies_workflow_tasks WHERE workflow_id = p_id AND status = 'ENQUEUED'
-              ORDER BY task_id LOOP
-        PERFORM tasks.cancel(t);
-    END LOOP;
+    PERFORM tasks.workflow_stop(p_id, 'CANCELLED', NULL, NULL);
     RETURN 'CANCELLED';
 END $$;
 

@@ -71,6 +71,8 @@ void api_workflow_pause(httpd_req *req, server *srv);
 void api_workflow_resume(httpd_req *req, server *srv);
 void api_workflow_cancel(httpd_req *req, server *srv);
 void api_schedule_list(httpd_req *req, server *srv);
+/* task_sweep.c */
+void api_task_sweep(httpd_req *req, server *srv);
 void api_worker_list(httpd_req *req, server *srv);
 
 /* The implicit consumer group: "queue mode". */

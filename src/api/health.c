@@ -93,6 +93,18 @@ void api_metrics(httpd_req *req, server *srv)
         task_hub_parked_claims(srv->tasks), task_hub_parked_waits(srv->tasks),
         (unsigned long long)srv->stats.claims_abandoned, (unsigned long long)gather_flushes(task_hub_sends(srv->tasks)),
         (unsigned long long)gather_flushes(task_hub_finishes(srv->tasks)));
+    const sweep_totals *sw = task_sweeper_totals(srv->sweeper);
+    buf_printf(&out,
+        "# HELP silt_task_sweeps_total rounds of the row-delete sweep this server ran\n"
+        "# TYPE silt_task_sweeps_total counter\nsilt_task_sweeps_total %llu\n"
+        "# HELP silt_task_sweep_rows_deleted_total rows the row-delete sweep deleted\n"
+        "# TYPE silt_task_sweep_rows_deleted_total counter\n"
+        "silt_task_sweep_rows_deleted_total{kind=\"workflows\"} %llu\n"
+        "silt_task_sweep_rows_deleted_total{kind=\"worker_states\"} %llu\n"
+        "# HELP silt_workflows_expired_total PAUSED workflows expired by paused_workflow_auto_cancel_after\n"
+        "# TYPE silt_workflows_expired_total counter\nsilt_workflows_expired_total %llu\n",
+        (unsigned long long)sw->rounds, (unsigned long long)sw->workflows_deleted,
+        (unsigned long long)sw->worker_states_deleted, (unsigned long long)sw->workflows_expired);
     if (req->ev)
         evhttp_add_header(evhttp_request_get_output_headers(req->ev), "Content-Type", "text/plain; version=0.0.4");
     httpd_reply(req, 200, out.data, out.len);

@@ -45,6 +45,7 @@ static const route routes[] = {
     { HTTPD_GET,  "/api/v1/traces/by-name/:traceName", api_traces_by_name },   /* before the next: same shape */
     { HTTPD_GET,  "/api/v1/traces/:partitionId/:transactionId", api_traces_of_message },
     { HTTPD_POST, "/api/v1/system/retention/run", api_retention_run },
+    { HTTPD_POST, "/api/v1/system/task-retention/sweep", api_task_sweep },
     { HTTPD_GET,  "/api/v1/system/maintenance", api_maintenance_get },
     { HTTPD_POST, "/api/v1/system/maintenance", api_maintenance_set },
     { HTTPD_GET,  "/api/v1/retention/explain", api_retention_explain },

@@ -27,7 +27,8 @@ static bool drained(const server *srv)
 {
     return httpd_inflight(srv->http) == 0 && httpd_arriving(srv->http) == 0 && pusher_idle(srv->push) &&
            db_pool_busy(srv->pool) == 0 && retention_engine_idle(srv->retention) &&
-           maintenance_idle(srv->maintenance) && task_hub_idle(srv->tasks) && scheduler_idle(srv->schedules);
+           maintenance_idle(srv->maintenance) && task_hub_idle(srv->tasks) && scheduler_idle(srv->schedules) &&
+           task_sweeper_idle(srv->sweeper);
 }
 
 static void drain_check(evutil_socket_t fd, short what, void *arg)
@@ -76,6 +77,7 @@ static void on_signal(evutil_socket_t sig, short what, void *arg)
     maintenance_stop(srv->maintenance);
     task_hub_drain(srv->tasks);
     scheduler_stop(srv->schedules);
+    task_sweeper_stop(srv->sweeper);
     drain_check(-1, 0, srv);
 }
 
@@ -123,6 +125,7 @@ static int start(server *srv)
     srv->maintenance = maintenance_new(srv->base, srv->pool, srv->pop, srv->cfg.maintenance_refresh_ms);
     srv->tasks = task_hub_new(srv->base, srv->pool, conninfo, &srv->conf);
     srv->schedules = scheduler_new(srv->base, srv->pool, srv->tasks, &srv->conf);
+    srv->sweeper = task_sweeper_new(srv->base, srv->pool, &srv->conf.retention);
     srv->http = httpd_new(srv->base, srv->cfg.host, (int)srv->cfg.port, (size_t)srv->cfg.max_body_bytes,
                           api_dispatch, srv);
     if (!srv->http) {
@@ -150,6 +153,7 @@ static void stop(server *srv)
     retention_engine_free(srv->retention);
     maintenance_free(srv->maintenance);
     scheduler_free(srv->schedules);
+    task_sweeper_free(srv->sweeper);
     task_hub_free(srv->tasks);
     pusher_free(srv->push);
     db_pool_free(srv->pool);

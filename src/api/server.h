@@ -17,6 +17,7 @@
 #include "streams/maintenance.h"
 #include "tasks/hub.h"
 #include "tasks/schedule.h"
+#include "tasks/sweep.h"
 
 #define SILT_VERSION "0.1.0"
 
@@ -42,6 +43,7 @@ typedef struct server {
     maintenance       *maintenance;
     task_hub          *tasks;
     scheduler         *schedules;
+    task_sweeper      *sweeper;
     bool               draining;
     int64_t            drain_deadline_us;
     int                first_signal;      /* the signal that started the drain */

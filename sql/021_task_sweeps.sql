@@ -1,0 +1,96 @@
+-- 021: the row-delete sweep and paused-workflow expiry of the Retention
+-- Config document (docs/retention.md, second table). Terminal workflow
+-- records and worker-state snapshots are deleted in batches, one commit
+-- each; PAUSED workflows paused longer than a declared age are EXPIRED.
+-- Terminal task records and heartbeats age by partition drop instead.
+--
+-- One server sweeps at a time: each batch takes a transaction-level
+-- advisory lock, and a server that cannot take it leaves the round to the
+-- one that holds it.
+
+CREATE INDEX horsies_workflows_finished ON horsies_workflows (finished_at) WHERE finished_at IS NOT NULL;
+CREATE INDEX horsies_workflows_paused ON horsies_workflows (paused_at) WHERE status = 'PAUSED';
+CREATE INDEX horsies_worker_states_snapshot ON horsies_worker_states (snapshot_at);
+CREATE INDEX horsies_workers_last_seen ON horsies_workers (last_seen_at);
+
+-- Whether this transaction may sweep: false while another server's batch
+-- runs (it will finish the round).
+CREATE FUNCTION tasks.sweep_lock() RETURNS boolean LANGUAGE sql AS $$
+    SELECT pg_try_advisory_xact_lock(hashtextextended('silt.task_sweep', 0))
+$$;
+
+-- Deletes up to p_batch terminal workflows (COMPLETED, FAILED, CANCELLED,
+-- EXPIRED) that finished more than p_hours ago, with their nodes and any
+-- crashed-worker evidence still in the outbox (both cascade), so a stalled
+-- outbox never holds retention up. A workflow whose node task is still
+-- live (a cancelled node whose worker has not yet stopped) is kept until
+-- that task ends. Returns how many were deleted; -1: another server is
+-- sweeping.
+CREATE FUNCTION tasks.sweep_workflows(p_hours integer, p_batch integer) RETURNS integer
+LANGUAGE plpgsql AS $$
+DECLARE
+    n integer;
+BEGIN
+    IF NOT tasks.sweep_lock() THEN RETURN -1; END IF;
+    DELETE FROM horsies_workflows w
+     WHERE w.id IN (SELECT o.id FROM horsies_workflows o
+                     WHERE o.finished_at < now() - make_interval(hours => p_hours)
+                       AND o.status IN ('COMPLETED', 'FAILED', 'CANCELLED', 'EXPIRED')
+                       AND NOT EXISTS (SELECT 1 FROM horsies_workflow_tasks n JOIN horsies_tasks t ON t.id = n.task_id
+                                        WHERE n.workflow_id = o.id)
+                     ORDER BY o.finished_at LIMIT p_batch FOR UPDATE SKIP LOCKED);
+    GET DIAGNOSTICS n = ROW_COUNT;
+    RETURN n;
+END $$;
+
+-- Deletes up to p_batch worker-state snapshots older than p_hours, and
+-- then registrations of workers not seen for as long (a worker that comes
+-- back registers again). Returns how many rows; -1: another server is
+-- sweeping.
+CREATE FUNCTION tasks.sweep_worker_states(p_hours integer, p_batch integer) RETURNS integer
+LANGUAGE plpgsql AS $$
+DECLARE
+    cutoff timestamptz := now() - make_interval(hours => p_hours);
+    n      integer;
+    m      integer := 0;
+BEGIN
+    IF NOT tasks.sweep_lock() THEN RETURN -1; END IF;
+    DELETE FROM horsies_worker_states s
+     WHERE s.ctid = ANY (ARRAY(SELECT o.ctid FROM horsies_worker_states o WHERE o.snapshot_at < cutoff
+                                LIMIT p_batch));
+    GET DIAGNOSTICS n = ROW_COUNT;
+    IF n < p_batch THEN
+        DELETE FROM horsies_workers w
+         WHERE w.worker_id IN (SELECT o.worker_id FROM horsies_workers o WHERE o.last_seen_at < cutoff
+                                ORDER BY o.last_seen_at LIMIT p_batch - n FOR UPDATE SKIP LOCKED);
+        GET DIAGNOSTICS m = ROW_COUNT;
+    END IF;
+    RETURN n + m;
+END $$;
+
+-- Expires up to p_batch workflows PAUSED for more than p_after_s seconds
+-- (since the pause: a resume clears paused_at): EXPIRED with
+-- WORKFLOW_EXPIRED, the rest as a cancel. Returns how many; -1: another
+-- server is sweeping.
+CREATE FUNCTION tasks.expire_paused_workflows(p_after_s integer, p_batch integer) RETURNS integer
+LANGUAGE plpgsql AS $$
+DECLARE
+    cutoff timestamptz := now() - make_interval(secs => p_after_s);
+    ids    uuid[];
+    w      horsies_workflows;
+    n      integer := 0;
+BEGIN
+    IF NOT tasks.sweep_lock() THEN RETURN -1; END IF;
+    ids := ARRAY(SELECT o.id FROM horsies_workflows o WHERE o.status = 'PAUSED' AND o.paused_at < cutoff
+                  ORDER BY o.paused_at LIMIT p_batch);
+    PERFORM tasks.workflows_lock(ids);
+    FOR w IN SELECT * FROM horsies_workflows o WHERE o.id = ANY (ids) ORDER BY o.id LOOP
+        CONTINUE WHEN w.status <> 'PAUSED' OR w.paused_at >= cutoff;   -- resumed meanwhile
+        PERFORM tasks.workflow_stop(w.id, 'EXPIRED', 'WORKFLOW_EXPIRED',
+                                    'paused since ' || to_char(w.paused_at AT TIME ZONE 'UTC',
+                                                               'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')
+                                    || ', longer than paused_workflow_auto_cancel_after');
+        n := n + 1;
+    END LOOP;
+    RETURN n;
+END $$;

@@ -1,0 +1,158 @@
+/* sweep: the row-delete sweep and paused-workflow expiry (see sweep.h).
+ * A round walks the steps in order; each step calls its SQL function
+ * (sql/021) once per batch until a batch comes back short. */
+#include "tasks/sweep.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include "base/log.h"
+#include "base/xalloc.h"
+#include "db/result.h"
+
+#define SWEEP_FIRST_MS 2000   /* the first round, this long after start (once the database answers) */
+#define SWEEP_RETRY_MS 1000   /* the database not ready yet: look again */
+
+enum { STEP_WORKFLOWS, STEP_WORKER_STATES, STEP_EXPIRE, STEP_COUNT };
+
+struct task_sweeper {
+    db_pool              *pool;
+    const conf_retention *conf;
+    struct event         *timer;
+    bool                  running, stopped;
+    int                   step;
+    sweep_result          round;
+    sweep_done_fn         done;   /* a caller of task_sweeper_run waiting for this round */
+    void                 *done_arg;
+    sweep_totals          totals;
+};
+
+static const db_stmt step_stmt[STEP_COUNT] = { STMT_SWEEP_WORKFLOWS, STMT_SWEEP_WORKER_STATES, STMT_EXPIRE_PAUSED };
+static const char *const step_what[STEP_COUNT] = { "workflows", "worker states", "paused workflows" };
+
+/* The step's age (hours, or seconds for the expiry); CONF_NONE: skipped. */
+static int64_t step_age(const task_sweeper *s, int step)
+{
+    switch (step) {
+    case STEP_WORKFLOWS:     return s->conf->terminal_record_retention_hours;
+    case STEP_WORKER_STATES: return s->conf->worker_state_retention_hours;
+    default:                 return s->conf->paused_workflow_auto_cancel_after_s;
+    }
+}
+
+static int64_t *step_count(sweep_result *r, int step)
+{
+    return step == STEP_WORKFLOWS ? &r->workflows_deleted
+         : step == STEP_WORKER_STATES ? &r->worker_states_deleted : &r->workflows_expired;
+}
+
+static void arm(task_sweeper *s, int64_t ms)
+{
+    if (s->stopped) return;
+    struct timeval tv = { (time_t)(ms / 1000), (suseconds_t)(ms % 1000) * 1000 };
+    evtimer_add(s->timer, &tv);
+}
+
+static void round_end(task_sweeper *s)
+{
+    sweep_result *r = &s->round;
+    s->running = false;
+    s->totals.rounds++;
+    s->totals.workflows_deleted += (uint64_t)r->workflows_deleted;
+    s->totals.worker_states_deleted += (uint64_t)r->worker_states_deleted;
+    s->totals.workflows_expired += (uint64_t)r->workflows_expired;
+    if (r->workflows_deleted || r->worker_states_deleted || r->workflows_expired)
+        log_info("task sweep: %lld workflows and %lld worker states deleted, %lld paused workflows expired",
+                 (long long)r->workflows_deleted, (long long)r->worker_states_deleted,
+                 (long long)r->workflows_expired);
+    if (s->done) {
+        sweep_done_fn fn = s->done;
+        s->done = NULL;
+        fn(s->done_arg, r);
+    }
+    arm(s, s->conf->retention_sweep_interval_s * 1000);
+}
+
+static void next_batch(task_sweeper *s);
+
+static void batch_done(void *arg, const db_reply *reply)
+{
+    task_sweeper *s = arg;
+    if (reply->error) {
+        log_warn("task sweep (%s): %s", step_what[s->step], reply->error);
+        s->round.failed = true;
+        round_end(s);
+        return;
+    }
+    int64_t n = db_int(reply->results[0], 0, 0);
+    if (n < 0) { s->round.yielded = true; round_end(s); return; }   /* another server sweeps */
+    *step_count(&s->round, s->step) += n;
+    if (n < s->conf->retention_delete_batch_size) s->step++;   /* a short batch: this step is done */
+    next_batch(s);
+}
+
+static void next_batch(task_sweeper *s)
+{
+    while (s->step < STEP_COUNT && step_age(s, s->step) == CONF_NONE) s->step++;
+    if (s->step == STEP_COUNT) { round_end(s); return; }
+    char age[24], batch[24];
+    snprintf(age, sizeof age, "%lld", (long long)step_age(s, s->step));
+    snprintf(batch, sizeof batch, "%lld", (long long)s->conf->retention_delete_batch_size);
+    const char *values[2] = { age, batch };
+    db_job *job = db_job_new(batch_done, s);
+    db_job_call(job, step_stmt[s->step], values, NULL, NULL);
+    db_submit(s->pool, job);
+}
+
+static void round_start(task_sweeper *s)
+{
+    evtimer_del(s->timer);
+    s->running = true;
+    s->step = 0;
+    s->round = (sweep_result){ 0 };
+    next_batch(s);
+}
+
+static void on_timer(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd; (void)what;
+    task_sweeper *s = arg;
+    if (s->running || s->stopped) return;
+    if (!db_pool_ready(s->pool)) { arm(s, SWEEP_RETRY_MS); return; }
+    round_start(s);
+}
+
+task_sweeper *task_sweeper_new(struct event_base *base, db_pool *pool, const conf_retention *conf)
+{
+    task_sweeper *s = xcalloc(1, sizeof *s);
+    s->pool = pool;
+    s->conf = conf;
+    s->timer = evtimer_new(base, on_timer, s);
+    arm(s, SWEEP_FIRST_MS);
+    return s;
+}
+
+int task_sweeper_run(task_sweeper *s, sweep_done_fn fn, void *arg)
+{
+    if (s->running || s->stopped) return -1;
+    s->done = fn;
+    s->done_arg = arg;
+    round_start(s);
+    return 0;
+}
+
+const sweep_totals *task_sweeper_totals(const task_sweeper *s) { return &s->totals; }
+
+void task_sweeper_stop(task_sweeper *s)
+{
+    if (!s) return;
+    s->stopped = true;
+    evtimer_del(s->timer);
+}
+
+bool task_sweeper_idle(const task_sweeper *s) { return !s || !s->running; }
+
+void task_sweeper_free(task_sweeper *s)
+{
+    if (!s) return;
+    event_free(s->timer);
+    free(s);
+}
