@@ -43,6 +43,7 @@ CREATE TABLE horsies_workflow_tasks (
     retry_jitter      real NOT NULL DEFAULT 0,
     retry_on          text[],
     good_until        timestamptz,
+    retention_class_key text NOT NULL,       -- resolved when the workflow was accepted (its enqueue)
     waits_for         text[] NOT NULL DEFAULT '{}',
     join_kind         text NOT NULL DEFAULT 'all' CHECK (join_kind IN ('all', 'any', 'quorum')),
     min_success       integer,
@@ -176,7 +177,7 @@ BEGIN
     sent AS (
         INSERT INTO horsies_tasks (id, task_name, queue_name, args, priority, status, good_until, timeout_ms,
                                    max_retries, retry_delays_ms, retry_base_ms, retry_cap_ms, retry_jitter,
-                                   retry_on, workflow_id, workflow_node)
+                                   retry_on, retention_class_key, workflow_id, workflow_node)
         SELECT r.task_id, r.task_name, r.queue_name,
                CASE WHEN r.args_from IS NULL THEN r.args ELSE (
                    SELECT (r.args::jsonb || coalesce(jsonb_object_agg(f.key, coalesce(p.result::jsonb, 'null')),
@@ -184,7 +185,8 @@ BEGIN
                      FROM jsonb_each_text(r.args_from) f
                      JOIN horsies_workflow_tasks p ON p.workflow_id = r.workflow_id AND p.node_id = f.value) END,
                r.priority, 'PENDING', r.good_until, r.timeout_ms, r.max_retries, r.retry_delays_ms,
-               r.retry_base_ms, r.retry_cap_ms, r.retry_jitter, r.retry_on, r.workflow_id, r.node_id
+               r.retry_base_ms, r.retry_cap_ms, r.retry_jitter, r.retry_on, r.retention_class_key, r.workflow_id,
+               r.node_id
           FROM moved r WHERE r.status = 'ENQUEUED' ORDER BY r.workflow_id, r.node_id
         RETURNING queue_name),
     closed AS (   -- a skipped node is no longer open
@@ -427,7 +429,7 @@ CREATE FUNCTION tasks.workflow_create(p_id uuid, p_name text, p_on_error text, p
                                       p_args_from text[], p_priorities integer[], p_timeouts integer[],
                                       p_max_retries integer[], p_retry_delays text[], p_bases integer[],
                                       p_caps integer[], p_jitters real[], p_retry_on text[],
-                                      p_good_until timestamptz[])
+                                      p_good_until timestamptz[], p_classes text[])
 RETURNS text LANGUAGE plpgsql AS $$
 BEGIN
     INSERT INTO horsies_workflows (id, name, status, on_error, output_node)
@@ -436,19 +438,19 @@ BEGIN
         SELECT u.*, coalesce(u.waits::text[], '{}') AS waits_for
           FROM unnest(p_nodes, p_tasks, p_queues, p_args, p_waits, p_joins, p_min, p_allow, p_args_from,
                       p_priorities, p_timeouts, p_max_retries, p_retry_delays, p_bases, p_caps, p_jitters,
-                      p_retry_on, p_good_until)
+                      p_retry_on, p_good_until, p_classes)
                AS u(node, task, queue, args, waits, join_kind, min, allow, args_from, priority, timeout, retries,
-                    delays, base, cap, jitter, retry_on, good_until)),
+                    delays, base, cap, jitter, retry_on, good_until, class)),
     nexts AS (
         SELECT dep, array_agg(n.node ORDER BY n.node) AS next_nodes
           FROM node n, unnest(n.waits_for) AS dep GROUP BY dep)
     INSERT INTO horsies_workflow_tasks (workflow_id, node_id, task_name, queue_name, args, priority, timeout_ms,
                                         max_retries, retry_delays_ms, retry_base_ms, retry_cap_ms, retry_jitter,
-                                        retry_on, good_until, waits_for, join_kind, min_success, allow_failed_deps,
-                                        next_nodes, args_from)
+                                        retry_on, good_until, retention_class_key, waits_for, join_kind,
+                                        min_success, allow_failed_deps, next_nodes, args_from)
     SELECT p_id, n.node, n.task, n.queue, n.args::json, n.priority, n.timeout, n.retries, n.delays::integer[],
-           n.base, n.cap, n.jitter, n.retry_on::text[], n.good_until, n.waits_for, n.join_kind, n.min, n.allow,
-           coalesce(x.next_nodes, '{}'), n.args_from::jsonb
+           n.base, n.cap, n.jitter, n.retry_on::text[], n.good_until, n.class, n.waits_for, n.join_kind, n.min,
+           n.allow, coalesce(x.next_nodes, '{}'), n.args_from::jsonb
       FROM node n LEFT JOIN nexts x ON x.dep = n.node;
     RETURN tasks.workflow_settle(p_id);
 END $$;
@@ -527,7 +529,7 @@ CREATE TABLE horsies_schedule_state (
 -- loses the race changes nothing. Returns the task id (NULL: passed over,
 -- or the slot was already taken).
 CREATE FUNCTION tasks.schedule_fire(p_name text, p_slot timestamptz, p_fire boolean, p_task text, p_queue text,
-                                    p_args text, p_priority integer)
+                                    p_args text, p_priority integer, p_class text)
 RETURNS uuid LANGUAGE plpgsql AS $$
 DECLARE
     id uuid := CASE WHEN p_fire THEN tasks.uuid7() END;
@@ -540,7 +542,7 @@ BEGIN
            last_task_id = CASE WHEN p_fire THEN excluded.last_task_id ELSE s.last_task_id END
      WHERE s.last_slot < excluded.last_slot;
     IF NOT FOUND OR NOT p_fire THEN RETURN NULL; END IF;
-    INSERT INTO horsies_tasks (id, task_name, queue_name, args, priority, status)
-    VALUES (id, p_task, p_queue, p_args::json, p_priority, 'PENDING');
+    INSERT INTO horsies_tasks (id, task_name, queue_name, args, priority, status, retention_class_key)
+    VALUES (id, p_task, p_queue, p_args::json, p_priority, 'PENDING', p_class);
     RETURN id;
 END $$;

@@ -1,0 +1,42 @@
+-- 022: retention classes at send (the Retention Config document, "Which
+-- class a send gets"). Every task carries the class its server resolved at
+-- enqueue (tasks/retention_class.c: the send's retentionClassKey, else its
+-- queue's queue_retention mapping, else standard_30d), snapshotted on the
+-- row: tasks.send takes it with the rest of each task.
+
+DROP FUNCTION tasks.send(uuid[], text[], text[], text[], integer[], timestamptz[], bigint[], timestamptz[],
+                         integer[], integer[], text[], integer[], integer[], real[], text[], text[]);
+CREATE FUNCTION tasks.send(p_ids uuid[], p_names text[], p_queues text[], p_args text[],
+                           p_priorities integer[], p_run_at timestamptz[], p_delays_ms bigint[],
+                           p_good_until timestamptz[], p_timeouts integer[], p_max_retries integer[],
+                           p_retry_delays text[], p_bases integer[], p_caps integer[], p_jitters real[],
+                           p_retry_on text[], p_keys text[], p_classes text[])
+RETURNS TABLE (idx integer, id uuid, created boolean) LANGUAGE plpgsql AS $$
+#variable_conflict use_column
+BEGIN
+    -- The first send of each key wins (in this batch: the first item). A
+    -- concurrent send of the same key is waited for, then seen by the
+    -- statements below (each takes a new snapshot).
+    INSERT INTO horsies_task_idempotency (idempotency_key, task_id)
+    SELECT DISTINCT ON (u.key) u.key, u.id FROM unnest(p_keys, p_ids) WITH ORDINALITY AS u(key, id, ord)
+     WHERE u.key IS NOT NULL ORDER BY u.key, u.ord
+    ON CONFLICT DO NOTHING;
+    INSERT INTO horsies_tasks (id, task_name, queue_name, args, priority, status, run_at, good_until,
+                               timeout_ms, max_retries, retry_delays_ms, retry_base_ms, retry_cap_ms,
+                               retry_jitter, retry_on, idempotency_key, retention_class_key)
+    SELECT u.id, u.name, u.queue, u.args::json, u.priority, 'PENDING',
+           coalesce(u.run_at, now() + make_interval(secs => coalesce(u.delay, 0) / 1000.0)), u.good_until,
+           u.timeout, u.retries, u.delays::integer[], u.base, u.cap, u.jitter, u.retry_on::text[], u.key, u.class
+      FROM unnest(p_ids, p_names, p_queues, p_args, p_priorities, p_run_at, p_delays_ms, p_good_until,
+                  p_timeouts, p_max_retries, p_retry_delays, p_bases, p_caps, p_jitters, p_retry_on, p_keys,
+                  p_classes)
+           AS u(id, name, queue, args, priority, run_at, delay, good_until, timeout, retries,
+                delays, base, cap, jitter, retry_on, key, class)
+      LEFT JOIN horsies_task_idempotency k ON k.idempotency_key = u.key
+     WHERE u.key IS NULL OR k.task_id = u.id;
+    RETURN QUERY
+        SELECT (u.ord - 1)::integer, coalesce(k.task_id, u.id), u.key IS NULL OR k.task_id = u.id
+          FROM unnest(p_ids, p_keys) WITH ORDINALITY AS u(id, key, ord)
+          LEFT JOIN horsies_task_idempotency k ON k.idempotency_key = u.key
+         ORDER BY u.ord;
+END $$;
