@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include "base/conf_retention.h"
 #include "base/confreport.h"
 #include "base/json.h"
 #include "base/xalloc.h"
@@ -83,15 +84,6 @@ static const key_def recovery_keys[REC_NKEYS] = {
     [REC_CHECK]         = { "check_interval_ms",             offsetof(conf_recovery, check_interval_ms),             1000, 600000, NULL },
 };
 
-/* Retention settings that an older configuration kept with recovery. The
- * seed refuses them there by name and points to their new home (HRS-204),
- * rather than calling them unknown. */
-static const char *const moved_to_retention[] = {
-    "terminal_record_retention_hours", "queue_terminal_record_retention_hours",
-    "worker_state_retention_hours", "paused_workflow_auto_cancel_after",
-    "retention_sweep_interval_s", "retention_delete_batch_size",
-};
-
 #define MAX_SECTION_KEYS 8   /* the longest key table; sized for a few more */
 #define NELEM(a) (sizeof (a) / sizeof (a)[0])
 _Static_assert(NELEM(queue_keys) <= MAX_SECTION_KEYS && REC_NKEYS <= MAX_SECTION_KEYS
@@ -102,6 +94,7 @@ typedef enum section_kind {
     SECTION_RECOVERY,
     SECTION_QUEUE,
     SECTION_SCHEDULE,
+    SECTION_RETENTION,  /* its keys are base/conf_retention.c's */
     SECTION_SKIPPED,    /* unknown or unreadable header: already reported */
 } section_kind;
 
@@ -126,6 +119,9 @@ struct parser {
     int            rec_line[REC_NKEYS];          /* where [recovery]'s keys were set; 0 default */
     bool           rec_bad[REC_NKEYS];           /* the value given was refused */
     int           *queue_line;                   /* per kept schedule: where its queue was set; 0 not */
+    int            retention_line;               /* the first [retention]; 0 none */
+    conf_retention_reader retention;             /* the [retention] being read */
+    conf_retention scratch_retention;
     conf_queue     scratch_queue;
     conf_schedule  scratch_schedule;
     conf_recovery  scratch_recovery;
@@ -181,7 +177,7 @@ static void schedule_fini(conf_schedule *s)
 
 /* 1..48 characters of A-Z a-z 0-9 _ -: a name that fits in identifiers,
  * URLs and log lines without quoting. */
-static bool queue_name_valid(const char *name)
+bool conffile_queue_name_valid(const char *name)
 {
     size_t n = strlen(name);
     if (n < 1 || n > CONFFILE_QUEUE_NAME_MAX) return false;
@@ -208,6 +204,22 @@ static void open_recovery(parser *p, int line)
     p->target = &p->scratch_recovery;
 }
 
+/* A repeat is read into the scratch section: checked, not kept. */
+static void open_retention(parser *p, int line)
+{
+    p->kind = SECTION_RETENTION;
+    if (!p->retention_line) {
+        p->retention_line = line;
+        conf_retention_open(&p->retention, &p->conf->retention, &p->rep);
+        return;
+    }
+    confreport_error_at(&p->rep, CONFFILE_E_DUPLICATE, line, "section [retention] given twice");
+    reported_twice(p, p->retention_line);
+    confreport_help(&p->rep, "merge the two into one [retention] section");
+    conf_retention_fini(&p->scratch_retention);
+    conf_retention_open(&p->retention, &p->scratch_retention, &p->rep);
+}
+
 static void queue_to_scratch(parser *p, int line)
 {
     queue_defaults(&p->scratch_queue, line);
@@ -225,7 +237,7 @@ static void invalid_name(parser *p, const char *what, const char *name, int line
 static void open_queue(parser *p, const char *name, int line)
 {
     p->kind = SECTION_QUEUE;
-    if (!queue_name_valid(name)) {
+    if (!conffile_queue_name_valid(name)) {
         invalid_name(p, "queue", name, line);
         queue_to_scratch(p, line);
         return;
@@ -256,7 +268,7 @@ static void schedule_to_scratch(parser *p, int line)
 static void open_schedule(parser *p, const char *name, int line)
 {
     p->kind = SECTION_SCHEDULE;
-    if (!queue_name_valid(name)) {
+    if (!conffile_queue_name_valid(name)) {
         invalid_name(p, "schedule", name, line);
         schedule_to_scratch(p, line);
         return;
@@ -308,9 +320,7 @@ static void unknown_section(parser *p, const char *name, int line)
 {
     p->kind = SECTION_SKIPPED;
     confreport_error_at(&p->rep, CONFFILE_E_SECTION, line, "unknown section [%s]", name);
-    if (strcmp(name, "retention") == 0)
-        confreport_note(&p->rep, "retention is not read from silt.conf yet");
-    confreport_help(&p->rep, "the sections are [recovery], [queue.NAME] and [schedule.NAME]");
+    confreport_help(&p->rep, "the sections are [recovery], [retention], [queue.NAME] and [schedule.NAME]");
 }
 
 static void open_section(parser *p, const char *name, int line)
@@ -320,6 +330,7 @@ static void open_section(parser *p, const char *name, int line)
     p->section = xstrdup(name);
     memset(p->key_line, 0, sizeof p->key_line);
     if (strcmp(name, "recovery") == 0) open_recovery(p, line);
+    else if (strcmp(name, "retention") == 0) open_retention(p, line);
     else if (strncmp(name, "queue.", 6) == 0) open_queue(p, name + 6, line);
     else if (strncmp(name, "schedule.", 9) == 0) open_schedule(p, name + 9, line);
     else unknown_section(p, name, line);
@@ -369,22 +380,9 @@ static const key_def *find_key(const key_def *keys, size_t n, const char *name, 
     return NULL;
 }
 
-static bool moved_key(const char *name)
-{
-    for (size_t i = 0; i < NELEM(moved_to_retention); i++)
-        if (strcmp(moved_to_retention[i], name) == 0) return true;
-    return false;
-}
-
 static void unknown_key(parser *p, const char *name, const key_def *keys, size_t n)
 {
-    if (p->kind == SECTION_RECOVERY && moved_key(name)) {
-        confreport_error_at(&p->rep, CONFFILE_E_RECOVERY, p->line, "%s moved to [retention]", name);
-        confreport_note(&p->rep, "it governs how long records live, not how stalled work is detected");
-        confreport_help(&p->rep, "remove it from [recovery]; retention is configured in [retention], "
-                        "which a later release of silt reads");
-        return;
-    }
+    if (p->kind == SECTION_RECOVERY && conf_retention_moved(&p->rep, name, p->line)) return;
     confreport_error_at(&p->rep, CONFFILE_E_KEY, p->line, "unknown key `%s` in [%s]", name, p->section);
     buf known;
     buf_init(&known);
@@ -414,9 +412,7 @@ static void bad_value(parser *p, const key_def *k, const char *value)
 
 static void duplicate_key(parser *p, const char *name, int first_line)
 {
-    confreport_error_at(&p->rep, CONFFILE_E_DUPLICATE, p->line, "key `%s` given twice in [%s]", name, p->section);
-    reported_twice(p, first_line);
-    confreport_help(&p->rep, "keep one of them");
+    confreport_key_twice(&p->rep, CONFFILE_E_DUPLICATE, p->line, name, p->section, first_line);
 }
 
 /* ---- the values of [schedule.NAME] ------------------------------------------ */
@@ -479,7 +475,7 @@ static void set_task(parser *p, const key_def *k, const char *value)
 
 static void set_schedule_queue(parser *p, const key_def *k, const char *value)
 {
-    if (!queue_name_valid(value)) {
+    if (!conffile_queue_name_valid(value)) {
         confreport_error_at(&p->rep, CONFFILE_E_SCHEDULE, p->line, "queue in [%s] must be a queue name", p->section);
         confreport_note(&p->rep, "a queue name is 1 to %d characters of A-Z, a-z, 0-9, `_` and `-`; found queue = %s",
                         CONFFILE_QUEUE_NAME_MAX, shown(value));
@@ -551,6 +547,7 @@ static void note_recovery_key(parser *p, size_t i, bool ok)
 
 static void set_key(parser *p, const char *name, const char *value)
 {
+    if (p->kind == SECTION_RETENTION) { conf_retention_set(&p->retention, name, value, p->line); return; }
     size_t n, i;
     const key_def *keys = section_keys(p->kind, &n);
     const key_def *k = find_key(keys, n, name, &i);
@@ -576,7 +573,7 @@ static int on_key(void *user, const char *section, const char *name, const char 
     }
     if (p->kind == SECTION_NONE) {
         confreport_error_at(&p->rep, CONFFILE_E_KEY, p->line, "key `%s` outside any section", name);
-        confreport_help(&p->rep, "put it under [recovery], a [queue.NAME] or a [schedule.NAME] section");
+        confreport_help(&p->rep, "put it under [recovery], [retention], a [queue.NAME] or a [schedule.NAME] section");
         return 1;
     }
     if (p->kind != SECTION_SKIPPED) set_key(p, name, value ? value : "");
@@ -727,23 +724,10 @@ static void parse(parser *p, const buf *text)
     close_section(p);
     check_recovery(p);
     check_schedule_queues(p);
+    conf_retention_check_queues(p->conf, &p->rep);
 }
 
 /* ---- the interface ------------------------------------------------------- */
-
-static void retention_defaults(conf_retention *r)
-{
-    *r = (conf_retention){
-        .terminal_record_retention_hours = 720,
-        .worker_state_retention_hours = 168,
-        .retention_sweep_interval_s = 300,
-        .retention_delete_batch_size = 500,
-        .paused_workflow_auto_cancel_after_s = CONF_NONE,
-        .history_leaf_horizon_days = 3,
-        .heartbeat_leaf_horizon_hours = 6,
-        .partition_maintenance_interval_s = 900,
-    };
-}
 
 void conffile_defaults(silt_conf *c)
 {
@@ -753,7 +737,7 @@ void conffile_defaults(silt_conf *c)
     c->schedules = NULL;
     c->nschedules = 0;
     recovery_defaults(&c->recovery);
-    retention_defaults(&c->retention);
+    conf_retention_defaults(&c->retention);
 }
 
 int conffile_load(const char *path, silt_conf *c, buf *report)
@@ -775,6 +759,8 @@ int conffile_load(const char *path, silt_conf *c, buf *report)
     free(p.section);
     free(p.queue_line);
     schedule_fini(&p.scratch_schedule);
+    conf_retention_close(&p.retention);
+    conf_retention_fini(&p.scratch_retention);
     return errors;
 }
 
@@ -784,13 +770,7 @@ void conffile_free(silt_conf *c)
     free(c->queues);
     for (size_t i = 0; i < c->nschedules; i++) schedule_fini(&c->schedules[i]);
     free(c->schedules);
-    for (size_t i = 0; i < c->retention.nqueues; i++) {
-        free(c->retention.queues[i].queue);
-        free(c->retention.queues[i].class_key);
-    }
-    free(c->retention.queues);
-    for (size_t i = 0; i < c->retention.nclasses; i++) free(c->retention.classes[i].key);
-    free(c->retention.classes);
+    conf_retention_fini(&c->retention);
     free(c->path);
     conffile_defaults(c);
 }

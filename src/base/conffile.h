@@ -1,5 +1,5 @@
 /* conffile: silt.conf, the configuration file of the task engine (task
- * queues, schedules and recovery; retention comes later). INI, read with
+ * queues, schedules, recovery and retention). INI, read with
  * Debian's libinih; every problem in a file is collected with its line and
  * reported together in the seed's format (base/confreport.h), so one edit
  * fixes the file. docs/configuration.md is the user's side of this header:
@@ -9,6 +9,7 @@
  * settings; the file adds to them and replaces none. */
 #ifndef SILT_CONFFILE_H
 #define SILT_CONFFILE_H
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include "base/buf.h"
@@ -24,14 +25,17 @@ enum {
     CONFFILE_E_SYNTAX        = 201,   /* not a section, a key = value, a comment or blank */
     CONFFILE_E_SECTION       = 202,   /* unknown section */
     CONFFILE_E_KEY           = 203,   /* unknown key in a known section */
-    CONFFILE_E_RECOVERY      = 204,   /* recovery thresholds inconsistent, or a retention key under [recovery] */
+    CONFFILE_E_RECOVERY      = 204,   /* recovery thresholds inconsistent, or a [retention] key under [recovery] */
     CONFFILE_E_VALUE         = 205,   /* not an integer, or out of bounds */
     CONFFILE_E_QUEUE_NAME    = 206,   /* [queue.NAME] or [schedule.NAME] with an invalid NAME */
     CONFFILE_E_DUPLICATE     = 207,   /* a section, or a key in one section, given twice */
     CONFFILE_E_SCHEDULE      = 208,   /* [schedule.NAME]: cron invalid or never firing, unknown
                                        * timezone, task or queue missing or invalid, args not
                                        * JSON, catch_up invalid, queue not declared */
-    /* 216 is reserved for [retention] (a later issue). */
+    CONFFILE_E_RETENTION     = 216,   /* [retention]: a bound, a duration, a class key (not an
+                                       * identifier, reserved, q_, over 18 characters, declared
+                                       * twice), a mapped queue whose key cannot be formed or that
+                                       * the file does not declare, queue_terminal_record_retention_hours */
 };
 
 /* [queue.NAME]: a task queue. */
@@ -129,6 +133,8 @@ int  conffile_load(const char *path, silt_conf *c, buf *report) __attribute__((w
 void conffile_free(silt_conf *c);
 /* The queue declared as [queue.name], or NULL when the file does not declare it. */
 const conf_queue *conffile_queue(const silt_conf *c, const char *name);
+/* 1..48 characters of A-Z a-z 0-9 _ -: the rule of queue and schedule names. */
+bool conffile_queue_name_valid(const char *name);
 /* The schedule declared as [schedule.name], or NULL. */
 const conf_schedule *conffile_schedule(const silt_conf *c, const char *name);
 /* The file to read: given (a --config argument) when not NULL, else

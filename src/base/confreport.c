@@ -71,6 +71,13 @@ void confreport_help(confreport *r, const char *fmt, ...)
     va_end(ap);
 }
 
+void confreport_key_twice(confreport *r, int code, int line, const char *key, const char *section, int first_line)
+{
+    confreport_error_at(r, code, line, "key `%s` given twice in [%s]", key, section);
+    confreport_note(r, "first given at %s:%d", r->path, first_line);
+    confreport_help(r, "keep one of them");
+}
+
 size_t confreport_count(const confreport *r)
 {
     return r->n;

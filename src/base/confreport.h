@@ -35,6 +35,10 @@ void   confreport_error_at(confreport *r, int code, int line, const char *fmt, .
        __attribute__((format(printf, 4, 5)));
 void   confreport_note(confreport *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void   confreport_help(confreport *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The error every section shares for a key set twice in one section
+ * (HRS-207 in silt.conf): "key `KEY` given twice in [SECTION]", the note
+ * naming the first line. */
+void   confreport_key_twice(confreport *r, int code, int line, const char *key, const char *section, int first_line);
 size_t confreport_count(const confreport *r);
 /* Appends every error, ordered by line (a file-wide error first, ties in the
  * order found), and the closing "error: aborting due to N previous errors";

@@ -284,21 +284,20 @@ TEST(conffile_hrs_201_an_overlong_line_or_a_nul_byte_keeps_later_lines_right)
 TEST(conffile_hrs_202_an_unknown_section_is_an_error_and_its_keys_are_not_reported_again)
 {
     loaded l;
-    load("[retention]\n"
+    load("[retentions]\n"
          "queue_retention = 7d\n"
          "[Recovery]\n"
          "[schedules.nightly]\n"
          "[queue]\n"
          "[schedule]\n", &l);
     CHECK_INT(l.errors, 5);
-    CHECK_REPORTS(l, "error[HRS-202]: unknown section [retention]\n"
+    CHECK_REPORTS(l, "error[HRS-202]: unknown section [retentions]\n"
                      "  --> silt.conf:1\n"
-                     "   = note: retention is not read from silt.conf yet\n"
-                     "   = help: the sections are [recovery], [queue.NAME] and [schedule.NAME]\n");
+                     "   = help: the sections are [recovery], [retention], [queue.NAME] and [schedule.NAME]\n");
     CHECK_REPORTS(l, "error[HRS-202]: unknown section [Recovery]\n  --> silt.conf:3\n");   /* names are exact */
     CHECK_REPORTS(l, "error[HRS-202]: unknown section [schedules.nightly]\n"
                      "  --> silt.conf:4\n"
-                     "   = help: the sections are [recovery], [queue.NAME] and [schedule.NAME]\n");
+                     "   = help: the sections are [recovery], [retention], [queue.NAME] and [schedule.NAME]\n");
     CHECK_REPORTS(l, "error[HRS-202]: unknown section [queue]\n  --> silt.conf:5\n");
     CHECK_REPORTS(l, "error[HRS-202]: unknown section [schedule]\n  --> silt.conf:6\n");
     CHECK_INT(occurrences(l.report.data, "queue_retention"), 0);
@@ -314,7 +313,7 @@ TEST(conffile_hrs_203_an_unknown_key_names_its_section_and_the_known_keys)
     CHECK_INT(l.errors, 2);
     CHECK_REPORTS(l, "error[HRS-203]: key `stray` outside any section\n"
                      "  --> silt.conf:1\n"
-                     "   = help: put it under [recovery], a [queue.NAME] or a [schedule.NAME] section\n");
+                     "   = help: put it under [recovery], [retention], a [queue.NAME] or a [schedule.NAME] section\n");
     CHECK_REPORTS(l, "error[HRS-203]: unknown key `check_interval` in [recovery]\n"
                      "  --> silt.conf:3\n"
                      "   = help: the keys of [recovery] are claimer_heartbeat_interval_ms, "
@@ -380,21 +379,81 @@ TEST(conffile_hrs_204_is_not_checked_against_a_refused_value)
     loaded_fini(&l);
 }
 
-TEST(conffile_hrs_204_a_retention_key_under_recovery_names_its_new_home)
+/* The document's report, its home translated from AppConfig.retention to
+ * [retention]: the message's shape and the note word for word. */
+TEST(conffile_hrs_204_the_moved_field_report_is_the_documented_one)
 {
     loaded l;
     load("[recovery]\n"
-         "terminal_record_retention_hours = 720\n"
-         "paused_workflow_auto_cancel_after = 3600\n", &l);
-    CHECK_INT(l.errors, 2);
-    CHECK_REPORTS(l, "error[HRS-204]: terminal_record_retention_hours moved to [retention]\n"
-                     "  --> silt.conf:2\n"
-                     "   = note: it governs how long records live, not how stalled work is detected\n");
-    CHECK_REPORTS(l, "error[HRS-204]: paused_workflow_auto_cancel_after moved to [retention]\n"
-                     "  --> silt.conf:3\n");
+         "terminal_record_retention_hours = 720\n", &l);
+    check_only_error(&l, "error[HRS-204]: terminal_record_retention_hours moved to [retention]\n"
+                         "  --> silt.conf:2\n"
+                         "   = note: it governs how long records live, not how stalled work is detected\n"
+                         "   = help: set terminal_record_retention_hours in [retention]\n");
+    CHECK_INT(l.conf.retention.terminal_record_retention_hours, 720);   /* the default: never honoured */
+    loaded_fini(&l);
+    load("[recovery]\nterminal_record_retention_hours = 24\n", &l);
+    CHECK_INT(l.conf.retention.terminal_record_retention_hours, 720);
     loaded_fini(&l);
     load("[queue.a]\nterminal_record_retention_hours = 720\n", &l);   /* elsewhere it is merely unknown */
     CHECK_INT(occurrences(l.report.data, "error[HRS-203]"), 1);
+    loaded_fini(&l);
+}
+
+/* Every [retention] setting, its mappings' entries and the predecessor of
+ * queue_retention: each refused at its line, all in one report, whatever
+ * its value. */
+TEST(conffile_hrs_204_every_retention_key_under_recovery_is_refused_at_once)
+{
+    static const char *const moved[] = {
+        "queue_retention.emails = 7d", "retention_classes.audit_1y = 365d", "terminal_record_retention_hours = 2160",
+        "worker_state_retention_hours = None", "retention_sweep_interval_s = 300", "retention_delete_batch_size = 500",
+        "paused_workflow_auto_cancel_after = 7d", "history_leaf_horizon_days = 3", "heartbeat_leaf_horizon_hours = 6",
+        "partition_maintenance_interval_s = 900", "queue_retention = x", "retention_classes = x",
+    };
+    static const char *const field[] = {
+        "queue_retention", "retention_classes", "terminal_record_retention_hours", "worker_state_retention_hours",
+        "retention_sweep_interval_s", "retention_delete_batch_size", "paused_workflow_auto_cancel_after",
+        "history_leaf_horizon_days", "heartbeat_leaf_horizon_hours", "partition_maintenance_interval_s",
+        "queue_retention", "retention_classes",
+    };
+    size_t n = sizeof moved / sizeof moved[0];
+    buf text;
+    buf_init(&text);
+    buf_puts(&text, "[recovery]\ncheck_interval_ms = 5000\n");
+    for (size_t i = 0; i < n; i++) buf_printf(&text, "%s\n", moved[i]);
+    loaded l;
+    load(text.data, &l);
+    CHECK_INT(l.errors, n);
+    CHECK_INT(occurrences(l.report.data, "error[HRS-204]"), n);
+    for (size_t i = 0; i < n; i++) {
+        char want[256];
+        snprintf(want, sizeof want, "error[HRS-204]: %s moved to [retention]\n  --> silt.conf:%zu\n"
+                 "   = note: it governs how long records live, not how stalled work is detected\n", field[i], i + 3);
+        CHECK_REPORTS(l, want);
+    }
+    CHECK_REPORTS(l, "   = help: set queue_retention.emails in [retention]\n");
+    CHECK_REPORTS(l, "   = help: set retention_classes.audit_1y in [retention]\n");
+    CHECK_INT(l.conf.recovery.check_interval_ms, 5000);   /* the rest of [recovery] is read */
+    CHECK_INT(l.conf.retention.nqueues, 0);
+    CHECK_INT(l.conf.retention.nclasses, 0);
+    loaded_fini(&l);
+    buf_fini(&text);
+}
+
+TEST(conffile_hrs_204_queue_terminal_record_retention_hours_under_recovery_names_queue_retention)
+{
+    loaded l;
+    load("[recovery]\n"
+         "queue_terminal_record_retention_hours = 168\n", &l);
+    check_only_error(&l, "error[HRS-204]: queue_terminal_record_retention_hours moved to [retention]\n"
+                         "  --> silt.conf:2\n"
+                         "   = note: it governs how long records live, not how stalled work is detected\n"
+                         "   = help: set queue_retention in [retention], its successor: one line per queue, "
+                         "e.g. queue_retention.emails = 7d for emails: 168\n");
+    loaded_fini(&l);
+    load("[recovery]\nqueue_terminal_record_retention_hours.emails = 168\n", &l);
+    CHECK_INT(occurrences(l.report.data, "error[HRS-204]: queue_terminal_record_retention_hours moved to [retention]"), 1);
     loaded_fini(&l);
 }
 
@@ -910,6 +969,586 @@ TEST(conffile_schedule_problems_are_reported_with_the_others_in_line_order)
     loaded_fini(&l);
 }
 
+/* ---- [retention] ------------------------------------------------------------ */
+
+static void check_retention_defaults(const conf_retention *r)
+{
+    CHECK_INT(r->nqueues, 0);
+    CHECK_INT(r->nclasses, 0);
+    CHECK_INT(r->terminal_record_retention_hours, 720);
+    CHECK_INT(r->worker_state_retention_hours, 168);
+    CHECK_INT(r->retention_sweep_interval_s, 300);
+    CHECK_INT(r->retention_delete_batch_size, 500);
+    CHECK_INT(r->paused_workflow_auto_cancel_after_s, CONF_NONE);
+    CHECK_INT(r->history_leaf_horizon_days, 3);
+    CHECK_INT(r->heartbeat_leaf_horizon_hours, 6);
+    CHECK_INT(r->partition_maintenance_interval_s, 900);
+}
+
+/* "Nothing about existing deployments moves until a queue is named." */
+TEST(conffile_retention_no_file_no_section_or_an_empty_one_takes_every_default)
+{
+    silt_conf c;
+    conffile_defaults(&c);
+    check_retention_defaults(&c.retention);
+    conffile_free(&c);
+    loaded l;
+    load("[queue.emails]\n", &l);
+    CHECK_INT(l.errors, 0);
+    check_retention_defaults(&l.conf.retention);
+    loaded_fini(&l);
+    load("[retention]\n", &l);
+    CHECK_INT(l.errors, 0);
+    check_retention_defaults(&l.conf.retention);
+    loaded_fini(&l);
+}
+
+TEST(conffile_retention_reads_every_key)
+{
+    loaded l;
+    load("[retention]\n"
+         "queue_retention.emails = 7d        # q_emails_7d\n"
+         "queue_retention.reports = 90d\n"
+         "queue_retention.audit = None       # forever\n"
+         "retention_classes.audit_1y = 365d\n"
+         "retention_classes.transient_2d = 2d\n"
+         "terminal_record_retention_hours = 2160\n"
+         "worker_state_retention_hours = 24\n"
+         "paused_workflow_auto_cancel_after = 36h\n"
+         "history_leaf_horizon_days = 14\n"
+         "heartbeat_leaf_horizon_hours = 2\n"
+         "partition_maintenance_interval_s = 60\n"
+         "retention_sweep_interval_s = 86400\n"
+         "retention_delete_batch_size = 50\n", &l);
+    CHECK_STR(l.report.data, "");
+    const conf_retention *r = &l.conf.retention;
+    CHECK_INT(r->nqueues, 3);
+    CHECK_STR(r->queues[0].queue, "emails");
+    CHECK_INT(r->queues[0].seconds, 7 * 86400);
+    CHECK_STR(r->queues[0].class_key, "q_emails_7d");
+    CHECK_INT(r->queues[0].line, 2);
+    CHECK_STR(r->queues[1].class_key, "q_reports_90d");
+    CHECK_INT(r->queues[1].seconds, 90 * 86400);
+    CHECK_STR(r->queues[2].queue, "audit");
+    CHECK_INT(r->queues[2].seconds, CONF_NONE);
+    CHECK_STR(r->queues[2].class_key, "forever");
+    CHECK_INT(r->queues[2].line, 4);
+    CHECK_INT(r->nclasses, 2);
+    CHECK_STR(r->classes[0].key, "audit_1y");
+    CHECK_INT(r->classes[0].seconds, 365 * 86400);
+    CHECK_INT(r->classes[0].line, 5);
+    CHECK_STR(r->classes[1].key, "transient_2d");
+    CHECK_INT(r->classes[1].seconds, 2 * 86400);
+    CHECK_INT(r->classes[1].line, 6);
+    CHECK_INT(r->terminal_record_retention_hours, 2160);
+    CHECK_INT(r->worker_state_retention_hours, 24);
+    CHECK_INT(r->paused_workflow_auto_cancel_after_s, 36 * 3600);
+    CHECK_INT(r->history_leaf_horizon_days, 14);
+    CHECK_INT(r->heartbeat_leaf_horizon_hours, 2);
+    CHECK_INT(r->partition_maintenance_interval_s, 60);
+    CHECK_INT(r->retention_sweep_interval_s, 86400);
+    CHECK_INT(r->retention_delete_batch_size, 50);
+    loaded_fini(&l);
+}
+
+/* The document's first example, in silt.conf's words, beside the queues it
+ * names. */
+TEST(conffile_retention_the_documented_example_is_accepted)
+{
+    loaded l;
+    load("[queue.emails]\n"
+         "[queue.audit]\n"
+         "[retention]\n"
+         "queue_retention.emails = 7d\n"
+         "queue_retention.audit = None\n"
+         "terminal_record_retention_hours = 2160   # 24 * 90\n"
+         "retention_classes.audit_1y = 365d\n", &l);
+    CHECK_STR(l.report.data, "");
+    CHECK_STR(l.conf.retention.queues[0].class_key, "q_emails_7d");
+    CHECK_STR(l.conf.retention.queues[1].class_key, "forever");
+    CHECK_INT(l.conf.retention.terminal_record_retention_hours, 2160);
+    CHECK_STR(l.conf.retention.classes[0].key, "audit_1y");
+    loaded_fini(&l);
+}
+
+/* The key carries the duration in its largest exact unit, so the 0.4.x
+ * 168 hours and 7d are one class; two queues on one duration, two classes. */
+TEST(conffile_retention_queue_mappings_derive_their_class_keys)
+{
+    loaded l;
+    load("[retention]\n"
+         "queue_retention.ingest = 36h\n"
+         "queue_retention.emails = 168h\n"
+         "queue_retention.a = 7d\n"
+         "queue_retention.b = 7d\n"
+         "queue_retention.c = 1440m\n"
+         "queue_retention.d = 45s\n", &l);
+    CHECK_STR(l.report.data, "");
+    const char *want[] = { "q_ingest_36h", "q_emails_7d", "q_a_7d", "q_b_7d", "q_c_1d", "q_d_45s" };
+    CHECK_INT(l.conf.retention.nqueues, 6);
+    for (size_t i = 0; i < 6; i++) CHECK_STR(l.conf.retention.queues[i].class_key, want[i]);
+    CHECK_INT(l.conf.retention.queues[1].seconds, 7 * 86400);
+    loaded_fini(&l);
+}
+
+typedef struct retention_bound {
+    const char *key;
+    long long   lo, hi;
+    bool        none;
+} retention_bound;
+
+static const retention_bound retention_bounds[] = {
+    { "terminal_record_retention_hours", 1, 43800, true },
+    { "worker_state_retention_hours", 1, 8760, true },
+    { "retention_sweep_interval_s", 30, 86400, false },
+    { "retention_delete_batch_size", 50, 10000, false },
+    { "history_leaf_horizon_days", 2, 14, false },
+    { "heartbeat_leaf_horizon_hours", 2, 48, false },
+    { "partition_maintenance_interval_s", 60, 3600, false },
+};
+
+static int retention_errors(const char *key, const char *value, loaded *l)
+{
+    char text[256];
+    snprintf(text, sizeof text, "[retention]\n%s = %s\n", key, value);
+    load(text, l);
+    return l->errors;
+}
+
+static int64_t retention_field(const conf_retention *r, const char *key)
+{
+    if (!strcmp(key, "terminal_record_retention_hours")) return r->terminal_record_retention_hours;
+    if (!strcmp(key, "worker_state_retention_hours")) return r->worker_state_retention_hours;
+    if (!strcmp(key, "retention_sweep_interval_s")) return r->retention_sweep_interval_s;
+    if (!strcmp(key, "retention_delete_batch_size")) return r->retention_delete_batch_size;
+    if (!strcmp(key, "history_leaf_horizon_days")) return r->history_leaf_horizon_days;
+    if (!strcmp(key, "heartbeat_leaf_horizon_hours")) return r->heartbeat_leaf_horizon_hours;
+    return r->partition_maintenance_interval_s;
+}
+
+TEST(conffile_hrs_216_every_retention_key_takes_its_bounds_and_refuses_one_past_them)
+{
+    for (size_t i = 0; i < sizeof retention_bounds / sizeof retention_bounds[0]; i++) {
+        const retention_bound *b = &retention_bounds[i];
+        char lo[32], hi[32], below[32], above[32], want[256];
+        snprintf(lo, sizeof lo, "%lld", b->lo);
+        snprintf(hi, sizeof hi, "%lld", b->hi);
+        snprintf(below, sizeof below, "%lld", b->lo - 1);
+        snprintf(above, sizeof above, "%lld", b->hi + 1);
+        snprintf(want, sizeof want, "error[HRS-216]: %s in [retention] must be an integer from %lld to %lld%s\n"
+                 "  --> silt.conf:2\n", b->key, b->lo, b->hi, b->none ? ", or None" : "");
+        loaded l;
+        CHECK_INT(retention_errors(b->key, lo, &l), 0);
+        CHECK_INT(retention_field(&l.conf.retention, b->key), b->lo);
+        loaded_fini(&l);
+        CHECK_INT(retention_errors(b->key, hi, &l), 0);
+        CHECK_INT(retention_field(&l.conf.retention, b->key), b->hi);
+        loaded_fini(&l);
+        CHECK_INT(retention_errors(b->key, below, &l), 1);
+        CHECK_REPORTS(l, want);
+        loaded_fini(&l);
+        CHECK_INT(retention_errors(b->key, above, &l), 1);
+        CHECK_REPORTS(l, want);
+        loaded_fini(&l);
+        CHECK_INT(retention_errors(b->key, "None", &l), b->none ? 0 : 1);   /* None only where the document allows it */
+        if (b->none) CHECK_INT(retention_field(&l.conf.retention, b->key), CONF_NONE);
+        else CHECK_REPORTS(l, want);
+        loaded_fini(&l);
+    }
+}
+
+TEST(conffile_hrs_216_a_retention_number_is_a_whole_decimal_integer_and_a_refused_one_keeps_the_default)
+{
+    const char *bad[] = { "abc", "", "1.5", "30d", "1e3", "NULL", "99999999999999999999999" };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        loaded l;
+        retention_errors("retention_delete_batch_size", bad[i], &l);
+        char want[512];
+        snprintf(want, sizeof want, "error[HRS-216]: retention_delete_batch_size in [retention] must be an integer "
+                 "from 50 to 10000\n"
+                 "  --> silt.conf:2\n"
+                 "   = note: found retention_delete_batch_size = %s\n", *bad[i] ? bad[i] : "(nothing)");
+        check_only_error(&l, want);
+        CHECK_INT(l.conf.retention.retention_delete_batch_size, 500);
+        loaded_fini(&l);
+    }
+    loaded l;
+    CHECK_INT(retention_errors("worker_state_retention_hours", "none", &l), 0);   /* None in either case */
+    CHECK_INT(l.conf.retention.worker_state_retention_hours, CONF_NONE);
+    loaded_fini(&l);
+}
+
+TEST(conffile_hrs_216_paused_workflow_auto_cancel_after_is_a_duration_or_none)
+{
+    loaded l;
+    CHECK_INT(retention_errors("paused_workflow_auto_cancel_after", "7d", &l), 0);
+    CHECK_INT(l.conf.retention.paused_workflow_auto_cancel_after_s, 604800);
+    loaded_fini(&l);
+    CHECK_INT(retention_errors("paused_workflow_auto_cancel_after", "None", &l), 0);
+    CHECK_INT(l.conf.retention.paused_workflow_auto_cancel_after_s, CONF_NONE);
+    loaded_fini(&l);
+    retention_errors("paused_workflow_auto_cancel_after", "3600", &l);   /* the old seconds are not a duration */
+    check_only_error(&l, "error[HRS-216]: paused_workflow_auto_cancel_after in [retention] must be a positive duration "
+                         "such as 7d, 36h, 90m or 45s, or None\n"
+                         "  --> silt.conf:2\n"
+                         "   = note: found paused_workflow_auto_cancel_after = 3600\n"
+                         "   = help: a duration is a whole number and one unit, s, m, h or d, with nothing between them; "
+                         "compound forms such as 1d12h are written in the smaller unit, 36h\n");
+    CHECK_INT(l.conf.retention.paused_workflow_auto_cancel_after_s, CONF_NONE);
+    loaded_fini(&l);
+}
+
+/* Whole numbers and one unit: a fraction is refused with the whole form to
+ * write, a compound, zero and past 100 years each with their reason. */
+TEST(conffile_hrs_216_a_duration_is_a_whole_positive_number_and_one_unit)
+{
+    loaded l;
+    retention_errors("queue_retention.emails", "1.5d", &l);
+    check_only_error(&l, "error[HRS-216]: queue_retention.emails in [retention] must be a positive duration "
+                         "such as 7d, 36h, 90m or 45s, or None\n"
+                         "  --> silt.conf:2\n"
+                         "   = note: found queue_retention.emails = 1.5d\n"
+                         "   = help: write 36h: a duration is a whole number and one unit, s, m, h or d\n");
+    CHECK_INT(l.conf.retention.nqueues, 0);
+    loaded_fini(&l);
+    retention_errors("queue_retention.emails", "0d", &l);
+    CHECK_REPORTS(l, "   = help: a duration is positive; None means forever\n");
+    loaded_fini(&l);
+    retention_errors("queue_retention.emails", "36501d", &l);
+    CHECK_REPORTS(l, "   = help: the longest duration is 36500d (100 years)\n");
+    loaded_fini(&l);
+    const char *bad[] = { "1d12h", "7", "7 d", "-7d", "7D", "7w", "forever", "" };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        CHECK_INT(retention_errors("queue_retention.emails", bad[i], &l), 1);
+        CHECK_REPORTS(l, "error[HRS-216]: queue_retention.emails in [retention] must be a positive duration ");
+        CHECK_INT(l.conf.retention.nqueues, 0);
+        loaded_fini(&l);
+    }
+}
+
+TEST(conffile_hrs_216_a_declared_class_key_must_be_a_usable_identifier)
+{
+    loaded l;
+    load("[retention]\nretention_classes.Audit-1y = 365d\n", &l);
+    check_only_error(&l, "error[HRS-216]: retention class key `Audit-1y` is not a usable identifier\n"
+                         "  --> silt.conf:2\n"
+                         "   = note: a class key is 1 to 18 characters of a-z, 0-9 and _, starting with a letter\n");
+    CHECK_INT(l.conf.retention.nclasses, 0);
+    loaded_fini(&l);
+    const char *bad[] = { "1y", "_x", "a.b", "a b", "", "audit$" };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char text[128], want[128];
+        snprintf(text, sizeof text, "[retention]\nretention_classes.%s = 1d\n", bad[i]);
+        snprintf(want, sizeof want, "error[HRS-216]: retention class key `%s` is not a usable identifier\n", bad[i]);
+        load(text, &l);
+        CHECK_INT(l.errors, 1);
+        CHECK_REPORTS(l, want);
+        loaded_fini(&l);
+    }
+}
+
+TEST(conffile_hrs_216_reserved_class_keys_are_refused)
+{
+    loaded l;
+    load("[retention]\n"
+         "retention_classes.standard_30d = 30d\n"
+         "retention_classes.forever = 36500d\n"
+         "retention_classes.heartbeats = 1d\n", &l);
+    CHECK_INT(l.errors, 3);
+    CHECK_REPORTS(l, "error[HRS-216]: retention class key `standard_30d` is reserved\n"
+                     "  --> silt.conf:2\n"
+                     "   = note: standard_30d, forever and heartbeats are silt's own classes\n"
+                     "   = help: declare the class under another key\n");
+    CHECK_REPORTS(l, "error[HRS-216]: retention class key `forever` is reserved\n  --> silt.conf:3\n");
+    CHECK_REPORTS(l, "error[HRS-216]: retention class key `heartbeats` is reserved\n  --> silt.conf:4\n");
+    CHECK_INT(l.conf.retention.nclasses, 0);
+    loaded_fini(&l);
+}
+
+TEST(conffile_hrs_216_a_declared_class_may_not_use_the_q_prefix)
+{
+    loaded l;
+    load("[retention]\nretention_classes.q_audit = 365d\n", &l);
+    check_only_error(&l, "error[HRS-216]: retention class key `q_audit` uses the reserved prefix q_\n"
+                         "  --> silt.conf:2\n"
+                         "   = note: q_ keys are derived from queue_retention, which gives them their duration\n"
+                         "   = help: declare the class without the q_ prefix, or map the queue in queue_retention\n");
+    CHECK_INT(l.conf.retention.nclasses, 0);
+    loaded_fini(&l);
+    load("[retention]\nretention_classes.qq_audit = 365d\n", &l);
+    CHECK_INT(l.errors, 0);
+    loaded_fini(&l);
+}
+
+/* "The bound is 18 characters for a class key", and configuration states
+ * the arithmetic. */
+TEST(conffile_hrs_216_a_class_key_of_18_characters_is_accepted_and_19_refused)
+{
+    loaded l;
+    load("[retention]\nretention_classes.audit_eighteen_chr = 365d\n", &l);   /* 18 */
+    CHECK_STR(l.report.data, "");
+    CHECK_STR(l.conf.retention.classes[0].key, "audit_eighteen_chr");
+    loaded_fini(&l);
+    load("[retention]\nretention_classes.audit_nineteen_char = 365d\n", &l);   /* 19 */
+    check_only_error(&l, "error[HRS-216]: retention class key `audit_nineteen_char` is 19 characters, over the bound of 18\n"
+                         "  --> silt.conf:2\n"
+                         "   = note: its longest relation is horsies_task_history_audit_nineteen_char_YYYY_MM_DD_enqueued_idx: "
+                         "21 + 19 + 11 + 13 = 64 bytes, and PostgreSQL truncates names past 63\n"
+                         "   = help: declare the class under a key of at most 18 characters\n");
+    CHECK_INT(l.conf.retention.nclasses, 0);
+    loaded_fini(&l);
+}
+
+/* "roughly 13 characters for a mapped queue name": 18 - q_ - _ - 7d. */
+TEST(conffile_hrs_216_a_13_character_queue_mapped_to_7d_fits_and_14_does_not)
+{
+    loaded l;
+    load("[retention]\nqueue_retention.notifications = 7d\n", &l);
+    CHECK_STR(l.report.data, "");
+    CHECK_STR(l.conf.retention.queues[0].class_key, "q_notifications_7d");
+    loaded_fini(&l);
+    load("[retention]\nqueue_retention.notificationsx = 7d\n", &l);
+    check_only_error(&l, "error[HRS-216]: retention class key `q_notificationsx_7d` is 19 characters, over the bound of 18\n"
+                         "  --> silt.conf:2\n"
+                         "   = note: its longest relation is horsies_task_history_q_notificationsx_7d_YYYY_MM_DD_enqueued_idx: "
+                         "21 + 19 + 11 + 13 = 64 bytes, and PostgreSQL truncates names past 63\n"
+                         "   = help: a queue mapped to 7d may have 13 characters; map a shorter queue name, or declare a "
+                         "short class in retention_classes and name it at the send\n");
+    CHECK_INT(l.conf.retention.nqueues, 0);
+    loaded_fini(&l);
+    load("[retention]\nqueue_retention.notifications = 90d\n", &l);   /* a longer duration leaves less */
+    CHECK_INT(l.errors, 1);
+    CHECK_REPORTS(l, "   = help: a queue mapped to 90d may have 12 characters;");
+    loaded_fini(&l);
+    load("[retention]\nqueue_retention.notificationsxyz = None\n", &l);   /* forever derives no key */
+    CHECK_INT(l.errors, 0);
+    loaded_fini(&l);
+}
+
+TEST(conffile_hrs_216_a_class_declared_twice_names_the_first)
+{
+    loaded l;
+    load("[retention]\n"
+         "retention_classes.audit_1y = 365d\n"
+         "queue_retention.emails = 7d\n"
+         "retention_classes.audit_1y = 180d\n", &l);
+    check_only_error(&l, "error[HRS-216]: retention class `audit_1y` declared twice\n"
+                         "  --> silt.conf:4\n"
+                         "   = note: first declared at silt.conf:2\n"
+                         "   = help: keep one of them: a class has exactly one duration\n");
+    CHECK_INT(l.conf.retention.nclasses, 1);
+    CHECK_INT(l.conf.retention.classes[0].seconds, 365 * 86400);   /* the first stands */
+    loaded_fini(&l);
+    load("[retention]\nretention_classes.audit_1y = 0d\nretention_classes.audit_1y = 1d\n", &l);   /* a refused one counts */
+    CHECK_INT(occurrences(l.report.data, "declared twice"), 1);
+    loaded_fini(&l);
+}
+
+TEST(conffile_hrs_216_a_declared_duration_must_be_positive_and_finite)
+{
+    loaded l;
+    load("[retention]\nretention_classes.audit_1y = 0d\n", &l);
+    check_only_error(&l, "error[HRS-216]: retention_classes.audit_1y in [retention] must be a positive duration "
+                         "such as 7d, 36h, 90m or 45s\n"
+                         "  --> silt.conf:2\n"
+                         "   = note: found retention_classes.audit_1y = 0d\n"
+                         "   = help: a duration is positive\n");
+    loaded_fini(&l);
+    load("[retention]\nretention_classes.audit_1y = None\n", &l);
+    check_only_error(&l, "error[HRS-216]: retention_classes.audit_1y in [retention] must be a positive duration "
+                         "such as 7d, 36h, 90m or 45s\n"
+                         "  --> silt.conf:2\n"
+                         "   = note: found retention_classes.audit_1y = None\n"
+                         "   = help: a declared class is finite: to keep records forever, map their queue to None "
+                         "in queue_retention (the class forever)\n");
+    loaded_fini(&l);
+    load("[retention]\nretention_classes.audit_1y = -1d\n", &l);
+    CHECK_INT(l.errors, 1);
+    CHECK_INT(l.conf.retention.nclasses, 0);
+    loaded_fini(&l);
+}
+
+/* silt's queue names allow what a class key cannot carry; the mapping is
+ * refused rather than the name folded, since Emails and emails would meet. */
+TEST(conffile_hrs_216_a_queue_whose_name_cannot_form_a_class_key)
+{
+    loaded l;
+    load("[retention]\n"
+         "queue_retention.bulk-mail = 7d\n"
+         "queue_retention.Emails = 7d\n", &l);
+    CHECK_INT(l.errors, 2);
+    CHECK_REPORTS(l, "error[HRS-216]: queue `bulk-mail` cannot be mapped: its class key q_bulk-mail_7d is not a usable identifier\n"
+                     "  --> silt.conf:2\n"
+                     "   = note: a class key is 1 to 18 characters of a-z, 0-9 and _, starting with a letter\n"
+                     "   = help: map a queue named in a-z, 0-9 and _, or declare a class in retention_classes "
+                     "and name it at the send\n");
+    CHECK_REPORTS(l, "error[HRS-216]: queue `Emails` cannot be mapped: its class key q_Emails_7d is not a usable identifier\n"
+                     "  --> silt.conf:3\n");
+    CHECK_INT(l.conf.retention.nqueues, 0);
+    loaded_fini(&l);
+    load("[retention]\nqueue_retention.a.b = 7d\nqueue_retention. = 7d\n", &l);   /* not even a queue name */
+    CHECK_INT(l.errors, 2);
+    CHECK_REPORTS(l, "error[HRS-216]: invalid queue name `a.b` in queue_retention.a.b\n"
+                     "  --> silt.conf:2\n"
+                     "   = note: a queue name is 1 to 48 characters of A-Z, a-z, 0-9, `_` and `-`\n");
+    CHECK_REPORTS(l, "error[HRS-216]: invalid queue name `` in queue_retention.\n  --> silt.conf:3\n");
+    loaded_fini(&l);
+}
+
+/* When the file declares its queues, a mapping names one of them, checked
+ * once the whole file is read; without [queue.*] any name is accepted, as
+ * for sends and schedules. */
+TEST(conffile_hrs_216_queue_retention_names_a_queue_the_file_does_not_declare)
+{
+    loaded l;
+    load("[queue.emails]\n"
+         "[retention]\n"
+         "queue_retention.emial = 7d\n"
+         "queue_retention.reports = None\n"
+         "queue_retention.emails = 7d\n"
+         "[queue.reports]\n", &l);
+    check_only_error(&l, "error[HRS-216]: queue_retention names queue `emial`, which silt.conf does not declare\n"
+                         "  --> silt.conf:3\n"
+                         "   = note: the file declares [queue.emails], [queue.reports]\n"
+                         "   = help: declare [queue.emial], or map one of those\n");
+    loaded_fini(&l);
+    load("[retention]\nqueue_retention.emial = 7d\n", &l);
+    CHECK_INT(l.errors, 0);
+    loaded_fini(&l);
+}
+
+/* "queue_retention is the direct successor": the old key is refused in
+ * [retention] too, and the help writes the new line when it can. */
+TEST(conffile_queue_terminal_record_retention_hours_is_refused_naming_queue_retention)
+{
+    loaded l;
+    load("[retention]\nqueue_terminal_record_retention_hours.emails = 168\n", &l);
+    check_only_error(&l, "error[HRS-216]: queue_terminal_record_retention_hours was replaced by queue_retention\n"
+                         "  --> silt.conf:2\n"
+                         "   = note: queue_retention is its direct successor: a duration instead of an hour count, "
+                         "and whole partitions dropped rather than rows deleted\n"
+                         "   = help: write queue_retention.emails = 7d for emails: 168\n");
+    loaded_fini(&l);
+    load("[retention]\nqueue_terminal_record_retention_hours.audit = None\n", &l);
+    CHECK_REPORTS(l, "   = help: write queue_retention.audit = None (kept forever)\n");
+    loaded_fini(&l);
+    load("[retention]\nqueue_terminal_record_retention_hours = {'emails': 168}\n", &l);
+    CHECK_REPORTS(l, "error[HRS-216]: queue_terminal_record_retention_hours was replaced by queue_retention\n");
+    CHECK_REPORTS(l, "   = help: write one line per queue, queue_retention.<queue> = <duration> or None, "
+                     "e.g. queue_retention.emails = 7d for emails: 168\n");
+    CHECK_INT(l.conf.retention.nqueues, 0);
+    loaded_fini(&l);
+}
+
+TEST(conffile_hrs_216_a_mapping_is_written_one_line_per_entry)
+{
+    loaded l;
+    load("[retention]\n"
+         "queue_retention = {'emails': 7d}\n"
+         "retention_classes = audit_1y\n", &l);
+    CHECK_INT(l.errors, 2);
+    CHECK_REPORTS(l, "error[HRS-216]: queue_retention takes one line per queue\n"
+                     "  --> silt.conf:2\n"
+                     "   = help: write queue_retention.<queue> = <duration> or None, e.g. queue_retention.emails = 7d\n");
+    CHECK_REPORTS(l, "error[HRS-216]: retention_classes takes one line per class\n"
+                     "  --> silt.conf:3\n"
+                     "   = help: write retention_classes.<key> = <duration>, e.g. retention_classes.audit_1y = 365d\n");
+    loaded_fini(&l);
+}
+
+TEST(conffile_hrs_203_an_unknown_key_in_retention_lists_its_keys)
+{
+    loaded l;
+    load("[retention]\nhistory_leaf_horizon = 3\n", &l);
+    check_only_error(&l, "error[HRS-203]: unknown key `history_leaf_horizon` in [retention]\n"
+                         "  --> silt.conf:2\n"
+                         "   = help: the keys of [retention] are queue_retention.<queue>, retention_classes.<key>, "
+                         "terminal_record_retention_hours, worker_state_retention_hours, retention_sweep_interval_s, "
+                         "retention_delete_batch_size, paused_workflow_auto_cancel_after, history_leaf_horizon_days, "
+                         "heartbeat_leaf_horizon_hours, partition_maintenance_interval_s\n");
+    loaded_fini(&l);
+}
+
+/* The file-level rules of every section: a repeated key or section is
+ * HRS-207, and a repeated section's lines are still checked, not kept. */
+TEST(conffile_hrs_207_retention_keys_and_the_section_given_twice)
+{
+    loaded l;
+    load("[retention]\n"
+         "history_leaf_horizon_days = 5\n"
+         "history_leaf_horizon_days = 6\n"
+         "queue_retention.emails = 7d\n"
+         "queue_retention.emails = 14d\n"
+         "[retention]\n"
+         "history_leaf_horizon_days = 99\n"
+         "queue_retention.reports = 1d\n", &l);
+    CHECK_INT(l.errors, 4);
+    CHECK_REPORTS(l, "error[HRS-207]: key `history_leaf_horizon_days` given twice in [retention]\n"
+                     "  --> silt.conf:3\n"
+                     "   = note: first given at silt.conf:2\n"
+                     "   = help: keep one of them\n");
+    CHECK_REPORTS(l, "error[HRS-207]: key `queue_retention.emails` given twice in [retention]\n"
+                     "  --> silt.conf:5\n"
+                     "   = note: first given at silt.conf:4\n");
+    CHECK_REPORTS(l, "error[HRS-207]: section [retention] given twice\n"
+                     "  --> silt.conf:6\n"
+                     "   = note: first given at silt.conf:1\n"
+                     "   = help: merge the two into one [retention] section\n");
+    CHECK_REPORTS(l, "error[HRS-216]: history_leaf_horizon_days in [retention] must be an integer from 2 to 14\n"
+                     "  --> silt.conf:7\n");
+    const conf_retention *r = &l.conf.retention;
+    CHECK_INT(r->history_leaf_horizon_days, 6);   /* as for every key: the last value read stands */
+    CHECK_INT(r->nqueues, 1);                     /* the repeat and the second section are not kept */
+    CHECK_INT(r->queues[0].seconds, 7 * 86400);
+    loaded_fini(&l);
+}
+
+/* "Every problem in a config is reported together": [retention]'s beside
+ * the other sections', each at its line, the cross-check too, in line order. */
+TEST(conffile_every_retention_problem_is_reported_together_in_line_order)
+{
+    loaded l;
+    load("[queue.emails]\n"
+         "priority = 0\n"                                        /* 2 */
+         "[retention]\n"
+         "queue_retention.emial = 7d\n"                          /* 4: not declared (found at the end) */
+         "retention_classes.forever = 1d\n"                      /* 5 */
+         "history_leaf_horizon_days = 1\n"                       /* 6 */
+         "retention_classes.q_x = 1.5d\n"                        /* 7: two problems */
+         "[recovery]\n"
+         "worker_state_retention_hours = 168\n", &l);            /* 9 */
+    CHECK_STR(l.report.data,
+              "error[HRS-205]: priority in [queue.emails] must be an integer from 1 to 100\n"
+              "  --> silt.conf:2\n"
+              "   = note: found priority = 0\n"
+              "error[HRS-216]: queue_retention names queue `emial`, which silt.conf does not declare\n"
+              "  --> silt.conf:4\n"
+              "   = note: the file declares [queue.emails]\n"
+              "   = help: declare [queue.emial], or map one of those\n"
+              "error[HRS-216]: retention class key `forever` is reserved\n"
+              "  --> silt.conf:5\n"
+              "   = note: standard_30d, forever and heartbeats are silt's own classes\n"
+              "   = help: declare the class under another key\n"
+              "error[HRS-216]: history_leaf_horizon_days in [retention] must be an integer from 2 to 14\n"
+              "  --> silt.conf:6\n"
+              "   = note: found history_leaf_horizon_days = 1\n"
+              "error[HRS-216]: retention class key `q_x` uses the reserved prefix q_\n"
+              "  --> silt.conf:7\n"
+              "   = note: q_ keys are derived from queue_retention, which gives them their duration\n"
+              "   = help: declare the class without the q_ prefix, or map the queue in queue_retention\n"
+              "error[HRS-216]: retention_classes.q_x in [retention] must be a positive duration such as 7d, 36h, 90m or 45s\n"
+              "  --> silt.conf:7\n"
+              "   = note: found retention_classes.q_x = 1.5d\n"
+              "   = help: write 36h: a duration is a whole number and one unit, s, m, h or d\n"
+              "error[HRS-204]: worker_state_retention_hours moved to [retention]\n"
+              "  --> silt.conf:9\n"
+              "   = note: it governs how long records live, not how stalled work is detected\n"
+              "   = help: set worker_state_retention_hours in [retention]\n"
+              "error: aborting due to 7 previous errors\n");
+    CHECK_INT(l.errors, 7);
+    loaded_fini(&l);
+}
+
 /* ---- the whole report ---------------------------------------------------- */
 
 /* One file, several problems: all of them, each at its line, in line order
@@ -925,7 +1564,7 @@ TEST(conffile_every_problem_is_reported_together_in_line_order_with_the_count)
          "[recovery]\n"
          "claimer_heartbeat_interval_ms = 30000\n"
          "claimed_stale_after_ms = 50000\n"
-         "[retention]\n"
+         "[retentions]\n"
          "[queue.bad!]\n", &l);
     CHECK_INT(l.errors, 5);
     CHECK_STR(l.report.data,
@@ -939,10 +1578,9 @@ TEST(conffile_every_problem_is_reported_together_in_line_order_with_the_count)
               "  --> silt.conf:8\n"
               "   = note: claimed_stale_after_ms = 50000, claimer_heartbeat_interval_ms = 30000\n"
               "   = help: set claimed_stale_after_ms to at least 60000, or lower the interval\n"
-              "error[HRS-202]: unknown section [retention]\n"
+              "error[HRS-202]: unknown section [retentions]\n"
               "  --> silt.conf:9\n"
-              "   = note: retention is not read from silt.conf yet\n"
-              "   = help: the sections are [recovery], [queue.NAME] and [schedule.NAME]\n"
+              "   = help: the sections are [recovery], [retention], [queue.NAME] and [schedule.NAME]\n"
               "error[HRS-206]: invalid queue name `bad!`\n"
               "  --> silt.conf:10\n"
               "   = note: a queue name is 1 to 48 characters of A-Z, a-z, 0-9, `_` and `-` (this one has 4)\n"
@@ -990,6 +1628,8 @@ TEST(conffile_random_files_never_crash_and_the_count_matches_the_report)
         "1", "30000", "-5", "abc", "\xEF\xBB\xBF", "é", "emails", "\n[queue.a]\n", "\n[recovery]\n",
         "\n[schedule.s]\n", "schedule.", "cron", "0 0 30 2 *", "*/5 * * * *", "timezone", "Europe/Paris",
         "task", "queue", "a", "args", "{\"k\": [1, null]}", "catch_up", "skip", "1000",
+        "\n[retention]\n", "queue_retention.", "retention_classes.", "7d", "1.5d", "None", "q_", "forever",
+        "history_leaf_horizon_days", "queue_terminal_record_retention_hours",
     };
     unsigned seed = 12345;
     for (int round = 0; round < 300; round++) {
