@@ -9,6 +9,7 @@
 #include "api/task_input.h"
 #include "base/iso_time.h"
 #include "base/xalloc.h"
+#include "tasks/retention_class.h"
 
 #define TASK_MAX_DELAY_BEFORE_RUN_MS (366LL * 86400000LL)   /* delayMs: a year at most */
 #define TASK_KEY_MAX 200
@@ -44,6 +45,24 @@ static int read_queue(httpd_req *req, server *srv, const json_doc *d, uint32_t o
         return -1;
     }
     if (q) t->priority = q->priority;
+    return 0;
+}
+
+/* retentionClassKey: absent (the queue's mapping, else standard_30d), null
+ * (kept forever) or a key this server's silt.conf knows; resolved now, at
+ * enqueue, for the task's queue. */
+static int read_class(httpd_req *req, server *srv, const json_doc *d, uint32_t obj, const char *where, task_spec *t)
+{
+    int v = json_get(d, obj, "retentionClassKey");
+    retention_ask ask = v < 0 ? RETENTION_ASK_NOTHING
+                      : d->tokens[v].type == JSON_NULL ? RETENTION_ASK_NONE : RETENTION_ASK_KEY;
+    if (ask == RETENTION_ASK_KEY && d->tokens[v].type != JSON_STRING)
+        return bad(req, where, "retentionClassKey", "must be a retention class key or null");
+    char *key = ask == RETENTION_ASK_KEY ? json_str_dup(d, (uint32_t)v) : NULL;
+    char err[512];
+    t->retention_class = retention_class_for(&srv->conf.retention, t->queue, ask, key, err, sizeof err);
+    free(key);
+    if (!t->retention_class) { httpd_error_field(req, 400, "field", "retentionClassKey", "%s%s", where, err); return -1; }
     return 0;
 }
 
@@ -140,7 +159,8 @@ int api_only_known(httpd_req *req, const json_doc *d, uint32_t obj, const char *
 }
 
 static const char *const task_fields[] = {
-    "name", "queue", "args", "priority", "delayMs", "runAt", "goodUntil", "timeoutMs", "retry", "idempotencyKey", NULL,
+    "name", "queue", "args", "priority", "delayMs", "runAt", "goodUntil", "timeoutMs", "retry", "idempotencyKey",
+    "retentionClassKey", NULL,
 };
 static const char *const retry_fields[] = { "maxRetries", "delaysMs", "backoff", "jitter", "retryOn", NULL };
 static const char *const backoff_fields[] = { "baseMs", "capMs", NULL };
@@ -195,7 +215,8 @@ int api_task_read(httpd_req *req, server *srv, const json_doc *d, uint32_t obj, 
         read_when(req, d, obj, where, t) < 0 ||
         read_int_field(req, d, obj, where, "timeoutMs", 1, TASK_MAX_TIMEOUT_MS, &t->timeout_ms) < 0 ||
         read_retry(req, d, obj, where, &t->retry) < 0 ||
-        read_name(req, d, obj, where, "idempotencyKey", TASK_KEY_MAX, false, &t->idempotency_key) < 0)
+        read_name(req, d, obj, where, "idempotencyKey", TASK_KEY_MAX, false, &t->idempotency_key) < 0 ||
+        read_class(req, srv, d, obj, where, t) < 0)
         return -1;
     return 0;
 }

@@ -23,7 +23,7 @@
 
 static const char *const node_fields[] = {
     "id", "task", "queue", "args", "priority", "goodUntil", "timeoutMs", "retry", "waitsFor", "join", "minSuccess",
-    "allowFailedDeps", "argsFrom", NULL,
+    "allowFailedDeps", "argsFrom", "retentionClassKey", NULL,
 };
 static const task_form node_form = { "a node", "task", node_fields };
 static const char *const workflow_fields[] = { "name", "onError", "output", "nodes", NULL };
@@ -225,7 +225,7 @@ static void started(void *arg, const db_reply *reply)
 static void start_call(db_job *job, const char *id, const wf_input *in)
 {
     enum { N_ID, N_TASK, N_QUEUE, N_ARGS, N_WAITS, N_JOIN, N_MIN, N_ALLOW, N_FROM, O_PRIORITY, O_TIMEOUT, O_RETRIES,
-           O_DELAYS, O_BASE, O_CAP, O_JITTER, O_RETRY_ON, O_GOOD_UNTIL, N_ARRAYS };
+           O_DELAYS, O_BASE, O_CAP, O_JITTER, O_RETRY_ON, O_GOOD_UNTIL, O_CLASS, N_ARRAYS };
     db_array a[N_ARRAYS];
     for (int i = 0; i < N_ARRAYS; i++) db_array_init(&a[i]);
     for (size_t i = 0; i < in->n; i++) {
@@ -253,6 +253,7 @@ static void start_call(db_job *job, const char *id, const wf_input *in)
         db_array_text(&a[O_JITTER], jitter);
         task_add_retry_on(&a[O_RETRY_ON], &v->spec.retry);
         db_array_text(&a[O_GOOD_UNTIL], v->spec.good_until);
+        db_array_text(&a[O_CLASS], v->spec.retention_class);
         db_array_fini(&waits);
     }
     const char *create[4 + N_ARRAYS] = { id, in->name, in->on_error, in->output };

@@ -49,6 +49,9 @@ static const char send_usage[] =
     "  --jitter F                vary each delay by up to ±F (0 to 1)\n"
     "  --retry-on CODE,...       retry only these error codes (default: any)\n"
     "  --idempotency-key K       a second send with K returns the first task\n"
+    "  --retention-class-key K   how long its record is kept: standard_30d, forever,\n"
+    "                            or a class of the server's silt.conf (default: the\n"
+    "                            queue's queue_retention mapping, else standard_30d)\n"
     "  --json                    print the server's reply as JSON\n"
     "  --help                    show this help\n";
 
@@ -103,7 +106,7 @@ static const char workers_usage[] =
 /* ---- send ------------------------------------------------------------- */
 
 typedef struct send_opts {
-    const char *queue, *args, *args_file, *run_at, *good_until, *delays, *jitter, *retry_on, *key;
+    const char *queue, *args, *args_file, *run_at, *good_until, *delays, *jitter, *retry_on, *key, *class_key;
     long priority, delay_ms, timeout_ms, max_retries, base_ms, cap_ms;   /* -1: not given */
     bool json;
 } send_opts;
@@ -272,6 +275,7 @@ static int send_body(const cli_cmd *cmd, const char *name, const send_opts *o, b
     put_str(b, "goodUntil", o->good_until);
     put_long(b, "timeoutMs", o->timeout_ms);
     put_str(b, "idempotencyKey", o->key);
+    put_str(b, "retentionClassKey", o->class_key);
     if (rc == 0) rc = put_retry(cmd, o, b);
     buf_putc(b, '}');
     return rc;
@@ -307,6 +311,7 @@ static int task_send(int argc, char **argv)
         { "jitter",          CLI_OPT_STR,  &o.jitter },
         { "retry-on",        CLI_OPT_STR,  &o.retry_on },
         { "idempotency-key", CLI_OPT_STR,  &o.key },
+        { "retention-class-key", CLI_OPT_STR, &o.class_key },
         { "json",            CLI_OPT_FLAG, &o.json },
     };
     const cli_cmd cmd = { "task send", send_usage, opts, sizeof opts / sizeof opts[0], 1, 1 };
@@ -330,7 +335,7 @@ static void get_render(const json_doc *d)
     static const char *const fields[] = {
         "id", "name", "queue", "status", "attempt", "retryCount", "maxRetries", "priority", "args", "result",
         "errorCode", "errorMessage", "workerId", "sentAt", "runAt", "claimedAt", "startedAt", "finishedAt",
-        "goodUntil", "timeoutMs", "cancelRequested", "idempotencyKey",
+        "goodUntil", "timeoutMs", "cancelRequested", "idempotencyKey", "retentionClassKey",
     };
     static const char *const headers[] = { "FIELD", "VALUE" };
     cli_table t;

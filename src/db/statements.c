@@ -94,7 +94,7 @@ const db_statement db_statements[STMT_COUNT] = {
         "SELECT count(DISTINCT trace_name) FROM queen.message_trace_names", 0 },
     /* tasks (sql/019_tasks.sql) */
     [STMT_TASK_SEND]    = { "task_send", "SELECT idx, id, created FROM tasks.send($1, $2, $3, $4, $5, $6, $7, $8,"
-        " $9, $10, $11, $12, $13, $14, $15, $16)", 16 },
+        " $9, $10, $11, $12, $13, $14, $15, $16, $17)", 17 },
     [STMT_TASK_GET]     = { "task_get", "SELECT " TASK_COLUMNS " FROM tasks.all_tasks WHERE id = $1", 1 },
     [STMT_TASK_LIST]    = { "task_list", "SELECT " TASK_COLUMNS " FROM tasks.all_tasks"
         " WHERE ($1::text IS NULL OR queue_name = $1) AND ($2::text IS NULL OR status = $2)"
@@ -116,7 +116,7 @@ const db_statement db_statements[STMT_COUNT] = {
     [STMT_TASK_NOTIFY]  = { "task_notify", "SELECT count(pg_notify('silt_tasks', x)) FROM unnest($1::text[]) x", 1 },
     /* workflows (sql/020_workflows.sql): rows in the order api/workflows.c reads them */
     [STMT_WF_CREATE]    = { "wf_create", "SELECT tasks.workflow_create($1, $2, $3, $4, $5, $6, $7, $8, $9, $10,"
-        " $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22)", 22 },
+        " $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23)", 23 },
     [STMT_WF_GET]       = { "wf_get", "SELECT " WF_COLUMNS " FROM horsies_workflows WHERE id = $1", 1 },
     [STMT_WF_NODES]     = { "wf_nodes", "SELECT node_id, task_name, queue_name, status, task_id, to_json(waits_for),"
         " join_kind, result, error_code, error_message, finished_at FROM tasks.workflow_nodes"
@@ -127,7 +127,7 @@ const db_statement db_statements[STMT_COUNT] = {
     [STMT_WF_CONTROL]   = { "wf_control", "SELECT tasks.workflow_control($1, $2)", 2 },
     [STMT_SCHEDULE_STATE] = { "schedule_state", "SELECT schedule_name, last_slot, last_fired_at, last_task_id"
         " FROM horsies_schedule_state ORDER BY schedule_name", 0 },
-    [STMT_SCHEDULE_FIRE] = { "schedule_fire", "SELECT tasks.schedule_fire($1, $2, $3, $4, $5, $6, $7)", 7 },
+    [STMT_SCHEDULE_FIRE] = { "schedule_fire", "SELECT tasks.schedule_fire($1, $2, $3, $4, $5, $6, $7, $8)", 8 },
     [STMT_WF_OUTBOX]    = { "wf_outbox", "SELECT workflow_id FROM tasks.apply_outbox($1)", 1 },
     /* the row-delete sweep (sql/021, tasks/sweep.c): rows deleted or expired, -1 another server sweeps */
     [STMT_SWEEP_WORKFLOWS]     = { "sweep_workflows", "SELECT tasks.sweep_workflows($1, $2)", 2 },

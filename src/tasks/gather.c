@@ -125,6 +125,11 @@ static void flush(gather *g)
 
 gather *gather_new(db_pool *pool, db_stmt stmt, int narrays, int max_in_flight)
 {
+    if (narrays != db_statements[stmt].nparams) {   /* one array per parameter: a programming error otherwise */
+        log_error("gather of %s: %d arrays for %d parameters", db_statements[stmt].name, narrays,
+                  db_statements[stmt].nparams);
+        abort();
+    }
     gather *g = xcalloc(1, sizeof *g);
     g->pool = pool;
     g->stmt = stmt;

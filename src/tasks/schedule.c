@@ -8,12 +8,14 @@
 #include "base/xalloc.h"
 #include "db/result.h"
 #include "tasks/cron.h"
+#include "tasks/retention_class.h"
 
 typedef struct sched_entry {
     const conf_schedule *conf;
     cron_expr            expr;
     int64_t              last;        /* the last slot taken (Unix s); -1: not known yet */
     int                  priority;    /* the send's, resolved */
+    const char          *retention_class;   /* the tasks', resolved from this server's silt.conf */
     bool                 busy;        /* a fire is with the database */
 } sched_entry;
 
@@ -118,7 +120,8 @@ static void add_fire(db_job *job, const sched_entry *e, int64_t slot, bool fire)
     db_time_param(slot * 1000000, when);
     snprintf(pri, sizeof pri, "%d", e->priority);
     const conf_schedule *c = e->conf;
-    const char *values[7] = { c->name, when, fire ? "true" : "false", c->task, c->queue, c->args, pri };
+    const char *values[8] = { c->name, when, fire ? "true" : "false", c->task, c->queue, c->args, pri,
+                              e->retention_class };
     db_job_call(job, STMT_SCHEDULE_FIRE, values, NULL, NULL);
 }
 
@@ -205,6 +208,9 @@ scheduler *scheduler_new(struct event_base *base, db_pool *pool, task_hub *hub, 
         if (cron_parse(e->conf->cron, &e->expr, err, sizeof err) < 0) abort();   /* conffile checked it */
         const conf_queue *q = conffile_queue(conf, e->conf->queue);
         e->priority = e->conf->priority ? e->conf->priority : q ? q->priority : 100;
+        /* a fire is an enqueue like any other: its queue's mapping, else standard_30d */
+        e->retention_class = retention_class_for(&conf->retention, e->conf->queue, RETENTION_ASK_NOTHING, NULL, err,
+                                                 sizeof err);
     }
     s->tick = evtimer_new(base, on_tick, s);
     struct timeval now = { 0, 0 };

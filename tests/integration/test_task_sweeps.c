@@ -61,8 +61,9 @@ static void old_workflows(int n, int hours_ago)
     sql("WITH w AS (INSERT INTO horsies_workflows (id, name, status, on_error, created_at, finished_at)"
         " SELECT gen_random_uuid(), 'old', 'COMPLETED', 'FAIL', now() - interval '%d hours',"
         "        now() - interval '%d hours' FROM generate_series(1, %d) RETURNING id)"
-        " INSERT INTO horsies_workflow_tasks (workflow_id, node_id, task_name, queue_name, args, priority, status)"
-        " SELECT id, 'a', 't', 'q', 'null', 100, 'COMPLETED' FROM w", hours_ago + 1, hours_ago, n);
+        " INSERT INTO horsies_workflow_tasks (workflow_id, node_id, task_name, queue_name, args, priority, status,"
+        "                                     retention_class_key)"
+        " SELECT id, 'a', 't', 'q', 'null', 100, 'COMPLETED', 'standard_30d' FROM w", hours_ago + 1, hours_ago, n);
 }
 
 /* terminal_record_retention_hours (720 by default): a terminal workflow
