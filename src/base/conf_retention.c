@@ -46,8 +46,7 @@ static const plain_key plain_keys[] = {
 };
 
 #define NPLAIN (sizeof plain_keys / sizeof plain_keys[0])
-_Static_assert(NPLAIN <= sizeof ((conf_retention_reader *)0)->plain_line / sizeof (int),
-               "raise conf_retention_reader.plain_line");
+_Static_assert(NPLAIN <= CONF_RETENTION_PLAIN_MAX, "raise CONF_RETENTION_PLAIN_MAX");
 
 /* ---- defaults and lifetime ------------------------------------------------ */
 
@@ -141,15 +140,15 @@ static bool parse_bounded(const char *value, int64_t lo, int64_t hi, int64_t *ou
 static void duration_help(confreport *rep, const char *value, bool none_allowed)
 {
     int64_t s;
-    int64_t ignored;
     char d[DURATION_TEXT_BYTES];
+    duration_fault f = duration_parse(value, &s);
     if (duration_decimal(value, &s) == 0) {
         duration_format(s, d);
         confreport_help(rep, "write %s: a duration is a whole number and one unit, s, m, h or d", d);
-    } else if (duration_parse(value, &ignored) == DURATION_E_ZERO) {
+    } else if (f == DURATION_E_ZERO) {
         confreport_help(rep, none_allowed ? "a duration is positive; None means forever"
                                           : "a duration is positive");
-    } else if (duration_parse(value, &ignored) == DURATION_E_TOO_LONG) {
+    } else if (f == DURATION_E_TOO_LONG) {
         confreport_help(rep, "the longest duration is 36500d (100 years)");
     } else {
         confreport_help(rep, "a duration is a whole number and one unit, s, m, h or d, with nothing between "

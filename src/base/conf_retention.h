@@ -16,12 +16,14 @@
 #include "base/confreport.h"
 #include "base/conffile.h"
 
+#define CONF_RETENTION_PLAIN_MAX 16   /* room for the section's plain keys (8 today) */
+
 /* One [retention] section being read into target. A repeated section is
  * read into a scratch conf_retention, so its lines are still checked. */
 typedef struct conf_retention_reader {
     conf_retention *target;
     confreport     *rep;
-    int             plain_line[16];   /* where each plain key was set; 0 not yet */
+    int             plain_line[CONF_RETENTION_PLAIN_MAX];   /* where each plain key was set; 0 not yet */
     char          **queues;           /* every queue_retention.<queue> seen, refused or not */
     char          **classes;          /* every retention_classes.<key> seen */
     int            *queue_lines, *class_lines;

@@ -96,7 +96,12 @@ typedef struct conf_retention_class {
 } conf_retention_class;
 
 /* [retention]: how long task records live (the Retention Config document,
- * docs/configuration.md). Durations in seconds. */
+ * docs/configuration.md; read by base/conf_retention.c). Durations in
+ * seconds. With no error in the file: every mapping names a distinct queue
+ * (one of the file's [queue.*] when it declares any) and its class_key is
+ * "forever" or a derived key that passes class_key_check_derived (an
+ * identifier of at most 18 characters); every declared class has a distinct
+ * key that passes class_key_check_declared. */
 typedef struct conf_retention {
     conf_queue_retention *queues;      /* in file order */
     size_t                nqueues;

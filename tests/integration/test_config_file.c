@@ -92,7 +92,7 @@ static const char *conf_file(const char *name, const char *text)
 
 static void remove_files(void)
 {
-    const char *names[] = { "good.conf", "bad.conf", "retention.conf", "bad-retention.conf" };
+    const char *names[] = { "good.conf", "bad.conf", "retention.conf", "bad-retention.conf", "silt.conf" };
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) unlink(sfmt("%s/%s", dir, names[i]));
     rmdir(dir);
 }
@@ -303,5 +303,75 @@ TEST(check_config_accepts_the_example_of_docs_configuration)
     CHECK_INT(run_cmd(sfmt("%s check-config %s 2>&1", silt_bin(), path), out, sizeof out), 0);
     CHECK_STR(out, sfmt("%s: ok (3 queues)\n", path));
     buf_fini(&example);
+    remove_files();
+}
+
+/* The whole of docs/configuration.md, for the checks of its examples. */
+static void read_docs(buf *doc)
+{
+    FILE *f = fopen("docs/configuration.md", "r");
+    CHECK(f != NULL);
+    char chunk[4096];
+    size_t n;
+    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) buf_append(doc, chunk, n);
+    fclose(f);
+}
+
+/* The text between the first ``` line after `after` and the next ``` line. */
+static char *fenced_after(const char *doc, const char *after)
+{
+    const char *at = strstr(doc, after);
+    CHECK(at != NULL);
+    const char *open = strstr(at, "\n```");
+    CHECK(open != NULL);
+    const char *start = strchr(open + 1, '\n') + 1;
+    const char *end = strstr(start, "```");
+    CHECK(end != NULL);
+    return strndup(start, (size_t)(end - start));
+}
+
+/* The section's own example, as written, is a good file. */
+TEST(check_config_accepts_the_retention_example_of_docs_configuration)
+{
+    static char out[OUT_BYTES];
+    buf doc;
+    buf_init(&doc);
+    read_docs(&doc);
+    char *example = fenced_after(doc.data, "## `[retention]`");
+    CHECK(strncmp(example, "[retention]\n", 12) == 0);
+    const char *path = conf_file("retention.conf", example);
+    CHECK_INT(run_cmd(sfmt("%s check-config %s 2>&1", silt_bin(), path), out, sizeof out), 0);
+    free(example);
+    buf_fini(&doc);
+    remove_files();
+}
+
+/* "Retention reports" shows what silt prints, word for word, for this file. */
+TEST(check_config_prints_the_retention_report_of_docs_configuration)
+{
+    static char out[OUT_BYTES];
+    buf doc;
+    buf_init(&doc);
+    read_docs(&doc);
+    char *want = fenced_after(doc.data, "### Retention reports");
+    char cwd[256];
+    CHECK(getcwd(cwd, sizeof cwd) != NULL);
+    conf_file("silt.conf", "[queue.emails]\n[queue.reports]\n[queue.bulk-mail]\n#\n#\n#\n#\n#\n#\n#\n"
+              "[retention]\n"
+              "queue_retention.notificationsx = 7d\n"                     /* 12 */
+              "retention_classes.standard_30d = 30d\n"
+              "retention_classes.q_audit = 1d\n"
+              "retention_classes.audit_1y = 365d\n"
+              "retention_classes.audit_1y = 180d\n"                       /* 16 */
+              "queue_retention.emails = 1.5d\n"
+              "history_leaf_horizon_days = 30\n"
+              "queue_retention.bulk-mail = 7d\n"
+              "queue_retention.emial = 7d\n"                              /* 20 */
+              "queue_terminal_record_retention_hours.emails = 168\n");
+    const char *bin = silt_bin()[0] == '/' ? silt_bin() : sfmt("%s/%s", cwd, silt_bin());
+    CHECK_INT(run_cmd(sfmt("cd %s && %s check-config silt.conf 2>&1", dir, bin), out, sizeof out), 1);
+    CHECK_STR(out, want);
+    free(want);
+    buf_fini(&doc);
     remove_files();
 }
