@@ -9,7 +9,7 @@
 #include "api/task_input.h"
 #include "base/iso_time.h"
 #include "base/xalloc.h"
-#include "tasks/retention_class.h"
+#include "base/retention_class.h"
 
 #define TASK_MAX_DELAY_BEFORE_RUN_MS (366LL * 86400000LL)   /* delayMs: a year at most */
 #define TASK_KEY_MAX 200

@@ -23,6 +23,7 @@
 #include "base/conf_retention.h"
 #include "base/confreport.h"
 #include "base/json.h"
+#include "base/retention_class.h"
 #include "base/xalloc.h"
 #include "tasks/cron.h"
 
@@ -54,8 +55,9 @@ static void set_task(parser *p, const key_def *k, const char *value);
 static void set_schedule_queue(parser *p, const key_def *k, const char *value);
 static void set_args(parser *p, const key_def *k, const char *value);
 static void set_catch_up(parser *p, const key_def *k, const char *value);
+static void set_schedule_class(parser *p, const key_def *k, const char *value);
 
-enum { SCH_CRON, SCH_TIMEZONE, SCH_TASK, SCH_QUEUE, SCH_ARGS, SCH_CATCH_UP, SCH_PRIORITY, SCH_NKEYS };
+enum { SCH_CRON, SCH_TIMEZONE, SCH_TASK, SCH_QUEUE, SCH_ARGS, SCH_CATCH_UP, SCH_PRIORITY, SCH_CLASS, SCH_NKEYS };
 
 static const key_def schedule_keys[SCH_NKEYS] = {
     [SCH_CRON]     = { "cron",     offsetof(conf_schedule, cron),     0, 0, set_cron },
@@ -65,6 +67,7 @@ static const key_def schedule_keys[SCH_NKEYS] = {
     [SCH_ARGS]     = { "args",     offsetof(conf_schedule, args),     0, 0, set_args },
     [SCH_CATCH_UP] = { "catch_up", offsetof(conf_schedule, catch_up), 1, CONFFILE_CATCH_UP_MAX, set_catch_up },
     [SCH_PRIORITY] = { "priority", offsetof(conf_schedule, priority), 1, 100, NULL },
+    [SCH_CLASS]    = { "retention_class_key", offsetof(conf_schedule, retention_class_key), 0, 0, set_schedule_class },
 };
 
 /* What a schedule cannot do without, and how the help says to give it. */
@@ -160,6 +163,8 @@ static void schedule_defaults(conf_schedule *s, int line)
     s->args = xstrdup("null");
     s->catch_up = 0;
     s->priority = 0;
+    s->retention_class_key = NULL;
+    s->retention_class_line = 0;
     s->line = line;
 }
 
@@ -171,6 +176,7 @@ static void schedule_fini(conf_schedule *s)
     free(s->task);
     free(s->queue);
     free(s->args);
+    free(s->retention_class_key);
 }
 
 /* ---- sections ------------------------------------------------------------ */
@@ -516,6 +522,34 @@ static void set_catch_up(parser *p, const key_def *k, const char *value)
     confreport_help(&p->rep, "`skip` runs no missed slot; N runs up to the N most recent ones, oldest first");
 }
 
+/* The key is checked once the whole file is read, against [retention]. */
+static void set_schedule_class(parser *p, const key_def *k, const char *value)
+{
+    store_text(p, k, value);
+    size_t index;
+    conf_schedule *s = kept_schedule(p, &index);
+    if (s) s->retention_class_line = p->line;
+}
+
+/* Once the whole file is read: a schedule's retention_class_key is a class
+ * this file knows (as a send's is checked against the server's file). */
+static void check_schedule_classes(parser *p)
+{
+    const silt_conf *c = p->conf;
+    for (size_t i = 0; i < c->nschedules; i++) {
+        const conf_schedule *s = &c->schedules[i];
+        char err[512];
+        if (!s->retention_class_key || !s->queue ||
+            retention_class_for(&c->retention, s->queue, RETENTION_ASK_KEY, s->retention_class_key, err, sizeof err))
+            continue;
+        confreport_error_at(&p->rep, CONFFILE_E_SCHEDULE, s->retention_class_line,
+                            "retention_class_key of [schedule.%s] cannot be used", s->name);
+        confreport_note(&p->rep, "%s", err);
+        confreport_help(&p->rep, "declare it under [retention] as retention_classes.%s = DURATION, or name one of "
+                        "those", s->retention_class_key);
+    }
+}
+
 /* Once the whole file is read: when it declares queues, each schedule
  * sends to one of them (a server would refuse its tasks otherwise). */
 static void check_schedule_queues(parser *p)
@@ -725,6 +759,7 @@ static void parse(parser *p, const buf *text)
     check_recovery(p);
     check_schedule_queues(p);
     conf_retention_check_queues(p->conf, &p->rep);
+    check_schedule_classes(p);
 }
 
 /* ---- the interface ------------------------------------------------------- */

@@ -62,6 +62,9 @@ typedef struct conf_schedule {
     int   catch_up;      /* slots missed while no scheduler ran: 0 (`skip`, default)
                           * runs none; N (1..1000) runs up to the N most recent, oldest first */
     int   priority;      /* of the tasks sent, 1..100; 0 (default): the queue's */
+    char *retention_class_key;   /* the tasks' retention class; NULL (default): the queue's mapping,
+                                  * else standard_30d (base/retention_class.h) */
+    int   retention_class_line;  /* where it was set */
     int   line;          /* the section's line */
 } conf_schedule;
 

@@ -8,7 +8,7 @@
 #include "base/xalloc.h"
 #include "db/result.h"
 #include "tasks/cron.h"
-#include "tasks/retention_class.h"
+#include "base/retention_class.h"
 
 typedef struct sched_entry {
     const conf_schedule *conf;
@@ -208,9 +208,11 @@ scheduler *scheduler_new(struct event_base *base, db_pool *pool, task_hub *hub, 
         if (cron_parse(e->conf->cron, &e->expr, err, sizeof err) < 0) abort();   /* conffile checked it */
         const conf_queue *q = conffile_queue(conf, e->conf->queue);
         e->priority = e->conf->priority ? e->conf->priority : q ? q->priority : 100;
-        /* a fire is an enqueue like any other: its queue's mapping, else standard_30d */
-        e->retention_class = retention_class_for(&conf->retention, e->conf->queue, RETENTION_ASK_NOTHING, NULL, err,
-                                                 sizeof err);
+        /* a fire is an enqueue like any other: its key, else its queue's mapping, else standard_30d */
+        retention_ask ask = e->conf->retention_class_key ? RETENTION_ASK_KEY : RETENTION_ASK_NOTHING;
+        e->retention_class = retention_class_for(&conf->retention, e->conf->queue, ask, e->conf->retention_class_key,
+                                                 err, sizeof err);
+        if (!e->retention_class) abort();   /* conffile checked it */
     }
     s->tick = evtimer_new(base, on_tick, s);
     struct timeval now = { 0, 0 };

@@ -71,7 +71,7 @@ typedef struct task_spec {
     int        timeout_ms;     /* 0: none */
     task_retry retry;
     char      *idempotency_key;
-    const char *retention_class;   /* resolved at enqueue (tasks/retention_class.h); owned by silt.conf */
+    const char *retention_class;   /* resolved at enqueue (base/retention_class.h); owned by silt.conf */
 } task_spec;
 
 void task_spec_init(task_spec *t);

@@ -1,5 +1,5 @@
 /* Integration: the retention class a task gets at enqueue (the Retention
- * Config document, "Which class a send gets"; tasks/retention_class.h):
+ * Config document, "Which class a send gets"; base/retention_class.h):
  * what the send names, else its queue's queue_retention mapping, else
  * standard_30d; null keeps it forever; a key this server's silt.conf does
  * not know is refused with nothing written. The same for every enqueue:
@@ -163,16 +163,19 @@ TEST(cli_task_send_names_a_retention_class)
     unlink(conf_path());
 }
 
-/* A schedule's fire is an enqueue too: its queue's mapping. */
-TEST(a_scheduled_task_gets_its_queues_class)
+/* A schedule's fire is an enqueue too: its retention_class_key, else its
+ * queue's mapping. */
+TEST(a_scheduled_task_gets_its_schedules_class_else_its_queues)
 {
-    sql("INSERT INTO horsies_schedule_state (schedule_name, last_slot) VALUES ('tick',"
-        " date_trunc('minute', now()) - interval '2 minutes 1 second')");
+    sql("INSERT INTO horsies_schedule_state (schedule_name, last_slot) SELECT s,"
+        " date_trunc('minute', now()) - interval '2 minutes 1 second' FROM unnest(ARRAY['tick', 'tock']) s");
     silt_server s;
-    start_with_conf(&s, sfmt("%s[schedule.tick]\ncron = * * * * *\ntask = tick\nqueue = reports\ncatch_up = 1\n",
-                             CONF));
-    sql_await("t", 15000, "SELECT count(*) > 0 FROM horsies_tasks");
-    CHECK_STR(sql("SELECT string_agg(DISTINCT retention_class_key, ',') FROM horsies_tasks"), "q_reports_90d");
+    start_with_conf(&s, sfmt("%s[schedule.tick]\ncron = * * * * *\ntask = tick\nqueue = reports\ncatch_up = 1\n"
+                             "[schedule.tock]\ncron = * * * * *\ntask = tock\nqueue = reports\ncatch_up = 1\n"
+                             "retention_class_key = audit_1y\n", CONF));
+    sql_await("2", 15000, "SELECT count(DISTINCT task_name) FROM horsies_tasks");
+    CHECK_STR(sql("SELECT string_agg(DISTINCT task_name || ' ' || retention_class_key, ',') FROM horsies_tasks"),
+              "tick q_reports_90d,tock audit_1y");
     srv_stop(&s);
     unlink(conf_path());
 }

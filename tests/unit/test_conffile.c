@@ -672,6 +672,29 @@ TEST(conffile_schedule_queue_is_free_when_the_file_declares_no_queue)
     loaded_fini(&l);
 }
 
+/* A schedule may name its tasks' retention class: one the file knows (a
+ * declared class, a key derived from a mapping, standard_30d, forever);
+ * any other is HRS-208 at its line, whatever order the sections come in. */
+TEST(conffile_hrs_208_a_schedules_retention_class_key_is_one_the_file_knows)
+{
+    loaded l;
+    load("[schedule.keep]\ncron = 0 * * * *\ntask = t\nqueue = emails\nretention_class_key = audit_1y\n"
+         "[schedule.lost]\ncron = 0 * * * *\ntask = t\nqueue = emails\nretention_class_key = audit_2y\n"
+         "[schedule.mapped]\ncron = 0 * * * *\ntask = t\nqueue = x\nretention_class_key = q_emails_7d\n"
+         "[retention]\nqueue_retention.emails = 7d\nretention_classes.audit_1y = 365d\n", &l);
+    CHECK_INT(l.errors, 1);
+    CHECK_STR(l.report.data,
+              "error[HRS-208]: retention_class_key of [schedule.lost] cannot be used\n"
+              "  --> silt.conf:10\n"
+              "   = note: unknown retention class audit_2y: this server's silt.conf knows standard_30d, forever, "
+              "audit_1y, q_emails_7d\n"
+              "   = help: declare it under [retention] as retention_classes.audit_2y = DURATION, or name one of those\n"
+              "error: aborting due to 1 previous error\n");
+    CHECK_STR(l.conf.schedules[0].retention_class_key, "audit_1y");
+    CHECK(l.conf.schedules[2].retention_class_key != NULL);
+    loaded_fini(&l);
+}
+
 TEST(conffile_hrs_208_cron_task_and_queue_are_required_at_the_section_line)
 {
     loaded l;
@@ -896,7 +919,7 @@ TEST(conffile_schedule_keys_names_and_repeats_follow_the_other_sections)
     CHECK_INT(l.errors, 6);
     CHECK_REPORTS(l, "error[HRS-203]: unknown key `colour` in [schedule.s]\n"
                      "  --> silt.conf:5\n"
-                     "   = help: the keys of [schedule.NAME] are cron, timezone, task, queue, args, catch_up, priority\n");
+                     "   = help: the keys of [schedule.NAME] are cron, timezone, task, queue, args, catch_up, priority, retention_class_key\n");
     CHECK_REPORTS(l, "error[HRS-207]: key `cron` given twice in [schedule.s]\n"
                      "  --> silt.conf:6\n"
                      "   = note: first given at silt.conf:2\n");

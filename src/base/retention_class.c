@@ -1,5 +1,5 @@
 /* retention_class: the class a task gets at enqueue (see retention_class.h). */
-#include "tasks/retention_class.h"
+#include "base/retention_class.h"
 #include <stdio.h>
 #include <string.h>
 #include "base/buf.h"
