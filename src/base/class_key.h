@@ -22,6 +22,7 @@
 #define CLASS_KEY_FOREVER    "forever"        /* never dropped: a None mapping or send */
 #define CLASS_KEY_HEARTBEATS "heartbeats"     /* the heartbeat partitions; never a task's */
 #define CLASS_KEY_DERIVED_PREFIX "q_"
+#define CLASS_KEY_CATALOG    "leaf_catalog"   /* horsies_task_history_leaf_catalog is the leaf catalog */
 
 /* The arithmetic of the bound, by the parts of the longest relation name. */
 #define CLASS_KEY_IDENTIFIER_MAX 63   /* bytes PostgreSQL keeps of a name */
@@ -38,6 +39,8 @@ typedef enum class_key_fault {
     CLASS_KEY_NOT_IDENTIFIER,   /* empty, or not ^[a-z][a-z0-9_]*$ */
     CLASS_KEY_RESERVED,         /* standard_30d, forever, heartbeats */
     CLASS_KEY_PREFIX,           /* q_...: only a mapping derives those */
+    CLASS_KEY_RELATION,         /* its parent's name would be another relation's: a key ending
+                                 * _YYYY_MM_DD (a daily leaf) or leaf_catalog */
     CLASS_KEY_TOO_LONG,         /* over CLASS_KEY_MAX characters */
 } class_key_fault;
 
@@ -51,6 +54,7 @@ class_key_fault class_key_check_derived(const char *key);
 class_key_fault class_key_check_declared(const char *key);
 bool class_key_is_identifier(const char *key);
 bool class_key_is_reserved(const char *key);
+bool class_key_names_a_relation(const char *key);
 /* The bytes of the key's longest relation name: 21 + key + 11 + 13. */
 size_t class_key_longest_name_bytes(const char *key);
 /* How long a queue name may be to derive a key within the bound when

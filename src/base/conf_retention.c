@@ -235,6 +235,13 @@ static void bad_declared_key(confreport *rep, const char *key, class_key_fault f
         confreport_note(rep, "q_ keys are derived from queue_retention, which gives them their duration");
         confreport_help(rep, "declare the class without the q_ prefix, or map the queue in queue_retention");
         return;
+    case CLASS_KEY_RELATION:
+        confreport_error_at(rep, CONFFILE_E_RETENTION, line, "retention class key `%s` names another relation", key);
+        confreport_note(rep, "horsies_task_history_%s would be %s", key,
+                        strcmp(key, CLASS_KEY_CATALOG) == 0 ? "the leaf catalog"
+                                                            : "the name of another class's daily partition");
+        confreport_help(rep, "declare the class under a key that does not end like a day (_YYYY_MM_DD)");
+        return;
     case CLASS_KEY_TOO_LONG:
         too_long(rep, key, line);
         confreport_help(rep, "declare the class under a key of at most %d characters", CLASS_KEY_MAX);

@@ -97,3 +97,17 @@ TEST(class_key_reserved_keys_and_the_q_prefix_are_refused_when_declared)
     CHECK_INT(class_key_check_declared("qq_x"), CLASS_KEY_OK);
     CHECK_INT(class_key_check_derived("q_emails_7d"), CLASS_KEY_OK);   /* derived keys carry it */
 }
+
+/* A declared key must not make its class's relation name another one's:
+ * horsies_task_history_<key> of a key ending _YYYY_MM_DD is a daily leaf of
+ * the class before it, and of leaf_catalog the catalog. */
+TEST(class_key_a_declared_key_that_names_another_relation_is_refused)
+{
+    CHECK_INT(class_key_check_declared("a_2026_08_11"), CLASS_KEY_RELATION);
+    CHECK_INT(class_key_check_declared("leaf_catalog"), CLASS_KEY_RELATION);
+    CHECK_INT(class_key_check_declared("a_2026_08_1x"), CLASS_KEY_OK);
+    CHECK_INT(class_key_check_declared("a2026_08_11"), CLASS_KEY_OK);
+    CHECK_INT(class_key_check_declared("_2026_08_11"), CLASS_KEY_NOT_IDENTIFIER);
+    CHECK_INT(class_key_check_declared("audit_2026"), CLASS_KEY_OK);
+    CHECK(!class_key_names_a_relation("q_emails_7d"));
+}

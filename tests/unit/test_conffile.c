@@ -1288,6 +1288,23 @@ TEST(conffile_hrs_216_reserved_class_keys_are_refused)
     loaded_fini(&l);
 }
 
+TEST(conffile_hrs_216_a_declared_key_may_not_name_another_relation)
+{
+    loaded l;
+    load("[retention]\nretention_classes.audit_2026_08_11 = 365d\nretention_classes.leaf_catalog = 1d\n", &l);
+    CHECK_INT(l.errors, 2);
+    CHECK_REPORTS(l, "error[HRS-216]: retention class key `audit_2026_08_11` names another relation\n"
+                     "  --> silt.conf:2\n"
+                     "   = note: horsies_task_history_audit_2026_08_11 would be the name of another class's daily "
+                     "partition\n"
+                     "   = help: declare the class under a key that does not end like a day (_YYYY_MM_DD)\n");
+    CHECK_REPORTS(l, "error[HRS-216]: retention class key `leaf_catalog` names another relation\n"
+                     "  --> silt.conf:3\n"
+                     "   = note: horsies_task_history_leaf_catalog would be the leaf catalog\n");
+    CHECK_INT(l.conf.retention.nclasses, 0);
+    loaded_fini(&l);
+}
+
 TEST(conffile_hrs_216_a_declared_class_may_not_use_the_q_prefix)
 {
     loaded l;
