@@ -10,6 +10,7 @@
 #include "base/log.h"
 #include "base/xalloc.h"
 #include "db/migrate.h"
+#include "tasks/class_registry.h"
 #include "streams/encryption.h"
 #include "db/result.h"
 
@@ -105,6 +106,21 @@ static int check_encryption(server *srv, const char *conninfo)
     return rc;
 }
 
+/* The classes of silt.conf registered, or the start refused naming each
+ * key the database holds with another duration (silt.conf's report). */
+static int register_classes(server *srv, const char *conninfo)
+{
+    PGconn *pg = PQconnectdb(conninfo);
+    buf report;
+    buf_init(&report);
+    int rc = class_registry_register(pg, &srv->conf, &report);
+    if (rc == CLASS_REGISTRY_CONFLICT) fputs(report.data, stderr);
+    else if (rc == CLASS_REGISTRY_DB_ERROR) log_error("%s", report.data);
+    buf_fini(&report);
+    PQfinish(pg);
+    return rc == 0 ? 0 : -1;
+}
+
 static int start(server *srv)
 {
     char err[1024];
@@ -112,6 +128,7 @@ static int start(server *srv)
     int rc = migrate_run(conninfo, srv->cfg.startup_db_wait_ms, migrate_latest(), err, sizeof err);
     if (rc < 0) log_error("%s", err);
     if (rc == 0) rc = check_encryption(srv, conninfo);
+    if (rc == 0) rc = register_classes(srv, conninfo);
     if (rc < 0) { free(conninfo); return -1; }
     srv->base = event_base_new();
     srv->pool = db_pool_new(srv->base, conninfo, (int)srv->cfg.db_pool_size, (int)srv->cfg.db_pipeline_depth);

@@ -179,3 +179,33 @@ TEST(a_scheduled_task_gets_its_schedules_class_else_its_queues)
     srv_stop(&s);
     unlink(conf_path());
 }
+
+/* Each server registers its classes at startup (the declared ones and the
+ * ones its mappings derive; standard_30d and forever are the schema's); a
+ * server whose silt.conf gives a registered key another duration is
+ * refused before it listens, naming the key in silt.conf's report, and
+ * registers nothing. */
+TEST(classes_are_registered_at_startup_and_a_changed_duration_is_refused_naming_it)
+{
+    silt_server s;
+    start_with_conf(&s, CONF);
+    CHECK_STR(sql("SELECT string_agg(class_key || ' ' || coalesce(duration_s::text, '-') || ' ' || origin, ','"
+                  " ORDER BY class_key) FROM horsies_retention_classes"),
+              "audit_1y 31536000 declared,forever - silt,q_emails_7d 604800 mapping,q_reports_90d 7776000 mapping,"
+              "standard_30d 2592000 silt");
+    srv_stop(&s);
+    const char *changed = conf_file("[retention]\nretention_classes.transient_2d = 2d\n"
+                                    "retention_classes.audit_1y = 180d\n");
+    char out[4096];
+    int rc = run_cmd(sfmt("SILT_CONFIG=%s PG_HOST=127.0.0.1 PG_PORT=%s PG_USER=postgres PG_DB=%s PORT=6632 "
+                          "LOG_LEVEL=warn timeout 20 %s server 2>&1", changed, pg_port(), test_db(), silt_bin()),
+                     out, sizeof out);
+    CHECK(rc != 0 && rc != 124);   /* refused, not running */
+    CHECK_STR(out, sfmt("error[HRS-216]: retention class `audit_1y` is registered with 365d; silt.conf declares 180d\n"
+                        "  --> %s:3\n"
+                        "   = note: classes are immutable: rows already carry the 365d window\n"
+                        "   = help: declare the new duration under a new key, e.g. audit_180d\n"
+                        "error: aborting due to 1 previous error\n", changed));
+    CHECK_STR(sql("SELECT count(*) FROM horsies_retention_classes WHERE class_key = 'transient_2d'"), "0");
+    unlink(conf_path());
+}
