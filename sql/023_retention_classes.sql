@@ -1,7 +1,8 @@
 -- 023: the retention class registry (the Retention Config document,
 -- "Declaring your own"): every class the servers of this database use,
--- with its window. Each server registers its own classes (silt's, the ones
--- its silt.conf declares, the ones its queue mappings derive) at startup,
+-- with its window. Each server registers its classes (silt's standard_30d
+-- and forever, the ones its silt.conf declares, the ones its queue mappings
+-- derive) at startup,
 -- before it listens. Classes are immutable, because rows already carry the
 -- old window: a server whose silt.conf gives a registered key another
 -- duration is refused at startup, naming the key.
@@ -12,8 +13,6 @@ CREATE TABLE horsies_retention_classes (
     origin        text NOT NULL CHECK (origin IN ('silt', 'declared', 'mapping')),
     registered_at timestamptz NOT NULL DEFAULT now()
 );
-INSERT INTO horsies_retention_classes (class_key, duration_s, origin)
-VALUES ('standard_30d', 30 * 86400, 'silt'), ('forever', NULL, 'silt');
 
 -- Registers a server's classes (parallel arrays; a NULL duration is
 -- forever), all or none: the keys already registered with another

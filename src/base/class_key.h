@@ -19,6 +19,7 @@
 #include <stdint.h>
 
 #define CLASS_KEY_STANDARD   "standard_30d"   /* the immutable 30-day default */
+#define CLASS_KEY_STANDARD_SECONDS (30 * 86400)
 #define CLASS_KEY_FOREVER    "forever"        /* never dropped: a None mapping or send */
 #define CLASS_KEY_HEARTBEATS "heartbeats"     /* the heartbeat partitions; never a task's */
 #define CLASS_KEY_DERIVED_PREFIX "q_"

@@ -58,6 +58,8 @@ int class_registry_register(PGconn *pg, const silt_conf *conf, buf *report)
     const conf_retention *r = &conf->retention;
     db_array a[R_COUNT];
     for (int i = 0; i < R_COUNT; i++) db_array_init(&a[i]);
+    add(a, CLASS_KEY_STANDARD, CLASS_KEY_STANDARD_SECONDS, "silt");
+    add(a, CLASS_KEY_FOREVER, CONF_NONE, "silt");
     for (size_t i = 0; i < r->nclasses; i++) add(a, r->classes[i].key, r->classes[i].seconds, "declared");
     for (size_t i = 0; i < r->nqueues; i++)
         if (r->queues[i].class_key && r->queues[i].seconds != CONF_NONE)   /* None maps to forever, silt's own */

@@ -1,7 +1,6 @@
 /* class_registry: a server's retention classes registered in the database
- * at startup (sql/023): the ones its silt.conf declares and the ones its
- * queue mappings derive (standard_30d and forever are registered by the
- * schema). A key already registered with another duration refuses the
+ * at startup (sql/023): silt's standard_30d and forever, the ones its
+ * silt.conf declares and the ones its queue mappings derive. A key already registered with another duration refuses the
  * start with HRS-216, in silt.conf's report format: classes are immutable,
  * because rows already carry the old window. */
 #ifndef SILT_CLASS_REGISTRY_H
