@@ -27,6 +27,17 @@ static const char *conf_file(const char *text)
     return path;
 }
 
+/* A server (with silt.conf text, or none) whose first sweep round, the one
+ * its timer runs soon after start, is over: the rounds a test asks for are
+ * then the only ones until the next interval (300 s by default), so none
+ * runs beside them. */
+static void start_swept(silt_server *s, const char *conf)
+{
+    if (conf) srv_start(s, (const char *const[]){ sfmt("SILT_CONFIG=%s", conf), NULL });
+    else srv_start(s, NULL);
+    srv_await_metric(s, "silt_task_sweeps_total", 1, 15000);
+}
+
 /* One round of the sweep; r keeps its reply (200 checked). */
 static void sweep(silt_server *s, reply *r)
 {
@@ -74,7 +85,7 @@ static void old_workflows(int n, int hours_ago)
 TEST(terminal_workflows_past_terminal_record_retention_hours_are_deleted_with_their_nodes_and_outbox)
 {
     silt_server s;
-    srv_start(&s, NULL);
+    start_swept(&s, NULL);
     old_workflows(1200, 721);
     old_workflows(3, 719);
     char running[96], cancelled[96];
@@ -105,7 +116,7 @@ TEST(terminal_workflows_past_terminal_record_retention_hours_are_deleted_with_th
 TEST(a_terminal_workflow_with_a_live_node_task_is_kept_until_it_ends)
 {
     silt_server s;
-    srv_start(&s, NULL);
+    start_swept(&s, NULL);
     char wf[96];
     keep_str(wf, start_workflow(&s, "live", "q"));
     task_claimed c;
@@ -130,7 +141,7 @@ TEST(a_terminal_workflow_with_a_live_node_task_is_kept_until_it_ends)
 TEST(worker_states_past_worker_state_retention_hours_are_deleted)
 {
     silt_server s;
-    srv_start(&s, NULL);
+    start_swept(&s, NULL);
     sql("INSERT INTO horsies_workers (worker_id, hostname, pid, queues, concurrency, last_seen_at) VALUES"
         " ('gone', 'h', 1, '{q}', 1, now() - interval '169 hours'), ('here', 'h', 2, '{q}', 1, now())");
     sql("INSERT INTO horsies_worker_states (worker_id, snapshot_at, hostname, pid, queues, concurrency, claimed, running)"
@@ -151,7 +162,7 @@ TEST(none_disables_the_workflow_and_worker_state_sweeps)
     silt_server s;
     const char *conf = conf_file("[retention]\nterminal_record_retention_hours = None\n"
                                  "worker_state_retention_hours = None\n");
-    srv_start(&s, (const char *const[]){ sfmt("SILT_CONFIG=%s", conf), NULL });
+    start_swept(&s, conf);
     old_workflows(5, 100000);
     sql("INSERT INTO horsies_worker_states (worker_id, snapshot_at, hostname, pid, queues, concurrency, claimed, running)"
         " VALUES ('w', now() - interval '10000 hours', 'h', 1, '{q}', 1, 0, 0)");
@@ -173,7 +184,7 @@ TEST(terminal_record_retention_hours_and_retention_delete_batch_size_come_from_s
     silt_server s;
     const char *conf = conf_file("[retention]\nterminal_record_retention_hours = 2\n"
                                  "retention_delete_batch_size = 50\n");
-    srv_start(&s, (const char *const[]){ sfmt("SILT_CONFIG=%s", conf), NULL });
+    start_swept(&s, conf);
     old_workflows(120, 3);
     old_workflows(2, 1);
     reply r;
@@ -192,7 +203,7 @@ TEST(terminal_record_retention_hours_and_retention_delete_batch_size_come_from_s
 TEST(paused_workflows_past_paused_workflow_auto_cancel_after_are_expired)
 {
     silt_server s;
-    srv_start(&s, NULL);
+    start_swept(&s, NULL);
     char old[96];
     keep_str(old, start_workflow(&s, "old", "q"));
     control(&s, old, "pause", "PAUSED");
@@ -204,8 +215,11 @@ TEST(paused_workflows_past_paused_workflow_auto_cancel_after_are_expired)
     CHECK_STR(sql("SELECT status FROM horsies_workflows WHERE id = '%s'", old), "PAUSED");
     srv_stop(&s);
 
+    /* paused just now while the next server starts, so its first round has nothing to expire */
+    sql("UPDATE horsies_workflows SET paused_at = now() WHERE id = '%s'", old);
     const char *conf = conf_file("[retention]\npaused_workflow_auto_cancel_after = 2h\n");
-    srv_start(&s, (const char *const[]){ sfmt("SILT_CONFIG=%s", conf), NULL });
+    start_swept(&s, conf);
+    sql("UPDATE horsies_workflows SET paused_at = now() - interval '3 hours' WHERE id = '%s'", old);
     char young[96], running[96], resumed[96];
     keep_str(young, start_workflow(&s, "young", "q3"));
     keep_str(running, start_workflow(&s, "running", "q4"));
@@ -238,7 +252,7 @@ TEST(paused_workflows_past_paused_workflow_auto_cancel_after_are_expired)
 TEST(a_sweep_yields_to_the_server_already_sweeping)
 {
     silt_server s;
-    srv_start(&s, NULL);
+    start_swept(&s, NULL);
     old_workflows(3, 1000);
     PGconn *other = PQconnectdb(sfmt("host=127.0.0.1 port=%s user=postgres dbname=%s", pg_port(), test_db()));
     CHECK(PQstatus(other) == CONNECTION_OK);
@@ -249,7 +263,8 @@ TEST(a_sweep_yields_to_the_server_already_sweeping)
     CHECK_INT(jint(&r, "workflowsDeleted"), 0);
     reply_fini(&r);
     CHECK_STR(sql("SELECT count(*) FROM horsies_workflows"), "3");
-    PQfinish(other);   /* the lock goes with the session */
+    PQclear(PQexec(other, "SELECT pg_advisory_unlock(hashtextextended('silt.task_sweep', 0))"));
+    PQfinish(other);   /* unlocked first: a closed session's locks go a moment after PQfinish returns */
     sweep(&s, &r);
     CHECK(!jbool(&r, "yielded"));
     CHECK_INT(jint(&r, "workflowsDeleted"), 3);
