@@ -73,6 +73,11 @@ void api_workflow_cancel(httpd_req *req, server *srv);
 void api_schedule_list(httpd_req *req, server *srv);
 /* task_sweep.c */
 void api_task_sweep(httpd_req *req, server *srv);
+/* task_retention.c */
+void api_task_retention_run(httpd_req *req, server *srv);
+void api_task_retention_classes(httpd_req *req, server *srv);
+void api_task_retention_leaves(httpd_req *req, server *srv);
+void api_task_retention_coverage(httpd_req *req, server *srv);
 void api_worker_list(httpd_req *req, server *srv);
 
 /* The implicit consumer group: "queue mode". */

@@ -105,6 +105,25 @@ void api_metrics(httpd_req *req, server *srv)
         "# TYPE silt_workflows_expired_total counter\nsilt_workflows_expired_total %llu\n",
         (unsigned long long)sw->rounds, (unsigned long long)sw->workflows_deleted,
         (unsigned long long)sw->worker_states_deleted, (unsigned long long)sw->workflows_expired);
+    const partition_totals *pt = partition_pass_totals(srv->partitions);
+    buf_printf(&out,
+        "# HELP silt_task_partition_passes_total partition passes this server ran (not those it yielded)\n"
+        "# TYPE silt_task_partition_passes_total counter\nsilt_task_partition_passes_total %llu\n"
+        "# HELP silt_task_partition_passes_failed_total partition passes that could not complete\n"
+        "# TYPE silt_task_partition_passes_failed_total counter\nsilt_task_partition_passes_failed_total %llu\n"
+        "# HELP silt_task_leaves_created_total history and heartbeat leaves this server's passes made\n"
+        "# TYPE silt_task_leaves_created_total counter\nsilt_task_leaves_created_total %llu\n"
+        "# HELP silt_task_leaves_dropped_total leaves this server's passes dropped\n"
+        "# TYPE silt_task_leaves_dropped_total counter\nsilt_task_leaves_dropped_total %llu\n"
+        "# HELP silt_task_leaf_drops_refused_total drops refused (pinned, a reader held the detach, an error)\n"
+        "# TYPE silt_task_leaf_drops_refused_total counter\nsilt_task_leaf_drops_refused_total %llu\n"
+        "# HELP silt_task_leaves_absent cataloged leaves whose relation was gone at this server's last pass\n"
+        "# TYPE silt_task_leaves_absent gauge\nsilt_task_leaves_absent %lld\n"
+        "# HELP silt_task_retention_classes_failed classes the last pass could not serve\n"
+        "# TYPE silt_task_retention_classes_failed gauge\nsilt_task_retention_classes_failed %lld\n",
+        (unsigned long long)pt->passes, (unsigned long long)pt->failed_passes,
+        (unsigned long long)pt->leaves_created, (unsigned long long)pt->leaves_dropped,
+        (unsigned long long)pt->drops_refused, (long long)pt->leaves_absent, (long long)pt->classes_failed);
     if (req->ev)
         evhttp_add_header(evhttp_request_get_output_headers(req->ev), "Content-Type", "text/plain; version=0.0.4");
     httpd_reply(req, 200, out.data, out.len);

@@ -29,7 +29,7 @@ static bool drained(const server *srv)
     return httpd_inflight(srv->http) == 0 && httpd_arriving(srv->http) == 0 && pusher_idle(srv->push) &&
            db_pool_busy(srv->pool) == 0 && retention_engine_idle(srv->retention) &&
            maintenance_idle(srv->maintenance) && task_hub_idle(srv->tasks) && scheduler_idle(srv->schedules) &&
-           task_sweeper_idle(srv->sweeper);
+           task_sweeper_idle(srv->sweeper) && partition_pass_idle(srv->partitions);
 }
 
 static void drain_check(evutil_socket_t fd, short what, void *arg)
@@ -79,6 +79,7 @@ static void on_signal(evutil_socket_t sig, short what, void *arg)
     task_hub_drain(srv->tasks);
     scheduler_stop(srv->schedules);
     task_sweeper_stop(srv->sweeper);
+    partition_pass_stop(srv->partitions);
     drain_check(-1, 0, srv);
 }
 
@@ -106,9 +107,31 @@ static int check_encryption(server *srv, const char *conninfo)
     return rc;
 }
 
+/* Today's and the horizon's leaves for every class and the heartbeat hours
+ * ahead, before anything is served: a task that ends needs its leaf. What
+ * cannot be covered is logged here and reported by every pass. */
+static int cover(server *srv, PGconn *pg)
+{
+    char days[24], hours[24], window[24];
+    snprintf(days, sizeof days, "%lld", (long long)srv->conf.retention.history_leaf_horizon_days);
+    snprintf(hours, sizeof hours, "%lld", (long long)srv->conf.retention.heartbeat_leaf_horizon_hours);
+    snprintf(window, sizeof window, "%lld", (long long)partition_heartbeat_window_s(&srv->conf.recovery));
+    const char *values[3] = { days, hours, window };
+    PGresult *r = PQexecParams(pg, "SELECT what, name, reason FROM tasks.partition_cover($1, $2, $3)", 3, NULL,
+                               values, NULL, NULL, 1);
+    int rc = PQresultStatus(r) == PGRES_TUPLES_OK ? 0 : -1;
+    if (rc < 0) log_error("cannot prepare the task history partitions: %s", PQerrorMessage(pg));
+    for (int i = 0; rc == 0 && i < PQntuples(r); i++)
+        if (strcmp(db_str(r, i, 0), "failed") == 0)
+            log_warn("partition coverage: class %s not served: %s", db_str(r, i, 1), db_str(r, i, 2));
+    PQclear(r);
+    return rc;
+}
+
 /* The classes of silt.conf registered, or the start refused naming each
- * key the database holds with another duration (silt.conf's report). */
-static int register_classes(server *srv, const char *conninfo)
+ * key the database holds with another duration (silt.conf's report); then
+ * their leaves made. */
+static int prepare_task_storage(server *srv, const char *conninfo)
 {
     PGconn *pg = PQconnectdb(conninfo);
     buf report;
@@ -117,6 +140,7 @@ static int register_classes(server *srv, const char *conninfo)
     if (rc == CLASS_REGISTRY_CONFLICT) fputs(report.data, stderr);
     else if (rc == CLASS_REGISTRY_DB_ERROR) log_error("%s", report.data);
     buf_fini(&report);
+    if (rc == 0) rc = cover(srv, pg);
     PQfinish(pg);
     return rc == 0 ? 0 : -1;
 }
@@ -128,7 +152,7 @@ static int start(server *srv)
     int rc = migrate_run(conninfo, srv->cfg.startup_db_wait_ms, migrate_latest(), err, sizeof err);
     if (rc < 0) log_error("%s", err);
     if (rc == 0) rc = check_encryption(srv, conninfo);
-    if (rc == 0) rc = register_classes(srv, conninfo);
+    if (rc == 0) rc = prepare_task_storage(srv, conninfo);
     if (rc < 0) { free(conninfo); return -1; }
     srv->base = event_base_new();
     srv->pool = db_pool_new(srv->base, conninfo, (int)srv->cfg.db_pool_size, (int)srv->cfg.db_pipeline_depth);
@@ -143,6 +167,7 @@ static int start(server *srv)
     srv->tasks = task_hub_new(srv->base, srv->pool, conninfo, &srv->conf);
     srv->schedules = scheduler_new(srv->base, srv->pool, srv->tasks, &srv->conf);
     srv->sweeper = task_sweeper_new(srv->base, srv->pool, &srv->conf.retention);
+    srv->partitions = partition_pass_new(srv->base, conninfo, &srv->conf, srv->cfg.detach_timeout_ms);
     srv->http = httpd_new(srv->base, srv->cfg.host, (int)srv->cfg.port, (size_t)srv->cfg.max_body_bytes,
                           api_dispatch, srv);
     if (!srv->http) {
@@ -171,6 +196,7 @@ static void stop(server *srv)
     maintenance_free(srv->maintenance);
     scheduler_free(srv->schedules);
     task_sweeper_free(srv->sweeper);
+    partition_pass_free(srv->partitions);
     task_hub_free(srv->tasks);
     pusher_free(srv->push);
     db_pool_free(srv->pool);

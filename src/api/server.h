@@ -18,6 +18,7 @@
 #include "tasks/hub.h"
 #include "tasks/schedule.h"
 #include "tasks/sweep.h"
+#include "tasks/partition_pass.h"
 
 #define SILT_VERSION "0.1.0"
 
@@ -44,6 +45,7 @@ typedef struct server {
     task_hub          *tasks;
     scheduler         *schedules;
     task_sweeper      *sweeper;
+    partition_pass    *partitions;
     bool               draining;
     int64_t            drain_deadline_us;
     int                first_signal;      /* the signal that started the drain */

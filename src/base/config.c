@@ -56,6 +56,7 @@ static const setting settings[] = {
     NUM("PARTITION_CLEANUP_DAYS", cleanup_days, "30", 0, 36500),
     BOOL("QUEEN_PARTITION_CLEANUP_ENABLED", cleanup_enabled, "true"),
     NUM("MAINTENANCE_REFRESH_MS", maintenance_refresh_ms, "1000", 10, 60000),
+    NUM("TASK_RETENTION_DETACH_TIMEOUT_MS", detach_timeout_ms, "10000", 100, 600000),
 };
 
 static int parse_number(const setting *s, const char *text, int64_t *out, char *err, size_t errlen)

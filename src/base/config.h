@@ -34,6 +34,7 @@ typedef struct silt_config {
     int64_t cleanup_days;         /* empty, untouched partitions go after this many days */
     int64_t cleanup_enabled;      /* 1 or 0 */
     int64_t maintenance_refresh_ms;/* how often a server re-reads maintenance mode */
+    int64_t detach_timeout_ms;    /* a partition pass's DETACH CONCURRENTLY waits this long for readers */
 } silt_config;
 
 /* Fills cfg from the environment; on a bad value writes a message to err

@@ -95,7 +95,10 @@ const db_statement db_statements[STMT_COUNT] = {
     /* tasks (sql/019_tasks.sql) */
     [STMT_TASK_SEND]    = { "task_send", "SELECT idx, id, created FROM tasks.send($1, $2, $3, $4, $5, $6, $7, $8,"
         " $9, $10, $11, $12, $13, $14, $15, $16, $17)", 17 },
-    [STMT_TASK_GET]     = { "task_get", "SELECT " TASK_COLUMNS " FROM tasks.all_tasks WHERE id = $1", 1 },
+    /* finished_at from the id's birth on: PostgreSQL reads only the history
+     * leaves of that day and later (sql/024) */
+    [STMT_TASK_GET]     = { "task_get", "SELECT " TASK_COLUMNS " FROM tasks.all_tasks WHERE id = $1"
+        " AND (finished_at IS NULL OR finished_at >= tasks.history_floor($1))", 1 },
     [STMT_TASK_LIST]    = { "task_list", "SELECT " TASK_COLUMNS " FROM tasks.all_tasks"
         " WHERE ($1::text IS NULL OR queue_name = $1) AND ($2::text IS NULL OR status = $2)"
         " AND ($3::uuid IS NULL OR id > $3) ORDER BY id LIMIT $4", 4 },
@@ -130,6 +133,13 @@ const db_statement db_statements[STMT_COUNT] = {
     [STMT_SCHEDULE_FIRE] = { "schedule_fire", "SELECT tasks.schedule_fire($1, $2, $3, $4, $5, $6, $7, $8)", 8 },
     [STMT_WF_OUTBOX]    = { "wf_outbox", "SELECT workflow_id FROM tasks.apply_outbox($1)", 1 },
     /* the row-delete sweep (sql/021, tasks/sweep.c): rows deleted or expired, -1 another server sweeps */
+    /* partitions of task records (sql/024) */
+    [STMT_TR_CLASSES]   = { "tr_classes", "SELECT class_key, duration_s, origin, registered_at, leaves, bytes, records,"
+        " oldest, next_drop FROM tasks.retention_classes()", 0 },
+    [STMT_TR_LEAVES]    = { "tr_leaves", "SELECT leaf_name, class_key, day, lower_anchor, upper_anchor, bytes, drops_at,"
+        " state FROM tasks.retention_leaves($1)", 1 },
+    [STMT_TR_COVERAGE]  = { "tr_coverage", "SELECT pass_id, runner, started_at, finished_at, outcome, report, absent,"
+        " history_through, heartbeats_through FROM tasks.retention_coverage()", 0 },
     [STMT_SWEEP_WORKFLOWS]     = { "sweep_workflows", "SELECT tasks.sweep_workflows($1, $2)", 2 },
     [STMT_SWEEP_WORKER_STATES] = { "sweep_worker_states", "SELECT tasks.sweep_worker_states($1, $2)", 2 },
     [STMT_EXPIRE_PAUSED]       = { "expire_paused", "SELECT tasks.expire_paused_workflows($1, $2)", 2 },

@@ -8,7 +8,7 @@
 #include "db/array.h"
 #include "db/result.h"
 
-enum { R_KEYS, R_DURATIONS, R_ORIGINS, R_COUNT };
+enum { R_KEYS, R_DURATIONS, R_ORIGINS };
 
 static void add(db_array *a, const char *key, int64_t seconds, const char *origin)
 {
@@ -32,7 +32,7 @@ static int line_of(const conf_retention *r, const char *key, int64_t *seconds)
     return 0;
 }
 
-static void conflicts(const PGresult *res, const silt_conf *conf, buf *report)
+void class_registry_report(const PGresult *res, const silt_conf *conf, buf *report)
 {
     confreport rep;
     confreport_init(&rep, conf->path ? conf->path : "silt.conf");
@@ -53,30 +53,38 @@ static void conflicts(const PGresult *res, const silt_conf *conf, buf *report)
     confreport_fini(&rep);
 }
 
-int class_registry_register(PGconn *pg, const silt_conf *conf, buf *report)
+void class_registry_values(const silt_conf *conf, class_registry_params *p)
 {
     const conf_retention *r = &conf->retention;
-    db_array a[R_COUNT];
-    for (int i = 0; i < R_COUNT; i++) db_array_init(&a[i]);
-    add(a, CLASS_KEY_STANDARD, CLASS_KEY_STANDARD_SECONDS, "silt");
-    add(a, CLASS_KEY_FOREVER, CONF_NONE, "silt");
-    for (size_t i = 0; i < r->nclasses; i++) add(a, r->classes[i].key, r->classes[i].seconds, "declared");
+    for (int i = 0; i < CLASS_REGISTRY_ARRAYS; i++) db_array_init(&p->arrays[i]);
+    add(p->arrays, CLASS_KEY_STANDARD, CLASS_KEY_STANDARD_SECONDS, "silt");
+    add(p->arrays, CLASS_KEY_FOREVER, CONF_NONE, "silt");
+    for (size_t i = 0; i < r->nclasses; i++) add(p->arrays, r->classes[i].key, r->classes[i].seconds, "declared");
     for (size_t i = 0; i < r->nqueues; i++)
         if (r->queues[i].class_key && r->queues[i].seconds != CONF_NONE)   /* None maps to forever, silt's own */
-            add(a, r->queues[i].class_key, r->queues[i].seconds, "mapping");
-    const char *values[R_COUNT];
-    for (int i = 0; i < R_COUNT; i++) values[i] = db_array_literal(&a[i]);
-    PGresult *res = PQexecParams(pg, "SELECT class_key, registered_s, declared_s FROM tasks.register_classes("
-                                 "$1::text[], $2::bigint[], $3::text[])", R_COUNT, NULL, values, NULL, NULL, 1);
+            add(p->arrays, r->queues[i].class_key, r->queues[i].seconds, "mapping");
+    for (int i = 0; i < CLASS_REGISTRY_ARRAYS; i++) p->values[i] = db_array_literal(&p->arrays[i]);
+}
+
+void class_registry_values_fini(class_registry_params *p)
+{
+    for (int i = 0; i < CLASS_REGISTRY_ARRAYS; i++) db_array_fini(&p->arrays[i]);
+}
+
+int class_registry_register(PGconn *pg, const silt_conf *conf, buf *report)
+{
+    class_registry_params p;
+    class_registry_values(conf, &p);
+    PGresult *res = PQexecParams(pg, CLASS_REGISTRY_SQL, CLASS_REGISTRY_ARRAYS, NULL, p.values, NULL, NULL, 1);
     int rc = 0;
     if (PQresultStatus(res) != PGRES_TUPLES_OK) {
         buf_printf(report, "cannot register the retention classes: %s", PQerrorMessage(pg));
         rc = CLASS_REGISTRY_DB_ERROR;
     } else if (PQntuples(res) > 0) {
-        conflicts(res, conf, report);
+        class_registry_report(res, conf, report);
         rc = CLASS_REGISTRY_CONFLICT;
     }
     PQclear(res);
-    for (int i = 0; i < R_COUNT; i++) db_array_fini(&a[i]);
+    class_registry_values_fini(&p);
     return rc;
 }

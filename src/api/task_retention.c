@@ -1,0 +1,172 @@
+/* task_retention: what the partition pass keeps and drops, for operators
+ * (tasks/partition_pass.h, sql/024).
+ *
+ *   POST /api/v1/system/task-retention/run   a partition pass now, answered with its report
+ *   GET  /api/v1/task-retention/classes      every class: duration, leaves, bytes, records
+ *   GET  /api/v1/task-retention/leaves       every leaf (?class=K: one class's): day, size, drop date, state
+ *   GET  /api/v1/task-retention/coverage     the health surface: 200 healthy, 503 red
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include "api/api.h"
+#include "base/duration.h"
+#include "base/xalloc.h"
+#include "db/result.h"
+
+/* ---- run ----------------------------------------------------------------- */
+
+static void ran(void *arg, const char *report, const char *error)
+{
+    httpd_req *req = arg;
+    if (!report) { httpd_error(req, 503, "the partition pass could not reach the database: %s", error); return; }
+    buf out;
+    buf_init(&out);
+    emit e;
+    emit_init(&e, &out);
+    if (emit_json(&e, report, strlen(report)) < 0) {
+        buf_fini(&out);
+        httpd_error(req, 500, "the pass report is not JSON");
+        return;
+    }
+    httpd_reply_buf(req, 200, &out);
+}
+
+void api_task_retention_run(httpd_req *req, server *srv)
+{
+    if (partition_pass_run(srv->partitions, ran, req) < 0)
+        httpd_error(req, 409, "a partition pass is already running on this server");
+}
+
+/* ---- reads --------------------------------------------------------------- */
+
+/* A leaf bound; the forever leaf's are infinite and read null. */
+static void emit_bound(emit *e, const PGresult *r, int row, int col)
+{
+    int64_t us = db_null(r, row, col) ? INT64_MAX : db_time_us(r, row, col);
+    if (us == INT64_MAX || us == INT64_MIN) emit_null(e);
+    else emit_time(e, us);
+}
+
+static void emit_duration_col(emit *e, const PGresult *r, int row, int col)
+{
+    if (db_null(r, row, col)) { emit_null(e); return; }   /* forever */
+    char text[DURATION_TEXT_BYTES];
+    duration_format(db_int(r, row, col), text);
+    emit_str(e, text);
+}
+
+static void classes_read(void *arg, const db_reply *reply)
+{
+    httpd_req *req = arg;
+    if (reply->error) { api_db_error(req, reply); return; }
+    const PGresult *r = reply->results[0];
+    buf out;
+    buf_init(&out);
+    emit e;
+    emit_init(&e, &out);
+    emit_object(&e);
+    emit_key(&e, "classes");
+    emit_array(&e);
+    for (int i = 0; i < PQntuples(r); i++) {
+        emit_object(&e);
+        emit_key(&e, "classKey"); api_emit_text_col(&e, r, i, 0);
+        emit_key(&e, "duration"); emit_duration_col(&e, r, i, 1);
+        emit_key(&e, "origin"); api_emit_text_col(&e, r, i, 2);
+        emit_key(&e, "registeredAt"); api_emit_time_col(&e, r, i, 3);
+        emit_key(&e, "leaves"); api_emit_int_col(&e, r, i, 4);
+        emit_key(&e, "bytes"); api_emit_int_col(&e, r, i, 5);
+        emit_key(&e, "records"); api_emit_int_col(&e, r, i, 6);   /* PostgreSQL's estimate */
+        emit_key(&e, "oldestLeaf"); emit_bound(&e, r, i, 7);
+        emit_key(&e, "nextDropAt"); emit_bound(&e, r, i, 8);
+        emit_end(&e);
+    }
+    emit_end(&e);
+    emit_end(&e);
+    httpd_reply_buf(req, 200, &out);
+}
+
+void api_task_retention_classes(httpd_req *req, server *srv)
+{
+    db_job *job = db_job_new(classes_read, req);
+    db_job_call(job, STMT_TR_CLASSES, NULL, NULL, NULL);
+    db_submit(srv->pool, job);
+}
+
+static void leaves_read(void *arg, const db_reply *reply)
+{
+    httpd_req *req = arg;
+    if (reply->error) { api_db_error(req, reply); return; }
+    const PGresult *r = reply->results[0];
+    buf out;
+    buf_init(&out);
+    emit e;
+    emit_init(&e, &out);
+    emit_object(&e);
+    emit_key(&e, "leaves");
+    emit_array(&e);
+    for (int i = 0; i < PQntuples(r); i++) {
+        emit_object(&e);
+        emit_key(&e, "leaf"); api_emit_text_col(&e, r, i, 0);
+        emit_key(&e, "classKey"); api_emit_text_col(&e, r, i, 1);
+        emit_key(&e, "day"); api_emit_text_col(&e, r, i, 2);
+        emit_key(&e, "from"); emit_bound(&e, r, i, 3);
+        emit_key(&e, "to"); emit_bound(&e, r, i, 4);
+        emit_key(&e, "bytes"); api_emit_int_col(&e, r, i, 5);
+        emit_key(&e, "dropsAt"); emit_bound(&e, r, i, 6);
+        emit_key(&e, "state"); api_emit_text_col(&e, r, i, 7);
+        emit_end(&e);
+    }
+    emit_end(&e);
+    emit_end(&e);
+    httpd_reply_buf(req, 200, &out);
+}
+
+void api_task_retention_leaves(httpd_req *req, server *srv)
+{
+    const char *values[1] = { httpd_query(req, "class") };
+    db_job *job = db_job_new(leaves_read, req);
+    db_job_call(job, STMT_TR_LEAVES, values, NULL, NULL);
+    db_submit(srv->pool, job);
+}
+
+/* Healthy: a pass has run, its outcome was ok, and no cataloged leaf has
+ * lost its relation since. */
+static void coverage_read(void *arg, const db_reply *reply)
+{
+    httpd_req *req = arg;
+    if (reply->error) { api_db_error(req, reply); return; }
+    const PGresult *r = reply->results[0];
+    size_t absent_len;
+    const char *absent = db_json(r, 0, 6, &absent_len);
+    bool passed = !db_null(r, 0, 0);
+    bool healthy = passed && strcmp(db_str(r, 0, 4), "ok") == 0 && strcmp(absent, "[]") == 0;
+    buf out;
+    buf_init(&out);
+    emit e;
+    emit_init(&e, &out);
+    emit_object(&e);
+    emit_key(&e, "healthy"); emit_bool(&e, healthy);
+    emit_key(&e, "outcome"); api_emit_text_col(&e, r, 0, 4);
+    emit_key(&e, "absent_leaves");   /* the document's name, kept as it writes it */
+    if (emit_json(&e, absent, absent_len) < 0) { buf_fini(&out); httpd_error(req, 500, "absent leaves are not JSON"); return; }
+    emit_key(&e, "historyCoveredThrough"); emit_bound(&e, r, 0, 7);
+    emit_key(&e, "heartbeatsCoveredThrough"); emit_bound(&e, r, 0, 8);
+    emit_key(&e, "lastPass");
+    if (passed) {
+        size_t n;
+        const char *report = db_json(r, 0, 5, &n);
+        if (emit_json(&e, report, n) < 0) { buf_fini(&out); httpd_error(req, 500, "the pass report is not JSON"); return; }
+    } else {
+        emit_null(&e);
+    }
+    emit_end(&e);
+    httpd_reply_buf(req, healthy ? 200 : 503, &out);
+}
+
+void api_task_retention_coverage(httpd_req *req, server *srv)
+{
+    db_job *job = db_job_new(coverage_read, req);
+    db_job_call(job, STMT_TR_COVERAGE, NULL, NULL, NULL);
+    db_submit(srv->pool, job);
+}
