@@ -74,7 +74,7 @@ static const subcommand subcommands[] = {
     { "dlq",       cli_dlq,       "list, replay or remove dead letters" },
     { "seek",      cli_seek,      "move a consumer group's cursors" },
     { "tx",        cli_tx,        "run a transaction from a JSON file" },
-    { "retention", cli_retention, "explain retention, or run a pass now" },
+    { "retention", cli_retention, "explain log retention, run a pass; task history classes, leaves, coverage" },
     { "task",      cli_task,      "send a task, show, cancel or list tasks" },
     { "worker",    cli_worker,    "run a command once per task claimed from queues" },
     { "workers",   cli_workers,   "list the registered workers" },

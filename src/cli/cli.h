@@ -15,6 +15,10 @@ int cli_dlq(int argc, char **argv);
 int cli_seek(int argc, char **argv);
 int cli_tx(int argc, char **argv);
 int cli_retention(int argc, char **argv);
+/* The verbs of `silt retention` for task history (task_retention.c). */
+int cli_task_retention_classes(int argc, char **argv);
+int cli_task_retention_leaves(int argc, char **argv);
+int cli_task_retention_coverage(int argc, char **argv);
 int cli_task(int argc, char **argv);
 int cli_workers(int argc, char **argv);
 int cli_worker(int argc, char **argv);

@@ -189,8 +189,8 @@ static void report_status(const http_response *r)
     json_doc_fini(&d);
 }
 
-int cli_request(const char *method, const char *path, const buf *body, int timeout_ms,
-                http_response *r)
+int cli_request_any(const char *method, const char *path, const buf *body, int timeout_ms,
+                    http_response *r)
 {
     const char *url = cli_server_url();
     http_client *c = http_client_new(url);
@@ -201,9 +201,21 @@ int cli_request(const char *method, const char *path, const buf *body, int timeo
     if (timeout_ms > 0) http_client_set_timeout(c, timeout_ms);
     int rc = http_request(c, method, path, body ? body->data : NULL, body ? body->len : 0, r);
     if (rc < 0) cli_error("%s", http_client_error(c));
-    else if (r->status >= 400) { report_status(r); rc = -1; }
     http_client_free(c);
     return rc;
+}
+
+int cli_request(const char *method, const char *path, const buf *body, int timeout_ms,
+                http_response *r)
+{
+    int rc = cli_request_any(method, path, body, timeout_ms, r);
+    if (rc == 0 && r->status >= 400) { report_status(r); rc = -1; }
+    return rc;
+}
+
+void cli_report_status(const http_response *r)
+{
+    report_status(r);
 }
 
 /* ---- output ----------------------------------------------------------- */

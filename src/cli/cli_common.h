@@ -77,6 +77,13 @@ void cli_url_encode(buf *out, const char *s);
  * and returns -1. */
 int  cli_request(const char *method, const char *path, const buf *body, int timeout_ms,
                  http_response *r) __attribute__((warn_unused_result));
+/* The same for a surface whose error status carries the answer (a health
+ * check's 503): 0 with the response in r whatever its status, -1 when the
+ * request failed (printed). cli_report_status prints an error reply as
+ * cli_request does: the server's {"error"} when it sent one. */
+int  cli_request_any(const char *method, const char *path, const buf *body, int timeout_ms,
+                     http_response *r) __attribute__((warn_unused_result));
+void cli_report_status(const http_response *r);
 /* Parses a reply body into d; on malformed JSON prints an error and returns -1. */
 int  cli_parse_reply(const http_response *r, json_doc *d) __attribute__((warn_unused_result));
 

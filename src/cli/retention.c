@@ -1,6 +1,7 @@
 /* retention: `silt retention explain` (GET /api/v1/retention/explain) and
  * `silt retention run` (POST /api/v1/system/retention/run): why data is
- * still there, and a pass now. */
+ * still there, and a pass now. Task history's verbs (classes, leaves,
+ * coverage) live in task_retention.c; this file dispatches to them. */
 #include "cli/cli.h"
 #include "cli/cli_common.h"
 #include <stdio.h>
@@ -9,13 +10,24 @@
 static const char retention_usage[] =
     "usage: silt retention explain <queue> [--partition P] [--json]\n"
     "       silt retention run [--dry-run] [--json]\n"
+    "       silt retention classes [--json]\n"
+    "       silt retention leaves [--class K] [--json]\n"
+    "       silt retention coverage [--json]\n"
     "\n"
-    "explain  per partition: the watermark, each rule's boundary, the consumer\n"
-    "         group pinning the consumption cap, a segment straddling it, what\n"
-    "         the next pass deletes, and why, in words\n"
-    "run      runs a retention pass now and lists what it deleted by partition\n"
-    "         and rule (--dry-run: only what it would delete)\n"
+    "The message log:\n"
+    "explain   per partition: the watermark, each rule's boundary, the consumer\n"
+    "          group pinning the consumption cap, a segment straddling it, what\n"
+    "          the next pass deletes, and why, in words\n"
+    "run       runs a retention pass now and lists what it deleted by partition\n"
+    "          and rule (--dry-run: only what it would delete)\n"
     "\n"
+    "Task history:\n"
+    "classes   each retention class: its duration, leaves, bytes and next drop\n"
+    "leaves    each leaf (a class's day): its size, drop time and state\n"
+    "coverage  whether partition coverage is healthy (exit 0) or red (exit 1),\n"
+    "          the last pass and what is wrong\n"
+    "\n"
+    "\"silt retention <verb> --help\" describes classes, leaves and coverage.\n"
     "The server is SILT_URL (default " CLI_DEFAULT_URL ").\n";
 
 static void explain_notes(const json_doc *d, int part)
@@ -129,11 +141,15 @@ static int retention_run(int argc, char **argv)
 int cli_retention(int argc, char **argv)
 {
     static const cli_verb verbs[] = {
-        { "explain", retention_explain },
-        { "run",     retention_run },
+        { "explain",  retention_explain },
+        { "run",      retention_run },
+        { "classes",  cli_task_retention_classes },
+        { "leaves",   cli_task_retention_leaves },
+        { "coverage", cli_task_retention_coverage },
     };
-    if (argc < 2) {   /* no verb is the default: both need saying */
-        fprintf(stderr, "silt retention: missing subcommand (explain or run)\n%s", retention_usage);
+    if (argc < 2) {   /* no verb is the default: each needs saying */
+        fprintf(stderr, "silt retention: missing subcommand (explain or run), or for task history classes, "
+                        "leaves or coverage\n%s", retention_usage);
         return CLI_EXIT_USAGE;
     }
     return cli_dispatch("retention", retention_usage, verbs, sizeof verbs / sizeof verbs[0], argc, argv);

@@ -191,8 +191,8 @@ TEST(classes_are_registered_at_startup_and_a_changed_duration_is_refused_naming_
     start_with_conf(&s, CONF);
     CHECK_STR(sql("SELECT string_agg(class_key || ' ' || coalesce(duration_s::text, '-') || ' ' || origin, ','"
                   " ORDER BY class_key) FROM horsies_retention_classes"),
-              "audit_1y 31536000 declared,forever - silt,q_emails_7d 604800 mapping,q_reports_90d 7776000 mapping,"
-              "standard_30d 2592000 silt");
+              "audit_1y 31536000 declared,forever - silt,heartbeats 3600 heartbeats,q_emails_7d 604800 mapping,"
+              "q_reports_90d 7776000 mapping,standard_30d 2592000 silt");   /* heartbeats: the heartbeat window */
     srv_stop(&s);
     const char *changed = conf_file("[retention]\nretention_classes.transient_2d = 2d\n"
                                     "retention_classes.audit_1y = 180d\n");
