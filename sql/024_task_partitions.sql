@@ -282,8 +282,12 @@ DROP TABLE horsies_heartbeats_unpartitioned;
 
 -- ==== Registration ==========================================================
 
--- As 023's, and each class registered gets its parent.
-CREATE OR REPLACE FUNCTION tasks.register_classes(p_keys text[], p_durations bigint[], p_origins text[])
+-- As 023's, and each class registered gets its parent. p_all_or_none: a
+-- server's start registers all or nothing (a conflict refuses the start);
+-- a pass registers every class that does not conflict, so that one
+-- conflicting class stays contained to itself.
+DROP FUNCTION tasks.register_classes(text[], bigint[], text[]);
+CREATE FUNCTION tasks.register_classes(p_keys text[], p_durations bigint[], p_origins text[], p_all_or_none boolean)
 RETURNS TABLE (class_key text, registered_s bigint, declared_s bigint) LANGUAGE plpgsql AS $$
 #variable_conflict use_column
 DECLARE
@@ -294,11 +298,11 @@ BEGIN
         SELECT c.class_key, c.duration_s, u.d
           FROM unnest(p_keys, p_durations) AS u(k, d) JOIN horsies_retention_classes c ON c.class_key = u.k
          WHERE c.duration_s IS DISTINCT FROM u.d ORDER BY 1;
-    IF FOUND THEN RETURN; END IF;
+    IF FOUND AND p_all_or_none THEN RETURN; END IF;
     INSERT INTO horsies_retention_classes (class_key, duration_s, origin)
     SELECT u.k, u.d, u.o FROM unnest(p_keys, p_durations, p_origins) AS u(k, d, o)
     ON CONFLICT (class_key) DO NOTHING;
-    FOREACH k IN ARRAY p_keys LOOP
+    FOR k IN SELECT r.class_key FROM horsies_retention_classes r WHERE r.class_key = ANY (p_keys) ORDER BY 1 LOOP
         PERFORM pg_advisory_xact_lock(hashtextextended('silt.retention_class:' || k, 0));
         PERFORM tasks.class_parent_ensure(k);
     END LOOP;

@@ -16,9 +16,12 @@
 #define CLASS_REGISTRY_ARRAYS 3
 /* The registration: keys, durations (NULL: forever) and origins as three
  * parallel arrays; answers the keys registered with another duration
- * (class_key, registered_s, declared_s), and then registers nothing. */
+ * (class_key, registered_s, declared_s), and then registers nothing (at a
+ * start), or every other class (CLASS_REGISTRY_EACH_SQL, at each pass). */
 #define CLASS_REGISTRY_SQL "SELECT class_key, registered_s, declared_s FROM tasks.register_classes(" \
-                           "$1::text[], $2::bigint[], $3::text[])"
+                           "$1::text[], $2::bigint[], $3::text[], true)"
+#define CLASS_REGISTRY_EACH_SQL "SELECT class_key, registered_s, declared_s FROM tasks.register_classes(" \
+                                "$1::text[], $2::bigint[], $3::text[], false)"
 
 /* This server's classes as CLASS_REGISTRY_SQL's parameters. */
 typedef struct class_registry_params {

@@ -351,7 +351,7 @@ static void on_statement(void *arg, const PGresult *res, const char *error, cons
     case P_LOCK:
         if (error) { buf_printf(&p->error, "taking the pass lock: %s", error); pass_end(p); return; }
         if (!db_bool(res, 0, 0)) { p->yielded = true; pass_end(p); return; }
-        call(p, P_REGISTER, CLASS_REGISTRY_SQL, CLASS_REGISTRY_ARRAYS, p->registry.values);
+        call(p, P_REGISTER, CLASS_REGISTRY_EACH_SQL, CLASS_REGISTRY_ARRAYS, p->registry.values);
         return;
     case P_REGISTER:
         if (error) { stop_pass(p, "registering the classes", error, sqlstate); return; }

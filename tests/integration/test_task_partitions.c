@@ -390,6 +390,7 @@ TEST(a_class_that_cannot_be_served_is_contained_and_the_pass_names_every_failed_
     CHECK_STR(jstr(&r, "lastPass.failedClasses.1.classKey"), "short_45s");
     reply_fini(&r);
     CHECK_INT(srv_metric(&s, "silt_task_retention_classes_failed"), 2);
+    CHECK_INT(srv_metric(&s, "silt_task_leaves_created_total"), 1);   /* the first pass found nothing to make */
     srv_stop(&s);
 }
 
@@ -540,6 +541,27 @@ TEST(a_pass_yields_while_another_pass_runs)
     pass(&s, &r);
     CHECK(lists(&r, "dropped", leaf("q_emails_7d", -9)));
     reply_fini(&r);
+    srv_stop(&s);
+}
+
+/* "the maintenance owner registers every declared class at startup and on
+ * each pass": a class missing from the registry is registered again by the
+ * next pass; one the registry holds with another duration (another
+ * deployment's) fails that class alone, named with both durations. */
+TEST(each_pass_registers_this_servers_classes_and_fails_one_registered_with_another_duration)
+{
+    silt_server s;
+    start_passed(&s, CONF, NULL);
+    sql("DELETE FROM horsies_retention_classes WHERE class_key = 'short_45s'");
+    sql("UPDATE horsies_retention_classes SET duration_s = 86400 WHERE class_key = 'q_emails_7d'");
+    reply r;
+    pass(&s, &r);
+    CHECK_STR(jstr(&r, "outcome"), "incomplete");
+    CHECK_STR(jstr(&r, "failedClasses.0.classKey"), "q_emails_7d");
+    CHECK_STR(jstr(&r, "failedClasses.0.reason"), "registered with 1d; silt.conf declares 7d (classes are immutable)");
+    reply_fini(&r);
+    CHECK_STR(sql("SELECT duration_s FROM horsies_retention_classes WHERE class_key = 'short_45s'"), "45");
+    CHECK_STR(sql("SELECT duration_s FROM horsies_retention_classes WHERE class_key = 'q_emails_7d'"), "86400");
     srv_stop(&s);
 }
 
