@@ -149,14 +149,22 @@ static void coverage_read(void *arg, const db_reply *reply)
     emit_key(&e, "healthy"); emit_bool(&e, healthy);
     emit_key(&e, "outcome"); api_emit_text_col(&e, r, 0, 4);
     emit_key(&e, "absent_leaves");   /* the document's name, kept as it writes it */
-    if (emit_json(&e, absent, absent_len) < 0) { buf_fini(&out); httpd_error(req, 500, "absent leaves are not JSON"); return; }
+    if (emit_json(&e, absent, absent_len) < 0) {
+        buf_fini(&out);
+        httpd_error(req, 500, "absent leaves are not JSON");
+        return;
+    }
     emit_key(&e, "historyCoveredThrough"); emit_bound(&e, r, 0, 7);
     emit_key(&e, "heartbeatsCoveredThrough"); emit_bound(&e, r, 0, 8);
     emit_key(&e, "lastPass");
     if (passed) {
         size_t n;
         const char *report = db_json(r, 0, 5, &n);
-        if (emit_json(&e, report, n) < 0) { buf_fini(&out); httpd_error(req, 500, "the pass report is not JSON"); return; }
+        if (emit_json(&e, report, n) < 0) {
+            buf_fini(&out);
+            httpd_error(req, 500, "the pass report is not JSON");
+            return;
+        }
     } else {
         emit_null(&e);
     }

@@ -367,6 +367,12 @@ void cli_table_print(const cli_table *t, FILE *f)
     }
 }
 
+void cli_table_print_or(const cli_table *t, const char *none)
+{
+    if (t->ncells == (size_t)t->ncols) puts(none);
+    else cli_table_print(t, stdout);
+}
+
 void cli_table_fini(cli_table *t)
 {
     for (size_t i = 0; i < t->ncells; i++) free(t->cells[i]);
@@ -425,6 +431,19 @@ int cli_dispatch(const char *cmd, const char *usage, const cli_verb *verbs, size
     fprintf(stderr, "silt %s: unknown subcommand \"%s\"\n%.*s\n(see \"silt %s --help\")\n",
             cmd, argv[1], n, usage, cmd);
     return CLI_EXIT_USAGE;
+}
+
+int cli_get_verb(int argc, char **argv, const char *name, const char *usage, const char *path,
+                 cli_render_fn render)
+{
+    bool json = false;
+    const cli_opt opts[] = { { "json", CLI_OPT_FLAG, &json } };
+    const cli_cmd cmd = { name, usage, opts, 1, 0, 0 };
+    cli_args a;
+    int rc;
+    if (cli_parse(&cmd, argc, argv, &a, &rc) == 0) rc = cli_call("GET", path, NULL, json, render);
+    cli_args_fini(&a);
+    return rc;
 }
 
 int cli_call(const char *method, const char *path, const buf *body, bool json,

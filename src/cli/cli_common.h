@@ -131,6 +131,9 @@ void cli_table_add_field(cli_table *t, const json_doc *d, int obj, const char *p
  * room the other columns leave (at least CLI_TABLE_MIN_FIT characters), at a
  * character boundary, so one long value does not wrap every row. */
 void cli_table_print(const cli_table *t, FILE *f);
+/* The table on stdout, or the line none ("(no queues)") when it has no
+ * row but its headers. */
+void cli_table_print_or(const cli_table *t, const char *none);
 void cli_table_fini(cli_table *t);
 
 /* Commands with verbs ("silt queues show q"): one row per verb. */
@@ -148,6 +151,10 @@ int  cli_dispatch(const char *cmd, const char *usage, const cli_verb *verbs, siz
 
 /* Renders a parsed reply on stdout (a table, a few lines). */
 typedef void (*cli_render_fn)(const json_doc *d);
+/* A read-only verb with no argument and only --json (silt queues, silt
+ * schedules, ...): GET path, rendered by render; the exit status. */
+int  cli_get_verb(int argc, char **argv, const char *name, const char *usage, const char *path,
+                  cli_render_fn render);
 /* Renders a reply object as a FIELD/VALUE table of its members. */
 void cli_render_fields(const json_doc *d);
 /* One request, then the reply printed as JSON when json, else by render.

@@ -77,8 +77,7 @@ static void groups_list_render(const json_doc *d)
         for (int f = 0; f < 5; f++) cli_table_add_field(&t, d, g, fields[f]);
         groups_add_joined(&t, d, json_get(d, (uint32_t)g, "queues"));
     }
-    if (t.ncells == 6) puts("(no consumer groups)");
-    else cli_table_print(&t, stdout);
+    cli_table_print_or(&t, "(no consumer groups)");
     cli_table_fini(&t);
 }
 
@@ -97,8 +96,7 @@ static void groups_show_cursors(const json_doc *d)
     cli_table_init(&t, 10, headers);
     for (uint32_t i = 0; list >= 0 && (p = json_at(d, (uint32_t)list, i)) >= 0; i++)
         for (int f = 0; f < 10; f++) cli_table_add_field(&t, d, p, fields[f]);
-    if (t.ncells == 10) puts("(no cursors)");
-    else cli_table_print(&t, stdout);
+    cli_table_print_or(&t, "(no cursors)");
     cli_table_fini(&t);
 }
 
@@ -111,8 +109,7 @@ static void groups_show_subscriptions(const json_doc *d)
     cli_table_init(&t, 3, headers);
     for (uint32_t i = 0; list >= 0 && (s = json_at(d, (uint32_t)list, i)) >= 0; i++)
         for (int f = 0; f < 3; f++) cli_table_add_field(&t, d, s, fields[f]);
-    if (t.ncells == 3) puts("(no subscriptions)");
-    else cli_table_print(&t, stdout);
+    cli_table_print_or(&t, "(no subscriptions)");
     cli_table_fini(&t);
 }
 
@@ -130,15 +127,7 @@ static void groups_show_render(const json_doc *d)
 
 static int groups_list(int argc, char **argv)
 {
-    bool json = false;
-    const cli_opt opts[] = { { "json", CLI_OPT_FLAG, &json } };
-    const cli_cmd cmd = { "groups", groups_usage, opts, 1, 0, 0 };
-    cli_args a;
-    int rc;
-    if (cli_parse(&cmd, argc, argv, &a, &rc) == 0)
-        rc = cli_call("GET", "/api/v1/consumer-groups", NULL, json, groups_list_render);
-    cli_args_fini(&a);
-    return rc;
+    return cli_get_verb(argc, argv, "groups", groups_usage, "/api/v1/consumer-groups", groups_list_render);
 }
 
 static int groups_show(int argc, char **argv)

@@ -127,8 +127,7 @@ static void pop_table(const json_doc *d, bool wide)
     for (uint32_t i = 0; messages >= 0 && (m = json_at(d, (uint32_t)messages, i)) >= 0; i++)
         for (int f = 0; f < ncols; f++)
             cli_table_add_value(&t, d, json_get(d, (uint32_t)m, fields[f]));
-    if (t.ncells == (size_t)ncols) puts("(no messages)");
-    else cli_table_print(&t, stdout);
+    cli_table_print_or(&t, "(no messages)");
     cli_table_fini(&t);
 }
 

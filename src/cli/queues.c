@@ -90,8 +90,7 @@ static void queues_list_render(const json_doc *d)
         for (int f = 0; f < 6; f++) cli_table_add_field(&t, d, q, fields[f]);
         queues_add_pending(&t, d, q);
     }
-    if (t.ncells == 7) puts("(no queues)");
-    else cli_table_print(&t, stdout);
+    cli_table_print_or(&t, "(no queues)");
     cli_table_fini(&t);
 }
 
@@ -130,8 +129,7 @@ static void queues_show_partitions(const json_doc *d)
     cli_table_init(&t, 6, headers);
     for (uint32_t i = 0; list >= 0 && (p = json_at(d, (uint32_t)list, i)) >= 0; i++)
         for (int f = 0; f < 6; f++) cli_table_add_field(&t, d, p, fields[f]);
-    if (t.ncells == 6) puts("(no partitions)");
-    else cli_table_print(&t, stdout);
+    cli_table_print_or(&t, "(no partitions)");
     cli_table_fini(&t);
 }
 
@@ -151,15 +149,7 @@ static void queues_show_render(const json_doc *d)
 
 static int queues_list(int argc, char **argv)
 {
-    bool json = false;
-    const cli_opt opts[] = { { "json", CLI_OPT_FLAG, &json } };
-    const cli_cmd cmd = { "queues", queues_usage, opts, 1, 0, 0 };
-    cli_args a;
-    int rc;
-    if (cli_parse(&cmd, argc, argv, &a, &rc) == 0)
-        rc = cli_call("GET", "/api/v1/resources/queues", NULL, json, queues_list_render);
-    cli_args_fini(&a);
-    return rc;
+    return cli_get_verb(argc, argv, "queues", queues_usage, "/api/v1/resources/queues", queues_list_render);
 }
 
 static int queues_show(int argc, char **argv)
@@ -221,15 +211,7 @@ static int queues_rm(int argc, char **argv)
 
 static int queues_overview(int argc, char **argv)
 {
-    bool json = false;
-    const cli_opt opts[] = { { "json", CLI_OPT_FLAG, &json } };
-    const cli_cmd cmd = { "queues overview", overview_usage, opts, 1, 0, 0 };
-    cli_args a;
-    int rc;
-    if (cli_parse(&cmd, argc, argv, &a, &rc) == 0)
-        rc = cli_call("GET", "/api/v1/resources/overview", NULL, json, cli_render_fields);
-    cli_args_fini(&a);
-    return rc;
+    return cli_get_verb(argc, argv, "queues overview", overview_usage, "/api/v1/resources/overview", cli_render_fields);
 }
 
 int cli_queues(int argc, char **argv)

@@ -28,20 +28,11 @@ static void schedules_render(const json_doc *d)
     cli_table_init(&t, 7, headers);
     for (uint32_t i = 0; list >= 0 && (s = json_at(d, (uint32_t)list, i)) >= 0; i++)
         for (int f = 0; f < 7; f++) cli_table_add_field(&t, d, s, fields[f]);
-    if (t.ncells == 7) puts("(no schedules)");
-    else cli_table_print(&t, stdout);
+    cli_table_print_or(&t, "(no schedules)");
     cli_table_fini(&t);
 }
 
 int cli_schedules(int argc, char **argv)
 {
-    bool json = false;
-    const cli_opt opts[] = { { "json", CLI_OPT_FLAG, &json } };
-    const cli_cmd cmd = { "schedules", schedules_usage, opts, 1, 0, 0 };
-    cli_args a;
-    int rc;
-    if (cli_parse(&cmd, argc, argv, &a, &rc) == 0)
-        rc = cli_call("GET", "/api/v1/schedules", NULL, json, schedules_render);
-    cli_args_fini(&a);
-    return rc;
+    return cli_get_verb(argc, argv, "schedules", schedules_usage, "/api/v1/schedules", schedules_render);
 }

@@ -39,8 +39,7 @@ static void seek_render(const json_doc *d)
     cli_table_init(&t, 3, headers);
     for (uint32_t i = 0; list >= 0 && (p = json_at(d, (uint32_t)list, i)) >= 0; i++)
         for (int f = 0; f < 3; f++) cli_table_add_field(&t, d, p, fields[f]);
-    if (t.ncells == 3) puts("(no partitions moved)");
-    else cli_table_print(&t, stdout);
+    cli_table_print_or(&t, "(no partitions moved)");
     cli_table_fini(&t);
 }
 

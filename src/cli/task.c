@@ -425,8 +425,7 @@ static void list_render(const json_doc *d)
     cli_table_init(&t, 6, headers);
     for (uint32_t i = 0; list >= 0 && (task = json_at(d, (uint32_t)list, i)) >= 0; i++)
         for (int f = 0; f < 6; f++) cli_table_add_field(&t, d, task, fields[f]);
-    if (t.ncells == 6) puts("(no tasks)");
-    else cli_table_print(&t, stdout);
+    cli_table_print_or(&t, "(no tasks)");
     cli_table_fini(&t);
     char *next = cli_get_str(d, 0, "nextCursor");
     if (next) printf("next cursor: %s\n", next);
@@ -528,20 +527,11 @@ static void workers_render(const json_doc *d)
         add_queues(&t, d, json_get(d, (uint32_t)w, "queues"));
         for (int f = 0; f < 4; f++) cli_table_add_field(&t, d, w, fields[f]);
     }
-    if (t.ncells == 8) puts("(no workers)");
-    else cli_table_print(&t, stdout);
+    cli_table_print_or(&t, "(no workers)");
     cli_table_fini(&t);
 }
 
 int cli_workers(int argc, char **argv)
 {
-    bool json = false;
-    const cli_opt opts[] = { { "json", CLI_OPT_FLAG, &json } };
-    const cli_cmd cmd = { "workers", workers_usage, opts, 1, 0, 0 };
-    cli_args a;
-    int rc;
-    if (cli_parse(&cmd, argc, argv, &a, &rc) == 0)
-        rc = cli_call("GET", "/api/v1/workers", NULL, json, workers_render);
-    cli_args_fini(&a);
-    return rc;
+    return cli_get_verb(argc, argv, "workers", workers_usage, "/api/v1/workers", workers_render);
 }

@@ -86,22 +86,14 @@ static void classes_render(const json_doc *d)
         cli_table_add_field(&t, d, c, "origin");
         for (int f = 0; f < 5; f++) cli_table_add_field(&t, d, c, fields[f]);
     }
-    if (t.ncells == 8) puts("(no retention classes)");
-    else cli_table_print(&t, stdout);
+    cli_table_print_or(&t, "(no retention classes)");
     cli_table_fini(&t);
 }
 
 int cli_task_retention_classes(int argc, char **argv)
 {
-    bool json = false;
-    const cli_opt opts[] = { { "json", CLI_OPT_FLAG, &json } };
-    const cli_cmd cmd = { "retention classes", classes_usage, opts, 1, 0, 0 };
-    cli_args a;
-    int rc;
-    if (cli_parse(&cmd, argc, argv, &a, &rc) == 0)
-        rc = cli_call("GET", "/api/v1/task-retention/classes", NULL, json, classes_render);
-    cli_args_fini(&a);
-    return rc;
+    return cli_get_verb(argc, argv, "retention classes", classes_usage, "/api/v1/task-retention/classes",
+                        classes_render);
 }
 
 /* ---- leaves ------------------------------------------------------------- */
@@ -115,8 +107,7 @@ static void leaves_render(const json_doc *d)
     cli_table_init(&t, 6, headers);
     for (uint32_t i = 0; list >= 0 && (l = json_at(d, (uint32_t)list, i)) >= 0; i++)
         for (int f = 0; f < 6; f++) cli_table_add_field(&t, d, l, fields[f]);
-    if (t.ncells == 6) puts("(no leaves)");
-    else cli_table_print(&t, stdout);
+    cli_table_print_or(&t, "(no leaves)");
     cli_table_fini(&t);
 }
 

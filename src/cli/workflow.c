@@ -298,8 +298,7 @@ static void nodes_render(const json_doc *d)
         add_waits(&t, d, json_get(d, (uint32_t)node, "waitsFor"));
         add_outcome(&t, d, node);
     }
-    if (t.ncells == 6) puts("(no nodes)");
-    else cli_table_print(&t, stdout);
+    cli_table_print_or(&t, "(no nodes)");
     cli_table_fini(&t);
 }
 
@@ -339,8 +338,7 @@ static void list_render(const json_doc *d)
     cli_table_init(&t, 5, headers);
     for (uint32_t i = 0; list >= 0 && (wf = json_at(d, (uint32_t)list, i)) >= 0; i++)
         for (int f = 0; f < 5; f++) cli_table_add_field(&t, d, wf, fields[f]);
-    if (t.ncells == 5) puts("(no workflows)");
-    else cli_table_print(&t, stdout);
+    cli_table_print_or(&t, "(no workflows)");
     cli_table_fini(&t);
     char *next = cli_get_str(d, 0, "nextCursor");
     if (next) printf("next cursor: %s\n", next);

@@ -2,6 +2,7 @@
  * LISTEN itself are asynchronous, driven by the event loop like the pool's
  * connections: a database that is slow or unreachable never holds the loop. */
 #include "db/listener.h"
+#include "db/connect.h"
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -117,7 +118,7 @@ static void on_retry(evutil_socket_t fd, short what, void *arg)
 {
     (void)fd; (void)what;
     db_listener *l = arg;
-    l->pg = PQconnectStart(l->conninfo);
+    l->pg = db_connect_start(l->conninfo, "silt listener");
     if (!l->pg || PQstatus(l->pg) == CONNECTION_BAD) { drop(l, l->pg ? PQerrorMessage(l->pg) : "out of memory"); return; }
     l->state = L_CONNECTING;
     connect_step(l);

@@ -6,6 +6,7 @@
  * ready connection with the fewest jobs in flight, up to the pipeline depth;
  * beyond that it waits in the pool's queue. */
 #include "db/pool.h"
+#include "db/connect.h"
 #include <stdlib.h>
 #include <string.h>
 #include "base/buf.h"
@@ -348,9 +349,7 @@ static void conn_poll(evutil_socket_t fd, short what, void *arg)
 
 static void conn_connect(db_conn *c)
 {
-    static const char *const keys[] = { "dbname", "application_name", "options", "connect_timeout", NULL };
-    const char *values[] = { c->pool->conninfo, "silt", "-c TimeZone=UTC -c DateStyle=ISO", "10", NULL };
-    c->pg = PQconnectStartParams(keys, values, 1);
+    c->pg = db_connect_start(c->pool->conninfo, "silt");
     if (!c->pg || PQstatus(c->pg) == CONNECTION_BAD) {
         conn_lost(c, c->pg ? PQerrorMessage(c->pg) : "out of memory");
         return;

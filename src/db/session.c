@@ -2,6 +2,7 @@
  * session.h). Driven by the event loop like the listener: connecting,
  * sending and reading never block it. */
 #include "db/session.h"
+#include "db/connect.h"
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -171,10 +172,11 @@ static void start(db_session *s, const char *sql, int nparams, const char *const
     s->values = nparams ? xcalloc((size_t)nparams, sizeof *s->values) : NULL;
     for (int i = 0; i < nparams; i++) s->values[i] = values[i] ? xstrdup(values[i]) : NULL;
     if (s->state == S_READY) { send_statement(s); return; }
-    static const char *const keys[] = { "dbname", "application_name", "options", "connect_timeout", NULL };
-    const char *conn_values[] = { s->conninfo, s->application_name, "-c TimeZone=UTC -c DateStyle=ISO", "10", NULL };
-    s->pg = PQconnectStartParams(keys, conn_values, 1);
-    if (!s->pg || PQstatus(s->pg) == CONNECTION_BAD) { fail(s, s->pg ? PQerrorMessage(s->pg) : "out of memory"); return; }
+    s->pg = db_connect_start(s->conninfo, s->application_name);
+    if (!s->pg || PQstatus(s->pg) == CONNECTION_BAD) {
+        fail(s, s->pg ? PQerrorMessage(s->pg) : "out of memory");
+        return;
+    }
     s->state = S_CONNECTING;
     connect_step(s);
 }
