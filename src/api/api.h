@@ -146,4 +146,26 @@ void api_db_error(httpd_req *req, const db_reply *reply);
  * 200, or 404 with not_found when the value is NULL. */
 void api_json_call(httpd_req *req, server *srv, db_stmt stmt, const char *const *values, const char *not_found);
 
+/* A list read a page at a time in id order (GET /api/v1/tasks,
+ * /api/v1/workflows): ?limit= rows (1 to API_PAGE_MAX, default
+ * API_PAGE_DEFAULT) after ?cursor=, the last id of the page before. */
+#define API_PAGE_DEFAULT 100
+#define API_PAGE_MAX     1000
+#define API_PAGE_FILTERS 4      /* filters a list may have */
+typedef struct api_page {
+    const char *member;     /* the reply's array of rows: "tasks" */
+    db_stmt     stmt;       /* $1..$n the filters, then the cursor, then the limit */
+    int         id_col;     /* a row's id: the next page's cursor */
+    void      (*emit_row)(emit *e, const PGresult *r, int row);   /* one row, one JSON value */
+    /* Checks the filters (a 400 and -1 for a bad one) once the limit is
+     * read, before the cursor is; NULL: any value goes. */
+    int       (*check)(httpd_req *req, const char *const *filters);
+} api_page;
+/* Reads the limit and the cursor (a 400 for a bad one), runs page->stmt
+ * with the nfilters filters (NULL: not given; at most API_PAGE_FILTERS)
+ * and replies {"<member>": [rows], "nextCursor": the last row's id when
+ * the page is full (more may follow), else null}. page is static: it
+ * outlives the call. */
+void api_list_page(httpd_req *req, server *srv, const api_page *page, const char *const *filters, size_t nfilters);
+
 #endif

@@ -1,5 +1,6 @@
 /* request: reading and checking request input for the handlers (see api.h). */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "api/api.h"
@@ -181,5 +182,59 @@ void api_json_call(httpd_req *req, server *srv, db_stmt stmt, const char *const 
     c->not_found = not_found;
     db_job *job = db_job_new(json_call_done, c);
     db_job_call(job, stmt, values, NULL, NULL);
+    db_submit(srv->pool, job);
+}
+
+/* ---- a list, a page at a time ---- */
+
+typedef struct page_call {
+    httpd_req      *req;
+    const api_page *page;
+    int64_t         limit;
+} page_call;
+
+static void page_listed(void *arg, const db_reply *reply)
+{
+    page_call *c = arg;
+    if (reply->error) { api_db_error(c->req, reply); free(c); return; }
+    const PGresult *r = reply->results[0];
+    int n = PQntuples(r);
+    buf out;
+    buf_init(&out);
+    emit e;
+    emit_init(&e, &out);
+    emit_object(&e);
+    emit_key(&e, c->page->member); emit_array(&e);
+    for (int row = 0; row < n; row++) c->page->emit_row(&e, r, row);
+    emit_end(&e);
+    /* A full page may have more after it: its last id is where the next starts. */
+    emit_key(&e, "nextCursor");
+    if (n == c->limit && n > 0) api_emit_uuid_col(&e, r, n - 1, c->page->id_col);
+    else emit_null(&e);
+    emit_end(&e);
+    httpd_reply_buf(c->req, 200, &out);
+    free(c);
+}
+
+void api_list_page(httpd_req *req, server *srv, const api_page *page, const char *const *filters, size_t nfilters)
+{
+    int64_t limit;
+    const char *cursor = httpd_query(req, "cursor");
+    char cur[IDS_UUID_TEXT], lim[24];
+    if (nfilters > API_PAGE_FILTERS) abort();   /* a handler's mistake, not a client's */
+    if (api_query_int(req, "limit", API_PAGE_DEFAULT, 1, API_PAGE_MAX, &limit) < 0) return;
+    if (page->check && page->check(req, filters) < 0) return;
+    if (cursor && api_read_uuid(req, cursor, cur, "cursor") < 0) return;
+    snprintf(lim, sizeof lim, "%lld", (long long)limit);
+    const char *values[API_PAGE_FILTERS + 2];
+    for (size_t i = 0; i < nfilters; i++) values[i] = filters[i];
+    values[nfilters] = cursor ? cur : NULL;
+    values[nfilters + 1] = lim;
+    page_call *c = xcalloc(1, sizeof *c);
+    c->req = req;
+    c->page = page;
+    c->limit = limit;
+    db_job *job = db_job_new(page_listed, c);
+    db_job_call(job, page->stmt, values, NULL, NULL);
     db_submit(srv->pool, job);
 }

@@ -12,8 +12,6 @@
 #include "tasks/send.h"
 
 #define TASK_MAX_WAIT_MS  60000
-#define TASK_LIST_DEFAULT 100
-#define TASK_LIST_MAX     1000
 
 /* ---- one task as JSON ---- */
 
@@ -180,56 +178,19 @@ void api_task_get(httpd_req *req, server *srv)
 
 /* ---- list ---- */
 
-typedef struct list_call {
-    httpd_req *req;
-    int64_t    limit;
-} list_call;
-
-static void listed(void *arg, const db_reply *reply)
+static int check_status(httpd_req *req, const char *const *filters)
 {
-    list_call *c = arg;
-    if (reply->error) { api_db_error(c->req, reply); free(c); return; }
-    const PGresult *r = reply->results[0];
-    int n = PQntuples(r);
-    buf out;
-    buf_init(&out);
-    emit e;
-    emit_init(&e, &out);
-    emit_object(&e);
-    emit_key(&e, "tasks"); emit_array(&e);
-    for (int row = 0; row < n; row++) api_emit_task(&e, r, row);
-    emit_end(&e);
-    /* A full page may have more after it: its last id is where the next starts. */
-    emit_key(&e, "nextCursor");
-    if (n == c->limit && n > 0) api_emit_uuid_col(&e, r, n - 1, TASK_C_ID);
-    else emit_null(&e);
-    emit_end(&e);
-    httpd_reply_buf(c->req, 200, &out);
-    free(c);
+    if (!filters[1] || task_status_valid(filters[1])) return 0;
+    httpd_error_field(req, 400, "field", "status", "status must be one of PENDING, CLAIMED, RUNNING, COMPLETED,"
+                      " FAILED, CANCELLED, EXPIRED");
+    return -1;
 }
 
 void api_task_list(httpd_req *req, server *srv)
 {
-    int64_t limit;
-    const char *queue = httpd_query(req, "queue"), *status = httpd_query(req, "status");
-    const char *cursor = httpd_query(req, "cursor");
-    char cur[IDS_UUID_TEXT];
-    if (api_query_int(req, "limit", TASK_LIST_DEFAULT, 1, TASK_LIST_MAX, &limit) < 0) return;
-    if (status && !task_status_valid(status)) {
-        httpd_error_field(req, 400, "field", "status", "status must be one of PENDING, CLAIMED, RUNNING, COMPLETED,"
-                          " FAILED, CANCELLED, EXPIRED");
-        return;
-    }
-    if (cursor && api_read_uuid(req, cursor, cur, "cursor") < 0) return;
-    list_call *c = xcalloc(1, sizeof *c);
-    c->req = req;
-    c->limit = limit;
-    char lim[24];
-    snprintf(lim, sizeof lim, "%lld", (long long)limit);
-    const char *values[4] = { queue, status, cursor ? cur : NULL, lim };
-    db_job *job = db_job_new(listed, c);
-    db_job_call(job, STMT_TASK_LIST, values, NULL, NULL);
-    db_submit(srv->pool, job);
+    static const api_page page = { "tasks", STMT_TASK_LIST, TASK_C_ID, api_emit_task, check_status };
+    const char *filters[] = { httpd_query(req, "queue"), httpd_query(req, "status") };
+    api_list_page(req, srv, &page, filters, 2);
 }
 
 /* ---- cancel ---- */

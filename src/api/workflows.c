@@ -18,8 +18,6 @@
 #define WF_MAX_NODES    1000
 #define WF_NODE_ID_MAX  64
 #define WF_MAX_WAIT_MS  60000
-#define WF_LIST_DEFAULT 100
-#define WF_LIST_MAX     1000
 
 static const char *const node_fields[] = {
     "id", "task", "queue", "args", "priority", "goodUntil", "timeoutMs", "retry", "waitsFor", "join", "minSuccess",
@@ -377,58 +375,30 @@ void api_workflow_get(httpd_req *req, server *srv)
 
 /* ---- list ---- */
 
-typedef struct list_call {
-    httpd_req *req;
-    int64_t    limit;
-} list_call;
-
-static void listed(void *arg, const db_reply *reply)
+static void emit_workflow_row(emit *e, const PGresult *r, int row)
 {
-    list_call *c = arg;
-    if (reply->error) { api_db_error(c->req, reply); free(c); return; }
-    const PGresult *r = reply->results[0];
-    int n = PQntuples(r);
-    buf out;
-    buf_init(&out);
-    emit e;
-    emit_init(&e, &out);
-    emit_object(&e);
-    emit_key(&e, "workflows"); emit_array(&e);
-    for (int row = 0; row < n; row++) { emit_object(&e); emit_workflow(&e, r, row); emit_end(&e); }
-    emit_end(&e);
-    emit_key(&e, "nextCursor");
-    if (n == c->limit && n > 0) api_emit_uuid_col(&e, r, n - 1, 0);
-    else emit_null(&e);
-    emit_end(&e);
-    httpd_reply_buf(c->req, 200, &out);
-    free(c);
+    emit_object(e);
+    emit_workflow(e, r, row);
+    emit_end(e);
+}
+
+static int check_status(httpd_req *req, const char *const *filters)
+{
+    static const char *const statuses[] = { "PENDING", "RUNNING", "PAUSED", "COMPLETED", "FAILED", "CANCELLED",
+                                            "EXPIRED" };
+    const char *status = filters[0];
+    bool known = !status;
+    for (size_t i = 0; !known && i < sizeof statuses / sizeof statuses[0]; i++) known = strcmp(status, statuses[i]) == 0;
+    if (known) return 0;
+    httpd_error_field(req, 400, "field", "status", "status must be a workflow status");
+    return -1;
 }
 
 void api_workflow_list(httpd_req *req, server *srv)
 {
-    int64_t limit;
-    const char *status = httpd_query(req, "status"), *name = httpd_query(req, "name");
-    const char *cursor = httpd_query(req, "cursor");
-    char cur[IDS_UUID_TEXT];
-    if (api_query_int(req, "limit", WF_LIST_DEFAULT, 1, WF_LIST_MAX, &limit) < 0) return;
-    static const char *const statuses[] = { "PENDING", "RUNNING", "PAUSED", "COMPLETED", "FAILED", "CANCELLED",
-                                            "EXPIRED" };
-    bool known = !status;
-    for (size_t i = 0; !known && i < sizeof statuses / sizeof statuses[0]; i++) known = strcmp(status, statuses[i]) == 0;
-    if (!known) {
-        httpd_error_field(req, 400, "field", "status", "status must be a workflow status");
-        return;
-    }
-    if (cursor && api_read_uuid(req, cursor, cur, "cursor") < 0) return;
-    list_call *c = xcalloc(1, sizeof *c);
-    c->req = req;
-    c->limit = limit;
-    char lim[24];
-    snprintf(lim, sizeof lim, "%lld", (long long)limit);
-    const char *values[4] = { status, name, cursor ? cur : NULL, lim };
-    db_job *job = db_job_new(listed, c);
-    db_job_call(job, STMT_WF_LIST, values, NULL, NULL);
-    db_submit(srv->pool, job);
+    static const api_page page = { "workflows", STMT_WF_LIST, 0, emit_workflow_row, check_status };
+    const char *filters[] = { httpd_query(req, "status"), httpd_query(req, "name") };
+    api_list_page(req, srv, &page, filters, 2);
 }
 
 /* ---- pause, resume, cancel ---- */

@@ -466,8 +466,18 @@ int cli_get_waiting(const char *collection, const char *id, long wait_ms, bool j
     return rc;
 }
 
-int cli_call_within(const char *method, const char *path, const buf *body, int timeout_ms, bool json,
-                    cli_render_fn render)
+/* A page's last line: where the next one starts, when there may be one. */
+static void render_next_cursor(const json_doc *d)
+{
+    char *next = cli_get_str(d, 0, "nextCursor");
+    if (next) printf("next cursor: %s\n", next);
+    free(next);
+}
+
+/* One request, then the reply printed as JSON when json, else by render
+ * and, for a page, its next cursor. The exit status. */
+static int call_render(const char *method, const char *path, const buf *body, int timeout_ms, bool json,
+                       cli_render_fn render, bool page)
 {
     http_response r;
     http_response_init(&r);
@@ -477,10 +487,33 @@ int cli_call_within(const char *method, const char *path, const buf *body, int t
     if (cli_request(method, path, body, timeout_ms, &r) == 0 && cli_parse_reply(&r, &d) == 0) {
         if (json) cli_print_json(r.body.data, r.body.len);
         else render(&d);
+        if (!json && page) render_next_cursor(&d);
         rc = CLI_EXIT_OK;
     }
     json_doc_fini(&d);
     http_response_fini(&r);
+    return rc;
+}
+
+int cli_call_within(const char *method, const char *path, const buf *body, int timeout_ms, bool json,
+                    cli_render_fn render)
+{
+    return call_render(method, path, body, timeout_ms, json, render, false);
+}
+
+int cli_get_page(const char *path, const cli_param *filters, size_t nfilters, long limit, const char *cursor,
+                 bool json, cli_render_fn render)
+{
+    buf p;
+    buf_init(&p);
+    buf_puts(&p, path);
+    for (size_t i = 0; i < nfilters; i++) cli_query_param(&p, filters[i].key, filters[i].value);
+    char lim[24];
+    snprintf(lim, sizeof lim, "%ld", limit);
+    cli_query_param(&p, "limit", limit > 0 ? lim : NULL);
+    cli_query_param(&p, "cursor", cursor);
+    int rc = call_render("GET", p.data, NULL, 0, json, render, true);
+    buf_fini(&p);
     return rc;
 }
 

@@ -170,4 +170,17 @@ int  cli_call_within(const char *method, const char *path, const buf *body, int 
  * as cli_call does. */
 int  cli_get_waiting(const char *collection, const char *id, long wait_ms, bool json, cli_render_fn render);
 
+/* One query parameter; a NULL value is left out. */
+typedef struct cli_param {
+    const char *key;
+    const char *value;
+} cli_param;
+/* A page of a list read a cursor at a time (silt task list, silt workflow
+ * list): GET path?key=value for each of the nfilters filters, then limit
+ * (left out when 0: the server's default) and cursor (when not NULL). The
+ * reply printed as JSON when json, else rendered by render followed by the
+ * line "next cursor: C" when the reply has a nextCursor. The exit status. */
+int  cli_get_page(const char *path, const cli_param *filters, size_t nfilters, long limit, const char *cursor,
+                  bool json, cli_render_fn render);
+
 #endif

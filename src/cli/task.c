@@ -427,27 +427,16 @@ static void list_render(const json_doc *d)
         for (int f = 0; f < 6; f++) cli_table_add_field(&t, d, task, fields[f]);
     cli_table_print_or(&t, "(no tasks)");
     cli_table_fini(&t);
-    char *next = cli_get_str(d, 0, "nextCursor");
-    if (next) printf("next cursor: %s\n", next);
-    free(next);
 }
 
 static int list_run(const char *queue, const char *status, long limit, const char *cursor, bool json)
 {
-    buf path, st;
-    buf_init(&path);
+    buf st;
     buf_init(&st);
     for (const char *p = status; p && *p; p++) buf_putc(&st, (char)toupper((unsigned char)*p));
-    buf_puts(&path, "/api/v1/tasks");
-    cli_query_param(&path, "queue", queue);
-    cli_query_param(&path, "status", status ? st.data : NULL);
-    char lim[24];
-    snprintf(lim, sizeof lim, "%ld", limit);
-    cli_query_param(&path, "limit", limit > 0 ? lim : NULL);
-    cli_query_param(&path, "cursor", cursor);
-    int rc = cli_call("GET", path.data, NULL, json, list_render);
+    const cli_param filters[] = { { "queue", queue }, { "status", status ? st.data : NULL } };
+    int rc = cli_get_page("/api/v1/tasks", filters, 2, limit, cursor, json, list_render);
     buf_fini(&st);
-    buf_fini(&path);
     return rc;
 }
 

@@ -94,8 +94,8 @@ static const char resume_usage[] =
     "usage: silt workflow resume <id> [--json]\n"
     "\n"
     "Resumes a paused workflow and prints its status: RUNNING, or how it ended\n"
-    "when nothing was left to run. A workflow that already ended stays as it\n"
-    "was, and its status is printed.\n"
+    "when nothing was left to run. A workflow that already ended is not\n"
+    "resumed: its status is printed and the exit status is 1.\n"
     "\n"
     "options:\n"
     "  --json         print the server's reply as JSON\n"
@@ -340,9 +340,6 @@ static void list_render(const json_doc *d)
         for (int f = 0; f < 5; f++) cli_table_add_field(&t, d, wf, fields[f]);
     cli_table_print_or(&t, "(no workflows)");
     cli_table_fini(&t);
-    char *next = cli_get_str(d, 0, "nextCursor");
-    if (next) printf("next cursor: %s\n", next);
-    free(next);
 }
 
 /* A workflow status, any case, in upper case; NULL when it is none. The
@@ -358,22 +355,6 @@ static const char *workflow_status(const char *s, char out[16])
     for (size_t i = 0; i < sizeof statuses / sizeof statuses[0]; i++)
         if (strcmp(out, statuses[i]) == 0) return out;
     return NULL;
-}
-
-static int list_run(const char *status, const char *name, long limit, const char *cursor, bool json)
-{
-    buf path;
-    buf_init(&path);
-    buf_puts(&path, "/api/v1/workflows");
-    cli_query_param(&path, "status", status);
-    cli_query_param(&path, "name", name);
-    char lim[24];
-    snprintf(lim, sizeof lim, "%ld", limit);
-    cli_query_param(&path, "limit", limit > 0 ? lim : NULL);
-    cli_query_param(&path, "cursor", cursor);
-    int rc = cli_call("GET", path.data, NULL, json, list_render);
-    buf_fini(&path);
-    return rc;
 }
 
 static int wf_list(int argc, char **argv)
@@ -395,7 +376,10 @@ static int wf_list(int argc, char **argv)
     if (cli_parse(&cmd, argc, argv, &a, &rc) == 0) {
         const char *st = status ? workflow_status(status, upper) : NULL;
         if (status && !st) rc = cli_usage_error(&cmd, "--status must be a workflow status, got \"%s\"", status);
-        else rc = list_run(st, name, limit, cursor, json);
+        else {
+            const cli_param filters[] = { { "status", st }, { "name", name } };
+            rc = cli_get_page("/api/v1/workflows", filters, 2, limit, cursor, json, list_render);
+        }
     }
     cli_args_fini(&a);
     return rc;
@@ -403,27 +387,84 @@ static int wf_list(int argc, char **argv)
 
 /* ---- pause, resume, cancel -------------------------------------------- */
 
+/* The server answers a control with the status the workflow has after it,
+ * applied or not (docs/workflows.md): an ended workflow answers how it
+ * ended. From the answer alone a resume that finished a paused workflow
+ * (nothing left to run: COMPLETED) looks like a resume of one that had
+ * already completed, and a cancel like a cancel of one already cancelled.
+ * So the status is read first: a control applies to a workflow that has not
+ * ended (PENDING, RUNNING, PAUSED), and one that had ended exits 1. One that
+ * ends between the two requests is caught by the answer where the control
+ * leaves a known status (PAUSED, CANCELLED). */
+
 typedef struct control {
     const char *verb;     /* "pause": the path's last segment */
     const char *usage;
     const char *expect;   /* the status the action leaves, NULL: any */
 } control;
 
-/* Prints the status; one that is not what the action leaves means the
- * workflow had already ended: exit 1, saying so. */
-static int control_report(const control *ctl, const char *id, bool json, const http_response *r)
+static bool status_ended(const char *status)
+{
+    return status && strcmp(status, "PENDING") != 0 && strcmp(status, "RUNNING") != 0
+           && strcmp(status, "PAUSED") != 0;
+}
+
+/* 1 when the workflow at path (GET) has ended, 0 when it has not or its
+ * status cannot be read (the control then reports why, as it would have),
+ * -1 when the server could not be reached (printed). */
+static int ended_before(const char *path)
+{
+    http_response r;
+    http_response_init(&r);
+    json_doc d;
+    json_doc_init(&d);
+    bool ended = false;
+    int rc = cli_request_any("GET", path, NULL, 0, &r);
+    if (rc == 0 && r.status == 200 && json_parse(&d, r.body.data, r.body.len, CLI_MAX_TOKENS) == 0) {
+        char *status = cli_get_str(&d, 0, "status");
+        ended = status_ended(status);
+        free(status);
+    }
+    json_doc_fini(&d);
+    http_response_fini(&r);
+    return rc < 0 ? -1 : ended;
+}
+
+/* Prints the status; a control that did not apply (the workflow had ended
+ * before it, or the answer is not the status the action leaves) exits 1,
+ * saying so. */
+static int control_report(const control *ctl, const char *id, bool json, bool had_ended, const http_response *r)
 {
     json_doc d;
     json_doc_init(&d);
     if (cli_parse_reply(r, &d) < 0) { json_doc_fini(&d); return CLI_EXIT_FAILED; }
     char *status = cli_get_str(&d, 0, "status");
-    bool done = !ctl->expect || (status && strcmp(status, ctl->expect) == 0);
+    bool done = !had_ended && (!ctl->expect || (status && strcmp(status, ctl->expect) == 0));
     if (json) cli_print_json(r->body.data, r->body.len);
     else printf("%s\n", status ? status : "-");
     if (!done) cli_error("workflow %s already ended %s: nothing to %s", id, status ? status : "?", ctl->verb);
     free(status);
     json_doc_fini(&d);
     return done ? CLI_EXIT_OK : CLI_EXIT_FAILED;
+}
+
+/* GET /api/v1/workflows/:id, then POST .../:verb. */
+static int control_send(const control *ctl, const char *id, bool json)
+{
+    buf path;
+    buf_init(&path);
+    buf_puts(&path, "/api/v1/workflows");
+    cli_path_segment(&path, id);
+    int ended = ended_before(path.data);
+    cli_path_segment(&path, ctl->verb);
+    http_response r;
+    http_response_init(&r);
+    int rc = CLI_EXIT_FAILED;
+    if (ended >= 0 && cli_request("POST", path.data, NULL, 0, &r) == 0)
+        rc = control_report(ctl, id, json, ended > 0, &r);
+    http_response_fini(&r);
+    buf_fini(&path);
+    return rc;
 }
 
 static int control_run(const control *ctl, int argc, char **argv)
@@ -435,18 +476,7 @@ static int control_run(const control *ctl, int argc, char **argv)
     const cli_cmd cmd = { name, ctl->usage, opts, 1, 1, 1 };
     cli_args a;
     int rc;
-    if (cli_parse(&cmd, argc, argv, &a, &rc) == 0) {
-        buf path;
-        buf_init(&path);
-        buf_puts(&path, "/api/v1/workflows");
-        cli_path_segment(&path, a.pos[0]);
-        cli_path_segment(&path, ctl->verb);
-        http_response r;
-        http_response_init(&r);
-        rc = cli_request("POST", path.data, NULL, 0, &r) < 0 ? CLI_EXIT_FAILED : control_report(ctl, a.pos[0], json, &r);
-        http_response_fini(&r);
-        buf_fini(&path);
-    }
+    if (cli_parse(&cmd, argc, argv, &a, &rc) == 0) rc = control_send(ctl, a.pos[0], json);
     cli_args_fini(&a);
     return rc;
 }

@@ -322,14 +322,68 @@ TEST(workflow_cli_pause_resume_and_cancel_print_the_status)
     CHECK(strncmp(out, "CANCELLED\n", 10) == 0 || strstr(out, "\nCANCELLED\n"));
     CHECK(strstr(out, sfmt("workflow %s already ended CANCELLED: nothing to pause", id)) != NULL);
     CHECK_STR(sql("SELECT status FROM horsies_workflows WHERE id = '%s'", id), "CANCELLED");
-    CHECK_INT(cli(&s, out, sfmt("workflow cancel %s", id)), 0);   /* cancelled already: what was asked */
-    CHECK_STR(out, "CANCELLED\n");
+    CHECK_INT(cli(&s, out, sfmt("workflow cancel %s", id)), 1);   /* cancelled already: not by this cancel */
+    CHECK(strstr(out, sfmt("workflow %s already ended CANCELLED: nothing to cancel", id)) != NULL);
     CHECK_INT(cli(&s, out, "workflow pause 01a233f6-7074-706c-a9b9-8691edad8860"), 1);
     CHECK(strstr(out, "no workflow") != NULL);
     CHECK_INT(cli(&s, out, "workflow resume"), 2);
     CHECK_INT(cli(&s, out, "workflow"), 2);
     CHECK(strstr(out, "which verb?") != NULL);
     CHECK_INT(cli(&s, out, "workflow frobnicate"), 2);
+    srv_stop(&s);
+}
+
+static const char ONE_NODE[] = "{\"name\":\"one\",\"nodes\":[{\"id\":\"x\",\"task\":\"ok\",\"queue\":\"q\"}]}";
+
+/* out (stdout and stderr, in either order) has the line line. */
+static bool has_line(const char *out, const char *line)
+{
+    size_t n = strlen(line);
+    return (strncmp(out, line, n) == 0 && (out[n] == '\n' || !out[n])) || strstr(out, sfmt("\n%s\n", line));
+}
+
+TEST(workflow_resume_of_an_ended_workflow_exits_1_saying_it_has_ended)
+{
+    silt_server s;
+    srv_start(&s, NULL);
+    static char out[CLI_OUT];
+    char id[96];
+    start_cli(&s, ONE_NODE, id);
+    CHECK_INT(end_nodes(&s, "q", "1"), 1);
+    CHECK_STR(sql("SELECT status FROM horsies_workflows WHERE id = '%s'", id), "COMPLETED");
+    CHECK_INT(cli(&s, out, sfmt("workflow resume %s", id)), 1);
+    CHECK(has_line(out, "COMPLETED"));
+    CHECK(strstr(out, sfmt("silt: workflow %s already ended COMPLETED: nothing to resume", id)) != NULL);
+    CHECK_INT(cli(&s, out, sfmt("workflow resume %s --json", id)), 1);   /* the reply still printed */
+    CHECK(strstr(out, "\"status\": \"COMPLETED\"") != NULL);
+    CHECK(strstr(out, "nothing to resume") != NULL);
+    /* pause and cancel alike, and nothing changes */
+    CHECK_INT(cli(&s, out, sfmt("workflow pause %s", id)), 1);
+    CHECK(strstr(out, sfmt("workflow %s already ended COMPLETED: nothing to pause", id)) != NULL);
+    CHECK_INT(cli(&s, out, sfmt("workflow cancel %s --json", id)), 1);
+    CHECK(strstr(out, "\"status\": \"COMPLETED\"") != NULL);
+    CHECK(strstr(out, sfmt("workflow %s already ended COMPLETED: nothing to cancel", id)) != NULL);
+    CHECK_STR(sql("SELECT status FROM horsies_workflows WHERE id = '%s'", id), "COMPLETED");
+    CHECK_INT(cli(&s, out, "workflow resume 01a233f6-7074-706c-a9b9-8691edad8860"), 1);
+    CHECK(strstr(out, "no workflow") != NULL);
+    srv_stop(&s);
+}
+
+/* The answer alone would read like the one above: what tells them apart is
+ * that this workflow had not ended when the resume came. */
+TEST(workflow_resume_that_finishes_a_paused_workflow_exits_0_printing_how_it_ended)
+{
+    silt_server s;
+    srv_start(&s, NULL);
+    static char out[CLI_OUT];
+    char id[96];
+    start_cli(&s, ONE_NODE, id);
+    CHECK_INT(cli(&s, out, sfmt("workflow pause %s", id)), 0);
+    CHECK_INT(end_nodes(&s, "q", "1"), 1);   /* its node ends while it is paused */
+    CHECK_STR(sql("SELECT status FROM horsies_workflows WHERE id = '%s'", id), "PAUSED");
+    CHECK_INT(cli(&s, out, sfmt("workflow resume %s", id)), 0);
+    CHECK_STR(out, "COMPLETED\n");
+    CHECK_STR(sql("SELECT status FROM horsies_workflows WHERE id = '%s'", id), "COMPLETED");
     srv_stop(&s);
 }
 
