@@ -109,19 +109,47 @@ BEGIN
     VALUES (p_leaf, p_parent, p_class, p_lower, p_upper);
 END $$;
 
+-- A leaf's indexes, those missing made again (an index dropped by hand):
+-- 'repaired' when one was, else 'exists'. p_indexes: 'suffix:columns'.
+CREATE FUNCTION tasks.leaf_indexes_repair(p_leaf text, p_indexes text[]) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE
+    ix   text;
+    made boolean := false;
+BEGIN
+    FOREACH ix IN ARRAY p_indexes LOOP
+        IF to_regclass(p_leaf || '_' || split_part(ix, ':', 1)) IS NULL THEN
+            EXECUTE format('CREATE INDEX %I ON %I (%s)', p_leaf || '_' || split_part(ix, ':', 1), p_leaf,
+                           split_part(ix, ':', 2));
+            made := true;
+        END IF;
+    END LOOP;
+    RETURN CASE WHEN made THEN 'repaired' ELSE 'exists' END;
+END $$;
+
+-- What a cataloged leaf whose relation is gone stops: an exception naming
+-- it and the operator's way out.
+CREATE FUNCTION tasks.leaf_absent(p_leaf text) RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+    RAISE EXCEPTION 'cataloged leaf % has no relation: after confirming the loss, delete its catalog row '
+                    '(DELETE FROM horsies_task_history_leaf_catalog WHERE leaf_name = ''%'';)', p_leaf, p_leaf
+          USING ERRCODE = 'object_not_in_prerequisite_state';
+END $$;
+
 -- A class's own parent (RANGE by terminal time), or for forever its one
--- leaf; made once, when the class is registered.
+-- leaf; made once, when the class is registered. A forever leaf that is
+-- cataloged but gone is not made again: like a lost leaf inside the
+-- horizon, it waits for the operator's DELETE of its catalog row.
 CREATE FUNCTION tasks.class_parent_ensure(p_class text) RETURNS void LANGUAGE plpgsql AS $$
 DECLARE
     parent text := tasks.class_parent_name(p_class);
 BEGIN
     IF p_class = 'heartbeats' OR to_regclass(parent) IS NOT NULL THEN RETURN; END IF;
     IF p_class = 'forever' THEN
+        IF EXISTS (SELECT 1 FROM horsies_task_history_leaf_catalog WHERE leaf_name = parent) THEN RETURN; END IF;
         EXECUTE format('CREATE TABLE %I (LIKE horsies_task_history INCLUDING DEFAULTS INCLUDING CONSTRAINTS)', parent);
         EXECUTE format('ALTER TABLE %I ADD CONSTRAINT %I CHECK (retention_class_key IS NOT NULL AND '
                        'retention_class_key = %L)', parent, parent || '_bounds', p_class);
-        EXECUTE format('CREATE INDEX %I ON %I (id)', parent || '_id_idx', parent);
-        EXECUTE format('CREATE INDEX %I ON %I (enqueued_at)', parent || '_enqueued_idx', parent);
+        PERFORM tasks.leaf_indexes_repair(parent, ARRAY['id_idx:id', 'enqueued_idx:enqueued_at']);
         INSERT INTO horsies_task_history_leaf_catalog (leaf_name, parent_name, class_key, lower_anchor, upper_anchor)
         VALUES (parent, 'horsies_task_history', p_class, '-infinity', 'infinity');
     ELSE
@@ -131,9 +159,29 @@ BEGIN
     EXECUTE format('ALTER TABLE horsies_task_history ATTACH PARTITION %I FOR VALUES IN (%L)', parent, p_class);
 END $$;
 
--- The history leaf of p_class for UTC day p_day: 'created', 'exists', or
--- an exception naming why it cannot be made (the catalog and the database
--- disagree about it). Also how tests and operators make a past day's leaf.
+-- The forever class's one leaf: 'created', 'exists' or 'repaired' (an
+-- index made again), or the exception of a cataloged leaf that is gone.
+CREATE FUNCTION tasks.forever_leaf_ensure() RETURNS text LANGUAGE plpgsql AS $$
+DECLARE
+    leaf text := tasks.class_parent_name('forever');
+BEGIN
+    PERFORM pg_advisory_xact_lock(hashtextextended('silt.retention_class:forever', 0));
+    IF to_regclass(leaf) IS NULL AND EXISTS (SELECT 1 FROM horsies_task_history_leaf_catalog WHERE leaf_name = leaf)
+    THEN
+        PERFORM tasks.leaf_absent(leaf);
+    ELSIF to_regclass(leaf) IS NULL THEN
+        PERFORM tasks.class_parent_ensure('forever');
+        RETURN 'created';
+    END IF;
+    RETURN tasks.leaf_indexes_repair(leaf, ARRAY['id_idx:id', 'enqueued_idx:enqueued_at']);
+END $$;
+
+-- The history leaf of p_class for UTC day p_day: 'created', 'exists',
+-- 'repaired' (an index made again), 'uncataloged' (a relation whose
+-- catalog row an operator deleted: left alone, it is on its way out, and
+-- made again once it is dropped), or an exception naming why it cannot be
+-- made (cataloged, but the relation is gone). Also how tests and
+-- operators make a past day's leaf.
 CREATE FUNCTION tasks.history_leaf_ensure(p_class text, p_day date) RETURNS text LANGUAGE plpgsql AS $$
 DECLARE
     leaf      text := tasks.history_leaf_name(p_class, p_day);
@@ -143,16 +191,11 @@ BEGIN
     PERFORM pg_advisory_xact_lock(hashtextextended('silt.retention_class:' || p_class, 0));
     PERFORM tasks.class_parent_ensure(p_class);
     cataloged := EXISTS (SELECT 1 FROM horsies_task_history_leaf_catalog WHERE leaf_name = leaf);
-    IF cataloged AND to_regclass(leaf) IS NOT NULL THEN RETURN 'exists'; END IF;
-    IF cataloged THEN
-        RAISE EXCEPTION 'cataloged leaf % has no relation: after confirming the loss, delete its catalog row '
-                        '(DELETE FROM horsies_task_history_leaf_catalog WHERE leaf_name = ''%'';)', leaf, leaf
-              USING ERRCODE = 'object_not_in_prerequisite_state';
+    IF cataloged AND to_regclass(leaf) IS NOT NULL THEN
+        RETURN tasks.leaf_indexes_repair(leaf, ARRAY['id_idx:id', 'enqueued_idx:enqueued_at']);
     END IF;
-    IF to_regclass(leaf) IS NOT NULL THEN
-        RAISE EXCEPTION 'relation % exists but is not in the leaf catalog', leaf
-              USING ERRCODE = 'object_not_in_prerequisite_state';
-    END IF;
+    IF cataloged THEN PERFORM tasks.leaf_absent(leaf); END IF;
+    IF to_regclass(leaf) IS NOT NULL THEN RETURN 'uncataloged'; END IF;
     PERFORM tasks.leaf_make(p_class, tasks.class_parent_name(p_class), leaf, 'horsies_task_history', 'finished_at',
                             lo, lo + interval '1 day', format('retention_class_key = %L AND ', p_class),
                             ARRAY['id_idx:id', 'enqueued_idx:enqueued_at']);
@@ -311,12 +354,13 @@ END $$;
 -- ==== The pass ==============================================================
 
 -- Coverage: the heartbeat window recorded as the heartbeats class, then
--- for every registered finite class in key order its leaves for today and
--- p_days days ahead, then the heartbeat hours from this one to p_hours
+-- for every registered class in key order its leaves (today and p_days
+-- days ahead for a finite class, the one leaf of forever), each leaf's
+-- indexes checked, then the heartbeat hours from this one to p_hours
 -- ahead. A class that cannot be served is contained: its failure is
 -- recorded against its key and the next class is served. Returns a row
--- per leaf made (what 'created', name the leaf) and per class that failed
--- (what 'failed', name the class, reason).
+-- per leaf made ('created'), per leaf whose index was made again
+-- ('repaired') and per class that failed ('failed', with the reason).
 CREATE FUNCTION tasks.partition_cover(p_days integer, p_hours integer, p_heartbeat_window_s bigint)
 RETURNS TABLE (what text, name text, reason text) LANGUAGE plpgsql AS $$
 DECLARE
@@ -325,34 +369,44 @@ DECLARE
     h     integer;
     today date := (now() AT TIME ZONE 'UTC')::date;
     hour0 timestamptz := date_trunc('hour', now() AT TIME ZONE 'UTC') AT TIME ZONE 'UTC';
-    batch text[];
+    made  text[];
+    fixed text[];
+    got   text;
 BEGIN
     INSERT INTO horsies_retention_classes AS r (class_key, duration_s, origin)
     VALUES ('heartbeats', p_heartbeat_window_s, 'heartbeats')
     ON CONFLICT (class_key) DO UPDATE SET duration_s = EXCLUDED.duration_s
      WHERE r.duration_s IS DISTINCT FROM EXCLUDED.duration_s;
-    FOR c IN SELECT r.class_key FROM horsies_retention_classes r
-              WHERE r.duration_s IS NOT NULL AND r.class_key <> 'heartbeats' ORDER BY r.class_key LOOP
+    FOR c IN SELECT r.class_key, r.duration_s FROM horsies_retention_classes r
+              WHERE r.class_key <> 'heartbeats' ORDER BY r.class_key COLLATE "C" LOOP
         BEGIN
-            batch := '{}';
-            FOR d IN 0 .. p_days LOOP
-                IF tasks.history_leaf_ensure(c.class_key, today + d) = 'created' THEN
-                    batch := batch || tasks.history_leaf_name(c.class_key, today + d);
-                END IF;
-            END LOOP;
-            RETURN QUERY SELECT 'created', u, NULL::text FROM unnest(batch) u;
+            made := '{}';
+            fixed := '{}';
+            IF c.duration_s IS NULL THEN   -- forever: one leaf
+                got := tasks.forever_leaf_ensure();
+                IF got = 'created' THEN made := made || tasks.class_parent_name(c.class_key); END IF;
+                IF got = 'repaired' THEN fixed := fixed || tasks.class_parent_name(c.class_key); END IF;
+            ELSE
+                FOR d IN 0 .. p_days LOOP
+                    got := tasks.history_leaf_ensure(c.class_key, today + d);
+                    IF got = 'created' THEN made := made || tasks.history_leaf_name(c.class_key, today + d); END IF;
+                    IF got = 'repaired' THEN fixed := fixed || tasks.history_leaf_name(c.class_key, today + d); END IF;
+                END LOOP;
+            END IF;
+            RETURN QUERY SELECT 'created', u, NULL::text FROM unnest(made) u
+                         UNION ALL SELECT 'repaired', u, NULL::text FROM unnest(fixed) u;
         EXCEPTION WHEN OTHERS THEN
             RETURN QUERY SELECT 'failed', c.class_key, SQLERRM;
         END;
     END LOOP;
     BEGIN
-        batch := '{}';
+        made := '{}';
         FOR h IN 0 .. p_hours LOOP
             IF tasks.heartbeat_leaf_ensure(hour0 + make_interval(hours => h)) = 'created' THEN
-                batch := batch || tasks.heartbeat_leaf_name(hour0 + make_interval(hours => h));
+                made := made || tasks.heartbeat_leaf_name(hour0 + make_interval(hours => h));
             END IF;
         END LOOP;
-        RETURN QUERY SELECT 'created', u, NULL::text FROM unnest(batch) u;
+        RETURN QUERY SELECT 'created', u, NULL::text FROM unnest(made) u;
     EXCEPTION WHEN OTHERS THEN
         RETURN QUERY SELECT 'failed', 'heartbeats'::text, SQLERRM;
     END;
@@ -371,7 +425,7 @@ BEGIN
     PERFORM set_config('lock_timeout', p_timeout_ms::text, true);
     FOR c IN SELECT k.leaf_name, k.parent_name, k.class_key
                FROM horsies_task_history_leaf_catalog k JOIN pg_inherits i ON i.inhrelid = to_regclass(k.leaf_name)
-              WHERE i.inhdetachpending ORDER BY k.class_key, k.lower_anchor LOOP
+              WHERE i.inhdetachpending ORDER BY k.class_key COLLATE "C", k.lower_anchor LOOP
         BEGIN
             EXECUTE format('ALTER TABLE %I DETACH PARTITION %I FINALIZE', c.parent_name, c.leaf_name);
             RETURN QUERY SELECT c.leaf_name, c.class_key, NULL::text;
@@ -398,7 +452,7 @@ LANGUAGE sql STABLE AS $$
      WHERE r.duration_s IS NOT NULL
        AND k.upper_anchor + make_interval(secs => r.duration_s) <= now()
        AND to_regclass(k.leaf_name) IS NOT NULL
-     ORDER BY k.class_key, k.lower_anchor
+     ORDER BY k.class_key COLLATE "C", k.lower_anchor
 $$;
 
 -- Drops a detached leaf and its catalog row. The idempotency keys and the
@@ -426,7 +480,7 @@ END $$;
 -- Cataloged leaves whose relation is gone (dropped outside silt), in name
 -- order.
 CREATE FUNCTION tasks.partition_absent() RETURNS text[] LANGUAGE sql STABLE AS $$
-    SELECT coalesce(array_agg(leaf_name ORDER BY leaf_name), '{}')
+    SELECT coalesce(array_agg(leaf_name ORDER BY leaf_name COLLATE "C"), '{}')
       FROM horsies_task_history_leaf_catalog WHERE to_regclass(leaf_name) IS NULL
 $$;
 
@@ -458,7 +512,7 @@ LANGUAGE sql STABLE AS $$
       LEFT JOIN horsies_task_history_leaf_catalog k ON k.class_key = r.class_key
       LEFT JOIN pg_class c ON c.oid = to_regclass(k.leaf_name)
      GROUP BY r.class_key, r.duration_s, r.origin, r.registered_at
-     ORDER BY r.class_key
+     ORDER BY r.class_key COLLATE "C"
 $$;
 
 -- Every cataloged leaf (of one class, or all): its span, size, when it
@@ -480,7 +534,7 @@ LANGUAGE sql STABLE AS $$
       LEFT JOIN horsies_retention_classes r ON r.class_key = k.class_key
       LEFT JOIN pg_inherits i ON i.inhrelid = to_regclass(k.leaf_name)
      WHERE p_class IS NULL OR k.class_key = p_class
-     ORDER BY k.class_key, k.lower_anchor
+     ORDER BY k.class_key COLLATE "C", k.lower_anchor
 $$;
 
 -- The newest pass, and what the catalog says now.

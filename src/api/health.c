@@ -120,10 +120,13 @@ void api_metrics(httpd_req *req, server *srv)
         "# HELP silt_task_leaves_absent cataloged leaves whose relation was gone at this server's last pass\n"
         "# TYPE silt_task_leaves_absent gauge\nsilt_task_leaves_absent %lld\n"
         "# HELP silt_task_retention_classes_failed classes the last pass could not serve\n"
-        "# TYPE silt_task_retention_classes_failed gauge\nsilt_task_retention_classes_failed %lld\n",
+        "# TYPE silt_task_retention_classes_failed gauge\nsilt_task_retention_classes_failed %lld\n"
+        "# HELP silt_task_retention_coverage_healthy 1 when this server's last partition pass was ok\n"
+        "# TYPE silt_task_retention_coverage_healthy gauge\nsilt_task_retention_coverage_healthy %d\n",
         (unsigned long long)pt->passes, (unsigned long long)pt->failed_passes,
         (unsigned long long)pt->leaves_created, (unsigned long long)pt->leaves_dropped,
-        (unsigned long long)pt->drops_refused, (long long)pt->leaves_absent, (long long)pt->classes_failed);
+        (unsigned long long)pt->drops_refused, (long long)pt->leaves_absent, (long long)pt->classes_failed,
+        pt->healthy ? 1 : 0);
     if (req->ev)
         evhttp_add_header(evhttp_request_get_output_headers(req->ev), "Content-Type", "text/plain; version=0.0.4");
     httpd_reply(req, 200, out.data, out.len);

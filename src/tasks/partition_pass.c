@@ -58,7 +58,7 @@ struct partition_pass {
     bool               yielded;
     int64_t            started_us;
     buf                error;            /* what stopped the pass, if anything did */
-    pass_list          created, dropped, finalized, refusals, failed, absent;
+    pass_list          created, repaired, dropped, finalized, refusals, failed, absent;
     expired_leaf      *expired;
     size_t             nexpired, next_leaf;
     class_registry_params registry;
@@ -151,6 +151,7 @@ static void build_report(partition_pass *p)
         emit_key(&e, "finishedAt"); emit_time(&e, clock_wall_us());
         emit_key(&e, "outcome"); emit_str(&e, outcome(p));
         emit_names(&e, "created", &p->created);
+        emit_names(&e, "repaired", &p->repaired);   /* leaves whose missing index was made again */
         emit_names(&e, "dropped", &p->dropped);
         emit_names(&e, "finalized", &p->finalized);
         emit_reasons(&e, "refusals", &p->refusals, "leaf");
@@ -210,7 +211,7 @@ static void pass_end(partition_pass *p)
     if (p->done) {
         partition_done_fn fn = p->done;
         p->done = NULL;
-        fn(p->done_arg, p->report.data, NULL);
+        fn(p->done_arg, p->report.data);
     }
     arm(p, p->conf->retention.partition_maintenance_interval_s * 1000);
 }
@@ -312,7 +313,9 @@ static void unlock(partition_pass *p)
 static void read_cover(partition_pass *p, const PGresult *res)
 {
     for (int i = 0; i < PQntuples(res); i++) {
-        if (strcmp(db_str(res, i, 0), "created") == 0) list_add(&p->created, db_str(res, i, 1), NULL, NULL);
+        const char *what = db_str(res, i, 0);
+        if (strcmp(what, "created") == 0) list_add(&p->created, db_str(res, i, 1), NULL, NULL);
+        else if (strcmp(what, "repaired") == 0) list_add(&p->repaired, db_str(res, i, 1), NULL, NULL);
         else list_add(&p->failed, db_str(res, i, 1), NULL, db_str(res, i, 2));
     }
 }
@@ -336,12 +339,15 @@ static void read_expired(partition_pass *p, const PGresult *res)
     }
 }
 
-/* What went wrong with a statement the pass cannot go on without. */
+/* What went wrong with a statement the pass cannot go on without. While
+ * the session is there, the failed pass is recorded (the coverage surface
+ * goes red) and the lock let go; when the connection went, the lock went
+ * with it and nothing can be recorded. */
 static void stop_pass(partition_pass *p, const char *what, const char *error, const char *sqlstate)
 {
     buf_printf(&p->error, "%s: %s", what, error);
-    if (*sqlstate) unlock(p);   /* the session is still there: let the lock go */
-    else pass_end(p);           /* the connection went, and the lock with it */
+    if (*sqlstate) record(p);
+    else pass_end(p);
 }
 
 static void on_statement(void *arg, const PGresult *res, const char *error, const char *sqlstate)
@@ -447,7 +453,8 @@ static void on_statement(void *arg, const PGresult *res, const char *error, cons
         record(p);
         return;
     case P_RECORD:
-        if (error) { stop_pass(p, "recording the pass", error, sqlstate); return; }
+        if (error) buf_printf(&p->error, "%srecording the pass: %s", p->error.len ? "; " : "", error);
+        if (error && !*sqlstate) { pass_end(p); return; }
         unlock(p);
         return;
     case P_UNLOCK:
@@ -464,7 +471,7 @@ static void pass_start(partition_pass *p)
     p->yielded = false;
     p->started_us = clock_wall_us();
     buf_reset(&p->error);
-    list_clear(&p->created); list_clear(&p->dropped); list_clear(&p->finalized);
+    list_clear(&p->created); list_clear(&p->repaired); list_clear(&p->dropped); list_clear(&p->finalized);
     list_clear(&p->refusals); list_clear(&p->failed); list_clear(&p->absent);
     expired_clear(p);
     call(p, P_LOCK, "SELECT pg_try_advisory_lock(" PASS_LOCK_SQL ")", 0, NULL);
@@ -521,9 +528,9 @@ void partition_pass_free(partition_pass *p)
     if (!p) return;
     event_free(p->timer);
     db_session_free(p->session);
-    list_clear(&p->created); list_clear(&p->dropped); list_clear(&p->finalized);
+    list_clear(&p->created); list_clear(&p->repaired); list_clear(&p->dropped); list_clear(&p->finalized);
     list_clear(&p->refusals); list_clear(&p->failed); list_clear(&p->absent);
-    free(p->created.v); free(p->dropped.v); free(p->finalized.v);
+    free(p->created.v); free(p->repaired.v); free(p->dropped.v); free(p->finalized.v);
     free(p->refusals.v); free(p->failed.v); free(p->absent.v);
     expired_clear(p);
     class_registry_values_fini(&p->registry);

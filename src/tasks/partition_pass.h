@@ -42,9 +42,9 @@ typedef struct partition_totals {
     bool     healthy;          /* the last pass's outcome was ok */
 } partition_totals;
 
-/* report: the pass as JSON (docs/api.md, POST /api/v1/system/task-retention/run);
- * NULL when the database could not be reached (error says why). */
-typedef void (*partition_done_fn)(void *arg, const char *report, const char *error);
+/* report: the pass as JSON (docs/api.md, POST /api/v1/system/task-retention/run),
+ * also when it failed (its outcome and error say so). */
+typedef void (*partition_done_fn)(void *arg, const char *report);
 
 partition_pass *partition_pass_new(struct event_base *base, const char *conninfo, const silt_conf *conf,
                                    int64_t detach_timeout_ms);

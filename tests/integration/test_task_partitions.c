@@ -467,24 +467,98 @@ TEST(inside_the_horizon_a_class_waits_for_the_documented_delete_then_the_next_pa
 }
 
 /* "To remove partitions without entering this state, delete the catalog
- * rows first, let the readers republish, and drop the relations last." */
+ * rows first, let the readers republish, and drop the relations last": for
+ * a past leaf and for one inside the horizon, whose uncataloged relation
+ * the pass leaves alone, then makes again once it is gone. */
 TEST(the_safe_removal_order_leaves_no_absent_leaf)
 {
     silt_server s;
     start_passed(&s, CONF, NULL);
-    char old[96];
+    char old[96], ahead[96];
     keep_str(old, leaf("standard_30d", -3));
+    keep_str(ahead, leaf("standard_30d", 2));
     make_leaf("standard_30d", -3);
-    sql("DELETE FROM horsies_task_history_leaf_catalog WHERE leaf_name = '%s'", old);
+    sql("DELETE FROM horsies_task_history_leaf_catalog WHERE leaf_name IN ('%s', '%s')", old, ahead);
     reply r;
     pass(&s, &r);
     CHECK_STR(jstr(&r, "outcome"), "ok");
     reply_fini(&r);
     sql("DROP TABLE %s", old);
+    sql("DROP TABLE %s", ahead);
     pass(&s, &r);
     CHECK_STR(jstr(&r, "outcome"), "ok");
     CHECK_STR(jraw(&r, "absent_leaves"), "[]");
+    CHECK_STR(jraw(&r, "created"), sfmt("[\"%s\"]", ahead));   /* inside the horizon: made again */
     reply_fini(&r);
+    CHECK(!exists(old));
+    srv_stop(&s);
+}
+
+/* "two indexes per leaf, all maintained on every pass": an index dropped
+ * by hand is made again by the next pass, on a dated leaf and on forever's. */
+TEST(a_pass_makes_a_missing_leaf_index_again)
+{
+    silt_server s;
+    start_passed(&s, CONF, NULL);
+    char l[96];
+    keep_str(l, leaf("q_emails_7d", 1));
+    sql("DROP INDEX %s_enqueued_idx", l);
+    sql("DROP INDEX horsies_task_history_forever_id_idx");
+    reply r;
+    pass(&s, &r);
+    CHECK_STR(jstr(&r, "outcome"), "ok");
+    CHECK_STR(jraw(&r, "repaired"), sfmt("[\"horsies_task_history_forever\",\"%s\"]", l));
+    reply_fini(&r);
+    CHECK(exists(sfmt("%s_enqueued_idx", l)));
+    CHECK(exists("horsies_task_history_forever_id_idx"));
+    srv_stop(&s);
+}
+
+/* The forever class's one leaf dropped outside silt: like a lost leaf
+ * inside the horizon, the class fails and the leaf is absent until the
+ * catalog row is deleted; then the next pass makes it again. */
+TEST(a_forever_leaf_dropped_outside_silt_waits_for_the_documented_delete)
+{
+    silt_server s;
+    start_passed(&s, CONF, NULL);
+    sql("DROP TABLE horsies_task_history_forever");
+    reply r;
+    pass(&s, &r);
+    CHECK_STR(jstr(&r, "failedClasses.0.classKey"), "forever");
+    CHECK_STR(jraw(&r, "absent_leaves"), "[\"horsies_task_history_forever\"]");
+    reply_fini(&r);
+    CHECK(!exists("horsies_task_history_forever"));
+    sql("DELETE FROM horsies_task_history_leaf_catalog WHERE leaf_name = 'horsies_task_history_forever'");
+    pass(&s, &r);
+    CHECK_STR(jstr(&r, "outcome"), "ok");
+    reply_fini(&r);
+    CHECK(exists("horsies_task_history_forever"));   /* made again by the pass's registration */
+    completed_task(&s, "plain", ",\"retentionClassKey\":null");
+    srv_stop(&s);
+}
+
+/* "a pass that cannot do its job must never read the same as one that
+ * succeeded": a pass stopped by an error is recorded as failed, with the
+ * error, and the coverage surface goes red. */
+TEST(a_pass_that_cannot_complete_is_recorded_as_failed_and_the_surface_goes_red)
+{
+    silt_server s;
+    start_passed(&s, CONF, NULL);
+    sql("CREATE FUNCTION public.refuse_classes() RETURNS trigger LANGUAGE plpgsql AS"
+        " $$ BEGIN RAISE EXCEPTION 'the registry refuses writes'; END $$");
+    sql("CREATE TRIGGER refuse BEFORE INSERT ON horsies_retention_classes"
+        " FOR EACH ROW EXECUTE FUNCTION public.refuse_classes()");
+    reply r;
+    pass(&s, &r);
+    CHECK_STR(jstr(&r, "outcome"), "failed");
+    CHECK_STR(jstr(&r, "error"), "registering the classes: the registry refuses writes");
+    reply_fini(&r);
+    rq(&s, "GET", "/api/v1/task-retention/coverage", NULL, &r);
+    CHECK_INT(r.status, 503);
+    CHECK_STR(jstr(&r, "outcome"), "failed");
+    reply_fini(&r);
+    CHECK_INT(srv_metric(&s, "silt_task_partition_passes_failed_total"), 1);
+    CHECK_INT(srv_metric(&s, "silt_task_retention_coverage_healthy"), 0);
     srv_stop(&s);
 }
 
@@ -583,5 +657,36 @@ TEST(the_classes_surface_lists_every_class_with_its_duration_and_leaves)
     CHECK_INT(jint(&r, "classes.2.leaves"), 4);
     CHECK_STR(jstr(&r, "classes.2.origin"), "mapping");
     reply_fini(&r);
+    srv_stop(&s);
+}
+
+/* One pass at a time on a server too: asked for a pass while one runs
+ * (here, one whose detach waits for a reader), it answers 409 and the
+ * running pass goes on. */
+TEST(a_pass_asked_of_a_server_already_running_one_is_409)
+{
+    silt_server s;
+    start_passed(&s, CONF, "TASK_RETENTION_DETACH_TIMEOUT_MS=10000");
+    make_leaf("q_emails_7d", -9);
+    PGconn *reader = PQconnectdb(sfmt("host=127.0.0.1 port=%s user=postgres dbname=%s", pg_port(), test_db()));
+    CHECK(PQstatus(reader) == CONNECTION_OK);
+    PQclear(PQexec(reader, "BEGIN"));
+    PQclear(PQexec(reader, "SELECT count(*) FROM horsies_task_history_q_emails_7d"));
+    bg_req running;
+    bg_start(&running, &s, "POST", "/api/v1/system/task-retention/run", NULL);
+    sql_await("1", 15000, "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'silt partition pass'"
+                          " AND query LIKE 'ALTER TABLE%%DETACH%%' AND state = 'active'");
+    reply r;
+    rq(&s, "POST", "/api/v1/system/task-retention/run", NULL, &r);
+    CHECK_INT(r.status, 409);
+    CHECK_STR(jstr(&r, "error"), "a partition pass is already running on this server");
+    reply_fini(&r);
+    PQclear(PQexec(reader, "COMMIT"));
+    PQfinish(reader);
+    int status;
+    int64_t elapsed;
+    bg_wait(&running, &status, &elapsed);
+    CHECK_INT(status, 200);
+    CHECK(!exists(leaf("q_emails_7d", -9)));
     srv_stop(&s);
 }
