@@ -48,7 +48,7 @@ echo "classes: $(sq "SELECT count(*) FROM horsies_retention_classes WHERE durati
 locks=$(psql_do -d "$db" -At <<'SQL' | tail -n 1
 BEGIN;
 SELECT count(*) FROM tasks.register_classes(ARRAY['q_extra_7d'], ARRAY[604800]::bigint[], ARRAY['mapping'], true);
-SELECT count(*) FROM tasks.partition_cover(14, 6, 3600);
+SELECT count(*) FROM tasks.partition_cover_class('q_extra_7d', 14);
 SELECT count(*) FROM pg_locks WHERE pid = pg_backend_pid();
 ROLLBACK;
 SQL

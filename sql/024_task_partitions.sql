@@ -353,63 +353,69 @@ END $$;
 
 -- ==== The pass ==============================================================
 
--- Coverage: the heartbeat window recorded as the heartbeats class, then
--- for every registered class in key order its leaves (today and p_days
--- days ahead for a finite class, the one leaf of forever), each leaf's
--- indexes checked, then the heartbeat hours from this one to p_hours
--- ahead. A class that cannot be served is contained: its failure is
--- recorded against its key and the next class is served. Returns a row
--- per leaf made ('created'), per leaf whose index was made again
--- ('repaired') and per class that failed ('failed', with the reason).
-CREATE FUNCTION tasks.partition_cover(p_days integer, p_hours integer, p_heartbeat_window_s bigint)
+-- Coverage, one transaction per class (a class's new leaves hold about
+-- ten locks each until it commits; all classes at once could fill the lock
+-- table). The classes in key order, by byte: every registered class but
+-- heartbeats.
+CREATE FUNCTION tasks.partition_classes() RETURNS SETOF text LANGUAGE sql STABLE AS $$
+    SELECT class_key FROM horsies_retention_classes WHERE class_key <> 'heartbeats' ORDER BY class_key COLLATE "C"
+$$;
+
+-- One class's leaves: today and p_days days ahead for a finite class, the
+-- one leaf of forever, each leaf's indexes checked. A class that cannot be
+-- served fails alone. Returns a row per leaf made ('created'), per leaf
+-- whose index was made again ('repaired'), or the class's failure
+-- ('failed', with the reason).
+CREATE FUNCTION tasks.partition_cover_class(p_class text, p_days integer)
 RETURNS TABLE (what text, name text, reason text) LANGUAGE plpgsql AS $$
 DECLARE
-    c     record;
-    d     integer;
-    h     integer;
     today date := (now() AT TIME ZONE 'UTC')::date;
-    hour0 timestamptz := date_trunc('hour', now() AT TIME ZONE 'UTC') AT TIME ZONE 'UTC';
-    made  text[];
-    fixed text[];
+    made  text[] := '{}';
+    fixed text[] := '{}';
     got   text;
+    d     integer;
+    leaf  text;
+BEGIN
+    IF (SELECT r.duration_s IS NULL FROM horsies_retention_classes r WHERE r.class_key = p_class) THEN
+        got := tasks.forever_leaf_ensure();   -- forever: one leaf
+        leaf := tasks.class_parent_name(p_class);
+        IF got = 'created' THEN made := made || leaf; END IF;
+        IF got = 'repaired' THEN fixed := fixed || leaf; END IF;
+    ELSE
+        FOR d IN 0 .. p_days LOOP
+            got := tasks.history_leaf_ensure(p_class, today + d);
+            leaf := tasks.history_leaf_name(p_class, today + d);
+            IF got = 'created' THEN made := made || leaf; END IF;
+            IF got = 'repaired' THEN fixed := fixed || leaf; END IF;
+        END LOOP;
+    END IF;
+    RETURN QUERY SELECT 'created', u, NULL::text FROM unnest(made) u
+                 UNION ALL SELECT 'repaired', u, NULL::text FROM unnest(fixed) u;
+EXCEPTION WHEN OTHERS THEN
+    RETURN QUERY SELECT 'failed', p_class, SQLERRM;
+END $$;
+
+-- The heartbeat window recorded as the heartbeats class's duration, and
+-- the heartbeat hours from this one to p_hours ahead; rows as above.
+CREATE FUNCTION tasks.partition_cover_heartbeats(p_hours integer, p_window_s bigint)
+RETURNS TABLE (what text, name text, reason text) LANGUAGE plpgsql AS $$
+DECLARE
+    hour0 timestamptz := date_trunc('hour', now() AT TIME ZONE 'UTC') AT TIME ZONE 'UTC';
+    made  text[] := '{}';
+    h     integer;
 BEGIN
     INSERT INTO horsies_retention_classes AS r (class_key, duration_s, origin)
-    VALUES ('heartbeats', p_heartbeat_window_s, 'heartbeats')
+    VALUES ('heartbeats', p_window_s, 'heartbeats')
     ON CONFLICT (class_key) DO UPDATE SET duration_s = EXCLUDED.duration_s
      WHERE r.duration_s IS DISTINCT FROM EXCLUDED.duration_s;
-    FOR c IN SELECT r.class_key, r.duration_s FROM horsies_retention_classes r
-              WHERE r.class_key <> 'heartbeats' ORDER BY r.class_key COLLATE "C" LOOP
-        BEGIN
-            made := '{}';
-            fixed := '{}';
-            IF c.duration_s IS NULL THEN   -- forever: one leaf
-                got := tasks.forever_leaf_ensure();
-                IF got = 'created' THEN made := made || tasks.class_parent_name(c.class_key); END IF;
-                IF got = 'repaired' THEN fixed := fixed || tasks.class_parent_name(c.class_key); END IF;
-            ELSE
-                FOR d IN 0 .. p_days LOOP
-                    got := tasks.history_leaf_ensure(c.class_key, today + d);
-                    IF got = 'created' THEN made := made || tasks.history_leaf_name(c.class_key, today + d); END IF;
-                    IF got = 'repaired' THEN fixed := fixed || tasks.history_leaf_name(c.class_key, today + d); END IF;
-                END LOOP;
-            END IF;
-            RETURN QUERY SELECT 'created', u, NULL::text FROM unnest(made) u
-                         UNION ALL SELECT 'repaired', u, NULL::text FROM unnest(fixed) u;
-        EXCEPTION WHEN OTHERS THEN
-            RETURN QUERY SELECT 'failed', c.class_key, SQLERRM;
-        END;
+    FOR h IN 0 .. p_hours LOOP
+        IF tasks.heartbeat_leaf_ensure(hour0 + make_interval(hours => h)) = 'created' THEN
+            made := made || tasks.heartbeat_leaf_name(hour0 + make_interval(hours => h));
+        END IF;
     END LOOP;
-    BEGIN
-        made := '{}';
-        FOR h IN 0 .. p_hours LOOP
-            IF tasks.heartbeat_leaf_ensure(hour0 + make_interval(hours => h)) = 'created' THEN
-                made := made || tasks.heartbeat_leaf_name(hour0 + make_interval(hours => h));
-            END IF;
-        END LOOP;
-        RETURN QUERY SELECT 'created', u, NULL::text FROM unnest(made) u;
-    EXCEPTION WHEN OTHERS THEN
-        RETURN QUERY SELECT 'failed', 'heartbeats'::text, SQLERRM;
-    END;
+    RETURN QUERY SELECT 'created', u, NULL::text FROM unnest(made) u;
+EXCEPTION WHEN OTHERS THEN
+    RETURN QUERY SELECT 'failed', 'heartbeats'::text, SQLERRM;
 END $$;
 
 -- Detaches a timed-out DETACH CONCURRENTLY left pending, so that the other

@@ -107,27 +107,6 @@ static int check_encryption(server *srv, const char *conninfo)
     return rc;
 }
 
-/* Today's and the horizon's leaves for every class and the heartbeat hours
- * ahead, before anything is served: a task that ends needs its leaf. What
- * cannot be covered is logged here and reported by every pass. */
-static int cover(server *srv, PGconn *pg)
-{
-    char days[24], hours[24], window[24];
-    snprintf(days, sizeof days, "%lld", (long long)srv->conf.retention.history_leaf_horizon_days);
-    snprintf(hours, sizeof hours, "%lld", (long long)srv->conf.retention.heartbeat_leaf_horizon_hours);
-    snprintf(window, sizeof window, "%lld", (long long)partition_heartbeat_window_s(&srv->conf.recovery));
-    const char *values[3] = { days, hours, window };
-    PGresult *r = PQexecParams(pg, "SELECT what, name, reason FROM tasks.partition_cover($1, $2, $3)", 3, NULL,
-                               values, NULL, NULL, 1);
-    int rc = PQresultStatus(r) == PGRES_TUPLES_OK ? 0 : -1;
-    if (rc < 0) log_error("cannot prepare the task history partitions: %s", PQerrorMessage(pg));
-    for (int i = 0; rc == 0 && i < PQntuples(r); i++)
-        if (strcmp(db_str(r, i, 0), "failed") == 0)
-            log_warn("partition coverage: class %s not served: %s", db_str(r, i, 1), db_str(r, i, 2));
-    PQclear(r);
-    return rc;
-}
-
 /* The classes of silt.conf registered, or the start refused naming each
  * key the database holds with another duration (silt.conf's report); then
  * their leaves made. */
@@ -140,7 +119,7 @@ static int prepare_task_storage(server *srv, const char *conninfo)
     if (rc == CLASS_REGISTRY_CONFLICT) fputs(report.data, stderr);
     else if (rc == CLASS_REGISTRY_DB_ERROR) log_error("%s", report.data);
     buf_fini(&report);
-    if (rc == 0) rc = cover(srv, pg);
+    if (rc == 0) rc = partition_cover_now(pg, &srv->conf);   /* a task that ends needs its leaf */
     PQfinish(pg);
     return rc == 0 ? 0 : -1;
 }

@@ -18,6 +18,9 @@
 
 #define PASS_FIRST_MS 1500   /* the first pass, this long after start */
 #define PASS_LOCK_SQL "hashtextextended('silt.partition_pass', 0)"
+#define CLASSES_SQL "SELECT tasks.partition_classes()"
+#define COVER_CLASS_SQL "SELECT what, name, reason FROM tasks.partition_cover_class($1, $2)"
+#define COVER_HEARTBEATS_SQL "SELECT what, name, reason FROM tasks.partition_cover_heartbeats($1, $2)"
 
 /* A leaf, a class or a refusal named in the report. */
 typedef struct pass_item {
@@ -38,7 +41,7 @@ typedef struct expired_leaf {
 } expired_leaf;
 
 typedef enum pass_step {
-    P_LOCK, P_REGISTER, P_COVER, P_FINALIZE, P_EXPIRED,
+    P_LOCK, P_REGISTER, P_CLASSES, P_COVER_CLASS, P_COVER_HEARTBEATS, P_FINALIZE, P_EXPIRED,
     P_DETACH_LIMIT, P_DETACH, P_DETACH_UNLIMIT, P_DROP,
     P_ABSENT, P_RECORD, P_UNLOCK
 } pass_step;
@@ -59,6 +62,8 @@ struct partition_pass {
     int64_t            started_us;
     buf                error;            /* what stopped the pass, if anything did */
     pass_list          created, repaired, dropped, finalized, refusals, failed, absent;
+    pass_list          classes;          /* the registered classes, covered one per transaction */
+    size_t             next_class;
     expired_leaf      *expired;
     size_t             nexpired, next_leaf;
     class_registry_params registry;
@@ -310,6 +315,32 @@ static void unlock(partition_pass *p)
     call(p, P_UNLOCK, "SELECT pg_advisory_unlock(" PASS_LOCK_SQL ")", 0, NULL);
 }
 
+/* history_leaf_horizon_days, heartbeat_leaf_horizon_hours and the
+ * heartbeat window as statement parameters. */
+typedef struct cover_params {
+    char days[24], hours[24], window[24];
+} cover_params;
+
+static void cover_params_of(const silt_conf *conf, cover_params *c)
+{
+    snprintf(c->days, sizeof c->days, "%lld", (long long)conf->retention.history_leaf_horizon_days);
+    snprintf(c->hours, sizeof c->hours, "%lld", (long long)conf->retention.heartbeat_leaf_horizon_hours);
+    snprintf(c->window, sizeof c->window, "%lld", (long long)partition_heartbeat_window_s(&conf->recovery));
+}
+
+static void cover_next(partition_pass *p)
+{
+    cover_params c;
+    cover_params_of(p->conf, &c);
+    if (p->next_class < p->classes.n) {
+        const char *values[2] = { p->classes.v[p->next_class++].name, c.days };
+        call(p, P_COVER_CLASS, COVER_CLASS_SQL, 2, values);
+    } else {
+        const char *values[2] = { c.hours, c.window };
+        call(p, P_COVER_HEARTBEATS, COVER_HEARTBEATS_SQL, 2, values);
+    }
+}
+
 static void read_cover(partition_pass *p, const PGresult *res)
 {
     for (int i = 0; i < PQntuples(res); i++) {
@@ -368,17 +399,20 @@ static void on_statement(void *arg, const PGresult *res, const char *error, cons
             snprintf(why, sizeof why, "registered with %s; silt.conf declares %s (classes are immutable)", had, says);
             list_add(&p->failed, db_str(res, i, 0), NULL, why);
         }
-        {
-            char days[24], hours[24], window[24];
-            snprintf(days, sizeof days, "%lld", (long long)p->conf->retention.history_leaf_horizon_days);
-            snprintf(hours, sizeof hours, "%lld", (long long)p->conf->retention.heartbeat_leaf_horizon_hours);
-            snprintf(window, sizeof window, "%lld", (long long)partition_heartbeat_window_s(&p->conf->recovery));
-            const char *values[3] = { days, hours, window };
-            call(p, P_COVER, "SELECT what, name, reason FROM tasks.partition_cover($1, $2, $3)", 3, values);
-        }
+        call(p, P_CLASSES, CLASSES_SQL, 0, NULL);
         return;
-    case P_COVER:
+    case P_CLASSES:
+        if (error) { stop_pass(p, "listing the classes", error, sqlstate); return; }
+        for (int i = 0; i < PQntuples(res); i++) list_add(&p->classes, db_str(res, i, 0), NULL, NULL);
+        cover_next(p);
+        return;
+    case P_COVER_CLASS:
         if (error) { stop_pass(p, "coverage", error, sqlstate); return; }
+        read_cover(p, res);
+        cover_next(p);
+        return;
+    case P_COVER_HEARTBEATS:
+        if (error) { stop_pass(p, "heartbeat coverage", error, sqlstate); return; }
         read_cover(p, res);
         {
             char timeout[24];
@@ -473,6 +507,8 @@ static void pass_start(partition_pass *p)
     buf_reset(&p->error);
     list_clear(&p->created); list_clear(&p->repaired); list_clear(&p->dropped); list_clear(&p->finalized);
     list_clear(&p->refusals); list_clear(&p->failed); list_clear(&p->absent);
+    list_clear(&p->classes);
+    p->next_class = 0;
     expired_clear(p);
     call(p, P_LOCK, "SELECT pg_try_advisory_lock(" PASS_LOCK_SQL ")", 0, NULL);
 }
@@ -483,6 +519,36 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
     partition_pass *p = arg;
     if (p->running || p->stopped) return;
     pass_start(p);
+}
+
+/* One blocking statement of the start-up coverage; its failure rows
+ * logged. -1 on a database error. */
+static int cover_blocking(PGconn *pg, const char *sql, int n, const char *const *values)
+{
+    PGresult *r = PQexecParams(pg, sql, n, NULL, values, NULL, NULL, 1);
+    int rc = PQresultStatus(r) == PGRES_TUPLES_OK ? 0 : -1;
+    if (rc < 0) log_error("cannot prepare the task history partitions: %s", PQerrorMessage(pg));
+    for (int i = 0; rc == 0 && i < PQntuples(r); i++)
+        if (strcmp(db_str(r, i, 0), "failed") == 0)
+            log_warn("partition coverage: class %s not served: %s", db_str(r, i, 1), db_str(r, i, 2));
+    PQclear(r);
+    return rc;
+}
+
+int partition_cover_now(PGconn *pg, const silt_conf *conf)
+{
+    cover_params c;
+    cover_params_of(conf, &c);
+    PGresult *classes = PQexecParams(pg, CLASSES_SQL, 0, NULL, NULL, NULL, NULL, 1);
+    int rc = PQresultStatus(classes) == PGRES_TUPLES_OK ? 0 : -1;
+    if (rc < 0) log_error("cannot list the retention classes: %s", PQerrorMessage(pg));
+    for (int i = 0; rc == 0 && i < PQntuples(classes); i++) {
+        const char *values[2] = { db_str(classes, i, 0), c.days };
+        rc = cover_blocking(pg, COVER_CLASS_SQL, 2, values);
+    }
+    PQclear(classes);
+    const char *values[2] = { c.hours, c.window };
+    return rc == 0 ? cover_blocking(pg, COVER_HEARTBEATS_SQL, 2, values) : rc;
 }
 
 partition_pass *partition_pass_new(struct event_base *base, const char *conninfo, const silt_conf *conf,
@@ -532,6 +598,8 @@ void partition_pass_free(partition_pass *p)
     list_clear(&p->refusals); list_clear(&p->failed); list_clear(&p->absent);
     free(p->created.v); free(p->repaired.v); free(p->dropped.v); free(p->finalized.v);
     free(p->refusals.v); free(p->failed.v); free(p->absent.v);
+    list_clear(&p->classes);
+    free(p->classes.v);
     expired_clear(p);
     class_registry_values_fini(&p->registry);
     buf_fini(&p->error);

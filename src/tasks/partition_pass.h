@@ -5,10 +5,11 @@
  *
  *   1. registers this server's classes (a key registered with another
  *      duration fails that class);
- *   2. coverage: every registered finite class, in key order, gets its
- *      leaves for today and history_leaf_horizon_days days ahead, and the
- *      heartbeats their hours to heartbeat_leaf_horizon_hours ahead; a class
- *      that cannot be served fails alone, the others are still served;
+ *   2. coverage: every registered class, in key order and each in its own
+ *      transaction, gets its leaves for today and history_leaf_horizon_days
+ *      days ahead (forever: its one leaf), missing indexes made again, and
+ *      the heartbeats their hours to heartbeat_leaf_horizon_hours ahead; a
+ *      class that cannot be served fails alone, the others are still served;
  *   3. finalizes any detach an earlier pass left pending;
  *   4. prunes: each leaf whose day plus its class's duration has passed is
  *      detached concurrently (under a statement and lock timeout) and
@@ -29,6 +30,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <event2/event.h>
+#include <libpq-fe.h>
 #include "base/buf.h"
 #include "base/conffile.h"
 
@@ -54,6 +56,12 @@ const partition_totals *partition_pass_totals(const partition_pass *p);
 void partition_pass_stop(partition_pass *p);   /* no new pass; one running finishes */
 bool partition_pass_idle(const partition_pass *p);
 void partition_pass_free(partition_pass *p);
+
+/* The start-up coverage, before the server listens (a task that ends needs
+ * its leaf): every registered class's leaves and the heartbeat hours, as a
+ * pass makes them, one transaction per class; what cannot be covered is
+ * logged (every pass reports it). 0, or -1 on a database error. */
+int partition_cover_now(PGconn *pg, const silt_conf *conf);
 
 /* The heartbeat window, how long heartbeat rows live: twice the longer
  * stale threshold, and at least an hour. */
