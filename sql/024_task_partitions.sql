@@ -222,18 +222,24 @@ ALTER TABLE horsies_task_history RENAME TO horsies_task_history_unpartitioned;
 CREATE TABLE horsies_task_history (LIKE horsies_task_history_unpartitioned INCLUDING DEFAULTS INCLUDING CONSTRAINTS)
     PARTITION BY LIST (retention_class_key);
 
--- The rows kept so far: every one is standard_30d (nothing before the
--- classes chose another), each day's into its leaf. Leaves past their 30
--- days are dropped by the first pass, not here: a migration deletes nothing.
+-- The rows kept so far, each into its class's leaf of the day it ended
+-- (forever's into its one leaf): standard_30d for most, and whatever class
+-- a send chose since classes came (022). silt's own classes are registered
+-- with them; another class keeps its rows and is dropped once a server
+-- registers it. Leaves past their class's duration are dropped by the
+-- first pass, not here: a migration deletes nothing.
 DO $$
 DECLARE
-    d date;
+    c record;
 BEGIN
     IF EXISTS (SELECT 1 FROM horsies_task_history_unpartitioned) THEN
         INSERT INTO horsies_retention_classes (class_key, duration_s, origin)
-        VALUES ('standard_30d', 30 * 86400, 'silt') ON CONFLICT (class_key) DO NOTHING;
-        FOR d IN SELECT DISTINCT (finished_at AT TIME ZONE 'UTC')::date FROM horsies_task_history_unpartitioned LOOP
-            PERFORM tasks.history_leaf_ensure('standard_30d', d);
+        VALUES ('standard_30d', 30 * 86400, 'silt'), ('forever', NULL, 'silt') ON CONFLICT (class_key) DO NOTHING;
+        FOR c IN SELECT DISTINCT retention_class_key AS class_key, (finished_at AT TIME ZONE 'UTC')::date AS day
+                   FROM horsies_task_history_unpartitioned LOOP
+            IF c.class_key = 'forever' THEN PERFORM tasks.forever_leaf_ensure();
+            ELSE PERFORM tasks.history_leaf_ensure(c.class_key, c.day);
+            END IF;
         END LOOP;
         INSERT INTO horsies_task_history SELECT * FROM horsies_task_history_unpartitioned;
     END IF;
@@ -340,13 +346,17 @@ BEGIN
     RETURN QUERY
         SELECT c.class_key, c.duration_s, u.d
           FROM unnest(p_keys, p_durations) AS u(k, d) JOIN horsies_retention_classes c ON c.class_key = u.k
-         WHERE c.duration_s IS DISTINCT FROM u.d ORDER BY 1;
+         WHERE c.duration_s IS DISTINCT FROM u.d ORDER BY c.class_key COLLATE "C";
     IF FOUND AND p_all_or_none THEN RETURN; END IF;
     INSERT INTO horsies_retention_classes (class_key, duration_s, origin)
     SELECT u.k, u.d, u.o FROM unnest(p_keys, p_durations, p_origins) AS u(k, d, o)
     ON CONFLICT (class_key) DO NOTHING;
-    FOR k IN SELECT r.class_key FROM horsies_retention_classes r WHERE r.class_key = ANY (p_keys) ORDER BY 1 LOOP
-        PERFORM pg_advisory_xact_lock(hashtextextended('silt.retention_class:' || k, 0));
+    -- every class's lock first, in key order, then the parents: a coverage
+    -- beside it takes a class's lock before the root's, never the reverse
+    PERFORM pg_advisory_xact_lock(hashtextextended('silt.retention_class:' || keys.k, 0))
+       FROM (SELECT DISTINCT u COLLATE "C" AS k FROM unnest(p_keys) AS u ORDER BY 1) keys;
+    FOR k IN SELECT r.class_key FROM horsies_retention_classes r WHERE r.class_key = ANY (p_keys)
+              ORDER BY r.class_key COLLATE "C" LOOP
         PERFORM tasks.class_parent_ensure(k);
     END LOOP;
 END $$;
@@ -443,14 +453,16 @@ END $$;
 
 -- Leaves whose day (or hour) plus their class's duration has passed,
 -- oldest first within each class, in key order: each with its parent,
--- whether it is still attached, and how much unconsumed crashed-worker
+-- whether it is still attached or its detach still pending (one the
+-- finalize step could not complete: already refused), and how much unconsumed crashed-worker
 -- evidence in the outbox still points into it (a pinned leaf is not
 -- dropped until that evidence is applied).
 CREATE FUNCTION tasks.partition_expired()
-RETURNS TABLE (leaf_name text, parent_name text, class_key text, attached boolean, pinned bigint)
+RETURNS TABLE (leaf_name text, parent_name text, class_key text, attached boolean, pending boolean, pinned bigint)
 LANGUAGE sql STABLE AS $$
     SELECT k.leaf_name, k.parent_name, k.class_key,
-           EXISTS (SELECT 1 FROM pg_inherits i WHERE i.inhrelid = to_regclass(k.leaf_name)),
+           EXISTS (SELECT 1 FROM pg_inherits i WHERE i.inhrelid = to_regclass(k.leaf_name) AND NOT i.inhdetachpending),
+           EXISTS (SELECT 1 FROM pg_inherits i WHERE i.inhrelid = to_regclass(k.leaf_name) AND i.inhdetachpending),
            (SELECT count(*) FROM horsies_workflow_phase2_pending p
              WHERE p.history_class_key = k.class_key AND p.history_finished_at >= k.lower_anchor
                AND p.history_finished_at < k.upper_anchor)
@@ -490,6 +502,19 @@ CREATE FUNCTION tasks.partition_absent() RETURNS text[] LANGUAGE sql STABLE AS $
       FROM horsies_task_history_leaf_catalog WHERE to_regclass(leaf_name) IS NULL
 $$;
 
+-- Leaves attached under a class parent or horsies_heartbeats that the
+-- catalog does not name (an operator part way through removing one, or a
+-- table attached by hand): silt neither covers nor drops them, so the pass
+-- names them.
+CREATE FUNCTION tasks.partition_uncataloged() RETURNS SETOF text LANGUAGE sql STABLE AS $$
+    SELECT c.relname::text FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+     WHERE i.inhparent IN (SELECT to_regclass(tasks.class_parent_name(r.class_key)) FROM horsies_retention_classes r
+                            WHERE r.duration_s IS NOT NULL AND r.class_key <> 'heartbeats'
+                           UNION ALL SELECT 'horsies_heartbeats'::regclass)
+       AND NOT EXISTS (SELECT 1 FROM horsies_task_history_leaf_catalog k WHERE k.leaf_name = c.relname)
+     ORDER BY c.relname COLLATE "C"
+$$;
+
 -- Records a pass and keeps the last 1,000.
 CREATE FUNCTION tasks.partition_pass_record(p_runner text, p_started timestamptz, p_outcome text, p_report json)
 RETURNS void LANGUAGE sql AS $$
@@ -502,8 +527,8 @@ $$;
 -- ==== What operators see ====================================================
 
 -- Every class with its leaves: how many, their bytes, the oldest day, and
--- an estimate of the records they hold (reltuples; -1 where a leaf was
--- never analyzed counts as 0).
+-- the records they hold as the statistics count them (n_live_tup: counted
+-- as rows are written, without a scan; a daily leaf can hold millions).
 CREATE FUNCTION tasks.retention_classes()
 RETURNS TABLE (class_key text, duration_s bigint, origin text, registered_at timestamptz, leaves bigint,
                bytes bigint, records bigint, oldest timestamptz, next_drop timestamptz)
@@ -511,12 +536,12 @@ LANGUAGE sql STABLE AS $$
     SELECT r.class_key, r.duration_s, r.origin, r.registered_at,
            count(k.leaf_name) FILTER (WHERE to_regclass(k.leaf_name) IS NOT NULL),
            coalesce(sum(pg_total_relation_size(to_regclass(k.leaf_name))), 0)::bigint,
-           coalesce(sum(greatest(c.reltuples, 0)), 0)::bigint,
+           coalesce(sum(st.n_live_tup), 0)::bigint,
            min(k.lower_anchor) FILTER (WHERE k.lower_anchor > '-infinity'),
            min(k.upper_anchor + make_interval(secs => r.duration_s))
       FROM horsies_retention_classes r
       LEFT JOIN horsies_task_history_leaf_catalog k ON k.class_key = r.class_key
-      LEFT JOIN pg_class c ON c.oid = to_regclass(k.leaf_name)
+      LEFT JOIN pg_stat_user_tables st ON st.relid = to_regclass(k.leaf_name)
      GROUP BY r.class_key, r.duration_s, r.origin, r.registered_at
      ORDER BY r.class_key COLLATE "C"
 $$;

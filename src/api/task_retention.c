@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "api/api.h"
+#include "base/clock.h"
 #include "base/duration.h"
 #include "base/xalloc.h"
 #include "db/result.h"
@@ -129,26 +130,71 @@ void api_task_retention_leaves(httpd_req *req, server *srv)
     db_submit(srv->pool, job);
 }
 
-/* Healthy: a pass has run, its outcome was ok, and no cataloged leaf has
- * lost its relation since. */
+/* Why the surface is red, each problem in words; none: healthy. The last
+ * pass must have been ok and recent (a pass that hangs or cannot reach the
+ * database is never recorded, so an old ok must not stand for coverage),
+ * no cataloged leaf may have lost its relation, and leaves must lie ahead
+ * of writes: a day of history, an hour of heartbeats. */
+static void coverage_problems(const PGresult *r, const conf_retention *conf, buf *problems)
+{
+    emit e;
+    emit_init(&e, problems);
+    emit_array(&e);
+    int64_t now = clock_wall_us();
+    char text[200];
+    if (db_null(r, 0, 0)) {
+        emit_str(&e, "no partition pass has run yet");
+    } else {
+        if (strcmp(db_str(r, 0, 4), "ok") != 0) {
+            snprintf(text, sizeof text, "the last pass was %s", db_str(r, 0, 4));
+            emit_str(&e, text);
+        }
+        int64_t age_s = (now - db_time_us(r, 0, 3)) / 1000000;
+        if (age_s > 2 * conf->partition_maintenance_interval_s + 60) {
+            snprintf(text, sizeof text, "no partition pass has finished for %lld s (every %lld s expected)",
+                     (long long)age_s, (long long)conf->partition_maintenance_interval_s);
+            emit_str(&e, text);
+        }
+    }
+    size_t n;
+    if (strcmp(db_json(r, 0, 6, &n), "[]") != 0) emit_str(&e, "cataloged leaves have no relation");
+    if (db_null(r, 0, 7) || db_time_us(r, 0, 7) < now + 86400 * INT64_C(1000000))
+        emit_str(&e, "history leaves do not reach a day ahead");
+    if (db_null(r, 0, 8) || db_time_us(r, 0, 8) < now + 3600 * INT64_C(1000000))
+        emit_str(&e, "heartbeat leaves do not reach an hour ahead");
+    emit_end(&e);
+}
+
+typedef struct coverage_call {
+    httpd_req *req;
+    server    *srv;
+} coverage_call;
+
 static void coverage_read(void *arg, const db_reply *reply)
 {
-    httpd_req *req = arg;
+    coverage_call *c = arg;
+    httpd_req *req = c->req;
+    server *srv = c->srv;
+    free(c);
     if (reply->error) { api_db_error(req, reply); return; }
     const PGresult *r = reply->results[0];
+    buf problems;
+    buf_init(&problems);
+    coverage_problems(r, &srv->conf.retention, &problems);
+    bool healthy = strcmp(problems.data, "[]") == 0;
     size_t absent_len;
     const char *absent = db_json(r, 0, 6, &absent_len);
-    bool passed = !db_null(r, 0, 0);
-    bool healthy = passed && strcmp(db_str(r, 0, 4), "ok") == 0 && strcmp(absent, "[]") == 0;
     buf out;
     buf_init(&out);
     emit e;
     emit_init(&e, &out);
     emit_object(&e);
     emit_key(&e, "healthy"); emit_bool(&e, healthy);
+    emit_key(&e, "problems"); emit_raw(&e, problems.data, problems.len);
     emit_key(&e, "outcome"); api_emit_text_col(&e, r, 0, 4);
     emit_key(&e, "absent_leaves");   /* the document's name, kept as it writes it */
-    if (emit_json(&e, absent, absent_len) < 0) {
+    if (emit_json(&e, absent, absent_len) < 0) {   /* jsonb's text, in the emitter's form */
+        buf_fini(&problems);
         buf_fini(&out);
         httpd_error(req, 500, "absent leaves are not JSON");
         return;
@@ -156,24 +202,24 @@ static void coverage_read(void *arg, const db_reply *reply)
     emit_key(&e, "historyCoveredThrough"); emit_bound(&e, r, 0, 7);
     emit_key(&e, "heartbeatsCoveredThrough"); emit_bound(&e, r, 0, 8);
     emit_key(&e, "lastPass");
-    if (passed) {
+    if (!db_null(r, 0, 0)) {
         size_t n;
         const char *report = db_json(r, 0, 5, &n);
-        if (emit_json(&e, report, n) < 0) {
-            buf_fini(&out);
-            httpd_error(req, 500, "the pass report is not JSON");
-            return;
-        }
+        emit_raw(&e, report, n);   /* written by the pass through the emitter */
     } else {
         emit_null(&e);
     }
     emit_end(&e);
+    buf_fini(&problems);
     httpd_reply_buf(req, healthy ? 200 : 503, &out);
 }
 
 void api_task_retention_coverage(httpd_req *req, server *srv)
 {
-    db_job *job = db_job_new(coverage_read, req);
+    coverage_call *c = xcalloc(1, sizeof *c);
+    c->req = req;
+    c->srv = srv;
+    db_job *job = db_job_new(coverage_read, c);
     db_job_call(job, STMT_TR_COVERAGE, NULL, NULL, NULL);
     db_submit(srv->pool, job);
 }

@@ -36,12 +36,13 @@ typedef struct pass_list {
 typedef struct expired_leaf {
     char   *leaf, *parent, *class_key;
     bool    attached;
+    bool    pending;   /* a detach left pending the finalize step could not complete (already refused) */
     bool    refused;   /* its detach was refused: not dropped this pass */
     int64_t pinned;
 } expired_leaf;
 
 typedef enum pass_step {
-    P_LOCK, P_REGISTER, P_CLASSES, P_COVER_CLASS, P_COVER_HEARTBEATS, P_FINALIZE, P_EXPIRED,
+    P_LOCK, P_LOCK_TIMEOUT, P_REGISTER, P_CLASSES, P_COVER_CLASS, P_COVER_HEARTBEATS, P_FINALIZE, P_EXPIRED,
     P_DETACH_LIMIT, P_DETACH, P_DETACH_UNLIMIT, P_DROP,
     P_ABSENT, P_RECORD, P_UNLOCK
 } pass_step;
@@ -53,6 +54,7 @@ struct partition_pass {
     int64_t            detach_timeout_ms;
     char               runner[300];
     bool               running, stopped;
+    bool               reconnected;      /* this pass already retried its first statement on a new connection */
     partition_done_fn  done;
     void              *done_arg;
     partition_totals   totals;
@@ -61,7 +63,7 @@ struct partition_pass {
     bool               yielded;
     int64_t            started_us;
     buf                error;            /* what stopped the pass, if anything did */
-    pass_list          created, repaired, dropped, finalized, refusals, failed, absent;
+    pass_list          created, repaired, dropped, finalized, refusals, failed, absent, uncataloged;
     pass_list          classes;          /* the registered classes, covered one per transaction */
     size_t             next_class;
     expired_leaf      *expired;
@@ -102,6 +104,15 @@ int64_t partition_heartbeat_window_s(const conf_recovery *r)
                                                                             : r->running_stale_after_ms;
     int64_t s = 2 * longer / 1000;
     return s < 3600 ? 3600 : s;
+}
+
+/* The document's message for the pass's absent leaves. */
+static void absent_message(const partition_pass *p, buf *out)
+{
+    const char **names = xcalloc(p->absent.n, sizeof *names);
+    for (size_t i = 0; i < p->absent.n; i++) names[i] = p->absent.v[i].name;
+    partition_absent_message(out, names, p->absent.n);
+    free(names);
 }
 
 void partition_absent_message(buf *out, const char *const *names, size_t n)
@@ -162,16 +173,14 @@ static void build_report(partition_pass *p)
         emit_reasons(&e, "refusals", &p->refusals, "leaf");
         emit_reasons(&e, "failedClasses", &p->failed, "classKey");
         emit_names(&e, "absent_leaves", &p->absent);   /* the document's name, kept as it writes it */
+        emit_names(&e, "uncataloged", &p->uncataloged);
         emit_key(&e, "message");
         if (p->absent.n) {
-            const char **names = xcalloc(p->absent.n, sizeof *names);
-            for (size_t i = 0; i < p->absent.n; i++) names[i] = p->absent.v[i].name;
             buf msg;
             buf_init(&msg);
-            partition_absent_message(&msg, names, p->absent.n);
+            absent_message(p, &msg);
             emit_str(&e, msg.data);
             buf_fini(&msg);
-            free(names);
         } else {
             emit_null(&e);
         }
@@ -249,8 +258,7 @@ static bool plain_name(const char *s)
 static void start_detach(partition_pass *p)
 {
     char sql[160];
-    snprintf(sql, sizeof sql, "SET statement_timeout = %lld; SET lock_timeout = %lld",
-             (long long)p->detach_timeout_ms, (long long)p->detach_timeout_ms);
+    snprintf(sql, sizeof sql, "SET statement_timeout = %lld", (long long)p->detach_timeout_ms);
     command(p, P_DETACH_LIMIT, sql);
 }
 
@@ -282,7 +290,9 @@ static void next_leaf(partition_pass *p)
 {
     while (p->next_leaf < p->nexpired) {
         const expired_leaf *l = &p->expired[p->next_leaf];
-        if (!plain_name(l->leaf) || !plain_name(l->parent)) {
+        if (l->pending) {
+            /* refused by the finalize step this pass */
+        } else if (!plain_name(l->leaf) || !plain_name(l->parent)) {
             refuse(p, "its name is not one silt makes");
         } else if (l->pinned > 0) {
             char why[200];
@@ -298,7 +308,8 @@ static void next_leaf(partition_pass *p)
         }
         p->next_leaf++;
     }
-    call(p, P_ABSENT, "SELECT leaf FROM unnest(tasks.partition_absent()) AS leaf", 0, NULL);
+    call(p, P_ABSENT, "SELECT leaf, 'absent' FROM unnest(tasks.partition_absent()) AS leaf"
+                      " UNION ALL SELECT leaf, 'uncataloged' FROM tasks.partition_uncataloged() AS leaf", 0, NULL);
 }
 
 static void record(partition_pass *p)
@@ -365,8 +376,8 @@ static void read_expired(partition_pass *p, const PGresult *res)
     p->expired = p->nexpired ? xcalloc(p->nexpired, sizeof *p->expired) : NULL;
     for (size_t i = 0; i < p->nexpired; i++) {
         p->expired[i] = (expired_leaf){ xstrdup(db_str(res, (int)i, 0)), xstrdup(db_str(res, (int)i, 1)),
-                                        xstrdup(db_str(res, (int)i, 2)), db_bool(res, (int)i, 3), false,
-                                        db_int(res, (int)i, 4) };
+                                        xstrdup(db_str(res, (int)i, 2)), db_bool(res, (int)i, 3),
+                                        db_bool(res, (int)i, 4), false, db_int(res, (int)i, 5) };
     }
 }
 
@@ -386,8 +397,21 @@ static void on_statement(void *arg, const PGresult *res, const char *error, cons
     partition_pass *p = arg;
     switch (p->step) {
     case P_LOCK:
+        if (error && !*sqlstate && !p->reconnected) {   /* the idle connection was lost: once more, anew */
+            p->reconnected = true;
+            call(p, P_LOCK, "SELECT pg_try_advisory_lock(" PASS_LOCK_SQL ")", 0, NULL);
+            return;
+        }
         if (error) { buf_printf(&p->error, "taking the pass lock: %s", error); pass_end(p); return; }
         if (!db_bool(res, 0, 0)) { p->yielded = true; pass_end(p); return; }
+        {   /* no statement of the pass waits for a lock longer than a detach may */
+            char sql[64];
+            snprintf(sql, sizeof sql, "SET lock_timeout = %lld", (long long)p->detach_timeout_ms);
+            command(p, P_LOCK_TIMEOUT, sql);
+        }
+        return;
+    case P_LOCK_TIMEOUT:
+        if (error) { stop_pass(p, "setting the lock timeout", error, sqlstate); return; }
         call(p, P_REGISTER, CLASS_REGISTRY_EACH_SQL, CLASS_REGISTRY_ARRAYS, p->registry.values);
         return;
     case P_REGISTER:
@@ -424,8 +448,8 @@ static void on_statement(void *arg, const PGresult *res, const char *error, cons
     case P_FINALIZE:
         if (error) { stop_pass(p, "finalizing pending detaches", error, sqlstate); return; }
         read_finalize(p, res);
-        call(p, P_EXPIRED, "SELECT leaf_name, parent_name, class_key, attached, pinned FROM tasks.partition_expired()",
-             0, NULL);
+        call(p, P_EXPIRED, "SELECT leaf_name, parent_name, class_key, attached, pending, pinned"
+                           " FROM tasks.partition_expired()", 0, NULL);
         return;
     case P_EXPIRED:
         if (error) { stop_pass(p, "finding leaves past their class's duration", error, sqlstate); return; }
@@ -449,7 +473,7 @@ static void on_statement(void *arg, const PGresult *res, const char *error, cons
             buf_fini(&why);
             p->expired[p->next_leaf].refused = true;
         }
-        command(p, P_DETACH_UNLIMIT, "RESET statement_timeout; RESET lock_timeout");
+        command(p, P_DETACH_UNLIMIT, "RESET statement_timeout");
         return;
     case P_DETACH_UNLIMIT:
         if (error) { stop_pass(p, "resetting the detach timeouts", error, sqlstate); return; }
@@ -472,18 +496,19 @@ static void on_statement(void *arg, const PGresult *res, const char *error, cons
         return;
     case P_ABSENT:
         if (error) { stop_pass(p, "looking for absent leaves", error, sqlstate); return; }
-        for (int i = 0; i < PQntuples(res); i++) list_add(&p->absent, db_str(res, i, 0), NULL, NULL);
+        for (int i = 0; i < PQntuples(res); i++)
+            list_add(strcmp(db_str(res, i, 1), "absent") == 0 ? &p->absent : &p->uncataloged, db_str(res, i, 0),
+                     NULL, NULL);
         if (p->absent.n) {
-            build_report(p);
             buf msg;
             buf_init(&msg);
-            const char **names = xcalloc(p->absent.n, sizeof *names);
-            for (size_t i = 0; i < p->absent.n; i++) names[i] = p->absent.v[i].name;
-            partition_absent_message(&msg, names, p->absent.n);
+            absent_message(p, &msg);
             log_warn("%s", msg.data);
-            free(names);
             buf_fini(&msg);
         }
+        for (size_t i = 0; i < p->uncataloged.n; i++)
+            log_warn("partition pass: %s is attached but not in the leaf catalog: silt neither covers nor drops it",
+                     p->uncataloged.v[i].name);
         record(p);
         return;
     case P_RECORD:
@@ -506,9 +531,10 @@ static void pass_start(partition_pass *p)
     p->started_us = clock_wall_us();
     buf_reset(&p->error);
     list_clear(&p->created); list_clear(&p->repaired); list_clear(&p->dropped); list_clear(&p->finalized);
-    list_clear(&p->refusals); list_clear(&p->failed); list_clear(&p->absent);
+    list_clear(&p->refusals); list_clear(&p->failed); list_clear(&p->absent); list_clear(&p->uncataloged);
     list_clear(&p->classes);
     p->next_class = 0;
+    p->reconnected = false;
     expired_clear(p);
     call(p, P_LOCK, "SELECT pg_try_advisory_lock(" PASS_LOCK_SQL ")", 0, NULL);
 }
@@ -598,6 +624,8 @@ void partition_pass_free(partition_pass *p)
     list_clear(&p->refusals); list_clear(&p->failed); list_clear(&p->absent);
     free(p->created.v); free(p->repaired.v); free(p->dropped.v); free(p->finalized.v);
     free(p->refusals.v); free(p->failed.v); free(p->absent.v);
+    list_clear(&p->uncataloged);
+    free(p->uncataloged.v);
     list_clear(&p->classes);
     free(p->classes.v);
     expired_clear(p);

@@ -369,7 +369,7 @@ TEST(database_at_each_earlier_version_is_upgraded_to_the_fresh_schema_keeping_it
  * (sql/024) are all still there, each record in the standard_30d leaf of
  * the day it ended (nothing before the classes chose another) and each
  * heartbeat in its hour's leaf, and a record is still served by id. */
-TEST(history_rows_from_before_partitioning_survive_the_upgrade_in_standard_30d_leaves)
+TEST(history_rows_from_before_partitioning_survive_the_upgrade_each_in_its_class_leaf)
 {
     char db[96], out[4096];
     database_at(23, db);
@@ -378,13 +378,19 @@ TEST(history_rows_from_before_partitioning_survive_the_upgrade_in_standard_30d_l
                " SELECT tasks.uuid7(), 't', 'q', '{}', 100, 'COMPLETED', now() - d * interval '1 day',"
                " now() - d * interval '1 day', 0, 0, 1, 'standard_30d', now() - d * interval '1 day'"
                " FROM generate_series(0, 2) d");
+    sql_in(db, "INSERT INTO horsies_task_history (id, task_name, queue_name, args, priority, status, sent_at, enqueued_at,"
+               " max_retries, retry_count, attempt, retention_class_key, finished_at)"
+               " SELECT tasks.uuid7(), 't', 'q', '{}', 100, 'COMPLETED', now(), now(), 0, 0, 1, k, now()"
+               " FROM unnest(ARRAY['forever', 'q_x_7d']) k");   /* classes a send chose since 022 */
     sql_in(db, "INSERT INTO horsies_heartbeats (task_id, worker_id, role, sent_at)"
                " VALUES (gen_random_uuid(), 'w', 'runner', now()), (gen_random_uuid(), 'w', 'runner', now() - interval '5 hours')");
     CHECK_INT(migrate_output(db, out, sizeof out), 0);
-    CHECK_STR(sql_in(db, "SELECT count(*) FROM horsies_task_history"), "3");
+    CHECK_STR(sql_in(db, "SELECT count(*) FROM horsies_task_history"), "5");
     CHECK_STR(sql_in(db, "SELECT count(*) FROM horsies_task_history h WHERE tableoid::regclass::text ="
-                         " 'horsies_task_history_standard_30d_' || to_char(h.finished_at AT TIME ZONE 'UTC', 'YYYY_MM_DD')"),
-              "3");
+                         " 'horsies_task_history_' || h.retention_class_key || '_'"
+                         " || to_char(h.finished_at AT TIME ZONE 'UTC', 'YYYY_MM_DD')"), "4");
+    CHECK_STR(sql_in(db, "SELECT tableoid::regclass::text FROM horsies_task_history WHERE retention_class_key = 'forever'"),
+              "horsies_task_history_forever");
     CHECK_STR(sql_in(db, "SELECT count(*) FROM horsies_heartbeats h WHERE tableoid::regclass::text ="
                          " tasks.heartbeat_leaf_name(date_trunc('hour', h.sent_at AT TIME ZONE 'UTC') AT TIME ZONE 'UTC')"),
               "2");
