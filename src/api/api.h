@@ -167,5 +167,10 @@ typedef struct api_page {
  * the page is full (more may follow), else null}. page is static: it
  * outlives the call. */
 void api_list_page(httpd_req *req, server *srv, const api_page *page, const char *const *filters, size_t nfilters);
+/* Runs stmt with values and replies {"<member>": [every row, by emit_row]}:
+ * a whole list, for lists a server keeps short (workers, retention
+ * classes and leaves). member is static. */
+void api_rows_call(httpd_req *req, server *srv, db_stmt stmt, const char *const *values, const char *member,
+                   void (*emit_row)(emit *e, const PGresult *r, int row));
 
 #endif

@@ -185,6 +185,45 @@ void api_json_call(httpd_req *req, server *srv, db_stmt stmt, const char *const 
     db_submit(srv->pool, job);
 }
 
+/* ---- a whole list ---- */
+
+typedef struct rows_call {
+    httpd_req  *req;
+    const char *member;
+    void      (*emit_row)(emit *e, const PGresult *r, int row);
+} rows_call;
+
+static void rows_listed(void *arg, const db_reply *reply)
+{
+    rows_call *c = arg;
+    if (reply->error) { api_db_error(c->req, reply); free(c); return; }
+    const PGresult *r = reply->results[0];
+    buf out;
+    buf_init(&out);
+    emit e;
+    emit_init(&e, &out);
+    emit_object(&e);
+    emit_key(&e, c->member);
+    emit_array(&e);
+    for (int row = 0; row < PQntuples(r); row++) c->emit_row(&e, r, row);
+    emit_end(&e);
+    emit_end(&e);
+    httpd_reply_buf(c->req, 200, &out);
+    free(c);
+}
+
+void api_rows_call(httpd_req *req, server *srv, db_stmt stmt, const char *const *values, const char *member,
+                   void (*emit_row)(emit *e, const PGresult *r, int row))
+{
+    rows_call *c = xcalloc(1, sizeof *c);
+    c->req = req;
+    c->member = member;
+    c->emit_row = emit_row;
+    db_job *job = db_job_new(rows_listed, c);
+    db_job_call(job, stmt, values, NULL, NULL);
+    db_submit(srv->pool, job);
+}
+
 /* ---- a list, a page at a time ---- */
 
 typedef struct page_call {

@@ -56,78 +56,44 @@ static void emit_duration_col(emit *e, const PGresult *r, int row, int col)
     emit_str(e, text);
 }
 
-static void classes_read(void *arg, const db_reply *reply)
+static void emit_class(emit *e, const PGresult *r, int i)
 {
-    httpd_req *req = arg;
-    if (reply->error) { api_db_error(req, reply); return; }
-    const PGresult *r = reply->results[0];
-    buf out;
-    buf_init(&out);
-    emit e;
-    emit_init(&e, &out);
-    emit_object(&e);
-    emit_key(&e, "classes");
-    emit_array(&e);
-    for (int i = 0; i < PQntuples(r); i++) {
-        emit_object(&e);
-        emit_key(&e, "classKey"); api_emit_text_col(&e, r, i, 0);
-        emit_key(&e, "duration"); emit_duration_col(&e, r, i, 1);
-        emit_key(&e, "origin"); api_emit_text_col(&e, r, i, 2);
-        emit_key(&e, "registeredAt"); api_emit_time_col(&e, r, i, 3);
-        emit_key(&e, "leaves"); api_emit_int_col(&e, r, i, 4);
-        emit_key(&e, "bytes"); api_emit_int_col(&e, r, i, 5);
-        emit_key(&e, "records"); api_emit_int_col(&e, r, i, 6);   /* PostgreSQL's estimate */
-        emit_key(&e, "oldestLeaf"); emit_bound(&e, r, i, 7);
-        emit_key(&e, "nextDropAt"); emit_bound(&e, r, i, 8);
-        emit_end(&e);
-    }
-    emit_end(&e);
-    emit_end(&e);
-    httpd_reply_buf(req, 200, &out);
+    emit_object(e);
+    emit_key(e, "classKey"); api_emit_text_col(e, r, i, 0);
+    emit_key(e, "duration"); emit_duration_col(e, r, i, 1);
+    emit_key(e, "origin"); api_emit_text_col(e, r, i, 2);
+    emit_key(e, "registeredAt"); api_emit_time_col(e, r, i, 3);
+    emit_key(e, "leaves"); api_emit_int_col(e, r, i, 4);
+    emit_key(e, "bytes"); api_emit_int_col(e, r, i, 5);
+    emit_key(e, "records"); api_emit_int_col(e, r, i, 6);   /* as the statistics count them */
+    emit_key(e, "oldestLeaf"); emit_bound(e, r, i, 7);
+    emit_key(e, "nextDropAt"); emit_bound(e, r, i, 8);
+    emit_end(e);
 }
 
 void api_task_retention_classes(httpd_req *req, server *srv)
 {
-    db_job *job = db_job_new(classes_read, req);
-    db_job_call(job, STMT_TR_CLASSES, NULL, NULL, NULL);
-    db_submit(srv->pool, job);
+    api_rows_call(req, srv, STMT_TR_CLASSES, NULL, "classes", emit_class);
 }
 
-static void leaves_read(void *arg, const db_reply *reply)
+static void emit_leaf(emit *e, const PGresult *r, int i)
 {
-    httpd_req *req = arg;
-    if (reply->error) { api_db_error(req, reply); return; }
-    const PGresult *r = reply->results[0];
-    buf out;
-    buf_init(&out);
-    emit e;
-    emit_init(&e, &out);
-    emit_object(&e);
-    emit_key(&e, "leaves");
-    emit_array(&e);
-    for (int i = 0; i < PQntuples(r); i++) {
-        emit_object(&e);
-        emit_key(&e, "leaf"); api_emit_text_col(&e, r, i, 0);
-        emit_key(&e, "classKey"); api_emit_text_col(&e, r, i, 1);
-        emit_key(&e, "day"); api_emit_text_col(&e, r, i, 2);
-        emit_key(&e, "from"); emit_bound(&e, r, i, 3);
-        emit_key(&e, "to"); emit_bound(&e, r, i, 4);
-        emit_key(&e, "bytes"); api_emit_int_col(&e, r, i, 5);
-        emit_key(&e, "dropsAt"); emit_bound(&e, r, i, 6);
-        emit_key(&e, "state"); api_emit_text_col(&e, r, i, 7);
-        emit_end(&e);
-    }
-    emit_end(&e);
-    emit_end(&e);
-    httpd_reply_buf(req, 200, &out);
+    emit_object(e);
+    emit_key(e, "leaf"); api_emit_text_col(e, r, i, 0);
+    emit_key(e, "classKey"); api_emit_text_col(e, r, i, 1);
+    emit_key(e, "day"); api_emit_text_col(e, r, i, 2);
+    emit_key(e, "from"); emit_bound(e, r, i, 3);
+    emit_key(e, "to"); emit_bound(e, r, i, 4);
+    emit_key(e, "bytes"); api_emit_int_col(e, r, i, 5);
+    emit_key(e, "dropsAt"); emit_bound(e, r, i, 6);
+    emit_key(e, "state"); api_emit_text_col(e, r, i, 7);
+    emit_end(e);
 }
 
 void api_task_retention_leaves(httpd_req *req, server *srv)
 {
     const char *values[1] = { httpd_query(req, "class") };
-    db_job *job = db_job_new(leaves_read, req);
-    db_job_call(job, STMT_TR_LEAVES, values, NULL, NULL);
-    db_submit(srv->pool, job);
+    api_rows_call(req, srv, STMT_TR_LEAVES, values, "leaves", emit_leaf);
 }
 
 /* Why the surface is red, each problem in words; none: healthy. The last

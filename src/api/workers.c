@@ -101,43 +101,27 @@ void api_worker_register(httpd_req *req, server *srv)
     json_doc_fini(&d);
 }
 
-static void workers_listed(void *arg, const db_reply *reply)
+static void emit_worker(emit *e, const PGresult *r, int row)
 {
-    httpd_req *req = arg;
-    if (reply->error) { api_db_error(req, reply); return; }
-    const PGresult *r = reply->results[0];
-    buf out;
-    buf_init(&out);
-    emit e;
-    emit_init(&e, &out);
-    emit_object(&e);
-    emit_key(&e, "workers"); emit_array(&e);
-    for (int row = 0; row < PQntuples(r); row++) {
-        size_t n;
-        const char *queues = db_json(r, row, 3, &n);
-        emit_object(&e);
-        emit_key(&e, "workerId"); api_emit_text_col(&e, r, row, 0);
-        emit_key(&e, "hostname"); api_emit_text_col(&e, r, row, 1);
-        emit_key(&e, "pid"); emit_int(&e, db_int(r, row, 2));
-        emit_key(&e, "queues");
-        if (emit_json(&e, queues, n) < 0) emit_null(&e);
-        emit_key(&e, "concurrency"); emit_int(&e, db_int(r, row, 4));
-        emit_key(&e, "registeredAt"); api_emit_time_col(&e, r, row, 5);
-        emit_key(&e, "lastSeenAt"); api_emit_time_col(&e, r, row, 6);
-        emit_key(&e, "claimed"); emit_int(&e, db_int(r, row, 7));
-        emit_key(&e, "running"); emit_int(&e, db_int(r, row, 8));
-        emit_end(&e);
-    }
-    emit_end(&e);
-    emit_end(&e);
-    httpd_reply_buf(req, 200, &out);
+    size_t n;
+    const char *queues = db_json(r, row, 3, &n);
+    emit_object(e);
+    emit_key(e, "workerId"); api_emit_text_col(e, r, row, 0);
+    emit_key(e, "hostname"); api_emit_text_col(e, r, row, 1);
+    emit_key(e, "pid"); emit_int(e, db_int(r, row, 2));
+    emit_key(e, "queues");
+    if (emit_json(e, queues, n) < 0) emit_null(e);
+    emit_key(e, "concurrency"); emit_int(e, db_int(r, row, 4));
+    emit_key(e, "registeredAt"); api_emit_time_col(e, r, row, 5);
+    emit_key(e, "lastSeenAt"); api_emit_time_col(e, r, row, 6);
+    emit_key(e, "claimed"); emit_int(e, db_int(r, row, 7));
+    emit_key(e, "running"); emit_int(e, db_int(r, row, 8));
+    emit_end(e);
 }
 
 void api_worker_list(httpd_req *req, server *srv)
 {
-    db_job *job = db_job_new(workers_listed, req);
-    db_job_call(job, STMT_WORKER_LIST, NULL, NULL, NULL);
-    db_submit(srv->pool, job);
+    api_rows_call(req, srv, STMT_WORKER_LIST, NULL, "workers", emit_worker);
 }
 
 /* ---- heartbeat and release: a list of (id, claimId) ---- */
