@@ -178,6 +178,14 @@ static void clone_for_test(PGconn *pg, const char *db)
     if (*state) harness_failf(__FILE__, __LINE__, "cannot create the test database %s: %s", db, why);
 }
 
+PGconn *test_session(void)
+{
+    PGconn *pg = PQconnectdb(sfmt("host=127.0.0.1 port=%s user=postgres dbname=%s", pg_port(), test_db()));
+    if (PQstatus(pg) != CONNECTION_OK)
+        harness_failf(__FILE__, __LINE__, "connecting to %s: %s", test_db(), PQerrorMessage(pg));
+    return pg;
+}
+
 const char *test_db(void)
 {
     static char name[32];

@@ -7,6 +7,7 @@
 #ifndef SILT_TEST_SUPPORT_H
 #define SILT_TEST_SUPPORT_H
 #include <stdbool.h>
+#include <libpq-fe.h>
 #include <stdint.h>
 #include <sys/types.h>
 #include "base/json.h"
@@ -78,6 +79,9 @@ const char *uniq(const char *prefix);
 /* This test's own database, cloned from the suite's template on first use
  * (by srv_start or sql) and dropped by the runner when the test ends. */
 const char *test_db(void);
+/* A connection of its own to test_db(), for a test that holds a lock or a
+ * transaction beside the server (checked connected; PQfinish it). */
+PGconn *test_session(void);
 /* Runs SQL on test_db(); returns the first value of the first row
  * (static ring) or "" when none. Fails the test on an SQL error. */
 const char *sql(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

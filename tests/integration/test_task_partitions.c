@@ -335,8 +335,7 @@ TEST(a_reader_holding_the_detach_past_its_timeout_is_refused_and_the_detach_fina
     char held[96];
     keep_str(held, leaf("q_emails_7d", -9));
     make_leaf("q_emails_7d", -9);
-    PGconn *reader = PQconnectdb(sfmt("host=127.0.0.1 port=%s user=postgres dbname=%s", pg_port(), test_db()));
-    CHECK(PQstatus(reader) == CONNECTION_OK);
+    PGconn *reader = test_session();
     PQclear(PQexec(reader, "BEGIN"));
     PGresult *res = PQexec(reader, "SELECT count(*) FROM horsies_task_history_q_emails_7d");
     CHECK(PQresultStatus(res) == PGRES_TUPLES_OK);
@@ -615,8 +614,7 @@ TEST(a_pass_yields_while_another_pass_runs)
 {
     silt_server s;
     start_passed(&s, CONF, NULL);
-    PGconn *other = PQconnectdb(sfmt("host=127.0.0.1 port=%s user=postgres dbname=%s", pg_port(), test_db()));
-    CHECK(PQstatus(other) == CONNECTION_OK);
+    PGconn *other = test_session();
     PQclear(PQexec(other, "SELECT pg_advisory_lock(hashtextextended('silt.partition_pass', 0))"));
     make_leaf("q_emails_7d", -9);
     reply r;
@@ -683,8 +681,7 @@ TEST(a_pass_asked_of_a_server_already_running_one_is_409)
     silt_server s;
     start_passed(&s, CONF, "TASK_RETENTION_DETACH_TIMEOUT_MS=10000");
     make_leaf("q_emails_7d", -9);
-    PGconn *reader = PQconnectdb(sfmt("host=127.0.0.1 port=%s user=postgres dbname=%s", pg_port(), test_db()));
-    CHECK(PQstatus(reader) == CONNECTION_OK);
+    PGconn *reader = test_session();
     PQclear(PQexec(reader, "BEGIN"));
     PQclear(PQexec(reader, "SELECT count(*) FROM horsies_task_history_q_emails_7d"));
     bg_req running;

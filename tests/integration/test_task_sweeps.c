@@ -254,8 +254,7 @@ TEST(a_sweep_yields_to_the_server_already_sweeping)
     silt_server s;
     start_swept(&s, NULL);
     old_workflows(3, 1000);
-    PGconn *other = PQconnectdb(sfmt("host=127.0.0.1 port=%s user=postgres dbname=%s", pg_port(), test_db()));
-    CHECK(PQstatus(other) == CONNECTION_OK);
+    PGconn *other = test_session();
     PQclear(PQexec(other, "SELECT pg_advisory_lock(hashtextextended('silt.task_sweep', 0))"));
     reply r;
     sweep(&s, &r);

@@ -558,7 +558,7 @@ TEST(one_finish_request_ends_many_attempts_each_by_its_own_claim)
  * the engine's statements on it wait until unlock_tasks. */
 static PGconn *lock_tasks(void)
 {
-    PGconn *lock = PQconnectdb(sfmt("host=127.0.0.1 port=%s user=postgres dbname=%s", pg_port(), test_db()));
+    PGconn *lock = test_session();
     PQclear(PQexec(lock, "BEGIN"));
     PGresult *lr = PQexec(lock, "LOCK TABLE horsies_tasks IN EXCLUSIVE MODE");
     CHECK_INT(PQresultStatus(lr), PGRES_COMMAND_OK);
