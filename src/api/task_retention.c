@@ -1,5 +1,5 @@
 /* task_retention: what the partition pass keeps and drops, for operators
- * (tasks/partition_pass.h, sql/024).
+ * (tasks/partition_pass.h, sql/025).
  *
  *   POST /api/v1/system/task-retention/run   a partition pass now, answered with its report
  *   GET  /api/v1/task-retention/classes      every class: duration, leaves, bytes, records

@@ -1,6 +1,6 @@
 /* task_retention: `silt retention classes | leaves | coverage`, what the
  * partition pass keeps and drops of task history (api/task_retention.c,
- * sql/024): every retention class with the size of its leaves, every leaf
+ * sql/025): every retention class with the size of its leaves, every leaf
  * with its day and state, and the coverage health surface. `silt retention`
  * (retention.c) dispatches here; the message log's explain and run stay
  * there. */

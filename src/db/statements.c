@@ -133,7 +133,7 @@ const db_statement db_statements[STMT_COUNT] = {
     [STMT_SCHEDULE_FIRE] = { "schedule_fire", "SELECT tasks.schedule_fire($1, $2, $3, $4, $5, $6, $7, $8)", 8 },
     [STMT_WF_OUTBOX]    = { "wf_outbox", "SELECT workflow_id FROM tasks.apply_outbox($1)", 1 },
     /* the row-delete sweep (sql/021, tasks/sweep.c): rows deleted or expired, -1 another server sweeps */
-    /* partitions of task records (sql/024) */
+    /* partitions of task records (sql/025) */
     [STMT_TR_CLASSES]   = { "tr_classes", "SELECT class_key, duration_s, origin, registered_at, leaves, bytes, records,"
         " oldest, next_drop FROM tasks.retention_classes()", 0 },
     [STMT_TR_LEAVES]    = { "tr_leaves", "SELECT leaf_name, class_key, day, lower_anchor, upper_anchor, bytes, drops_at,"

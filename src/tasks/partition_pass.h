@@ -1,6 +1,6 @@
 /* partition_pass: how terminal task records and heartbeats age (the
  * Retention Config document, "What ages by what", "Partition coverage",
- * "A partition dropped outside the library"; sql/024). Every
+ * "A partition dropped outside the library"; sql/024, sql/025). Every
  * partition_maintenance_interval_s (and soon after start) one pass:
  *
  *   1. registers this server's classes (a key registered with another
