@@ -45,12 +45,13 @@ static const char leaves_usage[] =
 static const char coverage_usage[] =
     "usage: silt retention coverage [--json]\n"
     "\n"
-    "Whether task history's partitions are healthy: the last partition pass ran\n"
-    "with outcome ok and every cataloged leaf still has its relation. Prints\n"
-    "\"coverage: healthy\" or \"coverage: RED\", the last pass (runner, when it\n"
-    "finished, outcome), how far history and heartbeats are covered, then what\n"
-    "is wrong: absent leaves, classes the pass failed on and leaves it refused\n"
-    "to drop, with their reasons, and the pass's message.\n"
+    "Whether task history's partitions are healthy: a partition pass finished\n"
+    "lately with outcome ok, every cataloged leaf still has its relation, and\n"
+    "leaves reach a day (history) and an hour (heartbeats) ahead. Prints\n"
+    "\"coverage: healthy\" or \"coverage: RED\" and why, the last pass (runner,\n"
+    "when it finished, outcome), how far history and heartbeats are covered,\n"
+    "then what is wrong: absent leaves, classes the pass failed on and leaves it\n"
+    "refused to drop, with their reasons, and the pass's message.\n"
     "\n"
     "Exit status: 0 healthy, 1 red (or the server could not answer).\n"
     "\n"
@@ -220,6 +221,7 @@ static void coverage_render(const json_doc *d)
 {
     int healthy = json_get(d, 0, "healthy"), pass = json_get(d, 0, "lastPass");
     puts(d->tokens[healthy].type == JSON_TRUE ? "coverage: healthy" : "coverage: RED");
+    print_names(d, 0, "problems", "why");
     print_last_pass(d, pass);
     print_line("history covered through", d, 0, "historyCoveredThrough");
     print_line("heartbeats covered through", d, 0, "heartbeatsCoveredThrough");
