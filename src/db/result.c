@@ -100,7 +100,9 @@ int64_t db_time_us(const PGresult *r, int row, int col)
     const unsigned char *p = (const unsigned char *)PQgetvalue(r, row, col);
     uint64_t v = 0;
     for (int i = 0; i < 8; i++) v = v << 8 | p[i];
-    return (int64_t)v + PG_EPOCH_OFFSET_US;
+    int64_t t = (int64_t)v;
+    if (t == INT64_MAX || t == INT64_MIN) return t;   /* 'infinity', '-infinity' stay what they are */
+    return t + PG_EPOCH_OFFSET_US;
 }
 
 void db_time_param(int64_t unix_us, char out[40])

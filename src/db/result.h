@@ -23,7 +23,9 @@ const char    *db_text(const PGresult *r, int row, int col, size_t *len);
 const char    *db_str(const PGresult *r, int row, int col);      /* db_text, without the length */
 const char    *db_json(const PGresult *r, int row, int col, size_t *len);   /* json, jsonb: the text */
 const uint8_t *db_uuid(const PGresult *r, int row, int col);      /* uuid: 16 bytes */
-int64_t        db_time_us(const PGresult *r, int row, int col);   /* timestamptz, as Unix microseconds */
+/* timestamptz, as Unix microseconds; 'infinity' and '-infinity' as
+ * INT64_MAX and INT64_MIN. */
+int64_t        db_time_us(const PGresult *r, int row, int col);
 /* Unix microseconds as a timestamptz parameter, to the microsecond. */
 void           db_time_param(int64_t unix_us, char out[40]);
 

@@ -96,6 +96,18 @@ TEST(db_reads_binary_values_of_their_type)
     PQclear(r);
 }
 
+/* 'infinity' and '-infinity' (the forever leaf's bounds) read as the
+ * extremes, not as an overflowed sum. */
+TEST(db_reads_infinite_timestamps_as_the_extremes)
+{
+    PGresult *r = result_of(1184, 1, "\x7f\xff\xff\xff\xff\xff\xff\xff", 8);
+    CHECK(db_time_us(r, 0, 0) == INT64_MAX);
+    PQclear(r);
+    r = result_of(1184, 1, "\x80\x00\x00\x00\x00\x00\x00\x00", 8);
+    CHECK(db_time_us(r, 0, 0) == INT64_MIN);
+    PQclear(r);
+}
+
 TEST(db_reads_abort_on_a_column_of_another_type_or_in_text)
 {
     PGresult *text_int = result_of(23, 0, "42", 2);          /* an integer in text format */
