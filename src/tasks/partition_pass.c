@@ -392,130 +392,153 @@ static void stop_pass(partition_pass *p, const char *what, const char *error, co
     else pass_end(p);
 }
 
+/* ---- each statement's outcome ----------------------------------------- */
+
+/* What a step's failing statement stops the pass at; NULL where the step
+ * weighs its own errors (a refused detach or drop goes on with the next
+ * leaf). */
+static const char *const step_what[] = {
+    [P_LOCK_TIMEOUT] = "setting the lock timeout",      [P_REGISTER] = "registering the classes",
+    [P_CLASSES] = "listing the classes",                [P_COVER_CLASS] = "coverage",
+    [P_COVER_HEARTBEATS] = "heartbeat coverage",        [P_FINALIZE] = "finalizing pending detaches",
+    [P_EXPIRED] = "finding leaves past their class's duration",
+    [P_DETACH_LIMIT] = "setting the detach timeout",    [P_DETACH_UNLIMIT] = "resetting the detach timeout",
+    [P_ABSENT] = "looking for absent leaves",
+};
+
+static void lock_taken(partition_pass *p, const PGresult *res, const char *error, const char *sqlstate)
+{
+    if (error && !*sqlstate && !p->reconnected) {   /* the idle connection was lost: once more, anew */
+        p->reconnected = true;
+        call(p, P_LOCK, "SELECT pg_try_advisory_lock(" PASS_LOCK_SQL ")", 0, NULL);
+        return;
+    }
+    if (error) { buf_printf(&p->error, "taking the pass lock: %s", error); pass_end(p); return; }
+    if (!db_bool(res, 0, 0)) { p->yielded = true; pass_end(p); return; }
+    char sql[64];   /* no statement of the pass waits for a lock longer than a detach may */
+    snprintf(sql, sizeof sql, "SET lock_timeout = %lld", (long long)p->detach_timeout_ms);
+    command(p, P_LOCK_TIMEOUT, sql);
+}
+
+/* Registered, but for the keys the registry holds with another duration:
+ * each fails its class. */
+static void classes_registered(partition_pass *p, const PGresult *res)
+{
+    for (int i = 0; i < PQntuples(res); i++) {
+        char had[DURATION_TEXT_BYTES], says[DURATION_TEXT_BYTES], why[160];
+        duration_format(db_int(res, i, 1), had);
+        duration_format(db_int(res, i, 2), says);
+        snprintf(why, sizeof why, "registered with %s; silt.conf declares %s (classes are immutable)", had, says);
+        list_add(&p->failed, db_str(res, i, 0), NULL, why);
+    }
+    call(p, P_CLASSES, CLASSES_SQL, 0, NULL);
+}
+
+static void finalize(partition_pass *p)
+{
+    char timeout[24];
+    snprintf(timeout, sizeof timeout, "%lld", (long long)p->detach_timeout_ms);
+    const char *values[1] = { timeout };
+    call(p, P_FINALIZE, "SELECT leaf_name, class_key, reason FROM tasks.partition_finalize($1)", 1, values);
+}
+
+/* A detach that failed is a refusal: a timeout (statement or lock) means a
+ * reader held it; the leaf is left pending for the next pass's finalize. */
+static void detached(partition_pass *p, const char *error, const char *sqlstate)
+{
+    if (error) {
+        bool timed_out = strcmp(sqlstate, "57014") == 0 || strcmp(sqlstate, "55P03") == 0;
+        buf why;
+        buf_init(&why);
+        if (timed_out) buf_printf(&why, "a reader held the detach past its timeout (%lld ms)",
+                                  (long long)p->detach_timeout_ms);
+        else buf_printf(&why, "detaching: %s", error);
+        refuse(p, why.data);
+        buf_fini(&why);
+        p->expired[p->next_leaf].refused = true;
+    }
+    command(p, P_DETACH_UNLIMIT, "RESET statement_timeout");
+}
+
+static void dropped(partition_pass *p, const char *error)
+{
+    if (error) {
+        buf why;
+        buf_init(&why);
+        buf_printf(&why, "dropping: %s", error);
+        refuse(p, why.data);
+        buf_fini(&why);
+    } else {
+        list_add(&p->dropped, p->expired[p->next_leaf].leaf, p->expired[p->next_leaf].class_key, NULL);
+    }
+    p->next_leaf++;
+    next_leaf(p);
+}
+
+/* Absent leaves (the document's message, as a warning) and uncataloged
+ * ones; then the record. */
+static void divergence_found(partition_pass *p, const PGresult *res)
+{
+    for (int i = 0; i < PQntuples(res); i++)
+        list_add(strcmp(db_str(res, i, 1), "absent") == 0 ? &p->absent : &p->uncataloged, db_str(res, i, 0),
+                 NULL, NULL);
+    if (p->absent.n) {
+        buf msg;
+        buf_init(&msg);
+        absent_message(p, &msg);
+        log_warn("%s", msg.data);
+        buf_fini(&msg);
+    }
+    for (size_t i = 0; i < p->uncataloged.n; i++)
+        log_warn("partition pass: %s is attached but not in the leaf catalog: silt neither covers nor drops it",
+                 p->uncataloged.v[i].name);
+    record(p);
+}
+
+static void recorded(partition_pass *p, const char *error, const char *sqlstate)
+{
+    if (error) buf_printf(&p->error, "%srecording the pass: %s", p->error.len ? "; " : "", error);
+    if (error && !*sqlstate) { pass_end(p); return; }   /* the lock went with the connection */
+    unlock(p);
+}
+
 static void on_statement(void *arg, const PGresult *res, const char *error, const char *sqlstate)
 {
     partition_pass *p = arg;
+    if (error && p->step < sizeof step_what / sizeof *step_what && step_what[p->step]) {
+        stop_pass(p, step_what[p->step], error, sqlstate);
+        return;
+    }
+    if (error && !*sqlstate && (p->step == P_DETACH || p->step == P_DROP)) {   /* the connection went */
+        stop_pass(p, p->step == P_DETACH ? "detaching" : "dropping", error, sqlstate);
+        return;
+    }
     switch (p->step) {
-    case P_LOCK:
-        if (error && !*sqlstate && !p->reconnected) {   /* the idle connection was lost: once more, anew */
-            p->reconnected = true;
-            call(p, P_LOCK, "SELECT pg_try_advisory_lock(" PASS_LOCK_SQL ")", 0, NULL);
-            return;
-        }
-        if (error) { buf_printf(&p->error, "taking the pass lock: %s", error); pass_end(p); return; }
-        if (!db_bool(res, 0, 0)) { p->yielded = true; pass_end(p); return; }
-        {   /* no statement of the pass waits for a lock longer than a detach may */
-            char sql[64];
-            snprintf(sql, sizeof sql, "SET lock_timeout = %lld", (long long)p->detach_timeout_ms);
-            command(p, P_LOCK_TIMEOUT, sql);
-        }
-        return;
-    case P_LOCK_TIMEOUT:
-        if (error) { stop_pass(p, "setting the lock timeout", error, sqlstate); return; }
-        call(p, P_REGISTER, CLASS_REGISTRY_EACH_SQL, CLASS_REGISTRY_ARRAYS, p->registry.values);
-        return;
-    case P_REGISTER:
-        if (error) { stop_pass(p, "registering the classes", error, sqlstate); return; }
-        for (int i = 0; i < PQntuples(res); i++) {   /* a key registered with another duration */
-            char had[DURATION_TEXT_BYTES], says[DURATION_TEXT_BYTES], why[160];
-            duration_format(db_int(res, i, 1), had);
-            duration_format(db_int(res, i, 2), says);
-            snprintf(why, sizeof why, "registered with %s; silt.conf declares %s (classes are immutable)", had, says);
-            list_add(&p->failed, db_str(res, i, 0), NULL, why);
-        }
-        call(p, P_CLASSES, CLASSES_SQL, 0, NULL);
-        return;
+    case P_LOCK:             lock_taken(p, res, error, sqlstate); return;
+    case P_LOCK_TIMEOUT:     call(p, P_REGISTER, CLASS_REGISTRY_EACH_SQL, CLASS_REGISTRY_ARRAYS, p->registry.values);
+                             return;
+    case P_REGISTER:         classes_registered(p, res); return;
     case P_CLASSES:
-        if (error) { stop_pass(p, "listing the classes", error, sqlstate); return; }
         for (int i = 0; i < PQntuples(res); i++) list_add(&p->classes, db_str(res, i, 0), NULL, NULL);
         cover_next(p);
         return;
-    case P_COVER_CLASS:
-        if (error) { stop_pass(p, "coverage", error, sqlstate); return; }
-        read_cover(p, res);
-        cover_next(p);
-        return;
-    case P_COVER_HEARTBEATS:
-        if (error) { stop_pass(p, "heartbeat coverage", error, sqlstate); return; }
-        read_cover(p, res);
-        {
-            char timeout[24];
-            snprintf(timeout, sizeof timeout, "%lld", (long long)p->detach_timeout_ms);
-            const char *values[1] = { timeout };
-            call(p, P_FINALIZE, "SELECT leaf_name, class_key, reason FROM tasks.partition_finalize($1)", 1, values);
-        }
-        return;
+    case P_COVER_CLASS:      read_cover(p, res); cover_next(p); return;
+    case P_COVER_HEARTBEATS: read_cover(p, res); finalize(p); return;
     case P_FINALIZE:
-        if (error) { stop_pass(p, "finalizing pending detaches", error, sqlstate); return; }
         read_finalize(p, res);
         call(p, P_EXPIRED, "SELECT leaf_name, parent_name, class_key, attached, pending, pinned"
                            " FROM tasks.partition_expired()", 0, NULL);
         return;
-    case P_EXPIRED:
-        if (error) { stop_pass(p, "finding leaves past their class's duration", error, sqlstate); return; }
-        read_expired(p, res);
-        next_leaf(p);
-        return;
-    case P_DETACH_LIMIT:
-        if (error) { stop_pass(p, "setting the detach timeouts", error, sqlstate); return; }
-        detach(p);
-        return;
-    case P_DETACH:
-        if (error && !*sqlstate) { stop_pass(p, "detaching", error, sqlstate); return; }
-        if (error) {
-            bool timed_out = strcmp(sqlstate, "57014") == 0 || strcmp(sqlstate, "55P03") == 0;
-            buf why;
-            buf_init(&why);
-            if (timed_out) buf_printf(&why, "a reader held the detach past its timeout (%lld ms)",
-                                      (long long)p->detach_timeout_ms);
-            else buf_printf(&why, "detaching: %s", error);
-            refuse(p, why.data);
-            buf_fini(&why);
-            p->expired[p->next_leaf].refused = true;
-        }
-        command(p, P_DETACH_UNLIMIT, "RESET statement_timeout");
-        return;
+    case P_EXPIRED:          read_expired(p, res); next_leaf(p); return;
+    case P_DETACH_LIMIT:     detach(p); return;
+    case P_DETACH:           detached(p, error, sqlstate); return;
     case P_DETACH_UNLIMIT:
-        if (error) { stop_pass(p, "resetting the detach timeouts", error, sqlstate); return; }
         if (p->expired[p->next_leaf].refused) { p->next_leaf++; next_leaf(p); return; }
         drop(p);
         return;
-    case P_DROP:
-        if (error && !*sqlstate) { stop_pass(p, "dropping", error, sqlstate); return; }
-        if (error) {
-            buf why;
-            buf_init(&why);
-            buf_printf(&why, "dropping: %s", error);
-            refuse(p, why.data);
-            buf_fini(&why);
-        } else {
-            list_add(&p->dropped, p->expired[p->next_leaf].leaf, p->expired[p->next_leaf].class_key, NULL);
-        }
-        p->next_leaf++;
-        next_leaf(p);
-        return;
-    case P_ABSENT:
-        if (error) { stop_pass(p, "looking for absent leaves", error, sqlstate); return; }
-        for (int i = 0; i < PQntuples(res); i++)
-            list_add(strcmp(db_str(res, i, 1), "absent") == 0 ? &p->absent : &p->uncataloged, db_str(res, i, 0),
-                     NULL, NULL);
-        if (p->absent.n) {
-            buf msg;
-            buf_init(&msg);
-            absent_message(p, &msg);
-            log_warn("%s", msg.data);
-            buf_fini(&msg);
-        }
-        for (size_t i = 0; i < p->uncataloged.n; i++)
-            log_warn("partition pass: %s is attached but not in the leaf catalog: silt neither covers nor drops it",
-                     p->uncataloged.v[i].name);
-        record(p);
-        return;
-    case P_RECORD:
-        if (error) buf_printf(&p->error, "%srecording the pass: %s", p->error.len ? "; " : "", error);
-        if (error && !*sqlstate) { pass_end(p); return; }
-        unlock(p);
-        return;
+    case P_DROP:             dropped(p, error); return;
+    case P_ABSENT:           divergence_found(p, res); return;
+    case P_RECORD:           recorded(p, error, sqlstate); return;
     case P_UNLOCK:
         if (error && !p->error.len) buf_printf(&p->error, "releasing the pass lock: %s", error);
         pass_end(p);
