@@ -15,11 +15,15 @@ LDFLAGS  = $(SANFLAGS)
 LDLIBS   = $(shell pkg-config --libs $(PKGS)) -lm
 
 SRC      := $(shell find src -name '*.c' | sort)
-OBJ      := $(SRC:%.c=$(BUILD)/%.o) $(BUILD)/gen/embed_sql.o
+OBJ      := $(SRC:%.c=$(BUILD)/%.o) $(BUILD)/gen/embed_sql.o $(BUILD)/gen/embed_web.o
 LIBOBJ   := $(filter-out $(BUILD)/src/main.o,$(OBJ))
 UNIT     := $(shell find tests/unit -name '*.c' | sort)
 INTEG    := $(shell find tests/integration -name '*.c' | sort)
 SQL      := $(sort $(wildcard sql/*.sql))
+# The dashboard: silt's own files, and Chart.js as Debian's libjs-chart.js
+# installs it (scripts/deps.sh), embedded from there: no copy in the tree.
+CHARTJS ?= /usr/share/javascript/chart.js/chart.min.js
+WEB      := $(sort $(wildcard web/*)) $(CHARTJS)
 
 .PHONY: all deps run test test-unit bench clean fuzz
 all: deps
@@ -42,6 +46,13 @@ $(BUILD)/gen/embed_sql.c: $(SQL) scripts/embed.sh
 $(BUILD)/gen/embed_sql.o: $(BUILD)/gen/embed_sql.c
 	$(CC) $(CFLAGS) -c -o $@ $<
 
+$(BUILD)/gen/embed_web.c: $(WEB) scripts/embed.sh
+	@mkdir -p $(dir $@)
+	scripts/embed.sh --bytes embed_web $(WEB) > $@
+
+$(BUILD)/gen/embed_web.o: $(BUILD)/gen/embed_web.c
+	$(CC) $(CFLAGS) -c -o $@ $<
+
 $(BUILD)/unit_tests: $(UNIT:%.c=$(BUILD)/%.o) $(BUILD)/tests/harness.o $(LIBOBJ)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
@@ -56,7 +67,8 @@ $(BUILD)/tests/%.o: tests/%.c
 run: all
 	@scripts/run.sh $(BUILD)/silt
 
-test: deps
+test:
+	@scripts/deps.sh test
 	@$(MAKE) --no-print-directory $(BUILD)/silt $(BUILD)/unit_tests $(BUILD)/integration_tests
 	@scripts/test.sh $(BUILD)
 

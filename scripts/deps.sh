@@ -1,12 +1,17 @@
 #!/bin/sh
-# Installs the Debian packages silt builds and tests with, when any is missing.
+# Installs the Debian packages silt builds and tests with, when any is missing:
+# deps.sh for building and running, deps.sh test for `make test` too.
 # Runs apt-get only as root; otherwise it names what to install and fails.
 set -e
 need=""
 # curl: the README's tour uses it, and a test runs that tour as written.
 # libinih-dev: silt.conf's reader (src/base/conffile.c).
-for pkg in gcc make pkg-config libpq-dev libevent-dev libzstd-dev libxxhash-dev \
-           libssl-dev libinih-dev postgresql curl; do
+# libjs-chart.js: the dashboard's charts, embedded from /usr/share/javascript.
+# chromium (tests only): the dashboard's browser test drives it headless.
+pkgs="gcc make pkg-config libpq-dev libevent-dev libzstd-dev libxxhash-dev
+      libssl-dev libinih-dev postgresql curl libjs-chart.js"
+[ "${1:-}" = test ] && pkgs="$pkgs chromium"
+for pkg in $pkgs; do
     dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" \
         || need="$need $pkg"
 done

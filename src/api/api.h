@@ -19,6 +19,8 @@ typedef void (*api_handler)(httpd_req *req, server *srv);
 void api_dispatch(httpd_req *req, void *srv);
 
 void api_health(httpd_req *req, server *srv);
+void api_dashboard_index(httpd_req *req, server *srv);
+void api_dashboard_asset(httpd_req *req, server *srv);
 void api_metrics(httpd_req *req, server *srv);
 void api_configure(httpd_req *req, server *srv);
 void api_push(httpd_req *req, server *srv);

@@ -14,6 +14,8 @@ typedef struct route {
 } route;
 
 static const route routes[] = {
+    { HTTPD_GET,  "/", api_dashboard_index },
+    { HTTPD_GET,  "/dashboard/:file", api_dashboard_asset },
     { HTTPD_GET,  "/health", api_health },
     { HTTPD_GET,  "/metrics/prometheus", api_metrics },
     { HTTPD_POST, "/api/v1/configure", api_configure },

@@ -1,13 +1,22 @@
-/* embed: files compiled into the binary (SQL migrations), generated at build
- * time by scripts/embed.sh so the binary needs no files beside it. */
+/* embed: files compiled into the binary, generated at build time by
+ * scripts/embed.sh so the binary needs no files beside it: the SQL
+ * migrations (as text) and the dashboard's assets (as bytes). */
 #ifndef SILT_EMBED_H
 #define SILT_EMBED_H
+#include <stddef.h>
 
 typedef struct embed_file {
     const char *name;   /* file name, e.g. "018_schema.sql"; NULL ends a list */
     const char *text;
 } embed_file;
 
-extern const embed_file embed_sql[];   /* the sql directory, in name order */
+typedef struct embed_asset {
+    const char          *name;   /* base name, e.g. "app.js"; NULL ends a list */
+    const unsigned char *data;   /* followed by a NUL byte not counted in len */
+    size_t               len;    /* bytes */
+} embed_asset;
+
+extern const embed_file  embed_sql[];   /* the sql directory, in name order */
+extern const embed_asset embed_web[];   /* the web directory and Chart.js (CHARTJS) */
 
 #endif

@@ -1,0 +1,83 @@
+/* dashboard: serves the browser dashboard's static files (the web directory and
+ * Debian's Chart.js), compiled into the binary by scripts/embed.sh. The pages hold no
+ * data: app.js reads every number from the public HTTP API, like any other
+ * client. GET / is the page; GET /dashboard/<file> its assets.
+ *
+ * Caching: every reply carries an ETag (xxh3-64 of the bytes) and
+ * "Cache-Control: no-cache", so a browser revalidates each load and gets a
+ * 304 with no body until the binary changes; a new build is never hidden
+ * behind a stale cached script. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+#include <event2/buffer.h>
+#include <xxhash.h>
+#include "api/api.h"
+#include "base/embed.h"
+
+typedef struct asset_type {
+    const char *suffix;
+    const char *content_type;
+} asset_type;
+
+static const asset_type asset_types[] = {
+    { ".html", "text/html; charset=utf-8" },
+    { ".js",   "application/javascript; charset=utf-8" },
+    { ".css",  "text/css; charset=utf-8" },
+    { ".svg",  "image/svg+xml" },
+};
+
+static const char *content_type(const char *name)
+{
+    size_t n = strlen(name);
+    for (size_t i = 0; i < sizeof asset_types / sizeof asset_types[0]; i++) {
+        size_t k = strlen(asset_types[i].suffix);
+        if (n > k && strcmp(name + n - k, asset_types[i].suffix) == 0) return asset_types[i].content_type;
+    }
+    return "application/octet-stream";
+}
+
+static const embed_asset *find_asset(const char *name)
+{
+    for (const embed_asset *a = embed_web; a->name; a++)
+        if (strcmp(a->name, name) == 0) return a;
+    return NULL;
+}
+
+static void serve(httpd_req *req, const embed_asset *a)
+{
+    char etag[24];
+    snprintf(etag, sizeof etag, "\"%016" PRIx64 "\"", (uint64_t)XXH3_64bits(a->data, a->len));
+    if (!req->ev) {   /* the client left: nothing to send to */
+        httpd_reply(req, 200, NULL, 0);
+        return;
+    }
+    struct evkeyvalq *out = evhttp_request_get_output_headers(req->ev);
+    evhttp_add_header(out, "ETag", etag);
+    evhttp_add_header(out, "Cache-Control", "no-cache");
+    const char *seen = evhttp_find_header(evhttp_request_get_input_headers(req->ev), "If-None-Match");
+    if (seen && strcmp(seen, etag) == 0) {
+        httpd_reply(req, 304, NULL, 0);
+        return;
+    }
+    evhttp_add_header(out, "Content-Type", content_type(a->name));
+    struct evbuffer *body = evbuffer_new();
+    evbuffer_add_reference(body, a->data, a->len, NULL, NULL);   /* static bytes: no copy */
+    httpd_reply_chain(req, 200, body);
+}
+
+void api_dashboard_index(httpd_req *req, server *srv)
+{
+    (void)srv;
+    const embed_asset *a = find_asset("index.html");
+    if (a) serve(req, a);
+    else httpd_error(req, 404, "not found");
+}
+
+void api_dashboard_asset(httpd_req *req, server *srv)
+{
+    (void)srv;
+    const embed_asset *a = find_asset(req->params[0]);
+    if (a) serve(req, a);
+    else httpd_error_field(req, 404, "asset", req->params[0], "no such dashboard file");
+}

@@ -1,0 +1,380 @@
+/* silt dashboard: hash-routed pages over the public HTTP API (docs/api.md).
+ * Every number shown comes from an API reply; nothing here computes state
+ * the server does not publish. Rendering builds DOM nodes with textContent
+ * only (never innerHTML), so queue names and payloads cannot inject markup.
+ * Values keep the API's own text (offsets, ISO times) so what a page shows
+ * can be compared with what the API answers; each value cell carries
+ * data-k="<API key>" and each row data-row="<name>" for that purpose. */
+'use strict';
+
+const REFRESH_MS = 2000;      /* live pages re-read the API this often */
+const RATE_SAMPLES = 60;      /* points kept on the overview's rate chart */
+const DLQ_PAGE = 50;
+
+/* ---- DOM helpers ---------------------------------------------------- */
+
+function h(tag, attrs, ...children) {
+  const el = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (v === undefined || v === null || v === false) continue;
+    if (k.startsWith('on')) el.addEventListener(k.slice(2), v);
+    else el.setAttribute(k, v === true ? '' : String(v));
+  }
+  for (const c of children.flat()) {
+    if (c === undefined || c === null || c === false) continue;
+    el.appendChild(c instanceof Node ? c : document.createTextNode(String(c)));
+  }
+  return el;
+}
+
+function show(v) {
+  if (v === null || v === undefined) return '—';
+  if (typeof v === 'object') return JSON.stringify(v);
+  return String(v);
+}
+
+/* A value cell: numbers right-aligned, the API key in data-k. */
+function cell(key, v, cls) {
+  const num = typeof v === 'number';
+  return h('td', { 'data-k': key, class: [num ? 'num' : '', cls || ''].join(' ').trim() || null }, show(v));
+}
+
+function table(headers, rows) {
+  return h('table', {},
+    h('thead', {}, h('tr', {}, headers.map(([label, num]) => h('th', { class: num ? 'num' : null }, label)))),
+    h('tbody', {}, rows.length ? rows : h('tr', {}, h('td', { colspan: headers.length, class: 'muted' }, 'none'))));
+}
+
+function card(label, key, v) {
+  return h('div', { class: 'card' }, h('div', { class: 'label' }, label),
+    h('div', { class: 'value', 'data-k': key }, show(v)));
+}
+
+function queueLink(name) {
+  return h('a', { href: '#/queues/' + encodeURIComponent(name) }, name);
+}
+
+/* ---- API ------------------------------------------------------------ */
+
+/* GET or POST a route; resolves to { status, body } for any HTTP status
+ * (a red coverage answers 503 with its report), rejects when the server
+ * cannot be reached or does not answer JSON. */
+async function api(path, options) {
+  const res = await fetch(path, Object.assign({ headers: { Accept: 'application/json' } }, options || {}));
+  const text = await res.text();
+  let body = null;
+  try { body = text ? JSON.parse(text) : null; } catch (e) {
+    throw new Error(path + ': ' + res.status + ' (not JSON)');
+  }
+  return { status: res.status, body };
+}
+
+async function apiOk(path) {
+  const r = await api(path);
+  if (r.status !== 200) throw new Error(path + ': ' + r.status + ' ' + ((r.body && r.body.error) || ''));
+  return r.body;
+}
+
+/* ---- page lifecycle ------------------------------------------------- */
+
+const main = document.getElementById('main');
+const statusEl = document.getElementById('status');
+let current = { token: 0, timer: null, teardown: null };
+
+function setStatus(text, bad) {
+  statusEl.textContent = text;
+  statusEl.className = 'status' + (bad ? ' bad' : '');
+}
+
+/* Runs a page's load function now and, when live, every REFRESH_MS; a
+ * navigation cancels it (token), so a late reply never paints another page. */
+function runPage(page, args) {
+  const token = ++current.token;
+  clearTimeout(current.timer);
+  if (current.teardown) current.teardown();
+  current.teardown = null;
+  const state = {};
+  const tick = async () => {
+    try {
+      const view = await page.load(args, state);
+      if (token !== current.token) return;
+      main.replaceChildren(view);
+      if (page.after) page.after(state);
+      setStatus('updated ' + new Date().toLocaleTimeString(), false);
+    } catch (e) {
+      if (token !== current.token) return;
+      main.replaceChildren(h('h1', {}, page.title(args)), h('p', { class: 'error', id: 'page-error' }, e.message));
+      setStatus('cannot read the API', true);
+    }
+    if (page.live && token === current.token) current.timer = setTimeout(tick, REFRESH_MS);
+  };
+  current.teardown = () => { if (page.teardown) page.teardown(state); };
+  document.title = page.title(args) + ' · silt';
+  tick();
+}
+
+/* ---- overview ------------------------------------------------------- */
+
+/* Per-second rates of this server's counters, from consecutive scrapes of
+ * /metrics/prometheus (the counters are per server: a replica's traffic is
+ * on its own page). */
+const rates = { last: null, labels: [], pushed: [], popped: [], acked: [] };
+
+function metric(text, name) {
+  const m = text.match(new RegExp('^' + name + ' ([0-9.e+]+)$', 'm'));
+  return m ? Number(m[1]) : null;
+}
+
+async function sampleRates() {
+  const res = await fetch('/metrics/prometheus');
+  const text = await res.text();
+  const now = Date.now();
+  const cur = { t: now, pushed: metric(text, 'silt_messages_pushed_total'),
+    popped: metric(text, 'silt_messages_popped_total'), acked: metric(text, 'silt_acks_total') };
+  const prev = rates.last;
+  rates.last = cur;
+  if (!prev) return;
+  const dt = (cur.t - prev.t) / 1000;
+  rates.labels.push(new Date(now).toLocaleTimeString());
+  for (const k of ['pushed', 'popped', 'acked']) rates[k].push(Math.max(0, (cur[k] - prev[k]) / dt));
+  if (rates.labels.length > RATE_SAMPLES)
+    for (const k of ['labels', 'pushed', 'popped', 'acked']) rates[k].shift();
+}
+
+function drawRates(state) {
+  const canvas = document.getElementById('rates');
+  if (!canvas || typeof Chart === 'undefined') return;
+  const data = {
+    labels: rates.labels.slice(),
+    datasets: [
+      { label: 'pushed/s', data: rates.pushed.slice(), borderColor: '#2d6cdf', pointRadius: 0 },
+      { label: 'popped/s', data: rates.popped.slice(), borderColor: '#f39c12', pointRadius: 0 },
+      { label: 'acked/s', data: rates.acked.slice(), borderColor: '#2e7d32', pointRadius: 0 },
+    ],
+  };
+  if (state.chart) state.chart.destroy();
+  state.chart = new Chart(canvas, { type: 'line', data,
+    options: { animation: false, responsive: true, maintainAspectRatio: false,
+      scales: { y: { beginAtZero: true } } } });
+}
+
+function healthCard(hr) {
+  const b = hr.body || {};
+  const good = hr.status === 200 && b.status === 'healthy';
+  return h('div', { class: 'cards', id: 'health' },
+    h('div', { class: 'card ' + (good ? 'ok' : 'bad') }, h('div', { class: 'label' }, 'server'),
+      h('div', { class: 'value', 'data-k': 'status' }, show(b.status))),
+    h('div', { class: 'card ' + (b.database === 'connected' ? 'ok' : 'bad') }, h('div', { class: 'label' }, 'database'),
+      h('div', { class: 'value', 'data-k': 'database' }, show(b.database))),
+    card('version', 'version', b.version),
+    card('maintenance mode', 'maintenanceMode', b.maintenanceMode),
+    card('buffered messages', 'bufferedMessages', b.bufferedMessages));
+}
+
+function queueRow(q) {
+  const pending = Object.entries(q.messages.pending || {});
+  return h('tr', { 'data-row': q.name },
+    h('td', { 'data-k': 'name' }, queueLink(q.name)),
+    cell('namespace', q.namespace), cell('task', q.task), cell('partitions', q.partitions),
+    cell('messages.total', q.messages.total),
+    h('td', { 'data-k': 'messages.pending' }, pending.length
+      ? pending.map(([g, n]) => h('div', { 'data-group': g }, g + ': ' + n)) : '—'),
+    cell('messages.deadLetters', q.messages.deadLetters, q.messages.deadLetters ? 'bad' : ''),
+    cell('createdAt', q.createdAt));
+}
+
+const overviewPage = {
+  live: true,
+  title: () => 'Overview',
+  async load(args, state) {
+    const [ov, queues, groups, hr] = await Promise.all([
+      apiOk('/api/v1/resources/overview'), apiOk('/api/v1/resources/queues'),
+      apiOk('/api/v1/consumer-groups'), api('/health')]);
+    await sampleRates().catch(() => {});
+    const totalLag = groups.reduce((s, g) => s + (g.totalLag || 0), 0);
+    return h('div', { id: 'page-overview' },
+      h('h1', {}, 'Overview'),
+      h('div', { class: 'cards', id: 'totals' },
+        card('queues', 'queues', ov.queues), card('partitions', 'partitions', ov.partitions),
+        card('messages retained', 'messages', ov.messages), card('segments', 'segments', ov.segments),
+        card('consumer groups', 'consumerGroups', ov.consumerGroups),
+        card('total lag', 'totalLag', totalLag),
+        card('active leases', 'activeLeases', ov.activeLeases),
+        card('dead letters', 'deadLetters', ov.deadLetters), card('last write', 'lastWriteAt', ov.lastWriteAt)),
+      h('h2', {}, 'Health'), healthCard(hr),
+      h('h2', {}, 'Messages per second (this server)'),
+      h('div', { class: 'chart' }, h('canvas', { id: 'rates' })),
+      h('h2', {}, 'Queues'),
+      table([['queue'], ['namespace'], ['task'], ['partitions', 1], ['messages', 1], ['pending by group'],
+        ['dead letters', 1], ['created']], queues.map(queueRow)),
+      h('h2', {}, 'Consumer groups'),
+      table([['group'], ['state'], ['queues'], ['members', 1], ['total lag', 1], ['max time lag (s)', 1],
+        ['last activity']], groups.map(groupRow)));
+  },
+  after: drawRates,
+  teardown(state) { if (state.chart) state.chart.destroy(); },
+};
+
+function groupRow(g) {
+  return h('tr', { 'data-row': g.name },
+    cell('name', g.name), cell('state', g.state, g.state === 'Stable' ? '' : 'bad'),
+    h('td', { 'data-k': 'queues' }, (g.queues || []).map((q, i) => [i ? ', ' : '', queueLink(q)])),
+    cell('members', g.members), cell('totalLag', g.totalLag), cell('maxTimeLag', g.maxTimeLag),
+    cell('lastActivityAt', g.lastActivityAt));
+}
+
+/* ---- one queue ------------------------------------------------------ */
+
+function partitionRow(p) {
+  return h('tr', { 'data-row': p.name },
+    cell('name', p.name), cell('lastOffset', p.lastOffset), cell('logStart', p.logStart),
+    cell('txnsStart', p.txnsStart), cell('messages', p.messages), cell('segments', p.segments),
+    cell('lastWriteAt', p.lastWriteAt), cell('createdAt', p.createdAt), cell('id', p.id));
+}
+
+const queuePage = {
+  live: true,
+  title: (args) => 'Queue ' + args.name,
+  async load(args) {
+    const path = '/api/v1/resources/queues/' + encodeURIComponent(args.name);
+    const r = await api(path);
+    if (r.status === 404) throw new Error('no queue named ' + args.name);
+    if (r.status !== 200) throw new Error(path + ': ' + r.status + ' ' + ((r.body && r.body.error) || ''));
+    const q = r.body;
+    const groups = (await apiOk('/api/v1/consumer-groups')).filter((g) => (g.queues || []).includes(q.name));
+    const pending = q.messages.pending || {};
+    return h('div', { id: 'page-queue', 'data-queue': q.name },
+      h('h1', {}, 'Queue ', h('span', { 'data-k': 'name' }, q.name)),
+      h('div', { class: 'cards' },
+        card('namespace', 'namespace', q.namespace), card('task', 'task', q.task),
+        card('partitions', 'partitions', q.partitions), card('messages retained', 'messages.total', q.messages.total),
+        card('dead letters', 'messages.deadLetters', q.messages.deadLetters), card('created', 'createdAt', q.createdAt),
+        card('last write', 'lastWriteAt', q.partitionList.reduce((m, p) =>
+          (p.lastWriteAt && (!m || p.lastWriteAt > m) ? p.lastWriteAt : m), null))),
+      h('h2', {}, 'Options'),
+      table([['option'], ['value']], Object.entries(q.options || {}).map(([k, v]) =>
+        h('tr', { 'data-row': k }, h('td', {}, k), cell(k, v)))),
+      h('h2', {}, 'Partitions'),
+      table([['partition'], ['last offset', 1], ['log start (watermark)', 1], ['txns start', 1],
+        ['messages', 1], ['segments', 1], ['last write'], ['created'], ['id']], q.partitionList.map(partitionRow)),
+      h('h2', {}, 'Consumer groups on this queue'),
+      table([['group'], ['pending here', 1], ['state'], ['members', 1], ['total lag (all queues)', 1],
+        ['max time lag (s)', 1], ['last activity']], groups.map((g) => h('tr', { 'data-row': g.name },
+        cell('name', g.name), cell('pending', pending[g.name] === undefined ? null : pending[g.name]),
+        cell('state', g.state, g.state === 'Stable' ? '' : 'bad'), cell('members', g.members),
+        cell('totalLag', g.totalLag), cell('maxTimeLag', g.maxTimeLag), cell('lastActivityAt', g.lastActivityAt)))));
+  },
+};
+
+/* ---- task record retention ------------------------------------------ */
+
+const retentionPage = {
+  live: true,
+  title: () => 'Task retention',
+  async load() {
+    const [classes, leaves, cov] = await Promise.all([
+      apiOk('/api/v1/task-retention/classes'), apiOk('/api/v1/task-retention/leaves'),
+      api('/api/v1/task-retention/coverage')]);
+    if (cov.status !== 200 && cov.status !== 503) throw new Error('/api/v1/task-retention/coverage: ' + cov.status);
+    const c = cov.body;
+    const absent = c.absent_leaves || [];
+    const problems = c.problems || [];
+    return h('div', { id: 'page-task-retention' },
+      h('h1', {}, 'Task retention'),
+      h('h2', {}, 'Coverage'),
+      h('div', { class: 'cards', id: 'coverage' },
+        h('div', { class: 'card ' + (c.healthy ? 'ok' : 'bad') }, h('div', { class: 'label' }, 'coverage'),
+          h('div', { class: 'value', 'data-k': 'healthy' }, c.healthy ? 'healthy' : 'red')),
+        card('last pass outcome', 'outcome', c.outcome),
+        card('history covered through', 'historyCoveredThrough', c.historyCoveredThrough),
+        card('heartbeats covered through', 'heartbeatsCoveredThrough', c.heartbeatsCoveredThrough),
+        card('last pass finished', 'lastPass.finishedAt', c.lastPass && c.lastPass.finishedAt)),
+      problems.length ? h('div', { class: 'error', id: 'problems' }, h('strong', {}, 'Problems'),
+        h('ul', { class: 'problems' }, problems.map((p) => h('li', { 'data-k': 'problem' }, show(p))))) : null,
+      absent.length ? h('div', { class: 'error', id: 'absent-leaves' }, h('strong', {}, 'Absent leaves'),
+        h('ul', { class: 'problems' }, absent.map((l) => h('li', { 'data-k': 'absent_leaf', class: 'bad' }, l)))) : null,
+      h('h2', {}, 'Classes'),
+      table([['class'], ['duration'], ['origin'], ['leaves', 1], ['bytes', 1], ['records (estimate)', 1],
+        ['oldest leaf'], ['next drop'], ['registered']], classes.classes.map((k) => h('tr', { 'data-row': k.classKey },
+        cell('classKey', k.classKey), cell('duration', k.duration === null ? 'forever' : k.duration),
+        cell('origin', k.origin), cell('leaves', k.leaves), cell('bytes', k.bytes), cell('records', k.records),
+        cell('oldestLeaf', k.oldestLeaf), cell('nextDropAt', k.nextDropAt), cell('registeredAt', k.registeredAt)))),
+      h('h2', {}, 'Leaves'),
+      table([['leaf'], ['class'], ['day'], ['from'], ['to'], ['bytes', 1], ['drops at'], ['state']],
+        leaves.leaves.map((l) => {
+          const bad = l.state === 'absent' || absent.includes(l.leaf);
+          return h('tr', { 'data-row': l.leaf, class: bad ? 'bad' : null },
+            cell('leaf', l.leaf), cell('classKey', l.classKey), cell('day', l.day), cell('from', l.from),
+            cell('to', l.to), cell('bytes', l.bytes), cell('dropsAt', l.dropsAt), cell('state', l.state));
+        })));
+  },
+};
+
+/* ---- dead letters --------------------------------------------------- */
+
+const dlqPage = {
+  live: false,   /* a page of dead letters stays put while it is read */
+  title: () => 'Dead letters',
+  async load(args) {
+    const offset = Math.max(0, Number(args.offset) || 0);
+    const q = new URLSearchParams({ limit: String(DLQ_PAGE), offset: String(offset) });
+    if (args.queue) q.set('queue', args.queue);
+    const d = await apiOk('/api/v1/dlq?' + q.toString());
+    const nav = (o) => '#/dead-letters?' + new URLSearchParams(Object.assign(
+      args.queue ? { queue: args.queue } : {}, { offset: String(o) })).toString();
+    const filter = h('input', { id: 'dlq-queue', placeholder: 'queue', value: args.queue || '' });
+    return h('div', { id: 'page-dead-letters' },
+      h('h1', {}, 'Dead letters'),
+      h('form', { class: 'pager', onsubmit: (e) => {
+        e.preventDefault();
+        location.hash = '#/dead-letters' + (filter.value ? '?' + new URLSearchParams({ queue: filter.value }) : '');
+      } }, filter, h('button', { type: 'submit' }, 'filter')),
+      h('div', { class: 'pager' },
+        h('span', { 'data-k': 'total' }, String(d.total)), ' dead letters; showing ',
+        String(d.messages.length ? offset + 1 : 0), '–', String(offset + d.messages.length),
+        offset > 0 ? h('a', { href: nav(Math.max(0, offset - DLQ_PAGE)) }, '‹ newer') : null,
+        offset + d.messages.length < d.total ? h('a', { href: nav(offset + DLQ_PAGE) }, 'older ›') : null),
+      table([['failed'], ['queue'], ['partition'], ['offset', 1], ['group'], ['retries', 1], ['error'], ['data'], ['']],
+        d.messages.map((m) => h('tr', { 'data-row': m.id },
+          cell('failedAt', m.failedAt), h('td', { 'data-k': 'queue' }, queueLink(m.queue)), cell('partition', m.partition),
+          cell('offset', m.offset), cell('consumerGroup', m.consumerGroup), cell('retryCount', m.retryCount),
+          cell('errorMessage', m.errorMessage), h('td', { 'data-k': 'data' }, h('pre', {}, show(m.data))),
+          h('td', {}, h('button', { 'data-action': 'replay', onclick: () => replay(m) }, 'replay'))))));
+  },
+};
+
+async function replay(m) {
+  if (!confirm('Replay dead letter ' + m.id + ' onto ' + m.queue + '/' + m.partition + '?')) return;
+  const r = await api('/api/v1/dlq/' + encodeURIComponent(m.id) + '/replay', { method: 'POST' });
+  if (r.status === 200) setStatus('replayed as offset ' + r.body.offset, false);
+  else setStatus('replay failed: ' + ((r.body && r.body.error) || r.status), true);
+  route();
+}
+
+/* ---- router --------------------------------------------------------- */
+
+const notFoundPage = { title: () => 'Not found', async load(args) {
+  return h('div', {}, h('h1', {}, 'Not found'), h('p', {}, 'no page at #' + args.path));
+} };
+
+function parseHash() {
+  const raw = location.hash.replace(/^#/, '') || '/';
+  const [path, query] = raw.split('?');
+  const params = Object.fromEntries(new URLSearchParams(query || ''));
+  const parts = path.split('/').filter(Boolean).map(decodeURIComponent);
+  if (parts.length === 0) return [overviewPage, {}, 'overview'];
+  if (parts[0] === 'queues' && parts.length === 2) return [queuePage, { name: parts[1] }, 'overview'];
+  if (parts[0] === 'task-retention' && parts.length === 1) return [retentionPage, {}, 'task-retention'];
+  if (parts[0] === 'dead-letters' && parts.length === 1) return [dlqPage, params, 'dead-letters'];
+  return [notFoundPage, { path }, ''];
+}
+
+function route() {
+  const [page, args, nav] = parseHash();
+  for (const a of document.querySelectorAll('header nav a'))
+    a.classList.toggle('active', a.getAttribute('data-nav') === nav);
+  runPage(page, args);
+}
+
+window.addEventListener('hashchange', route);
+route();
