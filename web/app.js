@@ -245,6 +245,8 @@ const queuePage = {
     const pending = q.messages.pending || {};
     return h('div', { id: 'page-queue', 'data-queue': q.name },
       h('h1', {}, 'Queue ', h('span', { 'data-k': 'name' }, q.name)),
+      h('p', {}, h('a', { href: '#/queues/' + encodeURIComponent(q.name) + '/retention', id: 'retention-link' },
+        'Retention: what was deleted, what pins it, what goes next')),
       h('div', { class: 'cards' },
         card('namespace', 'namespace', q.namespace), card('task', 'task', q.task),
         card('partitions', 'partitions', q.partitions), card('messages retained', 'messages.total', q.messages.total),
@@ -264,6 +266,89 @@ const queuePage = {
         cell('state', g.state, g.state === 'Stable' ? '' : 'bad'), cell('members', g.members),
         cell('totalLag', g.totalLag), cell('maxTimeLag', g.maxTimeLag), cell('lastActivityAt', g.lastActivityAt)))));
   },
+};
+
+/* ---- one queue's log retention --------------------------------------- */
+
+const RULES = [['retentionMsgs', 'retention', '#2d6cdf'], ['completedRetentionMsgs', 'completed_retention', '#2e7d32'],
+  ['evictionMsgs', 'max_wait_time_eviction', '#c62828']];
+
+function explainRow(p) {
+  const cap = p.consumptionCap;
+  const next = p.nextPass;
+  return h('tr', { 'data-row': p.partition },
+    cell('partition', p.partition), cell('watermark', p.watermark), cell('lastOffset', p.lastOffset),
+    cell('retainedOffsets', p.retainedOffsets), cell('oldestRetainedAt', p.oldestRetainedAt),
+    h('td', { 'data-k': 'consumptionCap.pinnedBy' }, cap ? cap.pinnedBy + ' (' + cap.behind + ' behind)' : '—'),
+    h('td', { 'data-k': 'nextPass' }, next ? next.rule + ': ' + next.fromOffset + '–' + next.toOffset +
+      ' (' + next.offsets + ' offsets)' : 'nothing yet'),
+    cell('nextPass.leasedOffsets', next ? next.leasedOffsets : 0, next && next.leasedOffsets ? 'bad' : ''),
+    cell('nextCheckAt', p.nextCheckAt),
+    h('td', { 'data-k': 'notes' }, (p.notes || []).map((n) => h('div', {}, n))));
+}
+
+function drawRetention(state) {
+  const canvas = document.getElementById('retention-chart');
+  if (!canvas || typeof Chart === 'undefined' || !state.series) return;
+  if (state.chart) state.chart.destroy();
+  state.chart = new Chart(canvas, { type: 'bar',
+    data: { labels: state.series.map((b) => b.bucket),
+      datasets: RULES.map(([k, label, color]) => ({ label, data: state.series.map((b) => b[k]), backgroundColor: color })) },
+    options: { animation: false, responsive: true, maintainAspectRatio: false,
+      scales: { x: { stacked: true }, y: { stacked: true, beginAtZero: true } } } });
+}
+
+/* A pass covers every queue: the report shown keeps this queue's steps. */
+async function retentionRun(queue, dry) {
+  if (!dry && !confirm('Run a retention pass now? It deletes what every queue\'s rules allow.')) return;
+  const r = await api('/api/v1/system/retention/run' + (dry ? '?dryRun=true' : ''), { method: 'POST' });
+  const out = document.getElementById('run-report');
+  if (!out) return;
+  if (r.status !== 200) { out.replaceChildren(h('p', { class: 'error' }, (r.body && r.body.error) || String(r.status))); return; }
+  const mine = (r.body.deleted || []).filter((d) => d.queue === queue);
+  out.replaceChildren(h('p', { 'data-k': 'runReport' }, (dry ? 'A pass now would delete ' : 'The pass deleted ') +
+    mine.reduce((n, d) => n + d.offsets, 0) + ' offsets of this queue in ' + mine.length + ' steps' +
+    (r.body.busy ? ' (another server holds the pass)' : '') + '.'),
+  mine.length ? table([['partition'], ['rule'], ['from', 1], ['to', 1], ['offsets', 1], ['leased offsets', 1]],
+    mine.map((d) => h('tr', { 'data-row': d.partition }, cell('partition', d.partition), cell('rule', d.rule),
+      cell('fromOffset', d.fromOffset), cell('toOffset', d.toOffset), cell('offsets', d.offsets),
+      cell('leasedOffsets', d.leasedOffsets, d.leasedOffsets ? 'bad' : '')))) : null);
+}
+
+const queueRetentionPage = {
+  live: true,
+  title: (args) => 'Retention of ' + args.name,
+  async load(args, state) {
+    const q = encodeURIComponent(args.name);
+    const ex = await api('/api/v1/retention/explain?queue=' + q);
+    if (ex.status === 404) throw new Error('no queue named ' + args.name);
+    if (ex.status !== 200) throw new Error('/api/v1/retention/explain: ' + ex.status + ' ' + ((ex.body && ex.body.error) || ''));
+    const an = await apiOk('/api/v1/analytics/retention?queue=' + q);
+    state.series = an.series;
+    const e = ex.body;
+    const t = an.totals;
+    if (!state.report) state.report = h('div', { id: 'run-report' });
+    return h('div', { id: 'page-queue-retention', 'data-queue': e.queue },
+      h('h1', {}, 'Retention of ', queueLink(e.queue)),
+      h('div', { class: 'cards' }, Object.entries(e.options || {}).map(([k, v]) => card(k, 'options.' + k, v))),
+      h('h2', {}, 'Offsets dropped in the last hour, by rule'),
+      h('div', { class: 'cards', id: 'retention-totals' },
+        RULES.map(([k, label]) => card(label, 'totals.' + k, t[k])),
+        card('all rules', 'totals.totalMsgs', t.totalMsgs), card('deleting steps', 'totals.eventCount', t.eventCount)),
+      an.series.length ? h('div', { class: 'chart' }, h('canvas', { id: 'retention-chart' }))
+        : h('p', { class: 'muted', id: 'retention-empty' }, 'nothing deleted in the last hour'),
+      h('h2', {}, 'What pins each partition, and what goes next'),
+      table([['partition'], ['watermark', 1], ['last offset', 1], ['retained', 1], ['oldest retained'],
+        ['pinned by'], ['next pass'], ['leased offsets evicted next', 1], ['next check'], ['in words']],
+      e.partitions.map(explainRow)),
+      h('h2', {}, 'Run'),
+      h('div', { class: 'pager' },
+        h('button', { 'data-action': 'dry-run', onclick: () => retentionRun(e.queue, true) }, 'dry run'),
+        h('button', { 'data-action': 'run-now', onclick: () => retentionRun(e.queue, false) }, 'run now')),
+      state.report);
+  },
+  after: drawRetention,
+  teardown(state) { if (state.chart) state.chart.destroy(); },
 };
 
 /* ---- task record retention ------------------------------------------ */
@@ -364,6 +449,8 @@ function parseHash() {
   const parts = path.split('/').filter(Boolean).map(decodeURIComponent);
   if (parts.length === 0) return [overviewPage, {}, 'overview'];
   if (parts[0] === 'queues' && parts.length === 2) return [queuePage, { name: parts[1] }, 'overview'];
+  if (parts[0] === 'queues' && parts.length === 3 && parts[2] === 'retention')
+    return [queueRetentionPage, { name: parts[1] }, 'overview'];
   if (parts[0] === 'task-retention' && parts.length === 1) return [retentionPage, {}, 'task-retention'];
   if (parts[0] === 'dead-letters' && parts.length === 1) return [dlqPage, params, 'dead-letters'];
   return [notFoundPage, { path }, ''];

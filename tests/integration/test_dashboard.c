@@ -90,6 +90,18 @@ static const char *value_of(const char *dom, const char *k)
     return e ? sfmt("%.*s", (int)(e - c), c) : "";
 }
 
+/* Chart.js styles the canvas it draws on (box-sizing, size): the library
+ * loaded and drew, rather than the canvas merely being in the markup. */
+static bool chart_drawn(const char *dom, const char *id)
+{
+    const char *canvas = strstr(dom, sfmt("id=\"%s\"", id));
+    if (!canvas) return false;
+    const char *open = canvas, *close = strchr(canvas, '>');
+    while (open > dom && *open != '<') open--;
+    const char *style = strstr(open, "box-sizing");
+    return style && close && style < close;
+}
+
 /* ---- serving --------------------------------------------------------- */
 
 /* GET path; the reply is not JSON, so not through rq(). Checks the status
@@ -218,12 +230,7 @@ TEST(dashboard_overview_shows_totals_queues_health_and_draws_its_chart)
     CHECK_STR(value_of(dom, "totalLag"), sfmt("%lld", (long long)jint(&r, "0.totalLag")));
     CHECK_STR(cell_in_row(dom, "billing", "state"), jstr(&r, "0.state"));
     reply_fini(&r);
-    /* Chart.js sized the canvas: the library loaded and drew */
-    const char *canvas = strstr(dom, "id=\"rates\"");
-    CHECK(canvas != NULL);
-    const char *open = canvas;
-    while (open > dom && *open != '<') open--;
-    CHECK(strstr(open, "box-sizing") != NULL && strstr(open, "box-sizing") < strchr(canvas, '>'));
+    CHECK(chart_drawn(dom, "rates"));
     srv_stop(&s);
 }
 
@@ -294,5 +301,58 @@ TEST(dashboard_dead_letters_page_shows_a_dead_letters_payload_and_offers_replay)
     CHECK_STR(cell_in_row(dom, id, "failedAt"), jstr(&r, "messages.0.failedAt"));
     CHECK(strstr(dom, "data-action=\"replay\"") != NULL);
     reply_fini(&r);
+    srv_stop(&s);
+}
+
+/* The retention view after a pass: the offsets dropped by rule (the
+ * history's totals, drawn as a chart), the watermark moved, and what pins
+ * and what keeps the rest in words, as the explain route says it. */
+TEST(dashboard_queue_retention_view_shows_what_a_pass_deleted_by_rule)
+{
+    silt_server s;
+    srv_start(&s, NULL);
+    if (!have_chromium()) { srv_stop(&s); return; }
+    const char *q = uniq("dash-ret");
+    configure_queue(&s, q, "{\"retentionEnabled\":true,\"retentionSeconds\":3600}");
+    push(&s, q, "Default", 2);
+    push(&s, q, "Default", 1);
+    push(&s, q, "Default", 1);
+    age_segments(pid_of(q, "Default"), 0, 4, 2 * HOUR);
+    push(&s, q, "Default", 1);   /* young: retention keeps it */
+    refresh(q);
+    reply r;
+    run(&s, false, &r);
+    reply_fini(&r);
+    const char *dom = browse(&s, sfmt("/queues/%s/retention", q));
+    rq(&s, "GET", sfmt("/api/v1/analytics/retention?queue=%s", q), NULL, &r);
+    CHECK_INT(jint(&r, "totals.retentionMsgs"), 4);
+    CHECK_STR(value_of(dom, "totals.retentionMsgs"), "4");
+    CHECK_STR(value_of(dom, "totals.eventCount"), sfmt("%lld", (long long)jint(&r, "totals.eventCount")));
+    CHECK_STR(value_of(dom, "totals.evictionMsgs"), "0");
+    reply_fini(&r);
+    CHECK(chart_drawn(dom, "retention-chart"));
+    rq(&s, "GET", sfmt("/api/v1/retention/explain?queue=%s", q), NULL, &r);
+    CHECK_STR(cell_in_row(dom, "Default", "watermark"), "4");
+    CHECK_STR(cell_in_row(dom, "Default", "watermark"), sfmt("%lld", (long long)jint(&r, "partitions.0.watermark")));
+    CHECK(strstr(dom, sfmt("<div>%s</div>", jstr(&r, "partitions.0.notes.0"))) != NULL);
+    reply_fini(&r);
+    srv_stop(&s);
+}
+
+/* "a queue with retention configured but nothing to delete shows nothing
+ * rather than an error" */
+TEST(dashboard_queue_retention_view_with_nothing_deleted_shows_nothing_not_an_error)
+{
+    silt_server s;
+    srv_start(&s, NULL);
+    if (!have_chromium()) { srv_stop(&s); return; }
+    const char *q = uniq("dash-ret0");
+    configure_queue(&s, q, "{\"retentionEnabled\":true,\"retentionSeconds\":3600}");
+    push(&s, q, "Default", 1);
+    const char *dom = browse(&s, sfmt("/queues/%s/retention", q));   /* fails on an error banner */
+    CHECK(strstr(dom, "id=\"retention-empty\"") != NULL);
+    CHECK(strstr(dom, "id=\"retention-chart\"") == NULL);
+    CHECK_STR(value_of(dom, "totals.totalMsgs"), "0");
+    CHECK_STR(cell_in_row(dom, "Default", "nextPass"), "nothing yet");
     srv_stop(&s);
 }
