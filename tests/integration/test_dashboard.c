@@ -6,10 +6,15 @@
  * blocked load. Without chromium (`make test` installs it) the browser
  * checks print a note and pass. Chromium's --virtual-time-budget runs the
  * page's timers and fetches to completion before --dump-dom: no sleeps. */
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
 #include "harness.h"
 #include "support.h"
 #include "retention_support.h"
@@ -100,6 +105,174 @@ static bool chart_drawn(const char *dom, const char *id)
     while (open > dom && *open != '<') open--;
     const char *style = strstr(open, "box-sizing");
     return style && close && style < close;
+}
+
+/* ---- pressing buttons: the DevTools protocol over a pipe ---------------
+ *
+ * --dump-dom cannot click, and a button's confirm() needs an answer. With
+ * --remote-debugging-pipe chromium reads protocol commands on fd 3 and
+ * writes replies and events on fd 4, each a JSON text ended by a NUL byte:
+ * no WebSocket, no port. The test opens the page, waits (polling with a
+ * deadline) for a selector, answers confirm() with OK by replacing it with
+ * a function that records its question, and clicks. */
+
+typedef struct browser {
+    pid_t pid;
+    int   to, from;      /* our ends: commands to chromium, its replies */
+    int   next_id;
+    buf   in;            /* bytes read and not yet a whole message */
+    char  session[96];   /* the page's flattened session id */
+    char  dir[64];       /* profile and log */
+} browser;
+
+static void browser_exec(int cmd_read, int ev_write, const char *dir)
+{
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    int a = fcntl(cmd_read, F_DUPFD, 10), b = fcntl(ev_write, F_DUPFD, 10);
+    if (a < 0 || b < 0 || dup2(a, 3) < 0 || dup2(b, 4) < 0) _exit(126);
+    if (!freopen(sfmt("%s/chromium.log", dir), "w", stderr)) _exit(126);
+    if (!freopen("/dev/null", "w", stdout)) _exit(126);
+    setenv("DBUS_SYSTEM_BUS_ADDRESS", "unix:path=/nonexistent", 1);
+    setenv("DBUS_SESSION_BUS_ADDRESS", "unix:path=/nonexistent", 1);
+    execlp("chromium", "chromium", "--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run",
+           "--disable-extensions", "--disable-background-networking", "--disable-component-update",
+           sfmt("--user-data-dir=%s/profile", dir), "--enable-logging=stderr", "--v=0",
+           "--remote-debugging-pipe", "about:blank", (char *)NULL);
+    _exit(127);
+}
+
+/* The next whole message (NUL-terminated in b->in up to the returned
+ * length), reading with a deadline; fails the test when none comes. */
+static size_t browser_read(browser *b, int64_t deadline)
+{
+    for (;;) {
+        const char *nul = b->in.len ? memchr(b->in.data, '\0', b->in.len) : NULL;
+        if (nul) return (size_t)(nul - b->in.data);
+        int64_t left = deadline - now_ms();
+        struct pollfd p = { b->from, POLLIN, 0 };
+        if (left <= 0 || poll(&p, 1, (int)left) <= 0)
+            harness_failf(__FILE__, __LINE__, "chromium did not answer in time");
+        char chunk[65536];
+        ssize_t n = read(b->from, chunk, sizeof chunk);
+        if (n <= 0) harness_failf(__FILE__, __LINE__, "chromium closed its pipe");
+        buf_append(&b->in, chunk, (size_t)n);
+    }
+}
+
+/* Sends one command (params a JSON object or NULL) in the page's session
+ * unless top is set, and waits for its reply, skipping events; the reply
+ * is parsed into r (reply_fini it). Fails the test on a protocol error. */
+static void browser_call(browser *b, bool top, const char *method, const char *params, reply *r)
+{
+    int id = ++b->next_id;
+    buf cmd;
+    buf_init(&cmd);
+    buf_printf(&cmd, "{\"id\":%d,\"method\":\"%s\",\"params\":%s", id, method, params ? params : "{}");
+    if (!top) buf_printf(&cmd, ",\"sessionId\":\"%s\"", b->session);
+    buf_append(&cmd, "}", 2);   /* and the NUL that ends a message */
+    if (write(b->to, cmd.data, cmd.len) != (ssize_t)cmd.len) harness_failf(__FILE__, __LINE__, "write to chromium");
+    buf_fini(&cmd);
+    int64_t deadline = now_ms() + 20000;
+    for (;;) {
+        size_t n = browser_read(b, deadline);
+        http_response_init(&r->raw);
+        json_doc_init(&r->doc);
+        buf_append(&r->raw.body, b->in.data, n);
+        memmove(b->in.data, b->in.data + n + 1, b->in.len - n - 1);
+        b->in.len -= n + 1;
+        if (json_parse(&r->doc, r->raw.body.data, r->raw.body.len, 1u << 20) < 0)
+            harness_failf(__FILE__, __LINE__, "chromium sent no JSON: %.200s", r->raw.body.data);
+        if (jpath(r, "id") >= 0 && jint(r, "id") == id) break;
+        reply_fini(r);   /* an event, or a reply to someone else */
+    }
+    if (jpath(r, "error") >= 0) harness_failf(__FILE__, __LINE__, "%s: %s", method, jraw(r, "error"));
+}
+
+/* Starts chromium and opens url in a page of its own. */
+static void browser_open(browser *b, const char *url)
+{
+    memset(b, 0, sizeof *b);
+    buf_init(&b->in);
+    snprintf(b->dir, sizeof b->dir, "/tmp/silt-cdp-%d", (int)getpid());
+    char ignored[16];
+    (void)run_cmd(sfmt("rm -rf %s && mkdir -p %s", b->dir, b->dir), ignored, sizeof ignored);
+    int cmd[2], ev[2];
+    CHECK(pipe(cmd) == 0 && pipe(ev) == 0);
+    fflush(NULL);
+    b->pid = fork();
+    CHECK(b->pid >= 0);
+    if (b->pid == 0) browser_exec(cmd[0], ev[1], b->dir);
+    close(cmd[0]);
+    close(ev[1]);
+    b->to = cmd[1];
+    b->from = ev[0];
+    reply r;
+    browser_call(b, true, "Target.createTarget", sfmt("{\"url\":\"%s\"}", url), &r);
+    char target[96];
+    keep_str(target, jstr(&r, "result.targetId"));
+    reply_fini(&r);
+    browser_call(b, true, "Target.attachToTarget", sfmt("{\"targetId\":\"%s\",\"flatten\":true}", target), &r);
+    snprintf(b->session, sizeof b->session, "%s", jstr(&r, "result.sessionId"));
+    reply_fini(&r);
+}
+
+/* Evaluates a JavaScript expression in the page; its value as JSON text. */
+static const char *browser_eval(browser *b, const char *expr)
+{
+    buf p;
+    buf_init(&p);
+    buf_puts(&p, "{\"expression\":");
+    json_put_cstr(&p, expr);
+    buf_puts(&p, ",\"returnByValue\":true}");
+    reply r;
+    browser_call(b, false, "Runtime.evaluate", p.data, &r);
+    buf_fini(&p);
+    if (jpath(&r, "result.exceptionDetails") >= 0)
+        harness_failf(__FILE__, __LINE__, "%s threw: %s", expr, jraw(&r, "result.exceptionDetails"));
+    const char *v = jpath(&r, "result.result.value") >= 0 ? jraw(&r, "result.result.value") : "null";
+    reply_fini(&r);
+    return v;
+}
+
+/* Waits for the expression to be true, polling with a deadline. */
+static void browser_await(browser *b, const char *expr, int timeout_ms)
+{
+    int64_t deadline = now_ms() + timeout_ms;
+    while (strcmp(browser_eval(b, expr), "true") != 0) {
+        if (now_ms() > deadline) harness_failf(__FILE__, __LINE__, "%s never became true", expr);
+        struct pollfd none = { -1, 0, 0 };
+        poll(&none, 0, 50);   /* the page works meanwhile; this is a poll interval, not a wait for it */
+    }
+}
+
+/* Answers the page's next confirm() with OK, remembering its question in
+ * window.siltConfirmed, and clicks the element. */
+static void browser_confirm_click(browser *b, const char *selector)
+{
+    browser_eval(b, "window.confirm = (m) => { window.siltConfirmed = m; return true; }; true");
+    browser_eval(b, sfmt("document.querySelector('%s').click(); true", selector));
+}
+
+/* Closes chromium (it exits on Browser.close), then checks its log for
+ * console messages. */
+static void browser_close(browser *b)
+{
+    reply r;
+    browser_call(b, true, "Browser.close", NULL, &r);
+    reply_fini(&r);
+    int status;
+    int64_t deadline = now_ms() + 10000;
+    while (waitpid(b->pid, &status, WNOHANG) == 0) {
+        if (now_ms() > deadline) { kill(b->pid, SIGKILL); waitpid(b->pid, &status, 0); break; }
+        struct pollfd none = { -1, 0, 0 };
+        poll(&none, 0, 20);
+    }
+    close(b->to);
+    close(b->from);
+    buf_fini(&b->in);
+    check_console(sfmt("%s/chromium.log", b->dir));
+    char ignored[16];
+    (void)run_cmd(sfmt("rm -rf %s", b->dir), ignored, sizeof ignored);
 }
 
 /* ---- serving --------------------------------------------------------- */
@@ -354,5 +527,42 @@ TEST(dashboard_queue_retention_view_with_nothing_deleted_shows_nothing_not_an_er
     CHECK(strstr(dom, "id=\"retention-chart\"") == NULL);
     CHECK_STR(value_of(dom, "totals.totalMsgs"), "0");
     CHECK_STR(cell_in_row(dom, "Default", "nextPass"), "nothing yet");
+    srv_stop(&s);
+}
+
+/* Replay from the page: it asks first, then the dead letter is gone from
+ * /api/v1/dlq and its message is back on its partition at a new offset. */
+TEST(dashboard_replay_button_asks_then_puts_the_dead_letter_back_on_its_partition)
+{
+    silt_server s;
+    srv_start(&s, NULL);
+    if (!have_chromium()) { srv_stop(&s); return; }
+    const char *q = uniq("dash-replay");
+    configure_queue(&s, q, "{}");
+    push_one(&s, q, "p1", "rp-1", "{\"order\":7}");
+    dead_letter_next(&s, q, "billing", "rp-1");
+    reply r;
+    rq(&s, "GET", sfmt("/api/v1/dlq?queue=%s", q), NULL, &r);
+    CHECK_INT(jint(&r, "total"), 1);
+    char id[96];
+    keep_str(id, jstr(&r, "messages.0.id"));
+    reply_fini(&r);
+    browser b;
+    browser_open(&b, sfmt("%s/#/dead-letters?queue=%s", s.url, q));
+    browser_await(&b, "document.querySelector('[data-action=replay]') !== null", 20000);
+    browser_confirm_click(&b, "[data-action=replay]");
+    browser_await(&b, "typeof window.siltConfirmed === 'string'", 5000);
+    CHECK(strstr(browser_eval(&b, "window.siltConfirmed"), id) != NULL);   /* it asked about this one */
+    /* the page re-reads the list once the replay answered */
+    browser_await(&b, "document.querySelector('[data-k=total]') && document.querySelector('[data-k=total]').textContent === '0'", 10000);
+    browser_close(&b);
+    rq(&s, "GET", sfmt("/api/v1/dlq?queue=%s", q), NULL, &r);
+    CHECK_INT(jint(&r, "total"), 0);
+    reply_fini(&r);
+    CHECK_INT(pop_from(&s, q, "p1", "consumerGroup=fresh&batch=10&wait=false", &r), 200);
+    CHECK_STR(jstr(&r, "messages.0.transactionId"), "rp-1");   /* the original stays in the log */
+    CHECK_STR(jstr(&r, "messages.1.transactionId"), sfmt("dlq:%s", id));
+    CHECK_STR(jraw(&r, "messages.1.data"), "{\"order\":7}");
+    reply_fini(&r);
     srv_stop(&s);
 }
