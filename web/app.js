@@ -307,7 +307,7 @@ async function retentionRun(queue, dry) {
   if (r.status !== 200) { out.replaceChildren(h('p', { class: 'error' }, (r.body && r.body.error) || String(r.status))); return; }
   const mine = (r.body.deleted || []).filter((d) => d.queue === queue);
   out.replaceChildren(h('p', { 'data-k': 'runReport' }, (dry ? 'A pass now would delete ' : 'The pass deleted ') +
-    mine.reduce((n, d) => n + d.offsets, 0) + ' offsets of this queue in ' + mine.length + ' steps' +
+    mine.reduce((n, d) => n + d.offsets, 0) + ' offsets of this queue in ' + mine.length + (mine.length === 1 ? ' step' : ' steps') +
     (r.body.busy ? ' (another server holds the pass)' : '') + '.'),
   mine.length ? table([['partition'], ['rule'], ['from', 1], ['to', 1], ['offsets', 1], ['leased offsets', 1]],
     mine.map((d) => h('tr', { 'data-row': d.partition }, cell('partition', d.partition), cell('rule', d.rule),

@@ -566,3 +566,41 @@ TEST(dashboard_replay_button_asks_then_puts_the_dead_letter_back_on_its_partitio
     reply_fini(&r);
     srv_stop(&s);
 }
+
+/* The retention view's buttons: a dry run reports what this queue would
+ * lose and deletes nothing; run now asks first, then deletes it, and the
+ * history the API answers shows the step. */
+TEST(dashboard_retention_dry_run_reports_and_run_now_asks_then_deletes)
+{
+    silt_server s;
+    srv_start(&s, NULL);
+    if (!have_chromium()) { srv_stop(&s); return; }
+    const char *q = uniq("dash-run");
+    configure_queue(&s, q, "{\"retentionEnabled\":true,\"retentionSeconds\":3600}");
+    push(&s, q, "Default", 3);
+    age_segments(pid_of(q, "Default"), 0, 3, 2 * HOUR);
+    push(&s, q, "Default", 1);
+    refresh(q);
+    browser b;
+    browser_open(&b, sfmt("%s/#/queues/%s/retention", s.url, q));
+    browser_await(&b, "document.querySelector('[data-action=dry-run]') !== null", 20000);
+    browser_eval(&b, "document.querySelector('[data-action=dry-run]').click(); true");
+    browser_await(&b, "document.querySelector('[data-k=runReport]') !== null", 10000);
+    CHECK_STR(browser_eval(&b, "document.querySelector('[data-k=runReport]').textContent"),
+              "\"A pass now would delete 3 offsets of this queue in 1 step.\"");
+    reply r;
+    rq(&s, "GET", sfmt("/api/v1/analytics/retention?queue=%s", q), NULL, &r);
+    CHECK_INT(jint(&r, "totals.totalMsgs"), 0);   /* a dry run deletes nothing */
+    reply_fini(&r);
+    browser_confirm_click(&b, "[data-action=run-now]");
+    browser_await(&b, "document.querySelector('[data-k=runReport]').textContent.startsWith('The pass deleted')", 10000);
+    CHECK(strstr(browser_eval(&b, "window.siltConfirmed"), "retention pass") != NULL);
+    browser_close(&b);
+    rq(&s, "GET", sfmt("/api/v1/analytics/retention?queue=%s", q), NULL, &r);
+    CHECK_INT(jint(&r, "totals.retentionMsgs"), 3);
+    reply_fini(&r);
+    rq(&s, "GET", sfmt("/api/v1/resources/queues/%s", q), NULL, &r);
+    CHECK_INT(jint(&r, "partitionList.0.logStart"), 3);
+    reply_fini(&r);
+    srv_stop(&s);
+}
