@@ -98,8 +98,10 @@ function runPage(page, args) {
     try {
       const view = await page.load(args, state);
       if (token !== current.token) return;
-      main.replaceChildren(view);
-      if (page.after) page.after(state);
+      const typing = document.activeElement && document.activeElement.tagName === 'INPUT' &&
+        main.contains(document.activeElement);
+      if (!typing) main.replaceChildren(view);   /* never repaint over what someone is typing */
+      if (page.after && !typing) page.after(state);
       setStatus('updated ' + new Date().toLocaleTimeString(), false);
     } catch (e) {
       if (token !== current.token) return;
@@ -217,7 +219,7 @@ const overviewPage = {
 
 function groupRow(g) {
   return h('tr', { 'data-row': g.name },
-    cell('name', g.name), cell('state', g.state, g.state === 'Stable' ? '' : 'bad'),
+    h('td', { 'data-k': 'name' }, groupLink(g.name)), cell('state', g.state, g.state === 'Stable' ? '' : 'bad'),
     h('td', { 'data-k': 'queues' }, (g.queues || []).map((q, i) => [i ? ', ' : '', queueLink(q)])),
     cell('members', g.members), cell('totalLag', g.totalLag), cell('maxTimeLag', g.maxTimeLag),
     cell('lastActivityAt', g.lastActivityAt));
@@ -262,9 +264,72 @@ const queuePage = {
       h('h2', {}, 'Consumer groups on this queue'),
       table([['group'], ['pending here', 1], ['state'], ['members', 1], ['total lag (all queues)', 1],
         ['max time lag (s)', 1], ['last activity']], groups.map((g) => h('tr', { 'data-row': g.name },
-        cell('name', g.name), cell('pending', pending[g.name] === undefined ? null : pending[g.name]),
+        h('td', { 'data-k': 'name' }, groupLink(g.name)), cell('pending', pending[g.name] === undefined ? null : pending[g.name]),
         cell('state', g.state, g.state === 'Stable' ? '' : 'bad'), cell('members', g.members),
         cell('totalLag', g.totalLag), cell('maxTimeLag', g.maxTimeLag), cell('lastActivityAt', g.lastActivityAt)))));
+  },
+};
+
+/* ---- one consumer group -------------------------------------------- */
+
+function groupLink(name) {
+  return h('a', { href: '#/groups/' + encodeURIComponent(name) }, name);
+}
+
+/* Seek moves every partition of the queue for this group: asked first. */
+async function seek(group, queue, body, what) {
+  if (!confirm('Move ' + group + '\'s cursors on ' + queue + ' ' + what + '?')) return;
+  const r = await api('/api/v1/consumer-groups/' + encodeURIComponent(group) + '/queues/' +
+    encodeURIComponent(queue) + '/seek', { method: 'POST', headers: { 'Content-Type': 'application/json' },
+    body: JSON.stringify(body) });
+  if (r.status === 200) setStatus('moved ' + r.body.partitions.length + ' cursors on ' + queue, false);
+  else setStatus('seek failed: ' + ((r.body && r.body.error) || r.status), true);
+  route();
+}
+
+function seekForm(group, queue) {
+  const when = h('input', { type: 'text', placeholder: '2026-12-01T07:00:00Z', 'data-seek-time': queue, size: 24 });
+  return h('div', { class: 'pager', 'data-seek': queue },
+    h('strong', {}, queue), ' seek:',
+    h('button', { 'data-action': 'seek-end', 'data-queue': queue,
+      onclick: () => seek(group, queue, { toEnd: true }, 'to the end') }, 'to end'),
+    when,
+    h('button', { 'data-action': 'seek-time', 'data-queue': queue,
+      onclick: () => seek(group, queue, { timestamp: when.value }, 'to ' + when.value) }, 'to time'));
+}
+
+const groupPage = {
+  live: true,
+  title: (args) => 'Group ' + args.name,
+  async load(args, state) {
+    const path = '/api/v1/consumer-groups/' + encodeURIComponent(args.name);
+    const r = await api(path);
+    if (r.status === 404) throw new Error('no consumer group named ' + args.name);
+    if (r.status !== 200) throw new Error(path + ': ' + r.status + ' ' + ((r.body && r.body.error) || ''));
+    const g = r.body;
+    const sum = (await apiOk('/api/v1/consumer-groups')).find((x) => x.name === g.name) || {};
+    const queues = [...new Set(g.partitions.map((p) => p.queue).concat(g.subscriptions.map((x) => x.queue)))];
+    return h('div', { id: 'page-group', 'data-group': g.name },
+      h('h1', {}, 'Consumer group ', h('span', { 'data-k': 'name' }, g.name)),
+      h('div', { class: 'cards' },
+        h('div', { class: 'card ' + (sum.state === 'Stable' ? 'ok' : 'bad') }, h('div', { class: 'label' }, 'state'),
+          h('div', { class: 'value', 'data-k': 'state' }, show(sum.state))),
+        card('members (live leases)', 'members', sum.members), card('total lag', 'totalLag', sum.totalLag),
+        card('max time lag (s)', 'maxTimeLag', sum.maxTimeLag), card('last activity', 'lastActivityAt', sum.lastActivityAt)),
+      h('h2', {}, 'Cursors'),
+      table([['queue'], ['partition'], ['committed offset', 1], ['lag', 1], ['time lag (s)', 1], ['retries', 1],
+        ['consumed', 1], ['last activity'], ['lease']], g.partitions.map((p) =>
+        h('tr', { 'data-row': p.queue + '/' + p.partition },
+          h('td', { 'data-k': 'queue' }, queueLink(p.queue)), cell('partition', p.partition),
+          cell('committedOffset', p.committedOffset), cell('lag', p.lag), cell('timeLag', p.timeLag),
+          cell('retryCount', p.retryCount), cell('totalConsumed', p.totalConsumed), cell('lastActivityAt', p.lastActivityAt),
+          cell('lease', p.lease ? 'until ' + p.lease.expiresAt : null)))),
+      h('h2', {}, 'Subscriptions'),
+      table([['queue'], ['from'], ['created']], g.subscriptions.map((x) => h('tr', { 'data-row': x.queue },
+        h('td', { 'data-k': 'queue' }, queueLink(x.queue)), cell('from', x.from), cell('createdAt', x.createdAt)))),
+      h('h2', {}, 'Seek'),
+      h('p', { class: 'muted' }, 'Moves the cursor of every partition of the queue, releases leases and resets retries.'),
+      queues.map((q) => seekForm(g.name, q)));
   },
 };
 
@@ -451,6 +516,7 @@ function parseHash() {
   if (parts[0] === 'queues' && parts.length === 2) return [queuePage, { name: parts[1] }, 'overview'];
   if (parts[0] === 'queues' && parts.length === 3 && parts[2] === 'retention')
     return [queueRetentionPage, { name: parts[1] }, 'overview'];
+  if (parts[0] === 'groups' && parts.length === 2) return [groupPage, { name: parts[1] }, 'overview'];
   if (parts[0] === 'task-retention' && parts.length === 1) return [retentionPage, {}, 'task-retention'];
   if (parts[0] === 'dead-letters' && parts.length === 1) return [dlqPage, params, 'dead-letters'];
   return [notFoundPage, { path }, ''];

@@ -604,3 +604,38 @@ TEST(dashboard_retention_dry_run_reports_and_run_now_asks_then_deletes)
     reply_fini(&r);
     srv_stop(&s);
 }
+
+/* The group page shows each cursor's lag as the API does; seeking to the
+ * end from the page asks first, then the API answers no lag. */
+TEST(dashboard_group_page_shows_lag_and_seek_to_end_asks_then_moves_the_cursors)
+{
+    silt_server s;
+    srv_start(&s, NULL);
+    if (!have_chromium()) { srv_stop(&s); return; }
+    const char *q = uniq("dash-group");
+    known_queue(&s, q);
+    reply r;
+    rq(&s, "GET", "/api/v1/consumer-groups/billing", NULL, &r);
+    CHECK_INT(jint(&r, "partitions.0.lag"), 1);
+    reply_fini(&r);
+    browser b;
+    browser_open(&b, sfmt("%s/#/groups/billing", s.url));
+    browser_await(&b, sfmt("document.querySelector('[data-row=\"%s/p1\"] [data-k=lag]') !== null", q), 20000);
+    CHECK_STR(browser_eval(&b, sfmt("document.querySelector('[data-row=\"%s/p1\"] [data-k=lag]').textContent", q)), "\"1\"");
+    CHECK_STR(browser_eval(&b, "document.querySelector('[data-k=members]').textContent"), "\"1\"");
+    browser_confirm_click(&b, "[data-action=seek-end]");
+    browser_await(&b, "typeof window.siltConfirmed === 'string'", 5000);
+    CHECK(strstr(browser_eval(&b, "window.siltConfirmed"), q) != NULL);
+    browser_await(&b, sfmt("document.querySelector('[data-row=\"%s/p2\"] [data-k=committedOffset]') !== null", q), 10000);
+    CHECK_STR(browser_eval(&b, "document.querySelector('[data-k=totalLag]').textContent"), "\"0\"");
+    browser_close(&b);
+    rq(&s, "GET", "/api/v1/consumer-groups", NULL, &r);
+    CHECK_INT(jint(&r, "0.totalLag"), 0);
+    reply_fini(&r);
+    rq(&s, "GET", "/api/v1/consumer-groups/billing", NULL, &r);
+    for (int i = 0; i < 2; i++)
+        if (strcmp(jstr(&r, sfmt("partitions.%d.partition", i)), "p2") == 0)
+            CHECK_INT(jint(&r, sfmt("partitions.%d.committedOffset", i)), 2);
+    reply_fini(&r);
+    srv_stop(&s);
+}
