@@ -639,3 +639,74 @@ TEST(dashboard_group_page_shows_lag_and_seek_to_end_asks_then_moves_the_cursors)
     reply_fini(&r);
     srv_stop(&s);
 }
+
+/* ---- screenshots for docs/dashboard.md --------------------------------- */
+
+/* Writes the page as it is now to dir/name.png (Page.captureScreenshot
+ * answers base64; base64(1) decodes it). */
+static void screenshot(browser *b, const char *dir, const char *name)
+{
+    reply r;
+    browser_call(b, false, "Page.captureScreenshot", "{\"format\":\"png\"}", &r);
+    FILE *f = popen(sfmt("base64 -d > %s/%s.png", dir, name), "w");
+    CHECK(f != NULL);
+    const char *data = jstr(&r, "result.data");
+    fwrite(data, 1, strlen(data), f);
+    CHECK_INT(pclose(f), 0);
+    reply_fini(&r);
+}
+
+static void show_page(browser *b, const silt_server *s, const char *hash, const char *ready)
+{
+    browser_eval(b, sfmt("location.href = '%s/#%s'; true", s->url, hash));
+    browser_await(b, ready, 20000);
+}
+
+/* Only with SILT_DASHBOARD_SCREENSHOTS=<dir> (docs/screenshots is where
+ * docs/dashboard.md finds them): a scene with names a reader recognises,
+ * each main page loaded and captured at 1280x900. */
+TEST(dashboard_screenshots_of_the_main_pages)
+{
+    const char *dir = getenv("SILT_DASHBOARD_SCREENSHOTS");
+    if (!dir) { printf("    note: SILT_DASHBOARD_SCREENSHOTS unset: no screenshots taken\n"); return; }
+    silt_server s;
+    srv_start(&s, NULL);
+    if (!have_chromium()) { srv_stop(&s); return; }
+    configure_queue(&s, "orders", "{\"retentionEnabled\":true,\"retentionSeconds\":3600}");
+    push(&s, "orders", "eu", 40);
+    push(&s, "orders", "us", 25);
+    age_segments(pid_of("orders", "eu"), 0, 40, 2 * HOUR);
+    refresh("orders");
+    reply r;
+    run(&s, false, &r);
+    reply_fini(&r);
+    push(&s, "orders", "eu", 12);
+    configure_queue(&s, "emails", "{}");
+    push(&s, "emails", "Default", 8);
+    push_one(&s, "emails", "Default", "welcome-42", "{\"to\":\"ada@example.com\",\"template\":\"welcome\"}");
+    CHECK_INT(pop_from(&s, "orders", "us", "consumerGroup=billing&batch=10&wait=false", &r), 200);
+    reply_fini(&r);
+    CHECK_INT(pop_from(&s, "emails", NULL, "consumerGroup=mailer&batch=8&autoAck=true&wait=false", &r), 200);
+    reply_fini(&r);
+    dead_letter_next(&s, "emails", "mailer", "welcome-42");
+    browser b;
+    browser_open(&b, "about:blank");
+    reply m;
+    browser_call(&b, false, "Emulation.setDeviceMetricsOverride",
+                 "{\"width\":1280,\"height\":900,\"deviceScaleFactor\":1,\"mobile\":false}", &m);
+    reply_fini(&m);
+    show_page(&b, &s, "/", "document.getElementById('page-overview') !== null");
+    screenshot(&b, dir, "overview");
+    show_page(&b, &s, "/queues/orders", "document.getElementById('page-queue') !== null");
+    screenshot(&b, dir, "queue");
+    show_page(&b, &s, "/queues/orders/retention", "document.getElementById('page-queue-retention') !== null");
+    screenshot(&b, dir, "queue-retention");
+    show_page(&b, &s, "/groups/billing", "document.getElementById('page-group') !== null");
+    screenshot(&b, dir, "group");
+    show_page(&b, &s, "/dead-letters", "document.getElementById('page-dead-letters') !== null");
+    screenshot(&b, dir, "dead-letters");
+    show_page(&b, &s, "/task-retention", "document.getElementById('page-task-retention') !== null");
+    screenshot(&b, dir, "task-retention");
+    browser_close(&b);
+    srv_stop(&s);
+}
