@@ -501,6 +501,58 @@ async function replay(m) {
   route();
 }
 
+/* ---- tasks ---------------------------------------------------------- */
+
+const TASK_STATUSES = ['', 'PENDING', 'CLAIMED', 'RUNNING', 'COMPLETED', 'FAILED', 'CANCELLED', 'EXPIRED'];
+const TASK_PAGE = 50;
+
+function taskLink(id) {
+  return h('a', { href: '#/tasks/' + encodeURIComponent(id) }, id);
+}
+
+/* Pages on the server: the list answers nextCursor when full, and the
+ * page's hash carries it, so "next" is a link and "back" is the browser's. */
+const tasksPage = {
+  live: true,
+  title: () => 'Tasks',
+  async load(args) {
+    const q = new URLSearchParams({ limit: String(TASK_PAGE) });
+    for (const k of ['queue', 'status', 'cursor']) if (args[k]) q.set(k, args[k]);
+    const d = await apiOk('/api/v1/tasks?' + q.toString());
+    const queue = h('input', { id: 'task-queue', placeholder: 'queue', value: args.queue || '' });
+    const status = h('select', { id: 'task-status' }, TASK_STATUSES.map((st) =>
+      h('option', { value: st, selected: st === (args.status || '') }, st || 'any status')));
+    const hashOf = (extra) => '#/tasks?' + new URLSearchParams(Object.assign({},
+      queue.value ? { queue: queue.value } : {}, status.value ? { status: status.value } : {}, extra || {})).toString();
+    return h('div', { id: 'page-tasks' },
+      h('h1', {}, 'Tasks'),
+      h('form', { class: 'pager', onsubmit: (e) => { e.preventDefault(); location.hash = hashOf(); } },
+        queue, status, h('button', { type: 'submit' }, 'filter')),
+      table([['id'], ['name'], ['queue'], ['status'], ['attempt', 1], ['sent'], ['finished'], ['error']],
+        d.tasks.map((t) => h('tr', { 'data-row': t.id },
+          h('td', { 'data-k': 'id' }, taskLink(t.id)), cell('name', t.name), cell('queue', t.queue),
+          cell('status', t.status, t.status === 'FAILED' || t.status === 'EXPIRED' ? 'bad' : ''),
+          cell('attempt', t.attempt), cell('sentAt', t.sentAt), cell('finishedAt', t.finishedAt),
+          cell('errorMessage', t.errorMessage)))),
+      h('div', { class: 'pager' }, d.nextCursor
+        ? h('a', { id: 'tasks-next', href: hashOf({ cursor: d.nextCursor }) }, 'next ' + TASK_PAGE + ' ›') : null));
+  },
+};
+
+const taskPage = {
+  live: true,
+  title: (args) => 'Task ' + args.id,
+  async load(args) {
+    const r = await api('/api/v1/tasks/' + encodeURIComponent(args.id));
+    if (r.status === 404) throw new Error('no task ' + args.id);
+    if (r.status !== 200) throw new Error('/api/v1/tasks/:id: ' + r.status + ' ' + ((r.body && r.body.error) || ''));
+    return h('div', { id: 'page-task' },
+      h('h1', {}, 'Task ', h('span', { 'data-k': 'id' }, r.body.id)),
+      table([['field'], ['value']], Object.entries(r.body).map(([k, v]) => h('tr', { 'data-row': k },
+        h('td', {}, k), h('td', { 'data-k': k }, typeof v === 'object' && v !== null ? h('pre', {}, show(v)) : show(v))))));
+  },
+};
+
 /* ---- router --------------------------------------------------------- */
 
 const notFoundPage = { title: () => 'Not found', async load(args) {
@@ -516,6 +568,8 @@ function parseHash() {
   if (parts[0] === 'queues' && parts.length === 2) return [queuePage, { name: parts[1] }, 'overview'];
   if (parts[0] === 'queues' && parts.length === 3 && parts[2] === 'retention')
     return [queueRetentionPage, { name: parts[1] }, 'overview'];
+  if (parts[0] === 'tasks' && parts.length === 1) return [tasksPage, params, 'tasks'];
+  if (parts[0] === 'tasks' && parts.length === 2) return [taskPage, { id: parts[1] }, 'tasks'];
   if (parts[0] === 'groups' && parts.length === 2) return [groupPage, { name: parts[1] }, 'overview'];
   if (parts[0] === 'task-retention' && parts.length === 1) return [retentionPage, {}, 'task-retention'];
   if (parts[0] === 'dead-letters' && parts.length === 1) return [dlqPage, params, 'dead-letters'];

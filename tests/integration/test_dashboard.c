@@ -13,6 +13,7 @@
 #include "harness.h"
 #include "support.h"
 #include "retention_support.h"
+#include "task_support.h"
 
 /* The cell of key k in the row named row: "<tr data-row="row">...<td
  * data-k="k" ...>text</td>"; "" when absent (static ring via sfmt). */
@@ -477,5 +478,31 @@ TEST(dashboard_screenshots_of_the_main_pages)
     show_page(&b, &s, "/task-retention", "document.getElementById('page-task-retention') !== null");
     browser_screenshot(&b, dir, "task-retention");
     browser_close(&b);
+    srv_stop(&s);
+}
+
+/* Tasks by status, paged on the server: the page lists what the list route
+ * answers for that status, and a task's page shows its stored fields. */
+TEST(dashboard_tasks_page_lists_tasks_by_status_and_shows_one)
+{
+    silt_server s;
+    srv_start(&s, NULL);
+    if (!browser_available()) { srv_stop(&s); return; }
+    char kept[96], gone[96];
+    keep_str(kept, task_send(&s, "{\"name\":\"resize\",\"queue\":\"images\",\"args\":{\"id\":7}}"));
+    keep_str(gone, task_send(&s, "{\"name\":\"resize\",\"queue\":\"images\",\"args\":{\"id\":8}}"));
+    reply r;
+    rq(&s, "POST", sfmt("/api/v1/tasks/%s/cancel", gone), NULL, &r);
+    CHECK_INT(r.status, 200);
+    reply_fini(&r);
+    const char *dom = browser_dump_dom(&s, "/tasks?status=PENDING");
+    CHECK_STR(cell_in_row(dom, kept, "status"), "PENDING");
+    CHECK_STR(cell_in_row(dom, kept, "name"), "resize");
+    CHECK(strstr(dom, sfmt("data-row=\"%s\"", gone)) == NULL);
+    dom = browser_dump_dom(&s, sfmt("/tasks/%s", gone));
+    rq(&s, "GET", sfmt("/api/v1/tasks/%s", gone), NULL, &r);
+    CHECK_STR(cell_in_row(dom, "status", "status"), jstr(&r, "status"));
+    CHECK(strstr(dom, "<pre>{\"id\":8}</pre>") != NULL);
+    reply_fini(&r);
     srv_stop(&s);
 }
