@@ -553,6 +553,97 @@ const taskPage = {
   },
 };
 
+/* ---- workflows and schedules ----------------------------------------- */
+
+const STATE_CLASS = { COMPLETED: 'ok', FAILED: 'bad', CANCELLED: 'bad', SKIPPED: 'muted' };
+
+const workflowsPage = {
+  live: true,
+  title: () => 'Workflows',
+  async load(args) {
+    const q = new URLSearchParams({ limit: String(TASK_PAGE) });
+    for (const k of ['status', 'name', 'cursor']) if (args[k]) q.set(k, args[k]);
+    const d = await apiOk('/api/v1/workflows?' + q.toString());
+    const next = new URLSearchParams(Object.assign({}, args, { cursor: d.nextCursor || '' })).toString();
+    return h('div', { id: 'page-workflows' },
+      h('h1', {}, 'Workflows'),
+      table([['id'], ['name'], ['status'], ['created'], ['finished'], ['error']], d.workflows.map((w) =>
+        h('tr', { 'data-row': w.id },
+          h('td', { 'data-k': 'id' }, h('a', { href: '#/workflows/' + encodeURIComponent(w.id) }, w.id)),
+          cell('name', w.name), cell('status', w.status, STATE_CLASS[w.status] || ''), cell('createdAt', w.createdAt),
+          cell('finishedAt', w.finishedAt), cell('errorMessage', w.errorMessage)))),
+      h('div', { class: 'pager' }, d.nextCursor ? h('a', { href: '#/workflows?' + next }, 'next ' + TASK_PAGE + ' ›') : null));
+  },
+};
+
+/* Depth of each node: 0 without predecessors, else one more than the
+ * deepest node it waits for (the definition has no cycle: the server
+ * refuses one). The graph is drawn as columns by depth, each node a box
+ * in its state's colour naming what it waits for. */
+function depths(nodes) {
+  const byId = Object.fromEntries(nodes.map((n) => [n.id, n]));
+  const depth = {};
+  const of = (id, seen) => {
+    if (depth[id] !== undefined) return depth[id];
+    if (seen.has(id) || !byId[id]) return 0;
+    seen.add(id);
+    const w = byId[id].waitsFor || [];
+    depth[id] = w.length ? 1 + Math.max(...w.map((p) => of(p, seen))) : 0;
+    return depth[id];
+  };
+  nodes.forEach((n) => of(n.id, new Set()));
+  return depth;
+}
+
+function workflowGraph(nodes) {
+  const depth = depths(nodes);
+  const columns = [];
+  for (const n of nodes) (columns[depth[n.id]] = columns[depth[n.id]] || []).push(n);
+  return h('div', { class: 'graph', id: 'workflow-graph' }, columns.map((col, i) => h('div', { class: 'graph-col' },
+    h('div', { class: 'label muted' }, 'step ' + (i + 1)),
+    col.map((n) => h('div', { class: 'card node ' + (STATE_CLASS[n.status] || ''), 'data-node': n.id },
+      h('div', { class: 'value' }, n.id), h('div', { 'data-k': 'status' }, n.status),
+      h('div', { class: 'label' }, n.task + ' on ' + n.queue),
+      (n.waitsFor || []).length ? h('div', { class: 'label' }, '← ' + n.waitsFor.join(', ') + ' (' + n.join + ')') : null,
+      n.taskId ? h('div', { class: 'label' }, taskLink(n.taskId)) : null)))));
+}
+
+const workflowPage = {
+  live: true,
+  title: (args) => 'Workflow ' + args.id,
+  async load(args) {
+    const r = await api('/api/v1/workflows/' + encodeURIComponent(args.id));
+    if (r.status === 404) throw new Error('no workflow ' + args.id);
+    if (r.status !== 200) throw new Error('/api/v1/workflows/:id: ' + r.status + ' ' + ((r.body && r.body.error) || ''));
+    const w = r.body;
+    return h('div', { id: 'page-workflow' },
+      h('h1', {}, 'Workflow ', h('span', { 'data-k': 'name' }, w.name)),
+      h('div', { class: 'cards' },
+        h('div', { class: 'card ' + (STATE_CLASS[w.status] || '') }, h('div', { class: 'label' }, 'status'),
+          h('div', { class: 'value', 'data-k': 'status' }, w.status)),
+        card('on error', 'onError', w.onError), card('output', 'output', w.output),
+        card('created', 'createdAt', w.createdAt), card('finished', 'finishedAt', w.finishedAt)),
+      h('h2', {}, 'Nodes'), workflowGraph(w.nodes || []),
+      h('h2', {}, 'Result'), h('pre', { 'data-k': 'result' }, show(w.result)));
+  },
+};
+
+const schedulesPage = {
+  live: true,
+  title: () => 'Schedules',
+  async load() {
+    const d = await apiOk('/api/v1/schedules');
+    return h('div', { id: 'page-schedules' },
+      h('h1', {}, 'Schedules'),
+      h('p', { class: 'muted' }, 'The schedules of the silt.conf of the server this page was loaded from.'),
+      table([['name'], ['cron'], ['timezone'], ['task'], ['queue'], ['next fire'], ['last fired'], ['last task']],
+        d.schedules.map((x) => h('tr', { 'data-row': x.name },
+          cell('name', x.name), cell('cron', x.cron), cell('timezone', x.timezone), cell('task', x.task),
+          cell('queue', x.queue), cell('nextFire', x.nextFire), cell('lastFiredAt', x.lastFiredAt),
+          h('td', { 'data-k': 'lastTaskId' }, x.lastTaskId ? taskLink(x.lastTaskId) : '—')))));
+  },
+};
+
 /* ---- router --------------------------------------------------------- */
 
 const notFoundPage = { title: () => 'Not found', async load(args) {
@@ -570,6 +661,9 @@ function parseHash() {
     return [queueRetentionPage, { name: parts[1] }, 'overview'];
   if (parts[0] === 'tasks' && parts.length === 1) return [tasksPage, params, 'tasks'];
   if (parts[0] === 'tasks' && parts.length === 2) return [taskPage, { id: parts[1] }, 'tasks'];
+  if (parts[0] === 'workflows' && parts.length === 1) return [workflowsPage, params, 'workflows'];
+  if (parts[0] === 'workflows' && parts.length === 2) return [workflowPage, { id: parts[1] }, 'workflows'];
+  if (parts[0] === 'schedules' && parts.length === 1) return [schedulesPage, {}, 'schedules'];
   if (parts[0] === 'groups' && parts.length === 2) return [groupPage, { name: parts[1] }, 'overview'];
   if (parts[0] === 'task-retention' && parts.length === 1) return [retentionPage, {}, 'task-retention'];
   if (parts[0] === 'dead-letters' && parts.length === 1) return [dlqPage, params, 'dead-letters'];

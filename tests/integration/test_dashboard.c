@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "browser.h"
 #include "harness.h"
 #include "support.h"
@@ -505,4 +506,65 @@ TEST(dashboard_tasks_page_lists_tasks_by_status_and_shows_one)
     CHECK(strstr(dom, "<pre>{\"id\":8}</pre>") != NULL);
     reply_fini(&r);
     srv_stop(&s);
+}
+
+/* A workflow as a graph: each node in the column of its depth, in the
+ * state the API gives it; the list shows the workflow. */
+TEST(dashboard_workflow_page_draws_nodes_by_depth_in_their_states)
+{
+    silt_server s;
+    srv_start(&s, NULL);
+    if (!browser_available()) { srv_stop(&s); return; }
+    reply r;
+    rq(&s, "POST", "/api/v1/workflows", "{\"name\":\"etl\",\"nodes\":["
+       "{\"id\":\"fetch\",\"task\":\"fetch\",\"queue\":\"etl\"},"
+       "{\"id\":\"parse\",\"task\":\"parse\",\"queue\":\"etl\",\"waitsFor\":[\"fetch\"]},"
+       "{\"id\":\"aggregate\",\"task\":\"report\",\"queue\":\"etl\",\"waitsFor\":[\"parse\",\"fetch\"]}]}", &r);
+    CHECK_INT(r.status, 201);
+    char id[96];
+    keep_str(id, jstr(&r, "id"));
+    reply_fini(&r);
+    const char *dom = browser_dump_dom(&s, sfmt("/workflows/%s", id));
+    rq(&s, "GET", sfmt("/api/v1/workflows/%s", id), NULL, &r);
+    CHECK_STR(value_of(dom, "status"), jstr(&r, "status"));
+    for (int i = 0; i < 3; i++) {
+        char node[96];
+        keep_str(node, jstr(&r, sfmt("nodes.%d.id", i)));
+        const char *box = strstr(dom, sfmt("data-node=\"%s\"", node));
+        CHECK(box != NULL);
+        CHECK_STR(value_of(box, "status"), jstr(&r, sfmt("nodes.%d.status", i)));
+    }
+    reply_fini(&r);
+    /* by depth, not by name: fetch, then parse, then aggregate (it waits for parse too) */
+    const char *fetch = strstr(dom, "data-node=\"fetch\""), *parse = strstr(dom, "data-node=\"parse\"");
+    const char *aggregate = strstr(dom, "data-node=\"aggregate\"");
+    CHECK(fetch && parse && aggregate && fetch < parse && parse < aggregate);
+    CHECK(strstr(dom, "step 3") != NULL);
+    dom = browser_dump_dom(&s, "/workflows");
+    CHECK_STR(cell_in_row(dom, id, "name"), "etl");
+    srv_stop(&s);
+}
+
+/* The schedules of the server's silt.conf, with their next fire as the
+ * API answers it. */
+TEST(dashboard_schedules_page_shows_each_schedule_and_its_next_fire)
+{
+    char path[128];
+    snprintf(path, sizeof path, "/tmp/silt-dash-sched-%d.conf", (int)getpid());
+    FILE *f = fopen(path, "w");
+    CHECK(f != NULL);
+    fprintf(f, "[schedule.nightly]\ncron = 0 3 * * *\ntask = cleanup\nqueue = maintenance\n");
+    fclose(f);
+    silt_server s;
+    srv_start(&s, (const char *const[]){ sfmt("SILT_CONFIG=%s", path), NULL });
+    if (!browser_available()) { srv_stop(&s); unlink(path); return; }
+    const char *dom = browser_dump_dom(&s, "/schedules");
+    reply r;
+    rq(&s, "GET", "/api/v1/schedules", NULL, &r);
+    CHECK_STR(cell_in_row(dom, "nightly", "cron"), "0 3 * * *");
+    CHECK_STR(cell_in_row(dom, "nightly", "queue"), "maintenance");
+    CHECK_STR(cell_in_row(dom, "nightly", "nextFire"), jstr(&r, "schedules.0.nextFire"));
+    reply_fini(&r);
+    srv_stop(&s);
+    unlink(path);
 }
