@@ -86,6 +86,15 @@ function setStatus(text, bad) {
   statusEl.className = 'status' + (bad ? ' bad' : '');
 }
 
+/* What an action did (replay, seek, delete): stays until the next action,
+ * unlike the status line, which each refresh rewrites. */
+function notice(text, bad) {
+  const el = document.getElementById('notice');
+  el.textContent = text;
+  el.className = bad ? 'error' : 'ok';
+  el.hidden = false;
+}
+
 /* Runs a page's load function now and, when live, every REFRESH_MS; a
  * navigation cancels it (token), so a late reply never paints another page. */
 function runPage(page, args) {
@@ -282,8 +291,8 @@ async function seek(group, queue, body, what) {
   const r = await api('/api/v1/consumer-groups/' + encodeURIComponent(group) + '/queues/' +
     encodeURIComponent(queue) + '/seek', { method: 'POST', headers: { 'Content-Type': 'application/json' },
     body: JSON.stringify(body) });
-  if (r.status === 200) setStatus('moved ' + r.body.partitions.length + ' cursors on ' + queue, false);
-  else setStatus('seek failed: ' + ((r.body && r.body.error) || r.status), true);
+  if (r.status === 200) notice('moved ' + r.body.partitions.length + ' cursors on ' + queue, false);
+  else notice('seek failed: ' + ((r.body && r.body.error) || r.status), true);
   route();
 }
 
@@ -489,15 +498,16 @@ const dlqPage = {
           cell('failedAt', m.failedAt), h('td', { 'data-k': 'queue' }, queueLink(m.queue)), cell('partition', m.partition),
           cell('offset', m.offset), cell('consumerGroup', m.consumerGroup), cell('retryCount', m.retryCount),
           cell('errorMessage', m.errorMessage), h('td', { 'data-k': 'data' }, h('pre', {}, show(m.data))),
-          h('td', {}, h('button', { 'data-action': 'replay', onclick: () => replay(m) }, 'replay'))))));
+          h('td', {}, h('a', { href: messageHash(m.partitionId, m.transactionId), 'data-action': 'view' }, 'view'), ' ',
+            h('button', { 'data-action': 'replay', onclick: () => replay(m) }, 'replay'))))));
   },
 };
 
 async function replay(m) {
   if (!confirm('Replay dead letter ' + m.id + ' onto ' + m.queue + '/' + m.partition + '?')) return;
   const r = await api('/api/v1/dlq/' + encodeURIComponent(m.id) + '/replay', { method: 'POST' });
-  if (r.status === 200) setStatus('replayed as offset ' + r.body.offset, false);
-  else setStatus('replay failed: ' + ((r.body && r.body.error) || r.status), true);
+  if (r.status === 200) notice('replayed as offset ' + r.body.offset, false);
+  else notice('replay failed: ' + ((r.body && r.body.error) || r.status), true);
   route();
 }
 
@@ -644,6 +654,60 @@ const schedulesPage = {
   },
 };
 
+/* ---- message lookup --------------------------------------------------- */
+
+function messageHash(partitionId, transactionId) {
+  return '#/messages?' + new URLSearchParams({ partitionId, transactionId }).toString();
+}
+
+async function deleteDeadLetter(pid, txn) {
+  if (!confirm('Delete the dead letters of ' + txn + '? They cannot be replayed afterwards.')) return;
+  const r = await api('/api/v1/messages/' + encodeURIComponent(pid) + '/' + encodeURIComponent(txn), { method: 'DELETE' });
+  if (r.status === 200) notice('deleted ' + r.body.deleted + ' dead letter(s)', false);
+  else if (r.status === 404) notice('no dead letter of ' + txn + ' to delete', false);
+  else notice('delete failed: ' + ((r.body && r.body.error) || r.status), true);
+  route();
+}
+
+function messageView(m) {
+  const dl = m.status === 'dead-lettered' ? m.deadLetter : null;
+  const shown = dl || m;
+  const fields = ['status', 'queue', 'partition', 'partitionId', 'offset', 'transactionId', 'traceId', 'createdAt']
+    .map((k) => [k, k === 'status' ? m.status : shown[k]]);
+  if (dl) fields.push(['consumerGroup', dl.consumerGroup], ['errorMessage', dl.errorMessage],
+    ['retryCount', dl.retryCount], ['failedAt', dl.failedAt]);
+  return [table([['field'], ['value']], fields.map(([k, v]) => h('tr', { 'data-row': k }, h('td', {}, k), cell(k, v)))),
+    h('h2', {}, 'Payload'), h('pre', { 'data-k': 'data' }, show(shown.data)),
+    /* A retained message may have dead letters too (the log keeps it until
+     * retention): the DELETE removes them, or answers that there are none. */
+    h('div', { class: 'pager' },
+      dl ? h('button', { 'data-action': 'replay', onclick: () => replay(dl) }, 'replay') : null,
+      h('button', { 'data-action': 'delete', onclick: () => deleteDeadLetter(shown.partitionId, shown.transactionId) },
+        'delete its dead letters'))];
+}
+
+const messagePage = {
+  live: false,
+  title: () => 'Message lookup',
+  async load(args) {
+    const pid = h('input', { id: 'msg-partition', placeholder: 'partition id', size: 38, value: args.partitionId || '' });
+    const txn = h('input', { id: 'msg-txn', placeholder: 'transaction id', size: 38, value: args.transactionId || '' });
+    let body = h('p', { class: 'muted' }, 'A message by the id of its partition and its transactionId.');
+    if (args.partitionId && args.transactionId) {
+      const r = await api('/api/v1/messages/' + encodeURIComponent(args.partitionId) + '/' +
+        encodeURIComponent(args.transactionId));
+      if (r.status === 404) body = h('p', { id: 'msg-none' }, 'no such message: not retained and no dead letter');
+      else if (r.status !== 200) throw new Error('/api/v1/messages: ' + r.status + ' ' + ((r.body && r.body.error) || ''));
+      else body = h('div', { id: 'message' }, messageView(r.body));
+    }
+    return h('div', { id: 'page-message' },
+      h('h1', {}, 'Message lookup'),
+      h('form', { class: 'pager', onsubmit: (e) => { e.preventDefault(); location.hash = messageHash(pid.value, txn.value); } },
+        pid, txn, h('button', { type: 'submit' }, 'look up')),
+      body);
+  },
+};
+
 /* ---- router --------------------------------------------------------- */
 
 const notFoundPage = { title: () => 'Not found', async load(args) {
@@ -664,6 +728,7 @@ function parseHash() {
   if (parts[0] === 'workflows' && parts.length === 1) return [workflowsPage, params, 'workflows'];
   if (parts[0] === 'workflows' && parts.length === 2) return [workflowPage, { id: parts[1] }, 'workflows'];
   if (parts[0] === 'schedules' && parts.length === 1) return [schedulesPage, {}, 'schedules'];
+  if (parts[0] === 'messages' && parts.length === 1) return [messagePage, params, 'messages'];
   if (parts[0] === 'groups' && parts.length === 2) return [groupPage, { name: parts[1] }, 'overview'];
   if (parts[0] === 'task-retention' && parts.length === 1) return [retentionPage, {}, 'task-retention'];
   if (parts[0] === 'dead-letters' && parts.length === 1) return [dlqPage, params, 'dead-letters'];

@@ -568,3 +568,43 @@ TEST(dashboard_schedules_page_shows_each_schedule_and_its_next_fire)
     srv_stop(&s);
     unlink(path);
 }
+
+/* A dead letter viewed from its list (the message lookup page: the log
+ * still holds the message, so it reads retained), then its dead letter
+ * deleted from there: asked first, and the API no longer has it. */
+TEST(dashboard_message_lookup_shows_a_dead_letter_and_delete_asks_then_removes_it)
+{
+    silt_server s;
+    srv_start(&s, NULL);
+    if (!browser_available()) { srv_stop(&s); return; }
+    const char *q = uniq("dash-msg");
+    configure_queue(&s, q, "{}");
+    push_one(&s, q, "p1", "ml-1", "{\"sku\":\"A-9\"}");
+    dead_letter_next(&s, q, "billing", "ml-1");
+    reply r;
+    rq(&s, "GET", sfmt("/api/v1/dlq?queue=%s", q), NULL, &r);
+    char pid[96];
+    keep_str(pid, jstr(&r, "messages.0.partitionId"));
+    reply_fini(&r);
+    browser b;
+    browser_open(&b, sfmt("%s/#/dead-letters?queue=%s", s.url, q));
+    browser_await(&b, "document.querySelector('[data-action=view]') !== null", 20000);
+    browser_eval(&b, "document.querySelector('[data-action=view]').click(); true");
+    browser_await(&b, "document.getElementById('message') !== null", 10000);
+    /* the log still holds the message beside its dead letter: the API says retained */
+    rq(&s, "GET", sfmt("/api/v1/messages/%s/ml-1", pid), NULL, &r);
+    CHECK_STR(jstr(&r, "status"), "retained");
+    reply_fini(&r);
+    CHECK_STR(browser_eval(&b, "document.querySelector('#message [data-k=status]').textContent"), "\"retained\"");
+    CHECK_STR(browser_eval(&b, "document.querySelector('#message pre[data-k=data]').textContent"), "\"{\\\"sku\\\":\\\"A-9\\\"}\"");
+    CHECK_STR(browser_eval(&b, "document.querySelector('#message [data-k=partitionId]').textContent"), sfmt("\"%s\"", pid));
+    browser_confirm_click(&b, "[data-action=delete]");
+    browser_await(&b, "typeof window.siltConfirmed === 'string'", 5000);
+    CHECK(strstr(browser_eval(&b, "window.siltConfirmed"), "ml-1") != NULL);
+    browser_await(&b, "document.getElementById('notice').textContent === 'deleted 1 dead letter(s)'", 10000);
+    browser_close(&b);
+    rq(&s, "GET", sfmt("/api/v1/dlq?queue=%s", q), NULL, &r);
+    CHECK_INT(jint(&r, "total"), 0);
+    reply_fini(&r);
+    srv_stop(&s);
+}
