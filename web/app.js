@@ -107,7 +107,7 @@ function runPage(page, args) {
     try {
       const view = await page.load(args, state);
       if (token !== current.token) return;
-      const typing = document.activeElement && document.activeElement.tagName === 'INPUT' &&
+      const typing = document.activeElement && ['INPUT', 'SELECT'].includes(document.activeElement.tagName) &&
         main.contains(document.activeElement);
       if (!typing) main.replaceChildren(view);   /* never repaint over what someone is typing */
       if (page.after && !typing) page.after(state);
@@ -276,6 +276,17 @@ const queuePage = {
         h('td', { 'data-k': 'name' }, groupLink(g.name)), cell('pending', pending[g.name] === undefined ? null : pending[g.name]),
         cell('state', g.state, g.state === 'Stable' ? '' : 'bad'), cell('members', g.members),
         cell('totalLag', g.totalLag), cell('maxTimeLag', g.maxTimeLag), cell('lastActivityAt', g.lastActivityAt)))));
+  },
+};
+
+const groupsPage = {
+  live: true,
+  title: () => 'Consumer groups',
+  async load() {
+    const groups = await apiOk('/api/v1/consumer-groups');
+    return h('div', { id: 'page-groups' }, h('h1', {}, 'Consumer groups'),
+      table([['group'], ['state'], ['queues'], ['members', 1], ['total lag', 1], ['max time lag (s)', 1],
+        ['last activity']], groups.map(groupRow)));
   },
 };
 
@@ -729,7 +740,8 @@ function parseHash() {
   if (parts[0] === 'workflows' && parts.length === 2) return [workflowPage, { id: parts[1] }, 'workflows'];
   if (parts[0] === 'schedules' && parts.length === 1) return [schedulesPage, {}, 'schedules'];
   if (parts[0] === 'messages' && parts.length === 1) return [messagePage, params, 'messages'];
-  if (parts[0] === 'groups' && parts.length === 2) return [groupPage, { name: parts[1] }, 'overview'];
+  if (parts[0] === 'groups' && parts.length === 1) return [groupsPage, {}, 'groups'];
+  if (parts[0] === 'groups' && parts.length === 2) return [groupPage, { name: parts[1] }, 'groups'];
   if (parts[0] === 'task-retention' && parts.length === 1) return [retentionPage, {}, 'task-retention'];
   if (parts[0] === 'dead-letters' && parts.length === 1) return [dlqPage, params, 'dead-letters'];
   return [notFoundPage, { path }, ''];

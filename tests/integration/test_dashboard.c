@@ -413,6 +413,9 @@ TEST(dashboard_group_page_shows_lag_and_seek_to_end_asks_then_moves_the_cursors)
     CHECK(strstr(browser_eval(&b, "window.siltConfirmed"), q) != NULL);
     browser_await(&b, sfmt("document.querySelector('[data-row=\"%s/p2\"] [data-k=committedOffset]') !== null", q), 10000);
     CHECK_STR(browser_eval(&b, "document.querySelector('[data-k=totalLag]').textContent"), "\"0\"");
+    browser_eval(&b, "location.hash = '#/groups'; true");   /* the list page agrees */
+    browser_await(&b, "document.querySelector('#page-groups [data-row=billing] [data-k=totalLag]') !== null", 10000);
+    CHECK_STR(browser_eval(&b, "document.querySelector('#page-groups [data-row=billing] [data-k=totalLag]').textContent"), "\"0\"");
     browser_close(&b);
     rq(&s, "GET", "/api/v1/consumer-groups", NULL, &r);
     CHECK_INT(jint(&r, "0.totalLag"), 0);
