@@ -566,6 +566,21 @@ int push_simple(silt_server *s, const char *queue, const char *partition, int n)
     return status;
 }
 
+const char *line_starting(const char *out, const char *prefix)
+{
+    static char line[4096];
+    for (const char *p = out; *p; ) {
+        size_t len = strcspn(p, "\n");
+        if (strncmp(p, prefix, strlen(prefix)) == 0 && len < sizeof line) {
+            memcpy(line, p, len);
+            line[len] = '\0';
+            return line;
+        }
+        p += len + (p[len] == '\n');
+    }
+    return NULL;
+}
+
 void keep_str(char out[96], const char *s)
 {
     CHECK(s != NULL);          /* a value that is not there fails here, not later as "(null)" */

@@ -96,6 +96,9 @@ const char *sfmt(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* uniq() is the test's to keep; sql() and sfmt() results are reused after
  * a while: copy what must last. */
 void keep_str(char out[96], const char *s);
+/* The line of out (a command's output) that starts with prefix, copied
+ * (static), or NULL. */
+const char *line_starting(const char *out, const char *prefix);
 int64_t now_ms(void);            /* monotonic */
 void pause_ms(int ms);
 

@@ -66,22 +66,6 @@ static const char *run_pass(silt_server *s)
     return outcome;
 }
 
-/* The line of out that starts with prefix, copied (static), or NULL. */
-static const char *line_starting(const char *out, const char *prefix)
-{
-    static char line[4096];
-    for (const char *p = out; *p; ) {
-        size_t len = strcspn(p, "\n");
-        if (strncmp(p, prefix, strlen(prefix)) == 0 && len < sizeof line) {
-            memcpy(line, p, len);
-            line[len] = '\0';
-            return line;
-        }
-        p += len + (p[len] == '\n');
-    }
-    return NULL;
-}
-
 /* Lines of out that start with prefix. */
 static int count_lines_starting(const char *out, const char *prefix)
 {

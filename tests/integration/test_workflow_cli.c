@@ -78,22 +78,6 @@ static int count_lines_with(const char *out, const char *needle)
     return n;
 }
 
-/* The line of out that starts with prefix, copied (static), or NULL. */
-static const char *line_starting(const char *out, const char *prefix)
-{
-    static char line[4096];
-    for (const char *p = out; *p; ) {
-        size_t len = strcspn(p, "\n");
-        if (strncmp(p, prefix, strlen(prefix)) == 0 && len < sizeof line) {
-            memcpy(line, p, len);
-            line[len] = '\0';
-            return line;
-        }
-        p += len + (p[len] == '\n');
-    }
-    return NULL;
-}
-
 /* The cell of row under the column header names (columns are aligned). */
 static const char *cell_under(const char *header, const char *row, const char *name)
 {
