@@ -10,6 +10,7 @@
 const REFRESH_MS = 2000;      /* live pages re-read the API this often */
 const RATE_SAMPLES = 60;      /* points kept on the overview's rate chart */
 const DLQ_PAGE = 50;
+const PARTITION_PAGE = 50;    /* a queue's partitions a page at a time: a queue may have 100,000 */
 
 /* ---- DOM helpers ---------------------------------------------------- */
 
@@ -55,6 +56,16 @@ function queueLink(name) {
 }
 
 /* ---- API ------------------------------------------------------------ */
+
+/* "N things; showing a–b" with links to the pages before and after, for a
+ * list paged by position (?limit=&offset=); hashFor(offset) is a page's hash. */
+function offsetPager(total, noun, offset, shown, size, hashFor, back, forth) {
+  return h('div', { class: 'pager' },
+    h('span', { 'data-k': 'total' }, String(total)), ' ' + noun + '; showing ',
+    String(shown ? offset + 1 : 0), '–', String(offset + shown),
+    offset > 0 ? h('a', { 'data-action': 'page-back', href: hashFor(Math.max(0, offset - size)) }, back) : null,
+    offset + shown < total ? h('a', { 'data-action': 'page-forth', href: hashFor(offset + size) }, forth) : null);
+}
 
 /* GET or POST a route; resolves to { status, body } for any HTTP status
  * (a red coverage answers 503 with its report), rejects when the server
@@ -126,30 +137,28 @@ function runPage(page, args) {
 
 /* ---- overview ------------------------------------------------------- */
 
-/* Per-second rates of this server's counters, from consecutive scrapes of
- * /metrics/prometheus (the counters are per server: a replica's traffic is
- * on its own page). */
-const rates = { last: null, labels: [], pushed: [], popped: [], acked: [] };
+/* Messages in and out per second across every server on the database:
+ * the overview route's counters (offsetsWritten, offsetsConsumed), read
+ * on each refresh; a rate is the change between two reads over the time
+ * between them. */
+const rates = { last: null, labels: [], written: [], consumed: [] };
 
-function metric(text, name) {
-  const m = text.match(new RegExp('^' + name + ' ([0-9.e+]+)$', 'm'));
-  return m ? Number(m[1]) : null;
-}
-
-async function sampleRates() {
-  const res = await fetch('/metrics/prometheus');
-  const text = await res.text();
+function sampleRates(ov) {
   const now = Date.now();
-  const cur = { t: now, pushed: metric(text, 'silt_messages_pushed_total'),
-    popped: metric(text, 'silt_messages_popped_total'), acked: metric(text, 'silt_acks_total') };
+  const cur = { t: now, written: ov.offsetsWritten, consumed: ov.offsetsConsumed };
   const prev = rates.last;
   rates.last = cur;
   if (!prev) return;
   const dt = (cur.t - prev.t) / 1000;
   rates.labels.push(new Date(now).toLocaleTimeString());
-  for (const k of ['pushed', 'popped', 'acked']) rates[k].push(Math.max(0, (cur[k] - prev[k]) / dt));
+  /* a deleted partition or cursor takes its counts with it: never a negative rate */
+  for (const k of ['written', 'consumed']) rates[k].push(Math.max(0, (cur[k] - prev[k]) / dt));
   if (rates.labels.length > RATE_SAMPLES)
-    for (const k of ['labels', 'pushed', 'popped', 'acked']) rates[k].shift();
+    for (const k of ['labels', 'written', 'consumed']) rates[k].shift();
+}
+
+function lastRate(k) {
+  return rates[k].length ? Math.round(rates[k][rates[k].length - 1]) : null;
 }
 
 function drawRates(state) {
@@ -158,9 +167,8 @@ function drawRates(state) {
   const data = {
     labels: rates.labels.slice(),
     datasets: [
-      { label: 'pushed/s', data: rates.pushed.slice(), borderColor: '#2d6cdf', pointRadius: 0 },
-      { label: 'popped/s', data: rates.popped.slice(), borderColor: '#f39c12', pointRadius: 0 },
-      { label: 'acked/s', data: rates.acked.slice(), borderColor: '#2e7d32', pointRadius: 0 },
+      { label: 'in (offsets written)/s', data: rates.written.slice(), borderColor: '#2d6cdf', pointRadius: 0 },
+      { label: 'out (offsets consumed)/s', data: rates.consumed.slice(), borderColor: '#2e7d32', pointRadius: 0 },
     ],
   };
   if (state.chart) state.chart.destroy();
@@ -201,7 +209,7 @@ const overviewPage = {
     const [ov, queues, groups, hr] = await Promise.all([
       apiOk('/api/v1/resources/overview'), apiOk('/api/v1/resources/queues'),
       apiOk('/api/v1/consumer-groups'), api('/health')]);
-    await sampleRates().catch(() => {});
+    sampleRates(ov);
     const totalLag = groups.reduce((s, g) => s + (g.totalLag || 0), 0);
     return h('div', { id: 'page-overview' },
       h('h1', {}, 'Overview'),
@@ -210,10 +218,12 @@ const overviewPage = {
         card('messages retained', 'messages', ov.messages), card('segments', 'segments', ov.segments),
         card('consumer groups', 'consumerGroups', ov.consumerGroups),
         card('total lag', 'totalLag', totalLag),
+        card('in per second', 'writtenPerSecond', lastRate('written')),
+        card('out per second', 'consumedPerSecond', lastRate('consumed')),
         card('active leases', 'activeLeases', ov.activeLeases),
         card('dead letters', 'deadLetters', ov.deadLetters), card('last write', 'lastWriteAt', ov.lastWriteAt)),
       h('h2', {}, 'Health'), healthCard(hr),
-      h('h2', {}, 'Messages per second (this server)'),
+      h('h2', {}, 'Messages per second (every server)'),
       h('div', { class: 'chart' }, h('canvas', { id: 'rates' })),
       h('h2', {}, 'Queues'),
       table([['queue'], ['namespace'], ['task'], ['partitions', 1], ['messages', 1], ['pending by group'],
@@ -223,7 +233,8 @@ const overviewPage = {
         ['last activity']], groups.map(groupRow)));
   },
   after: drawRates,
-  teardown(state) { if (state.chart) state.chart.destroy(); },
+  /* back later, the first read starts again: no rate averaged over the time away */
+  teardown(state) { if (state.chart) state.chart.destroy(); rates.last = null; },
 };
 
 function groupRow(g) {
@@ -247,8 +258,9 @@ const queuePage = {
   live: true,
   title: (args) => 'Queue ' + args.name,
   async load(args) {
+    const offset = Math.max(0, Number(args.offset) || 0);
     const path = '/api/v1/resources/queues/' + encodeURIComponent(args.name);
-    const r = await api(path);
+    const r = await api(path + '?' + new URLSearchParams({ limit: String(PARTITION_PAGE), offset: String(offset) }));
     if (r.status === 404) throw new Error('no queue named ' + args.name);
     if (r.status !== 200) throw new Error(path + ': ' + r.status + ' ' + ((r.body && r.body.error) || ''));
     const q = r.body;
@@ -262,12 +274,13 @@ const queuePage = {
         card('namespace', 'namespace', q.namespace), card('task', 'task', q.task),
         card('partitions', 'partitions', q.partitions), card('messages retained', 'messages.total', q.messages.total),
         card('dead letters', 'messages.deadLetters', q.messages.deadLetters), card('created', 'createdAt', q.createdAt),
-        card('last write', 'lastWriteAt', q.partitionList.reduce((m, p) =>
-          (p.lastWriteAt && (!m || p.lastWriteAt > m) ? p.lastWriteAt : m), null))),
+        card('last write', 'lastWriteAt', q.lastWriteAt)),
       h('h2', {}, 'Options'),
       table([['option'], ['value']], Object.entries(q.options || {}).map(([k, v]) =>
         h('tr', { 'data-row': k }, h('td', {}, k), cell(k, v)))),
       h('h2', {}, 'Partitions'),
+      offsetPager(q.partitions, 'partitions', offset, q.partitionList.length, PARTITION_PAGE,
+        (o) => '#/queues/' + encodeURIComponent(q.name) + '?offset=' + o, '‹ previous', 'next ›'),
       table([['partition'], ['last offset', 1], ['log start (watermark)', 1], ['txns start', 1],
         ['messages', 1], ['segments', 1], ['last write'], ['created'], ['id']], q.partitionList.map(partitionRow)),
       h('h2', {}, 'Consumer groups on this queue'),
@@ -383,6 +396,17 @@ function drawRetention(state) {
       scales: { x: { stacked: true }, y: { stacked: true, beginAtZero: true } } } });
 }
 
+/* The whole queue in words, where a page of partitions shows only its own. */
+function summaryLine(sum) {
+  return h('p', { id: 'retention-summary' },
+    h('span', { 'data-k': 'summary.retainedOffsets' }, String(sum.retainedOffsets)), ' offsets retained in ',
+    h('span', { 'data-k': 'summary.partitions' }, String(sum.partitions)), ' partitions',
+    sum.oldestRetainedAt ? ', the oldest committed ' + sum.oldestRetainedAt : '', '. ',
+    h('span', { 'data-k': 'summary.partitionsDue' }, String(sum.partitionsDue)),
+    ' partitions are due for the next pass to look at',
+    sum.nextCheckAt ? '; the soonest check is ' + sum.nextCheckAt : '; no rule can delete anything yet', '.');
+}
+
 /* A pass covers every queue: the report shown keeps this queue's steps. */
 async function retentionRun(queue, dry) {
   if (!dry && !confirm('Run a retention pass now? It deletes what every queue\'s rules allow.')) return;
@@ -405,7 +429,8 @@ const queueRetentionPage = {
   title: (args) => 'Retention of ' + args.name,
   async load(args, state) {
     const q = encodeURIComponent(args.name);
-    const ex = await api('/api/v1/retention/explain?queue=' + q);
+    const offset = Math.max(0, Number(args.offset) || 0);
+    const ex = await api('/api/v1/retention/explain?queue=' + q + '&limit=' + PARTITION_PAGE + '&offset=' + offset);
     if (ex.status === 404) throw new Error('no queue named ' + args.name);
     if (ex.status !== 200) throw new Error('/api/v1/retention/explain: ' + ex.status + ' ' + ((ex.body && ex.body.error) || ''));
     const an = await apiOk('/api/v1/analytics/retention?queue=' + q);
@@ -423,6 +448,9 @@ const queueRetentionPage = {
       an.series.length ? h('div', { class: 'chart' }, h('canvas', { id: 'retention-chart' }))
         : h('p', { class: 'muted', id: 'retention-empty' }, 'nothing deleted in the last hour'),
       h('h2', {}, 'What pins each partition, and what goes next'),
+      summaryLine(e.summary),
+      offsetPager(e.summary.partitions, 'partitions', offset, e.partitions.length, PARTITION_PAGE,
+        (o) => '#/queues/' + q + '/retention?offset=' + o, '‹ previous', 'next ›'),
       table([['partition'], ['watermark', 1], ['last offset', 1], ['retained', 1], ['oldest retained'],
         ['pinned by'], ['next pass'], ['leased offsets evicted next', 1], ['next check'], ['in words']],
       e.partitions.map(explainRow)),
@@ -499,11 +527,7 @@ const dlqPage = {
         e.preventDefault();
         location.hash = '#/dead-letters' + (filter.value ? '?' + new URLSearchParams({ queue: filter.value }) : '');
       } }, filter, h('button', { type: 'submit' }, 'filter')),
-      h('div', { class: 'pager' },
-        h('span', { 'data-k': 'total' }, String(d.total)), ' dead letters; showing ',
-        String(d.messages.length ? offset + 1 : 0), '–', String(offset + d.messages.length),
-        offset > 0 ? h('a', { href: nav(Math.max(0, offset - DLQ_PAGE)) }, '‹ newer') : null,
-        offset + d.messages.length < d.total ? h('a', { href: nav(offset + DLQ_PAGE) }, 'older ›') : null),
+      offsetPager(d.total, 'dead letters', offset, d.messages.length, DLQ_PAGE, nav, '‹ newer', 'older ›'),
       table([['failed'], ['queue'], ['partition'], ['offset', 1], ['group'], ['retries', 1], ['error'], ['data'], ['']],
         d.messages.map((m) => h('tr', { 'data-row': m.id },
           cell('failedAt', m.failedAt), h('td', { 'data-k': 'queue' }, queueLink(m.queue)), cell('partition', m.partition),
@@ -731,9 +755,9 @@ function parseHash() {
   const params = Object.fromEntries(new URLSearchParams(query || ''));
   const parts = path.split('/').filter(Boolean).map(decodeURIComponent);
   if (parts.length === 0) return [overviewPage, {}, 'overview'];
-  if (parts[0] === 'queues' && parts.length === 2) return [queuePage, { name: parts[1] }, 'overview'];
+  if (parts[0] === 'queues' && parts.length === 2) return [queuePage, Object.assign(params, { name: parts[1] }), 'overview'];
   if (parts[0] === 'queues' && parts.length === 3 && parts[2] === 'retention')
-    return [queueRetentionPage, { name: parts[1] }, 'overview'];
+    return [queueRetentionPage, Object.assign(params, { name: parts[1] }), 'overview'];
   if (parts[0] === 'tasks' && parts.length === 1) return [tasksPage, params, 'tasks'];
   if (parts[0] === 'tasks' && parts.length === 2) return [taskPage, { id: parts[1] }, 'tasks'];
   if (parts[0] === 'workflows' && parts.length === 1) return [workflowsPage, params, 'workflows'];

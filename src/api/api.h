@@ -169,6 +169,15 @@ typedef struct api_page {
  * the page is full (more may follow), else null}. page is static: it
  * outlives the call. */
 void api_list_page(httpd_req *req, server *srv, const api_page *page, const char *const *filters, size_t nfilters);
+/* A whole list a client may ask for a page of, by position: ?limit= (1 to
+ * API_PAGE_MAX) and ?offset= (0 on), as GET /api/v1/dlq. Neither given:
+ * both NULL, the whole list (what Queen's clients read). -1 after a 400
+ * naming the field. limit and offset point into the struct's own text. */
+typedef struct api_offset_page {
+    const char *limit, *offset;
+    char        limit_text[24], offset_text[24];
+} api_offset_page;
+int  api_query_offset_page(httpd_req *req, api_offset_page *page) __attribute__((warn_unused_result));
 /* Runs stmt with values and replies {"<member>": [every row, by emit_row]}:
  * a whole list, for lists a server keeps short (workers, retention
  * classes and leaves). member is static. */

@@ -8,7 +8,9 @@ void api_queue_list(httpd_req *req, server *srv)
 
 void api_queue_detail(httpd_req *req, server *srv)
 {
-    const char *values[1] = { req->params[0] };
+    api_offset_page page;
+    if (api_query_offset_page(req, &page) < 0) return;
+    const char *values[3] = { req->params[0], page.limit, page.offset };
     api_json_call(req, srv, STMT_QUEUE_DETAIL, values, "queue not found");
 }
 

@@ -33,7 +33,9 @@ void api_retention_explain(httpd_req *req, server *srv)
 {
     const char *queue = httpd_query(req, "queue");
     if (!queue || !*queue) { httpd_error_field(req, 400, "field", "queue", "queue is required"); return; }
-    const char *values[2] = { queue, httpd_query(req, "partition") };
+    api_offset_page page;
+    if (api_query_offset_page(req, &page) < 0) return;
+    const char *values[4] = { queue, httpd_query(req, "partition"), page.limit, page.offset };
     api_json_call(req, srv, STMT_RET_EXPLAIN, values, "queue not found");
 }
 

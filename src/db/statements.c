@@ -29,7 +29,7 @@ const db_statement db_statements[STMT_COUNT] = {
         "SELECT namespace, task, options, (options->>'encryptionEnabled')::boolean FROM queen.configure($1, $2, $3, $4)", 4 },
     /* administration: one jsonb value each (NULL: not found) */
     [STMT_QUEUE_LIST]   = { "queue_list", "SELECT queen.queue_list()", 0 },
-    [STMT_QUEUE_DETAIL] = { "queue_detail", "SELECT queen.queue_detail($1)", 1 },
+    [STMT_QUEUE_DETAIL] = { "queue_detail", "SELECT queen.queue_detail($1, $2, $3)", 3 },
     [STMT_QUEUE_DELETE] = { "queue_delete",   /* NULL (404) when there was no such queue */
         "SELECT CASE WHEN queen.queue_delete($1) THEN jsonb_build_object('deleted', true) END", 1 },
     [STMT_OVERVIEW]     = { "overview", "SELECT queen.overview()", 0 },
@@ -71,7 +71,7 @@ const db_statement db_statements[STMT_COUNT] = {
         "SELECT status, removed, more FROM queen.partition_cleanup($1, $2, $3, now(), $4)", 4 },
     [STMT_RET_CLAIM]    = { "ret_claim", "SELECT queen.retention_claim($1, $2)", 2 },
     [STMT_RET_RELEASE]  = { "ret_release", "SELECT queen.retention_release($1)", 1 },
-    [STMT_RET_EXPLAIN]  = { "ret_explain", "SELECT queen.retention_explain($1, $2, now())", 2 },
+    [STMT_RET_EXPLAIN]  = { "ret_explain", "SELECT queen.retention_explain($1, $2, now(), $3, $4)", 4 },
     [STMT_RET_ANALYTICS] = { "ret_analytics", "SELECT queen.retention_analytics("
         "coalesce($1::timestamptz, now() - interval '1 hour'), coalesce($2::timestamptz, now()), $3)", 3 },
     /* maintenance mode: rows in the order streams/maintenance.c reads them */

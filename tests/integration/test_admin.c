@@ -290,6 +290,112 @@ TEST(queue_delete_removes_everything_dead_letters_included)
     srv_stop(&s);
 }
 
+/* A queue's detail and its retention explain answer one page of partitions
+ * in name order when asked (?limit=&offset=), with the queue-wide figures
+ * whole; without a limit, the whole list as before. */
+TEST(queue_detail_and_explain_page_partitions_in_name_order_when_asked)
+{
+    silt_server s;
+    srv_start(&s, NULL);
+    const char *q = uniq("qpage");
+    configure_queue(&s, q, "{\"retentionEnabled\":true,\"retentionSeconds\":3600}");
+    const char *names[5] = { "pa", "pb", "pc", "pd", "pe" };
+    for (int i = 4; i >= 0; i--) push_queued(&s, q, names[i], 0, i + 1, NULL);   /* pa holds 1 ... pe 5 */
+    reply r;
+    rq(&s, "GET", sfmt("/api/v1/resources/queues/%s", q), NULL, &r);
+    CHECK_INT(jint(&r, "partitions"), 5);
+    CHECK(jpath(&r, "partitionList.4") >= 0 && jpath(&r, "partitionList.5") < 0);
+    CHECK(jpath(&r, "pagination") < 0);
+    char newest[64];
+    snprintf(newest, sizeof newest, "%s", sql("select queen.iso_ms(max(last_write_at)) from queen.log_partitions "
+                                              "where queue = '%s'", q));
+    CHECK_STR(jstr(&r, "lastWriteAt"), newest);
+    reply_fini(&r);
+
+    rq(&s, "GET", sfmt("/api/v1/resources/queues/%s?limit=2&offset=1", q), NULL, &r);
+    CHECK_INT(r.status, 200);
+    CHECK_INT(jint(&r, "partitions"), 5);            /* the whole queue's figures */
+    CHECK_INT(jint(&r, "messages.total"), 15);
+    CHECK_STR(jstr(&r, "lastWriteAt"), newest);
+    CHECK_STR(jstr(&r, "partitionList.0.name"), "pb");
+    CHECK_STR(jstr(&r, "partitionList.1.name"), "pc");
+    CHECK(jpath(&r, "partitionList.2") < 0);
+    CHECK_INT(jint(&r, "partitionList.1.messages"), 3);
+    CHECK_INT(jint(&r, "pagination.limit"), 2);
+    CHECK_INT(jint(&r, "pagination.offset"), 1);
+    reply_fini(&r);
+    rq(&s, "GET", sfmt("/api/v1/resources/queues/%s?limit=10&offset=5", q), NULL, &r);
+    CHECK_INT(r.status, 200);
+    CHECK(jpath(&r, "partitionList.0") < 0);   /* past the end: an empty page, not an error */
+    reply_fini(&r);
+
+    rq(&s, "GET", sfmt("/api/v1/retention/explain?queue=%s&limit=2&offset=4", q), NULL, &r);
+    CHECK_INT(r.status, 200);
+    CHECK_STR(jstr(&r, "partitions.0.partition"), "pe");
+    CHECK(jpath(&r, "partitions.1") < 0);
+    CHECK_INT(jint(&r, "summary.partitions"), 5);
+    CHECK_INT(jint(&r, "summary.retainedOffsets"), 15);
+    CHECK_INT(jint(&r, "pagination.offset"), 4);
+    reply_fini(&r);
+    rq(&s, "GET", sfmt("/api/v1/retention/explain?queue=%s&partition=pd&limit=1", q), NULL, &r);
+    CHECK_STR(jstr(&r, "partitions.0.partition"), "pd");   /* the filter applies before the page */
+    CHECK(jpath(&r, "partitions.1") < 0);
+    reply_fini(&r);
+    rq(&s, "GET", sfmt("/api/v1/retention/explain?queue=%s", q), NULL, &r);
+    CHECK(jpath(&r, "partitions.4") >= 0 && jpath(&r, "pagination") < 0);
+    reply_fini(&r);
+    srv_stop(&s);
+}
+
+/* A limit or offset that is not a whole number in range is a 400 naming it. */
+TEST(queue_detail_and_explain_refuse_a_bad_page)
+{
+    silt_server s;
+    srv_start(&s, NULL);
+    const char *q = uniq("qbadpage");
+    push_queued(&s, q, "Default", 0, 1, NULL);
+    const char *bad[][2] = { { "limit=0", "limit" }, { "limit=1001", "limit" }, { "limit=ten", "limit" },
+                             { "limit=5&offset=-1", "offset" }, { "offset=x", "offset" } };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        const char *paths[2] = { sfmt("/api/v1/resources/queues/%s?%s", q, bad[i][0]),
+                                 sfmt("/api/v1/retention/explain?queue=%s&%s", q, bad[i][0]) };
+        for (int k = 0; k < 2; k++) {
+            reply r;
+            rq(&s, "GET", paths[k], NULL, &r);
+            CHECK_INT(r.status, 400);
+            CHECK_STR(jstr(&r, "field"), bad[i][1]);
+            reply_fini(&r);
+        }
+    }
+    srv_stop(&s);
+}
+
+/* The overview counts the cluster's traffic, not one server's: offsets
+ * written through one server and consumed through another show on both. */
+TEST(overview_counts_offsets_written_and_consumed_across_servers)
+{
+    silt_server a, b;
+    srv_start(&a, NULL);
+    srv_start(&b, NULL);
+    reply r;
+    rq(&b, "GET", "/api/v1/resources/overview", NULL, &r);
+    int64_t written = jint(&r, "offsetsWritten"), consumed = jint(&r, "offsetsConsumed");
+    reply_fini(&r);
+    const char *q = uniq("qcount");
+    push_queued(&a, q, "Default", 0, 3, NULL);
+    CHECK_INT(pop_from(&a, q, "Default", "consumerGroup=g&batch=2&wait=false&autoAck=true", &r), 200);
+    reply_fini(&r);
+    silt_server *both[2] = { &a, &b };
+    for (int i = 0; i < 2; i++) {
+        rq(both[i], "GET", "/api/v1/resources/overview", NULL, &r);
+        CHECK_INT(jint(&r, "offsetsWritten"), written + 3);
+        CHECK_INT(jint(&r, "offsetsConsumed"), consumed + 2);
+        reply_fini(&r);
+    }
+    srv_stop(&b);
+    srv_stop(&a);
+}
+
 TEST(multi_partition_pop_never_holds_two_leases_on_one_partition)
 {
     silt_server s;

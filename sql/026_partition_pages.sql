@@ -1,0 +1,112 @@
+-- 026: a queue's partitions a page at a time, and the cluster's traffic as
+-- counters any server can read.
+--
+-- A queue may hold 100,000 partitions: its detail and its retention explain
+-- listed every one (26 s and 63 s at that size). With a limit they answer
+-- one page, ordered by partition name, and the queue-wide figures come from
+-- one scan of the partition rows, never from per-partition work. Without a
+-- limit they answer the whole list, as Queen's clients read it.
+
+-- The figures of a queue every page needs: one scan of its partition rows.
+CREATE FUNCTION queen.queue_partition_totals(p_queue text, OUT partitions bigint, OUT messages numeric,
+                                             OUT last_write_at timestamptz)
+LANGUAGE sql STABLE AS $$
+    SELECT count(*), coalesce(sum(p.last_offset + 1 - p.log_start), 0), max(p.last_write_at)
+      FROM queen.log_partitions p WHERE p.queue = p_queue
+$$;
+
+-- A queue's partitions in name order (only p_name's when given): the
+-- whole list when p_limit is null.
+CREATE FUNCTION queen.queue_partition_page(p_queue text, p_name text, p_limit integer, p_offset integer)
+RETURNS SETOF queen.log_partitions LANGUAGE sql STABLE AS $$
+    SELECT p.* FROM queen.log_partitions p WHERE p.queue = p_queue AND (p_name IS NULL OR p.name = p_name)
+     ORDER BY p.name LIMIT p_limit OFFSET coalesce(p_offset, 0)
+$$;
+
+-- {"limit", "offset"} as GET /api/v1/dlq answers it; nothing for a whole list.
+CREATE FUNCTION queen.pagination_json(p_limit integer, p_offset integer) RETURNS jsonb
+LANGUAGE sql IMMUTABLE AS $$
+    SELECT CASE WHEN p_limit IS NOT NULL
+                THEN jsonb_build_object('pagination', jsonb_build_object('limit', p_limit, 'offset', coalesce(p_offset, 0)))
+                ELSE '{}' END
+$$;
+
+CREATE OR REPLACE FUNCTION queen.queue_json(q queen.queues, p_detail boolean) RETURNS jsonb
+LANGUAGE sql STABLE AS $$
+    SELECT jsonb_build_object(
+        'name', q.name, 'namespace', q.namespace, 'task', q.task, 'createdAt', queen.iso_ms(q.created_at),
+        'partitions', t.partitions, 'lastWriteAt', queen.iso_ms(t.last_write_at),
+        'messages', jsonb_build_object(
+            'total', t.messages,
+            'pending', (SELECT coalesce(jsonb_object_agg(g.consumer_group, g.lag), '{}')
+                          FROM (SELECT c.consumer_group, sum(p.last_offset + 1 - queen.next_offset(p, c.committed)) AS lag
+                                  FROM queen.log_consumers c JOIN queen.log_partitions p ON p.id = c.partition_id
+                                 WHERE p.queue = q.name GROUP BY c.consumer_group) g),
+            'deadLetters', (SELECT count(*) FROM queen.log_dlq d WHERE d.queue = q.name)))
+      || CASE WHEN p_detail THEN jsonb_build_object('options', q.options) ELSE '{}' END
+      FROM queen.queue_partition_totals(q.name) t
+$$;
+
+-- GET /api/v1/resources/queues/:queue[?limit=&offset=].
+DROP FUNCTION queen.queue_detail(text);
+CREATE FUNCTION queen.queue_detail(p_queue text, p_limit integer, p_offset integer) RETURNS jsonb
+LANGUAGE sql STABLE AS $$
+    SELECT queen.queue_json(q, true)
+        || jsonb_build_object('partitionList', (SELECT coalesce(jsonb_agg(queen.partition_json(p) ORDER BY p.name), '[]')
+                                                  FROM queen.queue_partition_page(q.name, NULL, p_limit, p_offset) p))
+        || queen.pagination_json(p_limit, p_offset)
+      FROM queen.queues q WHERE q.name = p_queue
+$$;
+
+-- What a page of explain cannot show: the whole queue's retained offsets,
+-- how many partitions a pass would look at now, and when the next one is
+-- due. One scan of the partition rows.
+CREATE FUNCTION queen.retention_queue_summary(p_queue text, p_now timestamptz) RETURNS jsonb
+LANGUAGE sql STABLE AS $$
+    SELECT jsonb_build_object(
+        'partitions', count(*),
+        'retainedOffsets', coalesce(sum(p.last_offset + 1 - p.log_start), 0),
+        'oldestRetainedAt', queen.iso_ms(min(p.oldest_at)),
+        'partitionsDue', count(*) FILTER (WHERE p.retention_check_at <= p_now),
+        'nextCheckAt', queen.iso_ms(min(p.retention_check_at)))
+      FROM queen.log_partitions p WHERE p.queue = p_queue
+$$;
+
+-- GET /api/v1/retention/explain?queue=[&partition=][&limit=&offset=].
+DROP FUNCTION queen.retention_explain(text, text, timestamptz);
+CREATE FUNCTION queen.retention_explain(p_queue text, p_partition text, p_now timestamptz,
+                                        p_limit integer, p_offset integer) RETURNS jsonb
+LANGUAGE sql STABLE AS $$
+    SELECT jsonb_build_object('queue', q.name, 'options', jsonb_build_object(
+               'retentionEnabled', q.options->'retentionEnabled', 'retentionSeconds', q.options->'retentionSeconds',
+               'completedRetentionSeconds', q.options->'completedRetentionSeconds',
+               'maxWaitTimeSeconds', q.options->'maxWaitTimeSeconds',
+               'dedupWindowSeconds', q.options->'dedupWindowSeconds'),
+           'ackWindowSeconds', (queen.retention_windows(q.options)).ack_window,
+           'summary', queen.retention_queue_summary(q.name, p_now),
+           'partitions', coalesce((SELECT jsonb_agg(queen.partition_explain(p, q.options, p_now) ORDER BY p.name)
+                                     FROM queen.queue_partition_page(q.name, p_partition, p_limit, p_offset) p), '[]'))
+        || queen.pagination_json(p_limit, p_offset)
+      FROM queen.queues q WHERE q.name = p_queue
+$$;
+
+-- GET /api/v1/resources/overview, with the cluster's traffic as counters:
+-- offsetsWritten (every offset any server ever gave a partition that still
+-- exists) and offsetsConsumed (how far every consumer group's cursors
+-- moved). A page samples them twice for messages in and out per second
+-- across all servers; /metrics counts one server's requests.
+CREATE OR REPLACE FUNCTION queen.overview() RETURNS jsonb LANGUAGE sql STABLE AS $$
+    SELECT jsonb_build_object(
+        'queues', (SELECT count(*) FROM queen.queues),
+        'partitions', p.partitions, 'messages', p.messages, 'offsetsWritten', p.written,
+        'segments', (SELECT count(*) FROM queen.log_segments),
+        'consumerGroups', c.groups, 'activeLeases', c.leases, 'offsetsConsumed', c.consumed,
+        'deadLetters', (SELECT count(*) FROM queen.log_dlq),
+        'lastWriteAt', queen.iso_ms(p.last_write_at))
+      FROM (SELECT count(*) AS partitions, coalesce(sum(last_offset + 1 - log_start), 0) AS messages,
+                   coalesce(sum(last_offset + 1), 0) AS written, max(last_write_at) AS last_write_at
+              FROM queen.log_partitions) p,
+           (SELECT count(DISTINCT consumer_group) AS groups, count(*) FILTER (WHERE lease_expires > now()) AS leases,
+                   coalesce(sum(total_consumed), 0) AS consumed
+              FROM queen.log_consumers) c
+$$;
