@@ -1,5 +1,6 @@
--- 026: a queue's partitions a page at a time, and the cluster's traffic as
--- counters any server can read.
+-- 026: what the dashboard reads at scale: a queue's partitions a page at a
+-- time, the cluster's traffic as counters any server can read, and leased
+-- offsets evicted over time.
 --
 -- A queue may hold 100,000 partitions: its detail and its retention explain
 -- listed every one (26 s and 63 s at that size). With a limit they answer
@@ -109,4 +110,45 @@ CREATE OR REPLACE FUNCTION queen.overview() RETURNS jsonb LANGUAGE sql STABLE AS
            (SELECT count(DISTINCT consumer_group) AS groups, count(*) FILTER (WHERE lease_expires > now()) AS leases,
                    coalesce(sum(total_consumed), 0) AS consumed
               FROM queen.log_consumers) c
+$$;
+
+-- GET /api/v1/analytics/retention, with leasedEvictedMsgs: of the offsets
+-- dropped, those a consumer held under a lease when they went (any rule;
+-- in practice max_wait_time_eviction), per bucket and in total.
+CREATE OR REPLACE FUNCTION queen.retention_analytics(p_from timestamptz, p_to timestamptz, p_queue text) RETURNS jsonb
+LANGUAGE sql STABLE AS $$
+    WITH span AS (
+        SELECT p_from AS f, p_to AS t,
+               CASE WHEN p_to - p_from <= interval '60 minutes' THEN 1
+                    WHEN p_to - p_from <= interval '6 hours' THEN 5
+                    WHEN p_to - p_from <= interval '24 hours' THEN 15
+                    WHEN p_to - p_from <= interval '7 days' THEN 60 ELSE 360 END AS minutes),
+    rows AS (
+        SELECT date_bin(make_interval(mins => span.minutes), h.executed_at, span.f) AS bucket, h.rule,
+               h.offsets_dropped, h.leased_dropped
+          FROM queen.retention_history h, span
+         WHERE h.executed_at >= span.f AND h.executed_at < span.t AND (p_queue IS NULL OR h.queue = p_queue)),
+    buckets AS (
+        SELECT bucket,
+               coalesce(sum(offsets_dropped) FILTER (WHERE rule = 'retention'), 0) AS r,
+               coalesce(sum(offsets_dropped) FILTER (WHERE rule = 'completed_retention'), 0) AS c,
+               coalesce(sum(offsets_dropped) FILTER (WHERE rule = 'max_wait_time_eviction'), 0) AS e,
+               coalesce(sum(leased_dropped), 0) AS leased,
+               coalesce(sum(offsets_dropped), 0) AS total, count(*) AS events
+          FROM rows GROUP BY bucket)
+    SELECT jsonb_build_object(
+        'timeRange', jsonb_build_object('from', queen.iso_ms(span.f), 'to', queen.iso_ms(span.t)),
+        'bucketMinutes', span.minutes,
+        'series', coalesce((SELECT jsonb_agg(jsonb_build_object('bucket', queen.iso_ms(bucket), 'retentionMsgs', r,
+                      'completedRetentionMsgs', c, 'evictionMsgs', e, 'leasedEvictedMsgs', leased,
+                      'totalMsgs', total, 'eventCount', events)
+                      ORDER BY bucket) FROM buckets), '[]'),
+        'totals', jsonb_build_object(
+            'retentionMsgs', coalesce((SELECT sum(r) FROM buckets), 0),
+            'completedRetentionMsgs', coalesce((SELECT sum(c) FROM buckets), 0),
+            'evictionMsgs', coalesce((SELECT sum(e) FROM buckets), 0),
+            'leasedEvictedMsgs', coalesce((SELECT sum(leased) FROM buckets), 0),
+            'totalMsgs', coalesce((SELECT sum(total) FROM buckets), 0),
+            'eventCount', coalesce((SELECT sum(events) FROM buckets), 0)))
+      FROM span
 $$;

@@ -46,9 +46,9 @@ function table(headers, rows) {
     h('tbody', {}, rows.length ? rows : h('tr', {}, h('td', { colspan: headers.length, class: 'muted' }, 'none'))));
 }
 
-function card(label, key, v) {
+function card(label, key, v, cls) {
   return h('div', { class: 'card' }, h('div', { class: 'label' }, label),
-    h('div', { class: 'value', 'data-k': key }, show(v)));
+    h('div', { class: cls ? 'value ' + cls : 'value', 'data-k': key }, show(v)));
 }
 
 function queueLink(name) {
@@ -391,9 +391,21 @@ function drawRetention(state) {
   if (state.chart) state.chart.destroy();
   state.chart = new Chart(canvas, { type: 'bar',
     data: { labels: state.series.map((b) => b.bucket),
-      datasets: RULES.map(([k, label, color]) => ({ label, data: state.series.map((b) => b[k]), backgroundColor: color })) },
+      datasets: RULES.map(([k, label, color]) => ({ label, data: state.series.map((b) => b[k]), backgroundColor: color }))
+        /* a subset of the bars, so a stack of its own: drawn over them, not added on */
+        .concat([{ type: 'line', stack: 'leased', label: 'leased offsets evicted', borderColor: '#000', borderDash: [4, 3],
+          pointRadius: 2, data: state.series.map((b) => b.leasedEvictedMsgs) }]) },
     options: { animation: false, responsive: true, maintainAspectRatio: false,
       scales: { x: { stacked: true }, y: { stacked: true, beginAtZero: true } } } });
+}
+
+/* The spans the retention chart offers: the analytics route buckets each
+ * (1, 5, 15 and 60 minutes). */
+const RANGES = [['1h', 'the last hour', 3600e3], ['6h', 'the last 6 hours', 6 * 3600e3],
+  ['24h', 'the last 24 hours', 24 * 3600e3], ['7d', 'the last 7 days', 7 * 24 * 3600e3]];
+
+function rangeOf(key) {
+  return RANGES.find(([k]) => k === key) || RANGES[0];
 }
 
 /* The whole queue in words, where a page of partitions shows only its own. */
@@ -430,10 +442,13 @@ const queueRetentionPage = {
   async load(args, state) {
     const q = encodeURIComponent(args.name);
     const offset = Math.max(0, Number(args.offset) || 0);
+    const [range, rangeWords, rangeMs] = rangeOf(args.range);
+    const hashOf = (more) => '#/queues/' + q + '/retention?' + new URLSearchParams(Object.assign({ range }, more));
     const ex = await api('/api/v1/retention/explain?queue=' + q + '&limit=' + PARTITION_PAGE + '&offset=' + offset);
     if (ex.status === 404) throw new Error('no queue named ' + args.name);
     if (ex.status !== 200) throw new Error('/api/v1/retention/explain: ' + ex.status + ' ' + ((ex.body && ex.body.error) || ''));
-    const an = await apiOk('/api/v1/analytics/retention?queue=' + q);
+    const an = await apiOk('/api/v1/analytics/retention?' + new URLSearchParams({ queue: args.name,
+      from: new Date(Date.now() - rangeMs).toISOString(), to: new Date().toISOString() }));
     state.series = an.series;
     const e = ex.body;
     const t = an.totals;
@@ -441,16 +456,19 @@ const queueRetentionPage = {
     return h('div', { id: 'page-queue-retention', 'data-queue': e.queue },
       h('h1', {}, 'Retention of ', queueLink(e.queue)),
       h('div', { class: 'cards' }, Object.entries(e.options || {}).map(([k, v]) => card(k, 'options.' + k, v))),
-      h('h2', {}, 'Offsets dropped in the last hour, by rule'),
+      h('h2', {}, 'Offsets dropped in ' + rangeWords + ', by rule'),
+      h('div', { class: 'pager', id: 'retention-ranges' }, RANGES.map(([k, words]) => k === range
+        ? h('strong', { 'data-range': k }, words) : h('a', { 'data-range': k, href: hashOf({ range: k }) }, words))),
       h('div', { class: 'cards', id: 'retention-totals' },
         RULES.map(([k, label]) => card(label, 'totals.' + k, t[k])),
-        card('all rules', 'totals.totalMsgs', t.totalMsgs), card('deleting steps', 'totals.eventCount', t.eventCount)),
+        card('all rules', 'totals.totalMsgs', t.totalMsgs), card('deleting steps', 'totals.eventCount', t.eventCount),
+        card('leased offsets evicted', 'totals.leasedEvictedMsgs', t.leasedEvictedMsgs, t.leasedEvictedMsgs ? 'bad' : '')),
       an.series.length ? h('div', { class: 'chart' }, h('canvas', { id: 'retention-chart' }))
-        : h('p', { class: 'muted', id: 'retention-empty' }, 'nothing deleted in the last hour'),
+        : h('p', { class: 'muted', id: 'retention-empty' }, 'nothing deleted in ' + rangeWords),
       h('h2', {}, 'What pins each partition, and what goes next'),
       summaryLine(e.summary),
       offsetPager(e.summary.partitions, 'partitions', offset, e.partitions.length, PARTITION_PAGE,
-        (o) => '#/queues/' + q + '/retention?offset=' + o, '‹ previous', 'next ›'),
+        (o) => hashOf({ offset: o }), '‹ previous', 'next ›'),
       table([['partition'], ['watermark', 1], ['last offset', 1], ['retained', 1], ['oldest retained'],
         ['pinned by'], ['next pass'], ['leased offsets evicted next', 1], ['next check'], ['in words']],
       e.partitions.map(explainRow)),

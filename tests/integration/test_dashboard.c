@@ -299,6 +299,46 @@ TEST(dashboard_queue_retention_view_shows_what_a_pass_deleted_by_rule)
     srv_stop(&s);
 }
 
+/* Leased offsets a pass evicted are called out in red over the chart's
+ * span, and the span is the reader's: a step three hours old is outside
+ * the last hour and inside the last six. */
+TEST(dashboard_retention_view_calls_out_leased_evictions_over_the_chosen_span)
+{
+    silt_server s;
+    srv_start(&s, NULL);
+    if (!browser_available()) { srv_stop(&s); return; }
+    const char *q = uniq("dash-evict");
+    char queue[96];
+    keep_str(queue, q);
+    configure_queue(&s, queue, "{\"maxWaitTimeSeconds\":3600,\"leaseTime\":3600}");
+    for (int i = 0; i < 3; i++) push(&s, queue, "Default", 1);
+    CHECK_STR(pop_offsets(&s, queue, NULL, "consumerGroup=billing&batch=3"), "0,1,2");   /* a worker holds 0..2 */
+    age_segments(pid_of(queue, "Default"), 0, 2, 2 * HOUR);
+    refresh(queue);
+    reply r;
+    run(&s, false, &r);
+    reply_fini(&r);
+    rq(&s, "GET", sfmt("/api/v1/analytics/retention?queue=%s", queue), NULL, &r);
+    CHECK_INT(jint(&r, "totals.leasedEvictedMsgs"), 2);
+    CHECK_INT(jint(&r, "series.0.leasedEvictedMsgs"), 2);
+    reply_fini(&r);
+    const char *dom = browser_dump_dom(&s, sfmt("/queues/%s/retention", queue));
+    CHECK_STR(value_of(dom, "totals.leasedEvictedMsgs"), "2");
+    CHECK(strstr(dom, "class=\"value bad\" data-k=\"totals.leasedEvictedMsgs\"") != NULL);
+    CHECK_STR(value_of(dom, "totals.evictionMsgs"), "2");
+    CHECK(chart_drawn(dom, "retention-chart"));
+
+    sql("update queen.retention_history set executed_at = now() - interval '3 hours' where queue = '%s'", queue);
+    dom = browser_dump_dom(&s, sfmt("/queues/%s/retention?range=1h", queue));
+    CHECK(strstr(dom, "id=\"retention-empty\"") != NULL);
+    CHECK_STR(value_of(dom, "totals.leasedEvictedMsgs"), "0");
+    dom = browser_dump_dom(&s, sfmt("/queues/%s/retention?range=6h", queue));
+    CHECK_STR(value_of(dom, "totals.evictionMsgs"), "2");
+    CHECK_STR(value_of(dom, "totals.leasedEvictedMsgs"), "2");
+    CHECK(strstr(dom, "<strong data-range=\"6h\">") != NULL);
+    srv_stop(&s);
+}
+
 /* "a queue with retention configured but nothing to delete shows nothing
  * rather than an error" */
 TEST(dashboard_queue_retention_view_with_nothing_deleted_shows_nothing_not_an_error)
