@@ -1,6 +1,7 @@
--- 026: what the dashboard reads at scale: a queue's partitions a page at a
--- time, the cluster's traffic as counters any server can read, and leased
--- offsets evicted over time.
+-- 026: what the dashboard reads at scale: queues, consumer groups, a
+-- queue's partitions and a group's cursors a page at a time, the cluster's
+-- traffic as counters any server can read, and leased offsets evicted over
+-- time.
 --
 -- A queue may hold 100,000 partitions: its detail and its retention explain
 -- listed every one (26 s and 63 s at that size). With a limit they answer
@@ -95,21 +96,23 @@ $$;
 -- offsetsWritten (every offset any server ever gave a partition that still
 -- exists) and offsetsConsumed (how far every consumer group's cursors
 -- moved). A page samples them twice for messages in and out per second
--- across all servers; /metrics counts one server's requests.
+-- across all servers; /metrics counts one server's requests. totalLag is
+-- every group's lag summed, which a page of groups cannot give.
 CREATE OR REPLACE FUNCTION queen.overview() RETURNS jsonb LANGUAGE sql STABLE AS $$
     SELECT jsonb_build_object(
         'queues', (SELECT count(*) FROM queen.queues),
         'partitions', p.partitions, 'messages', p.messages, 'offsetsWritten', p.written,
         'segments', (SELECT count(*) FROM queen.log_segments),
-        'consumerGroups', c.groups, 'activeLeases', c.leases, 'offsetsConsumed', c.consumed,
+        'consumerGroups', c.groups, 'activeLeases', c.leases, 'offsetsConsumed', c.consumed, 'totalLag', c.lag,
         'deadLetters', (SELECT count(*) FROM queen.log_dlq),
         'lastWriteAt', queen.iso_ms(p.last_write_at))
       FROM (SELECT count(*) AS partitions, coalesce(sum(last_offset + 1 - log_start), 0) AS messages,
                    coalesce(sum(last_offset + 1), 0) AS written, max(last_write_at) AS last_write_at
               FROM queen.log_partitions) p,
-           (SELECT count(DISTINCT consumer_group) AS groups, count(*) FILTER (WHERE lease_expires > now()) AS leases,
-                   coalesce(sum(total_consumed), 0) AS consumed
-              FROM queen.log_consumers) c
+           (SELECT count(DISTINCT c.consumer_group) AS groups, count(*) FILTER (WHERE c.lease_expires > now()) AS leases,
+                   coalesce(sum(c.total_consumed), 0) AS consumed,
+                   coalesce(sum(p.last_offset + 1 - queen.next_offset(p, c.committed)), 0) AS lag
+              FROM queen.log_consumers c JOIN queen.log_partitions p ON p.id = c.partition_id) c
 $$;
 
 -- GET /api/v1/analytics/retention, with leasedEvictedMsgs: of the offsets
@@ -151,4 +154,77 @@ LANGUAGE sql STABLE AS $$
             'totalMsgs', coalesce((SELECT sum(total) FROM buckets), 0),
             'eventCount', coalesce((SELECT sum(events) FROM buckets), 0)))
       FROM span
+$$;
+
+-- GET /api/v1/resources/queues[?limit=&offset=]: queues in name order.
+DROP FUNCTION queen.queue_list();
+CREATE FUNCTION queen.queue_list(p_limit integer, p_offset integer) RETURNS jsonb LANGUAGE sql STABLE AS $$
+    SELECT coalesce(jsonb_agg(queen.queue_json(q, false) ORDER BY q.name), '[]')
+      FROM (SELECT * FROM queen.queues ORDER BY name LIMIT p_limit OFFSET coalesce(p_offset, 0)) q
+$$;
+
+-- A page of groups, or one group's cursors, is read by group name: without
+-- this index each would scan every cursor of every group. The group never
+-- changes in a row, so cursor updates stay heap-only.
+CREATE INDEX log_consumers_group ON queen.log_consumers (consumer_group);
+
+-- One group's figures over all its cursors (NULL: it has none): what the
+-- list shows for each group and a group's page shows at its top.
+CREATE FUNCTION queen.group_summary(p_group text, p_lagging_seconds integer, p_dead_seconds integer) RETURNS jsonb
+LANGUAGE sql STABLE AS $$
+    SELECT jsonb_build_object(
+               'name', p_group, 'queues', g.queues, 'members', g.members, 'cursors', g.cursors,
+               'totalLag', g.lag, 'maxTimeLag', round(g.time_lag),
+               'lastActivityAt', queen.iso_ms(g.last_activity),
+               'state', queen.group_state(g.lag, g.time_lag, g.last_activity, p_lagging_seconds, p_dead_seconds))
+      FROM (SELECT jsonb_agg(queue ORDER BY queue) AS queues, sum(cursors) AS cursors, sum(members) AS members,
+                   sum(lag) AS lag, max(time_lag) AS time_lag, max(last_activity) AS last_activity
+              FROM (SELECT queue, count(*) AS cursors, count(*) FILTER (WHERE lease_expires > now()) AS members,
+                           sum(lag) AS lag, coalesce(max(time_lag), 0) AS time_lag,
+                           max(last_activity_at) AS last_activity
+                      FROM queen.group_cursors WHERE consumer_group = p_group GROUP BY queue) per_queue
+            HAVING count(*) > 0) g
+$$;
+
+-- GET /api/v1/consumer-groups[?queue=][&limit=&offset=]: groups with
+-- cursors (on p_queue's partitions when given), in name order; only the
+-- page's groups are summed, each over all its cursors.
+DROP FUNCTION queen.group_list(integer, integer);
+CREATE FUNCTION queen.group_list(p_lagging_seconds integer, p_dead_seconds integer, p_queue text,
+                                 p_limit integer, p_offset integer)
+RETURNS jsonb LANGUAGE sql STABLE AS $$
+    SELECT coalesce(jsonb_agg(queen.group_summary(n.consumer_group, p_lagging_seconds, p_dead_seconds)
+                              ORDER BY n.consumer_group), '[]')
+      FROM (SELECT DISTINCT c.consumer_group FROM queen.log_consumers c
+             WHERE p_queue IS NULL OR c.partition_id IN (SELECT p.id FROM queen.log_partitions p WHERE p.queue = p_queue)
+             ORDER BY c.consumer_group LIMIT p_limit OFFSET coalesce(p_offset, 0)) n
+$$;
+
+-- GET /api/v1/consumer-groups/:group[?limit=&offset=]: the group's figures,
+-- its cursors in (queue, partition) order — a page of them when asked —
+-- and its stored subscriptions. NULL when it has neither cursors nor
+-- subscriptions.
+DROP FUNCTION queen.group_detail(text);
+CREATE FUNCTION queen.group_detail(p_group text, p_lagging_seconds integer, p_dead_seconds integer,
+                                   p_limit integer, p_offset integer) RETURNS jsonb
+LANGUAGE sql STABLE AS $$
+    SELECT coalesce(queen.group_summary(p_group, p_lagging_seconds, p_dead_seconds),
+                    jsonb_build_object('name', p_group, 'queues', '[]'::jsonb, 'cursors', 0))
+        || jsonb_build_object(
+           'partitions', (SELECT coalesce(jsonb_agg(jsonb_build_object(
+               'queue', c.queue, 'partition', c.partition, 'partitionId', c.partition_id,
+               'committedOffset', c.committed, 'lag', c.lag, 'timeLag', round(c.time_lag),
+               'retryCount', c.retry_count, 'totalConsumed', c.total_consumed,
+               'lastActivityAt', queen.iso_ms(c.last_activity_at),
+               'lease', CASE WHEN c.lease_expires > now() THEN jsonb_build_object(
+                   'leaseId', c.lease_id, 'leaseEnd', c.lease_end, 'expiresAt', queen.iso_ms(c.lease_expires)) END)
+               ORDER BY c.queue, c.partition), '[]')
+               FROM (SELECT * FROM queen.group_cursors WHERE consumer_group = p_group
+                      ORDER BY queue, partition LIMIT p_limit OFFSET coalesce(p_offset, 0)) c),
+           'subscriptions', (SELECT coalesce(jsonb_agg(jsonb_build_object(
+               'queue', s.queue, 'from', queen.iso_ms(s.from_ts), 'createdAt', queen.iso_ms(s.created_at)) ORDER BY s.queue), '[]')
+               FROM queen.subscriptions s WHERE s.consumer_group = p_group))
+        || queen.pagination_json(p_limit, p_offset)
+     WHERE EXISTS (SELECT 1 FROM queen.log_consumers c WHERE c.consumer_group = p_group)
+        OR EXISTS (SELECT 1 FROM queen.subscriptions s WHERE s.consumer_group = p_group)
 $$;

@@ -11,6 +11,7 @@ const REFRESH_MS = 2000;      /* live pages re-read the API this often */
 const RATE_SAMPLES = 60;      /* points kept on the overview's rate chart */
 const DLQ_PAGE = 50;
 const PARTITION_PAGE = 50;    /* a queue's partitions a page at a time: a queue may have 100,000 */
+const LIST_PAGE = 50;         /* queues and consumer groups a page at a time */
 
 /* ---- DOM helpers ---------------------------------------------------- */
 
@@ -206,18 +207,18 @@ const overviewPage = {
   live: true,
   title: () => 'Overview',
   async load(args, state) {
+    const first = '?limit=' + LIST_PAGE;
     const [ov, queues, groups, hr] = await Promise.all([
-      apiOk('/api/v1/resources/overview'), apiOk('/api/v1/resources/queues'),
-      apiOk('/api/v1/consumer-groups'), api('/health')]);
+      apiOk('/api/v1/resources/overview'), apiOk('/api/v1/resources/queues' + first),
+      apiOk('/api/v1/consumer-groups' + first), api('/health')]);
     sampleRates(ov);
-    const totalLag = groups.reduce((s, g) => s + (g.totalLag || 0), 0);
     return h('div', { id: 'page-overview' },
       h('h1', {}, 'Overview'),
       h('div', { class: 'cards', id: 'totals' },
         card('queues', 'queues', ov.queues), card('partitions', 'partitions', ov.partitions),
         card('messages retained', 'messages', ov.messages), card('segments', 'segments', ov.segments),
         card('consumer groups', 'consumerGroups', ov.consumerGroups),
-        card('total lag', 'totalLag', totalLag),
+        card('total lag', 'totalLag', ov.totalLag),
         card('in per second', 'writtenPerSecond', lastRate('written')),
         card('out per second', 'consumedPerSecond', lastRate('consumed')),
         card('active leases', 'activeLeases', ov.activeLeases),
@@ -225,16 +226,44 @@ const overviewPage = {
       h('h2', {}, 'Health'), healthCard(hr),
       h('h2', {}, 'Messages per second (every server)'),
       h('div', { class: 'chart' }, h('canvas', { id: 'rates' })),
-      h('h2', {}, 'Queues'),
-      table([['queue'], ['namespace'], ['task'], ['partitions', 1], ['messages', 1], ['pending by group'],
-        ['dead letters', 1], ['created']], queues.map(queueRow)),
-      h('h2', {}, 'Consumer groups'),
-      table([['group'], ['state'], ['queues'], ['members', 1], ['total lag', 1], ['max time lag (s)', 1],
-        ['last activity']], groups.map(groupRow)));
+      h('h2', {}, 'Queues'), queueTable(queues),
+      ov.queues > queues.length ? h('p', {}, h('a', { id: 'all-queues', href: '#/queues' }, 'all ' + ov.queues + ' queues ›')) : null,
+      h('h2', {}, 'Consumer groups'), groupTable(groups),
+      ov.consumerGroups > groups.length
+        ? h('p', {}, h('a', { id: 'all-groups', href: '#/groups' }, 'all ' + ov.consumerGroups + ' consumer groups ›')) : null);
   },
   after: drawRates,
   /* back later, the first read starts again: no rate averaged over the time away */
   teardown(state) { if (state.chart) state.chart.destroy(); rates.last = null; },
+};
+
+function queueTable(queues) {
+  return table([['queue'], ['namespace'], ['task'], ['partitions', 1], ['messages', 1], ['pending by group'],
+    ['dead letters', 1], ['created']], queues.map(queueRow));
+}
+
+function groupTable(groups) {
+  return table([['group'], ['state'], ['queues'], ['members', 1], ['total lag', 1], ['max time lag (s)', 1],
+    ['last activity']], groups.map(groupRow));
+}
+
+/* A list the server pages by position whose length it does not answer:
+ * "next" while a page comes back full. */
+function nextPager(offset, shown, hashFor) {
+  return h('div', { class: 'pager' }, 'showing ', String(shown ? offset + 1 : 0), '–', String(offset + shown),
+    offset > 0 ? h('a', { 'data-action': 'page-back', href: hashFor(Math.max(0, offset - LIST_PAGE)) }, '‹ previous') : null,
+    shown === LIST_PAGE ? h('a', { 'data-action': 'page-forth', href: hashFor(offset + LIST_PAGE) }, 'next ›') : null);
+}
+
+const queuesPage = {
+  live: true,
+  title: () => 'Queues',
+  async load(args) {
+    const offset = Math.max(0, Number(args.offset) || 0);
+    const queues = await apiOk('/api/v1/resources/queues?limit=' + LIST_PAGE + '&offset=' + offset);
+    return h('div', { id: 'page-queues' }, h('h1', {}, 'Queues'),
+      nextPager(offset, queues.length, (o) => '#/queues?offset=' + o), queueTable(queues));
+  },
 };
 
 function groupRow(g) {
@@ -264,7 +293,7 @@ const queuePage = {
     if (r.status === 404) throw new Error('no queue named ' + args.name);
     if (r.status !== 200) throw new Error(path + ': ' + r.status + ' ' + ((r.body && r.body.error) || ''));
     const q = r.body;
-    const groups = (await apiOk('/api/v1/consumer-groups')).filter((g) => (g.queues || []).includes(q.name));
+    const groups = await apiOk('/api/v1/consumer-groups?' + new URLSearchParams({ queue: q.name, limit: String(LIST_PAGE) }));
     const pending = q.messages.pending || {};
     return h('div', { id: 'page-queue', 'data-queue': q.name },
       h('h1', {}, 'Queue ', h('span', { 'data-k': 'name' }, q.name)),
@@ -295,11 +324,11 @@ const queuePage = {
 const groupsPage = {
   live: true,
   title: () => 'Consumer groups',
-  async load() {
-    const groups = await apiOk('/api/v1/consumer-groups');
+  async load(args) {
+    const offset = Math.max(0, Number(args.offset) || 0);
+    const groups = await apiOk('/api/v1/consumer-groups?limit=' + LIST_PAGE + '&offset=' + offset);
     return h('div', { id: 'page-groups' }, h('h1', {}, 'Consumer groups'),
-      table([['group'], ['state'], ['queues'], ['members', 1], ['total lag', 1], ['max time lag (s)', 1],
-        ['last activity']], groups.map(groupRow)));
+      nextPager(offset, groups.length, (o) => '#/groups?offset=' + o), groupTable(groups));
   },
 };
 
@@ -335,21 +364,23 @@ const groupPage = {
   live: true,
   title: (args) => 'Group ' + args.name,
   async load(args, state) {
+    const offset = Math.max(0, Number(args.offset) || 0);
     const path = '/api/v1/consumer-groups/' + encodeURIComponent(args.name);
-    const r = await api(path);
+    const r = await api(path + '?limit=' + PARTITION_PAGE + '&offset=' + offset);
     if (r.status === 404) throw new Error('no consumer group named ' + args.name);
     if (r.status !== 200) throw new Error(path + ': ' + r.status + ' ' + ((r.body && r.body.error) || ''));
     const g = r.body;
-    const sum = (await apiOk('/api/v1/consumer-groups')).find((x) => x.name === g.name) || {};
-    const queues = [...new Set(g.partitions.map((p) => p.queue).concat(g.subscriptions.map((x) => x.queue)))];
+    const queues = [...new Set(g.queues.concat(g.subscriptions.map((x) => x.queue)))];
     return h('div', { id: 'page-group', 'data-group': g.name },
       h('h1', {}, 'Consumer group ', h('span', { 'data-k': 'name' }, g.name)),
       h('div', { class: 'cards' },
-        h('div', { class: 'card ' + (sum.state === 'Stable' ? 'ok' : 'bad') }, h('div', { class: 'label' }, 'state'),
-          h('div', { class: 'value', 'data-k': 'state' }, show(sum.state))),
-        card('members (live leases)', 'members', sum.members), card('total lag', 'totalLag', sum.totalLag),
-        card('max time lag (s)', 'maxTimeLag', sum.maxTimeLag), card('last activity', 'lastActivityAt', sum.lastActivityAt)),
+        h('div', { class: 'card ' + (g.state === 'Stable' ? 'ok' : 'bad') }, h('div', { class: 'label' }, 'state'),
+          h('div', { class: 'value', 'data-k': 'state' }, show(g.state))),
+        card('members (live leases)', 'members', g.members), card('total lag', 'totalLag', g.totalLag),
+        card('max time lag (s)', 'maxTimeLag', g.maxTimeLag), card('last activity', 'lastActivityAt', g.lastActivityAt)),
       h('h2', {}, 'Cursors'),
+      offsetPager(g.cursors, 'cursors', offset, g.partitions.length, PARTITION_PAGE,
+        (o) => '#/groups/' + encodeURIComponent(g.name) + '?offset=' + o, '‹ previous', 'next ›'),
       table([['queue'], ['partition'], ['committed offset', 1], ['lag', 1], ['time lag (s)', 1], ['retries', 1],
         ['consumed', 1], ['last activity'], ['lease']], g.partitions.map((p) =>
         h('tr', { 'data-row': p.queue + '/' + p.partition },
@@ -782,8 +813,9 @@ function parseHash() {
   if (parts[0] === 'workflows' && parts.length === 2) return [workflowPage, { id: parts[1] }, 'workflows'];
   if (parts[0] === 'schedules' && parts.length === 1) return [schedulesPage, {}, 'schedules'];
   if (parts[0] === 'messages' && parts.length === 1) return [messagePage, params, 'messages'];
-  if (parts[0] === 'groups' && parts.length === 1) return [groupsPage, {}, 'groups'];
-  if (parts[0] === 'groups' && parts.length === 2) return [groupPage, { name: parts[1] }, 'groups'];
+  if (parts[0] === 'queues' && parts.length === 1) return [queuesPage, params, 'overview'];
+  if (parts[0] === 'groups' && parts.length === 1) return [groupsPage, params, 'groups'];
+  if (parts[0] === 'groups' && parts.length === 2) return [groupPage, Object.assign(params, { name: parts[1] }), 'groups'];
   if (parts[0] === 'task-retention' && parts.length === 1) return [retentionPage, {}, 'task-retention'];
   if (parts[0] === 'dead-letters' && parts.length === 1) return [dlqPage, params, 'dead-letters'];
   return [notFoundPage, { path }, ''];

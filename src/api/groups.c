@@ -5,18 +5,35 @@
 #include <string.h>
 #include "api/api.h"
 
+/* The thresholds a group's state is judged by (config: the seconds of
+ * backlog that make it Lagging, of silence that make it Dead). */
+typedef struct group_thresholds {
+    char lagging[24], dead[24];
+} group_thresholds;
+
+static void thresholds_of(const server *srv, group_thresholds *t)
+{
+    snprintf(t->lagging, sizeof t->lagging, "%lld", (long long)srv->cfg.group_lagging_s);
+    snprintf(t->dead, sizeof t->dead, "%lld", (long long)srv->cfg.group_dead_s);
+}
+
 void api_group_list(httpd_req *req, server *srv)
 {
-    char lagging[24], dead[24];
-    snprintf(lagging, sizeof lagging, "%lld", (long long)srv->cfg.group_lagging_s);
-    snprintf(dead, sizeof dead, "%lld", (long long)srv->cfg.group_dead_s);
-    const char *values[2] = { lagging, dead };
+    api_offset_page page;
+    if (api_query_offset_page(req, &page) < 0) return;
+    group_thresholds t;
+    thresholds_of(srv, &t);
+    const char *values[5] = { t.lagging, t.dead, httpd_query(req, "queue"), page.limit, page.offset };
     api_json_call(req, srv, STMT_GROUP_LIST, values, "no groups");
 }
 
 void api_group_detail(httpd_req *req, server *srv)
 {
-    const char *values[1] = { req->params[0] };
+    api_offset_page page;
+    if (api_query_offset_page(req, &page) < 0) return;
+    group_thresholds t;
+    thresholds_of(srv, &t);
+    const char *values[5] = { req->params[0], t.lagging, t.dead, page.limit, page.offset };
     api_json_call(req, srv, STMT_GROUP_DETAIL, values, "consumer group not found");
 }
 

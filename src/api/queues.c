@@ -3,7 +3,10 @@
 
 void api_queue_list(httpd_req *req, server *srv)
 {
-    api_json_call(req, srv, STMT_QUEUE_LIST, NULL, "no queues");
+    api_offset_page page;
+    if (api_query_offset_page(req, &page) < 0) return;
+    const char *values[2] = { page.limit, page.offset };
+    api_json_call(req, srv, STMT_QUEUE_LIST, values, "no queues");
 }
 
 void api_queue_detail(httpd_req *req, server *srv)

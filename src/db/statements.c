@@ -28,13 +28,13 @@ const db_statement db_statements[STMT_COUNT] = {
     [STMT_CONFIGURE]    = { "configure",
         "SELECT namespace, task, options, (options->>'encryptionEnabled')::boolean FROM queen.configure($1, $2, $3, $4)", 4 },
     /* administration: one jsonb value each (NULL: not found) */
-    [STMT_QUEUE_LIST]   = { "queue_list", "SELECT queen.queue_list()", 0 },
+    [STMT_QUEUE_LIST]   = { "queue_list", "SELECT queen.queue_list($1, $2)", 2 },
     [STMT_QUEUE_DETAIL] = { "queue_detail", "SELECT queen.queue_detail($1, $2, $3)", 3 },
     [STMT_QUEUE_DELETE] = { "queue_delete",   /* NULL (404) when there was no such queue */
         "SELECT CASE WHEN queen.queue_delete($1) THEN jsonb_build_object('deleted', true) END", 1 },
     [STMT_OVERVIEW]     = { "overview", "SELECT queen.overview()", 0 },
-    [STMT_GROUP_LIST]   = { "group_list", "SELECT queen.group_list($1, $2)", 2 },
-    [STMT_GROUP_DETAIL] = { "group_detail", "SELECT queen.group_detail($1)", 1 },
+    [STMT_GROUP_LIST]   = { "group_list", "SELECT queen.group_list($1, $2, $3, $4, $5)", 5 },
+    [STMT_GROUP_DETAIL] = { "group_detail", "SELECT queen.group_detail($1, $2, $3, $4, $5)", 5 },
     [STMT_GROUP_DELETE] = { "group_delete",   /* NULL (404) when the group has nothing there */
         "SELECT CASE WHEN queen.group_known($1, $2)"
         " THEN jsonb_build_object('deleted', true, 'cursors', queen.group_delete($1, $2, $3)) END", 3 },

@@ -265,6 +265,74 @@ TEST(consumer_groups_list_detail_and_delete)
     srv_stop(&s);
 }
 
+/* Queues and consumer groups page by name when asked; a group's detail
+ * pages its cursors and carries the figures of all of them; the group list
+ * narrows to the groups on one queue. */
+TEST(queue_and_group_lists_and_a_groups_cursors_page_when_asked)
+{
+    silt_server s;
+    srv_start(&s, NULL);
+    const char *qa = uniq("lq-a");
+    char a[96], b[96];
+    keep_str(a, qa);
+    keep_str(b, sfmt("%s-b", a));   /* sorts after a */
+    push_queued(&s, a, "p1", 0, 2, NULL);
+    push_queued(&s, a, "p2", 0, 3, NULL);
+    push_queued(&s, b, "p1", 0, 1, NULL);
+    reply r;
+    CHECK_INT(pop_from(&s, a, "p1", "consumerGroup=ga&batch=1&wait=false", &r), 200);   /* ga: a's p1 */
+    reply_fini(&r);
+    CHECK_INT(pop_from(&s, a, "p2", "consumerGroup=ga&batch=1&wait=false", &r), 200);   /* and a's p2 */
+    reply_fini(&r);
+    CHECK_INT(pop_from(&s, b, "p1", "consumerGroup=gb&batch=1&wait=false", &r), 200);   /* gb: b only */
+    reply_fini(&r);
+
+    rq(&s, "GET", "/api/v1/resources/queues", NULL, &r);
+    CHECK(jpath(&r, "1") >= 0 && jpath(&r, "2") < 0);
+    reply_fini(&r);
+    rq(&s, "GET", "/api/v1/resources/queues?limit=1&offset=1", NULL, &r);
+    CHECK_STR(jstr(&r, "0.name"), b);
+    CHECK(jpath(&r, "1") < 0);
+    reply_fini(&r);
+
+    rq(&s, "GET", "/api/v1/consumer-groups?limit=1", NULL, &r);
+    CHECK_STR(jstr(&r, "0.name"), "ga");
+    CHECK(jpath(&r, "1") < 0);
+    CHECK_INT(jint(&r, "0.cursors"), 2);
+    CHECK_INT(jint(&r, "0.totalLag"), 5);          /* over both its cursors */
+    reply_fini(&r);
+    rq(&s, "GET", sfmt("/api/v1/consumer-groups?queue=%s", b), NULL, &r);
+    CHECK_STR(jstr(&r, "0.name"), "gb");
+    CHECK(jpath(&r, "1") < 0);
+    reply_fini(&r);
+
+    rq(&s, "GET", "/api/v1/consumer-groups/ga?limit=1&offset=1", NULL, &r);
+    CHECK_INT(r.status, 200);
+    CHECK_STR(jstr(&r, "partitions.0.partition"), "p2");   /* (queue, partition) order */
+    CHECK(jpath(&r, "partitions.1") < 0);
+    CHECK_INT(jint(&r, "cursors"), 2);
+    CHECK_INT(jint(&r, "totalLag"), 5);
+    CHECK_INT(jint(&r, "members"), 2);                    /* both pops' leases */
+    CHECK_STR(jstr(&r, "queues.0"), a);
+    CHECK_INT(jint(&r, "pagination.limit"), 1);
+    reply_fini(&r);
+    rq(&s, "GET", "/api/v1/consumer-groups/ga", NULL, &r);
+    CHECK(jpath(&r, "partitions.1") >= 0 && jpath(&r, "pagination") < 0);
+    reply_fini(&r);
+
+    rq(&s, "GET", "/api/v1/resources/overview", NULL, &r);
+    CHECK_INT(jint(&r, "totalLag"), 6);   /* every group's lag: ga 5, gb 1 */
+    reply_fini(&r);
+    const char *bad[] = { "/api/v1/resources/queues?limit=0", "/api/v1/consumer-groups?offset=-2",
+                          "/api/v1/consumer-groups/ga?limit=x" };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        rq(&s, "GET", bad[i], NULL, &r);
+        CHECK_INT(r.status, 400);
+        reply_fini(&r);
+    }
+    srv_stop(&s);
+}
+
 TEST(queue_delete_removes_everything_dead_letters_included)
 {
     silt_server s;
