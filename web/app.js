@@ -633,17 +633,59 @@ const tasksPage = {
   },
 };
 
+const TASK_ENDED = ['COMPLETED', 'FAILED', 'CANCELLED', 'EXPIRED'];
+
+/* An action's POST, once confirm() said yes: the notice says what the API
+ * answered (said(body) on 200, else why the action failed), then the page
+ * is read again. */
+async function confirmedPost(question, path, action, said) {
+  if (!confirm(question)) return;
+  const r = await api(path, { method: 'POST' });
+  if (r.status === 200) notice(said(r.body), false);
+  else notice(action + ' failed: ' + ((r.body && r.body.error) || r.status), true);
+  route();
+}
+
+/* A PENDING or CLAIMED task ends CANCELLED at once; a RUNNING one is
+ * marked, and its worker stops it on its next heartbeat (docs/tasks.md). */
+function cancelTask(id) {
+  return confirmedPost('Cancel task ' + id + '?', '/api/v1/tasks/' + encodeURIComponent(id) + '/cancel', 'cancel', (b) =>
+    b.cancelled ? 'cancelled task ' + id
+      : b.cancelRequested ? 'cancel requested: the worker running task ' + id + ' stops it at its next heartbeat'
+        : 'task ' + id + ' had already ended ' + b.status);
+}
+
+/* Cancel, for a task that has not ended and is not already being cancelled. */
+function taskActions(t) {
+  if (TASK_ENDED.includes(t.status)) return null;
+  if (t.cancelRequested) return h('p', { class: 'muted' }, 'cancel requested: its worker stops it at its next heartbeat');
+  return h('div', { class: 'pager' }, h('button', { 'data-action': 'cancel', onclick: () => cancelTask(t.id) }, 'cancel'));
+}
+
+function attemptsTable(attempts) {
+  return table([['attempt', 1], ['worker'], ['claim'], ['started'], ['finished'], ['outcome'], ['error code'],
+    ['error message']], attempts.map((a) => h('tr', { 'data-row': 'attempt-' + a.attempt },
+    cell('attempt', a.attempt), cell('workerId', a.workerId), cell('claimId', a.claimId), cell('startedAt', a.startedAt),
+    cell('finishedAt', a.finishedAt), cell('outcome', a.outcome, STATE_CLASS[a.outcome] || ''),
+    cell('errorCode', a.errorCode), cell('errorMessage', a.errorMessage))));
+}
+
 const taskPage = {
   live: true,
   title: (args) => 'Task ' + args.id,
   async load(args) {
-    const r = await api('/api/v1/tasks/' + encodeURIComponent(args.id));
+    const path = '/api/v1/tasks/' + encodeURIComponent(args.id);
+    const [r, attempts] = await Promise.all([api(path), api(path + '/attempts')]);
     if (r.status === 404) throw new Error('no task ' + args.id);
     if (r.status !== 200) throw new Error('/api/v1/tasks/:id: ' + r.status + ' ' + ((r.body && r.body.error) || ''));
+    if (attempts.status !== 200) throw new Error('/api/v1/tasks/:id/attempts: ' + attempts.status + ' ' +
+      ((attempts.body && attempts.body.error) || ''));
     return h('div', { id: 'page-task' },
       h('h1', {}, 'Task ', h('span', { 'data-k': 'id' }, r.body.id)),
+      taskActions(r.body),
       table([['field'], ['value']], Object.entries(r.body).map(([k, v]) => h('tr', { 'data-row': k },
-        h('td', {}, k), h('td', { 'data-k': k }, typeof v === 'object' && v !== null ? h('pre', {}, show(v)) : show(v))))));
+        h('td', {}, k), h('td', { 'data-k': k }, typeof v === 'object' && v !== null ? h('pre', {}, show(v)) : show(v))))),
+      h('h2', {}, 'Attempts'), h('div', { id: 'task-attempts' }, attemptsTable(attempts.body.attempts)));
   },
 };
 
@@ -702,23 +744,96 @@ function workflowGraph(nodes) {
       n.taskId ? h('div', { class: 'label' }, taskLink(n.taskId)) : null)))));
 }
 
+function svg(tag, attrs, ...children) {
+  const el = document.createElementNS('http://www.w3.org/2000/svg', tag);
+  for (const [k, v] of Object.entries(attrs)) el.setAttribute(k, String(v));
+  for (const c of children) el.appendChild(c);
+  return el;
+}
+
+const EDGE_LANE = 12;   /* px between the lanes of edges that skip columns */
+
+/* A box's sides and middle in the graph's own coordinates. */
+function boxIn(graph, el) {
+  const o = graph.getBoundingClientRect(), r = el.getBoundingClientRect();
+  const x = graph.scrollLeft - o.left, y = graph.scrollTop - o.top;
+  return { left: r.left + x, right: r.right + x, mid: r.top + r.height / 2 + y, bottom: r.bottom + y };
+}
+
+/* From the middle of a's right side to the middle of b's left side. Next
+ * column: one curve across the gap between them. Further: down to a lane
+ * under the boxes of the columns between, along it, and up, so the edge
+ * crosses no box. */
+function edgePath(a, b, gap, lane) {
+  const half = gap / 2;
+  if (lane === null) return `M${a.right},${a.mid} C${a.right + half},${a.mid} ${b.left - half},${b.mid} ${b.left},${b.mid}`;
+  return `M${a.right},${a.mid} C${a.right + half},${a.mid} ${a.right + half},${lane} ${a.right + gap},${lane}` +
+    ` H${b.left - gap} C${b.left - half},${lane} ${b.left - half},${b.mid} ${b.left},${b.mid}`;
+}
+
+/* The edges, once the boxes are laid out (a page's after hook): one path
+ * per dependency, predecessor to successor, in an SVG under the boxes that
+ * covers the whole graph. A successor is always deeper, so to the right. */
+function drawEdges(graph, nodes) {
+  const depth = depths(nodes);
+  const gap = parseFloat(getComputedStyle(graph).columnGap) || 0;
+  const boxes = new Map([...graph.querySelectorAll('[data-node]')].map((el) =>
+    [el.getAttribute('data-node'), boxIn(graph, el)]));
+  const bottom = [];   /* by column: the lowest box's bottom */
+  for (const [id, b] of boxes) bottom[depth[id]] = Math.max(bottom[depth[id]] || 0, b.bottom);
+  const edges = [];
+  let lanes = 0, lowest = 0;
+  for (const n of nodes) for (const p of n.waitsFor || []) {
+    if (!boxes.has(p) || !boxes.has(n.id)) continue;
+    const skips = bottom.slice(depth[p] + 1, depth[n.id]);
+    const lane = skips.length ? Math.max(...skips) + EDGE_LANE * ++lanes : null;
+    lowest = Math.max(lowest, lane || 0);
+    edges.push(svg('path', { 'data-from': p, 'data-to': n.id, 'marker-end': 'url(#edge-arrow)',
+      d: edgePath(boxes.get(p), boxes.get(n.id), gap, lane) }));
+  }
+  graph.style.paddingBottom = Math.max(0, lowest + EDGE_LANE - graph.scrollHeight) + 'px';   /* room for the lanes */
+  graph.prepend(svg('svg', { class: 'edges', width: graph.scrollWidth, height: graph.scrollHeight },
+    svg('defs', {}, svg('marker', { id: 'edge-arrow', viewBox: '0 0 10 10', refX: 10, refY: 5, markerWidth: 7,
+      markerHeight: 7, orient: 'auto' }, svg('path', { d: 'M0,0 L10,5 L0,10 z' }))), ...edges));
+}
+
+/* What a workflow in its state can be told (tasks.workflow_control): a
+ * finished one, nothing. */
+const WORKFLOW_ACTIONS = [['pause', ['PENDING', 'RUNNING']], ['resume', ['PAUSED']],
+  ['cancel', ['PENDING', 'RUNNING', 'PAUSED']]];
+
+function workflowActions(w) {
+  const buttons = WORKFLOW_ACTIONS.filter(([, when]) => when.includes(w.status)).map(([action]) =>
+    h('button', { 'data-action': action, onclick: () => confirmedPost(
+      action[0].toUpperCase() + action.slice(1) + ' workflow ' + w.name + ' (' + w.id + ')?',
+      '/api/v1/workflows/' + encodeURIComponent(w.id) + '/' + action, action,
+      (b) => action + ': workflow ' + w.id + ' is ' + b.status) }, action));
+  return buttons.length ? h('div', { class: 'pager' }, buttons) : null;
+}
+
 const workflowPage = {
   live: true,
   title: (args) => 'Workflow ' + args.id,
-  async load(args) {
+  async load(args, state) {
     const r = await api('/api/v1/workflows/' + encodeURIComponent(args.id));
     if (r.status === 404) throw new Error('no workflow ' + args.id);
     if (r.status !== 200) throw new Error('/api/v1/workflows/:id: ' + r.status + ' ' + ((r.body && r.body.error) || ''));
     const w = r.body;
+    state.nodes = w.nodes || [];
     return h('div', { id: 'page-workflow' },
       h('h1', {}, 'Workflow ', h('span', { 'data-k': 'name' }, w.name)),
+      workflowActions(w),
       h('div', { class: 'cards' },
         h('div', { class: 'card ' + (STATE_CLASS[w.status] || '') }, h('div', { class: 'label' }, 'status'),
           h('div', { class: 'value', 'data-k': 'status' }, w.status)),
         card('on error', 'onError', w.onError), card('output', 'output', w.output),
         card('created', 'createdAt', w.createdAt), card('finished', 'finishedAt', w.finishedAt)),
-      h('h2', {}, 'Nodes'), workflowGraph(w.nodes || []),
+      h('h2', {}, 'Nodes'), workflowGraph(state.nodes),
       h('h2', {}, 'Result'), h('pre', { 'data-k': 'result' }, show(w.result)));
+  },
+  after(state) {
+    const graph = document.getElementById('workflow-graph');
+    if (graph) drawEdges(graph, state.nodes);
   },
 };
 

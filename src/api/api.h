@@ -56,6 +56,7 @@ void api_retention_explain(httpd_req *req, server *srv);
 void api_retention_analytics(httpd_req *req, server *srv);
 void api_task_send(httpd_req *req, server *srv);
 void api_task_get(httpd_req *req, server *srv);
+void api_task_attempts(httpd_req *req, server *srv);
 void api_task_list(httpd_req *req, server *srv);
 void api_task_cancel(httpd_req *req, server *srv);
 void api_task_start(httpd_req *req, server *srv);

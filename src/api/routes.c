@@ -59,6 +59,7 @@ static const route routes[] = {
     { HTTPD_POST, "/api/v1/tasks", api_task_send },
     { HTTPD_GET,  "/api/v1/tasks", api_task_list },
     { HTTPD_GET,  "/api/v1/tasks/:id", api_task_get },
+    { HTTPD_GET,  "/api/v1/tasks/:id/attempts", api_task_attempts },
     { HTTPD_POST, "/api/v1/tasks/:id/cancel", api_task_cancel },
     { HTTPD_POST, "/api/v1/tasks/:id/start", api_task_start },
     { HTTPD_POST, "/api/v1/tasks/:id/complete", api_task_complete },

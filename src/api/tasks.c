@@ -1,6 +1,7 @@
 /* tasks: POST /api/v1/tasks (one task or {"tasks": [...]}), GET
  * /api/v1/tasks/:id (?wait=MS: until it is terminal), GET /api/v1/tasks
- * (?queue=&status=&limit=&cursor=), POST /api/v1/tasks/:id/cancel. */
+ * (?queue=&status=&limit=&cursor=), GET /api/v1/tasks/:id/attempts (?wait=MS
+ * as the task's), POST /api/v1/tasks/:id/cancel. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -173,6 +174,55 @@ static void reply_task(httpd_req *req, const db_reply *reply)
 void api_task_get(httpd_req *req, server *srv)
 {
     static const held_get_ops ops = { "task", TASK_MAX_WAIT_MS, read_task, task_ended, reply_task };
+    api_held_get(req, srv, &ops);
+}
+
+/* ---- its attempts ---- */
+
+/* The task is read with its attempts, in one round trip: the task read
+ * decides 404 as GET /api/v1/tasks/:id does (live, or its record still in
+ * history), and a task that never started answers []. */
+static void read_attempts(db_job *job, const char *const *id)
+{
+    db_job_call(job, STMT_TASK_GET, id, NULL, NULL);
+    db_job_call(job, STMT_TASK_ATTEMPTS, id, NULL, NULL);
+}
+
+enum { A_ATTEMPT, A_WORKER, A_CLAIM, A_STARTED, A_FINISHED, A_OUTCOME, A_CODE, A_MESSAGE };
+
+static void emit_attempt(emit *e, const PGresult *r, int row)
+{
+    emit_object(e);
+    emit_key(e, "attempt"); api_emit_int_col(e, r, row, A_ATTEMPT);
+    emit_key(e, "workerId"); api_emit_text_col(e, r, row, A_WORKER);
+    emit_key(e, "claimId"); api_emit_uuid_col(e, r, row, A_CLAIM);
+    emit_key(e, "startedAt"); api_emit_time_col(e, r, row, A_STARTED);
+    emit_key(e, "finishedAt"); api_emit_time_col(e, r, row, A_FINISHED);
+    emit_key(e, "outcome"); api_emit_text_col(e, r, row, A_OUTCOME);
+    emit_key(e, "errorCode"); api_emit_text_col(e, r, row, A_CODE);
+    emit_key(e, "errorMessage"); api_emit_text_col(e, r, row, A_MESSAGE);
+    emit_end(e);
+}
+
+static void reply_attempts(httpd_req *req, const db_reply *reply)
+{
+    const PGresult *r = reply->results[1];
+    buf out;
+    buf_init(&out);
+    emit e;
+    emit_init(&e, &out);
+    emit_object(&e);
+    emit_key(&e, "taskId"); api_emit_uuid_col(&e, reply->results[0], 0, TASK_C_ID);
+    emit_key(&e, "attempts"); emit_array(&e);
+    for (int row = 0; row < PQntuples(r); row++) emit_attempt(&e, r, row);
+    emit_end(&e);
+    emit_end(&e);
+    httpd_reply_buf(req, 200, &out);
+}
+
+void api_task_attempts(httpd_req *req, server *srv)
+{
+    static const held_get_ops ops = { "task", TASK_MAX_WAIT_MS, read_attempts, task_ended, reply_attempts };
     api_held_get(req, srv, &ops);
 }
 

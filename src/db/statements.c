@@ -103,6 +103,9 @@ const db_statement db_statements[STMT_COUNT] = {
         " WHERE ($1::text IS NULL OR queue_name = $1) AND ($2::text IS NULL OR status = $2)"
         " AND ($3::uuid IS NULL OR id > $3) ORDER BY id LIMIT $4", 4 },
     [STMT_TASK_CANCEL]  = { "task_cancel", "SELECT tasks.cancel($1)", 1 },
+    /* sql/027: rows in the order api/tasks.c reads them */
+    [STMT_TASK_ATTEMPTS] = { "task_attempts", "SELECT attempt, worker_id, claim_id, started_at, finished_at, outcome,"
+        " error_code, error_message FROM tasks.attempts($1)", 1 },
     /* rows in the order api/workers.c reads them */
     [STMT_TASK_CLAIM_MANY] = { "task_claim_many", "SELECT idx, id, task_name, queue_name, args, priority, claim_id,"
         " attempt, retry_count, timeout_ms, status FROM tasks.claim_many($1, $2, $3, $4, $5)", 5 },

@@ -683,6 +683,71 @@ TEST(dashboard_task_page_shows_a_tasks_stored_fields)
     srv_stop(&s);
 }
 
+/* A task that failed once, then completed: its page shows both attempts
+ * with the values the attempts route answers, and no cancel (it ended). */
+TEST(dashboard_task_page_shows_a_tasks_attempts_as_the_api_holds_them)
+{
+    silt_server s;
+    srv_start(&s, NULL);
+    if (!browser_available()) { srv_stop(&s); return; }
+    char id[96];
+    keep_str(id, task_send(&s, "{\"name\":\"resize\",\"queue\":\"images\",\"retry\":{\"maxRetries\":1,\"delaysMs\":[0]}}"));
+    task_claimed c;
+    CHECK(task_claim_one(&s, "w1", "images", &c));
+    CHECK_INT(task_call(&s, "start", &c, NULL), 200);
+    CHECK_INT(task_call(&s, "fail", &c, "\"errorCode\":\"BOOM\",\"errorMessage\":\"it broke\""), 200);
+    CHECK(task_claim_one(&s, "w2", "images", &c));
+    CHECK_INT(task_call(&s, "start", &c, NULL), 200);
+    CHECK_INT(task_call(&s, "complete", &c, "\"result\":{\"ok\":true}"), 200);
+    const char *dom = browser_dump_dom(&s, sfmt("/tasks/%s", id));
+    reply r;
+    rq(&s, "GET", sfmt("/api/v1/tasks/%s/attempts", id), NULL, &r);
+    CHECK_INT(r.status, 200);
+    static const char *const keys[] = { "workerId", "claimId", "startedAt", "finishedAt", "outcome", "errorCode",
+                                        "errorMessage" };
+    for (int i = 0; i < 2; i++) {
+        char row[32];
+        snprintf(row, sizeof row, "attempt-%d", i + 1);
+        CHECK_STR(cell_in_row(dom, row, "attempt"), sfmt("%d", i + 1));
+        for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
+            const char *want = jstr(&r, sfmt("attempts.%d.%s", i, keys[k]));
+            CHECK_STR(cell_in_row(dom, row, keys[k]), want ? want : "—");
+        }
+    }
+    CHECK_STR(cell_in_row(dom, "attempt-1", "errorMessage"), "it broke");
+    CHECK_STR(cell_in_row(dom, "attempt-2", "outcome"), "COMPLETED");
+    CHECK(strstr(dom, "data-row=\"attempt-3\"") == NULL);
+    CHECK(strstr(dom, "data-action=\"cancel\"") == NULL);
+    reply_fini(&r);
+    srv_stop(&s);
+}
+
+/* Cancel on a task that has not ended: asked first, then the API says
+ * CANCELLED and the page, read again, offers it no more. */
+TEST(dashboard_task_cancel_asks_then_the_api_says_cancelled)
+{
+    silt_server s;
+    srv_start(&s, NULL);
+    if (!browser_available()) { srv_stop(&s); return; }
+    char id[96];
+    keep_str(id, task_send(&s, "{\"name\":\"resize\",\"queue\":\"images\"}"));
+    browser b;
+    browser_open(&b, sfmt("%s/#/tasks/%s", s.url, id));
+    browser_await(&b, "document.querySelector('[data-action=cancel]') !== null", 20000);
+    browser_confirm_click(&b, "[data-action=cancel]");
+    browser_await(&b, "typeof window.siltConfirmed === 'string'", 5000);
+    CHECK(strstr(browser_eval(&b, "window.siltConfirmed"), id) != NULL);   /* it asked about this one */
+    browser_await(&b, sfmt("document.getElementById('notice').textContent === 'cancelled task %s'", id), 10000);
+    browser_await(&b, "document.querySelector('[data-row=status] [data-k=status]').textContent === 'CANCELLED'"
+                  " && document.querySelector('[data-action=cancel]') === null", 10000);
+    browser_close(&b);
+    reply r;
+    rq(&s, "GET", sfmt("/api/v1/tasks/%s", id), NULL, &r);
+    CHECK_STR(jstr(&r, "status"), "CANCELLED");
+    reply_fini(&r);
+    srv_stop(&s);
+}
+
 /* A workflow as a graph: each node in the column of its depth, in the
  * state the API gives it; the list shows the workflow. */
 TEST(dashboard_workflow_page_draws_nodes_by_depth_in_their_states)
@@ -734,6 +799,120 @@ TEST(dashboard_workflows_page_lists_workflows)
     CHECK_STR(cell_in_row(dom, id, "name"), "etl");
     CHECK_STR(cell_in_row(dom, id, "status"), jstr(&r, "status"));
     reply_fini(&r);
+    srv_stop(&s);
+}
+
+/* Every path of the edge layer starts on its predecessor's box (middle of
+ * its right side), ends on its successor's (middle of its left side), and
+ * passes through no other box (sampled every few pixels). */
+static const char *const EDGES_ON_BOXES =
+    "[...document.querySelectorAll('#workflow-graph svg.edges path[data-from]')].every((p) => {"
+    "  const s = p.ownerSVGElement.getBoundingClientRect();"
+    "  const all = [...document.querySelectorAll('[data-node]')];"
+    "  const box = (id) => all.find((e) => e.getAttribute('data-node') === id).getBoundingClientRect();"
+    "  const a = box(p.getAttribute('data-from')), b = box(p.getAttribute('data-to'));"
+    "  const len = p.getTotalLength(), p0 = p.getPointAtLength(0), p1 = p.getPointAtLength(len);"
+    "  const near = (x, y) => Math.abs(x - y) < 1.5;"
+    "  const others = all.filter((e) => e.getAttribute('data-node') !== p.getAttribute('data-from')"
+    "    && e.getAttribute('data-node') !== p.getAttribute('data-to')).map((e) => e.getBoundingClientRect());"
+    "  for (let t = 0; t <= len; t += 4) {"
+    "    const q = p.getPointAtLength(t), x = s.left + q.x, y = s.top + q.y;"
+    "    if (others.some((r) => x > r.left && x < r.right && y > r.top && y < r.bottom)) return false;"
+    "  }"
+    "  return near(s.left + p0.x, a.right) && near(s.top + p0.y, a.top + a.height / 2)"
+    "    && near(s.left + p1.x, b.left) && near(s.top + p1.y, b.top + b.height / 2); })";
+
+/* The graph draws one edge per dependency the API gives (waitsFor), each
+ * from its predecessor's box to its successor's and through no other box,
+ * one that skips a column included. */
+TEST(dashboard_workflow_page_draws_one_edge_per_dependency)
+{
+    silt_server s;
+    srv_start(&s, NULL);
+    if (!browser_available()) { srv_stop(&s); return; }
+    reply r;
+    rq(&s, "POST", "/api/v1/workflows", "{\"name\":\"etl\",\"nodes\":["
+       "{\"id\":\"fetch\",\"task\":\"fetch\",\"queue\":\"etl\"},"
+       "{\"id\":\"parse\",\"task\":\"parse\",\"queue\":\"etl\",\"waitsFor\":[\"fetch\"]},"
+       "{\"id\":\"enrich\",\"task\":\"enrich\",\"queue\":\"etl\",\"waitsFor\":[\"fetch\"]},"
+       "{\"id\":\"aggregate\",\"task\":\"report\",\"queue\":\"etl\",\"waitsFor\":[\"parse\",\"enrich\",\"fetch\"]}]}",
+       &r);
+    CHECK_INT(r.status, 201);
+    char id[96];
+    keep_str(id, jstr(&r, "id"));
+    reply_fini(&r);
+    browser b;
+    browser_open(&b, sfmt("%s/#/workflows/%s", s.url, id));
+    browser_await(&b, "document.querySelector('#workflow-graph svg.edges') !== null", 20000);
+    rq(&s, "GET", sfmt("/api/v1/workflows/%s", id), NULL, &r);
+    int edges = 0;
+    for (int i = 0; jpath(&r, sfmt("nodes.%d", i)) >= 0; i++)
+        for (int k = 0; jpath(&r, sfmt("nodes.%d.waitsFor.%d", i, k)) >= 0; k++, edges++) {
+            char from[96], to[96];
+            keep_str(from, jstr(&r, sfmt("nodes.%d.waitsFor.%d", i, k)));
+            keep_str(to, jstr(&r, sfmt("nodes.%d.id", i)));
+            CHECK_STR(browser_eval(&b, sfmt("document.querySelectorAll('#workflow-graph svg.edges"
+                                            " path[data-from=\"%s\"][data-to=\"%s\"]').length", from, to)), "1");
+        }
+    reply_fini(&r);
+    CHECK_INT(edges, 5);
+    CHECK_STR(browser_eval(&b, "document.querySelectorAll('#workflow-graph svg.edges path[data-from]').length"),
+              sfmt("%d", edges));
+    CHECK_STR(browser_eval(&b, EDGES_ON_BOXES), "true");
+    browser_close(&b);
+    srv_stop(&s);
+}
+
+/* Clicks a workflow page's action, answering confirm() with OK, and waits
+ * until the notice gives the status the API answered. */
+static void workflow_action(browser *b, const char *action, const char *id, const char *status)
+{
+    browser_await(b, sfmt("document.querySelector('[data-action=%s]') !== null", action), 20000);
+    browser_eval(b, "window.siltConfirmed = undefined; true");
+    browser_confirm_click(b, sfmt("[data-action=%s]", action));
+    browser_await(b, "typeof window.siltConfirmed === 'string'", 5000);
+    CHECK(strstr(browser_eval(b, "window.siltConfirmed"), id) != NULL);   /* it asked about this one */
+    browser_await(b, sfmt("document.getElementById('notice').textContent === '%s: workflow %s is %s'",
+                          action, id, status), 10000);
+}
+
+static const char *workflow_status(silt_server *s, const char *id)
+{
+    reply r;
+    rq(s, "GET", sfmt("/api/v1/workflows/%s", id), NULL, &r);
+    const char *status = sfmt("%s", jstr(&r, "status"));
+    reply_fini(&r);
+    return status;
+}
+
+/* Pause asks, then the API says PAUSED and the page offers resume instead;
+ * resume brings it back to RUNNING; cancel ends it, and a workflow that
+ * ended is offered nothing. */
+TEST(dashboard_workflow_pause_asks_then_paused_and_resume_brings_it_back)
+{
+    silt_server s;
+    srv_start(&s, NULL);
+    if (!browser_available()) { srv_stop(&s); return; }
+    reply r;
+    rq(&s, "POST", "/api/v1/workflows", "{\"name\":\"etl\",\"nodes\":[{\"id\":\"fetch\",\"task\":\"fetch\",\"queue\":\"etl\"}]}", &r);
+    CHECK_INT(r.status, 201);
+    char id[96];
+    keep_str(id, jstr(&r, "id"));
+    reply_fini(&r);
+    CHECK_STR(workflow_status(&s, id), "RUNNING");
+    browser b;
+    browser_open(&b, sfmt("%s/#/workflows/%s", s.url, id));
+    workflow_action(&b, "pause", id, "PAUSED");
+    CHECK_STR(workflow_status(&s, id), "PAUSED");
+    browser_await(&b, "document.querySelector('[data-action=resume]') !== null"
+                  " && document.querySelector('[data-action=pause]') === null", 10000);
+    workflow_action(&b, "resume", id, "RUNNING");
+    CHECK_STR(workflow_status(&s, id), "RUNNING");
+    workflow_action(&b, "cancel", id, "CANCELLED");
+    CHECK_STR(workflow_status(&s, id), "CANCELLED");
+    browser_await(&b, "document.querySelector('[data-k=status]').textContent === 'CANCELLED'"
+                  " && document.querySelector('[data-action]') === null", 10000);
+    browser_close(&b);
     srv_stop(&s);
 }
 

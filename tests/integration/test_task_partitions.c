@@ -275,6 +275,9 @@ TEST(an_idempotency_key_is_released_when_its_task_record_is_dropped)
     reply_fini(&r);
     CHECK_STR(sql("SELECT count(*) FROM horsies_task_idempotency WHERE idempotency_key = 'k1'"), "0");
     CHECK_STR(sql("SELECT count(*) FROM horsies_task_attempts WHERE task_id = '%s'", first), "0");
+    rq(&s, "GET", sfmt("/api/v1/tasks/%s/attempts", first), NULL, &r);   /* the task is gone, attempts with it */
+    CHECK_INT(r.status, 404);
+    reply_fini(&r);
     CHECK(strcmp(task_send(&s, "{\"name\":\"t\",\"queue\":\"plain\",\"idempotencyKey\":\"k1\"}"), first) != 0);
     srv_stop(&s);
 }
