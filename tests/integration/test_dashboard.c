@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/wait.h>
 #include "browser.h"
 #include "harness.h"
 #include "support.h"
@@ -211,7 +212,8 @@ TEST(dashboard_task_retention_page_shows_classes_leaves_and_absent_leaves_in_red
     rq(&s, "GET", "/api/v1/task-retention/coverage", NULL, &r);
     CHECK_INT(r.status, 503);
     reply_fini(&r);
-    const char *dom = browser_dump_dom(&s, "/task-retention");
+    /* a red coverage answers 503 with its report, which the page shows */
+    const char *dom = browser_dump_dom_expecting(&s, "/task-retention", "/api/v1/task-retention/coverage", 503);
     CHECK_STR(value_of(dom, "healthy"), "red");
     CHECK(strstr(dom, sfmt("<li data-k=\"absent_leaf\" class=\"bad\">%s</li>", gone)) != NULL);
     CHECK(strstr(dom, sfmt("<tr data-row=\"%s\" class=\"bad\">", gone)) != NULL);
@@ -644,5 +646,113 @@ TEST(dashboard_message_lookup_shows_a_dead_letter_and_delete_asks_then_removes_i
     rq(&s, "GET", sfmt("/api/v1/dlq?queue=%s", q), NULL, &r);
     CHECK_INT(jint(&r, "total"), 0);
     reply_fini(&r);
+    srv_stop(&s);
+}
+
+/* ---- failed requests ----------------------------------------------------
+ *
+ * Chromium logs no console line for a fetch answered 404 or 500, or for
+ * one that got no reply: browser.c watches the page's requests (the
+ * Network domain), and browser_close fails the test on one that failed,
+ * unless the test declared it (browser_expect_failure). */
+
+/* The first failed request recorded with this status, once there is one:
+ * each evaluation reads the events chromium sent meanwhile. */
+static browser_failure await_failure(browser *b, int status)
+{
+    int64_t deadline = now_ms() + 10000;
+    for (;;) {
+        int n;
+        const browser_failure *f = browser_failures(b, &n);
+        for (int i = 0; i < n; i++)
+            if (f[i].status == status) return f[i];
+        if (now_ms() > deadline) harness_failf(__FILE__, __LINE__, "no failed request with status %d recorded", status);
+        browser_eval(b, "true");
+        pause_ms(50);   /* a poll interval: the page works meanwhile */
+    }
+}
+
+/* The queue page of a queue that does not exist asks the queue route,
+ * which answers 404: the request is recorded with its URL and status. With
+ * the server gone, the page's next refresh gets no reply: recorded with
+ * status 0 and chromium's reason. */
+TEST(dashboard_a_request_of_the_page_that_fails_is_recorded_with_its_url_and_status)
+{
+    silt_server s;
+    srv_start(&s, NULL);
+    if (!browser_available()) { srv_stop(&s); return; }
+    const char *missing = uniq("dash-missing");
+    char path[128], want[256];
+    snprintf(path, sizeof path, "/api/v1/resources/queues/%s", missing);
+    snprintf(want, sizeof want, "%s%s", s.url, path);
+    browser b;
+    browser_open(&b, sfmt("%s/#/queues/%s", s.url, missing));
+    browser_await(&b, "document.getElementById('page-error') !== null", 20000);
+    browser_failure f = await_failure(&b, 404);
+    CHECK_STR(f.url, want);
+    CHECK_STR(f.error, "");
+    srv_stop(&s);
+    f = await_failure(&b, 0);   /* the queue page refreshes every 2 s */
+    CHECK_STR(f.url, want);
+    CHECK(strncmp(f.error, "net::ERR_", 9) == 0);   /* refused, or reset if the server went mid-request */
+    browser_expect_failure(&b, path, 404);   /* or browser_close would fail this test */
+    browser_expect_failure(&b, path, 0);
+    browser_close(&b);
+}
+
+/* A message that is not there: the lookup route answers 404 for it
+ * (path), and the message lookup page at hash asks that route. */
+static void missing_message(silt_server *s, char path[160], char hash[200])
+{
+    const char *q = uniq("dash-nomsg");
+    configure_queue(s, q, "{}");
+    push_one(s, q, "p1", "there", "{}");
+    const char *pid = pid_of(q, "p1");
+    snprintf(path, 160, "/api/v1/messages/%s/not-there", pid);
+    snprintf(hash, 200, "/messages?partitionId=%s&transactionId=not-there", pid);
+    reply r;
+    rq(s, "GET", path, NULL, &r);
+    CHECK_INT(r.status, 404);
+    reply_fini(&r);
+}
+
+/* A page loaded for its DOM whose request fails fails the test, naming the
+ * URL and status: the load runs in a child, whose failure is the point. */
+TEST(dashboard_a_failed_request_fails_a_page_load_naming_its_url_and_status)
+{
+    silt_server s;
+    srv_start(&s, NULL);
+    if (!browser_available()) { srv_stop(&s); return; }
+    char path[160], hash[200], log[64];
+    missing_message(&s, path, hash);
+    snprintf(log, sizeof log, "/tmp/silt-dash-child-%d.log", (int)getpid());
+    fflush(NULL);
+    pid_t child = fork();
+    CHECK(child >= 0);
+    if (child == 0) {
+        if (!freopen(log, "w", stderr)) _exit(126);
+        browser_dump_dom(&s, hash);
+        _exit(0);
+    }
+    int status;
+    CHECK(waitpid(child, &status, 0) == child);
+    char out[4096];
+    CHECK_INT(run_cmd(sfmt("cat %s; rm -rf %s /tmp/silt-cdp-%d", log, log, (int)child), out, sizeof out), 0);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 1);
+    CHECK(strstr(out, sfmt("a request of the page failed: %s%s answered 404", s.url, path)) != NULL);
+    srv_stop(&s);
+}
+
+/* The same lookup, the 404 declared: the page says there is no such
+ * message, without an error banner. */
+TEST(dashboard_message_lookup_of_a_missing_message_says_so)
+{
+    silt_server s;
+    srv_start(&s, NULL);
+    if (!browser_available()) { srv_stop(&s); return; }
+    char path[160], hash[200];
+    missing_message(&s, path, hash);
+    const char *dom = browser_dump_dom_expecting(&s, hash, path, 404);
+    CHECK(strstr(dom, "id=\"msg-none\"") != NULL);
     srv_stop(&s);
 }
