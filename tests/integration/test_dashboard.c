@@ -432,6 +432,56 @@ TEST(dashboard_group_page_shows_lag_and_seek_to_end_asks_then_moves_the_cursors)
     srv_stop(&s);
 }
 
+/* Seek to a time from the group page: two batches on one partition with a
+ * known time between them (the commit time of the first, read from the
+ * API, and a millisecond later). "A timestamp resolves to the first
+ * retained segment at or after it": the second batch's, so the cursor
+ * stands just before it and the next pop reads the second batch. */
+TEST(dashboard_group_page_seek_to_a_time_asks_then_moves_the_cursor_before_the_first_segment_after_it)
+{
+    silt_server s;
+    srv_start(&s, NULL);
+    if (!browser_available()) { srv_stop(&s); return; }
+    const char *q = uniq("dash-seek");
+    configure_queue(&s, q, "{}");
+    push_queued(&s, q, "p1", 0, 2, "early-");   /* offsets 0-1, one segment */
+    reply r;
+    rq(&s, "GET", sfmt("/api/v1/resources/queues/%s", q), NULL, &r);
+    char between[96];   /* after the first segment's commit time (shown to the millisecond, never later) */
+    keep_str(between, sql("SELECT queen.iso_ms('%s'::timestamptz + interval '1 millisecond')",
+                          jstr(&r, "partitionList.0.lastWriteAt")));
+    reply_fini(&r);
+    sql_await("t", 5000, "SELECT clock_timestamp() >= '%s'::timestamptz", between);
+    push_queued(&s, q, "p1", 0, 3, "late-");    /* offsets 2-4, committed at or after `between` */
+    CHECK_INT(pop_from(&s, q, "p1", "consumerGroup=billing&batch=10&autoAck=true&wait=false", &r), 200);
+    reply_fini(&r);
+    rq(&s, "GET", "/api/v1/consumer-groups/billing", NULL, &r);
+    CHECK_INT(jint(&r, "partitions.0.committedOffset"), 4);   /* all read: the seek moves it back */
+    reply_fini(&r);
+    browser b;
+    browser_open(&b, sfmt("%s/#/groups/billing", s.url));
+    browser_await(&b, sfmt("document.querySelector('[data-seek-time=\"%s\"]') !== null", q), 20000);
+    browser_eval(&b, "window.confirm = (m) => { window.siltConfirmed = m; return true; }; true");
+    /* typed and pressed in one evaluation: a refresh repaints the form (and empties the field) between two */
+    browser_eval(&b, sfmt("document.querySelector('[data-seek-time=\"%s\"]').value = '%s';"
+                          "document.querySelector('[data-action=seek-time][data-queue=\"%s\"]').click(); true",
+                          q, between, q));
+    browser_await(&b, "typeof window.siltConfirmed === 'string'", 5000);
+    CHECK(strstr(browser_eval(&b, "window.siltConfirmed"), between) != NULL);
+    browser_await(&b, sfmt("document.getElementById('notice').textContent === 'moved 1 cursors on %s'", q), 10000);
+    browser_await(&b, sfmt("document.querySelector('[data-row=\"%s/p1\"] [data-k=lag]').textContent === '3'", q), 10000);
+    browser_close(&b);
+    rq(&s, "GET", "/api/v1/consumer-groups/billing", NULL, &r);
+    CHECK_INT(jint(&r, "partitions.0.committedOffset"), 1);
+    CHECK_INT(jint(&r, "partitions.0.lag"), 3);
+    reply_fini(&r);
+    CHECK_INT(pop_from(&s, q, "p1", "consumerGroup=billing&batch=10&wait=false", &r), 200);
+    CHECK_STR(jstr(&r, "messages.0.transactionId"), "late-0");
+    CHECK(jpath(&r, "messages.3") < 0);
+    reply_fini(&r);
+    srv_stop(&s);
+}
+
 /* ---- screenshots for docs/dashboard.md --------------------------------- */
 
 static void show_page(browser *b, const silt_server *s, const char *hash, const char *ready)
