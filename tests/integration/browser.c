@@ -35,42 +35,18 @@ static void check_console(const char *log_path)
     fclose(f);
 }
 
-/* Loads http://server/#<hash> in headless chromium and returns the DOM once
- * the page's work is done (static buffer). The D-Bus addresses point
- * nowhere: chromium otherwise spends seconds looking for a bus a test
- * machine does not run. */
-const char *browser_dump_dom(const silt_server *s, const char *hash)
-{
-    static char dom[DOM_CAP];
-    char dir[64];
-    snprintf(dir, sizeof dir, "/tmp/silt-dash-%d", (int)getpid());
-    const char *cmd = sfmt(
-        "rm -rf %s && mkdir -p %s && DBUS_SYSTEM_BUS_ADDRESS=unix:path=/nonexistent "
-        "DBUS_SESSION_BUS_ADDRESS=unix:path=/nonexistent timeout 50 chromium --headless=new --no-sandbox "
-        "--disable-gpu --no-first-run --disable-extensions --disable-background-networking "
-        "--disable-component-update --user-data-dir=%s/profile --enable-logging=stderr --v=0 "
-        "--virtual-time-budget=5000 --dump-dom '%s/#%s' 2>%s/chromium.log",
-        dir, dir, dir, s->url, hash, dir);
-    int rc = run_cmd(cmd, dom, sizeof dom);
-    if (rc != 0) harness_failf(__FILE__, __LINE__, "chromium exited %d on #%s", rc, hash);
-    check_console(sfmt("%s/chromium.log", dir));
-    char ignored[16];
-    (void)run_cmd(sfmt("rm -rf %s", dir), ignored, sizeof ignored);
-    if (strstr(dom, "id=\"page-error\""))
-        harness_failf(__FILE__, __LINE__, "#%s shows an error: %.300s", hash, strstr(dom, "id=\"page-error\""));
-    return dom;
-}
-
-/* ---- pressing buttons: the DevTools protocol over a pipe ---------------
+/* ---- the DevTools protocol over a pipe ---------------------------------
  *
- * --dump-dom cannot click, and a button's confirm() needs an answer. With
- * --remote-debugging-pipe chromium reads protocol commands on fd 3 and
+ * With --remote-debugging-pipe chromium reads protocol commands on fd 3 and
  * writes replies and events on fd 4, each a JSON text ended by a NUL byte:
- * no WebSocket, no port. The test opens the page, waits (polling with a
- * deadline) for a selector, answers confirm() with OK by replacing it with
- * a function that records its question, and clicks. */
+ * no WebSocket, no port. The page gets a target of its own with the
+ * Network domain enabled before it loads, so every request it makes is
+ * seen: chromium logs no console line for a fetch answered 404 or 500, or
+ * for one that got no reply, and the pages are to load with no failed
+ * request. */
 
-
+/* The D-Bus addresses point nowhere: chromium otherwise spends seconds
+ * looking for a bus a test machine does not run. */
 static void browser_exec(int cmd_read, int ev_write, const char *dir)
 {
     prctl(PR_SET_PDEATHSIG, SIGKILL);
@@ -87,27 +63,95 @@ static void browser_exec(int cmd_read, int ev_write, const char *dir)
     _exit(127);
 }
 
-/* The next whole message (NUL-terminated in b->in up to the returned
- * length), reading with a deadline; fails the test when none comes. */
-static size_t browser_read(browser *b, int64_t deadline)
+/* Reads what chromium has sent into b->in: waits up to wait_ms (0: only
+ * what is there now); false when nothing came. Fails the test when
+ * chromium closed its pipe. */
+static bool browser_fill(browser *b, int wait_ms)
 {
-    for (;;) {
-        const char *nul = b->in.len ? memchr(b->in.data, '\0', b->in.len) : NULL;
-        if (nul) return (size_t)(nul - b->in.data);
-        int64_t left = deadline - now_ms();
-        struct pollfd p = { b->from, POLLIN, 0 };
-        if (left <= 0 || poll(&p, 1, (int)left) <= 0)
-            harness_failf(__FILE__, __LINE__, "chromium did not answer in time");
-        char chunk[65536];
-        ssize_t n = read(b->from, chunk, sizeof chunk);
-        if (n <= 0) harness_failf(__FILE__, __LINE__, "chromium closed its pipe");
-        buf_append(&b->in, chunk, (size_t)n);
+    struct pollfd p = { b->from, POLLIN, 0 };
+    if (poll(&p, 1, wait_ms) <= 0) return false;
+    char chunk[65536];
+    ssize_t n = read(b->from, chunk, sizeof chunk);
+    if (n <= 0) harness_failf(__FILE__, __LINE__, "chromium closed its pipe");
+    buf_append(&b->in, chunk, (size_t)n);
+    return true;
+}
+
+/* Takes the first whole message out of b->in, parsed into r (reply_fini
+ * it); false when b->in holds none yet. */
+static bool browser_take(browser *b, reply *r)
+{
+    const char *nul = b->in.len ? memchr(b->in.data, '\0', b->in.len) : NULL;
+    if (!nul) return false;
+    size_t n = (size_t)(nul - b->in.data);
+    http_response_init(&r->raw);
+    json_doc_init(&r->doc);
+    buf_append(&r->raw.body, b->in.data, n);
+    memmove(b->in.data, b->in.data + n + 1, b->in.len - n - 1);
+    b->in.len -= n + 1;
+    if (json_parse(&r->doc, r->raw.body.data, r->raw.body.len, 1u << 20) < 0)
+        harness_failf(__FILE__, __LINE__, "chromium sent no JSON: %.200s", r->raw.body.data);
+    return true;
+}
+
+static void remember_request(browser *b, const char *id, const char *url)
+{
+    if (!id || !url) return;
+    int slot = b->requests++ % BROWSER_REQUESTS;
+    snprintf(b->request[slot].id, sizeof b->request[slot].id, "%s", id);
+    snprintf(b->request[slot].url, sizeof b->request[slot].url, "%s", url);
+}
+
+static const char *url_of_request(const browser *b, const char *id)
+{
+    for (int i = 0; id && i < BROWSER_REQUESTS; i++)
+        if (strcmp(b->request[i].id, id) == 0) return b->request[i].url;
+    return sfmt("(request %s)", id ? id : "?");
+}
+
+static void record_failure(browser *b, const char *url, int status, const char *error)
+{
+    if (b->nfailed < BROWSER_FAILURES) {
+        browser_failure *f = &b->failed[b->nfailed];
+        snprintf(f->url, sizeof f->url, "%s", url ? url : "?");
+        f->status = status;
+        snprintf(f->error, sizeof f->error, "%s", error ? error : "");
     }
+    b->nfailed++;
+}
+
+/* What an event tells the test: a request's URL, a request that failed,
+ * the virtual time budget spent. A request the page or a navigation
+ * dropped (canceled) did not fail. */
+static void note_event(browser *b, const reply *e)
+{
+    const char *method = jpath(e, "method") >= 0 ? jstr(e, "method") : "";
+    if (strcmp(method, "Network.requestWillBeSent") == 0)
+        remember_request(b, jstr(e, "params.requestId"), jstr(e, "params.request.url"));
+    else if (strcmp(method, "Network.responseReceived") == 0 && jint(e, "params.response.status") >= 400)
+        record_failure(b, jstr(e, "params.response.url"), (int)jint(e, "params.response.status"), "");
+    else if (strcmp(method, "Network.loadingFailed") == 0 && !jbool(e, "params.canceled"))
+        record_failure(b, url_of_request(b, jstr(e, "params.requestId")), 0, jstr(e, "params.errorText"));
+    else if (strcmp(method, "Emulation.virtualTimeBudgetExpired") == 0)
+        b->budget_spent = true;
+}
+
+/* The next message, reading with a deadline; an event is noted on the
+ * way. Fails the test when none comes in time. */
+static void browser_next(browser *b, int64_t deadline, reply *r)
+{
+    while (!browser_take(b, r)) {
+        int64_t left = deadline - now_ms();
+        if (left <= 0 || !browser_fill(b, (int)left))
+            harness_failf(__FILE__, __LINE__, "chromium did not answer in time");
+    }
+    if (jpath(r, "method") >= 0) note_event(b, r);
 }
 
 /* Sends one command (params a JSON object or NULL) in the page's session
- * unless top is set, and waits for its reply, skipping events; the reply
- * is parsed into r (reply_fini it). Fails the test on a protocol error. */
+ * unless top is set, and waits for its reply, noting the events that come
+ * first; the reply is parsed into r (reply_fini it). Fails the test on a
+ * protocol error. */
 void browser_call(browser *b, bool top, const char *method, const char *params, reply *r)
 {
     int id = ++b->next_id;
@@ -120,22 +164,23 @@ void browser_call(browser *b, bool top, const char *method, const char *params, 
     buf_fini(&cmd);
     int64_t deadline = now_ms() + 20000;
     for (;;) {
-        size_t n = browser_read(b, deadline);
-        http_response_init(&r->raw);
-        json_doc_init(&r->doc);
-        buf_append(&r->raw.body, b->in.data, n);
-        memmove(b->in.data, b->in.data + n + 1, b->in.len - n - 1);
-        b->in.len -= n + 1;
-        if (json_parse(&r->doc, r->raw.body.data, r->raw.body.len, 1u << 20) < 0)
-            harness_failf(__FILE__, __LINE__, "chromium sent no JSON: %.200s", r->raw.body.data);
+        browser_next(b, deadline, r);
         if (jpath(r, "id") >= 0 && jint(r, "id") == id) break;
         reply_fini(r);   /* an event, or a reply to someone else */
     }
     if (jpath(r, "error") >= 0) harness_failf(__FILE__, __LINE__, "%s: %s", method, jraw(r, "error"));
 }
 
-/* Starts chromium and opens url in a page of its own. */
-void browser_open(browser *b, const char *url)
+static void browser_call_quietly(browser *b, bool top, const char *method, const char *params)
+{
+    reply r;
+    browser_call(b, top, method, params, &r);
+    reply_fini(&r);
+}
+
+/* Starts chromium with a blank page of its own whose requests are watched
+ * (the Network domain), ready to navigate. */
+static void browser_start(browser *b)
 {
     memset(b, 0, sizeof *b);
     buf_init(&b->in);
@@ -153,28 +198,58 @@ void browser_open(browser *b, const char *url)
     b->to = cmd[1];
     b->from = ev[0];
     reply r;
-    browser_call(b, true, "Target.createTarget", sfmt("{\"url\":\"%s\"}", url), &r);
+    browser_call(b, true, "Target.createTarget", "{\"url\":\"about:blank\"}", &r);
     char target[96];
     keep_str(target, jstr(&r, "result.targetId"));
     reply_fini(&r);
     browser_call(b, true, "Target.attachToTarget", sfmt("{\"targetId\":\"%s\",\"flatten\":true}", target), &r);
     snprintf(b->session, sizeof b->session, "%s", jstr(&r, "result.sessionId"));
     reply_fini(&r);
+    browser_call_quietly(b, false, "Network.enable", NULL);
 }
 
-/* Evaluates a JavaScript expression in the page; its value as JSON text. */
-const char *browser_eval(browser *b, const char *expr)
+static void browser_navigate(browser *b, const char *url)
+{
+    buf p;
+    buf_init(&p);
+    buf_puts(&p, "{\"url\":");
+    json_put_cstr(&p, url);
+    buf_puts(&p, "}");
+    reply r;
+    browser_call(b, false, "Page.navigate", p.data, &r);
+    buf_fini(&p);
+    if (jpath(&r, "result.errorText") >= 0)
+        harness_failf(__FILE__, __LINE__, "%s did not load: %s", url, jstr(&r, "result.errorText"));
+    reply_fini(&r);
+}
+
+/* Starts chromium and opens url in a page of its own. */
+void browser_open(browser *b, const char *url)
+{
+    browser_start(b);
+    browser_navigate(b, url);
+}
+
+/* Runtime.evaluate of the expression into r (reply_fini it); fails the
+ * test when it throws. */
+static void browser_evaluate(browser *b, const char *expr, reply *r)
 {
     buf p;
     buf_init(&p);
     buf_puts(&p, "{\"expression\":");
     json_put_cstr(&p, expr);
     buf_puts(&p, ",\"returnByValue\":true}");
-    reply r;
-    browser_call(b, false, "Runtime.evaluate", p.data, &r);
+    browser_call(b, false, "Runtime.evaluate", p.data, r);
     buf_fini(&p);
-    if (jpath(&r, "result.exceptionDetails") >= 0)
-        harness_failf(__FILE__, __LINE__, "%s threw: %s", expr, jraw(&r, "result.exceptionDetails"));
+    if (jpath(r, "result.exceptionDetails") >= 0)
+        harness_failf(__FILE__, __LINE__, "%s threw: %s", expr, jraw(r, "result.exceptionDetails"));
+}
+
+/* Evaluates a JavaScript expression in the page; its value as JSON text. */
+const char *browser_eval(browser *b, const char *expr)
+{
+    reply r;
+    browser_evaluate(b, expr, &r);
     const char *v = jpath(&r, "result.result.value") >= 0 ? jraw(&r, "result.result.value") : "null";
     reply_fini(&r);
     return v;
@@ -202,13 +277,80 @@ void browser_confirm_click(browser *b, const char *selector)
     browser_eval(b, sfmt("document.querySelector('%s').click(); true", selector));
 }
 
+void browser_expect_failure(browser *b, const char *path, int status)
+{
+    CHECK(b->nexpected < BROWSER_EXPECTED);
+    snprintf(b->expected[b->nexpected].path, sizeof b->expected[0].path, "%s", path);
+    b->expected[b->nexpected++].status = status;
+}
+
+/* Notes the events chromium has sent so far, waiting for none. */
+static void browser_drain(browser *b)
+{
+    for (;;) {
+        reply r;
+        while (browser_take(b, &r)) {
+            if (jpath(&r, "method") >= 0) note_event(b, &r);
+            reply_fini(&r);
+        }
+        if (!browser_fill(b, 0)) return;
+    }
+}
+
+const browser_failure *browser_failures(browser *b, int *n)
+{
+    browser_drain(b);
+    *n = b->nfailed < BROWSER_FAILURES ? b->nfailed : BROWSER_FAILURES;
+    return b->failed;
+}
+
+static bool failure_matches(const browser_failure *f, const char *path, int status)
+{
+    return f->status == status && strstr(f->url, path) != NULL;
+}
+
+static bool failure_expected(const browser *b, const browser_failure *f)
+{
+    for (int i = 0; i < b->nexpected; i++)
+        if (failure_matches(f, b->expected[i].path, b->expected[i].status)) return true;
+    return false;
+}
+
+static bool failure_seen(const browser *b, const char *path, int status)
+{
+    int kept = b->nfailed < BROWSER_FAILURES ? b->nfailed : BROWSER_FAILURES;
+    for (int i = 0; i < kept; i++)
+        if (failure_matches(&b->failed[i], path, status)) return true;
+    return false;
+}
+
+/* Fails the test on the first failed request it did not expect, and on an
+ * expected one that never came (the declaration would excuse nothing and
+ * only hide a later failure of that path). Past the first BROWSER_FAILURES
+ * only the count is known: those fail it too. */
+static void check_requests(const browser *b)
+{
+    int kept = b->nfailed < BROWSER_FAILURES ? b->nfailed : BROWSER_FAILURES;
+    for (int i = 0; i < kept; i++)
+        if (!failure_expected(b, &b->failed[i]))
+            harness_failf(__FILE__, __LINE__, "a request of the page failed: %s answered %d%s%s (%d failed in all)",
+                          b->failed[i].url, b->failed[i].status, b->failed[i].error[0] ? ", " : "",
+                          b->failed[i].error, b->nfailed);
+    if (b->nfailed > kept)
+        harness_failf(__FILE__, __LINE__, "%d requests of the page failed; only the first %d were kept",
+                      b->nfailed, kept);
+    for (int e = 0; e < b->nexpected; e++)
+        if (!failure_seen(b, b->expected[e].path, b->expected[e].status))
+            harness_failf(__FILE__, __LINE__, "the test expected a request to %s to answer %d; none did",
+                          b->expected[e].path, b->expected[e].status);
+}
+
 /* Closes chromium (it exits on Browser.close), then checks its log for
- * console messages. */
+ * console messages and what the page's requests answered. */
 void browser_close(browser *b)
 {
-    reply r;
-    browser_call(b, true, "Browser.close", NULL, &r);
-    reply_fini(&r);
+    browser_drain(b);
+    browser_call_quietly(b, true, "Browser.close", NULL);
     int status;
     int64_t deadline = now_ms() + 10000;
     while (waitpid(b->pid, &status, WNOHANG) == 0) {
@@ -220,8 +362,49 @@ void browser_close(browser *b)
     close(b->from);
     buf_fini(&b->in);
     check_console(sfmt("%s/chromium.log", b->dir));
+    check_requests(b);
     char ignored[16];
     (void)run_cmd(sfmt("rm -rf %s", b->dir), ignored, sizeof ignored);
+}
+
+/* Waits for the virtual time budget to be spent; fails the test after
+ * timeout_ms of real time. */
+static void browser_await_budget(browser *b, int timeout_ms)
+{
+    int64_t deadline = now_ms() + timeout_ms;
+    while (!b->budget_spent) {
+        reply r;
+        browser_next(b, deadline, &r);
+        reply_fini(&r);
+    }
+}
+
+/* Loads http://server/#<hash> and returns the DOM once the page's work is
+ * done (static buffer): what chromium's --dump-dom does with
+ * --virtual-time-budget, through the protocol so that the page's requests
+ * are watched. Virtual time runs 5 s of the page's timers (two refreshes
+ * of a live page) and stands still while a fetch is pending. */
+const char *browser_dump_dom_expecting(const silt_server *s, const char *hash, const char *path, int status)
+{
+    static char dom[DOM_CAP];
+    browser b;
+    browser_start(&b);
+    if (path) browser_expect_failure(&b, path, status);
+    browser_call_quietly(&b, false, "Emulation.setVirtualTimePolicy", "{\"policy\":\"pause\"}");
+    browser_navigate(&b, sfmt("%s/#%s", s->url, hash));
+    browser_call_quietly(&b, false, "Emulation.setVirtualTimePolicy",
+                         "{\"policy\":\"pauseIfNetworkFetchesPending\",\"budget\":5000}");
+    browser_await_budget(&b, 40000);
+    reply r;
+    browser_evaluate(&b, "document.documentElement.outerHTML", &r);
+    const char *html = jstr(&r, "result.result.value");
+    CHECK(html != NULL && strlen(html) < DOM_CAP);
+    memcpy(dom, html, strlen(html) + 1);
+    reply_fini(&r);
+    browser_close(&b);
+    if (strstr(dom, "id=\"page-error\""))
+        harness_failf(__FILE__, __LINE__, "#%s shows an error: %.300s", hash, strstr(dom, "id=\"page-error\""));
+    return dom;
 }
 
 /* Writes the page as it is now to dir/name.png (Page.captureScreenshot
@@ -239,3 +422,8 @@ void browser_screenshot(browser *b, const char *dir, const char *name)
     reply_fini(&r);
 }
 
+
+const char *browser_dump_dom(const silt_server *s, const char *hash)
+{
+    return browser_dump_dom_expecting(s, hash, NULL, 0);
+}

@@ -1,12 +1,14 @@
-/* browser: Debian's headless chromium for the dashboard's tests, two ways.
- * browser_dump_dom loads a page and returns its DOM once the page's timers
- * and fetches are done (--virtual-time-budget, --dump-dom). The browser_*
- * calls drive a page over the DevTools protocol on a pipe
- * (--remote-debugging-pipe: commands on chromium's fd 3, replies and events
- * on its fd 4, each JSON text ended by a NUL; no WebSocket, no port), to
- * wait for an element, evaluate JavaScript, answer confirm() and click.
- * Both fail the test on any console message the page logged. Each call
- * that waits has a deadline; none sleeps for the page. */
+/* browser: Debian's headless chromium for the dashboard's tests, driven
+ * over the DevTools protocol on a pipe (--remote-debugging-pipe: commands
+ * on chromium's fd 3, replies and events on its fd 4, each JSON text ended
+ * by a NUL; no WebSocket, no port). browser_dump_dom loads a page and
+ * returns its DOM once the page's timers and fetches are done (a virtual
+ * time budget, as chromium's own --dump-dom does); the other calls drive a
+ * page: wait for an element, evaluate JavaScript, answer confirm() and
+ * click. Both fail the test on any console message the page logged and on
+ * any request the page made that failed (an HTTP status >= 400, or no
+ * reply), unless the test declared that one (browser_expect_failure).
+ * Each call that waits has a deadline; none sleeps for the page. */
 #ifndef SILT_TEST_BROWSER_H
 #define SILT_TEST_BROWSER_H
 #include <stdbool.h>
@@ -19,6 +21,20 @@ bool browser_available(void);
 /* Loads <server>/#<hash>; the DOM (a static buffer). Fails the test when
  * the page shows its error banner (id="page-error"). */
 const char *browser_dump_dom(const silt_server *s, const char *hash);
+/* The same, where the test makes the page ask for something that fails:
+ * a request whose URL contains path answering status is not a failure,
+ * and one must come (browser_expect_failure). */
+const char *browser_dump_dom_expecting(const silt_server *s, const char *hash, const char *path, int status);
+
+enum { BROWSER_FAILURES = 16, BROWSER_REQUESTS = 128, BROWSER_EXPECTED = 4 };
+
+/* A request the page made that failed: an HTTP status >= 400, or no reply
+ * at all (status 0; error is chromium's reason, e.g. net::ERR_CONNECTION_REFUSED). */
+typedef struct browser_failure {
+    char url[256];
+    int  status;
+    char error[64];
+} browser_failure;
 
 typedef struct browser {
     pid_t pid;
@@ -27,6 +43,15 @@ typedef struct browser {
     buf   in;            /* bytes read and not yet a whole message */
     char  session[96];   /* the page's flattened session id */
     char  dir[64];       /* profile and log */
+    /* Network.loadingFailed names a request by id only: the URLs of the
+     * latest requests, by id (a ring) */
+    struct { char id[48]; char url[256]; } request[BROWSER_REQUESTS];
+    int   requests;
+    browser_failure failed[BROWSER_FAILURES];   /* the first ones */
+    int   nfailed;                              /* all of them */
+    struct { char path[128]; int status; } expected[BROWSER_EXPECTED];
+    int   nexpected;
+    bool  budget_spent;  /* Emulation.virtualTimeBudgetExpired came */
 } browser;
 
 /* Starts chromium and opens url in a page of its own. */
@@ -44,7 +69,16 @@ void browser_await(browser *b, const char *expr, int timeout_ms);
 void browser_confirm_click(browser *b, const char *selector);
 /* Writes the page as it is now to dir/name.png. */
 void browser_screenshot(browser *b, const char *dir, const char *name);
-/* Closes chromium and checks its log for console messages. */
+/* The test makes the page ask for something that is not there: a request
+ * whose URL contains path and that fails with status (0: no reply) is not
+ * a failure. Only that path and status; any other failure still is, and
+ * so is no such request at all by browser_close. Up to BROWSER_EXPECTED. */
+void browser_expect_failure(browser *b, const char *path, int status);
+/* The failed requests seen so far, expected or not (*n of them, the first
+ * BROWSER_FAILURES kept), after reading what chromium has sent. */
+const browser_failure *browser_failures(browser *b, int *n);
+/* Closes chromium, then fails the test on a console message in its log or
+ * on a failed request the test did not expect, naming its URL and status. */
 void browser_close(browser *b);
 
 #endif

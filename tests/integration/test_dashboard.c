@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/wait.h>
 #include "browser.h"
 #include "harness.h"
 #include "support.h"
@@ -211,7 +212,8 @@ TEST(dashboard_task_retention_page_shows_classes_leaves_and_absent_leaves_in_red
     rq(&s, "GET", "/api/v1/task-retention/coverage", NULL, &r);
     CHECK_INT(r.status, 503);
     reply_fini(&r);
-    const char *dom = browser_dump_dom(&s, "/task-retention");
+    /* a red coverage answers 503 with its report, which the page shows */
+    const char *dom = browser_dump_dom_expecting(&s, "/task-retention", "/api/v1/task-retention/coverage", 503);
     CHECK_STR(value_of(dom, "healthy"), "red");
     CHECK(strstr(dom, sfmt("<li data-k=\"absent_leaf\" class=\"bad\">%s</li>", gone)) != NULL);
     CHECK(strstr(dom, sfmt("<tr data-row=\"%s\" class=\"bad\">", gone)) != NULL);
@@ -466,6 +468,56 @@ TEST(dashboard_group_page_shows_lag_and_seek_to_end_asks_then_moves_the_cursors)
     for (int i = 0; i < 2; i++)
         if (strcmp(jstr(&r, sfmt("partitions.%d.partition", i)), "p2") == 0)
             CHECK_INT(jint(&r, sfmt("partitions.%d.committedOffset", i)), 2);
+    reply_fini(&r);
+    srv_stop(&s);
+}
+
+/* Seek to a time from the group page: two batches on one partition with a
+ * known time between them (the commit time of the first, read from the
+ * API, and a millisecond later). "A timestamp resolves to the first
+ * retained segment at or after it": the second batch's, so the cursor
+ * stands just before it and the next pop reads the second batch. */
+TEST(dashboard_group_page_seek_to_a_time_asks_then_moves_the_cursor_before_the_first_segment_after_it)
+{
+    silt_server s;
+    srv_start(&s, NULL);
+    if (!browser_available()) { srv_stop(&s); return; }
+    const char *q = uniq("dash-seek");
+    configure_queue(&s, q, "{}");
+    push_queued(&s, q, "p1", 0, 2, "early-");   /* offsets 0-1, one segment */
+    reply r;
+    rq(&s, "GET", sfmt("/api/v1/resources/queues/%s", q), NULL, &r);
+    char between[96];   /* after the first segment's commit time (shown to the millisecond, never later) */
+    keep_str(between, sql("SELECT queen.iso_ms('%s'::timestamptz + interval '1 millisecond')",
+                          jstr(&r, "partitionList.0.lastWriteAt")));
+    reply_fini(&r);
+    sql_await("t", 5000, "SELECT clock_timestamp() >= '%s'::timestamptz", between);
+    push_queued(&s, q, "p1", 0, 3, "late-");    /* offsets 2-4, committed at or after `between` */
+    CHECK_INT(pop_from(&s, q, "p1", "consumerGroup=billing&batch=10&autoAck=true&wait=false", &r), 200);
+    reply_fini(&r);
+    rq(&s, "GET", "/api/v1/consumer-groups/billing", NULL, &r);
+    CHECK_INT(jint(&r, "partitions.0.committedOffset"), 4);   /* all read: the seek moves it back */
+    reply_fini(&r);
+    browser b;
+    browser_open(&b, sfmt("%s/#/groups/billing", s.url));
+    browser_await(&b, sfmt("document.querySelector('[data-seek-time=\"%s\"]') !== null", q), 20000);
+    browser_eval(&b, "window.confirm = (m) => { window.siltConfirmed = m; return true; }; true");
+    /* typed and pressed in one evaluation: a refresh repaints the form (and empties the field) between two */
+    browser_eval(&b, sfmt("document.querySelector('[data-seek-time=\"%s\"]').value = '%s';"
+                          "document.querySelector('[data-action=seek-time][data-queue=\"%s\"]').click(); true",
+                          q, between, q));
+    browser_await(&b, "typeof window.siltConfirmed === 'string'", 5000);
+    CHECK(strstr(browser_eval(&b, "window.siltConfirmed"), between) != NULL);
+    browser_await(&b, sfmt("document.getElementById('notice').textContent === 'moved 1 cursors on %s'", q), 10000);
+    browser_await(&b, sfmt("document.querySelector('[data-row=\"%s/p1\"] [data-k=lag]').textContent === '3'", q), 10000);
+    browser_close(&b);
+    rq(&s, "GET", "/api/v1/consumer-groups/billing", NULL, &r);
+    CHECK_INT(jint(&r, "partitions.0.committedOffset"), 1);
+    CHECK_INT(jint(&r, "partitions.0.lag"), 3);
+    reply_fini(&r);
+    CHECK_INT(pop_from(&s, q, "p1", "consumerGroup=billing&batch=10&wait=false", &r), 200);
+    CHECK_STR(jstr(&r, "messages.0.transactionId"), "late-0");
+    CHECK(jpath(&r, "messages.3") < 0);
     reply_fini(&r);
     srv_stop(&s);
 }
@@ -977,5 +1029,113 @@ TEST(dashboard_message_lookup_shows_a_dead_letter_and_delete_asks_then_removes_i
     rq(&s, "GET", sfmt("/api/v1/dlq?queue=%s", q), NULL, &r);
     CHECK_INT(jint(&r, "total"), 0);
     reply_fini(&r);
+    srv_stop(&s);
+}
+
+/* ---- failed requests ----------------------------------------------------
+ *
+ * Chromium logs no console line for a fetch answered 404 or 500, or for
+ * one that got no reply: browser.c watches the page's requests (the
+ * Network domain), and browser_close fails the test on one that failed,
+ * unless the test declared it (browser_expect_failure). */
+
+/* The first failed request recorded with this status, once there is one:
+ * each evaluation reads the events chromium sent meanwhile. */
+static browser_failure await_failure(browser *b, int status)
+{
+    int64_t deadline = now_ms() + 10000;
+    for (;;) {
+        int n;
+        const browser_failure *f = browser_failures(b, &n);
+        for (int i = 0; i < n; i++)
+            if (f[i].status == status) return f[i];
+        if (now_ms() > deadline) harness_failf(__FILE__, __LINE__, "no failed request with status %d recorded", status);
+        browser_eval(b, "true");
+        pause_ms(50);   /* a poll interval: the page works meanwhile */
+    }
+}
+
+/* The queue page of a queue that does not exist asks the queue route,
+ * which answers 404: the request is recorded with its URL and status. With
+ * the server gone, the page's next refresh gets no reply: recorded with
+ * status 0 and chromium's reason. */
+TEST(dashboard_a_request_of_the_page_that_fails_is_recorded_with_its_url_and_status)
+{
+    silt_server s;
+    srv_start(&s, NULL);
+    if (!browser_available()) { srv_stop(&s); return; }
+    const char *missing = uniq("dash-missing");
+    char path[128], want[256];
+    snprintf(path, sizeof path, "/api/v1/resources/queues/%s", missing);
+    snprintf(want, sizeof want, "%s%s", s.url, path);
+    browser b;
+    browser_open(&b, sfmt("%s/#/queues/%s", s.url, missing));
+    browser_await(&b, "document.getElementById('page-error') !== null", 20000);
+    browser_failure f = await_failure(&b, 404);
+    CHECK_STR(f.url, want);
+    CHECK_STR(f.error, "");
+    srv_stop(&s);
+    f = await_failure(&b, 0);   /* the queue page refreshes every 2 s */
+    CHECK_STR(f.url, want);
+    CHECK(strncmp(f.error, "net::ERR_", 9) == 0);   /* refused, or reset if the server went mid-request */
+    browser_expect_failure(&b, path, 404);   /* or browser_close would fail this test */
+    browser_expect_failure(&b, path, 0);
+    browser_close(&b);
+}
+
+/* A message that is not there: the lookup route answers 404 for it
+ * (path), and the message lookup page at hash asks that route. */
+static void missing_message(silt_server *s, char path[160], char hash[200])
+{
+    const char *q = uniq("dash-nomsg");
+    configure_queue(s, q, "{}");
+    push_one(s, q, "p1", "there", "{}");
+    const char *pid = pid_of(q, "p1");
+    snprintf(path, 160, "/api/v1/messages/%s/not-there", pid);
+    snprintf(hash, 200, "/messages?partitionId=%s&transactionId=not-there", pid);
+    reply r;
+    rq(s, "GET", path, NULL, &r);
+    CHECK_INT(r.status, 404);
+    reply_fini(&r);
+}
+
+/* A page loaded for its DOM whose request fails fails the test, naming the
+ * URL and status: the load runs in a child, whose failure is the point. */
+TEST(dashboard_a_failed_request_fails_a_page_load_naming_its_url_and_status)
+{
+    silt_server s;
+    srv_start(&s, NULL);
+    if (!browser_available()) { srv_stop(&s); return; }
+    char path[160], hash[200], log[64];
+    missing_message(&s, path, hash);
+    snprintf(log, sizeof log, "/tmp/silt-dash-child-%d.log", (int)getpid());
+    fflush(NULL);
+    pid_t child = fork();
+    CHECK(child >= 0);
+    if (child == 0) {
+        if (!freopen(log, "w", stderr)) _exit(126);
+        browser_dump_dom(&s, hash);
+        _exit(0);
+    }
+    int status;
+    CHECK(waitpid(child, &status, 0) == child);
+    char out[4096];
+    CHECK_INT(run_cmd(sfmt("cat %s; rm -rf %s /tmp/silt-cdp-%d", log, log, (int)child), out, sizeof out), 0);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 1);
+    CHECK(strstr(out, sfmt("a request of the page failed: %s%s answered 404", s.url, path)) != NULL);
+    srv_stop(&s);
+}
+
+/* The same lookup, the 404 declared: the page says there is no such
+ * message, without an error banner. */
+TEST(dashboard_message_lookup_of_a_missing_message_says_so)
+{
+    silt_server s;
+    srv_start(&s, NULL);
+    if (!browser_available()) { srv_stop(&s); return; }
+    char path[160], hash[200];
+    missing_message(&s, path, hash);
+    const char *dom = browser_dump_dom_expecting(&s, hash, path, 404);
+    CHECK(strstr(dom, "id=\"msg-none\"") != NULL);
     srv_stop(&s);
 }
