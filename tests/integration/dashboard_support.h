@@ -1,0 +1,17 @@
+/* What the dashboard's browser tests read out of a page's DOM (the text
+ * --dump-dom or a DevTools read gives): web/app.js marks each value with
+ * data-k and each row with data-row. */
+#ifndef SILT_TEST_DASHBOARD_SUPPORT_H
+#define SILT_TEST_DASHBOARD_SUPPORT_H
+#include <stdbool.h>
+
+/* The cell of key k in the row named row: "<tr data-row="row">...<td
+ * data-k="k" ...>text</td>"; "" when absent (static ring via sfmt). */
+const char *dom_cell(const char *dom, const char *row, const char *k);
+/* The text of the first element with data-k="k" (a card's value). */
+const char *dom_value(const char *dom, const char *k);
+/* Chart.js styles the canvas it draws on (box-sizing, size): the library
+ * loaded and drew, rather than the canvas merely being in the markup. */
+bool dom_chart_drawn(const char *dom, const char *id);
+
+#endif
