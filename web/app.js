@@ -62,8 +62,8 @@ function queueLink(name) {
  * list paged by position (?limit=&offset=); hashFor(offset) is a page's hash. */
 function offsetPager(total, noun, offset, shown, size, hashFor, back, forth) {
   return h('div', { class: 'pager' },
-    h('span', { 'data-k': 'total' }, String(total)), ' ' + noun + '; showing ',
-    String(shown ? offset + 1 : 0), '–', String(offset + shown),
+    h('span', {}, h('span', { 'data-k': 'total' }, String(total)),
+      ' ' + noun + '; showing ' + (shown ? offset + 1 : 0) + '–' + (offset + shown)),
     offset > 0 ? h('a', { 'data-action': 'page-back', href: hashFor(Math.max(0, offset - size)) }, back) : null,
     offset + shown < total ? h('a', { 'data-action': 'page-forth', href: hashFor(offset + size) }, forth) : null);
 }
@@ -250,7 +250,7 @@ function groupTable(groups) {
 /* A list the server pages by position whose length it does not answer:
  * "next" while a page comes back full. */
 function nextPager(offset, shown, hashFor) {
-  return h('div', { class: 'pager' }, 'showing ', String(shown ? offset + 1 : 0), '–', String(offset + shown),
+  return h('div', { class: 'pager' }, h('span', {}, 'showing ' + (shown ? offset + 1 : 0) + '–' + (offset + shown)),
     offset > 0 ? h('a', { 'data-action': 'page-back', href: hashFor(Math.max(0, offset - LIST_PAGE)) }, '‹ previous') : null,
     shown === LIST_PAGE ? h('a', { 'data-action': 'page-forth', href: hashFor(offset + LIST_PAGE) }, 'next ›') : null);
 }
@@ -446,7 +446,7 @@ function summaryLine(sum) {
     h('span', { 'data-k': 'summary.partitions' }, String(sum.partitions)), ' partitions',
     sum.oldestRetainedAt ? ', the oldest committed ' + sum.oldestRetainedAt : '', '. ',
     h('span', { 'data-k': 'summary.partitionsDue' }, String(sum.partitionsDue)),
-    ' partitions are due for the next pass to look at',
+    ' of them due for a retention check now',
     sum.nextCheckAt ? '; the soonest check is ' + sum.nextCheckAt : '; no rule can delete anything yet', '.');
 }
 
@@ -683,9 +683,10 @@ const taskPage = {
     return h('div', { id: 'page-task' },
       h('h1', {}, 'Task ', h('span', { 'data-k': 'id' }, r.body.id)),
       taskActions(r.body),
+      h('h2', {}, 'Attempts'), h('div', { id: 'task-attempts' }, attemptsTable(attempts.body.attempts)),
+      h('h2', {}, 'Fields'),
       table([['field'], ['value']], Object.entries(r.body).map(([k, v]) => h('tr', { 'data-row': k },
-        h('td', {}, k), h('td', { 'data-k': k }, typeof v === 'object' && v !== null ? h('pre', {}, show(v)) : show(v))))),
-      h('h2', {}, 'Attempts'), h('div', { id: 'task-attempts' }, attemptsTable(attempts.body.attempts)));
+        h('td', {}, k), h('td', { 'data-k': k }, typeof v === 'object' && v !== null ? h('pre', {}, show(v)) : show(v))))));
   },
 };
 

@@ -474,13 +474,31 @@ TEST(dashboard_screenshots_of_the_main_pages)
     CHECK_INT(pop_from(&s, "emails", NULL, "consumerGroup=mailer&batch=8&autoAck=true&wait=false", &r), 200);
     reply_fini(&r);
     dead_letter_next(&s, "emails", "mailer", "welcome-42");
+    rq(&s, "POST", "/api/v1/workflows", "{\"name\":\"nightly-report\",\"nodes\":["
+       "{\"id\":\"fetch\",\"task\":\"fetch\",\"queue\":\"etl\",\"retry\":{\"maxRetries\":1,\"delaysMs\":[0]}},"
+       "{\"id\":\"parse\",\"task\":\"parse\",\"queue\":\"etl\",\"waitsFor\":[\"fetch\"]},"
+       "{\"id\":\"enrich\",\"task\":\"enrich\",\"queue\":\"etl\",\"waitsFor\":[\"fetch\"]},"
+       "{\"id\":\"report\",\"task\":\"report\",\"queue\":\"etl\",\"waitsFor\":[\"parse\",\"enrich\"]}]}", &r);
+    CHECK_INT(r.status, 201);
+    char workflow[96];
+    keep_str(workflow, jstr(&r, "id"));
+    reply_fini(&r);
+    task_claimed fetch, parse;   /* fetch fails once and then completes; parse runs */
+    CHECK(task_claim_one(&s, "worker-1", "etl", &fetch));
+    CHECK_INT(task_call(&s, "start", &fetch, NULL), 200);
+    CHECK_INT(task_call(&s, "fail", &fetch, "\"errorCode\":\"TIMEOUT\",\"errorMessage\":\"upstream took 30 s\""), 200);
+    CHECK(task_claim_one(&s, "worker-2", "etl", &fetch));
+    CHECK_INT(task_call(&s, "start", &fetch, NULL), 200);
+    CHECK_INT(task_call(&s, "complete", &fetch, "\"result\":{\"rows\":1200}"), 200);
+    CHECK(task_claim_one(&s, "worker-1", "etl", &parse));
+    CHECK_INT(task_call(&s, "start", &parse, NULL), 200);
     browser b;
     browser_open(&b, "about:blank");
     reply m;
     browser_call(&b, false, "Emulation.setDeviceMetricsOverride",
                  "{\"width\":1280,\"height\":900,\"deviceScaleFactor\":1,\"mobile\":false}", &m);
     reply_fini(&m);
-    show_page(&b, &s, "/", "document.getElementById('page-overview') !== null");
+    show_page(&b, &s, "/", "document.getElementById('page-overview') !== null && rates.written.length > 0");   /* a rate drawn */
     browser_screenshot(&b, dir, "overview");
     show_page(&b, &s, "/queues/orders", "document.getElementById('page-queue') !== null");
     browser_screenshot(&b, dir, "queue");
@@ -492,6 +510,10 @@ TEST(dashboard_screenshots_of_the_main_pages)
     browser_screenshot(&b, dir, "dead-letters");
     show_page(&b, &s, "/task-retention", "document.getElementById('page-task-retention') !== null");
     browser_screenshot(&b, dir, "task-retention");
+    show_page(&b, &s, sfmt("/workflows/%s", workflow), "document.querySelector('#workflow-graph svg.edges') !== null");
+    browser_screenshot(&b, dir, "workflow");
+    show_page(&b, &s, sfmt("/tasks/%s", fetch.id), "document.getElementById('task-attempts') !== null");
+    browser_screenshot(&b, dir, "task");
     browser_close(&b);
     srv_stop(&s);
 }
