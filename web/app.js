@@ -583,7 +583,9 @@ const dlqPage = {
           cell('offset', m.offset), cell('consumerGroup', m.consumerGroup), cell('retryCount', m.retryCount),
           cell('errorMessage', m.errorMessage), h('td', { 'data-k': 'data' }, h('pre', {}, show(m.data))),
           h('td', {}, h('a', { href: messageHash(m.partitionId, m.transactionId), 'data-action': 'view' }, 'view'), ' ',
-            h('button', { 'data-action': 'replay', onclick: () => replay(m) }, 'replay'))))));
+            h('button', { 'data-action': 'replay', onclick: () => replay(m) }, 'replay'), ' ',
+            h('button', { 'data-action': 'delete', onclick: () => deleteDeadLetter(m.partitionId, m.transactionId) },
+              'delete'))))));
   },
 };
 
