@@ -437,7 +437,7 @@ TEST(segment_writer_round_trips_pieces_of_every_size)
 
 TEST(frame_size_and_head_agree_with_frame_encode)
 {
-    frame f = { FRAME_HAS_TRACE, {1}, "txn-1", 5, {2}, "{\"a\":1}", 7 };
+    frame f = { FRAME_HAS_TRACE, {1}, "txn-1", 5, {2}, "{\"a\":1}", 7, NULL, 0 };
     buf whole, head;
     buf_init(&whole);
     buf_init(&head);
