@@ -73,18 +73,21 @@ function offsetPager(total, noun, offset, shown, size, hashFor, back, forth) {
 const TOKEN_KEY = 'silt.token';
 
 /* Shown when the server answers 401: where to paste a token. Saving (or
- * clearing) it reloads the page so every view re-reads with it. */
+ * clearing) it shows the current page again, read with it. */
 function tokenPrompt(message) {
   if (document.getElementById('token-prompt')) return;
-  const input = h('input', { type: 'password', id: 'token-input', placeholder: 'paste a bearer token (JWT)', size: 60 });
+  const input = h('input', { type: 'password', id: 'token-input', autocomplete: 'off',
+    placeholder: 'paste a bearer token (JWT)', size: 60 });
   const save = () => {
     const t = input.value.trim();
     if (t) localStorage.setItem(TOKEN_KEY, t); else localStorage.removeItem(TOKEN_KEY);
-    location.reload();
+    box.remove();
+    route();
   };
-  const box = h('div', { id: 'token-prompt', class: 'error', role: 'alert' },
+  const box = h('form', { id: 'token-prompt', class: 'error', role: 'alert',
+                          onsubmit: (e) => { e.preventDefault(); save(); } },
     h('span', {}, 'This server needs a token (' + message + '). '),
-    input, ' ', h('button', { 'data-action': 'save-token', onclick: save }, 'use token'));
+    input, ' ', h('button', { type: 'submit', 'data-action': 'save-token' }, 'use token'));
   document.body.insertBefore(box, document.body.firstChild);
   input.focus();
 }

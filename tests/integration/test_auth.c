@@ -13,6 +13,7 @@
 #include <openssl/evp.h>
 #include <openssl/pem.h>
 #include <openssl/rsa.h>
+#include "browser.h"
 #include "harness.h"
 #include "support.h"
 
@@ -397,4 +398,29 @@ TEST(auth_server_refuses_to_start_with_settings_that_cannot_work)
     cmd = sfmt("JWT_ENABLED=true JWT_ALGORITHM=RS256 JWT_PUBLIC_KEY=nonsense '%s' server 2>&1", silt_bin());
     CHECK_INT(run_cmd(cmd, out, sizeof out), 2);
     CHECK(strstr(out, "JWT_PUBLIC_KEY") != NULL);
+}
+
+/* The dashboard's files load without a token; its first API call's 401
+ * brings up the token box, and once a token is pasted every call sends it. */
+TEST(auth_dashboard_asks_for_a_token_on_401_and_then_sends_it)
+{
+    if (!browser_available()) return;
+    silt_server s;
+    srv_start(&s, hs_env);
+    const char *q = uniq("dash");
+    char viewer[1024];
+    snprintf(viewer, sizeof viewer, "%s", hs("viewer", "read-only"));
+    CHECK_INT(status_as(&s, hs("app", "read-write"), "POST", "/api/v1/push",
+                        sfmt("{\"items\":[{\"queue\":\"%s\",\"payload\":1}]}", q)), 201);
+    browser b;
+    browser_open(&b, sfmt("%s/#/queues", s.url));
+    browser_expect_failure(&b, "/api/v1/", 401);
+    browser_await(&b, "document.getElementById('token-input') !== null", 20000);
+    browser_eval(&b, sfmt("document.getElementById('token-input').value = '%s';"
+                          "document.querySelector('[data-action=save-token]').click(); true", viewer));
+    browser_await(&b, sfmt("document.querySelector('[data-row=\"%s\"]') !== null", q), 20000);
+    CHECK_STR(browser_eval(&b, "localStorage.getItem('silt.token') !== null"), "true");
+    CHECK_STR(browser_eval(&b, "document.getElementById('token-prompt') === null"), "true");
+    browser_close(&b);
+    CHECK_INT(srv_stop(&s), 0);
 }
