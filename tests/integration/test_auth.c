@@ -190,6 +190,9 @@ TEST(auth_anonymous_attacks_are_refused_401)
     reply_fini(&r);
     attacks_get(&s, NULL, q, id, 401);
     attacks_get(&s, "not.a.token", q, id, 401);
+    /* the dead letter's plaintext copy, and the overview, are not readable either */
+    CHECK_INT(status_as(&s, NULL, "GET", sfmt("/api/v1/dlq?queue=%s", q), NULL), 401);
+    CHECK_INT(status_as(&s, NULL, "GET", "/api/v1/resources/overview", NULL), 401);
     CHECK_STR(sql("SELECT count(*) FROM queen.queues WHERE name = '%s'", q), "1");
     CHECK_STR(sql("SELECT count(*) FROM queen.log_dlq WHERE queue = '%s'", q), "1");
     CHECK_INT(srv_stop(&s), 0);
