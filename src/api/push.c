@@ -59,6 +59,8 @@ int api_push_item(httpd_req *req, server *srv, const json_doc *d, uint32_t item,
     if (item_name(req, d, item, where, "queue", NULL, &it->queue) < 0) return -1;
     if (item_name(req, d, item, where, "partition", "Default", &it->partition) < 0) return -1;
     if (item_ids(req, d, item, where, it) < 0) return -1;
+    /* producerSub is whom the token says pushed: a body's own producerSub is never read */
+    if (req->auth_sub) it->sub = xstrdup(req->auth_sub);
     int payload = json_get(d, item, "payload");
     if (payload < 0) { httpd_error_field(req, 400, "field", "payload", "%spayload is required", where); return -1; }
     it->payload = json_span(d, (uint32_t)payload, &it->payload_len);

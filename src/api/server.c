@@ -170,6 +170,7 @@ static void stop(server *srv)
     if (srv->sigint) event_free(srv->sigint);
     if (srv->drain_timer) event_free(srv->drain_timer);
     httpd_free(srv->http);
+    auth_free(srv->auth);
     popper_free(srv->pop);
     retention_engine_free(srv->retention);
     maintenance_free(srv->maintenance);
@@ -209,6 +210,7 @@ int server_main(const char *conf_path)
     char err[512];
     if (config_load(&srv.cfg, err, sizeof err) < 0) { fprintf(stderr, "silt: %s\n", err); return 2; }
     if (load_conffile(&srv, conf_path) < 0) { stop(&srv); return 2; }
+    if (!(srv.auth = auth_new(&srv.cfg, err, sizeof err))) { fprintf(stderr, "silt: %s\n", err); stop(&srv); return 2; }
     signal(SIGPIPE, SIG_IGN);
     int rc = start(&srv);
     if (rc == 0) {

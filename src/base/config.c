@@ -57,6 +57,19 @@ static const setting settings[] = {
     BOOL("QUEEN_PARTITION_CLEANUP_ENABLED", cleanup_enabled, "true"),
     NUM("MAINTENANCE_REFRESH_MS", maintenance_refresh_ms, "1000", 10, 60000),
     NUM("TASK_RETENTION_DETACH_TIMEOUT_MS", detach_timeout_ms, "10000", 100, 600000),
+    BOOL("JWT_ENABLED", jwt_enabled, "false"),
+    TEXT("JWT_ALGORITHM", jwt_algorithm, "HS256"),
+    TEXT("JWT_SECRET", jwt_secret, ""),
+    TEXT("JWT_PUBLIC_KEY", jwt_public_key, ""),
+    TEXT("JWT_ISSUER", jwt_issuer, ""),
+    TEXT("JWT_AUDIENCE", jwt_audience, ""),
+    NUM("JWT_CLOCK_SKEW", jwt_clock_skew, "30", 0, 86400),
+    TEXT("JWT_SKIP_PATHS", jwt_skip_paths, "/health,/metrics/prometheus"),
+    TEXT("JWT_ROLES_CLAIM", jwt_roles_claim, "role"),
+    TEXT("JWT_ROLES_ARRAY_CLAIM", jwt_roles_array_claim, "roles"),
+    TEXT("JWT_ROLE_ADMIN", jwt_role_admin, "admin"),
+    TEXT("JWT_ROLE_READ_WRITE", jwt_role_read_write, "read-write"),
+    TEXT("JWT_ROLE_READ_ONLY", jwt_role_read_only, "read-only"),
 };
 
 static int parse_number(const setting *s, const char *text, int64_t *out, char *err, size_t errlen)

@@ -266,6 +266,7 @@ static void req_free(httpd_req *req)
     evhttp_clear_headers(&req->query);
     for (int i = 0; i < req->nparams; i++) free(req->params[i]);
     free(req->path);
+    free(req->auth_sub);
     if (req->storage) evbuffer_free(req->storage);
     free(req);
 }

@@ -42,6 +42,7 @@ struct httpd_req {
     struct event          *close_watch; /* see httpd_watch_close */
     bool                   left;        /* the client closed before the reply */
     httpd_conn            *conn;        /* NULL once the connection is gone */
+    char                  *auth_sub;    /* owned: the verified token's sub (api/auth.c), NULL: none */
 };
 
 typedef void (*httpd_handler)(httpd_req *req, void *arg);

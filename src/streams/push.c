@@ -200,6 +200,7 @@ void push_batch_free(push_batch *batch)
         free(batch->items[i].queue);
         free(batch->items[i].partition);
         free(batch->items[i].txn);
+        free(batch->items[i].sub);
     }
     free(batch->items);
     free(batch->error);

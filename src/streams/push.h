@@ -23,6 +23,7 @@ typedef struct push_item {
     bool         txn_given;                /* client chose txn: dedup applies */
     bool         has_trace;
     uint8_t      trace_id[16];
+    char        *sub;                      /* owned; the pushing token's sub (producerSub), NULL: none */
     uint8_t      message_id[16];           /* generated; a duplicate's original after */
     uint8_t      hash[16];                 /* xxh3-128 of txn */
     push_status  status;
