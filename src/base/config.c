@@ -57,6 +57,15 @@ static const setting settings[] = {
     BOOL("QUEEN_PARTITION_CLEANUP_ENABLED", cleanup_enabled, "true"),
     NUM("MAINTENANCE_REFRESH_MS", maintenance_refresh_ms, "1000", 10, 60000),
     NUM("TASK_RETENTION_DETACH_TIMEOUT_MS", detach_timeout_ms, "10000", 100, 600000),
+    NUM("HTTP_MAX_CONNECTIONS", http_max_connections, "10000", 1, 1000000),
+    NUM("HTTP_FD_RESERVE", http_fd_reserve, "64", 0, 100000),
+    NUM("HTTP_HEADER_TIMEOUT_MS", http_header_timeout_ms, "10000", 10, 3600000),
+    NUM("HTTP_BODY_TIMEOUT_MS", http_body_timeout_ms, "30000", 10, 3600000),
+    NUM("HTTP_IDLE_TIMEOUT_MS", http_idle_timeout_ms, "60000", 10, 3600000),
+    NUM("HTTP_ACCEPT_BACKOFF_MS", http_accept_backoff_ms, "100", 1, 60000),
+    NUM("REQUEST_TIMEOUT_MS", request_timeout_ms, "30000", 10, 3600000),
+    NUM("MAX_PENDING_REQUESTS", max_pending_requests, "1000", 1, 1000000),
+    NUM("MAX_PENDING_BYTES", max_pending_bytes, "268435456", 1024, 68719476736),
 };
 
 static int parse_number(const setting *s, const char *text, int64_t *out, char *err, size_t errlen)
