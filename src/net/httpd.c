@@ -446,7 +446,7 @@ static void rewrite_own_error(struct evbuffer *out, struct evbuffer_ptr start)
     emit_end(&e);
     evbuffer_add_buffer(out, keep);
     evbuffer_add_printf(out, "HTTP/1.1 %d %s\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n"
-                             "Connection: close\r\n\r\n%s", status, status == 400 ? "Bad Request" : "Error",
+                             "Connection: close\r\n\r\n%s", status, status == 400 ? "Bad Request" : status == 413 ? "Payload Too Large" : "Error",
                         json.len, json.data);
     evbuffer_free(keep);
     buf_fini(&json);
