@@ -1,5 +1,6 @@
 /* httpd: evhttp glue (see httpd.h). */
 #include "net/httpd.h"
+#include "net/httpd_pages.h"
 #include <errno.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -48,7 +49,7 @@ struct httpd_conn {
     httpd_req                *req;       /* dispatched and not yet answered */
     httpd_conn               *next_fresh;
     struct event             *timer;     /* the phase's timeout */
-    struct evbuffer_cb_entry *out_watch; /* on the output: evhttp's own error pages become JSON */
+    struct evbuffer_cb_entry *out_watch; /* on the output: evhttp's own error pages become JSON (httpd_pages) */
     conn_phase                phase;
     int                       newlines;  /* consecutive line ends seen in the header (two end it) */
     bool                      arriving;  /* holds bytes that are not yet a dispatched request */
@@ -83,7 +84,7 @@ struct httpd {
     struct event                   *expire;     /* the request timeout of the oldest held request */
     int64_t                         last_timeout_us;
     uint64_t                        timeouts;
-    bool                            replying;   /* silt's own reply is being written */
+    bool                            replying;   /* silt's own reply is being written (httpd_pages leaves it) */
 };
 
 /* evconnlistener hands its error callback evhttp's argument, not ours:
@@ -308,8 +309,6 @@ static void conn_adopt(httpd_conn *c, struct evhttp_connection *evcon)
     conn_arm(c, c->arriving ? PHASE_HEADER : PHASE_IDLE);
 }
 
-static void on_output(struct evbuffer *out, const struct evbuffer_cb_info *info, void *arg);
-
 static httpd_conn *conn_new(httpd *h, struct bufferevent *bev)
 {
     httpd_conn *c = xcalloc(1, sizeof *c);
@@ -318,7 +317,7 @@ static httpd_conn *conn_new(httpd *h, struct bufferevent *bev)
     c->fd = -1;
     c->phase = PHASE_BUSY;   /* so that the first conn_arm starts a timer */
     c->timer = evtimer_new(bufferevent_get_base(bev), on_conn_timeout, c);
-    c->out_watch = evbuffer_add_cb(bufferevent_get_output(bev), on_output, c);
+    c->out_watch = httpd_pages_watch(bufferevent_get_output(bev), &h->replying);
     if (!c->timer || !c->out_watch) abort();   /* libevent's allocation failed */
     h->nconns++;
     return c;
@@ -408,70 +407,6 @@ static void conn_answered(httpd_req *req)
     c->req = NULL;
     c->newlines = 0;
     conn_arm(c, c->arriving ? PHASE_HEADER : PHASE_IDLE);
-}
-
-/* ---- evhttp's own replies ------------------------------------------------ */
-
-/* evhttp answers what it cannot parse (a bad request line, headers or a
- * body over the limits) itself, with an HTML page: libevent 2.1 has no hook
- * for it (2.2's evhttp_set_errorcb). Every reply silt writes is marked
- * (h->replying); any other that ends in evhttp's page is replaced, status
- * kept, by the one error shape. */
-static const char *own_error_text(int status)
-{
-    switch (status) {
-    case 400: return "malformed request: a bad request line, or headers over their limit";
-    case 405: return "method not allowed";
-    case 413: return "request headers or body too large";
-    default: return "request refused by the http layer";
-    }
-}
-
-static void rewrite_own_error(struct evbuffer *out, struct evbuffer_ptr start)
-{
-    char line[16] = "";
-    evbuffer_copyout_from(out, &start, line, sizeof line - 1);
-    int status = atoi(line + 9);   /* "HTTP/1.1 NNN" */
-    struct evbuffer *keep = evbuffer_new();
-    if (!keep) abort();
-    evbuffer_remove_buffer(out, keep, start.pos);   /* earlier replies not yet sent */
-    evbuffer_drain(out, evbuffer_get_length(out));
-    buf json;
-    buf_init(&json);
-    emit e;
-    emit_init(&e, &json);
-    emit_object(&e);
-    emit_key(&e, "error");
-    emit_str(&e, own_error_text(status));
-    emit_end(&e);
-    evbuffer_add_buffer(out, keep);
-    evbuffer_add_printf(out, "HTTP/1.1 %d %s\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n"
-                             "Connection: close\r\n\r\n%s", status, status == 400 ? "Bad Request" : status == 413 ? "Payload Too Large" : "Error",
-                        json.len, json.data);
-    evbuffer_free(keep);
-    buf_fini(&json);
-}
-
-static void on_output(struct evbuffer *out, const struct evbuffer_cb_info *info, void *arg)
-{
-    static const char page_end[] = "</BODY></HTML>\n";
-    httpd_conn *c = arg;
-    size_t len = evbuffer_get_length(out), n = sizeof page_end - 1;
-    if (c->server->replying || info->n_added == 0 || len < n) return;
-    char tail[sizeof page_end];
-    struct evbuffer_ptr at;
-    evbuffer_ptr_set(out, &at, len - n, EVBUFFER_PTR_SET);
-    if (evbuffer_copyout_from(out, &at, tail, n) != (ev_ssize_t)n || memcmp(tail, page_end, n) != 0) return;
-    struct evbuffer_ptr start = evbuffer_search(out, "HTTP/1.", 7, NULL), next = start;
-    while (next.pos >= 0) {
-        start = next;
-        evbuffer_ptr_set(out, &next, 1, EVBUFFER_PTR_ADD);
-        next = evbuffer_search(out, "HTTP/1.", 7, &next);
-    }
-    if (start.pos < 0) return;
-    evbuffer_cb_clear_flags(out, c->out_watch, EVBUFFER_CB_ENABLED);   /* our own writes are not looked at */
-    rewrite_own_error(out, start);
-    evbuffer_cb_set_flags(out, c->out_watch, EVBUFFER_CB_ENABLED);
 }
 
 /* ---- held requests and their timeout ------------------------------------ */
@@ -718,10 +653,11 @@ static void reply(httpd_req *req, int status, reply_body *body)
 static void send_timeout(httpd_req *req)
 {
     httpd *h = req->server;
+    if (req->left) return;   /* already gone: nobody to answer, and on_gone has run */
     h->timeouts++;
     h->last_timeout_us = clock_mono_us();
     stop_watch(req);
-    if (req->ev && !req->left) {
+    if (req->ev) {
         buf out;
         buf_init(&out);
         emit e;
