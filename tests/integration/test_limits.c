@@ -119,7 +119,7 @@ TEST(limits_a_header_trickled_a_line_at_a_time_is_closed_by_the_header_timeout_f
         if (send(fd, "X-A: b\r\n", 8, MSG_NOSIGNAL) < 0) break;   /* a slowloris line every 50 ms */
         closed = raw_closed_within(fd, 50);
     }
-    CHECK(closed || now_ms() - t0 < 5000);
+    CHECK(closed);
     CHECK(now_ms() - t0 < 3000);
     close(fd);
     srv_stop(&s);
@@ -176,11 +176,14 @@ TEST(limits_out_of_descriptors_the_server_backs_off_accepting_logs_once_and_reco
     while (n < 100 && (fds[n] = raw_try_connect(&s)) >= 0) n++;   /* past the server's descriptors, into the backlog */
     CHECK_INT(n, 100);
     int64_t deadline = now_ms() + 10000;
-    while (log_count(log, "cannot accept connections") == 0 && now_ms() < deadline) pause_ms(20);
-    CHECK_INT(log_count(log, "cannot accept connections"), 1);
+    while (proc_fds(s.pid) < 80 && now_ms() < deadline) pause_ms(20);   /* every descriptor taken */
+    CHECK(proc_fds(s.pid) >= 80);
     int64_t cpu = cpu_over_a_second(&s);
-    if (cpu > 200) harness_failf(__FILE__, __LINE__, "the server used %lld ms of CPU in a second", (long long)cpu);
+    /* backing off it wakes ten times a second (about 10 ms); retrying at once it spins (over 100 ms here, and
+     * most of a core with more clients waiting) */
+    if (cpu > 100) harness_failf(__FILE__, __LINE__, "the server used %lld ms of CPU in a second", (long long)cpu);
     CHECK_INT(log_count(log, "cannot accept connections"), 1);   /* once per interval, not per try */
+    CHECK_INT(log_count(log, "accept"), 1);                      /* and nothing else of it (libevent's own warning) */
     close_all(fds, n);
     await_health_on_new_connection(&s, 10000);
     CHECK_INT(push_simple(&s, uniq("fds"), "Default", 1), 201);
