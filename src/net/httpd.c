@@ -785,7 +785,7 @@ static int connection_limit(const httpd_limits *l)
     if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) {
         int64_t room = (int64_t)rl.rlim_cur - l->fd_reserve;
         if (room < max) {
-            log_warn("HTTP_MAX_CONNECTIONS %d lowered to %lld: the descriptor limit is %llu and %d are reserved "
+            log_info("HTTP_MAX_CONNECTIONS %d lowered to %lld: the descriptor limit is %llu and %d are reserved "
                      "(HTTP_FD_RESERVE)", l->max_connections, (long long)(room > 1 ? room : 1),
                      (unsigned long long)rl.rlim_cur, l->fd_reserve);
             max = room > 1 ? room : 1;
