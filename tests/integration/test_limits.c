@@ -338,3 +338,31 @@ TEST(limits_a_request_past_request_timeout_ms_is_answered_503_and_pushes_whose_c
     close(late);
     srv_stop(&s);
 }
+
+TEST(limits_past_max_pending_bytes_a_request_is_shed_and_a_small_one_still_served_once_the_database_answers)
+{
+    silt_server s;
+    srv_start(&s, (const char *[]){ "MAX_PENDING_BYTES=4096", NULL });
+    const char *q = uniq("bytes");
+    CHECK_INT(push_simple(&s, q, "Default", 1), 201);
+    char pad[2100];
+    memset(pad, 'x', sizeof pad - 1);
+    pad[sizeof pad - 1] = '\0';
+    const char *big = sfmt("{\"items\":[{\"queue\":\"%s\",\"payload\":\"%s\"}]}", q, pad);
+    PGconn *lock = lock_pushes();
+    bg_req first;
+    bg_start(&first, &s, "POST", "/api/v1/push", big);
+    srv_await_metric(&s, "silt_http_requests_waiting", 1, 10000);
+    reply r;
+    rq(&s, "POST", "/api/v1/push", big, &r);   /* 2 x 2 KiB held would pass 4 KiB */
+    CHECK_INT(r.status, 503);
+    CHECK(strstr(jstr(&r, "error"), "MAX_PENDING_BYTES") != NULL);
+    reply_fini(&r);
+    unlock_pushes(lock);
+    int status;
+    int64_t elapsed;
+    bg_wait(&first, &status, &elapsed);
+    CHECK_INT(status, 201);
+    CHECK_INT(push_simple(&s, q, "Default", 1), 201);
+    srv_stop(&s);
+}
