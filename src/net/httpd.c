@@ -1,5 +1,6 @@
 /* httpd: evhttp glue (see httpd.h). */
 #include "net/httpd.h"
+#include "net/httpd_internal.h"
 #include "net/httpd_pages.h"
 #include <errno.h>
 #include <stdarg.h>
@@ -11,11 +12,9 @@
 #include <event2/bufferevent.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
-#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 #include <event2/http.h>
-#include <event2/listener.h>
 #include "base/clock.h"
 #include "base/emit.h"
 #include "base/json.h"
@@ -26,71 +25,6 @@
  * conn_arm): it also bounds a request's life, so it exceeds the longest
  * long-poll timeout (one hour). */
 #define HTTPD_BACKSTOP_TIMEOUT_S 3700
-/* Out of descriptors, the warning is logged at most once per this. */
-#define HTTPD_EMFILE_LOG_US (10 * 1000000)
-
-/* A connection's phase picks its timer: idle between requests, the header
- * timeout from a request's first byte, the body timeout between body
- * bytes, none while the handler has the request. */
-typedef enum conn_phase { PHASE_IDLE, PHASE_HEADER, PHASE_BODY, PHASE_BUSY } conn_phase;
-
-/* A connection, followed from its accept to its close so that shutdown can
- * wait for a request still arriving: libevent 2.1 says nothing between a
- * connection's accept and a whole request (2.2's evhttp_set_newreqcb is not
- * here). evhttp owns the connection; silt makes its bufferevent
- * (evhttp_set_bevcb) to watch the bytes coming in, and holds the
- * connection's close callback for the request being answered on it. */
-struct httpd_conn {
-    httpd                    *server;
-    struct bufferevent       *bev;
-    struct evhttp_connection *evcon;     /* NULL until adopted, the loop turn after its accept */
-    evutil_socket_t           fd;
-    struct evbuffer_cb_entry *watch;     /* on the bufferevent's input; NULL when not watched */
-    httpd_req                *req;       /* dispatched and not yet answered */
-    httpd_conn               *next_fresh;
-    struct event             *timer;     /* the phase's timeout */
-    struct evbuffer_cb_entry *out_watch; /* on the output: evhttp's own error pages become JSON (httpd_pages) */
-    conn_phase                phase;
-    int                       newlines;  /* consecutive line ends seen in the header (two end it) */
-    bool                      arriving;  /* holds bytes that are not yet a dispatched request */
-};
-
-TAILQ_HEAD(held_list, httpd_req);
-
-struct httpd {
-    struct evhttp                  *http;
-    struct evhttp_bound_socket     *socket;
-    httpd_handler                   handler;
-    void                           *arg;
-    size_t                          max_body;
-    int                             inflight;
-    int                             arriving;   /* connections with a request partly received */
-    bool                            draining;
-    httpd_conn                     *fresh;      /* accepted, not yet adopted */
-    struct event                   *adopt;
-    httpd_conn                    **by_fd;      /* adopted connections, by socket: a request finds its own */
-    size_t                          nfds;
-    httpd_limits                    limits;
-    int                             nconns;     /* client connections open */
-    int                             max_conns;  /* limits.max_connections, or less under RLIMIT_NOFILE */
-    uint64_t                        refused;    /* connections answered 503 at the limit */
-    struct evconnlistener          *listener;   /* evhttp's, borrowed to pause accepting */
-    struct event                   *resume;     /* re-enables accepting after a back-off */
-    int64_t                         emfile_logged_us;
-    uint64_t                        emfile_quiet; /* accept failures not logged since the last warning */
-    struct held_list                held;       /* held requests, oldest first */
-    int                             nheld;
-    size_t                          held_bytes;
-    struct event                   *expire;     /* the request timeout of the oldest held request */
-    int64_t                         last_timeout_us;
-    uint64_t                        timeouts;
-    bool                            replying;   /* silt's own reply is being written (httpd_pages leaves it) */
-};
-
-/* evconnlistener hands its error callback evhttp's argument, not ours:
- * the one server of a process is found here. */
-static httpd *listening;
-
 static void stop_watch(httpd_req *req);
 
 /* HEAD is served as GET (reply() then sends the headers alone). */
@@ -267,35 +201,6 @@ static void on_conn_close(struct evhttp_connection *evcon, void *arg)
     client_gone(req);
 }
 
-/* One connection past the limit is answered 503 and closed, written
- * straight to its socket (a few hundred bytes fit any socket buffer): the
- * client learns why rather than waiting in the backlog. */
-static void conn_refuse(httpd_conn *c)
-{
-    httpd *h = c->server;
-    buf json, out;
-    buf_init(&json);
-    buf_init(&out);
-    emit e;
-    emit_init(&e, &json);
-    emit_object(&e);
-    emit_key(&e, "error");
-    buf msg;
-    buf_init(&msg);
-    buf_printf(&msg, "too many connections (the limit is %d)", h->max_conns);
-    emit_strn(&e, msg.data, msg.len);
-    emit_end(&e);
-    buf_printf(&out, "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
-                     "Content-Length: %zu\r\nRetry-After: 1\r\nConnection: close\r\n\r\n%s",
-               json.len, json.data);
-    ssize_t sent = send(c->fd, out.data, out.len, MSG_NOSIGNAL | MSG_DONTWAIT);
-    (void)sent;   /* a client that cannot take it is closed all the same */
-    shutdown(c->fd, SHUT_WR);
-    buf_fini(&msg); buf_fini(&json); buf_fini(&out);
-    h->refused++;
-    evhttp_connection_free(c->evcon);   /* its close callback frees c */
-}
-
 /* Past the limit a connection is answered and closed at once: it costs a
  * descriptor only for that moment, which the limit leaves room for (it is
  * at most RLIMIT_NOFILE less the reserve). */
@@ -368,7 +273,7 @@ static void adopt_fresh(evutil_socket_t fd, short what, void *arg)
         struct evhttp_connection *evcon = evcon_of(c->bev);
         if (!evcon) { conn_free(c); continue; }
         conn_adopt(c, evcon);
-        if (h->nconns > h->max_conns && c->fd >= 0) conn_refuse(c);
+        if (h->nconns > h->max_conns && c->fd >= 0) httpd_accept_refuse(c);
     }
 }
 
@@ -743,71 +648,6 @@ void httpd_header(httpd_req *req, const char *name, const char *value)
     if (req->ev && !req->left) evhttp_add_header(evhttp_request_get_output_headers(req->ev), name, value);
 }
 
-/* ---- accepting ------------------------------------------------------------ */
-
-static void on_resume(evutil_socket_t fd, short what, void *arg)
-{
-    (void)fd; (void)what;
-    httpd *h = arg;
-    if (h->listener && !h->draining) evconnlistener_enable(h->listener);
-}
-
-/* accept() failed for want of descriptors (or memory): left on, the
- * listener would be called again at once and spin while the backlog is
- * full. Accepting pauses for the back-off instead; connections closing in
- * the meantime give descriptors back, and the database pool's are never
- * taken (the connection limit leaves them). One warning per interval. */
-static void on_accept_error(struct evconnlistener *lev, void *arg)
-{
-    (void)arg;
-    httpd *h = listening;
-    int err = EVUTIL_SOCKET_ERROR();
-    if (!h || h->listener != lev) return;
-    evconnlistener_disable(lev);
-    int64_t ms = h->limits.accept_backoff_ms;
-    struct timeval tv = { (time_t)(ms / 1000), (suseconds_t)(ms % 1000 * 1000) };
-    evtimer_add(h->resume, &tv);
-    int64_t now = clock_mono_us();
-    if (h->emfile_logged_us && now - h->emfile_logged_us < HTTPD_EMFILE_LOG_US) { h->emfile_quiet++; return; }
-    log_warn("cannot accept connections: %s (%d open); pausing %lld ms between tries, %llu failures not logged",
-             evutil_socket_error_to_string(err), h->nconns, (long long)ms, (unsigned long long)h->emfile_quiet);
-    h->emfile_logged_us = now;
-    h->emfile_quiet = 0;
-}
-
-/* The connection limit in force: never more than RLIMIT_NOFILE leaves
- * after the reserve, which keeps the database pool, its reconnects and the
- * server's own files clear of client connections. */
-static int connection_limit(const httpd_limits *l)
-{
-    struct rlimit rl;
-    int64_t max = l->max_connections;
-    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) {
-        int64_t room = (int64_t)rl.rlim_cur - l->fd_reserve;
-        if (room < max) {
-            log_info("HTTP_MAX_CONNECTIONS %d lowered to %lld: the descriptor limit is %llu and %d are reserved "
-                     "(HTTP_FD_RESERVE)", l->max_connections, (long long)(room > 1 ? room : 1),
-                     (unsigned long long)rl.rlim_cur, l->fd_reserve);
-            max = room > 1 ? room : 1;
-        }
-    }
-    return (int)max;
-}
-
-static int listen_on(httpd *h, const char *host, int port)
-{
-    h->socket = evhttp_bind_socket_with_handle(h->http, host, (ev_uint16_t)port);
-    if (!h->socket) return -1;
-    /* Replies go out whole at once; Nagle would hold a reply's tail for the
-     * peer's delayed ACK. Accepted sockets inherit this from the listener. */
-    int one = 1;
-    setsockopt(evhttp_bound_socket_get_fd(h->socket), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    h->listener = evhttp_bound_socket_get_listener(h->socket);
-    evconnlistener_set_error_cb(h->listener, on_accept_error);
-    listening = h;
-    return 0;
-}
-
 httpd *httpd_new(struct event_base *base, const char *host, int port, const httpd_limits *limits,
                  httpd_handler handler, void *arg)
 {
@@ -817,7 +657,7 @@ httpd *httpd_new(struct event_base *base, const char *host, int port, const http
     h->arg = arg;
     h->limits = *limits;
     h->max_body = limits->max_body;
-    h->max_conns = connection_limit(limits);
+    h->max_conns = httpd_accept_limit(limits);
     TAILQ_INIT(&h->held);
     /* Bodies up to twice the limit are read so the handler can refuse them
      * with a JSON error; beyond that evhttp refuses them itself. */
@@ -829,10 +669,9 @@ httpd *httpd_new(struct event_base *base, const char *host, int port, const http
     evhttp_set_gencb(h->http, on_request, h);
     evhttp_set_bevcb(h->http, conn_make, h);
     h->adopt = event_new(base, -1, 0, adopt_fresh, h);
-    h->resume = evtimer_new(base, on_resume, h);
     h->expire = evtimer_new(base, on_expire, h);
-    if (!h->adopt || !h->resume || !h->expire) abort();   /* libevent's allocation failed */
-    if (listen_on(h, host, port) < 0) {
+    if (!h->adopt || !h->expire) abort();   /* libevent's allocation failed */
+    if (httpd_accept_listen(h, base, host, port) < 0) {
         int why = errno;   /* the bind's: the caller says why it cannot listen */
         httpd_free(h);
         errno = why;
@@ -870,10 +709,9 @@ void httpd_free(httpd *h)
 {
     if (!h) return;
     adopt_fresh(-1, 0, h);   /* so that every connection's close frees its record */
-    if (listening == h) listening = NULL;
+    httpd_accept_unlisten(h);
     evhttp_free(h->http);
     if (h->adopt) event_free(h->adopt);
-    if (h->resume) event_free(h->resume);
     if (h->expire) event_free(h->expire);
     free(h->by_fd);
     free(h);
