@@ -9,8 +9,6 @@
 #include "base/xalloc.h"
 #include "streams/frame.h"
 
-#define NAME_MAX_BYTES 255
-
 typedef struct push_call {
     httpd_req *req;
     server    *srv;
@@ -22,11 +20,7 @@ static int item_name(httpd_req *req, const json_doc *d, uint32_t item, const cha
     if (api_member_string(req, d, item, where, key, out) < 0) return -1;
     if (!*out && !fallback) { httpd_error_field(req, 400, "field", key, "%s%s is required", where, key); return -1; }
     if (!*out) *out = xstrdup(fallback);
-    if (strlen(*out) > NAME_MAX_BYTES) {
-        httpd_error_field(req, 400, "field", key, "%s%s is longer than %d bytes", where, key, NAME_MAX_BYTES);
-        return -1;
-    }
-    return 0;
+    return api_check_name(req, where, key, *out);
 }
 
 static int item_ids(httpd_req *req, const json_doc *d, uint32_t item, const char *where, push_item *it)
@@ -141,5 +135,6 @@ void api_push(httpd_req *req, server *srv)
     c->srv = srv;
     b->done = push_done;
     b->arg = c;
+    b->abandoned = &req->left;   /* req outlives the batch: it is freed by the reply in push_done */
     pusher_submit(srv->push, b);
 }

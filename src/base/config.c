@@ -70,6 +70,15 @@ static const setting settings[] = {
     TEXT("JWT_ROLE_ADMIN", jwt_role_admin, "admin"),
     TEXT("JWT_ROLE_READ_WRITE", jwt_role_read_write, "read-write"),
     TEXT("JWT_ROLE_READ_ONLY", jwt_role_read_only, "read-only"),
+    NUM("HTTP_MAX_CONNECTIONS", http_max_connections, "10000", 1, 1000000),
+    NUM("HTTP_FD_RESERVE", http_fd_reserve, "64", 0, 100000),
+    NUM("HTTP_HEADER_TIMEOUT_MS", http_header_timeout_ms, "10000", 10, 3600000),
+    NUM("HTTP_BODY_TIMEOUT_MS", http_body_timeout_ms, "30000", 10, 3600000),
+    NUM("HTTP_IDLE_TIMEOUT_MS", http_idle_timeout_ms, "60000", 10, 3600000),
+    NUM("HTTP_ACCEPT_BACKOFF_MS", http_accept_backoff_ms, "100", 1, 60000),
+    NUM("REQUEST_TIMEOUT_MS", request_timeout_ms, "30000", 10, 3600000),
+    NUM("MAX_PENDING_REQUESTS", max_pending_requests, "1000", 1, 1000000),
+    NUM("MAX_PENDING_BYTES", max_pending_bytes, "268435456", 1024, 68719476736),
 };
 
 static int parse_number(const setting *s, const char *text, int64_t *out, char *err, size_t errlen)

@@ -40,6 +40,10 @@ struct push_batch {
     bool         unavailable;  /* the failure was PostgreSQL being unreachable */
     push_done_fn done;
     void        *arg;
+    /* When set and true at the moment the batch would be gathered into a
+     * flush (its client left, or its request timed out), the batch is not
+     * written: done runs with error set. NULL: always written. */
+    const bool  *abandoned;
     push_batch  *next;
 };
 
