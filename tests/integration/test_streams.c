@@ -550,6 +550,64 @@ TEST(dedup_window_zero_disables_the_duplicate_probe)
     srv_stop(&s);
 }
 
+/* Sidecar rows first..last of partition pid, 20 frames each, as a flush
+ * writes them: frame k of row g has the hash md5('g:k') and the message id
+ * md5('id g:k'), so a test can name a stored hash. */
+static void sidecar_rows(const char *pid, int first, int last)
+{
+    sql("INSERT INTO queen.log_txns (partition_id, base_offset, created_at, hashes, message_ids)"
+        " SELECT '%s', g * 20, now(),"
+        "  (SELECT string_agg(decode(md5(g || ':' || k), 'hex'), ''::bytea ORDER BY k) FROM generate_series(0, 19) k),"
+        "  (SELECT string_agg(decode(md5('id' || g || ':' || k), 'hex'), ''::bytea ORDER BY k) FROM generate_series(0, 19) k)"
+        " FROM generate_series(%d, %d) g", pid, first, last);
+}
+
+/* Shared buffers one duplicate check of 20 hashes reads (the 7th stored in
+ * row 3, the others never pushed), its plan already made and kept as a
+ * push's session keeps it. EXPLAIN counts the buffers of the statements the
+ * function runs inside the call. */
+static long dedup_check_buffers(const char *pid)
+{
+    const char *check = sfmt("SELECT queen.find_duplicates('%s', 0, now() - interval '1 hour',"
+                             " (SELECT string_agg(decode(md5(CASE k WHEN 6 THEN '3:6' ELSE 'new' || k END), 'hex'),"
+                             "  ''::bytea ORDER BY k) FROM generate_series(0, 19) k))", pid);
+    return atol(sql("DO $$ BEGIN FOR i IN 1 .. 8 LOOP PERFORM (%s); END LOOP; END $$;"
+                    " SELECT (p->'Plan'->>'Shared Hit Blocks')::bigint + (p->'Plan'->>'Shared Read Blocks')::bigint"
+                    " FROM (SELECT public.explain_json($q$%s$q$) -> 0 AS p) x", check, check));
+}
+
+/* The duplicate check is an index lookup (sql/028): what it reads does not
+ * grow with the rows of the dedup window. The scan it replaced read every
+ * sidecar row of the window (here 50 times as many at the second count). */
+TEST(dedup_check_reads_as_much_at_60000_messages_as_at_1000)
+{
+    sql("CREATE FUNCTION public.explain_json(q text) RETURNS json LANGUAGE plpgsql AS"
+        " $f$ DECLARE j json; BEGIN EXECUTE 'EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) ' || q INTO j; RETURN j; END $f$");
+    char pid[96];
+    keep_str(pid, sql("SELECT gen_random_uuid()"));
+    sidecar_rows(pid, 0, 49);   /* 1,000 messages */
+    CHECK_STR(sql("SELECT queen.find_duplicates('%s', 0, now() - interval '1 hour',"
+                  " decode(md5('new') || md5('3:6'), 'hex'))", pid),
+              sfmt("1:%s", sql("SELECT md5('id3:6')")));   /* the stored frame's message id */
+    long shallow = dedup_check_buffers(pid);
+    sidecar_rows(pid, 50, 2999);   /* 60,000 */
+    sql("ANALYZE queen.log_txns");
+    long deep = dedup_check_buffers(pid);
+    CHECK(shallow > 0);
+    if (deep > shallow + 30)   /* an index level more for each of 20 hashes; the scan read ~270 more */
+        harness_failf(__FILE__, __LINE__, "the check read %ld buffers at 1,000 messages, %ld at 60,000", shallow, deep);
+    /* and what it finds is the same */
+    CHECK_STR(sql("SELECT queen.find_duplicates('%s', 0, now() - interval '1 hour',"
+                  " decode(md5('2999:19') || md5('new') || md5('3:6'), 'hex'))", pid),
+              sfmt("0:%s,2:%s", sql("SELECT md5('id2999:19')"), sql("SELECT md5('id3:6')")));
+    /* nothing below the sidecar watermark or before the window's edge */
+    CHECK_STR(sql("SELECT coalesce(queen.find_duplicates('%s', 100, now() - interval '1 hour',"
+                  " decode(md5('3:6'), 'hex')), 'none')", pid), "none");
+    sql("UPDATE queen.log_txns SET created_at = now() - interval '2 hours' WHERE partition_id = '%s' AND base_offset < 1000", pid);
+    CHECK_STR(sql("SELECT coalesce(queen.find_duplicates('%s', 0, now() - interval '1 hour',"
+                  " decode(md5('3:6'), 'hex')), 'none')", pid), "none");
+}
+
 /* ---- delayedProcessing and windowBuffer ------------------------------- */
 
 TEST(delayed_processing_hides_messages_until_their_segment_is_old_enough)
