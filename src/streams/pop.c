@@ -126,6 +126,27 @@ static int take_rows(pop_request *req, const PGresult *r)
 static void park(pop_request *req);
 static void pass_on(pop_request *done);
 
+static void release_done(void *arg, const db_reply *reply)
+{
+    (void)arg;
+    if (reply->error) log_warn("pop: cannot release the lease of messages it could not read: %s", reply->error);
+}
+
+/* Messages this server cannot read (sealed under another key, or a corrupt
+ * segment) are not the consumer's to hold: the lease is given back at once,
+ * cursor and retry count untouched, so the partition is not blocked until
+ * the lease expires and a server holding the right key serves them. They
+ * are not dead-lettered: the message is not at fault, this server's key is.
+ * An autoAck pop has already committed them (the statement that claims
+ * commits the cursor); they stay in the log for a seek (docs/api.md). */
+static void release_lease(pop_request *req)
+{
+    const char *values[1] = { req->lease_id };
+    db_job *job = db_job_new(release_done, NULL);
+    db_job_call(job, STMT_RELEASE_LEASE, values, NULL, NULL);
+    db_submit(req->owner->pool, job);
+}
+
 static void query_done(void *arg, const db_reply *reply)
 {
     pop_request *req = arg;
@@ -141,8 +162,11 @@ static void query_done(void *arg, const db_reply *reply)
     if (PQntuples(r) > 0) {
         log_debug("pop %s: %d segment rows for group %s", req->queue ? req->queue : "(discovery)", PQntuples(r),
                   req->group);
-        if (take_rows(req, r) < 0) req->error = xstrdup("cannot read the claimed messages: corrupt segment or wrong encryption key");
         if (req->auto_ack) req->lease_id[0] = '\0';
+        if (take_rows(req, r) < 0) {
+            req->error = xstrdup("cannot read the claimed messages: corrupt segment or wrong encryption key");
+            if (req->lease_id[0]) release_lease(req);
+        }
         pass_on(req);
         finish(req);
         return;
