@@ -60,6 +60,10 @@ void api_metrics(httpd_req *req, server *srv)
         "# TYPE silt_long_polls_parked gauge\nsilt_long_polls_parked %zu\n"
         "# HELP silt_long_poll_wakeups_total parked long-poll pops a commit woke\n"
         "# TYPE silt_long_poll_wakeups_total counter\nsilt_long_poll_wakeups_total %llu\n"
+        "# HELP silt_pop_queries_total pop statements sent: first tries, wake-ups and looks again when due\n"
+        "# TYPE silt_pop_queries_total counter\nsilt_pop_queries_total %llu\n"
+        "# HELP silt_notify_listening the connection that hears other servers' commits is listening\n"
+        "# TYPE silt_notify_listening gauge\nsilt_notify_listening %d\n"
         "# TYPE silt_database_up gauge\nsilt_database_up %d\n"
         "# TYPE process_resident_memory_bytes gauge\nprocess_resident_memory_bytes %ld\n"
         "# TYPE silt_retention_passes_total counter\nsilt_retention_passes_total %llu\n"
@@ -76,6 +80,7 @@ void api_metrics(httpd_req *req, server *srv)
         (unsigned long long)s->popped,
         (unsigned long long)s->acked, (unsigned long long)s->dead_lettered,
         httpd_inflight(srv->http) - 1, httpd_arriving(srv->http), popper_parked(srv->pop), (unsigned long long)popper_wakeups(srv->pop),
+        (unsigned long long)popper_queries(srv->pop), task_hub_listening(srv->tasks) ? 1 : 0,
         db_pool_ready(srv->pool) ? 1 : 0, resident_bytes(),
         (unsigned long long)rt->passes, (unsigned long long)rt->dropped[0], (unsigned long long)rt->dropped[1],
         (unsigned long long)rt->dropped[2], (unsigned long long)rt->leased_evicted,

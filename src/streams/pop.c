@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "base/clock.h"
 #include "base/ids.h"
 #include "base/log.h"
 #include "base/xalloc.h"
@@ -14,11 +15,12 @@
 struct popper {
     struct event_base *base;
     db_pool     *pool;
-    int          recheck_ms;
+    int          recheck_ms;    /* also look again this often; 0: only when woken or due */
     size_t       max_segment_bytes;
     pop_request *parked;        /* doubly linked */
     size_t       nparked;       /* length of that list */
     uint64_t     wakeups;       /* parked pops woken by commits */
+    uint64_t     queries;       /* pop statements sent, first tries and looks again alike */
     bool         draining;
 };
 
@@ -123,7 +125,7 @@ static int take_rows(pop_request *req, const PGresult *r)
     return 0;
 }
 
-static void park(pop_request *req);
+static void park(pop_request *req, int64_t due_us);
 static void pass_on(pop_request *done);
 
 static void release_done(void *arg, const db_reply *reply)
@@ -145,6 +147,16 @@ static void release_lease(pop_request *req)
     db_job *job = db_job_new(release_done, NULL);
     db_job_call(job, STMT_RELEASE_LEASE, values, NULL, NULL);
     db_submit(req->owner->pool, job);
+}
+
+/* When what the pop could not take yet falls due (queen.pop_wake_at, the
+ * job's second call): Unix microseconds, 0 when nothing will without a
+ * commit. */
+static int64_t due_at(const db_reply *reply)
+{
+    const PGresult *r = reply->ncalls > 1 ? reply->results[1] : NULL;
+    if (!r || PQntuples(r) == 0 || db_null(r, 0, 0)) return 0;
+    return db_time_us(r, 0, 0);
 }
 
 static void query_done(void *arg, const db_reply *reply)
@@ -173,7 +185,7 @@ static void query_done(void *arg, const db_reply *reply)
     }
     if (!req->wait || req->expired || req->cancelled || req->owner->draining) { finish(req); return; }
     if (req->rerun) { req->rerun = false; pop_query(req); return; }
-    park(req);
+    park(req, due_at(reply));
 }
 
 static void pop_query(pop_request *req)
@@ -188,7 +200,12 @@ static void pop_query(pop_request *req)
                                batch, partitions, req->auto_ack ? "t" : "f", req->subscription, req->lease_id };
     db_job *job = db_job_new(query_done, req);
     db_job_call(job, STMT_POP, values, NULL, NULL);
+    if (req->wait) {   /* in the same round trip: when to look again if this finds nothing */
+        const char *when[5] = { req->queue, req->partition, req->namespace_tag, req->task_tag, req->group };
+        db_job_call(job, STMT_POP_WAKE_AT, when, NULL, NULL);
+    }
     req->querying = true;
+    req->owner->queries++;
     db_submit(req->owner->pool, job);
 }
 
@@ -210,7 +227,10 @@ static void on_recheck(evutil_socket_t fd, short what, void *arg)
     pop_query(req);
 }
 
-static void park(pop_request *req)
+/* Parked pops do not poll: commits wake them (this server's first-hand,
+ * the others' through the task hub's channel), and a timer only for what
+ * falls due by time (due_us), or every recheck_ms when that is set. */
+static void park(pop_request *req, int64_t due_us)
 {
     popper *p = req->owner;
     if (!req->parked) {
@@ -221,7 +241,14 @@ static void park(pop_request *req)
         p->parked = req;
         p->nparked++;
     }
-    struct timeval tv = { p->recheck_ms / 1000, (p->recheck_ms % 1000) * 1000 };
+    int64_t ms = p->recheck_ms > 0 ? p->recheck_ms : -1;
+    if (due_us > 0) {
+        int64_t until = (due_us - clock_wall_us()) / 1000 + 1;   /* +1: not a moment early */
+        if (until < 1) until = 1;
+        if (ms < 0 || until < ms) ms = until;
+    }
+    if (ms < 0) { evtimer_del(req->recheck); return; }
+    struct timeval tv = { (time_t)(ms / 1000), (suseconds_t)(ms % 1000) * 1000 };
     evtimer_add(req->recheck, &tv);
 }
 
@@ -287,6 +314,14 @@ void popper_wake(popper *p, const char *queue, const char *const *partitions, si
     log_debug("pop: a commit to %zu partitions of %s woke %zu of %zu parked pops", n, queue, woken, parked);
     free(groups);
     free(counts);
+}
+
+void popper_wake_all(popper *p)
+{
+    for (pop_request *req = p->parked, *next; req; req = next) {   /* not commits: not counted as wake-ups */
+        next = req->next;
+        wake(req);
+    }
 }
 
 void popper_cancel(popper *p, pop_request *req)
@@ -361,3 +396,5 @@ void popper_free(popper *p) { free(p); }
 size_t popper_parked(const popper *p) { return p->nparked; }
 
 uint64_t popper_wakeups(const popper *p) { return p->wakeups; }
+
+uint64_t popper_queries(const popper *p) { return p->queries; }

@@ -962,6 +962,87 @@ TEST(a_commit_wakes_as_many_parked_pops_as_it_can_serve)
     bg_wait(&any[4], &status, &elapsed);
 }
 
+/* Parked long-polls do not poll (issue 14): 100 pops parked on 100 queues
+ * send no statement while nothing happens (here for the 3 s a pop on
+ * another queue waits out its timeout), and a push to queue A wakes A's
+ * parked pop only. */
+TEST(parked_long_polls_send_nothing_while_idle_and_a_push_wakes_only_its_queue)
+{
+    silt_server s;
+    srv_start(&s, NULL);   /* LONG_POLL_RECHECK_MS at its default: never */
+    srv_await_metric(&s, "silt_notify_listening", 1, 10000);   /* its first "look again" is behind it */
+    char a[96];
+    keep_str(a, uniq("parkeda"));
+    enum { OTHERS = 100 };
+    bg_req others[OTHERS], on_a, clock;
+    for (int i = 0; i < OTHERS; i++)
+        bg_start(&others[i], &s, "GET", sfmt("/api/v1/pop/queue/%s-b%d?wait=true&timeout=60000", a, i), NULL);
+    bg_start(&on_a, &s, "GET", sfmt("/api/v1/pop/queue/%s?wait=true&timeout=60000&autoAck=true", a), NULL);
+    srv_await_metric(&s, "silt_long_polls_parked", OTHERS + 1, 20000);
+    int64_t queries = srv_metric(&s, "silt_pop_queries_total");
+    int status;
+    int64_t elapsed;
+    bg_start(&clock, &s, "GET", sfmt("/api/v1/pop/queue/%s-clock?wait=true&timeout=3000", a), NULL);
+    bg_wait(&clock, &status, &elapsed);   /* 3 s of nothing happening */
+    CHECK_INT(status, 204);
+    CHECK_INT(srv_metric(&s, "silt_pop_queries_total") - queries, 1);   /* the clock's own first try */
+    int64_t wakeups = srv_metric(&s, "silt_long_poll_wakeups_total");
+    push_one(&s, a, "Default", "t1", "1");
+    bg_wait(&on_a, &status, &elapsed);
+    CHECK_INT(status, 200);
+    CHECK_INT(srv_metric(&s, "silt_long_poll_wakeups_total") - wakeups, 1);   /* A's, none of the others */
+    CHECK_INT(srv_metric(&s, "silt_long_polls_parked"), OTHERS);
+    srv_stop(&s);
+    for (int i = 0; i < OTHERS; i++) bg_wait(&others[i], &status, &elapsed);
+}
+
+/* A push through one server wakes a pop parked on another at once, by
+ * NOTIFY on the task hub's channel, with no polling anywhere. */
+TEST(a_push_through_another_server_wakes_a_parked_long_poll)
+{
+    silt_server one, two;
+    srv_start(&one, NULL);
+    srv_start(&two, NULL);
+    srv_await_metric(&one, "silt_notify_listening", 1, 10000);
+    const char *q = uniq("parkedx");
+    bg_req b;
+    bg_start(&b, &one, "GET", sfmt("/api/v1/pop/queue/%s/partition/p?wait=true&timeout=30000&autoAck=true", q), NULL);
+    srv_await_metric(&one, "silt_long_polls_parked", 1, 5000);
+    push_one(&two, q, "p", "t1", "{\"via\":2}");
+    int status;
+    int64_t elapsed;
+    bg_wait(&b, &status, &elapsed);
+    CHECK_INT(status, 200);
+    CHECK(elapsed < 20000);   /* woken, not answered at its deadline */
+    CHECK_INT(srv_metric(&one, "silt_long_poll_wakeups_total"), 1);
+    CHECK_INT(srv_metric(&one, "silt_pop_queries_total"), 2);   /* its first try and the one the wake-up sent */
+    srv_stop(&two);
+    srv_stop(&one);
+}
+
+/* What falls due by time wakes a parked pop when it does, not a poll: a
+ * lease that expires (leaseTime 1 s) is delivered to the group's parked pop
+ * at the expiry, with no commit to announce it. */
+TEST(a_lease_expiring_wakes_the_groups_parked_long_poll_when_it_expires)
+{
+    silt_server s;
+    srv_start(&s, NULL);
+    const char *q = uniq("parkedlease");
+    configure_queue(&s, q, "{\"leaseTime\":1}");
+    push_one(&s, q, "Default", "t1", "1");
+    reply r;
+    CHECK_INT(pop_from(&s, q, NULL, "consumerGroup=g&wait=false", &r), 200);   /* leased, never acked */
+    reply_fini(&r);
+    bg_req b;
+    bg_start(&b, &s, "GET", sfmt("/api/v1/pop/queue/%s?consumerGroup=g&wait=true&timeout=20000", q), NULL);
+    int status;
+    int64_t elapsed;
+    bg_wait(&b, &status, &elapsed);
+    CHECK_INT(status, 200);
+    CHECK(elapsed < 15000);   /* at the expiry (a second), not at its deadline */
+    srv_stop(&s);
+}
+
 /* A pop finds a deliverable partition whenever one exists, however many
  * that cannot deliver yet come before it (here 100 held by windowBuffer, all
  * ordered before the one that can). */
