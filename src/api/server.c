@@ -27,11 +27,13 @@ static void on_push_commit(void *arg, const char *queue, const char *const *part
     task_hub_announce_log(srv->tasks, queue, partitions, n);
 }
 
-/* Another server's push committed (queue NULL: some may have been missed). */
-static void on_log_commit(void *arg, const char *queue, const char *const *partitions, size_t n)
+/* Another server's push committed, or its ack gave a lease of group back
+ * (neither: some may have been missed). */
+static void on_log_commit(void *arg, const char *queue, const char *group, const char *const *partitions, size_t n)
 {
     server *srv = arg;
     if (queue) popper_wake(srv->pop, queue, partitions, n);
+    else if (group) popper_wake_group(srv->pop, group);
     else popper_wake_all(srv->pop);
 }
 

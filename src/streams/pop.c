@@ -324,6 +324,16 @@ void popper_wake_all(popper *p)
     }
 }
 
+void popper_wake_group(popper *p, const char *group)
+{
+    for (pop_request *req = p->parked, *next; req; req = next) {
+        next = req->next;
+        if (strcmp(req->group, group) != 0) continue;
+        p->wakeups++;
+        wake(req);
+    }
+}
+
 void popper_cancel(popper *p, pop_request *req)
 {
     (void)p;

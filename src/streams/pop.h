@@ -87,6 +87,10 @@ void    popper_wake(popper *p, const char *queue, const char *const *partitions,
 /* Commits may have been missed (the listener reconnected): every parked pop
  * looks again. */
 void    popper_wake_all(popper *p);
+/* A lease of group came free (an ack released it): what it held is the
+ * group's again, so its parked pops look (a lease is not announced when it
+ * merely expires: the pops knew when, see park()). */
+void    popper_wake_group(popper *p, const char *group);
 /* The client left: a parked pop answers (nothing) now, so it cannot lease or
  * auto-commit messages nobody will receive; one whose query is in flight
  * answers when the query returns without parking again. */

@@ -203,7 +203,7 @@ static void wake_log(task_hub *h, const char *what)
         parts[n++] = tab + 1;
         tab = strchr(tab + 1, '\t');
     }
-    h->log_wake(h->log_arg, copy, n ? parts : NULL, n);
+    h->log_wake(h->log_arg, copy, NULL, n ? parts : NULL, n);
     free(copy);
 }
 
@@ -213,7 +213,7 @@ static void on_notify(void *arg, const char *payload)
     task_hub *h = arg;
     if (!payload) {
         wake(h, NULL);
-        if (h->log_wake) h->log_wake(h->log_arg, NULL, NULL, 0);
+        if (h->log_wake) h->log_wake(h->log_arg, NULL, NULL, NULL, 0);
         return;
     }
     const char *space = strchr(payload, ' ');
@@ -221,6 +221,7 @@ static void on_notify(void *arg, const char *payload)
         return;
     const char *what = space ? space + 1 : payload;
     if (strncmp(what, "log:", 4) == 0) { if (h->log_wake) wake_log(h, what); return; }
+    if (strncmp(what, "lease:", 6) == 0) { if (h->log_wake) h->log_wake(h->log_arg, NULL, what + 6, NULL, 0); return; }
     wake(h, what);
 }
 
@@ -281,6 +282,16 @@ void task_hub_announce_log(task_hub *h, const char *queue, const char *const *pa
 }
 
 bool task_hub_listening(const task_hub *h) { return db_listener_ready(h->listener); }
+
+void task_hub_announce_lease(task_hub *h, const char *group)
+{
+    buf payload;
+    buf_init(&payload);
+    buf_printf(&payload, "%s lease:%s", h->origin, group);
+    db_array_text(&h->outbox, payload.data);
+    buf_fini(&payload);
+    notify_outbox(h);
+}
 
 void task_hub_on_log(task_hub *h, task_log_wake_fn fn, void *arg)
 {

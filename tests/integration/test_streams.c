@@ -1043,6 +1043,37 @@ TEST(a_lease_expiring_wakes_the_groups_parked_long_poll_when_it_expires)
     srv_stop(&s);
 }
 
+/* An ack that gives a lease back wakes the group's parked pops (nothing
+ * else would before the lease's own expiry, 600 s here): the next message
+ * of the partition goes to the parked pop at once. */
+TEST(an_ack_releasing_a_lease_wakes_the_groups_parked_long_poll)
+{
+    silt_server s;
+    srv_start(&s, NULL);
+    srv_await_metric(&s, "silt_notify_listening", 1, 10000);
+    const char *q = uniq("parkedack");
+    configure_queue(&s, q, "{\"leaseTime\":600}");
+    push_one(&s, q, "Default", "t1", "1");
+    push_one(&s, q, "Default", "t2", "2");
+    reply r;
+    CHECK_INT(pop_from(&s, q, NULL, "consumerGroup=g&batch=1&wait=false", &r), 200);
+    char pid[64];
+    snprintf(pid, sizeof pid, "%s", jstr(&r, "partitionId"));
+    reply_fini(&r);
+    bg_req b;
+    bg_start(&b, &s, "GET", sfmt("/api/v1/pop/queue/%s?consumerGroup=g&wait=true&timeout=30000", q), NULL);
+    srv_await_metric(&s, "silt_long_polls_parked", 1, 5000);
+    rq(&s, "POST", "/api/v1/ack", sfmt("{\"transactionId\":\"t1\",\"partitionId\":\"%s\",\"consumerGroup\":\"g\"}", pid), &r);
+    CHECK(jbool(&r, "0.success"));
+    reply_fini(&r);
+    int status;
+    int64_t elapsed;
+    bg_wait(&b, &status, &elapsed);
+    CHECK_INT(status, 200);
+    CHECK(elapsed < 20000);   /* woken by the ack, not answered at its deadline */
+    srv_stop(&s);
+}
+
 /* A pop finds a deliverable partition whenever one exists, however many
  * that cannot deliver yet come before it (here 100 held by windowBuffer, all
  * ordered before the one that can). */
