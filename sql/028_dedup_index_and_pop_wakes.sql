@@ -67,16 +67,16 @@ END $$;
 -- ==== When a parked long-poll looks again ==================================
 --
 -- A long-poll that found nothing is parked in the server (src/streams/pop.c)
--- and woken by commits: this server's, and other servers' through NOTIFY.
--- What no commit announces is time: a lease expiring (a consumer that never
--- acked, a failed ack's retryDelay), a segment ageing past
--- delayedProcessing, a windowBuffer closing. Parked pops used to query the
--- database every LONG_POLL_RECHECK_MS for these (1,000 parked pops: 1,000
--- transactions a second, idle). This answers, in the round trip of the pop
--- that found nothing, when the first of them falls due among the partitions
--- that pop could take (NULL: none will without a commit), so a parked pop
--- looks again then and not before. Times already past are left out: the pop
--- has just seen them and found nothing to take.
+-- and woken by commits: this server's, and other servers' through NOTIFY
+-- (an ack that gives a lease back is announced too). What no commit
+-- announces is time: a lease expiring (a consumer that never acked), a
+-- segment ageing past delayedProcessing, a windowBuffer closing. Parked
+-- pops used to query the database every LONG_POLL_RECHECK_MS for these
+-- (1,000 parked pops: 1,000 transactions a second, idle). Asked once by a pop that found nothing,
+-- before it parks, this answers when the first of them falls due among the
+-- partitions that pop could take (NULL: none will without a commit), so a
+-- parked pop looks again then and not before. Times already past are left
+-- out: the pop has just seen them and found nothing to take.
 CREATE FUNCTION queen.pop_wake_at(p_queue text, p_partition text, p_namespace text, p_task text,
                                   p_group text) RETURNS timestamptz
 LANGUAGE sql STABLE AS $$

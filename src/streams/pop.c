@@ -149,15 +149,7 @@ static void release_lease(pop_request *req)
     db_submit(req->owner->pool, job);
 }
 
-/* When what the pop could not take yet falls due (queen.pop_wake_at, the
- * job's second call): Unix microseconds, 0 when nothing will without a
- * commit. */
-static int64_t due_at(const db_reply *reply)
-{
-    const PGresult *r = reply->ncalls > 1 ? reply->results[1] : NULL;
-    if (!r || PQntuples(r) == 0 || db_null(r, 0, 0)) return 0;
-    return db_time_us(r, 0, 0);
-}
+static void ask_due(pop_request *req);
 
 static void query_done(void *arg, const db_reply *reply)
 {
@@ -185,7 +177,33 @@ static void query_done(void *arg, const db_reply *reply)
     }
     if (!req->wait || req->expired || req->cancelled || req->owner->draining) { finish(req); return; }
     if (req->rerun) { req->rerun = false; pop_query(req); return; }
-    park(req, due_at(reply));
+    ask_due(req);
+}
+
+/* When what the pop could not take falls due (queen.pop_wake_at): Unix
+ * microseconds, 0 when nothing will without a commit. A query failure
+ * parks the pop without a due time: commits still wake it. */
+static void due_done(void *arg, const db_reply *reply)
+{
+    pop_request *req = arg;
+    req->querying = false;
+    const PGresult *r = reply->error ? NULL : reply->results[0];
+    int64_t due = r && PQntuples(r) > 0 && !db_null(r, 0, 0) ? db_time_us(r, 0, 0) : 0;
+    if (req->expired || req->cancelled || req->owner->draining) { finish(req); return; }
+    if (req->rerun) { req->rerun = false; pop_query(req); return; }   /* a commit came meanwhile */
+    park(req, due);
+}
+
+/* Asked only of a pop about to park, in a round trip of its own: a pop that
+ * finds something (the busy consumer's case) pays nothing for it, and one
+ * that parks has nothing to deliver, so the round trip delays nobody. */
+static void ask_due(pop_request *req)
+{
+    const char *values[5] = { req->queue, req->partition, req->namespace_tag, req->task_tag, req->group };
+    db_job *job = db_job_new(due_done, req);
+    db_job_call(job, STMT_POP_WAKE_AT, values, NULL, NULL);
+    req->querying = true;
+    db_submit(req->owner->pool, job);
 }
 
 static void pop_query(pop_request *req)
@@ -200,10 +218,6 @@ static void pop_query(pop_request *req)
                                batch, partitions, req->auto_ack ? "t" : "f", req->subscription, req->lease_id };
     db_job *job = db_job_new(query_done, req);
     db_job_call(job, STMT_POP, values, NULL, NULL);
-    if (req->wait) {   /* in the same round trip: when to look again if this finds nothing */
-        const char *when[5] = { req->queue, req->partition, req->namespace_tag, req->task_tag, req->group };
-        db_job_call(job, STMT_POP_WAKE_AT, when, NULL, NULL);
-    }
     req->querying = true;
     req->owner->queries++;
     db_submit(req->owner->pool, job);
