@@ -1043,6 +1043,25 @@ TEST(a_lease_expiring_wakes_the_groups_parked_long_poll_when_it_expires)
     srv_stop(&s);
 }
 
+/* A segment ageing past delayedProcessing wakes the parked pop that could
+ * not take it, when it does: nothing commits meanwhile. */
+TEST(a_delayed_segment_coming_of_age_wakes_a_parked_long_poll)
+{
+    silt_server s;
+    srv_start(&s, NULL);
+    const char *q = uniq("parkeddelay");
+    configure_queue(&s, q, "{\"delayedProcessing\":1}");
+    push_one(&s, q, "Default", "t1", "1");
+    bg_req b;
+    bg_start(&b, &s, "GET", sfmt("/api/v1/pop/queue/%s?wait=true&timeout=20000&autoAck=true", q), NULL);
+    int status;
+    int64_t elapsed;
+    bg_wait(&b, &status, &elapsed);
+    CHECK_INT(status, 200);
+    CHECK(elapsed < 15000);   /* when the segment is a second old, not at the deadline */
+    srv_stop(&s);
+}
+
 /* An ack that gives a lease back wakes the group's parked pops (nothing
  * else would before the lease's own expiry, 600 s here): the next message
  * of the partition goes to the parked pop at once. */
