@@ -84,6 +84,10 @@ void api_metrics(httpd_req *req, server *srv)
         "# TYPE silt_http_connections gauge\nsilt_http_connections %d\n"
         "# HELP silt_http_connections_refused_total connections answered 503 at the connection limit\n"
         "# TYPE silt_http_connections_refused_total counter\nsilt_http_connections_refused_total %llu\n"
+        "# HELP silt_pop_queries_total pop statements sent: first tries, wake-ups and looks again when due\n"
+        "# TYPE silt_pop_queries_total counter\nsilt_pop_queries_total %llu\n"
+        "# HELP silt_notify_listening the connection that hears other servers' commits is listening\n"
+        "# TYPE silt_notify_listening gauge\nsilt_notify_listening %d\n"
         "# TYPE silt_database_up gauge\nsilt_database_up %d\n"
         "# TYPE process_resident_memory_bytes gauge\nprocess_resident_memory_bytes %ld\n"
         "# TYPE silt_retention_passes_total counter\nsilt_retention_passes_total %llu\n"
@@ -102,6 +106,7 @@ void api_metrics(httpd_req *req, server *srv)
         httpd_inflight(srv->http) - 1, httpd_arriving(srv->http), popper_parked(srv->pop), (unsigned long long)popper_wakeups(srv->pop),
         httpd_held(srv->http) - 1, (unsigned long long)httpd_timeouts(srv->http), httpd_connections(srv->http),
         (unsigned long long)httpd_refused_connections(srv->http),
+        (unsigned long long)popper_queries(srv->pop), task_hub_listening(srv->tasks) ? 1 : 0,
         db_pool_ready(srv->pool) ? 1 : 0, resident_bytes(),
         (unsigned long long)rt->passes, (unsigned long long)rt->dropped[0], (unsigned long long)rt->dropped[1],
         (unsigned long long)rt->dropped[2], (unsigned long long)rt->leased_evicted,

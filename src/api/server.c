@@ -18,10 +18,23 @@
 #define DRAIN_GRACE_MS 100
 #define SIGNAL_ECHO_MS 1000
 
+/* A push committed: this server's parked pops wake first-hand, the other
+ * servers' through the task hub's channel. */
 static void on_push_commit(void *arg, const char *queue, const char *const *partitions, size_t n)
 {
     server *srv = arg;
     popper_wake(srv->pop, queue, partitions, n);
+    task_hub_announce_log(srv->tasks, queue, partitions, n);
+}
+
+/* Another server's push committed, or its ack gave a lease of group back
+ * (neither: some may have been missed). */
+static void on_log_commit(void *arg, const char *queue, const char *group, const char *const *partitions, size_t n)
+{
+    server *srv = arg;
+    if (queue) popper_wake(srv->pop, queue, partitions, n);
+    else if (group) popper_wake_group(srv->pop, group);
+    else popper_wake_all(srv->pop);
 }
 
 static bool drained(const server *srv)
@@ -144,6 +157,7 @@ static int start(server *srv)
     srv->retention = retention_engine_new(srv->base, srv->pool, rs);
     srv->maintenance = maintenance_new(srv->base, srv->pool, srv->pop, srv->cfg.maintenance_refresh_ms);
     srv->tasks = task_hub_new(srv->base, srv->pool, conninfo, &srv->conf);
+    task_hub_on_log(srv->tasks, on_log_commit, srv);
     srv->schedules = scheduler_new(srv->base, srv->pool, srv->tasks, &srv->conf);
     srv->sweeper = task_sweeper_new(srv->base, srv->pool, &srv->conf.retention);
     srv->partitions = partition_pass_new(srv->base, conninfo, &srv->conf, srv->cfg.detach_timeout_ms);

@@ -150,3 +150,5 @@ void db_listener_free(db_listener *l)
     free(l->channel);
     free(l);
 }
+
+bool db_listener_ready(const db_listener *l) { return l && l->state == L_READY; }

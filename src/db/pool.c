@@ -55,6 +55,7 @@ struct db_pool {
     db_job      *done_head, *done_tail;   /* finished, callbacks pending */
     struct event *deliver;
     int          busy;
+    bool         ever_ready;              /* a connection has been ready since the start */
 };
 
 static void conn_connect(db_conn *c);
@@ -284,6 +285,7 @@ static void conn_read_results(db_conn *c)
             if (c->backoff_ms) log_info("database connection restored");
             log_debug("pool: a connection is ready (%d statements prepared)", STMT_COUNT);
             c->state = CONN_READY;
+            c->pool->ever_ready = true;
             c->backoff_ms = 0;
             continue;
         }
@@ -371,8 +373,24 @@ static db_conn *pool_pick(db_pool *pool)
     return best;
 }
 
+/* A pool that has not been ready yet and still has a first connection on
+ * its way: the server listens before its connections have prepared their
+ * statements, and a request arriving in those milliseconds waits for them
+ * rather than fail with "database unavailable" (issue 14). Jobs wait no
+ * longer than a connection attempt in progress: when none is (every attempt
+ * failed), they fail as before; after the first ready connection, a pool
+ * without one fails them at once. */
+static bool pool_starting(const db_pool *pool)
+{
+    if (pool->ever_ready) return false;
+    for (int i = 0; i < pool->size; i++)
+        if (pool->conns[i].state == CONN_CONNECTING || pool->conns[i].state == CONN_PREPARING) return true;
+    return false;
+}
+
 /* Sends waiting jobs to connections with room; without any usable
- * connection, waiting jobs fail at once rather than hang. */
+ * connection, waiting jobs fail at once rather than hang (except at the
+ * start, see pool_starting). */
 static void pool_dispatch(db_pool *pool)
 {
     while (pool->wait_head) {
@@ -384,7 +402,7 @@ static void pool_dispatch(db_pool *pool)
         conn_send(c, job);
         if (c->pg) conn_flush(c);
     }
-    if (pool->wait_head && !db_pool_ready(pool)) {
+    if (pool->wait_head && !db_pool_ready(pool) && !pool_starting(pool)) {
         db_job *job = pool->wait_head;
         pool->wait_head = pool->wait_tail = NULL;
         while (job) {

@@ -25,6 +25,10 @@ const db_statement db_statements[STMT_COUNT] = {
         "SELECT lease_released, error FROM queen.dead_letter($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)", 10 },
     [STMT_EXTEND_LEASE] = { "extend_lease",
         "SELECT renewed, expires_at FROM queen.extend_lease($1, $2)", 2 },
+    [STMT_RELEASE_LEASE] = { "release_lease",   /* a pop that could not read what it claimed */
+        "UPDATE queen.log_consumers SET lease_id = NULL, lease_end = NULL, lease_expires = NULL,"
+        " last_activity_at = now() WHERE lease_id = $1", 1 },
+    [STMT_POP_WAKE_AT]  = { "pop_wake_at", "SELECT queen.pop_wake_at($1, $2, $3, $4, $5)", 5 },
     [STMT_CONFIGURE]    = { "configure",
         "SELECT namespace, task, options, (options->>'encryptionEnabled')::boolean FROM queen.configure($1, $2, $3, $4)", 4 },
     /* administration: one jsonb value each (NULL: not found) */

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "base/clock.h"
 #include "base/ids.h"
 #include "base/log.h"
 #include "base/xalloc.h"
@@ -14,11 +15,12 @@
 struct popper {
     struct event_base *base;
     db_pool     *pool;
-    int          recheck_ms;
+    int          recheck_ms;    /* also look again this often; 0: only when woken or due */
     size_t       max_segment_bytes;
     pop_request *parked;        /* doubly linked */
     size_t       nparked;       /* length of that list */
     uint64_t     wakeups;       /* parked pops woken by commits */
+    uint64_t     queries;       /* pop statements sent, first tries and looks again alike */
     bool         draining;
 };
 
@@ -125,8 +127,31 @@ static int take_rows(pop_request *req, const PGresult *r)
     return 0;
 }
 
-static void park(pop_request *req);
+static void park(pop_request *req, int64_t due_us);
 static void pass_on(pop_request *done);
+
+static void release_done(void *arg, const db_reply *reply)
+{
+    (void)arg;
+    if (reply->error) log_warn("pop: cannot release the lease of messages it could not read: %s", reply->error);
+}
+
+/* Messages this server cannot read (sealed under another key, or a corrupt
+ * segment) are not the consumer's to hold: the lease is given back at once,
+ * cursor and retry count untouched, so the partition is not blocked until
+ * the lease expires and a server holding the right key serves them. They
+ * are not dead-lettered: the message is not at fault, this server's key is.
+ * An autoAck pop has already committed them (the statement that claims
+ * commits the cursor); they stay in the log for a seek (docs/api.md). */
+static void release_lease(pop_request *req)
+{
+    const char *values[1] = { req->lease_id };
+    db_job *job = db_job_new(release_done, NULL);
+    db_job_call(job, STMT_RELEASE_LEASE, values, NULL, NULL);
+    db_submit(req->owner->pool, job);
+}
+
+static void ask_due(pop_request *req);
 
 static void query_done(void *arg, const db_reply *reply)
 {
@@ -143,15 +168,44 @@ static void query_done(void *arg, const db_reply *reply)
     if (PQntuples(r) > 0) {
         log_debug("pop %s: %d segment rows for group %s", req->queue ? req->queue : "(discovery)", PQntuples(r),
                   req->group);
-        if (take_rows(req, r) < 0) req->error = xstrdup("cannot read the claimed messages: corrupt segment or wrong encryption key");
         if (req->auto_ack) req->lease_id[0] = '\0';
+        if (take_rows(req, r) < 0) {
+            req->error = xstrdup("cannot read the claimed messages: corrupt segment or wrong encryption key");
+            if (req->lease_id[0]) release_lease(req);
+        }
         pass_on(req);
         finish(req);
         return;
     }
     if (!req->wait || req->expired || req->cancelled || req->owner->draining) { finish(req); return; }
     if (req->rerun) { req->rerun = false; pop_query(req); return; }
-    park(req);
+    ask_due(req);
+}
+
+/* When what the pop could not take falls due (queen.pop_wake_at): Unix
+ * microseconds, 0 when nothing will without a commit. A query failure
+ * parks the pop without a due time: commits still wake it. */
+static void due_done(void *arg, const db_reply *reply)
+{
+    pop_request *req = arg;
+    req->querying = false;
+    const PGresult *r = reply->error ? NULL : reply->results[0];
+    int64_t due = r && PQntuples(r) > 0 && !db_null(r, 0, 0) ? db_time_us(r, 0, 0) : 0;
+    if (req->expired || req->cancelled || req->owner->draining) { finish(req); return; }
+    if (req->rerun) { req->rerun = false; pop_query(req); return; }   /* a commit came meanwhile */
+    park(req, due);
+}
+
+/* Asked only of a pop about to park, in a round trip of its own: a pop that
+ * finds something (the busy consumer's case) pays nothing for it, and one
+ * that parks has nothing to deliver, so the round trip delays nobody. */
+static void ask_due(pop_request *req)
+{
+    const char *values[5] = { req->queue, req->partition, req->namespace_tag, req->task_tag, req->group };
+    db_job *job = db_job_new(due_done, req);
+    db_job_call(job, STMT_POP_WAKE_AT, values, NULL, NULL);
+    req->querying = true;
+    db_submit(req->owner->pool, job);
 }
 
 static void pop_query(pop_request *req)
@@ -167,6 +221,7 @@ static void pop_query(pop_request *req)
     db_job *job = db_job_new(query_done, req);
     db_job_call(job, STMT_POP, values, NULL, NULL);
     req->querying = true;
+    req->owner->queries++;
     db_submit(req->owner->pool, job);
 }
 
@@ -188,7 +243,10 @@ static void on_recheck(evutil_socket_t fd, short what, void *arg)
     pop_query(req);
 }
 
-static void park(pop_request *req)
+/* Parked pops do not poll: commits wake them (this server's first-hand,
+ * the others' through the task hub's channel), and a timer only for what
+ * falls due by time (due_us), or every recheck_ms when that is set. */
+static void park(pop_request *req, int64_t due_us)
 {
     popper *p = req->owner;
     if (!req->parked) {
@@ -199,7 +257,14 @@ static void park(pop_request *req)
         p->parked = req;
         p->nparked++;
     }
-    struct timeval tv = { p->recheck_ms / 1000, (p->recheck_ms % 1000) * 1000 };
+    int64_t ms = p->recheck_ms > 0 ? p->recheck_ms : -1;
+    if (due_us > 0) {
+        int64_t until = (due_us - clock_wall_us()) / 1000 + 1;   /* +1: not a moment early */
+        if (until < 1) until = 1;
+        if (ms < 0 || until < ms) ms = until;
+    }
+    if (ms < 0) { evtimer_del(req->recheck); return; }
+    struct timeval tv = { (time_t)(ms / 1000), (suseconds_t)(ms % 1000) * 1000 };
     evtimer_add(req->recheck, &tv);
 }
 
@@ -265,6 +330,24 @@ void popper_wake(popper *p, const char *queue, const char *const *partitions, si
     log_debug("pop: a commit to %zu partitions of %s woke %zu of %zu parked pops", n, queue, woken, parked);
     free(groups);
     free(counts);
+}
+
+void popper_wake_all(popper *p)
+{
+    for (pop_request *req = p->parked, *next; req; req = next) {   /* not commits: not counted as wake-ups */
+        next = req->next;
+        wake(req);
+    }
+}
+
+void popper_wake_group(popper *p, const char *group)
+{
+    for (pop_request *req = p->parked, *next; req; req = next) {
+        next = req->next;
+        if (strcmp(req->group, group) != 0) continue;
+        p->wakeups++;
+        wake(req);
+    }
 }
 
 void popper_cancel(popper *p, pop_request *req)
@@ -339,3 +422,5 @@ void popper_free(popper *p) { free(p); }
 size_t popper_parked(const popper *p) { return p->nparked; }
 
 uint64_t popper_wakeups(const popper *p) { return p->wakeups; }
+
+uint64_t popper_queries(const popper *p) { return p->queries; }

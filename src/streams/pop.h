@@ -1,8 +1,8 @@
 /* pop: claims a batch of one partition under a lease (or commits it at once
  * with autoAck) and decodes the covering segments into messages. A pop that
  * finds nothing and may wait is parked here, in the server, not in a SQL
- * statement: it is woken when a push to its queue commits, re-checks the
- * database every recheck interval (pushes through other servers), and
+ * statement: it is woken when a push to its queue commits (through any
+ * server), looks again when something it could not take yet falls due, and
  * answers empty at its deadline. */
 #ifndef SILT_POP_H
 #define SILT_POP_H
@@ -81,8 +81,18 @@ void    popper_submit(popper *p, pop_request *req);
  * discovery pops), at most n per consumer group do: more could not all be
  * served, since a group leases a partition to one pop at a time, and waking
  * every parked pop on every commit is a thundering herd. Pops left parked
- * look again on their timer (LONG_POLL_RECHECK_MS) or at the next commit. */
+ * look again at the next commit, or when something they could not take
+ * falls due (a lease expiring, delayedProcessing, windowBuffer: told by
+ * the query that parked them), never by polling unless
+ * LONG_POLL_RECHECK_MS asks for it. */
 void    popper_wake(popper *p, const char *queue, const char *const *partitions, size_t n);
+/* Commits may have been missed (the listener reconnected): every parked pop
+ * looks again. */
+void    popper_wake_all(popper *p);
+/* A lease of group came free (an ack released it): what it held is the
+ * group's again, so its parked pops look (a lease is not announced when it
+ * merely expires: the pops knew when, see park()). */
+void    popper_wake_group(popper *p, const char *group);
 /* The client left: a parked pop answers (nothing) now, so it cannot lease or
  * auto-commit messages nobody will receive; one whose query is in flight
  * answers when the query returns without parking again. */
@@ -94,5 +104,6 @@ void    pop_request_free(pop_request *req);
  * included): the silt_long_polls_parked gauge. */
 size_t  popper_parked(const popper *p);
 uint64_t popper_wakeups(const popper *p);   /* parked pops a commit woke, since start */
+uint64_t popper_queries(const popper *p);   /* pop statements sent, since start */
 
 #endif

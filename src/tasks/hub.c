@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "base/buf.h"
 #include "base/clock.h"
 #include "base/ids.h"
 #include "base/log.h"
@@ -49,6 +50,8 @@ struct task_hub {
     char               origin[IDS_UUID_TEXT];   /* this server, in its announcements */
     db_array           outbox;                  /* announcements not yet notified */
     bool               notifying;
+    task_log_wake_fn   log_wake;                /* the other servers' log commits */
+    void              *log_arg;
 };
 
 /* ---- parks ---- */
@@ -186,14 +189,40 @@ static void wake(task_hub *h, const char *payload)
     }
 }
 
+#define LOG_WAKE_MAX_PARTITIONS 64   /* more in one announcement: the whole queue wakes */
+
+/* "log:<queue>[\t<partition>...]" handed to the log's listener. */
+static void wake_log(task_hub *h, const char *what)
+{
+    char *copy = xstrdup(what + 4);
+    const char *parts[LOG_WAKE_MAX_PARTITIONS];
+    size_t n = 0;
+    char *tab = strchr(copy, '\t');
+    while (tab && n < LOG_WAKE_MAX_PARTITIONS) {
+        *tab = '\0';
+        parts[n++] = tab + 1;
+        tab = strchr(tab + 1, '\t');
+    }
+    h->log_wake(h->log_arg, copy, NULL, n ? parts : NULL, n);
+    free(copy);
+}
+
 /* Another server's announcement, "<origin> <what>"; ours came first-hand. */
 static void on_notify(void *arg, const char *payload)
 {
     task_hub *h = arg;
-    if (!payload) { wake(h, NULL); return; }
+    if (!payload) {
+        wake(h, NULL);
+        if (h->log_wake) h->log_wake(h->log_arg, NULL, NULL, NULL, 0);
+        return;
+    }
     const char *space = strchr(payload, ' ');
-    if (!space || (size_t)(space - payload) != strlen(h->origin) || strncmp(payload, h->origin, strlen(h->origin)) != 0)
-        wake(h, space ? space + 1 : payload);
+    if (space && (size_t)(space - payload) == strlen(h->origin) && strncmp(payload, h->origin, strlen(h->origin)) == 0)
+        return;
+    const char *what = space ? space + 1 : payload;
+    if (strncmp(what, "log:", 4) == 0) { if (h->log_wake) wake_log(h, what); return; }
+    if (strncmp(what, "lease:", 6) == 0) { if (h->log_wake) h->log_wake(h->log_arg, NULL, what + 6, NULL, 0); return; }
+    wake(h, what);
 }
 
 /* ---- announcements ---- */
@@ -228,6 +257,46 @@ void task_hub_announce(task_hub *h, const char *what)
     snprintf(payload, sizeof payload, "%s %s", h->origin, what);
     db_array_text(&h->outbox, payload);
     notify_outbox(h);
+}
+
+/* Partitions are left out (the whole queue wakes) when they would not fit
+ * a notification (8,000 bytes) or a name holds the separator. */
+void task_hub_announce_log(task_hub *h, const char *queue, const char *const *partitions, size_t n)
+{
+    if (strchr(queue, '\t')) return;   /* cannot be told apart: the others find it on their timers */
+    buf payload;
+    buf_init(&payload);
+    buf_printf(&payload, "%s log:%s", h->origin, queue);
+    size_t queue_only = payload.len;
+    for (size_t i = 0; partitions && i < n; i++) {
+        if (i == LOG_WAKE_MAX_PARTITIONS || strchr(partitions[i], '\t') || payload.len + strlen(partitions[i]) > 7000) {
+            payload.len = queue_only;
+            payload.data[queue_only] = '\0';
+            break;
+        }
+        buf_printf(&payload, "\t%s", partitions[i]);
+    }
+    db_array_text(&h->outbox, payload.data);
+    buf_fini(&payload);
+    notify_outbox(h);
+}
+
+bool task_hub_listening(const task_hub *h) { return db_listener_ready(h->listener); }
+
+void task_hub_announce_lease(task_hub *h, const char *group)
+{
+    buf payload;
+    buf_init(&payload);
+    buf_printf(&payload, "%s lease:%s", h->origin, group);
+    db_array_text(&h->outbox, payload.data);
+    buf_fini(&payload);
+    notify_outbox(h);
+}
+
+void task_hub_on_log(task_hub *h, task_log_wake_fn fn, void *arg)
+{
+    h->log_wake = fn;
+    h->log_arg = arg;
 }
 
 void task_hub_announce_sent(task_hub *h, const char *queue)

@@ -57,6 +57,25 @@ void      task_hub_announce_done(task_hub *h, const uint8_t id[16]);
 /* done, and sent for a capped queue (a slot came free). */
 void      task_hub_announce_end(task_hub *h, const uint8_t id[16], const char *queue);
 
+/* The message log's commits travel to the other servers on the same
+ * channel, so that a long-poll parked on any server wakes (issue 14):
+ * "log:<queue>[\t<partition>...]" (no partitions: any of the queue's).
+ * Commits through this server wake its own parked pops first-hand; this
+ * only tells the others. */
+void      task_hub_announce_log(task_hub *h, const char *queue, const char *const *partitions, size_t n);
+/* An ack through this server gave a lease of group back ("lease:<group>"):
+ * what it held is deliverable again to the group's pops on every server. */
+void      task_hub_announce_lease(task_hub *h, const char *group);
+/* Who hears the other servers' log commits: queue and partitions as
+ * announced (partitions NULL: any); or group, a lease of it came free; or
+ * neither: notifications may have been missed (the listener reconnected),
+ * every parked pop looks again. */
+typedef void (*task_log_wake_fn)(void *arg, const char *queue, const char *group,
+                                 const char *const *partitions, size_t n);
+void      task_hub_on_log(task_hub *h, task_log_wake_fn fn, void *arg);
+/* The channel is heard: the silt_notify_listening gauge. */
+bool      task_hub_listening(const task_hub *h);
+
 /* Parks until a task becomes terminal (id) or wait_ms pass (at most
  * TASK_WAIT_RECHECK_MS: an announcement lost with a server that died
  * between its commit and its NOTIFY costs a waiter that long, no more). */

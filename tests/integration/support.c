@@ -321,6 +321,18 @@ static int await_ready(silt_server *s)
     return -1;
 }
 
+void srv_spawn(silt_server *s, const char *const *env)
+{
+    const char *db = env_sets(env, "PG_DB") ? NULL : test_db();   /* in this process: the child would clone its own */
+    memset(s, 0, sizeof *s);
+    s->port = free_port();
+    snprintf(s->url, sizeof s->url, "http://127.0.0.1:%d", s->port);
+    s->pid = fork();
+    if (s->pid == 0) exec_server(s->port, db, env);
+    s->http = http_client_new(s->url);
+    http_client_set_timeout(s->http, 60000);
+}
+
 void srv_start(silt_server *s, const char *const *env)
 {
     const char *db = env_sets(env, "PG_DB") ? NULL : test_db();

@@ -34,6 +34,10 @@ void srv_start(silt_server *s, const char *const *env);
  * migrates it at start). Name it silt_<what>_<pid> so the runner drops it
  * with the test's own; sql() still goes to test_db(). */
 void srv_start_db(silt_server *s, const char *const *env, const char *dbname);
+/* Starts a server and returns at once, without waiting for /health: for a
+ * test of what a server answers while it starts. Its port may refuse
+ * connections at first (and, rarely, belong to another process). */
+void srv_spawn(silt_server *s, const char *const *env);
 #define TEST_ENCRYPTION_KEY "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f"
 int  srv_stop(silt_server *s);           /* SIGTERM, waits; returns exit status */
 /* A sample's value on /metrics/prometheus ("name" or "name{labels}"), -1

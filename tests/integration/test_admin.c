@@ -558,6 +558,36 @@ TEST(encryption_flag_set_elsewhere_is_honoured_by_the_next_push)
     srv_stop(&s);
 }
 
+/* A server whose key cannot open what it claimed gives the lease back at
+ * once (src/streams/pop.c, release_lease): the partition is not blocked
+ * until the lease expires, the cursor and retry count are untouched, and a
+ * server with the right key serves the message at its next pop. */
+TEST(encryption_pop_that_cannot_decrypt_releases_its_lease)
+{
+    silt_server right, wrong;
+    srv_start(&right, NULL);   /* with TEST_ENCRYPTION_KEY */
+    const char *other = "QUEEN_ENCRYPTION_KEY=ffeeddccbbaa99887766554433221100ffeeddccbbaa99887766554433221100";
+    srv_start(&wrong, (const char *const[]){ other, NULL });
+    const char *q = uniq("enckey");
+    configure_queue(&right, q, "{\"encryptionEnabled\":true,\"leaseTime\":600}");
+    push_one(&right, q, "Default", "m1", "{\"secret\":1}");
+    reply r;
+    for (int i = 0; i < 2; i++) {   /* a group's lease and queue mode's */
+        const char *group = i ? "" : "consumerGroup=g&", *name = i ? "__QUEUE_MODE__" : "g";
+        pop_from(&wrong, q, NULL, sfmt("%sbatch=1", group), &r);
+        CHECK_INT(r.status, 500);
+        CHECK(strstr(jstr(&r, "error"), "wrong encryption key") != NULL);
+        reply_fini(&r);
+        sql_await("0", 5000, "select count(*) from queen.log_consumers c join queen.log_partitions p on p.id = c.partition_id"
+                             " where p.queue = '%s' and c.consumer_group = '%s' and c.lease_id is not null", q, name);
+        CHECK_INT(pop_from(&right, q, NULL, sfmt("%sbatch=1&wait=false", group), &r), 200);
+        CHECK_STR(jraw(&r, "messages.0.data"), "{\"secret\":1}");
+        reply_fini(&r);
+    }
+    srv_stop(&wrong);
+    srv_stop(&right);
+}
+
 /* `silt server` on the test's database with this key, stderr into stdout:
  * for a server expected to refuse to start. */
 static const char *server_cmd(const char *key)

@@ -736,6 +736,35 @@ TEST(timestamps_are_iso_8601_only_and_refused_in_silt_words)
     srv_stop(&s);
 }
 
+/* Queue mode seeds no cursor from subscriptionFrom, yet a value that cannot
+ * be read is the client's mistake all the same (docs/api.md: 400 naming the
+ * field), whichever pop carries it, and nothing is leased by it. */
+TEST(unreadable_subscription_from_is_refused_without_a_consumer_group_too)
+{
+    silt_server s;
+    srv_start(&s, NULL);
+    const char *q = uniq("equeuemode");
+    CHECK_INT(push_simple(&s, q, "p", 1), 201);   /* a pop that were accepted would answer 200 */
+    const char *bad[] = { "garbage", "now-ish", "2026-02-30T00:00:00Z", "10000-01-01T00:00:00Z" };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        const char *paths[] = {
+            sfmt("/api/v1/pop/queue/%s?subscriptionFrom=%s", q, bad[i]),
+            sfmt("/api/v1/pop/queue/%s/partition/p?subscriptionFrom=%s", q, bad[i]),
+            sfmt("/api/v1/pop/queue/%s?subscriptionFrom=%s&wait=true&timeout=100", q, bad[i]),
+            sfmt("/api/v1/pop?namespace=x&subscriptionFrom=%s", bad[i]),
+        };
+        for (size_t k = 0; k < sizeof paths / sizeof paths[0]; k++) {
+            reply r;
+            rq(&s, "GET", paths[k], NULL, &r);
+            CHECK_ERROR(&r, 400, "subscriptionFrom must be an ISO 8601 timestamp");
+            CHECK_STR(jstr(&r, "field"), "subscriptionFrom");
+            reply_fini(&r);
+        }
+    }
+    CHECK_STR(sql("SELECT count(*) FROM queen.log_consumers"), "0");
+    srv_stop(&s);
+}
+
 /* Every element of an array is named the same way, "items[i]: ", whichever
  * field is wrong; a single ack is not an array and has no prefix. */
 TEST(errors_inside_arrays_name_the_element_one_way)

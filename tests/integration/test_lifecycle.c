@@ -574,6 +574,36 @@ TEST(server_reconnects_after_postgresql_restarts)
     CHECK_INT(srv_stop(&s), 0);
 }
 
+/* The server listens before its pool's connections have prepared their
+ * statements. A push in those milliseconds waits for them: it is queued, not
+ * a 503 "database unavailable" while the database is fine (issue 14). Each
+ * round pushes as soon as the port takes a connection. */
+TEST(push_the_moment_a_server_listens_is_queued_not_503)
+{
+    for (int round = 0; round < 5; round++) {
+        silt_server s;
+        srv_spawn(&s, NULL);
+        const char *q = uniq("early");
+        char body[256];
+        snprintf(body, sizeof body, "{\"items\":[{\"queue\":\"%s\",\"payload\":%d}]}", q, round);
+        http_response r;
+        int64_t end = now_ms() + 20000;
+        for (;;) {
+            http_response_init(&r);
+            if (http_request(s.http, "POST", "/api/v1/push", body, strlen(body), &r) == 0) break;
+            http_response_fini(&r);
+            if (now_ms() > end || waitpid(s.pid, NULL, WNOHANG) == s.pid)
+                harness_fail(__FILE__, __LINE__, "the server never took a connection");
+            pause_ms(1);   /* the port is not open yet: look again */
+        }
+        if (r.status != 201) harness_failf(__FILE__, __LINE__, "round %d: %d %s", round, r.status, r.body.data);
+        http_response_fini(&r);
+        CHECK_INT(status_of(&s, "GET", "/health", NULL), 200);
+        CHECK_STR(sql("select count(*) from queen.log_partitions where queue = '%s'", q), "1");
+        CHECK_INT(srv_stop(&s), 0);
+    }
+}
+
 /* ---- migrations ------------------------------------------------------- */
 
 static void migrate_twice_concurrently(const char *db)

@@ -550,6 +550,64 @@ TEST(dedup_window_zero_disables_the_duplicate_probe)
     srv_stop(&s);
 }
 
+/* Sidecar rows first..last of partition pid, 20 frames each, as a flush
+ * writes them: frame k of row g has the hash md5('g:k') and the message id
+ * md5('id g:k'), so a test can name a stored hash. */
+static void sidecar_rows(const char *pid, int first, int last)
+{
+    sql("INSERT INTO queen.log_txns (partition_id, base_offset, created_at, hashes, message_ids)"
+        " SELECT '%s', g * 20, now(),"
+        "  (SELECT string_agg(decode(md5(g || ':' || k), 'hex'), ''::bytea ORDER BY k) FROM generate_series(0, 19) k),"
+        "  (SELECT string_agg(decode(md5('id' || g || ':' || k), 'hex'), ''::bytea ORDER BY k) FROM generate_series(0, 19) k)"
+        " FROM generate_series(%d, %d) g", pid, first, last);
+}
+
+/* Shared buffers one duplicate check of 20 hashes reads (the 7th stored in
+ * row 3, the others never pushed), its plan already made and kept as a
+ * push's session keeps it. EXPLAIN counts the buffers of the statements the
+ * function runs inside the call. */
+static long dedup_check_buffers(const char *pid)
+{
+    const char *check = sfmt("SELECT queen.find_duplicates('%s', 0, now() - interval '1 hour',"
+                             " (SELECT string_agg(decode(md5(CASE k WHEN 6 THEN '3:6' ELSE 'new' || k END), 'hex'),"
+                             "  ''::bytea ORDER BY k) FROM generate_series(0, 19) k))", pid);
+    return atol(sql("DO $$ BEGIN FOR i IN 1 .. 8 LOOP PERFORM (%s); END LOOP; END $$;"
+                    " SELECT (p->'Plan'->>'Shared Hit Blocks')::bigint + (p->'Plan'->>'Shared Read Blocks')::bigint"
+                    " FROM (SELECT public.explain_json($q$%s$q$) -> 0 AS p) x", check, check));
+}
+
+/* The duplicate check is an index lookup (sql/028): what it reads does not
+ * grow with the rows of the dedup window. The scan it replaced read every
+ * sidecar row of the window (here 50 times as many at the second count). */
+TEST(dedup_check_reads_as_much_at_60000_messages_as_at_1000)
+{
+    sql("CREATE FUNCTION public.explain_json(q text) RETURNS json LANGUAGE plpgsql AS"
+        " $f$ DECLARE j json; BEGIN EXECUTE 'EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) ' || q INTO j; RETURN j; END $f$");
+    char pid[96];
+    keep_str(pid, sql("SELECT gen_random_uuid()"));
+    sidecar_rows(pid, 0, 49);   /* 1,000 messages */
+    CHECK_STR(sql("SELECT queen.find_duplicates('%s', 0, now() - interval '1 hour',"
+                  " decode(md5('new') || md5('3:6'), 'hex'))", pid),
+              sfmt("1:%s", sql("SELECT md5('id3:6')")));   /* the stored frame's message id */
+    long shallow = dedup_check_buffers(pid);
+    sidecar_rows(pid, 50, 2999);   /* 60,000 */
+    sql("ANALYZE queen.log_txns");
+    long deep = dedup_check_buffers(pid);
+    CHECK(shallow > 0);
+    if (deep > shallow + 30)   /* an index level more for each of 20 hashes; the scan read ~270 more */
+        harness_failf(__FILE__, __LINE__, "the check read %ld buffers at 1,000 messages, %ld at 60,000", shallow, deep);
+    /* and what it finds is the same */
+    CHECK_STR(sql("SELECT queen.find_duplicates('%s', 0, now() - interval '1 hour',"
+                  " decode(md5('2999:19') || md5('new') || md5('3:6'), 'hex'))", pid),
+              sfmt("0:%s,2:%s", sql("SELECT md5('id2999:19')"), sql("SELECT md5('id3:6')")));
+    /* nothing below the sidecar watermark or before the window's edge */
+    CHECK_STR(sql("SELECT coalesce(queen.find_duplicates('%s', 100, now() - interval '1 hour',"
+                  " decode(md5('3:6'), 'hex')), 'none')", pid), "none");
+    sql("UPDATE queen.log_txns SET created_at = now() - interval '2 hours' WHERE partition_id = '%s' AND base_offset < 1000", pid);
+    CHECK_STR(sql("SELECT coalesce(queen.find_duplicates('%s', 0, now() - interval '1 hour',"
+                  " decode(md5('3:6'), 'hex')), 'none')", pid), "none");
+}
+
 /* ---- delayedProcessing and windowBuffer ------------------------------- */
 
 TEST(delayed_processing_hides_messages_until_their_segment_is_old_enough)
@@ -902,6 +960,137 @@ TEST(a_commit_wakes_as_many_parked_pops_as_it_can_serve)
     CHECK_INT(status, 200);
     srv_stop(&s);
     bg_wait(&any[4], &status, &elapsed);
+}
+
+/* Parked long-polls do not poll (issue 14): 100 pops parked on 100 queues
+ * send no statement while nothing happens (here for the 3 s a pop on
+ * another queue waits out its timeout), and a push to queue A wakes A's
+ * parked pop only. */
+TEST(parked_long_polls_send_nothing_while_idle_and_a_push_wakes_only_its_queue)
+{
+    silt_server s;
+    srv_start(&s, NULL);   /* LONG_POLL_RECHECK_MS at its default: never */
+    srv_await_metric(&s, "silt_notify_listening", 1, 10000);   /* its first "look again" is behind it */
+    char a[96];
+    keep_str(a, uniq("parkeda"));
+    enum { OTHERS = 100 };
+    bg_req others[OTHERS], on_a, clock;
+    for (int i = 0; i < OTHERS; i++)
+        bg_start(&others[i], &s, "GET", sfmt("/api/v1/pop/queue/%s-b%d?wait=true&timeout=60000", a, i), NULL);
+    bg_start(&on_a, &s, "GET", sfmt("/api/v1/pop/queue/%s?wait=true&timeout=60000&autoAck=true", a), NULL);
+    srv_await_metric(&s, "silt_long_polls_parked", OTHERS + 1, 20000);
+    int64_t queries = srv_metric(&s, "silt_pop_queries_total");
+    int status;
+    int64_t elapsed;
+    bg_start(&clock, &s, "GET", sfmt("/api/v1/pop/queue/%s-clock?wait=true&timeout=3000", a), NULL);
+    bg_wait(&clock, &status, &elapsed);   /* 3 s of nothing happening */
+    CHECK_INT(status, 204);
+    CHECK_INT(srv_metric(&s, "silt_pop_queries_total") - queries, 1);   /* the clock's own first try */
+    int64_t wakeups = srv_metric(&s, "silt_long_poll_wakeups_total");
+    push_one(&s, a, "Default", "t1", "1");
+    bg_wait(&on_a, &status, &elapsed);
+    CHECK_INT(status, 200);
+    CHECK_INT(srv_metric(&s, "silt_long_poll_wakeups_total") - wakeups, 1);   /* A's, none of the others */
+    CHECK_INT(srv_metric(&s, "silt_long_polls_parked"), OTHERS);
+    srv_stop(&s);
+    for (int i = 0; i < OTHERS; i++) bg_wait(&others[i], &status, &elapsed);
+}
+
+/* A push through one server wakes a pop parked on another at once, by
+ * NOTIFY on the task hub's channel, with no polling anywhere. */
+TEST(a_push_through_another_server_wakes_a_parked_long_poll)
+{
+    silt_server one, two;
+    srv_start(&one, NULL);
+    srv_start(&two, NULL);
+    srv_await_metric(&one, "silt_notify_listening", 1, 10000);
+    const char *q = uniq("parkedx");
+    bg_req b;
+    bg_start(&b, &one, "GET", sfmt("/api/v1/pop/queue/%s/partition/p?wait=true&timeout=30000&autoAck=true", q), NULL);
+    srv_await_metric(&one, "silt_long_polls_parked", 1, 5000);
+    push_one(&two, q, "p", "t1", "{\"via\":2}");
+    int status;
+    int64_t elapsed;
+    bg_wait(&b, &status, &elapsed);
+    CHECK_INT(status, 200);
+    CHECK(elapsed < 20000);   /* woken, not answered at its deadline */
+    CHECK_INT(srv_metric(&one, "silt_long_poll_wakeups_total"), 1);
+    CHECK_INT(srv_metric(&one, "silt_pop_queries_total"), 2);   /* its first try and the one the wake-up sent */
+    srv_stop(&two);
+    srv_stop(&one);
+}
+
+/* What falls due by time wakes a parked pop when it does, not a poll: a
+ * lease that expires (leaseTime 1 s) is delivered to the group's parked pop
+ * at the expiry, with no commit to announce it. */
+TEST(a_lease_expiring_wakes_the_groups_parked_long_poll_when_it_expires)
+{
+    silt_server s;
+    srv_start(&s, NULL);
+    const char *q = uniq("parkedlease");
+    configure_queue(&s, q, "{\"leaseTime\":1}");
+    push_one(&s, q, "Default", "t1", "1");
+    reply r;
+    CHECK_INT(pop_from(&s, q, NULL, "consumerGroup=g&wait=false", &r), 200);   /* leased, never acked */
+    reply_fini(&r);
+    bg_req b;
+    bg_start(&b, &s, "GET", sfmt("/api/v1/pop/queue/%s?consumerGroup=g&wait=true&timeout=20000", q), NULL);
+    int status;
+    int64_t elapsed;
+    bg_wait(&b, &status, &elapsed);
+    CHECK_INT(status, 200);
+    CHECK(elapsed < 15000);   /* at the expiry (a second), not at its deadline */
+    srv_stop(&s);
+}
+
+/* A segment ageing past delayedProcessing wakes the parked pop that could
+ * not take it, when it does: nothing commits meanwhile. */
+TEST(a_delayed_segment_coming_of_age_wakes_a_parked_long_poll)
+{
+    silt_server s;
+    srv_start(&s, NULL);
+    const char *q = uniq("parkeddelay");
+    configure_queue(&s, q, "{\"delayedProcessing\":1}");
+    push_one(&s, q, "Default", "t1", "1");
+    bg_req b;
+    bg_start(&b, &s, "GET", sfmt("/api/v1/pop/queue/%s?wait=true&timeout=20000&autoAck=true", q), NULL);
+    int status;
+    int64_t elapsed;
+    bg_wait(&b, &status, &elapsed);
+    CHECK_INT(status, 200);
+    CHECK(elapsed < 15000);   /* when the segment is a second old, not at the deadline */
+    srv_stop(&s);
+}
+
+/* An ack that gives a lease back wakes the group's parked pops (nothing
+ * else would before the lease's own expiry, 600 s here): the next message
+ * of the partition goes to the parked pop at once. */
+TEST(an_ack_releasing_a_lease_wakes_the_groups_parked_long_poll)
+{
+    silt_server s;
+    srv_start(&s, NULL);
+    srv_await_metric(&s, "silt_notify_listening", 1, 10000);
+    const char *q = uniq("parkedack");
+    configure_queue(&s, q, "{\"leaseTime\":600}");
+    push_one(&s, q, "Default", "t1", "1");
+    push_one(&s, q, "Default", "t2", "2");
+    reply r;
+    CHECK_INT(pop_from(&s, q, NULL, "consumerGroup=g&batch=1&wait=false", &r), 200);
+    char pid[64];
+    snprintf(pid, sizeof pid, "%s", jstr(&r, "partitionId"));
+    reply_fini(&r);
+    bg_req b;
+    bg_start(&b, &s, "GET", sfmt("/api/v1/pop/queue/%s?consumerGroup=g&wait=true&timeout=30000", q), NULL);
+    srv_await_metric(&s, "silt_long_polls_parked", 1, 5000);
+    rq(&s, "POST", "/api/v1/ack", sfmt("{\"transactionId\":\"t1\",\"partitionId\":\"%s\",\"consumerGroup\":\"g\"}", pid), &r);
+    CHECK(jbool(&r, "0.success"));
+    reply_fini(&r);
+    int status;
+    int64_t elapsed;
+    bg_wait(&b, &status, &elapsed);
+    CHECK_INT(status, 200);
+    CHECK(elapsed < 20000);   /* woken by the ack, not answered at its deadline */
+    srv_stop(&s);
 }
 
 /* A pop finds a deliverable partition whenever one exists, however many

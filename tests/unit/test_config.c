@@ -48,7 +48,7 @@ TEST(config_defaults)
     CHECK_INT(c.max_payload_bytes, 67108864);
     CHECK_INT(c.push_max_flushes, 2);
     CHECK_INT(c.push_flush_messages, 20000);
-    CHECK_INT(c.long_poll_recheck_ms, 1000);
+    CHECK_INT(c.long_poll_recheck_ms, 0);   /* parked pops never poll (issue 14) */
     CHECK_INT(c.shutdown_timeout_ms, 10000);
     CHECK_INT(c.startup_db_wait_ms, 60000);
     CHECK_INT(c.zstd_level, 1);
