@@ -93,7 +93,8 @@ FUZZ_BUILD ?= build-fuzz
 FUZZ_SAN    = -fsanitize=address,undefined,fuzzer-no-link -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 FUZZERS    := $(patsubst tests/fuzz/%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
 
-fuzz: deps
+fuzz:
+	@scripts/deps.sh fuzz
 	@$(MAKE) --no-print-directory BUILD=$(FUZZ_BUILD) CC=clang OPT="-O1 -g" SAN=1 SANITIZERS="$(FUZZ_SAN)" fuzz-build
 	@scripts/fuzz.sh $(FUZZ_BUILD) $(FUZZERS)
 
