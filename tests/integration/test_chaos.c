@@ -27,7 +27,7 @@ TEST(chaos_kill9_and_immediate_stops_lose_skip_and_duplicate_nothing)
     alarm(CHAOS_TEST_TIMEOUT_S);
     static char out[1 << 16];
     int code = run_cmd(sfmt("CHAOS_SECONDS=20 CHAOS_KILLS=4 CHAOS_MESSAGES=20000 CHAOS_FAST=1 "
-                            "CHAOS_ARGS='--batch 50 --drain 60' scripts/chaos.sh '%s' 2>&1",
+                            "CHAOS_ARGS='--producers 8 --batch 100 --drain 60' scripts/chaos.sh '%s' 2>&1",
                             silt_bin()), out, sizeof out);
     fputs(out, stderr);   /* shown when the test fails */
     CHECK_INT(code, 0);
