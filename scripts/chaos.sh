@@ -153,9 +153,9 @@ start_cluster || { echo "chaos: could not start PostgreSQL" >&2; exit 1; }
 http_port=$(free_port) || { echo "chaos: no free port for the server" >&2; exit 1; }
 start_server || exit 1
 say "seed $seed: $kills events in ${seconds} s, up to $messages messages, PostgreSQL ${pgmode:-durable} on $pg_port, server on $http_port"
+t0=$(now_ms)   # the kill schedule counts from the workload's start
 # CHAOS_ARGS is split into words on purpose: it is a list of options.
 # shellcheck disable=SC2086
-t0=$(now_ms)   # the kill schedule counts from the workload's start
 SILT_URL="http://127.0.0.1:$http_port" "$bin" chaos --seconds "$seconds" --messages "$messages" \
     ${CHAOS_ARGS:-} &
 driver_pid=$!
