@@ -269,9 +269,10 @@ static int consume_batch(chaos_worker *w, const json_doc *d, buf *body)
     return 1;
 }
 
-/* Consumes until the producers are done and the partition has stayed empty
- * for longer than a lease (so an unacked batch would have come back), or
- * until the drain deadline. */
+/* Consumes until the producers are done and two pops that started more
+ * than a lease after the last delivery or failure found nothing (a lease
+ * left behind by a lost reply or a failed ack expired before they started,
+ * so its batch would have come back), or until the drain deadline. */
 static void *consumer_main(void *arg)
 {
     chaos_worker *w = arg;
@@ -286,16 +287,20 @@ static void *consumer_main(void *arg)
     json_doc_init(&d);
     buf_init(&body);
     int64_t busy_at = clock_mono_ms();
-    while (!past(run->t_drain_ms)) {
-        bool quiet = run->producers_left == 0 && clock_mono_ms() - busy_at > (CHAOS_LEASE_S + 2) * 1000;
-        if (quiet) break;
+    int quiet = 0;   /* empty pops started a lease (and a margin) after busy_at */
+    while (!past(run->t_drain_ms) && !(run->producers_left == 0 && quiet >= 2)) {
+        int64_t started = clock_mono_ms();
         run->n.pops++;
         if (call(w->http, "GET", path, NULL, &r, &d) < 0) {
             run->n.pops_failed++;
             busy_at = clock_mono_ms();
+            quiet = 0;
             sleep_ms(CHAOS_BACKOFF_MS);
         } else if (consume_batch(w, &d, &body) > 0) {
             busy_at = clock_mono_ms();
+            quiet = 0;
+        } else if (started - busy_at > CHAOS_LEASE_S * 1000 + 500) {
+            quiet++;
         }
     }
     buf_fini(&body);
