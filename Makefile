@@ -2,7 +2,7 @@
 # `make run` and `make test` install missing Debian packages first (as root).
 
 BUILD   ?= build
-PKGS     = libpq libevent libzstd libxxhash libcrypto inih
+PKGS     = libpq libevent libzstd libxxhash libcrypto inih libjwt
 CC      ?= cc
 OPT     ?= -O2 -g
 WERROR  ?=

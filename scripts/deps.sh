@@ -7,10 +7,11 @@ set -e
 need=""
 # curl: the README's tour uses it, and a test runs that tour as written.
 # libinih-dev: silt.conf's reader (src/base/conffile.c).
+# libjwt-dev: bearer tokens (src/api/token.c; JWT_ENABLED).
 # libjs-chart.js: the dashboard's charts, embedded from /usr/share/javascript.
 # chromium (tests only): the dashboard's browser test drives it headless.
 pkgs="gcc make pkg-config libpq-dev libevent-dev libzstd-dev libxxhash-dev
-      libssl-dev libinih-dev postgresql curl libjs-chart.js"
+      libssl-dev libinih-dev libjwt-dev postgresql curl libjs-chart.js"
 [ "${1:-}" = test ] && pkgs="$pkgs chromium"
 [ "${1:-}" = fuzz ] && pkgs="$pkgs clang libclang-rt-dev"
 for pkg in $pkgs; do

@@ -4,6 +4,10 @@
 # run) and stop it again when silt exits (Ctrl-C stops both).
 set -e
 bin="$1"
+# Listen on loopback only unless HOST says otherwise (HOST=0.0.0.0 opens it):
+# a development server, authentication off by default, is not for the network.
+HOST="${HOST:-127.0.0.1}"
+export HOST
 if [ -n "${PG_HOST:-}" ] || [ -n "${DATABASE_URL:-}" ]; then
     exec "$bin" server
 fi

@@ -12,6 +12,10 @@ void harness_register(const char *name, harness_fn fn);
  * outcome), with that process's id: for what a test leaves outside itself,
  * such as a database. One hook; registering again replaces it. */
 void harness_on_finish(void (*fn)(int pid));
+/* Gives the running test seconds from now instead of the runner's timeout:
+ * for a test whose setup is heavy by design (100,000 rows), so that a
+ * loaded machine slows it without failing it. */
+void harness_allow_seconds(unsigned seconds);
 _Noreturn void harness_fail(const char *file, int line, const char *what);
 _Noreturn void harness_failf(const char *file, int line, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

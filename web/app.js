@@ -68,16 +68,46 @@ function offsetPager(total, noun, offset, shown, size, hashFor, back, forth) {
     offset + shown < total ? h('a', { 'data-action': 'page-forth', href: hashFor(offset + size) }, forth) : null);
 }
 
+/* The bearer token for a server with JWT_ENABLED: pasted once into the
+ * prompt below, kept in this browser's localStorage, sent with every call. */
+const TOKEN_KEY = 'silt.token';
+
+/* Shown when the server answers 401: where to paste a token. Saving (or
+ * clearing) it shows the current page again, read with it. */
+function tokenPrompt(message) {
+  if (document.getElementById('token-prompt')) return;
+  const input = h('input', { type: 'password', id: 'token-input', autocomplete: 'off',
+    placeholder: 'paste a bearer token (JWT)', size: 60 });
+  const save = () => {
+    const t = input.value.trim();
+    if (t) localStorage.setItem(TOKEN_KEY, t); else localStorage.removeItem(TOKEN_KEY);
+    box.remove();
+    route();
+  };
+  const box = h('form', { id: 'token-prompt', class: 'error', role: 'alert',
+                          onsubmit: (e) => { e.preventDefault(); save(); } },
+    h('span', {}, 'This server needs a token (' + message + '). '),
+    input, ' ', h('button', { type: 'submit', 'data-action': 'save-token' }, 'use token'));
+  document.body.insertBefore(box, document.body.firstChild);
+  input.focus();
+}
+
 /* GET or POST a route; resolves to { status, body } for any HTTP status
  * (a red coverage answers 503 with its report), rejects when the server
- * cannot be reached or does not answer JSON. */
+ * cannot be reached or does not answer JSON. A 401 also asks for a token. */
 async function api(path, options) {
-  const res = await fetch(path, Object.assign({ headers: { Accept: 'application/json' } }, options || {}));
+  const headers = { Accept: 'application/json' };
+  const token = localStorage.getItem(TOKEN_KEY);
+  if (token) headers.Authorization = 'Bearer ' + token;
+  const opts = Object.assign({}, options || {});
+  opts.headers = Object.assign(headers, opts.headers || {});   /* a caller's Content-Type joins them */
+  const res = await fetch(path, opts);
   const text = await res.text();
   let body = null;
   try { body = text ? JSON.parse(text) : null; } catch (e) {
     throw new Error(path + ': ' + res.status + ' (not JSON)');
   }
+  if (res.status === 401) tokenPrompt((body && body.error) || 'authentication required');
   return { status: res.status, body };
 }
 
@@ -583,7 +613,9 @@ const dlqPage = {
           cell('offset', m.offset), cell('consumerGroup', m.consumerGroup), cell('retryCount', m.retryCount),
           cell('errorMessage', m.errorMessage), h('td', { 'data-k': 'data' }, h('pre', {}, show(m.data))),
           h('td', {}, h('a', { href: messageHash(m.partitionId, m.transactionId), 'data-action': 'view' }, 'view'), ' ',
-            h('button', { 'data-action': 'replay', onclick: () => replay(m) }, 'replay'))))));
+            h('button', { 'data-action': 'replay', onclick: () => replay(m) }, 'replay'), ' ',
+            h('button', { 'data-action': 'delete', onclick: () => deleteDeadLetter(m.partitionId, m.transactionId) },
+              'delete'))))));
   },
 };
 

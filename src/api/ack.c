@@ -63,7 +63,7 @@ int api_ack_item(httpd_req *req, const json_doc *d, uint32_t obj, const char *wh
         api_member_string(req, d, obj, where, "error", &it->error_text) < 0)
         return -1;
     if (!it->group) it->group = xstrdup(group);
-    return 0;
+    return api_check_name(req, where, "consumerGroup", it->group);
 }
 
 static void reply_results(httpd_req *req, server *srv, const ack_request *a)

@@ -17,6 +17,19 @@
 typedef void (*api_handler)(httpd_req *req, server *srv);
 
 void api_dispatch(httpd_req *req, void *srv);
+/* The server's handler (admit.c): what every request passes before its
+ * route — load shedding, name lengths in the path and query, HEAD — then
+ * api_dispatch. */
+void api_admit(httpd_req *req, void *srv);
+/* Requests waiting on the database at or past their bound
+ * (MAX_PENDING_REQUESTS, MAX_PENDING_BYTES): new ones are shed. */
+bool api_overloaded(const server *srv);
+
+/* One limit for queue, partition, consumer group, namespace and task
+ * names, wherever they come from. */
+#define API_NAME_MAX_BYTES 255
+/* 0, or answered 400 "<where><field> is longer than 255 bytes" (req freed). */
+int  api_check_name(httpd_req *req, const char *where, const char *field, const char *value);
 
 void api_health(httpd_req *req, server *srv);
 void api_dashboard_index(httpd_req *req, server *srv);

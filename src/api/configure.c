@@ -65,6 +65,8 @@ void api_configure(httpd_req *req, server *srv)
     if (api_opt_string(req, &d, 0, "queue", &queue) < 0 || opt_tag(req, &d, "namespace", &ns) < 0 ||
         opt_tag(req, &d, "task", &task) < 0) goto out;
     if (!queue) { httpd_error(req, 400, "queue is required"); goto out; }
+    if (api_check_name(req, "", "queue", queue) < 0 || api_check_name(req, "", "namespace", ns) < 0 ||
+        api_check_name(req, "", "task", task) < 0) goto out;
     char bad[OPTIONS_BAD_BYTES], err[256];
     if (options_patch(&d, json_get(&d, 0, "options"), &patch, bad, err, sizeof err) < 0) {
         httpd_error_field(req, 400, "invalid", bad, "%s", err);

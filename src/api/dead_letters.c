@@ -41,6 +41,7 @@ static void call_free(dlq_call *c)
     free(c->item.queue);
     free(c->item.partition);
     free(c->item.txn);
+    free(c->item.sub);
     free((char *)c->item.payload);
     free(c);
 }
@@ -227,6 +228,8 @@ static int retained_json(emit *e, dlq_call *c, const PGresult *r)
         emit_key(e, "transactionId"); emit_strn(e, f.txn, f.txn_len);
         emit_key(e, "traceId");
         if (f.flags & FRAME_HAS_TRACE) emit_uuid(e, f.trace_id); else emit_null(e);
+        emit_key(e, "producerSub");
+        if (f.flags & FRAME_HAS_SUB) emit_strn(e, f.sub, f.sub_len); else emit_null(e);
         emit_key(e, "partitionId"); emit_str(e, c->id);
         emit_key(e, "queue"); api_emit_text_col(e, r, 0, 0);
         emit_key(e, "partition"); api_emit_text_col(e, r, 0, 1);

@@ -2,26 +2,43 @@
 #include <stdio.h>
 #include <unistd.h>
 #include "api/api.h"
+#include "base/clock.h"
 #include "base/emit.h"
+
+/* Degraded: requests are being shed (past the bound on what waits for the
+ * database), one has waited half its timeout, or one timed out within the
+ * last timeout's span. A balancer sees 503 and sends clients elsewhere;
+ * it recovers by itself as the database catches up. */
+static const char *degraded_because(const server *srv)
+{
+    int64_t timeout_ms = srv->cfg.request_timeout_ms, last = httpd_last_timeout_us(srv->http);
+    if (api_overloaded(srv)) return "too many requests waiting for the database";
+    if (httpd_oldest_held_ms(srv->http) >= timeout_ms / 2) return "requests are waiting long for the database";
+    if (last && clock_mono_us() - last < timeout_ms * 1000) return "requests timed out waiting for the database";
+    return NULL;
+}
 
 /* The maintenance state shown is this server's copy, at most
  * MAINTENANCE_REFRESH_MS old: /health never waits on the database. */
 void api_health(httpd_req *req, server *srv)
 {
     bool up = db_pool_ready(srv->pool) && !srv->draining;
+    const char *degraded = up ? degraded_because(srv) : NULL;
     const maintenance_state *m = maintenance_current(srv->maintenance);
     buf out;
     buf_init(&out);
     emit e;
     emit_init(&e, &out);
     emit_object(&e);
-    emit_key(&e, "status"); emit_str(&e, up ? "healthy" : "unhealthy");
+    emit_key(&e, "status"); emit_str(&e, !up ? "unhealthy" : degraded ? "degraded" : "healthy");
+    if (degraded) { emit_key(&e, "reason"); emit_str(&e, degraded); }
+    emit_key(&e, "requestsWaiting"); emit_int(&e, httpd_held(srv->http) - 1);   /* not this one */
     emit_key(&e, "database"); emit_str(&e, up ? "connected" : "disconnected");
     emit_key(&e, "version"); emit_str(&e, SILT_VERSION);
     emit_key(&e, "maintenanceMode"); emit_bool(&e, m->enabled);
     emit_key(&e, "bufferedMessages"); emit_int(&e, m->buffered);
     emit_end(&e);
-    httpd_reply_buf(req, up ? 200 : 503, &out);
+    httpd_reply_buf(req, up && !degraded ? 200 : 503, &out);
 }
 
 static long resident_bytes(void)
@@ -60,6 +77,13 @@ void api_metrics(httpd_req *req, server *srv)
         "# TYPE silt_long_polls_parked gauge\nsilt_long_polls_parked %zu\n"
         "# HELP silt_long_poll_wakeups_total parked long-poll pops a commit woke\n"
         "# TYPE silt_long_poll_wakeups_total counter\nsilt_long_poll_wakeups_total %llu\n"
+        "# HELP silt_http_requests_waiting requests waiting for the database (long-polls excepted)\n"
+        "# TYPE silt_http_requests_waiting gauge\nsilt_http_requests_waiting %d\n"
+        "# HELP silt_http_request_timeouts_total requests answered 503 by REQUEST_TIMEOUT_MS\n"
+        "# TYPE silt_http_request_timeouts_total counter\nsilt_http_request_timeouts_total %llu\n"
+        "# TYPE silt_http_connections gauge\nsilt_http_connections %d\n"
+        "# HELP silt_http_connections_refused_total connections answered 503 at the connection limit\n"
+        "# TYPE silt_http_connections_refused_total counter\nsilt_http_connections_refused_total %llu\n"
         "# TYPE silt_database_up gauge\nsilt_database_up %d\n"
         "# TYPE process_resident_memory_bytes gauge\nprocess_resident_memory_bytes %ld\n"
         "# TYPE silt_retention_passes_total counter\nsilt_retention_passes_total %llu\n"
@@ -76,6 +100,8 @@ void api_metrics(httpd_req *req, server *srv)
         (unsigned long long)s->popped,
         (unsigned long long)s->acked, (unsigned long long)s->dead_lettered,
         httpd_inflight(srv->http) - 1, httpd_arriving(srv->http), popper_parked(srv->pop), (unsigned long long)popper_wakeups(srv->pop),
+        httpd_held(srv->http) - 1, (unsigned long long)httpd_timeouts(srv->http), httpd_connections(srv->http),
+        (unsigned long long)httpd_refused_connections(srv->http),
         db_pool_ready(srv->pool) ? 1 : 0, resident_bytes(),
         (unsigned long long)rt->passes, (unsigned long long)rt->dropped[0], (unsigned long long)rt->dropped[1],
         (unsigned long long)rt->dropped[2], (unsigned long long)rt->leased_evicted,

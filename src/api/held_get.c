@@ -72,5 +72,6 @@ void api_held_get(httpd_req *req, server *srv, const held_get_ops *ops)
     memcpy(c->id, id, sizeof id);
     if (ids_uuid_parse(id, strlen(id), c->raw) < 0) abort();   /* api_read_uuid checked it */
     c->deadline_us = wait_ms > 0 ? clock_mono_us() + wait_ms * 1000 : 0;
+    if (wait_ms > 0) httpd_watch_close(req);   /* waits on purpose: ?wait bounds it, not REQUEST_TIMEOUT_MS */
     read_again(c);
 }

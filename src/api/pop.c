@@ -64,7 +64,8 @@ static void put_message(emit *e, struct evbuffer *body, pop_hold *hold, const po
     emit_key(e, "partition"); emit_str(e, part->name);
     emit_key(e, "leaseId"); emit_str(e, p->lease_id);
     emit_key(e, "consumerGroup"); emit_str(e, p->group);
-    emit_key(e, "producerSub"); emit_null(e);
+    emit_key(e, "producerSub");   /* stamped at push from the token, never from a body */
+    if (m->sub) emit_strn(e, m->sub, m->sub_len); else emit_null(e);
     emit_key(e, "offset"); emit_int(e, m->offset);
     emit_end(e);
 }

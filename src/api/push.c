@@ -9,8 +9,6 @@
 #include "base/xalloc.h"
 #include "streams/frame.h"
 
-#define NAME_MAX_BYTES 255
-
 typedef struct push_call {
     httpd_req *req;
     server    *srv;
@@ -22,11 +20,7 @@ static int item_name(httpd_req *req, const json_doc *d, uint32_t item, const cha
     if (api_member_string(req, d, item, where, key, out) < 0) return -1;
     if (!*out && !fallback) { httpd_error_field(req, 400, "field", key, "%s%s is required", where, key); return -1; }
     if (!*out) *out = xstrdup(fallback);
-    if (strlen(*out) > NAME_MAX_BYTES) {
-        httpd_error_field(req, 400, "field", key, "%s%s is longer than %d bytes", where, key, NAME_MAX_BYTES);
-        return -1;
-    }
-    return 0;
+    return api_check_name(req, where, key, *out);
 }
 
 static int item_ids(httpd_req *req, const json_doc *d, uint32_t item, const char *where, push_item *it)
@@ -59,6 +53,8 @@ int api_push_item(httpd_req *req, server *srv, const json_doc *d, uint32_t item,
     if (item_name(req, d, item, where, "queue", NULL, &it->queue) < 0) return -1;
     if (item_name(req, d, item, where, "partition", "Default", &it->partition) < 0) return -1;
     if (item_ids(req, d, item, where, it) < 0) return -1;
+    /* producerSub is whom the token says pushed: a body's own producerSub is never read */
+    if (req->auth_sub) it->sub = xstrdup(req->auth_sub);
     int payload = json_get(d, item, "payload");
     if (payload < 0) { httpd_error_field(req, 400, "field", "payload", "%spayload is required", where); return -1; }
     it->payload = json_span(d, (uint32_t)payload, &it->payload_len);
@@ -139,5 +135,6 @@ void api_push(httpd_req *req, server *srv)
     c->srv = srv;
     b->done = push_done;
     b->arg = c;
+    b->abandoned = &req->left;   /* req outlives the batch: it is freed by the reply in push_done */
     pusher_submit(srv->push, b);
 }

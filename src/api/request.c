@@ -36,6 +36,13 @@ int api_read_shallow(httpd_req *req, server *srv, json_doc *doc, int record_dept
     return 0;
 }
 
+int api_check_name(httpd_req *req, const char *where, const char *field, const char *value)
+{
+    if (!value || strlen(value) <= API_NAME_MAX_BYTES) return 0;
+    httpd_error_field(req, 400, "field", field, "%s%s is longer than %d bytes", where, field, API_NAME_MAX_BYTES);
+    return -1;
+}
+
 int api_opt_string(httpd_req *req, const json_doc *d, uint32_t obj, const char *key, char **out)
 {
     return api_member_string(req, d, obj, "", key, out);

@@ -147,8 +147,11 @@ static int start(server *srv)
     srv->schedules = scheduler_new(srv->base, srv->pool, srv->tasks, &srv->conf);
     srv->sweeper = task_sweeper_new(srv->base, srv->pool, &srv->conf.retention);
     srv->partitions = partition_pass_new(srv->base, conninfo, &srv->conf, srv->cfg.detach_timeout_ms);
-    srv->http = httpd_new(srv->base, srv->cfg.host, (int)srv->cfg.port, (size_t)srv->cfg.max_body_bytes,
-                          api_dispatch, srv);
+    const silt_config *c = &srv->cfg;
+    httpd_limits limits_http = { (size_t)c->max_body_bytes, (int)c->http_max_connections, (int)c->http_fd_reserve,
+                                 c->http_header_timeout_ms, c->http_body_timeout_ms, c->http_idle_timeout_ms,
+                                 c->request_timeout_ms, c->http_accept_backoff_ms };
+    srv->http = httpd_new(srv->base, srv->cfg.host, (int)srv->cfg.port, &limits_http, api_admit, srv);
     if (!srv->http) {
         log_error("cannot listen on %s:%lld: %s (PORT and HOST choose another)", srv->cfg.host,
                   (long long)srv->cfg.port, strerror(errno));
@@ -170,6 +173,7 @@ static void stop(server *srv)
     if (srv->sigint) event_free(srv->sigint);
     if (srv->drain_timer) event_free(srv->drain_timer);
     httpd_free(srv->http);
+    auth_free(srv->auth);
     popper_free(srv->pop);
     retention_engine_free(srv->retention);
     maintenance_free(srv->maintenance);
@@ -209,6 +213,7 @@ int server_main(const char *conf_path)
     char err[512];
     if (config_load(&srv.cfg, err, sizeof err) < 0) { fprintf(stderr, "silt: %s\n", err); return 2; }
     if (load_conffile(&srv, conf_path) < 0) { stop(&srv); return 2; }
+    if (!(srv.auth = auth_new(&srv.cfg, err, sizeof err))) { fprintf(stderr, "silt: %s\n", err); stop(&srv); return 2; }
     signal(SIGPIPE, SIG_IGN);
     int rc = start(&srv);
     if (rc == 0) {

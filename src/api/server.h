@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <event2/event.h>
+#include "api/auth.h"
 #include "base/config.h"
 #include "base/conffile.h"
 #include "db/pool.h"
@@ -38,6 +39,7 @@ typedef struct server {
     struct event_base *base;
     db_pool           *pool;
     httpd             *http;
+    auth              *auth;              /* who may call which route (JWT_*) */
     pusher            *push;
     popper            *pop;
     retention_engine  *retention;

@@ -35,6 +35,27 @@ typedef struct silt_config {
     int64_t cleanup_enabled;      /* 1 or 0 */
     int64_t maintenance_refresh_ms;/* how often a server re-reads maintenance mode */
     int64_t detach_timeout_ms;    /* a partition pass's DETACH CONCURRENTLY waits this long for readers */
+    /* bearer tokens (src/api/auth.c, token.c); names as Queen's */
+    int64_t jwt_enabled;          /* 1: every route but the skip paths needs a token */
+    char   *jwt_algorithm;        /* HS256, RS256 or EdDSA */
+    char   *jwt_secret;           /* HS256's shared secret */
+    char   *jwt_public_key;       /* RS256 or EdDSA: PEM public key */
+    char   *jwt_issuer;           /* "": any iss */
+    char   *jwt_audience;         /* "": any aud */
+    int64_t jwt_clock_skew;       /* seconds exp and nbf may be off by */
+    char   *jwt_skip_paths;       /* comma-separated paths answered without a token */
+    char   *jwt_roles_claim;      /* claim holding one role */
+    char   *jwt_roles_array_claim;/* claim holding an array of roles */
+    char   *jwt_role_admin, *jwt_role_read_write, *jwt_role_read_only;   /* the role values */
+    int64_t http_max_connections; /* client connections at once; more are answered 503 and closed */
+    int64_t http_fd_reserve;      /* descriptors client connections leave to the pool and the server */
+    int64_t http_header_timeout_ms;/* a request's first byte to the end of its headers */
+    int64_t http_body_timeout_ms; /* longest pause between a body's bytes */
+    int64_t http_idle_timeout_ms; /* a kept-alive connection without a request is closed after this */
+    int64_t http_accept_backoff_ms;/* accepting pauses this long when out of descriptors */
+    int64_t request_timeout_ms;   /* a request not answered by then gets 503 (long-polls excepted) */
+    int64_t max_pending_requests; /* requests waiting on the database; more are shed with 503 */
+    int64_t max_pending_bytes;    /* request bodies held by those requests, bytes */
 } silt_config;
 
 /* Fills cfg from the environment; on a bad value writes a message to err

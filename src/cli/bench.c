@@ -492,7 +492,7 @@ static int parse_target(const cli_cmd *cmd, bench_run *r, const char *url)
 static int server_call(const char *url, const char *method, const char *path,
                        http_response *resp)
 {
-    http_client *c = http_client_new(url);
+    http_client *c = cli_http_client(url);
     if (!c) return -1;
     http_client_set_timeout(c, BENCH_TIMEOUT_S * 1000);
     int rc = http_request(c, method, path, NULL, 0, resp);
@@ -542,7 +542,7 @@ static void server_drop_queue(const char *url, const char *queue)
 {
     char path[128];
     snprintf(path, sizeof path, "/api/v1/resources/queues/%s", queue);
-    http_client *c = http_client_new(url);
+    http_client *c = cli_http_client(url);
     http_response resp;
     http_response_init(&resp);
     if (c && http_request(c, "DELETE", path, NULL, 0, &resp) < 0) { /* ignored */ }

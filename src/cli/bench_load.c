@@ -176,6 +176,14 @@ static int worker_send(bench_worker *w)
     if (!req) return -1;
     struct evkeyvalq *h = evhttp_request_get_output_headers(req);
     evhttp_add_header(h, "Host", l->cfg->server->hostport);
+    const char *token = getenv("SILT_TOKEN");   /* as every command sends it (cli_http_client) */
+    if (token && *token) {
+        buf auth;
+        buf_init(&auth);
+        buf_printf(&auth, "Bearer %s", token);
+        evhttp_add_header(h, "Authorization", auth.data);
+        buf_fini(&auth);
+    }
     if (w->method == BENCH_POST) {
         evhttp_add_header(h, "Content-Type", "application/json");
         evbuffer_add(evhttp_request_get_output_buffer(req), w->body.data, w->body.len);

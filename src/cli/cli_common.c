@@ -149,6 +149,13 @@ const char *cli_server_url(void)
     return url && *url ? url : CLI_DEFAULT_URL;
 }
 
+http_client *cli_http_client(const char *url)
+{
+    http_client *c = http_client_new(url);
+    if (c) http_client_set_token(c, getenv("SILT_TOKEN"));
+    return c;
+}
+
 void cli_url_encode(buf *out, const char *s)
 {
     static const char hex[] = "0123456789ABCDEF";
@@ -193,7 +200,7 @@ int cli_request_any(const char *method, const char *path, const buf *body, int t
                     http_response *r)
 {
     const char *url = cli_server_url();
-    http_client *c = http_client_new(url);
+    http_client *c = cli_http_client(url);
     if (!c) {
         cli_error("invalid server url \"%s\" (expected http://host[:port])", url);
         return -1;

@@ -68,6 +68,9 @@ void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* SILT_URL, or the default when unset or empty. */
 const char *cli_server_url(void);
+/* A client of url that sends SILT_TOKEN, when set, as its bearer token
+ * (servers with JWT_ENABLED need one). NULL on a bad url. */
+http_client *cli_http_client(const char *url);
 /* Appends s percent-encoded for a path segment or a query value. */
 void cli_url_encode(buf *out, const char *s);
 

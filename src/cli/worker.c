@@ -162,7 +162,7 @@ static int worker_loop(worker *w)
 
 static int worker_run(worker *w)
 {
-    w->http = http_client_new(cli_server_url());
+    w->http = cli_http_client(cli_server_url());
     if (!w->http) {
         cli_error("invalid server url \"%s\" (expected http://host[:port])", cli_server_url());
         return CLI_EXIT_FAILED;

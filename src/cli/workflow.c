@@ -187,7 +187,7 @@ static void start_render(const json_doc *d)
 static int start_post(const buf *body, bool json)
 {
     const char *url = cli_server_url();
-    http_client *c = http_client_new(url);
+    http_client *c = cli_http_client(url);
     if (!c) {
         cli_error("invalid server url \"%s\" (expected http://host[:port])", url);
         return CLI_EXIT_FAILED;

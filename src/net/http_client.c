@@ -46,6 +46,7 @@ struct http_client {
     int64_t deadline;       /* CLOCK_MONOTONIC milliseconds, current request */
     buf     in;             /* received bytes; [in_pos, in.len) not yet consumed */
     size_t  in_pos;
+    char   *token;          /* bearer token sent with every request; NULL: none */
     char    error[256];
 };
 
@@ -155,10 +156,17 @@ void http_client_free(http_client *c)
     if (!c) return;
     conn_close(c);
     buf_fini(&c->in);
+    free(c->token);
     free(c);
 }
 
 const char *http_client_error(const http_client *c) { return c->error; }
+
+void http_client_set_token(http_client *c, const char *token)
+{
+    free(c->token);
+    c->token = token && *token ? xstrdup(token) : NULL;
+}
 
 void http_client_set_timeout(http_client *c, int timeout_ms)
 {
@@ -508,6 +516,7 @@ static void build_request(const http_client *c, buf *req, const char *method,
     buf_printf(req, "%s %s HTTP/1.1\r\nHost: %s\r\nUser-Agent: silt\r\n"
                "Accept: application/json\r\nConnection: keep-alive\r\n",
                method, path, c->url.hostport);
+    if (c->token) buf_printf(req, "Authorization: Bearer %s\r\n", c->token);
     if (body)
         buf_printf(req, "Content-Type: application/json\r\nContent-Length: %zu\r\n",
                    body_len);

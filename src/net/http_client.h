@@ -41,6 +41,9 @@ http_client *http_client_new(const char *url);
 void         http_client_free(http_client *c);
 const char  *http_client_error(const http_client *c);    /* last failure */
 void         http_client_set_timeout(http_client *c, int timeout_ms); /* default 60000 */
+/* Sends "Authorization: Bearer <token>" with every request from now on
+ * (NULL or "": none). The token is copied. */
+void         http_client_set_token(http_client *c, const char *token);
 
 void http_response_init(http_response *r);
 void http_response_fini(http_response *r);

@@ -1,5 +1,7 @@
 /* httpd: evhttp glue (see httpd.h). */
 #include "net/httpd.h"
+#include "net/httpd_internal.h"
+#include "net/httpd_pages.h"
 #include <errno.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -11,6 +13,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
+#include <unistd.h>
 #include <event2/http.h>
 #include "base/clock.h"
 #include "base/emit.h"
@@ -18,48 +21,17 @@
 #include "base/log.h"
 #include "base/xalloc.h"
 
-/* Idle keep-alive connections close after this; it also bounds a request's
- * life, so it exceeds the longest long-poll timeout (one hour). */
-#define HTTPD_IDLE_TIMEOUT_S 3700
-
-/* A connection, followed from its accept to its close so that shutdown can
- * wait for a request still arriving: libevent 2.1 says nothing between a
- * connection's accept and a whole request (2.2's evhttp_set_newreqcb is not
- * here). evhttp owns the connection; silt makes its bufferevent
- * (evhttp_set_bevcb) to watch the bytes coming in, and holds the
- * connection's close callback for the request being answered on it. */
-struct httpd_conn {
-    httpd                    *server;
-    struct bufferevent       *bev;
-    struct evhttp_connection *evcon;     /* NULL until adopted, the loop turn after its accept */
-    evutil_socket_t           fd;
-    struct evbuffer_cb_entry *watch;     /* on the bufferevent's input; NULL when not watched */
-    httpd_req                *req;       /* dispatched and not yet answered */
-    httpd_conn               *next_fresh;
-    bool                      arriving;  /* holds bytes that are not yet a dispatched request */
-};
-
-struct httpd {
-    struct evhttp                  *http;
-    struct evhttp_bound_socket     *socket;
-    httpd_handler                   handler;
-    void                           *arg;
-    size_t                          max_body;
-    int                             inflight;
-    int                             arriving;   /* connections with a request partly received */
-    bool                            draining;
-    httpd_conn                     *fresh;      /* accepted, not yet adopted */
-    struct event                   *adopt;
-    httpd_conn                    **by_fd;      /* adopted connections, by socket: a request finds its own */
-    size_t                          nfds;
-};
-
+/* evhttp's own timeout, a backstop behind silt's per-phase timers (see
+ * conn_arm): it also bounds a request's life, so it exceeds the longest
+ * long-poll timeout (one hour). */
+#define HTTPD_BACKSTOP_TIMEOUT_S 3700
 static void stop_watch(httpd_req *req);
 
+/* HEAD is served as GET (reply() then sends the headers alone). */
 static httpd_method method_of(struct evhttp_request *ev)
 {
     switch (evhttp_request_get_command(ev)) {
-    case EVHTTP_REQ_GET: return HTTPD_GET;
+    case EVHTTP_REQ_GET: case EVHTTP_REQ_HEAD: return HTTPD_GET;
     case EVHTTP_REQ_POST: return HTTPD_POST;
     case EVHTTP_REQ_DELETE: return HTTPD_DELETE;
     default: return HTTPD_OTHER;
@@ -96,13 +68,22 @@ static void on_readable(evutil_socket_t fd, short what, void *arg)
     if (req->on_gone) req->on_gone(req, req->gone_arg);   /* may free req */
 }
 
-void httpd_watch_close(httpd_req *req)
+static void held_remove(httpd_req *req);
+
+static void watch_close(httpd_req *req)
 {
     if (!req->ev || req->close_watch) return;
     struct bufferevent *bev = evhttp_connection_get_bufferevent(evhttp_request_get_connection(req->ev));
     struct event_base *base = evhttp_connection_get_base(evhttp_request_get_connection(req->ev));
     req->close_watch = event_new(base, bufferevent_getfd(bev), EV_READ, on_readable, req);
     event_add(req->close_watch, NULL);
+}
+
+void httpd_watch_close(httpd_req *req)
+{
+    held_remove(req);
+    req->parked = true;
+    watch_close(req);
 }
 
 static void stop_watch(httpd_req *req)
@@ -120,13 +101,65 @@ static void set_arriving(httpd_conn *c, bool on)
     c->server->arriving += on ? 1 : -1;
 }
 
+/* The phase's timer: the header timeout runs from the request's first byte
+ * (a client trickling a header a byte at a time is not kept), the body
+ * timeout restarts with every read. */
+static void conn_arm(httpd_conn *c, conn_phase phase)
+{
+    const httpd_limits *l = &c->server->limits;
+    bool restart = phase != c->phase || phase == PHASE_BODY;
+    c->phase = phase;
+    if (phase == PHASE_BUSY) { event_del(c->timer); return; }
+    if (!restart) return;
+    int64_t ms = phase == PHASE_IDLE ? l->idle_timeout_ms : phase == PHASE_HEADER ? l->header_timeout_ms
+                                                                                  : l->body_timeout_ms;
+    struct timeval tv = { (time_t)(ms / 1000), (suseconds_t)(ms % 1000 * 1000) };
+    event_add(c->timer, &tv);
+}
+
+static void on_conn_timeout(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd; (void)what;
+    httpd_conn *c = arg;
+    static const char *const names[] = { "idle", "header", "body", "busy" };
+    if (c->phase == PHASE_BUSY || !c->evcon) return;
+    log_debug("httpd: connection closed by the %s timeout", names[c->phase]);
+    evhttp_connection_free(c->evcon);   /* its close callback frees c */
+}
+
+/* Whether the bytes just read end the header: a line end follows a line end
+ * (CR ignored). Only the new bytes are looked at, while still in the header. */
+static bool header_ends(httpd_conn *c, struct evbuffer *in, size_t added)
+{
+    struct evbuffer_ptr at;
+    if (evbuffer_ptr_set(in, &at, evbuffer_get_length(in) - added, EVBUFFER_PTR_SET) < 0) return false;
+    char chunk[256];
+    while (added > 0) {
+        ev_ssize_t n = evbuffer_copyout_from(in, &at, chunk, added < sizeof chunk ? added : sizeof chunk);
+        if (n <= 0) return false;
+        for (ev_ssize_t i = 0; i < n; i++) {
+            if (chunk[i] == '\n' && ++c->newlines == 2) return true;
+            if (chunk[i] != '\n' && chunk[i] != '\r') c->newlines = 0;
+        }
+        added -= (size_t)n;
+        evbuffer_ptr_set(in, &at, (size_t)n, EVBUFFER_PTR_ADD);
+    }
+    return false;
+}
+
 /* Every read lands here (and every drain, which is evhttp parsing): bytes in
- * start a request, and only its dispatch ends it (conn_dispatched). One
- * comparison per read, whatever the body's size. */
+ * start a request, and only its dispatch ends it (conn_dispatched). In the
+ * header the new bytes are scanned for its end; in the body, one comparison
+ * per read, whatever the body's size. */
 static void on_input(struct evbuffer *in, const struct evbuffer_cb_info *info, void *arg)
 {
-    (void)in;
-    if (info->n_added > 0) set_arriving(arg, true);
+    httpd_conn *c = arg;
+    if (info->n_added == 0) return;
+    set_arriving(c, true);
+    if (c->phase == PHASE_BUSY) return;   /* a pipelined request waits for the reply before ours */
+    if (c->phase == PHASE_IDLE) { c->newlines = 0; conn_arm(c, PHASE_HEADER); }
+    if (c->phase == PHASE_HEADER && !header_ends(c, in, info->n_added)) return;
+    conn_arm(c, PHASE_BODY);
 }
 
 static void index_conn(httpd *h, httpd_conn *c)
@@ -146,7 +179,10 @@ static void conn_free(httpd_conn *c)
 {
     httpd *h = c->server;
     set_arriving(c, false);
+    h->nconns--;
+    event_free(c->timer);
     if (c->watch) evbuffer_remove_cb_entry(bufferevent_get_input(c->bev), c->watch);
+    if (c->out_watch) evbuffer_remove_cb_entry(bufferevent_get_output(c->bev), c->out_watch);
     if (c->fd >= 0 && (size_t)c->fd < h->nfds && h->by_fd[c->fd] == c) h->by_fd[c->fd] = NULL;
     free(c);
 }
@@ -165,12 +201,17 @@ static void on_conn_close(struct evhttp_connection *evcon, void *arg)
     client_gone(req);
 }
 
+/* Past the limit a connection is answered and closed at once: it costs a
+ * descriptor only for that moment, which the limit leaves room for (it is
+ * at most RLIMIT_NOFILE less the reserve). */
 static void conn_adopt(httpd_conn *c, struct evhttp_connection *evcon)
 {
+    httpd *h = c->server;
     c->evcon = evcon;
     c->fd = bufferevent_getfd(c->bev);
     evhttp_connection_set_closecb(evcon, on_conn_close, c);
-    if (c->fd >= 0) index_conn(c->server, c);
+    if (c->fd >= 0) index_conn(h, c);
+    conn_arm(c, c->arriving ? PHASE_HEADER : PHASE_IDLE);
 }
 
 static httpd_conn *conn_new(httpd *h, struct bufferevent *bev)
@@ -179,6 +220,11 @@ static httpd_conn *conn_new(httpd *h, struct bufferevent *bev)
     c->server = h;
     c->bev = bev;
     c->fd = -1;
+    c->phase = PHASE_BUSY;   /* so that the first conn_arm starts a timer */
+    c->timer = evtimer_new(bufferevent_get_base(bev), on_conn_timeout, c);
+    c->out_watch = httpd_pages_watch(bufferevent_get_output(bev), &h->replying);
+    if (!c->timer || !c->out_watch) abort();   /* libevent's allocation failed */
+    h->nconns++;
     return c;
 }
 
@@ -225,8 +271,9 @@ static void adopt_fresh(evutil_socket_t fd, short what, void *arg)
         httpd_conn *c = h->fresh;
         h->fresh = c->next_fresh;
         struct evhttp_connection *evcon = evcon_of(c->bev);
-        if (evcon) conn_adopt(c, evcon);
-        else conn_free(c);
+        if (!evcon) { conn_free(c); continue; }
+        conn_adopt(c, evcon);
+        if (h->nconns > h->max_conns && c->fd >= 0) httpd_accept_refuse(c);
     }
 }
 
@@ -251,21 +298,87 @@ static void conn_dispatched(httpd_conn *c, httpd_req *req)
 {
     c->req = req;
     req->conn = c;
+    conn_arm(c, PHASE_BUSY);
     set_arriving(c, evbuffer_get_length(bufferevent_get_input(c->bev)) > 0);
 }
 
+/* Bytes already in are the next request (pipelined): its header timeout
+ * starts now. */
 static void conn_answered(httpd_req *req)
 {
-    if (req->conn) req->conn->req = NULL;
+    httpd_conn *c = req->conn;
     req->conn = NULL;
+    if (!c) return;
+    c->req = NULL;
+    c->newlines = 0;
+    conn_arm(c, c->arriving ? PHASE_HEADER : PHASE_IDLE);
+}
+
+/* ---- held requests and their timeout ------------------------------------ */
+
+static void held_add(httpd_req *req)
+{
+    httpd *h = req->server;
+    TAILQ_INSERT_TAIL(&h->held, req, held_link);
+    h->nheld++;
+    h->held_bytes += req->body_len;
+    if (!evtimer_pending(h->expire, NULL)) {
+        int64_t ms = h->limits.request_timeout_ms;
+        struct timeval tv = { (time_t)(ms / 1000), (suseconds_t)(ms % 1000 * 1000) };
+        evtimer_add(h->expire, &tv);
+    }
+}
+
+/* Held requests are linked until their timeout or their reply, and counted
+ * until their reply (a timed-out request still holds its body). */
+static void held_unlink(httpd_req *req)
+{
+    if (!req->held_link.tqe_prev) return;
+    TAILQ_REMOVE(&req->server->held, req, held_link);
+    req->held_link.tqe_prev = NULL;
+}
+
+static void held_remove(httpd_req *req)
+{
+    httpd *h = req->server;
+    if (req->parked) return;
+    if (!req->timed_out && !req->held_link.tqe_prev) return;   /* never held */
+    held_unlink(req);
+    h->nheld--;
+    h->held_bytes -= req->body_len;
+    req->timed_out = false;
+}
+
+static void send_timeout(httpd_req *req);
+
+/* The request timeout: every held request older than it is answered 503
+ * now (send_timeout); the handler still owns the request and its reply is
+ * dropped. One timer serves all: the list is in arrival order. */
+static void on_expire(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd; (void)what;
+    httpd *h = arg;
+    int64_t limit_us = h->limits.request_timeout_ms * 1000, now = clock_mono_us();
+    httpd_req *req;
+    while ((req = TAILQ_FIRST(&h->held)) && now - req->started_us >= limit_us) {
+        held_unlink(req);
+        req->timed_out = true;
+        send_timeout(req);   /* may free req */
+    }
+    if (!req) return;
+    int64_t us = req->started_us + limit_us - now;
+    struct timeval tv = { (time_t)(us / 1000000), (suseconds_t)(us % 1000000) };
+    evtimer_add(h->expire, &tv);
 }
 
 static void req_free(httpd_req *req)
 {
+    held_remove(req);
     stop_watch(req);
     evhttp_clear_headers(&req->query);
     for (int i = 0; i < req->nparams; i++) free(req->params[i]);
     free(req->path);
+    free(req->auth_sub);
     if (req->storage) evbuffer_free(req->storage);
     free(req);
 }
@@ -290,6 +403,7 @@ static httpd_req *req_new(httpd *h, struct evhttp_request *ev)
     req->server = h;
     req->ev = ev;
     req->method = method_of(ev);
+    req->head = evhttp_request_get_command(ev) == EVHTTP_REQ_HEAD;
     req->started_us = clock_mono_us();
     TAILQ_INIT(&req->query);
     const struct evhttp_uri *uri = evhttp_request_get_evhttp_uri(ev);
@@ -316,6 +430,41 @@ static void skip_body(struct evhttp_request *ev)
     evbuffer_drain(in, evbuffer_get_length(in));
 }
 
+/* Two Content-Length headers that disagree leave the body's end ambiguous
+ * (a proxy may have read the other one: request smuggling). */
+static bool lengths_conflict(struct evhttp_request *ev)
+{
+    const char *first = NULL;
+    for (struct evkeyval *kv = evhttp_request_get_input_headers(ev)->tqh_first; kv; kv = kv->next.tqe_next) {
+        if (evutil_ascii_strcasecmp(kv->key, "Content-Length") != 0) continue;
+        if (first && strcmp(first, kv->value) != 0) return true;
+        first = kv->value;
+    }
+    return false;
+}
+
+/* %00 decodes to a NUL, which would end the name it is in early (a queue
+ * "victim%00zzz" would be "victim"): refused wherever it is. */
+static bool has_nul(struct evhttp_request *ev)
+{
+    const char *uri = evhttp_request_get_uri(ev);
+    for (const char *p = uri ? strchr(uri, '%') : NULL; p; p = strchr(p + 1, '%'))
+        if (p[1] == '0' && p[2] == '0') return true;
+    return false;
+}
+
+/* Refused before the handler: false when answered (req is freed). */
+static bool req_acceptable(httpd_req *req)
+{
+    if (lengths_conflict(req->ev)) {
+        evhttp_add_header(evhttp_request_get_output_headers(req->ev), "Connection", "close");
+        httpd_error(req, 400, "conflicting Content-Length headers");
+        return false;
+    }
+    if (has_nul(req->ev)) { httpd_error(req, 400, "the path and query must not contain %%00"); return false; }
+    return true;
+}
+
 static void on_request(struct evhttp_request *ev, void *arg)
 {
     httpd *h = arg;
@@ -323,8 +472,10 @@ static void on_request(struct evhttp_request *ev, void *arg)
     httpd_req *req = req_new(h, ev);
     h->inflight++;
     conn_dispatched(conn_of(h, ev), req);
+    watch_close(req);
+    held_add(req);
     if (h->draining) refuse(req);
-    else h->handler(req, h->arg);
+    else if (req_acceptable(req)) h->handler(req, h->arg);
 }
 
 /* A reply body: borrowed bytes (copied), owned bytes (malloc'd; handed to
@@ -356,28 +507,80 @@ static void drop_body(reply_body *b)
     if (b->owned) free((void *)(uintptr_t)b->data);
 }
 
-static void reply(httpd_req *req, int status, reply_body *body)
+/* A HEAD gets the GET's headers, its Content-Length included, and no body. */
+static void put_head(struct evkeyvalq *headers, reply_body *b)
+{
+    char len[24];
+    snprintf(len, sizeof len, "%zu", b->chain ? evbuffer_get_length(b->chain) : b->len);
+    evhttp_remove_header(headers, "Content-Length");
+    evhttp_add_header(headers, "Content-Length", len);
+}
+
+/* Control characters a client sent (a path may hold raw ones) are
+ * escaped by log_msg, so a request cannot forge log lines. */
+static void send_now(httpd_req *req, int status, reply_body *body, const char *note)
 {
     httpd *h = req->server;
     double ms = (double)(clock_mono_us() - req->started_us) / 1000.0;
+    const char *method = req->head ? "HEAD" : method_name(req->method);
+    struct evkeyvalq *headers = evhttp_request_get_output_headers(req->ev);
+    if (body->data || body->chain) {
+        if (!evhttp_find_header(headers, "Content-Type")) evhttp_add_header(headers, "Content-Type", "application/json");
+        if (req->head) put_head(headers, body);
+        else put_body(evhttp_request_get_output_buffer(req->ev), body);
+    }
+    h->replying = true;
+    evhttp_send_reply(req->ev, status, NULL, NULL);
+    h->replying = false;
+    log_info("%s %s %d %.1fms%s", method, req->path, status, ms, note);
+}
+
+static void reply(httpd_req *req, int status, reply_body *body)
+{
+    httpd *h = req->server;
     stop_watch(req);
     conn_answered(req);   /* before the send: evhttp may close the connection inside it */
     if (req->ev && !req->left) {
-        struct evkeyvalq *headers = evhttp_request_get_output_headers(req->ev);
-        if (body->data || body->chain) {
-            if (!evhttp_find_header(headers, "Content-Type"))
-                evhttp_add_header(headers, "Content-Type", "application/json");
-            put_body(evhttp_request_get_output_buffer(req->ev), body);
-        }
-        evhttp_send_reply(req->ev, status, NULL, NULL);
-        log_info("%s %s %d %.1fms", method_name(req->method), req->path, status, ms);
+        send_now(req, status, body, "");
     } else {
+        double ms = (double)(clock_mono_us() - req->started_us) / 1000.0;
         if (req->ev) evhttp_send_reply(req->ev, status, NULL, NULL);   /* lets evhttp find the hang-up and clean up */
-        log_info("%s %s %d %.1fms (client gone)", method_name(req->method), req->path, status, ms);
+        log_info("%s %s %d %.1fms (%s)", method_name(req->method), req->path, status, ms,
+                 req->timed_out ? "answered earlier by the request timeout" : "client gone");
     }
     drop_body(body);
     h->inflight--;
     req_free(req);
+}
+
+/* The client is answered now and the request is as if its client left:
+ * work not yet started is not started (handlers look at req->left), and
+ * on_gone runs. */
+static void send_timeout(httpd_req *req)
+{
+    httpd *h = req->server;
+    if (req->left) return;   /* already gone: nobody to answer, and on_gone has run */
+    h->timeouts++;
+    h->last_timeout_us = clock_mono_us();
+    stop_watch(req);
+    if (req->ev) {
+        buf out;
+        buf_init(&out);
+        emit e;
+        emit_init(&e, &out);
+        emit_object(&e);
+        emit_key(&e, "error");
+        emit_str(&e, "request timed out waiting for the database");
+        emit_end(&e);
+        reply_body b = { out.data, out.len, false, NULL };
+        conn_answered(req);
+        evhttp_add_header(evhttp_request_get_output_headers(req->ev), "Retry-After", "1");
+        send_now(req, 503, &b, " (request timeout)");
+        buf_fini(&out);
+    }
+    req->ev = NULL;
+    req->left = true;
+    if (req->on_gone) req->on_gone(req, req->gone_arg);   /* may free req */
 }
 
 void httpd_reply(httpd_req *req, int status, const char *body, size_t len)
@@ -441,36 +644,40 @@ const char *httpd_query(const httpd_req *req, const char *key)
     return evhttp_find_header(&req->query, key);
 }
 
-httpd *httpd_new(struct event_base *base, const char *host, int port, size_t max_body,
+void httpd_header(httpd_req *req, const char *name, const char *value)
+{
+    if (req->ev && !req->left) evhttp_add_header(evhttp_request_get_output_headers(req->ev), name, value);
+}
+
+httpd *httpd_new(struct event_base *base, const char *host, int port, const httpd_limits *limits,
                  httpd_handler handler, void *arg)
 {
     httpd *h = xcalloc(1, sizeof *h);
     h->http = evhttp_new(base);
     h->handler = handler;
     h->arg = arg;
-    h->max_body = max_body;
+    h->limits = *limits;
+    h->max_body = limits->max_body;
+    h->max_conns = httpd_accept_limit(limits);
+    TAILQ_INIT(&h->held);
     /* Bodies up to twice the limit are read so the handler can refuse them
      * with a JSON error; beyond that evhttp refuses them itself. */
-    evhttp_set_max_body_size(h->http, (ev_ssize_t)(max_body * 2));
+    evhttp_set_max_body_size(h->http, (ev_ssize_t)(h->max_body * 2));
     evhttp_set_max_headers_size(h->http, 64 * 1024);
-    evhttp_set_timeout(h->http, HTTPD_IDLE_TIMEOUT_S);
+    evhttp_set_timeout(h->http, HTTPD_BACKSTOP_TIMEOUT_S);
     evhttp_set_allowed_methods(h->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_DELETE |
                                         EVHTTP_REQ_PUT | EVHTTP_REQ_PATCH | EVHTTP_REQ_OPTIONS | EVHTTP_REQ_HEAD);
     evhttp_set_gencb(h->http, on_request, h);
     evhttp_set_bevcb(h->http, conn_make, h);
     h->adopt = event_new(base, -1, 0, adopt_fresh, h);
-    if (!h->adopt) abort();   /* libevent's allocation failed */
-    h->socket = evhttp_bind_socket_with_handle(h->http, host, (ev_uint16_t)port);
-    if (!h->socket) {
+    h->expire = evtimer_new(base, on_expire, h);
+    if (!h->adopt || !h->expire) abort();   /* libevent's allocation failed */
+    if (httpd_accept_listen(h, base, host, port) < 0) {
         int why = errno;   /* the bind's: the caller says why it cannot listen */
         httpd_free(h);
         errno = why;
         return NULL;
     }
-    /* Replies go out whole at once; Nagle would hold a reply's tail for the
-     * peer's delayed ACK. Accepted sockets inherit this from the listener. */
-    int one = 1;
-    setsockopt(evhttp_bound_socket_get_fd(h->socket), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     return h;
 }
 
@@ -478,19 +685,35 @@ void httpd_drain(httpd *h)
 {
     if (h->socket) evhttp_del_accept_socket(h->http, h->socket);
     h->socket = NULL;
+    h->listener = NULL;   /* freed with its socket */
     h->draining = true;
 }
 
 int httpd_inflight(const httpd *h) { return h->inflight; }
 int httpd_arriving(const httpd *h) { return h->arriving; }
+int httpd_held(const httpd *h) { return h->nheld; }
+size_t httpd_held_bytes(const httpd *h) { return h->held_bytes; }
+int64_t httpd_last_timeout_us(const httpd *h) { return h->last_timeout_us; }
+uint64_t httpd_timeouts(const httpd *h) { return h->timeouts; }
+uint64_t httpd_refused_connections(const httpd *h) { return h->refused; }
+int httpd_connections(const httpd *h) { return h->nconns; }
+int httpd_max_connections(const httpd *h) { return h->max_conns; }
+
+int64_t httpd_oldest_held_ms(const httpd *h)
+{
+    const httpd_req *req = TAILQ_FIRST(&h->held);
+    return req ? (clock_mono_us() - req->started_us) / 1000 : 0;
+}
 size_t httpd_max_body(const httpd *h) { return h->max_body; }
 
 void httpd_free(httpd *h)
 {
     if (!h) return;
     adopt_fresh(-1, 0, h);   /* so that every connection's close frees its record */
+    httpd_accept_unlisten(h);
     evhttp_free(h->http);
     if (h->adopt) event_free(h->adopt);
+    if (h->expire) event_free(h->expire);
     free(h->by_fd);
     free(h);
 }

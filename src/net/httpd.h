@@ -13,6 +13,7 @@
 #include <event2/event.h>
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
+#include <sys/queue.h>
 #include "base/buf.h"
 
 #define HTTPD_MAX_PARAMS 4
@@ -42,11 +43,28 @@ struct httpd_req {
     struct event          *close_watch; /* see httpd_watch_close */
     bool                   left;        /* the client closed before the reply */
     httpd_conn            *conn;        /* NULL once the connection is gone */
+    char                  *auth_sub;    /* owned: the verified token's sub (api/auth.c), NULL: none */
+    bool                   head;        /* a HEAD, served as its GET without the body */
+    bool                   parked;      /* waits on purpose (long-poll): no timeout, not counted as held */
+    bool                   timed_out;   /* answered 503 by the request timeout; the handler's reply is dropped */
+    TAILQ_ENTRY(httpd_req) held_link;   /* in the server's list of held requests, oldest first */
 };
+
+/* The limits a server keeps (docs/operations.md names each setting). */
+typedef struct httpd_limits {
+    size_t  max_body;             /* MAX_BODY_BYTES */
+    int     max_connections;      /* HTTP_MAX_CONNECTIONS; lowered to RLIMIT_NOFILE - fd_reserve */
+    int     fd_reserve;           /* HTTP_FD_RESERVE: descriptors client connections never take */
+    int64_t header_timeout_ms;    /* HTTP_HEADER_TIMEOUT_MS: first byte to the end of the headers */
+    int64_t body_timeout_ms;      /* HTTP_BODY_TIMEOUT_MS: longest pause between body bytes */
+    int64_t idle_timeout_ms;      /* HTTP_IDLE_TIMEOUT_MS: a kept-alive connection without a request */
+    int64_t request_timeout_ms;   /* REQUEST_TIMEOUT_MS: dispatch to reply, long-polls excepted */
+    int64_t accept_backoff_ms;    /* HTTP_ACCEPT_BACKOFF_MS: accepting pauses this long when out of descriptors */
+} httpd_limits;
 
 typedef void (*httpd_handler)(httpd_req *req, void *arg);
 
-httpd *httpd_new(struct event_base *base, const char *host, int port, size_t max_body,
+httpd *httpd_new(struct event_base *base, const char *host, int port, const httpd_limits *limits,
                  httpd_handler handler, void *arg);
 void   httpd_free(httpd *h);
 /* Shutdown: stops accepting connections; from now on a request that
@@ -59,6 +77,20 @@ int    httpd_inflight(const httpd *h);     /* requests received and not yet answ
  * connections are not counted. */
 int    httpd_arriving(const httpd *h);
 size_t httpd_max_body(const httpd *h);
+/* Requests dispatched and not yet answered by their handler, long-polls
+ * excepted (they wait on purpose, holding no body), and the bytes of their
+ * bodies: what waits on PostgreSQL. A request answered by the timeout stays
+ * held until its handler is done with it. */
+int     httpd_held(const httpd *h);
+size_t  httpd_held_bytes(const httpd *h);
+int64_t httpd_oldest_held_ms(const httpd *h);   /* age of the oldest held request not yet timed out; 0 if none */
+int64_t httpd_last_timeout_us(const httpd *h);  /* clock_mono_us of the last request timeout; 0 if none */
+uint64_t httpd_timeouts(const httpd *h);        /* requests answered by the request timeout */
+uint64_t httpd_refused_connections(const httpd *h); /* connections refused at the connection limit */
+int     httpd_connections(const httpd *h);      /* open client connections */
+int     httpd_max_connections(const httpd *h);  /* the limit in force (after RLIMIT_NOFILE) */
+/* Adds a reply header (before httpd_reply*; a no-op for a gone client). */
+void    httpd_header(httpd_req *req, const char *name, const char *value);
 
 /* Sends the reply and frees req. body may be NULL (no content). */
 void httpd_reply(httpd_req *req, int status, const char *body, size_t len);
@@ -71,9 +103,10 @@ void httpd_error(httpd_req *req, int status, const char *fmt, ...) __attribute__
 /* {"error": "<message>", "<field>": "<value>"}. */
 void httpd_error_field(httpd_req *req, int status, const char *field, const char *value,
                        const char *fmt, ...) __attribute__((format(printf, 5, 6)));
-/* For requests answered late (long-polls): watches the socket so a client
- * that hangs up is noticed at once and on_gone runs. evhttp itself only
- * notices when the reply is written. */
+/* For requests answered late on purpose (long-polls): parks the request
+ * (no request timeout, not counted as held) and watches the socket so a
+ * client that hangs up is noticed at once and on_gone runs. Every other
+ * request is watched the same way from its dispatch. */
 void httpd_watch_close(httpd_req *req);
 const char *httpd_query(const httpd_req *req, const char *key);
 

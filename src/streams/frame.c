@@ -17,7 +17,8 @@ static void put_u32(buf *b, uint32_t v)
 
 size_t frame_size(const frame *f)
 {
-    return 1 + 16 + 2 + f->txn_len + (f->flags & FRAME_HAS_TRACE ? 16 : 0) + 4 + f->payload_len;
+    return 1 + 16 + 2 + f->txn_len + (f->flags & FRAME_HAS_TRACE ? 16 : 0)
+           + (f->flags & FRAME_HAS_SUB ? 2 + f->sub_len : 0) + 4 + f->payload_len;
 }
 
 void frame_encode_head(buf *out, const frame *f)
@@ -27,6 +28,10 @@ void frame_encode_head(buf *out, const frame *f)
     put_u16(out, (uint16_t)f->txn_len);
     buf_append(out, f->txn, f->txn_len);
     if (f->flags & FRAME_HAS_TRACE) buf_append(out, f->trace_id, 16);
+    if (f->flags & FRAME_HAS_SUB) {
+        put_u16(out, (uint16_t)f->sub_len);
+        buf_append(out, f->sub, f->sub_len);
+    }
     put_u32(out, (uint32_t)f->payload_len);
 }
 
@@ -57,6 +62,14 @@ int frame_decode(const char *data, size_t len, size_t *pos, frame *f)
     if (f->flags & FRAME_HAS_TRACE) {
         if (!(p = take(data, len, pos, 16))) return -1;
         memcpy(f->trace_id, p, 16);
+    }
+    f->sub = NULL;
+    f->sub_len = 0;
+    if (f->flags & FRAME_HAS_SUB) {
+        if (!(p = take(data, len, pos, 2))) return -1;
+        f->sub_len = (size_t)p[0] | (size_t)p[1] << 8;
+        f->sub = data + *pos;
+        if (!take(data, len, pos, f->sub_len)) return -1;
     }
     if (!(p = take(data, len, pos, 4))) return -1;
     f->payload_len = (size_t)p[0] | (size_t)p[1] << 8 | (size_t)p[2] << 16 | (size_t)p[3] << 24;

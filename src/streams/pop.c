@@ -67,6 +67,8 @@ static int add_frames(pop_request *req, const buf *seg, int64_t base, int64_t fr
         m->txn_len = f.txn_len;
         m->has_trace = f.flags & FRAME_HAS_TRACE;
         memcpy(m->trace_id, f.trace_id, 16);
+        m->sub = f.sub;
+        m->sub_len = f.sub_len;
         m->payload = f.payload;
         m->payload_len = f.payload_len;
         m->offset = off;

@@ -26,6 +26,8 @@ typedef struct pop_msg {
     size_t      txn_len;
     bool        has_trace;
     uint8_t     trace_id[16];
+    const char *sub;           /* producerSub: the pushing token's sub, not NUL-terminated; NULL: none */
+    size_t      sub_len;
     const char *payload;       /* verbatim client bytes (decrypted when sealed) */
     char       *owned;         /* the decrypted payload's memory, if any */
     size_t      payload_len;

@@ -116,6 +116,15 @@ static void collect_all(flush *f, size_t messages)
 
 /* ---- gathering ---- */
 
+/* Nobody waits for this batch's reply any more: writing it would store
+ * messages the client may well send again. */
+static void drop_abandoned(push_batch *b)
+{
+    log_info("push: %zu messages not written: the client is gone", b->n);
+    b->error = xstrdup("the client is gone; nothing was written");
+    b->done(b, b->arg);
+}
+
 static flush *take_gathered(pusher *p)
 {
     flush *f = xcalloc(1, sizeof *f);
@@ -127,6 +136,7 @@ static flush *take_gathered(pusher *p)
         push_batch *b = p->head;
         p->head = b->next;
         b->next = NULL;
+        if (b->abandoned && *b->abandoned) { drop_abandoned(b); continue; }
         *tail = b;
         tail = &b->next;
         messages += b->n;
@@ -200,6 +210,7 @@ void push_batch_free(push_batch *batch)
         free(batch->items[i].queue);
         free(batch->items[i].partition);
         free(batch->items[i].txn);
+        free(batch->items[i].sub);
     }
     free(batch->items);
     free(batch->error);

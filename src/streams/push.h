@@ -23,6 +23,7 @@ typedef struct push_item {
     bool         txn_given;                /* client chose txn: dedup applies */
     bool         has_trace;
     uint8_t      trace_id[16];
+    char        *sub;                      /* owned; the pushing token's sub (producerSub), NULL: none */
     uint8_t      message_id[16];           /* generated; a duplicate's original after */
     uint8_t      hash[16];                 /* xxh3-128 of txn */
     push_status  status;
@@ -39,6 +40,10 @@ struct push_batch {
     bool         unavailable;  /* the failure was PostgreSQL being unreachable */
     push_done_fn done;
     void        *arg;
+    /* When set and true at the moment the batch would be gathered into a
+     * flush (its client left, or its request timed out), the batch is not
+     * written: done runs with error set. NULL: always written. */
+    const bool  *abandoned;
     push_batch  *next;
 };
 

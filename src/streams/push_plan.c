@@ -137,9 +137,14 @@ void push_plan_build(push_plan *plan, push_item *const *items, size_t n)
 static frame item_frame(const push_item *it, bool seal)
 {
     frame fr = { it->has_trace ? FRAME_HAS_TRACE : 0, {0}, it->txn, strlen(it->txn), {0},
-                 it->payload, it->payload_len };
+                 it->payload, it->payload_len, NULL, 0 };
     memcpy(fr.message_id, it->message_id, 16);
     memcpy(fr.trace_id, it->trace_id, 16);
+    if (it->sub) {
+        fr.flags |= FRAME_HAS_SUB;
+        fr.sub = it->sub;
+        fr.sub_len = strlen(it->sub);
+    }
     if (seal) {
         fr.flags |= FRAME_ENCRYPTED;
         fr.payload_len += ENCRYPTION_OVERHEAD;

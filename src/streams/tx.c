@@ -262,6 +262,7 @@ void tx_request_free(tx_request *tx)
         free(tx->pushes[i].queue);
         free(tx->pushes[i].partition);
         free(tx->pushes[i].txn);
+        free(tx->pushes[i].sub);
     }
     for (size_t i = 0; i < tx->nacks; i++) {
         free(tx->acks[i].txn);

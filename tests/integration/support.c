@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -285,6 +286,11 @@ static void exec_server(int port, const char *db, const char *const *env)
     setenv("QUEEN_ENCRYPTION_KEY", TEST_ENCRYPTION_KEY, 1);
     setenv("RETENTION_INTERVAL_MS", "0", 1);   /* passes run only when a test asks */
     for (int i = 0; env && env[i]; i++) putenv(strdup(env[i]));
+    const char *log = getenv("SILT_TEST_STDERR");   /* a test reads the server's log from this file */
+    if (log && !freopen(log, "a", stderr)) _exit(126);
+    const char *nofile = getenv("SILT_TEST_NOFILE");   /* a test runs the server short of descriptors */
+    struct rlimit rl = { nofile ? (rlim_t)atoll(nofile) : 0, nofile ? (rlim_t)atoll(nofile) : 0 };
+    if (nofile && setrlimit(RLIMIT_NOFILE, &rl) < 0) _exit(126);
     execl(silt_bin(), silt_bin(), "server", (char *)NULL);
     _exit(127);
 }

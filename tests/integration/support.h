@@ -25,7 +25,10 @@ typedef struct silt_server {
  * same test shares the first one's) unless env sets PG_DB. Servers get
  * TEST_ENCRYPTION_KEY unless env sets QUEEN_ENCRYPTION_KEY, so tests may
  * turn encryption on without carrying the key. Retention runs no timed
- * passes (RETENTION_INTERVAL_MS=0) unless env sets it: tests trigger passes. */
+ * passes (RETENTION_INTERVAL_MS=0) unless env sets it: tests trigger passes.
+ * Two variables are the harness's, not the server's: SILT_TEST_STDERR=FILE
+ * appends the server's log to FILE, SILT_TEST_NOFILE=N starts it with
+ * RLIMIT_NOFILE N. */
 void srv_start(silt_server *s, const char *const *env);
 /* The same against a fresh, empty database named dbname (the server
  * migrates it at start). Name it silt_<what>_<pid> so the runner drops it

@@ -276,6 +276,35 @@ TEST(dashboard_queue_retention_view_with_nothing_deleted_shows_nothing_not_an_er
     srv_stop(&s);
 }
 
+/* Delete from the list of dead letters: it asks about that message first,
+ * then /api/v1/dlq has none of it and the log still holds the message. */
+TEST(dashboard_dead_letters_delete_button_asks_then_the_dead_letter_is_gone)
+{
+    silt_server s;
+    srv_start(&s, NULL);
+    if (!browser_available()) { srv_stop(&s); return; }
+    const char *q = uniq("dash-dlqdel");
+    configure_queue(&s, q, "{}");
+    push_one(&s, q, "p1", "del-1", "{\"order\":8}");
+    dead_letter_next(&s, q, "billing", "del-1");
+    browser b;
+    browser_open(&b, sfmt("%s/#/dead-letters?queue=%s", s.url, q));
+    browser_await(&b, "document.querySelector('[data-action=delete]') !== null", 20000);
+    browser_confirm_click(&b, "[data-action=delete]");
+    browser_await(&b, "typeof window.siltConfirmed === 'string'", 5000);
+    CHECK(strstr(browser_eval(&b, "window.siltConfirmed"), "del-1") != NULL);
+    browser_await(&b, "document.querySelector('[data-k=total]') && document.querySelector('[data-k=total]').textContent === '0'", 10000);
+    browser_close(&b);
+    reply r;
+    rq(&s, "GET", sfmt("/api/v1/dlq?queue=%s", q), NULL, &r);
+    CHECK_INT(jint(&r, "total"), 0);
+    reply_fini(&r);
+    CHECK_INT(pop_from(&s, q, "p1", "consumerGroup=fresh&batch=10&wait=false", &r), 200);
+    CHECK_STR(jstr(&r, "messages.0.transactionId"), "del-1");   /* a dead letter is a copy: the log keeps the message */
+    reply_fini(&r);
+    srv_stop(&s);
+}
+
 /* Replay from the page: it asks first, then the dead letter is gone from
  * /api/v1/dlq and its message is back on its partition at a new offset. */
 TEST(dashboard_replay_button_asks_then_puts_the_dead_letter_back_on_its_partition)

@@ -14,6 +14,9 @@ static const char *const all_vars[] = {
     "MAX_POP_BATCH", "MAX_PAYLOAD_BYTES", "PUSH_MAX_FLUSHES", "PUSH_FLUSH_MESSAGES",
     "LONG_POLL_RECHECK_MS", "SHUTDOWN_TIMEOUT_MS", "STARTUP_DB_WAIT_MS", "ZSTD_LEVEL",
     "GROUP_LAGGING_SECONDS", "GROUP_DEAD_SECONDS", "QUEEN_ENCRYPTION_KEY",
+    "JWT_ENABLED", "JWT_ALGORITHM", "JWT_SECRET", "JWT_PUBLIC_KEY", "JWT_ISSUER", "JWT_AUDIENCE",
+    "JWT_CLOCK_SKEW", "JWT_SKIP_PATHS", "JWT_ROLES_CLAIM", "JWT_ROLES_ARRAY_CLAIM", "JWT_ROLE_ADMIN",
+    "JWT_ROLE_READ_WRITE", "JWT_ROLE_READ_ONLY",
 };
 
 static void clear_env(void)
@@ -181,4 +184,34 @@ TEST(config_refuses_an_unknown_log_level_and_applies_a_known_one)
     CHECK(!log_enabled(LOG_WARN) && log_enabled(LOG_ERROR));
     config_fini(&c);
     clear_env();
+}
+
+/* Queen's names and defaults: authentication off until JWT_ENABLED. */
+TEST(config_jwt_defaults_are_queens_and_off)
+{
+    clear_env();
+    silt_config c;
+    char err[256] = "";
+    CHECK_INT(config_load(&c, err, sizeof err), 0);
+    CHECK_INT(c.jwt_enabled, 0);
+    CHECK_STR(c.jwt_algorithm, "HS256");
+    CHECK_STR(c.jwt_secret, "");
+    CHECK_STR(c.jwt_public_key, "");
+    CHECK_STR(c.jwt_issuer, "");
+    CHECK_STR(c.jwt_audience, "");
+    CHECK_INT(c.jwt_clock_skew, 30);
+    CHECK_STR(c.jwt_skip_paths, "/health,/metrics/prometheus");
+    CHECK_STR(c.jwt_roles_claim, "role");
+    CHECK_STR(c.jwt_roles_array_claim, "roles");
+    CHECK_STR(c.jwt_role_admin, "admin");
+    CHECK_STR(c.jwt_role_read_write, "read-write");
+    CHECK_STR(c.jwt_role_read_only, "read-only");
+    config_fini(&c);
+    setenv("JWT_CLOCK_SKEW", "-1", 1);
+    CHECK_INT(config_load(&c, err, sizeof err), -1);
+    CHECK(strstr(err, "JWT_CLOCK_SKEW") != NULL);
+    setenv("JWT_CLOCK_SKEW", "5", 1);
+    setenv("JWT_ENABLED", "yes", 1);
+    CHECK_INT(config_load(&c, err, sizeof err), -1);
+    CHECK(strstr(err, "JWT_ENABLED") != NULL);
 }

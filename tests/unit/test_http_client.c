@@ -197,6 +197,27 @@ TEST(http_client_request_format)
     fake_stop(&s);
 }
 
+/* A token set on the client goes with every request until it is cleared. */
+TEST(http_client_sends_its_bearer_token)
+{
+    fake_server s;
+    fake_start(&s, handle_echo);
+    http_client *c = fake_client(&s);
+    http_response r;
+    http_response_init(&r);
+    CHECK_INT(http_request(c, "GET", "/a", NULL, 0, &r), 0);
+    CHECK(strstr(r.body.data, "Authorization") == NULL);
+    http_client_set_token(c, "eyJ.x.y");
+    CHECK_INT(http_request(c, "GET", "/a", NULL, 0, &r), 0);
+    CHECK(strstr(r.body.data, "\r\nAuthorization: Bearer eyJ.x.y\r\n") != NULL);
+    http_client_set_token(c, "");
+    CHECK_INT(http_request(c, "GET", "/a", NULL, 0, &r), 0);
+    CHECK(strstr(r.body.data, "Authorization") == NULL);
+    http_response_fini(&r);
+    http_client_free(c);
+    fake_stop(&s);
+}
+
 /* Chunked, written in pieces so the client sees partial reads. */
 static void handle_chunked(int conn, int fd)
 {

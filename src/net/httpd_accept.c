@@ -1,0 +1,130 @@
+/* httpd_accept: accepting connections within limits (see httpd.h and
+ * docs/operations.md, "Limits and overload").
+ *
+ * Descriptors: client connections are capped at HTTP_MAX_CONNECTIONS and
+ * never more than RLIMIT_NOFILE less HTTP_FD_RESERVE, so the database pool
+ * can always reconnect. The connection over the cap is the one accept
+ * already made: it is answered 503 and closed at once. Chosen over a spare
+ * descriptor kept open to be closed when out (accept-and-close): the cap
+ * keeps the pool's descriptors free in the first place, and the answer tells
+ * the client why. If accept fails anyway (other files, ENFILE), accepting
+ * pauses for HTTP_ACCEPT_BACKOFF_MS instead of spinning. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include "base/buf.h"
+#include "base/clock.h"
+#include "base/emit.h"
+#include "base/log.h"
+#include <event2/util.h>
+#include "net/httpd_internal.h"
+
+/* evconnlistener hands its error callback evhttp's argument, not ours:
+ * the one server of a process is found here. */
+static httpd *listening;
+
+/* One connection past the limit is answered 503 and closed, written
+ * straight to its socket (a few hundred bytes fit any socket buffer): the
+ * client learns why rather than waiting in the backlog. */
+void httpd_accept_refuse(httpd_conn *c)
+{
+    httpd *h = c->server;
+    buf json, out;
+    buf_init(&json);
+    buf_init(&out);
+    emit e;
+    emit_init(&e, &json);
+    emit_object(&e);
+    emit_key(&e, "error");
+    buf msg;
+    buf_init(&msg);
+    buf_printf(&msg, "too many connections (the limit is %d)", h->max_conns);
+    emit_strn(&e, msg.data, msg.len);
+    emit_end(&e);
+    buf_printf(&out, "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
+                     "Content-Length: %zu\r\nRetry-After: 1\r\nConnection: close\r\n\r\n%s",
+               json.len, json.data);
+    ssize_t sent = send(c->fd, out.data, out.len, MSG_NOSIGNAL | MSG_DONTWAIT);
+    (void)sent;   /* a client that cannot take it is closed all the same */
+    shutdown(c->fd, SHUT_WR);
+    buf_fini(&msg); buf_fini(&json); buf_fini(&out);
+    h->refused++;
+    evhttp_connection_free(c->evcon);   /* its close callback frees c */
+}
+
+static void on_resume(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd; (void)what;
+    httpd *h = arg;
+    if (h->listener && !h->draining) evconnlistener_enable(h->listener);
+}
+
+/* accept() failed for want of descriptors (or memory): left on, the
+ * listener would be called again at once and spin while the backlog is
+ * full. Accepting pauses for the back-off instead; connections closing in
+ * the meantime give descriptors back, and the database pool's are never
+ * taken (the connection limit leaves them). One warning per interval. */
+static void on_accept_error(struct evconnlistener *lev, void *arg)
+{
+    (void)arg;
+    httpd *h = listening;
+    int err = EVUTIL_SOCKET_ERROR();
+    if (!h || h->listener != lev) return;
+    evconnlistener_disable(lev);
+    int64_t ms = h->limits.accept_backoff_ms;
+    struct timeval tv = { (time_t)(ms / 1000), (suseconds_t)(ms % 1000 * 1000) };
+    evtimer_add(h->resume, &tv);
+    int64_t now = clock_mono_us();
+    if (h->emfile_logged_us && now - h->emfile_logged_us < HTTPD_EMFILE_LOG_US) { h->emfile_quiet++; return; }
+    log_warn("cannot accept connections: %s (%d open); pausing %lld ms between tries, %llu failures not logged",
+             evutil_socket_error_to_string(err), h->nconns, (long long)ms, (unsigned long long)h->emfile_quiet);
+    h->emfile_logged_us = now;
+    h->emfile_quiet = 0;
+}
+
+/* The connection limit in force: never more than RLIMIT_NOFILE leaves
+ * after the reserve, which keeps the database pool, its reconnects and the
+ * server's own files clear of client connections. */
+int httpd_accept_limit(const httpd_limits *l)
+{
+    struct rlimit rl;
+    int64_t max = l->max_connections;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) {
+        int64_t room = (int64_t)rl.rlim_cur - l->fd_reserve;
+        if (room < max) {
+            log_info("HTTP_MAX_CONNECTIONS %d lowered to %lld: the descriptor limit is %llu and %d are reserved "
+                     "(HTTP_FD_RESERVE)", l->max_connections, (long long)(room > 1 ? room : 1),
+                     (unsigned long long)rl.rlim_cur, l->fd_reserve);
+            max = room > 1 ? room : 1;
+        }
+    }
+    return (int)max;
+}
+
+int httpd_accept_listen(httpd *h, struct event_base *base, const char *host, int port)
+{
+    h->resume = evtimer_new(base, on_resume, h);
+    if (!h->resume) abort();   /* libevent's allocation failed */
+    h->socket = evhttp_bind_socket_with_handle(h->http, host, (ev_uint16_t)port);
+    if (!h->socket) return -1;
+    /* Replies go out whole at once; Nagle would hold a reply's tail for the
+     * peer's delayed ACK. Accepted sockets inherit this from the listener. */
+    int one = 1;
+    setsockopt(evhttp_bound_socket_get_fd(h->socket), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    h->listener = evhttp_bound_socket_get_listener(h->socket);
+    evconnlistener_set_error_cb(h->listener, on_accept_error);
+    listening = h;
+    return 0;
+}
+
+
+void httpd_accept_unlisten(httpd *h)
+{
+    if (listening == h) listening = NULL;
+    if (h->resume) event_free(h->resume);
+    h->resume = NULL;
+}

@@ -1,0 +1,368 @@
+/* Integration: the limits a server keeps against cheap client behaviour
+ * (issue 14, points 2 and 3): a connection limit that leaves descriptors
+ * for the database pool, header/body/idle timeouts, no spinning when out
+ * of descriptors, a bound on requests waiting for PostgreSQL (503 with
+ * Retry-After, degraded /health), a server-side request timeout, and
+ * pushes whose client gave up never written. Small settings make each
+ * limit reachable in a test; every wait has a deadline. */
+#include <libpq-fe.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+#include "harness.h"
+#include "raw_support.h"
+#include "support.h"
+
+#define GET_HEALTH "GET /health HTTP/1.1\r\nHost: t\r\n\r\n"
+
+/* Opens raw connections (sending nothing) until one is answered; returns
+ * how many were opened before it, its response in *answer. */
+static int connect_until_refused(silt_server *s, int *fds, int max, const char **answer)
+{
+    for (int i = 0; i < max; i++) {
+        fds[i] = raw_connect(s);
+        const char *r = raw_response(fds[i], 300);   /* an accepted connection says nothing */
+        if (*r) { *answer = r; return i; }
+    }
+    harness_fail(__FILE__, __LINE__, "no connection was refused");
+}
+
+/* How many of the connections are answered 503: it waits until none has
+ * said anything for a second (an accepted connection says nothing).
+ * Refused ones are closed and marked -1. */
+static int count_refused(int *fds, int n)
+{
+    int refused = 0;
+    for (;;) {
+        struct pollfd p[128];
+        int map[128], np = 0;
+        for (int i = 0; i < n && np < 128; i++)
+            if (fds[i] >= 0) { p[np] = (struct pollfd){ fds[i], POLLIN, 0 }; map[np++] = i; }
+        if (poll(p, (nfds_t)np, 1000) <= 0) return refused;
+        for (int k = 0; k < np; k++) {
+            if (!(p[k].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+            CHECK_INT(raw_status(raw_response(fds[map[k]], 1000)), 503);
+            close(fds[map[k]]);
+            fds[map[k]] = -1;
+            refused++;
+        }
+    }
+}
+
+static void close_all(int *fds, int n)
+{
+    for (int i = 0; i < n; i++) if (fds[i] >= 0) close(fds[i]);
+}
+
+/* GET /health on a new connection until it answers 200 (the server has
+ * seen earlier connections close), or fail after timeout_ms. */
+static void await_health_on_new_connection(silt_server *s, int timeout_ms)
+{
+    int64_t deadline = now_ms() + timeout_ms;
+    int status = 0;
+    while (now_ms() < deadline) {
+        int fd = raw_try_connect(s);
+        if (fd >= 0) {
+            raw_send_str(fd, GET_HEALTH);
+            status = raw_status(raw_response(fd, 1000));
+            close(fd);
+            if (status == 200) return;
+        }
+        pause_ms(20);
+    }
+    harness_failf(__FILE__, __LINE__, "/health on a new connection: last status %d", status);
+}
+
+TEST(limits_connections_past_http_max_connections_are_answered_503_and_accepted_again_once_some_close)
+{
+    silt_server s;
+    srv_start(&s, (const char *[]){ "HTTP_MAX_CONNECTIONS=5", NULL });
+    int fds[16];
+    const char *answer = NULL;
+    int open = connect_until_refused(&s, fds, 16, &answer);
+    CHECK(open >= 4 && open <= 5);   /* the test's own client may hold one of the five */
+    CHECK_INT(raw_status(answer), 503);
+    CHECK(strstr(raw_body(answer), "\"error\":\"too many connections (the limit is 5)\"") != NULL);
+    CHECK_STR(raw_header(answer, "Retry-After"), "1");
+    CHECK_STR(raw_header(answer, "Content-Type"), "application/json");
+    close_all(fds, open + 1);
+    await_health_on_new_connection(&s, 5000);
+    CHECK(srv_metric(&s, "silt_http_connections_refused_total") >= 1);
+    srv_stop(&s);
+}
+
+TEST(limits_a_header_sent_half_is_closed_after_http_header_timeout_ms)
+{
+    silt_server s;
+    srv_start(&s, (const char *[]){ "HTTP_HEADER_TIMEOUT_MS=300", NULL });
+    int fd = raw_connect(&s);
+    int64_t t0 = now_ms();
+    raw_send_str(fd, "GET /health HTTP/1.1\r\nHost: t\r\n");
+    CHECK(raw_closed_within(fd, 5000));
+    CHECK(now_ms() - t0 >= 250);
+    close(fd);
+    srv_stop(&s);
+}
+
+TEST(limits_a_header_trickled_a_line_at_a_time_is_closed_by_the_header_timeout_from_its_first_byte)
+{
+    silt_server s;
+    srv_start(&s, (const char *[]){ "HTTP_HEADER_TIMEOUT_MS=400", "HTTP_BODY_TIMEOUT_MS=60000", NULL });
+    int fd = raw_connect(&s);
+    int64_t t0 = now_ms();
+    raw_send_str(fd, "GET /health HTTP/1.1\r\n");
+    bool closed = false;
+    while (!closed && now_ms() - t0 < 5000) {
+        if (send(fd, "X-A: b\r\n", 8, MSG_NOSIGNAL) < 0) break;   /* a slowloris line every 50 ms */
+        closed = raw_closed_within(fd, 50);
+    }
+    CHECK(closed);
+    CHECK(now_ms() - t0 < 3000);
+    close(fd);
+    srv_stop(&s);
+}
+
+TEST(limits_a_body_that_stops_arriving_is_closed_after_http_body_timeout_ms)
+{
+    silt_server s;
+    srv_start(&s, (const char *[]){ "HTTP_BODY_TIMEOUT_MS=300", NULL });
+    int fd = raw_connect(&s);
+    int64_t t0 = now_ms();
+    raw_send_str(fd, "POST /api/v1/push HTTP/1.1\r\nHost: t\r\nContent-Length: 100\r\n\r\n{\"items\"");
+    CHECK(raw_closed_within(fd, 5000));
+    CHECK(now_ms() - t0 >= 250);
+    close(fd);
+    srv_stop(&s);
+}
+
+TEST(limits_an_idle_keep_alive_connection_is_closed_after_http_idle_timeout_ms)
+{
+    silt_server s;
+    srv_start(&s, (const char *[]){ "HTTP_IDLE_TIMEOUT_MS=300", NULL });
+    int fd = raw_connect(&s);
+    raw_send_str(fd, GET_HEALTH);
+    CHECK_INT(raw_status(raw_response(fd, 5000)), 200);
+    int64_t t0 = now_ms();
+    CHECK(raw_closed_within(fd, 5000));
+    CHECK(now_ms() - t0 >= 250);
+    close(fd);
+    int quiet = raw_connect(&s);   /* one that never sends a byte is idle too */
+    CHECK(raw_closed_within(quiet, 5000));
+    close(quiet);
+    srv_stop(&s);
+}
+
+/* ---- out of descriptors ------------------------------------------------ */
+
+/* CPU the server used over one second of wall time. */
+static int64_t cpu_over_a_second(silt_server *s)
+{
+    int64_t before = proc_cpu_ms(s->pid), t0 = now_ms();
+    while (now_ms() - t0 < 1000) pause_ms(100);
+    return proc_cpu_ms(s->pid) - before;
+}
+
+TEST(limits_out_of_descriptors_the_server_backs_off_accepting_logs_once_and_recovers)
+{
+    const char *log = log_file();
+    silt_server s;
+    srv_start(&s, (const char *[]){ "SILT_TEST_NOFILE=80", "HTTP_FD_RESERVE=0", sfmt("SILT_TEST_STDERR=%s", log),
+                                    NULL });
+    int fds[100];
+    int n = 0;
+    while (n < 100 && (fds[n] = raw_try_connect(&s)) >= 0) n++;   /* past the server's descriptors, into the backlog */
+    CHECK_INT(n, 100);
+    int64_t deadline = now_ms() + 10000;
+    while (proc_fds(s.pid) < 80 && now_ms() < deadline) pause_ms(20);   /* every descriptor taken */
+    CHECK(proc_fds(s.pid) >= 80);
+    int64_t cpu = cpu_over_a_second(&s);
+    /* backing off it wakes ten times a second (about 10 ms); retrying at once it spins (over 100 ms here, and
+     * most of a core with more clients waiting) */
+    if (cpu > 100) harness_failf(__FILE__, __LINE__, "the server used %lld ms of CPU in a second", (long long)cpu);
+    CHECK_INT(log_count(log, "cannot accept connections"), 1);   /* once per interval, not per try */
+    CHECK_INT(log_count(log, "accept"), 1);                      /* and nothing else of it (libevent's own warning) */
+    close_all(fds, n);
+    await_health_on_new_connection(&s, 10000);
+    CHECK_INT(push_simple(&s, uniq("fds"), "Default", 1), 201);
+    srv_stop(&s);
+    unlink(log);
+}
+
+TEST(limits_client_connections_leave_the_fd_reserve_so_the_pool_reconnects_while_clients_hold_every_slot)
+{
+    silt_server s;
+    srv_start(&s, (const char *[]){ "SILT_TEST_NOFILE=100", "HTTP_FD_RESERVE=50", NULL });
+    int fds[70];
+    for (int i = 0; i < 70; i++) fds[i] = raw_connect(&s);
+    int refused = count_refused(fds, 70);
+    CHECK(refused >= 20 && refused <= 25);   /* RLIMIT_NOFILE 100 less the reserve: 50 at most, the test's client may hold one */
+    int64_t cpu = cpu_over_a_second(&s);
+    CHECK(cpu < 200);
+    sql("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE datname = current_database() "
+        "AND application_name = 'silt' AND pid <> pg_backend_pid()");
+    /* the pool reconnects with every client slot taken: a kept connection pushes */
+    int kept = 0;
+    while (fds[kept] < 0) kept++;
+    raw_send_str(fds[kept], "GET /health HTTP/1.1\r\nHost: t\r\n\r\n");
+    CHECK_INT(raw_status(raw_response(fds[kept], 5000)), 200);
+    const char *q = uniq("reserve");
+    const char *push = sfmt("{\"items\":[{\"queue\":\"%s\",\"payload\":1}]}", q);
+    int64_t deadline = now_ms() + 10000;
+    int status = 0;
+    while (now_ms() < deadline) {
+        raw_send_str(fds[kept], sfmt("POST /api/v1/push HTTP/1.1\r\nHost: t\r\nContent-Length: %zu\r\n\r\n%s", strlen(push),
+                                  push));
+        if ((status = raw_status(raw_response(fds[kept], 5000))) == 201) break;
+        pause_ms(50);
+    }
+    CHECK_INT(status, 201);
+    close_all(fds, 70);
+    srv_stop(&s);
+}
+
+/* ---- waiting for PostgreSQL ---------------------------------------------- */
+
+/* Holds the lock every push needs, from a session of the test's own. */
+static PGconn *lock_pushes(void)
+{
+    PGconn *pg = test_session();
+    PQclear(PQexec(pg, "BEGIN"));
+    PGresult *r = PQexec(pg, "LOCK TABLE queen.log_partitions IN EXCLUSIVE MODE");
+    CHECK_INT(PQresultStatus(r), PGRES_COMMAND_OK);
+    PQclear(r);
+    return pg;
+}
+
+static void unlock_pushes(PGconn *pg)
+{
+    PQclear(PQexec(pg, "ROLLBACK"));
+    PQfinish(pg);
+}
+
+static const char *push_body(const char *q, const char *txn)
+{
+    return sfmt("{\"items\":[{\"queue\":\"%s\",\"transactionId\":\"%s\",\"payload\":1}]}", q, txn);
+}
+
+static const char *health_status(silt_server *s, int *code)
+{
+    reply r;
+    rq(s, "GET", "/health", NULL, &r);
+    *code = r.status;
+    const char *st = jstr(&r, "status");
+    reply_fini(&r);
+    return st;
+}
+
+TEST(limits_past_max_pending_requests_requests_are_shed_503_with_retry_after_health_degraded_and_it_recovers)
+{
+    silt_server s;
+    srv_start(&s, (const char *[]){ "MAX_PENDING_REQUESTS=3", NULL });
+    const char *q = uniq("shed");
+    CHECK_INT(push_simple(&s, q, "Default", 1), 201);
+    PGconn *lock = lock_pushes();
+    bg_req b[3];
+    for (int i = 0; i < 3; i++) bg_start(&b[i], &s, "POST", "/api/v1/push", push_body(q, sfmt("w%d", i)));
+    srv_await_metric(&s, "silt_http_requests_waiting", 3, 10000);
+    int fd = raw_connect(&s);
+    const char *one = push_body(q, "shed");
+    raw_send_str(fd, sfmt("POST /api/v1/push HTTP/1.1\r\nHost: t\r\nContent-Length: %zu\r\n\r\n%s", strlen(one), one));
+    const char *answer = raw_response(fd, 5000);
+    CHECK_INT(raw_status(answer), 503);
+    CHECK_STR(raw_header(answer, "Retry-After"), "1");
+    CHECK(strstr(raw_body(answer), "server overloaded") != NULL);
+    int code;
+    CHECK_STR(health_status(&s, &code), "degraded");
+    CHECK_INT(code, 503);
+    unlock_pushes(lock);
+    for (int i = 0; i < 3; i++) {
+        int status;
+        int64_t elapsed;
+        bg_wait(&b[i], &status, &elapsed);
+        CHECK_INT(status, 201);
+    }
+    CHECK_STR(health_status(&s, &code), "healthy");
+    CHECK_INT(code, 200);
+    raw_send_str(fd, sfmt("POST /api/v1/push HTTP/1.1\r\nHost: t\r\nContent-Length: %zu\r\n\r\n%s", strlen(one), one));
+    CHECK_INT(raw_status(raw_response(fd, 5000)), 201);
+    close(fd);
+    srv_stop(&s);
+}
+
+TEST(limits_a_request_past_request_timeout_ms_is_answered_503_and_pushes_whose_client_gave_up_are_not_written)
+{
+    silt_server s;
+    srv_start(&s, (const char *[]){ "REQUEST_TIMEOUT_MS=1500", "PUSH_MAX_FLUSHES=1", NULL });
+    const char *q = uniq("gaveup");
+    CHECK_INT(push_simple(&s, q, "Default", 1), 201);
+    PGconn *lock = lock_pushes();
+    bg_req sent;
+    bg_start(&sent, &s, "POST", "/api/v1/push", push_body(q, "sent"));   /* its flush reaches PostgreSQL, and waits */
+    sql_await("1", 10000, "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+                          "AND application_name = 'silt' AND wait_event_type = 'Lock'");
+    int left = raw_connect(&s);   /* a client that hangs up while its push waits */
+    const char *body = push_body(q, "left");
+    raw_send_str(left, sfmt("POST /api/v1/push HTTP/1.1\r\nHost: t\r\nContent-Length: %zu\r\n\r\n%s", strlen(body), body));
+    srv_await_metric(&s, "silt_http_requests_waiting", 2, 10000);
+    close(left);
+    int late = raw_connect(&s);   /* and one that outwaits the request timeout */
+    body = push_body(q, "late");
+    int64_t t0 = now_ms();
+    raw_send_str(late, sfmt("POST /api/v1/push HTTP/1.1\r\nHost: t\r\nContent-Length: %zu\r\n\r\n%s", strlen(body), body));
+    const char *answer = raw_response(late, 10000);
+    CHECK_INT(raw_status(answer), 503);
+    CHECK(now_ms() - t0 >= 1000);
+    CHECK_STR(raw_header(answer, "Retry-After"), "1");
+    CHECK(strstr(raw_body(answer), "timed out") != NULL);
+    int code;
+    CHECK_STR(health_status(&s, &code), "degraded");
+    CHECK_INT(code, 503);
+    unlock_pushes(lock);
+    int status;
+    int64_t elapsed;
+    bg_wait(&sent, &status, &elapsed);   /* sent before the timeout: it may only be answered late, or 201 */
+    CHECK(status == 201 || status == 503);
+    srv_await_metric(&s, "silt_http_requests_waiting", 0, 10000);
+    /* "sent" was in PostgreSQL already and is written; "left" and "late" never are */
+    CHECK(push_simple(&s, q, "Default", 1) == 201);
+    reply r;
+    int n = pop_from(&s, q, NULL, "batch=100", &r);
+    CHECK_INT(n, 200);
+    CHECK(strstr(r.raw.body.data, "\"sent\"") != NULL);
+    CHECK(strstr(r.raw.body.data, "\"left\"") == NULL);
+    CHECK(strstr(r.raw.body.data, "\"late\"") == NULL);
+    reply_fini(&r);
+    close(late);
+    srv_stop(&s);
+}
+
+TEST(limits_past_max_pending_bytes_a_request_is_shed_and_a_small_one_still_served_once_the_database_answers)
+{
+    silt_server s;
+    srv_start(&s, (const char *[]){ "MAX_PENDING_BYTES=4096", NULL });
+    const char *q = uniq("bytes");
+    CHECK_INT(push_simple(&s, q, "Default", 1), 201);
+    char pad[2100];
+    memset(pad, 'x', sizeof pad - 1);
+    pad[sizeof pad - 1] = '\0';
+    const char *big = sfmt("{\"items\":[{\"queue\":\"%s\",\"payload\":\"%s\"}]}", q, pad);
+    PGconn *lock = lock_pushes();
+    bg_req first;
+    bg_start(&first, &s, "POST", "/api/v1/push", big);
+    srv_await_metric(&s, "silt_http_requests_waiting", 1, 10000);
+    reply r;
+    rq(&s, "POST", "/api/v1/push", big, &r);   /* 2 x 2 KiB held would pass 4 KiB */
+    CHECK_INT(r.status, 503);
+    CHECK(strstr(jstr(&r, "error"), "MAX_PENDING_BYTES") != NULL);
+    reply_fini(&r);
+    unlock_pushes(lock);
+    int status;
+    int64_t elapsed;
+    bg_wait(&first, &status, &elapsed);
+    CHECK_INT(status, 201);
+    CHECK_INT(push_simple(&s, q, "Default", 1), 201);
+    srv_stop(&s);
+}
