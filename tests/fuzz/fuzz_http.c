@@ -58,7 +58,8 @@ static int free_port(void)
     return ntohs(a.sin_port);
 }
 
-/* The engines server.c's start() builds, against a database that is not
+/* The engines server.c's start() builds (and its auth, its limits and its
+ * admission: api_admit, then the route table), against a database that is not
  * there, and the HTTP server on a loopback port. */
 static void start_server(void)
 {
@@ -68,6 +69,7 @@ static void start_server(void)
     char err[512];
     REQUIRE(config_load(&srv.cfg, err, sizeof err) == 0);
     conffile_defaults(&srv.conf);
+    REQUIRE((srv.auth = auth_new(&srv.cfg, err, sizeof err)) != NULL);   /* JWT off: every route open */
     signal(SIGPIPE, SIG_IGN);
     char *conninfo = config_conninfo(&srv.cfg);
     srv.base = event_base_new();
@@ -85,7 +87,11 @@ static void start_server(void)
     srv.sweeper = task_sweeper_new(srv.base, srv.pool, &srv.conf.retention);
     srv.partitions = partition_pass_new(srv.base, conninfo, &srv.conf, srv.cfg.detach_timeout_ms);
     int port = free_port();
-    srv.http = httpd_new(srv.base, "127.0.0.1", port, (size_t)srv.cfg.max_body_bytes, api_dispatch, &srv);
+    const silt_config *c = &srv.cfg;
+    httpd_limits limits_http = { (size_t)c->max_body_bytes, (int)c->http_max_connections, (int)c->http_fd_reserve,
+                                 c->http_header_timeout_ms, c->http_body_timeout_ms, c->http_idle_timeout_ms,
+                                 c->request_timeout_ms, c->http_accept_backoff_ms };
+    srv.http = httpd_new(srv.base, "127.0.0.1", port, &limits_http, api_admit, &srv);
     REQUIRE(srv.http != NULL);
     free(conninfo);
     addr = (struct sockaddr_in){ .sin_family = AF_INET, .sin_port = htons((uint16_t)port),
