@@ -25,7 +25,7 @@ SQL      := $(sort $(wildcard sql/*.sql))
 CHARTJS ?= /usr/share/javascript/chart.js/chart.min.js
 WEB      := $(sort $(wildcard web/*)) $(CHARTJS)
 
-.PHONY: all deps run test test-unit bench clean fuzz
+.PHONY: all deps run test test-unit bench clean fuzz fuzz-build chaos
 all: deps
 	@$(MAKE) --no-print-directory $(BUILD)/silt
 
@@ -75,11 +75,30 @@ test:
 bench: all
 	@scripts/bench.sh $(BUILD)/silt
 
+# make chaos: the long crash-safety run (docs/reliability.md). CHAOS_SECONDS,
+# CHAOS_KILLS, CHAOS_MESSAGES, CHAOS_FAST, CHAOS_SEED and CHAOS_ARGS tune it.
+chaos: all
+	@scripts/chaos.sh $(BUILD)/silt
+
 clean:
-	rm -rf build build-asan
+	rm -rf build build-asan build-fuzz
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
 
-fuzz: deps
-	clang -std=c11 -D_GNU_SOURCE -g -O1 -fsanitize=fuzzer,address,undefined -Isrc tests/fuzz/fuzz_json.c src/base/json.c src/base/buf.c src/base/xalloc.c -o $(BUILD)/fuzz_json
-	$(BUILD)/fuzz_json -max_total_time=$${FUZZ_SECONDS:-60} -max_len=4096
+# make fuzz: every target in tests/fuzz, built with clang's libFuzzer and
+# ASan/UBSan under build-fuzz (silt's objects too: fuzz_http runs a whole
+# server in-process), each run for FUZZ_SECONDS (default 60) by
+# scripts/fuzz.sh; a crash, leak, hang or failed invariant fails it.
+FUZZ_BUILD ?= build-fuzz
+FUZZ_SAN    = -fsanitize=address,undefined,fuzzer-no-link -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+FUZZERS    := $(patsubst tests/fuzz/%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
+
+fuzz:
+	@scripts/deps.sh fuzz
+	@$(MAKE) --no-print-directory BUILD=$(FUZZ_BUILD) CC=clang OPT="-O1 -g" SAN=1 SANITIZERS="$(FUZZ_SAN)" fuzz-build
+	@scripts/fuzz.sh $(FUZZ_BUILD) $(FUZZERS)
+
+fuzz-build: $(FUZZERS:%=$(BUILD)/%)
+
+$(BUILD)/fuzz_%: tests/fuzz/fuzz_%.c $(LIBOBJ)
+	$(CC) $(CFLAGS) -fsanitize=fuzzer -o $@ $^ $(LDLIBS)

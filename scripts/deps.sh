@@ -1,6 +1,7 @@
 #!/bin/sh
 # Installs the Debian packages silt builds and tests with, when any is missing:
-# deps.sh for building and running, deps.sh test for `make test` too.
+# deps.sh for building and running, deps.sh test for `make test` too,
+# deps.sh fuzz for `make fuzz` (clang, and libFuzzer in libclang-rt-dev).
 # Runs apt-get only as root; otherwise it names what to install and fails.
 set -e
 need=""
@@ -12,6 +13,7 @@ need=""
 pkgs="gcc make pkg-config libpq-dev libevent-dev libzstd-dev libxxhash-dev
       libssl-dev libinih-dev libjwt-dev postgresql curl libjs-chart.js"
 [ "${1:-}" = test ] && pkgs="$pkgs chromium"
+[ "${1:-}" = fuzz ] && pkgs="$pkgs clang libclang-rt-dev"
 for pkg in $pkgs; do
     dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" \
         || need="$need $pkg"

@@ -1,13 +1,16 @@
 #!/bin/sh
 # A private PostgreSQL cluster for make run, make test and make bench.
 #   pgcluster.sh start DIR PORT [fast]   initialise on first use, then start
-#   pgcluster.sh stop DIR                stop (fast shutdown)
+#   pgcluster.sh stop DIR [immediate]    stop (fast shutdown; immediate: no
+#                                        shutdown checkpoint, crash recovery at
+#                                        the next start, as scripts/chaos.sh uses)
 # PostgreSQL refuses to run as root, so as root the cluster belongs to the
 # postgres user. "fast" turns fsync off: for throwaway test clusters only.
 # Exit status: 0 started, 3 the port is in use, 4 postgres cannot reach DIR,
 # 1 anything else (PostgreSQL's log is shown).
 set -e
 cmd="$1"; dir="$2"; port="$3"; mode="$4"
+[ "$cmd" = stop ] && { mode="$3"; port=""; }
 bin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)
 [ -n "$bin" ] || { echo "pgcluster: no PostgreSQL server found (apt-get install postgresql)" >&2; exit 1; }
 
@@ -53,11 +56,11 @@ start() {
 
 stop() {
     [ -f "$dir/data/postmaster.pid" ] || return 0
-    as_owner "$bin/pg_ctl" -D "$dir/data" -m fast -w stop >/dev/null 2>&1 || true
+    as_owner "$bin/pg_ctl" -D "$dir/data" -m "${mode:-fast}" -w stop >/dev/null 2>&1 || true
 }
 
 case "$cmd" in
     start) start ;;
-    stop)  stop ;;
-    *) echo "usage: pgcluster.sh start DIR PORT [fast] | stop DIR" >&2; exit 2 ;;
+    stop)  case "${mode:-fast}" in fast|immediate) stop ;; *) echo "pgcluster: stop mode is fast or immediate" >&2; exit 2 ;; esac ;;
+    *) echo "usage: pgcluster.sh start DIR PORT [fast] | stop DIR [immediate]" >&2; exit 2 ;;
 esac

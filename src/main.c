@@ -81,6 +81,7 @@ static const subcommand subcommands[] = {
     { "workflow",  cli_workflow,  "start a workflow, show, list, pause, resume or cancel one" },
     { "schedules", cli_schedules, "list silt.conf's schedules, their last and next fires" },
     { "bench",     cli_bench,     "measure a running server's throughput" },
+    { "chaos",     cli_chaos,     "a push/pop/ack workload that checks crash safety (scripts/chaos.sh)" },
 };
 
 static void usage(FILE *out)

@@ -9,6 +9,8 @@ int cli_pop(int argc, char **argv);
 int cli_ack(int argc, char **argv);
 int cli_configure(int argc, char **argv);
 int cli_bench(int argc, char **argv);
+/* The workload of the crash-safety check (chaos.c, scripts/chaos.sh). */
+int cli_chaos(int argc, char **argv);
 int cli_queues(int argc, char **argv);
 int cli_groups(int argc, char **argv);
 int cli_dlq(int argc, char **argv);

@@ -183,6 +183,10 @@ static void pool_deliver(evutil_socket_t fd, short what, void *arg)
 
 static void job_fail(db_pool *pool, db_job *job, const char *msg, bool unavailable)
 {
+    /* A job failed before it was sent has no results yet; callbacks read
+     * results[0] (as a NULL PGresult) before looking at the error, so every
+     * reply carries the array (fuzz_http found the NULL one). */
+    if (!job->results) job->results = xcalloc((size_t)(job->ncalls ? job->ncalls : 1), sizeof *job->results);
     job_set_error(job, msg, "08006", "");
     job->unavailable = unavailable;
     job_finish(pool, job);

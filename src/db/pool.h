@@ -20,7 +20,7 @@ typedef struct db_job  db_job;
 /* What a finished job hands its callback. results[i] belongs to call i (NULL
  * if it never ran); freed after the callback returns. */
 typedef struct db_reply {
-    PGresult  **results;
+    PGresult  **results;    /* one per call, NULL where none; the array always exists */
     int         ncalls;
     const char *error;      /* NULL on success; else the first error's message */
     const char *sqlstate;   /* SQLSTATE of that error, "" when none */

@@ -1,0 +1,170 @@
+#!/bin/bash
+# make chaos: crash safety under kill -9 of the server and immediate stops
+# of PostgreSQL (docs/reliability.md).
+#   scripts/chaos.sh BINARY
+# Starts a private PostgreSQL cluster and a server, runs `BINARY chaos` (the
+# workload and the checks) against it, and meanwhile, at random moments,
+# either kill -9s the server and starts it again or stops PostgreSQL with
+# `pg_ctl stop -m immediate` (no shutdown checkpoint: crash recovery at the
+# next start) and starts it again. Events never overlap: each one ends with
+# the server answering /health again. Settings (environment):
+#   CHAOS_SECONDS   workload seconds (default 120)
+#   CHAOS_KILLS     kill/stop events, alternating server and PostgreSQL
+#                   from a random first one (default 12)
+#   CHAOS_MESSAGES  messages pushed at most (default 1000000)
+#   CHAOS_FAST      1: PostgreSQL with fsync off (a process crash loses
+#                   nothing either way; only an OS crash would tell them
+#                   apart). Default 0: durable defaults.
+#   CHAOS_SEED      seed of the kill schedule (default: random, printed)
+#   CHAOS_ARGS      more options for `silt chaos`, e.g. "--producers 8"
+# Only processes this script started are ever signalled (by their PID).
+# Everything is stopped and its directory removed on any exit. Exit status:
+# that of `silt chaos` (0: every check held), or 1 when the harness itself
+# failed (the server exited by itself, a restart did not become healthy).
+set -u
+bin="${1:?usage: scripts/chaos.sh BINARY}"
+case "$bin" in /*) ;; *) bin="$PWD/$bin" ;; esac
+[ -x "$bin" ] || { echo "chaos: $bin is not executable" >&2; exit 2; }
+here=$(cd "$(dirname "$0")" && pwd)
+seconds=${CHAOS_SECONDS:-120}
+kills=${CHAOS_KILLS:-12}
+messages=${CHAOS_MESSAGES:-1000000}
+seed=${CHAOS_SEED:-$(od -An -N2 -tu2 /dev/urandom | tr -d ' ')}
+RANDOM=$seed
+pgmode=""
+[ "${CHAOS_FAST:-0}" = 1 ] && pgmode=fast
+dir=$(mktemp -d /tmp/silt-chaos.XXXXXX) || exit 1
+chmod 755 "$dir"
+server_pid=""
+driver_pid=""
+now_ms() { local t=${EPOCHREALTIME/./}; echo $((t / 1000)); }
+t0=$(now_ms)
+
+say() { local ms=$(($(now_ms) - t0)); printf 'chaos: %4d.%d s  %s\n' $((ms / 1000)) $((ms % 1000 / 100)) "$*"; }
+
+# shellcheck disable=SC2317  # reached through the EXIT trap
+cleanup() {
+    trap - EXIT INT TERM
+    [ -n "$driver_pid" ] && kill -TERM "$driver_pid" 2>/dev/null
+    [ -n "$server_pid" ] && kill -KILL "$server_pid" 2>/dev/null
+    wait 2>/dev/null
+    "$here/pgcluster.sh" stop "$dir" >/dev/null 2>&1
+    if [ "${status:-1}" != 0 ] && [ -s "$dir/server.log" ]; then
+        { echo "server log (last 30 lines):"; tail -n 30 "$dir/server.log"; } >&2
+    fi
+    rm -rf "$dir"
+}
+trap 'cleanup; exit "${status:-1}"' EXIT
+trap 'status=130; exit 130' INT
+trap 'status=143; exit 143' TERM
+
+# A TCP port nothing listens on, below the kernel's ephemeral range.
+free_port() {
+    local p lo
+    lo=$(awk '{ print $1 }' /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null)
+    [ "${lo:-0}" -gt 11000 ] || lo=32768
+    for _ in $(seq 1 200); do
+        p=$((10000 + $(od -An -N2 -tu2 /dev/urandom | tr -d ' ') % (lo - 10000)))
+        { : <>"/dev/tcp/127.0.0.1/$p"; } 2>/dev/null || { echo "$p"; return 0; }
+    done
+    return 1
+}
+
+start_cluster() {
+    for _ in 1 2 3; do
+        pg_port=$(free_port) || break
+        "$here/pgcluster.sh" start "$dir/pg" "$pg_port" $pgmode 2>"$dir/pgcluster.err" && return 0
+    done
+    cat "$dir/pgcluster.err" >&2
+    return 1
+}
+
+healthy() {
+    local line
+    { exec 3<>"/dev/tcp/127.0.0.1/$http_port"; } 2>/dev/null || return 1
+    printf 'GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n' >&3
+    IFS= read -r -t 2 line <&3
+    exec 3<&- 3>&-
+    case "$line" in "HTTP/1."?" 200"*) return 0 ;; esac
+    return 1
+}
+
+# Bounded: 60 s (a loaded machine, an ASan build, crash recovery).
+wait_healthy() {
+    for _ in $(seq 1 600); do
+        healthy && return 0
+        kill -0 "$server_pid" 2>/dev/null || { echo "chaos: the server exited" >&2; return 1; }
+        sleep 0.1
+    done
+    echo "chaos: the server did not become healthy within 60 s" >&2
+    return 1
+}
+
+start_server() {
+    PG_HOST=127.0.0.1 PG_PORT="$pg_port" PORT="$http_port" LOG_LEVEL=warn \
+        "$bin" server >>"$dir/server.log" 2>&1 &
+    server_pid=$!
+    wait_healthy
+}
+
+# The server died without being told to: a crash, which fails the run.
+server_alive() {
+    kill -0 "$server_pid" 2>/dev/null && return 0
+    echo "chaos: the server exited by itself" >&2
+    return 1
+}
+
+kill_server() {
+    server_alive || return 1
+    kill -KILL "$server_pid"
+    wait "$server_pid" 2>/dev/null
+    say "kill -9 server (pid $server_pid)"
+    sleep "0.$((RANDOM % 10))"
+    start_server && say "server restarted (pid $server_pid)"
+}
+
+stop_postgres() {
+    server_alive || return 1
+    "$here/pgcluster.sh" stop "$dir/pg" immediate
+    say "PostgreSQL stopped (-m immediate)"
+    sleep "$((RANDOM % 2)).$((RANDOM % 10))"
+    "$here/pgcluster.sh" start "$dir/pg" "$pg_port" $pgmode 2>"$dir/pgcluster.err" \
+        || { cat "$dir/pgcluster.err" >&2; return 1; }
+    wait_healthy && say "PostgreSQL restarted, server healthy"
+}
+
+# Event k of n fires at a random moment in the k-th of n equal slices of the
+# first 85% of the workload (the rest lets the last restart settle).
+killer() {
+    local k at now kind=$((RANDOM % 2))
+    local span=$((seconds * 850 / (kills > 0 ? kills : 1)))   # ms per slice
+    for k in $(seq 0 $((kills - 1))); do
+        at=$((k * span + RANDOM % (span > 0 ? span : 1)))
+        now=$(($(now_ms) - t0))
+        [ "$at" -gt "$now" ] && sleep "$(((at - now) / 1000)).$(printf %03d $(((at - now) % 1000)))"
+        kill -0 "$driver_pid" 2>/dev/null || return 0   # the workload ended early
+        if [ $(((k + kind) % 2)) = 0 ]; then kill_server || return 1
+        else stop_postgres || return 1; fi
+    done
+}
+
+status=1
+start_cluster || { echo "chaos: could not start PostgreSQL" >&2; exit 1; }
+http_port=$(free_port) || { echo "chaos: no free port for the server" >&2; exit 1; }
+start_server || exit 1
+say "seed $seed: $kills events in ${seconds} s, up to $messages messages, PostgreSQL ${pgmode:-durable} on $pg_port, server on $http_port"
+t0=$(now_ms)   # the kill schedule counts from the workload's start
+# CHAOS_ARGS is split into words on purpose: it is a list of options.
+# shellcheck disable=SC2086
+SILT_URL="http://127.0.0.1:$http_port" "$bin" chaos --seconds "$seconds" --messages "$messages" \
+    ${CHAOS_ARGS:-} &
+driver_pid=$!
+killer
+killed=$?
+[ "$killed" = 0 ] || kill -TERM "$driver_pid" 2>/dev/null
+wait "$driver_pid"
+status=$?
+driver_pid=""
+[ "$killed" = 0 ] && server_alive || status=1
+say "done, exit status $status"
+exit "$status"
