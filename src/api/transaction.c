@@ -46,8 +46,8 @@ static int read_push_op(httpd_req *req, server *srv, const json_doc *d, uint32_t
         char where[64];
         snprintf(where, sizeof where, "operations[%zu].items[%u]: ", k, i);
         tx->push_op[tx->npushes] = k;
-        if (api_push_item(req, srv, d, t, where, &tx->pushes[tx->npushes]) < 0) return -1;
-        tx->npushes++;
+        /* counted before it is checked: a refused item's names are freed with the rest */
+        if (api_push_item(req, srv, d, t, where, &tx->pushes[tx->npushes++]) < 0) return -1;
     }
     return 0;
 }
@@ -64,8 +64,7 @@ static int read_ops(httpd_req *req, server *srv, const json_doc *d, int ops, tx_
             char where[40];
             snprintf(where, sizeof where, "operations[%zu]: ", k);
             tx->ack_op[tx->nacks] = k;
-            if (api_ack_item(req, d, t, where, QUEUE_MODE, &tx->acks[tx->nacks]) < 0) return -1;
-            tx->nacks++;
+            if (api_ack_item(req, d, t, where, QUEUE_MODE, &tx->acks[tx->nacks++]) < 0) return -1;   /* counted first, as pushes */
         } else if (!*unknown) {
             buf msg;
             buf_init(&msg);
