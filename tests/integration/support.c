@@ -335,15 +335,9 @@ void srv_spawn(silt_server *s, const char *const *env)
 
 void srv_start(silt_server *s, const char *const *env)
 {
-    const char *db = env_sets(env, "PG_DB") ? NULL : test_db();
     for (int attempt = 0; attempt < 3; attempt++) {
-        memset(s, 0, sizeof *s);
-        s->port = free_port();
-        snprintf(s->url, sizeof s->url, "http://127.0.0.1:%d", s->port);
-        s->pid = fork();
-        if (s->pid == 0) exec_server(s->port, db, env);
-        s->http = http_client_new(s->url);
-        http_client_set_timeout(s->http, 1000);
+        srv_spawn(s, env);
+        http_client_set_timeout(s->http, 1000);   /* short while it polls /health */
         int ready = await_ready(s);
         if (ready > 0) { http_client_set_timeout(s->http, 60000); return; }
         http_client_free(s->http);
