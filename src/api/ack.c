@@ -92,19 +92,14 @@ static void reply_results(httpd_req *req, server *srv, const ack_request *a)
     httpd_reply_buf(req, 200, &out);
 }
 
-/* A lease an ack gave back leaves the rest of its span to the group's
- * other pops: those parked here and on the other servers look again (once
- * per group the request freed a lease of). */
-static void announce_released(server *srv, const ack_request *a)
+void api_announce_released(server *srv, const ack_item *items, size_t n)
 {
-    for (size_t i = 0; i < a->n; i++) {
-        if (!a->items[i].lease_released) continue;
+    for (size_t i = 0; i < n; i++) {
+        if (!items[i].lease_released) continue;
         bool seen = false;
         for (size_t j = 0; j < i && !seen; j++)
-            seen = a->items[j].lease_released && strcmp(a->items[j].group, a->items[i].group) == 0;
-        if (seen) continue;
-        popper_wake_group(srv->pop, a->items[i].group);
-        task_hub_announce_lease(srv->tasks, a->items[i].group);
+            seen = items[j].lease_released && strcmp(items[j].group, items[i].group) == 0;
+        if (!seen) server_group_released(srv, items[i].group);
     }
 }
 
@@ -112,7 +107,7 @@ static void ack_done(ack_request *a, void *arg)
 {
     ack_call *c = arg;
     if (a->error) api_engine_error(c->req, a->error, a->sqlstate, a->unavailable);
-    else { announce_released(c->srv, a); reply_results(c->req, c->srv, a); }
+    else { api_announce_released(c->srv, a->items, a->n); reply_results(c->req, c->srv, a); }
     ack_request_free(a);
     free(c);
 }

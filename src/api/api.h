@@ -41,6 +41,10 @@ void api_pop(httpd_req *req, server *srv);
 void api_pop_discover(httpd_req *req, server *srv);
 void api_ack(httpd_req *req, server *srv);
 void api_ack_batch(httpd_req *req, server *srv);
+/* Acks that gave a lease back leave the rest of its span to the group's
+ * other pops: those parked here and on the other servers look again (once
+ * per group). */
+void api_announce_released(server *srv, const ack_item *items, size_t n);
 void api_lease_extend(httpd_req *req, server *srv);
 void api_queue_list(httpd_req *req, server *srv);
 void api_queue_detail(httpd_req *req, server *srv);
@@ -161,6 +165,10 @@ void api_db_error(httpd_req *req, const db_reply *reply);
 /* Runs a statement whose one value is a JSON document and replies with it:
  * 200, or 404 with not_found when the value is NULL. */
 void api_json_call(httpd_req *req, server *srv, db_stmt stmt, const char *const *values, const char *not_found);
+/* The same for a statement that may leave group more to take (a seek):
+ * once it answered, the group's parked pops are told (server_group_released). */
+void api_json_call_waking(httpd_req *req, server *srv, db_stmt stmt, const char *const *values,
+                          const char *not_found, const char *group);
 
 /* A list read a page at a time in id order (GET /api/v1/tasks,
  * /api/v1/workflows): ?limit= rows (1 to API_PAGE_MAX, default

@@ -148,7 +148,7 @@ static void replay_done(void *arg, const db_reply *reply)
         emit_end(&e);
         c->srv->stats.pushed++;
         const char *partition[1] = { c->item.partition };
-        popper_wake(c->srv->pop, c->item.queue, partition, 1);
+        server_log_appended(c->srv, c->item.queue, partition, 1);
         httpd_reply_buf(c->req, 200, &out);
     }
     call_free(c);

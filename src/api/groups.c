@@ -82,7 +82,7 @@ static void seek(httpd_req *req, server *srv, const char *partition)
         goto out;
     }
     const char *values[5] = { req->params[0], req->params[1], partition, end ? "t" : "f", ts };
-    api_json_call(req, srv, STMT_SEEK, values, "no such queue or partition");
+    api_json_call_waking(req, srv, STMT_SEEK, values, "no such queue or partition", req->params[0]);
 out:
     free(ts);
     json_doc_fini(&d);

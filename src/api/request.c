@@ -166,6 +166,8 @@ void api_db_error(httpd_req *req, const db_reply *reply)
 typedef struct json_call {
     httpd_req  *req;
     const char *not_found;
+    server     *srv;
+    char       *wake_group;   /* NULL, or told once the statement answered */
 } json_call;
 
 /* jsonb text as PostgreSQL writes it (a space after every ':' and ',')
@@ -189,19 +191,29 @@ static void json_call_done(void *arg, const db_reply *reply)
     else {
         size_t n;
         const char *json = db_json(r, 0, 0, &n);
+        if (c->wake_group) server_group_released(c->srv, c->wake_group);
         reply_in_one_voice(c->req, json, n);
     }
+    free(c->wake_group);
     free(c);
 }
 
-void api_json_call(httpd_req *req, server *srv, db_stmt stmt, const char *const *values, const char *not_found)
+void api_json_call_waking(httpd_req *req, server *srv, db_stmt stmt, const char *const *values,
+                          const char *not_found, const char *group)
 {
     json_call *c = xcalloc(1, sizeof *c);
     c->req = req;
     c->not_found = not_found;
+    c->srv = srv;
+    c->wake_group = group ? xstrdup(group) : NULL;
     db_job *job = db_job_new(json_call_done, c);
     db_job_call(job, stmt, values, NULL, NULL);
     db_submit(srv->pool, job);
+}
+
+void api_json_call(httpd_req *req, server *srv, db_stmt stmt, const char *const *values, const char *not_found)
+{
+    api_json_call_waking(req, srv, stmt, values, not_found, NULL);
 }
 
 /* ---- a whole list ---- */

@@ -18,13 +18,28 @@
 #define DRAIN_GRACE_MS 100
 #define SIGNAL_ECHO_MS 1000
 
-/* A push committed: this server's parked pops wake first-hand, the other
- * servers' through the task hub's channel. */
-static void on_push_commit(void *arg, const char *queue, const char *const *partitions, size_t n)
+void server_log_appended(server *srv, const char *queue, const char *const *partitions, size_t n)
 {
-    server *srv = arg;
     popper_wake(srv->pop, queue, partitions, n);
     task_hub_announce_log(srv->tasks, queue, partitions, n);
+}
+
+void server_group_released(server *srv, const char *group)
+{
+    popper_wake_group(srv->pop, group);
+    task_hub_announce_lease(srv->tasks, group);
+}
+
+/* A push committed, or maintenance delivered what it held. */
+static void on_log_appended(void *arg, const char *queue, const char *const *partitions, size_t n)
+{
+    server_log_appended(arg, queue, partitions, n);
+}
+
+/* A pop gave back a lease on messages it could not read. */
+static void on_lease_released(void *arg, const char *group)
+{
+    server_group_released(arg, group);
 }
 
 /* Another server's push committed, or its ack gave a lease of group back
@@ -149,13 +164,14 @@ static int start(server *srv)
     srv->base = event_base_new();
     srv->pool = db_pool_new(srv->base, conninfo, (int)srv->cfg.db_pool_size, (int)srv->cfg.db_pipeline_depth);
     push_limits limits = { (int)srv->cfg.push_max_flushes, (int)srv->cfg.push_flush_messages, (int)srv->cfg.zstd_level };
-    srv->push = pusher_new(srv->base, srv->pool, limits, on_push_commit, srv);
+    srv->push = pusher_new(srv->base, srv->pool, limits, on_log_appended, srv);
     srv->max_segment_bytes = (size_t)srv->cfg.max_body_bytes * 2 + 1024 * 1024;
     srv->pop = popper_new(srv->base, srv->pool, (int)srv->cfg.long_poll_recheck_ms, srv->max_segment_bytes);
+    popper_on_release(srv->pop, on_lease_released, srv);
     retention_settings rs = { srv->cfg.retention_interval_ms, srv->cfg.retention_batch, srv->cfg.retention_max_steps,
                               srv->cfg.retention_concurrency, srv->cfg.cleanup_days, srv->cfg.cleanup_enabled != 0 };
     srv->retention = retention_engine_new(srv->base, srv->pool, rs);
-    srv->maintenance = maintenance_new(srv->base, srv->pool, srv->pop, srv->cfg.maintenance_refresh_ms);
+    srv->maintenance = maintenance_new(srv->base, srv->pool, on_log_appended, srv, srv->cfg.maintenance_refresh_ms);
     srv->tasks = task_hub_new(srv->base, srv->pool, conninfo, &srv->conf);
     task_hub_on_log(srv->tasks, on_log_commit, srv);
     srv->schedules = scheduler_new(srv->base, srv->pool, srv->tasks, &srv->conf);

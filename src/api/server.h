@@ -57,6 +57,14 @@ typedef struct server {
     size_t             max_segment_bytes;   /* largest decompressed segment accepted */
 } server;
 
+/* What changed the log for parked pops, told to this server's (first-hand)
+ * and to the other servers' (through the task hub's channel): messages
+ * appended to these n partitions of queue (partitions NULL: not known), or
+ * group's cursors or leases changed so that it may have more to take (an
+ * ack or a pop gave a lease back, a seek moved its cursors). */
+void server_log_appended(server *srv, const char *queue, const char *const *partitions, size_t n);
+void server_group_released(server *srv, const char *group);
+
 /* Runs the broker until it is drained. conf_path: silt.conf to read (from
  * --config or SILT_CONFIG), or NULL for every default. A bad environment
  * variable or a file with errors exits 2 before the database is touched. */

@@ -185,7 +185,9 @@ static void tx_done(tx_request *tx, void *arg)
         emit_end(&e);
         emit_end(&e);
         for (size_t i = 0; i < tx->npushes; i++)
-            if (i == 0 || strcmp(tx->pushes[i].queue, tx->pushes[i - 1].queue) != 0) popper_wake(c->srv->pop, tx->pushes[i].queue, NULL, 0);
+            if (i == 0 || strcmp(tx->pushes[i].queue, tx->pushes[i - 1].queue) != 0)
+                server_log_appended(c->srv, tx->pushes[i].queue, NULL, 0);
+        api_announce_released(c->srv, tx->acks, tx->nacks);
         httpd_reply_buf(c->req, 200, &out);
     }
     tx_request_free(tx);

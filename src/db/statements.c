@@ -28,7 +28,8 @@ const db_statement db_statements[STMT_COUNT] = {
     [STMT_RELEASE_LEASE] = { "release_lease",   /* a pop that could not read what it claimed */
         "UPDATE queen.log_consumers SET lease_id = NULL, lease_end = NULL, lease_expires = NULL,"
         " last_activity_at = now() WHERE lease_id = $1", 1 },
-    [STMT_POP_WAKE_AT]  = { "pop_wake_at", "SELECT queen.pop_wake_at($1, $2, $3, $4, $5)", 5 },
+    [STMT_POP_WAKE_AT]  = { "pop_wake_at", "SELECT queen.pop_wake_at($1, $2, $3, $4, $5, $6)", 6 },
+    [STMT_POP_SEEN]     = { "pop_seen", "SELECT now()::text", 0 },   /* the time a waiting pop looked at */
     [STMT_CONFIGURE]    = { "configure",
         "SELECT namespace, task, options, (options->>'encryptionEnabled')::boolean FROM queen.configure($1, $2, $3, $4)", 4 },
     /* administration: one jsonb value each (NULL: not found) */

@@ -12,7 +12,8 @@
 
 struct maintenance {
     db_pool          *pool;
-    popper           *pop;
+    push_commit_fn    appended;   /* told each queue the drain filled */
+    void             *arg;
     struct event     *timer;
     struct timeval    every;
     maintenance_state state;
@@ -72,7 +73,7 @@ static void drained(void *arg, const db_reply *reply)
         log_debug("maintenance: delivered %lld buffered messages of %s", (long long)db_int(r, i, 1),
                   db_str(r, i, 0));
         m->drained += (uint64_t)db_int(r, i, 1);
-        popper_wake(m->pop, db_str(r, i, 0), NULL, 0);   /* partitions not told: every pop looks */
+        m->appended(m->arg, db_str(r, i, 0), NULL, 0);   /* partitions not told: every pop looks */
     }
     if (PQntuples(r) > 0) drain(m);
     else refresh(-1, 0, m);   /* the state after the drain, "draining" gone */
@@ -88,11 +89,13 @@ static void drain(maintenance *m)
     db_submit(m->pool, job);
 }
 
-maintenance *maintenance_new(struct event_base *base, db_pool *pool, popper *pop, int64_t refresh_ms)
+maintenance *maintenance_new(struct event_base *base, db_pool *pool, push_commit_fn appended, void *arg,
+                             int64_t refresh_ms)
 {
     maintenance *m = xcalloc(1, sizeof *m);
     m->pool = pool;
-    m->pop = pop;
+    m->appended = appended;
+    m->arg = arg;
     m->every.tv_sec = (time_t)(refresh_ms / 1000);
     m->every.tv_usec = (suseconds_t)(refresh_ms % 1000) * 1000;
     m->timer = evtimer_new(base, refresh, m);

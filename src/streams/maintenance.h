@@ -6,7 +6,8 @@
  * after every change it makes, for /health and /metrics; and the drain:
  * whenever the state is off and the buffer is not empty, the buffer is moved
  * into the log a batch of segments at a time (one server at a time, under an
- * advisory lock), and the pops waiting on those queues are woken. A server
+ * advisory lock), and appended (push_commit_fn) is told each queue filled,
+ * so the pops waiting on it, here and on the other servers, look. A server
  * that stops mid-drain leaves the rest to whichever server looks next. */
 #ifndef SILT_MAINTENANCE_H
 #define SILT_MAINTENANCE_H
@@ -15,7 +16,7 @@
 #include <event2/event.h>
 #include <libpq-fe.h>
 #include "db/pool.h"
-#include "streams/pop.h"
+#include "streams/push.h"
 
 typedef struct maintenance_state {
     bool    known;              /* read at least once */
@@ -28,7 +29,8 @@ typedef struct maintenance_state {
 
 typedef struct maintenance maintenance;
 
-maintenance *maintenance_new(struct event_base *base, db_pool *pool, popper *pop, int64_t refresh_ms);
+maintenance *maintenance_new(struct event_base *base, db_pool *pool, push_commit_fn appended, void *arg,
+                             int64_t refresh_ms);
 void         maintenance_free(maintenance *m);
 /* Shutdown: no more refreshes or drain batches after the current one. */
 void         maintenance_stop(maintenance *m);

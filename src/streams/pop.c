@@ -21,6 +21,8 @@ struct popper {
     size_t       nparked;       /* length of that list */
     uint64_t     wakeups;       /* parked pops woken by commits */
     uint64_t     queries;       /* pop statements sent, first tries and looks again alike */
+    pop_released_fn released;   /* told of a lease given back (popper_on_release) */
+    void        *released_arg;
     bool         draining;
 };
 
@@ -130,10 +132,18 @@ static int take_rows(pop_request *req, const PGresult *r)
 static void park(pop_request *req, int64_t due_us);
 static void pass_on(pop_request *done);
 
+typedef struct release_call {
+    popper *owner;
+    char   *group;
+} release_call;
+
 static void release_done(void *arg, const db_reply *reply)
 {
-    (void)arg;
+    release_call *c = arg;
     if (reply->error) log_warn("pop: cannot release the lease of messages it could not read: %s", reply->error);
+    else if (c->owner->released) c->owner->released(c->owner->released_arg, c->group);
+    free(c->group);
+    free(c);
 }
 
 /* Messages this server cannot read (sealed under another key, or a corrupt
@@ -146,7 +156,10 @@ static void release_done(void *arg, const db_reply *reply)
 static void release_lease(pop_request *req)
 {
     const char *values[1] = { req->lease_id };
-    db_job *job = db_job_new(release_done, NULL);
+    release_call *c = xcalloc(1, sizeof *c);
+    c->owner = req->owner;
+    c->group = xstrdup(req->group);
+    db_job *job = db_job_new(release_done, c);
     db_job_call(job, STMT_RELEASE_LEASE, values, NULL, NULL);
     db_submit(req->owner->pool, job);
 }
@@ -179,6 +192,7 @@ static void query_done(void *arg, const db_reply *reply)
     }
     if (!req->wait || req->expired || req->cancelled || req->owner->draining) { finish(req); return; }
     if (req->rerun) { req->rerun = false; pop_query(req); return; }
+    copy_text(req->seen, sizeof req->seen, reply->results[1], 0, 0);
     ask_due(req);
 }
 
@@ -198,10 +212,12 @@ static void due_done(void *arg, const db_reply *reply)
 
 /* Asked only of a pop about to park, in a round trip of its own: a pop that
  * finds something (the busy consumer's case) pays nothing for it, and one
- * that parks has nothing to deliver, so the round trip delays nobody. */
+ * that parks has nothing to deliver, so the round trip delays nobody. It
+ * counts from the pop's own look (req->seen, the same transaction's now()),
+ * not from its own now(): what fell due between the two is answered too. */
 static void ask_due(pop_request *req)
 {
-    const char *values[5] = { req->queue, req->partition, req->namespace_tag, req->task_tag, req->group };
+    const char *values[6] = { req->queue, req->partition, req->namespace_tag, req->task_tag, req->group, req->seen };
     db_job *job = db_job_new(due_done, req);
     db_job_call(job, STMT_POP_WAKE_AT, values, NULL, NULL);
     req->querying = true;
@@ -220,6 +236,7 @@ static void pop_query(pop_request *req)
                                batch, partitions, req->auto_ack ? "t" : "f", req->subscription, req->lease_id };
     db_job *job = db_job_new(query_done, req);
     db_job_call(job, STMT_POP, values, NULL, NULL);
+    if (req->wait) db_job_call(job, STMT_POP_SEEN, NULL, NULL, NULL);   /* what ask_due measures from */
     req->querying = true;
     req->owner->queries++;
     db_submit(req->owner->pool, job);
@@ -415,6 +432,12 @@ popper *popper_new(struct event_base *base, db_pool *pool, int recheck_ms, size_
     p->recheck_ms = recheck_ms;
     p->max_segment_bytes = max_segment_bytes;
     return p;
+}
+
+void popper_on_release(popper *p, pop_released_fn released, void *arg)
+{
+    p->released = released;
+    p->released_arg = arg;
 }
 
 void popper_free(popper *p) { free(p); }

@@ -66,6 +66,7 @@ struct pop_request {
     buf     *decoded;          /* one decompressed segment per row */
     size_t   ndecoded;
     struct event *deadline, *recheck;
+    char     seen[64];         /* a waiting pop's last look: its transaction's now(), as text */
     bool     querying, rerun, parked, expired, cancelled;
     pop_request *prev, *next;  /* parked list */
 };
@@ -93,6 +94,10 @@ void    popper_wake_all(popper *p);
  * group's again, so its parked pops look (a lease is not announced when it
  * merely expires: the pops knew when, see park()). */
 void    popper_wake_group(popper *p, const char *group);
+/* Told (after its commit) when a pop gave back the lease of messages it could
+ * not read, so group's pops, here and elsewhere, can be woken to take them. */
+typedef void (*pop_released_fn)(void *arg, const char *group);
+void    popper_on_release(popper *p, pop_released_fn released, void *arg);
 /* The client left: a parked pop answers (nothing) now, so it cannot lease or
  * auto-commit messages nobody will receive; one whose query is in flight
  * answers when the query returns without parking again. */

@@ -121,6 +121,31 @@ TEST(maintenance_is_one_switch_for_every_server_on_the_database)
     srv_stop(&b);
 }
 
+/* The drain is announced like a push: a pop parked on a server that does
+ * not drain (its refresh is a minute away) is answered when another server
+ * moves the buffer into the log. */
+TEST(a_drain_through_another_server_wakes_a_parked_long_poll)
+{
+    silt_server a, b;
+    srv_start(&a, (const char *const[]){ "MAINTENANCE_REFRESH_MS=60000", NULL });
+    srv_start(&b, NULL);
+    srv_await_metric(&a, "silt_notify_listening", 1, 10000);
+    const char *q = uniq("maint-wake");
+    set_mode(&b, true);
+    CHECK_STR(push_items(&b, q, NULL, 0, 1, NULL), "buffered");
+    bg_req p;
+    bg_start(&p, &a, "GET", sfmt("/api/v1/pop/queue/%s?wait=true&timeout=30000&autoAck=true", q), NULL);
+    srv_await_metric(&a, "silt_long_polls_parked", 1, 5000);
+    set_mode(&b, false);
+    int status;
+    int64_t elapsed;
+    bg_wait(&p, &status, &elapsed);
+    CHECK_INT(status, 200);
+    CHECK(elapsed < 20000);   /* woken by b's drain, not answered at its deadline */
+    srv_stop(&b);
+    srv_stop(&a);
+}
+
 TEST(buffered_pushes_survive_the_server_that_took_them)
 {
     silt_server s;

@@ -1062,6 +1062,57 @@ TEST(a_delayed_segment_coming_of_age_wakes_a_parked_long_poll)
     srv_stop(&s);
 }
 
+/* The due time a parking pop asks for counts from the pop's own look, not
+ * from the moment it asks: a segment that came of age in between (its
+ * delay passed after the pop's statement, before the question) is answered,
+ * in the past, so the pop looks again at once instead of sleeping to its
+ * deadline. Asked as of a look before the segment's due time, and as of
+ * one after it. */
+TEST(a_due_time_passed_since_the_pop_looked_is_answered_so_the_pop_looks_again)
+{
+    silt_server s;
+    srv_start(&s, NULL);
+    const char *q = uniq("seendue");
+    configure_queue(&s, q, "{\"delayedProcessing\":1}");
+    push_one(&s, q, "Default", "t1", "1");
+    sql("update queen.log_segments set created_at = created_at - interval '10 seconds' where partition_id in"
+        " (select id from queen.log_partitions where queue = '%s')", q);
+    CHECK_STR(sql("select queen.pop_wake_at('%s', null, null, null, '__QUEUE_MODE__', now() - interval '20 seconds')"
+                  " = (select s.created_at + interval '1 second' from queen.log_segments s join queen.log_partitions p"
+                  " on p.id = s.partition_id where p.queue = '%s')", q, q), "t");
+    CHECK_STR(sql("select queen.pop_wake_at('%s', null, null, null, '__QUEUE_MODE__', now()) is null", q), "t");
+    srv_stop(&s);
+}
+
+/* A seek that gives a group messages again (back to before its first
+ * message) wakes the group's parked pops on every server: here a pop parked
+ * on one server is answered when the seek goes through the other. */
+TEST(a_seek_through_another_server_wakes_the_groups_parked_long_poll)
+{
+    silt_server one, two;
+    srv_start(&one, NULL);
+    srv_start(&two, NULL);
+    srv_await_metric(&one, "silt_notify_listening", 1, 10000);
+    const char *q = uniq("parkedseek");
+    push_one(&one, q, "Default", "t1", "1");
+    reply r;
+    CHECK_INT(pop_from(&one, q, NULL, "consumerGroup=g&wait=false&autoAck=true", &r), 200);   /* consumed */
+    reply_fini(&r);
+    bg_req b;
+    bg_start(&b, &one, "GET", sfmt("/api/v1/pop/queue/%s?consumerGroup=g&wait=true&timeout=30000", q), NULL);
+    srv_await_metric(&one, "silt_long_polls_parked", 1, 5000);
+    rq(&two, "POST", sfmt("/api/v1/consumer-groups/g/queues/%s/seek", q), "{\"timestamp\":\"2000-01-01T00:00:00Z\"}", &r);
+    CHECK_INT(r.status, 200);
+    reply_fini(&r);
+    int status;
+    int64_t elapsed;
+    bg_wait(&b, &status, &elapsed);
+    CHECK_INT(status, 200);
+    CHECK(elapsed < 20000);   /* woken by the seek, not answered at its deadline */
+    srv_stop(&two);
+    srv_stop(&one);
+}
+
 /* An ack that gives a lease back wakes the group's parked pops (nothing
  * else would before the lease's own expiry, 600 s here): the next message
  * of the partition goes to the parked pop at once. */
