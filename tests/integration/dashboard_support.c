@@ -1,7 +1,15 @@
 /* dashboard_support: reading values out of a page's DOM (see the header). */
 #include <string.h>
+#include "browser.h"
 #include "dashboard_support.h"
 #include "support.h"
+
+bool dashboard_start(silt_server *s, const char *const *env)
+{
+    if (!browser_available()) return false;
+    srv_start(s, env);
+    return true;
+}
 
 const char *dom_cell(const char *dom, const char *row, const char *k)
 {

@@ -4,6 +4,11 @@
 #ifndef SILT_TEST_DASHBOARD_SUPPORT_H
 #define SILT_TEST_DASHBOARD_SUPPORT_H
 #include <stdbool.h>
+#include "support.h"
+
+/* Starts a server (env as srv_start) for a browser test: false, with
+ * nothing started and a note printed, when chromium is not installed. */
+bool dashboard_start(silt_server *s, const char *const *env);
 
 /* The cell of key k in the row named row: "<tr data-row="row">...<td
  * data-k="k" ...>text</td>"; "" when absent (static ring via sfmt). */

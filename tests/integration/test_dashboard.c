@@ -98,8 +98,7 @@ static void known_queue(silt_server *s, const char *q)
 TEST(dashboard_queue_page_shows_the_options_partitions_and_groups_the_api_holds)
 {
     silt_server s;
-    srv_start(&s, NULL);
-    if (!browser_available()) { srv_stop(&s); return; }
+    if (!dashboard_start(&s, NULL)) return;
     const char *q = uniq("dash-queue");
     known_queue(&s, q);
     const char *dom = browser_dump_dom(&s, sfmt("/queues/%s", q));
@@ -131,8 +130,7 @@ TEST(dashboard_queue_page_shows_the_options_partitions_and_groups_the_api_holds)
 TEST(dashboard_overview_shows_totals_queues_health_and_draws_its_chart)
 {
     silt_server s;
-    srv_start(&s, NULL);
-    if (!browser_available()) { srv_stop(&s); return; }
+    if (!dashboard_start(&s, NULL)) return;
     const char *q = uniq("dash-overview");
     known_queue(&s, q);
     const char *dom = browser_dump_dom(&s, "/");
@@ -160,8 +158,7 @@ TEST(dashboard_overview_shows_totals_queues_health_and_draws_its_chart)
 TEST(dashboard_dead_letters_page_shows_a_dead_letters_payload_and_offers_replay)
 {
     silt_server s;
-    srv_start(&s, NULL);
-    if (!browser_available()) { srv_stop(&s); return; }
+    if (!dashboard_start(&s, NULL)) return;
     const char *q = uniq("dash-dlq");
     configure_queue(&s, q, "{}");
     push_one(&s, q, "p1", "dl-1", "{\"order\":42}");
@@ -189,8 +186,7 @@ TEST(dashboard_dead_letters_page_shows_a_dead_letters_payload_and_offers_replay)
 TEST(dashboard_queue_retention_view_shows_what_a_pass_deleted_by_rule)
 {
     silt_server s;
-    srv_start(&s, NULL);
-    if (!browser_available()) { srv_stop(&s); return; }
+    if (!dashboard_start(&s, NULL)) return;
     const char *q = uniq("dash-ret");
     configure_queue(&s, q, "{\"retentionEnabled\":true,\"retentionSeconds\":3600}");
     push(&s, q, "Default", 2);
@@ -224,8 +220,7 @@ TEST(dashboard_queue_retention_view_shows_what_a_pass_deleted_by_rule)
 TEST(dashboard_retention_view_calls_out_leased_evictions_over_the_chosen_span)
 {
     silt_server s;
-    srv_start(&s, NULL);
-    if (!browser_available()) { srv_stop(&s); return; }
+    if (!dashboard_start(&s, NULL)) return;
     const char *q = uniq("dash-evict");
     char queue[96];
     keep_str(queue, q);
@@ -263,8 +258,7 @@ TEST(dashboard_retention_view_calls_out_leased_evictions_over_the_chosen_span)
 TEST(dashboard_queue_retention_view_with_nothing_deleted_shows_nothing_not_an_error)
 {
     silt_server s;
-    srv_start(&s, NULL);
-    if (!browser_available()) { srv_stop(&s); return; }
+    if (!dashboard_start(&s, NULL)) return;
     const char *q = uniq("dash-ret0");
     configure_queue(&s, q, "{\"retentionEnabled\":true,\"retentionSeconds\":3600}");
     push(&s, q, "Default", 1);
@@ -281,8 +275,7 @@ TEST(dashboard_queue_retention_view_with_nothing_deleted_shows_nothing_not_an_er
 TEST(dashboard_dead_letters_delete_button_asks_then_the_dead_letter_is_gone)
 {
     silt_server s;
-    srv_start(&s, NULL);
-    if (!browser_available()) { srv_stop(&s); return; }
+    if (!dashboard_start(&s, NULL)) return;
     const char *q = uniq("dash-dlqdel");
     configure_queue(&s, q, "{}");
     push_one(&s, q, "p1", "del-1", "{\"order\":8}");
@@ -310,8 +303,7 @@ TEST(dashboard_dead_letters_delete_button_asks_then_the_dead_letter_is_gone)
 TEST(dashboard_replay_button_asks_then_puts_the_dead_letter_back_on_its_partition)
 {
     silt_server s;
-    srv_start(&s, NULL);
-    if (!browser_available()) { srv_stop(&s); return; }
+    if (!dashboard_start(&s, NULL)) return;
     const char *q = uniq("dash-replay");
     configure_queue(&s, q, "{}");
     push_one(&s, q, "p1", "rp-1", "{\"order\":7}");
@@ -348,8 +340,7 @@ TEST(dashboard_replay_button_asks_then_puts_the_dead_letter_back_on_its_partitio
 TEST(dashboard_retention_dry_run_reports_and_run_now_asks_then_deletes)
 {
     silt_server s;
-    srv_start(&s, NULL);
-    if (!browser_available()) { srv_stop(&s); return; }
+    if (!dashboard_start(&s, NULL)) return;
     const char *q = uniq("dash-run");
     configure_queue(&s, q, "{\"retentionEnabled\":true,\"retentionSeconds\":3600}");
     push(&s, q, "Default", 3);
@@ -385,8 +376,7 @@ TEST(dashboard_retention_dry_run_reports_and_run_now_asks_then_deletes)
 TEST(dashboard_group_page_shows_lag_and_seek_to_end_asks_then_moves_the_cursors)
 {
     silt_server s;
-    srv_start(&s, NULL);
-    if (!browser_available()) { srv_stop(&s); return; }
+    if (!dashboard_start(&s, NULL)) return;
     const char *q = uniq("dash-group");
     known_queue(&s, q);
     reply r;
@@ -426,8 +416,7 @@ TEST(dashboard_group_page_shows_lag_and_seek_to_end_asks_then_moves_the_cursors)
 TEST(dashboard_group_page_seek_to_a_time_asks_then_moves_the_cursor_before_the_first_segment_after_it)
 {
     silt_server s;
-    srv_start(&s, NULL);
-    if (!browser_available()) { srv_stop(&s); return; }
+    if (!dashboard_start(&s, NULL)) return;
     const char *q = uniq("dash-seek");
     configure_queue(&s, q, "{}");
     push_queued(&s, q, "p1", 0, 2, "early-");   /* offsets 0-1, one segment */
@@ -484,8 +473,7 @@ TEST(dashboard_screenshots_of_the_main_pages)
     const char *dir = getenv("SILT_DASHBOARD_SCREENSHOTS");
     if (!dir) { printf("    note: SILT_DASHBOARD_SCREENSHOTS unset: no screenshots taken\n"); return; }
     silt_server s;
-    srv_start(&s, NULL);
-    if (!browser_available()) { srv_stop(&s); return; }
+    if (!dashboard_start(&s, NULL)) return;
     configure_queue(&s, "orders", "{\"retentionEnabled\":true,\"retentionSeconds\":3600}");
     push(&s, "orders", "eu", 40);
     push(&s, "orders", "us", 25);
@@ -553,8 +541,7 @@ TEST(dashboard_screenshots_of_the_main_pages)
 TEST(dashboard_message_lookup_shows_a_dead_letter_and_delete_asks_then_removes_it)
 {
     silt_server s;
-    srv_start(&s, NULL);
-    if (!browser_available()) { srv_stop(&s); return; }
+    if (!dashboard_start(&s, NULL)) return;
     const char *q = uniq("dash-msg");
     configure_queue(&s, q, "{}");
     push_one(&s, q, "p1", "ml-1", "{\"sku\":\"A-9\"}");
@@ -617,8 +604,7 @@ static browser_failure await_failure(browser *b, int status)
 TEST(dashboard_a_request_of_the_page_that_fails_is_recorded_with_its_url_and_status)
 {
     silt_server s;
-    srv_start(&s, NULL);
-    if (!browser_available()) { srv_stop(&s); return; }
+    if (!dashboard_start(&s, NULL)) return;
     const char *missing = uniq("dash-missing");
     char path[128], want[256];
     snprintf(path, sizeof path, "/api/v1/resources/queues/%s", missing);
@@ -659,8 +645,7 @@ static void missing_message(silt_server *s, char path[160], char hash[200])
 TEST(dashboard_a_failed_request_fails_a_page_load_naming_its_url_and_status)
 {
     silt_server s;
-    srv_start(&s, NULL);
-    if (!browser_available()) { srv_stop(&s); return; }
+    if (!dashboard_start(&s, NULL)) return;
     char path[160], hash[200], log[64];
     missing_message(&s, path, hash);
     snprintf(log, sizeof log, "/tmp/silt-dash-child-%d.log", (int)getpid());
@@ -686,8 +671,7 @@ TEST(dashboard_a_failed_request_fails_a_page_load_naming_its_url_and_status)
 TEST(dashboard_message_lookup_of_a_missing_message_says_so)
 {
     silt_server s;
-    srv_start(&s, NULL);
-    if (!browser_available()) { srv_stop(&s); return; }
+    if (!dashboard_start(&s, NULL)) return;
     char path[160], hash[200];
     missing_message(&s, path, hash);
     const char *dom = browser_dump_dom_expecting(&s, hash, path, 404);

@@ -41,8 +41,7 @@ TEST(dashboard_queue_of_100000_partitions_shows_a_page_and_pages_on)
 {
     harness_allow_seconds(240);   /* 200,000 rows made and read: minutes on a machine at load 30 */
     silt_server s;
-    srv_start(&s, NULL);
-    if (!browser_available()) { srv_stop(&s); return; }
+    if (!dashboard_start(&s, NULL)) return;
     const char *q = uniq("dash-wide");
     char queue[96];
     keep_str(queue, q);
@@ -112,8 +111,7 @@ TEST(dashboard_queue_of_100000_partitions_shows_a_page_and_pages_on)
 TEST(dashboard_overview_rates_count_traffic_through_every_server)
 {
     silt_server a, other;
-    srv_start(&a, NULL);
-    if (!browser_available()) { srv_stop(&a); return; }
+    if (!dashboard_start(&a, NULL)) return;
     srv_start(&other, NULL);
     browser b;
     browser_open(&b, sfmt("%s/#/", other.url));

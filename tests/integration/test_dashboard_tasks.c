@@ -18,8 +18,7 @@
 TEST(dashboard_task_retention_page_shows_classes_leaves_and_absent_leaves_in_red)
 {
     silt_server s;
-    srv_start(&s, NULL);
-    if (!browser_available()) { srv_stop(&s); return; }
+    if (!dashboard_start(&s, NULL)) return;
     reply r;
     rq(&s, "GET", "/api/v1/task-retention/leaves?class=standard_30d", NULL, &r);
     int n = 0;
@@ -65,8 +64,7 @@ TEST(dashboard_task_retention_page_shows_classes_leaves_and_absent_leaves_in_red
 TEST(dashboard_tasks_page_lists_tasks_by_status_and_shows_one)
 {
     silt_server s;
-    srv_start(&s, NULL);
-    if (!browser_available()) { srv_stop(&s); return; }
+    if (!dashboard_start(&s, NULL)) return;
     char kept[96], gone[96];
     keep_str(kept, task_send(&s, "{\"name\":\"resize\",\"queue\":\"images\",\"args\":{\"id\":7}}"));
     keep_str(gone, task_send(&s, "{\"name\":\"resize\",\"queue\":\"images\",\"args\":{\"id\":8}}"));
@@ -86,8 +84,7 @@ TEST(dashboard_tasks_page_lists_tasks_by_status_and_shows_one)
 TEST(dashboard_task_page_shows_a_tasks_stored_fields)
 {
     silt_server s;
-    srv_start(&s, NULL);
-    if (!browser_available()) { srv_stop(&s); return; }
+    if (!dashboard_start(&s, NULL)) return;
     char gone[96];
     keep_str(gone, task_send(&s, "{\"name\":\"resize\",\"queue\":\"images\",\"args\":{\"id\":8}}"));
     reply r;
@@ -107,8 +104,7 @@ TEST(dashboard_task_page_shows_a_tasks_stored_fields)
 TEST(dashboard_task_page_shows_a_tasks_attempts_as_the_api_holds_them)
 {
     silt_server s;
-    srv_start(&s, NULL);
-    if (!browser_available()) { srv_stop(&s); return; }
+    if (!dashboard_start(&s, NULL)) return;
     char id[96];
     keep_str(id, task_send(&s, "{\"name\":\"resize\",\"queue\":\"images\",\"retry\":{\"maxRetries\":1,\"delaysMs\":[0]}}"));
     task_claimed c;
@@ -146,8 +142,7 @@ TEST(dashboard_task_page_shows_a_tasks_attempts_as_the_api_holds_them)
 TEST(dashboard_task_cancel_asks_then_the_api_says_cancelled)
 {
     silt_server s;
-    srv_start(&s, NULL);
-    if (!browser_available()) { srv_stop(&s); return; }
+    if (!dashboard_start(&s, NULL)) return;
     char id[96];
     keep_str(id, task_send(&s, "{\"name\":\"resize\",\"queue\":\"images\"}"));
     browser b;
@@ -172,8 +167,7 @@ TEST(dashboard_task_cancel_asks_then_the_api_says_cancelled)
 TEST(dashboard_workflow_page_draws_nodes_by_depth_in_their_states)
 {
     silt_server s;
-    srv_start(&s, NULL);
-    if (!browser_available()) { srv_stop(&s); return; }
+    if (!dashboard_start(&s, NULL)) return;
     reply r;
     rq(&s, "POST", "/api/v1/workflows", "{\"name\":\"etl\",\"nodes\":["
        "{\"id\":\"fetch\",\"task\":\"fetch\",\"queue\":\"etl\"},"
@@ -205,8 +199,7 @@ TEST(dashboard_workflow_page_draws_nodes_by_depth_in_their_states)
 TEST(dashboard_workflows_page_lists_workflows)
 {
     silt_server s;
-    srv_start(&s, NULL);
-    if (!browser_available()) { srv_stop(&s); return; }
+    if (!dashboard_start(&s, NULL)) return;
     reply r;
     rq(&s, "POST", "/api/v1/workflows", "{\"name\":\"etl\",\"nodes\":[{\"id\":\"fetch\",\"task\":\"fetch\",\"queue\":\"etl\"}]}", &r);
     CHECK_INT(r.status, 201);
@@ -247,8 +240,7 @@ static const char *const EDGES_ON_BOXES =
 TEST(dashboard_workflow_page_draws_one_edge_per_dependency)
 {
     silt_server s;
-    srv_start(&s, NULL);
-    if (!browser_available()) { srv_stop(&s); return; }
+    if (!dashboard_start(&s, NULL)) return;
     reply r;
     rq(&s, "POST", "/api/v1/workflows", "{\"name\":\"etl\",\"nodes\":["
        "{\"id\":\"fetch\",\"task\":\"fetch\",\"queue\":\"etl\"},"
@@ -310,8 +302,7 @@ static const char *workflow_status(silt_server *s, const char *id)
 TEST(dashboard_workflow_pause_asks_then_paused_and_resume_brings_it_back)
 {
     silt_server s;
-    srv_start(&s, NULL);
-    if (!browser_available()) { srv_stop(&s); return; }
+    if (!dashboard_start(&s, NULL)) return;
     reply r;
     rq(&s, "POST", "/api/v1/workflows", "{\"name\":\"etl\",\"nodes\":[{\"id\":\"fetch\",\"task\":\"fetch\",\"queue\":\"etl\"}]}", &r);
     CHECK_INT(r.status, 201);
@@ -339,6 +330,7 @@ TEST(dashboard_workflow_pause_asks_then_paused_and_resume_brings_it_back)
  * API answers it. */
 TEST(dashboard_schedules_page_shows_each_schedule_and_its_next_fire)
 {
+    if (!browser_available()) return;
     char path[128];
     snprintf(path, sizeof path, "/tmp/silt-dash-sched-%d.conf", (int)getpid());
     FILE *f = fopen(path, "w");
@@ -347,7 +339,6 @@ TEST(dashboard_schedules_page_shows_each_schedule_and_its_next_fire)
     fclose(f);
     silt_server s;
     srv_start(&s, (const char *const[]){ sfmt("SILT_CONFIG=%s", path), NULL });
-    if (!browser_available()) { srv_stop(&s); unlink(path); return; }
     const char *dom = browser_dump_dom(&s, "/schedules");
     reply r;
     rq(&s, "GET", "/api/v1/schedules", NULL, &r);
