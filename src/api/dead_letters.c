@@ -16,7 +16,7 @@
 
 /* Indexes into DLQ_COLUMNS. */
 enum { D_ID, D_QUEUE, D_PARTITION_ID, D_PARTITION, D_GROUP, D_OFFSET, D_MESSAGE_ID, D_TXN, D_TRACE,
-       D_PAYLOAD, D_ERROR, D_RETRIES, D_CREATED, D_FAILED, D_ENCRYPTED };
+       D_PAYLOAD, D_ERROR, D_RETRIES, D_CREATED, D_FAILED, D_ENCRYPTED, D_PRODUCER_SUB };
 
 typedef struct dlq_call {
     httpd_req *req;
@@ -67,6 +67,7 @@ static void dlq_row_json(emit *e, const PGresult *r, int row)
     emit_key(e, "offset"); emit_int(e, db_int(r, row, D_OFFSET));
     emit_key(e, "messageId"); api_emit_uuid_col(e, r, row, D_MESSAGE_ID);
     emit_key(e, "traceId"); api_emit_uuid_col(e, r, row, D_TRACE);
+    emit_key(e, "producerSub"); api_emit_text_col(e, r, row, D_PRODUCER_SUB);   /* as pop: null when none */
     emit_key(e, "errorMessage"); api_emit_text_col(e, r, row, D_ERROR);
     emit_key(e, "retryCount"); emit_int(e, db_int(r, row, D_RETRIES));
     buf payload;
@@ -154,7 +155,10 @@ static void replay_done(void *arg, const db_reply *reply)
     call_free(c);
 }
 
-/* The dead letter as a new message of its partition, transactionId dlq:<id>. */
+/* The dead letter as a new message of its partition, transactionId dlq:<id>.
+ * It keeps the producerSub of the message that failed, not the sub of the
+ * admin replaying it: a consumer reads who produced the data, and the
+ * replay changes where it sits, not what it is or where it came from. */
 static int build_item(dlq_call *c, const PGresult *r)
 {
     size_t n;
@@ -173,6 +177,10 @@ static int build_item(dlq_call *c, const PGresult *r)
     it->payload = buf_steal(&payload);
     it->has_trace = !db_null(r, 0, D_TRACE);
     if (it->has_trace) memcpy(it->trace_id, db_uuid(r, 0, D_TRACE), 16);
+    if (!db_null(r, 0, D_PRODUCER_SUB)) {
+        p = db_text(r, 0, D_PRODUCER_SUB, &n);
+        it->sub = xstrndup(p, n);
+    }
     push_item_prepare(it);
     return 0;
 }

@@ -21,8 +21,8 @@ const db_statement db_statements[STMT_COUNT] = {
     [STMT_ACK]          = { "ack",
         "SELECT idx, success, error, lease_released, dlq, noop, dropped, dlq_offset, dlq_base,"
         " dlq_created, dlq_blob FROM queen.ack($1, $2, $3, $4, $5)", 5 },
-    [STMT_DEAD_LETTER]  = { "dead_letter",
-        "SELECT lease_released, error FROM queen.dead_letter($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)", 10 },
+    [STMT_DEAD_LETTER]  = { "dead_letter",   /* sql/030 */
+        "SELECT lease_released, error FROM queen.dead_letter($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)", 11 },
     [STMT_EXTEND_LEASE] = { "extend_lease",
         "SELECT renewed, expires_at FROM queen.extend_lease($1, $2)", 2 },
     [STMT_RELEASE_LEASE] = { "release_lease",   /* a pop that could not read what it claimed */
@@ -60,9 +60,10 @@ const db_statement db_statements[STMT_COUNT] = {
         " seg_blob FROM queen.message_lookup($1, $2) WHERE message_offset IS NOT NULL", 2 },
     /* transactions */
     [STMT_REQUIRE_LEASES] = { "require_leases", "SELECT queen.require_leases($1::uuid[])", 1 },
-    [STMT_TX_ACK]       = { "tx_ack",
+    [STMT_TX_ACK]       = { "tx_ack",   /* sql/030 */
         "SELECT idx, success, error, lease_released, dlq, noop, dropped, dlq_offset, dlq_base,"
-        " dlq_created, dlq_blob FROM queen.tx_ack($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)", 15 },
+        " dlq_created, dlq_blob FROM queen.tx_ack($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15,"
+        " $16)", 16 },
     [STMT_SEGMENT_FOR_COPY] = { "segment_for_copy",
         "SELECT base, created, blob, $3::bigint, $2::bigint FROM queen.covering_segment($1, $2)", 3 },
     /* retention */

@@ -85,7 +85,7 @@ typedef enum db_stmt {
 
 /* Columns of a dead letter, in the order readers index them. */
 #define DLQ_COLUMNS "id, queue, partition_id, partition, consumer_group, message_offset, message_id," \
-    " transaction_id, trace_id, payload, error_message, retry_count, created_at, failed_at, encrypted"
+    " transaction_id, trace_id, payload, error_message, retry_count, created_at, failed_at, encrypted, producer_sub"
 
 /* Columns of a task, live or finished, in the order api/tasks.c reads them
  * (TASK_C_*). */

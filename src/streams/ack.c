@@ -92,13 +92,15 @@ static int add_handoff(db_job *job, const ack_request *req, const ack_item *it, 
     ids_uuid_format(f.trace_id, trace);
     db_time_param(db_time_us(r, row, ACK_DLQ_CREATED), created);
     char *txn = xstrndup(f.txn, f.txn_len);
-    const char *values[10] = { it->group, it->partition_id, off, msg, txn,
+    char *sub = (f.flags & FRAME_HAS_SUB) ? xstrndup(f.sub, f.sub_len) : NULL;   /* kept as producerSub */
+    const char *values[11] = { it->group, it->partition_id, off, msg, txn,
                                (f.flags & FRAME_HAS_TRACE) ? trace : NULL, f.payload,
-                               (f.flags & FRAME_ENCRYPTED) ? "t" : "f", it->error_text, created };
-    int lengths[10] = { 0, 0, 0, 0, 0, 0, (int)f.payload_len, 0, 0, 0 };
-    int formats[10] = { 0, 0, 0, 0, 0, 0, 1, 0, 0, 0 };
+                               (f.flags & FRAME_ENCRYPTED) ? "t" : "f", it->error_text, created, sub };
+    int lengths[11] = { 0, 0, 0, 0, 0, 0, (int)f.payload_len, 0, 0, 0, 0 };
+    int formats[11] = { 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0 };
     db_job_call(job, STMT_DEAD_LETTER, values, lengths, formats);
     free(txn);
+    free(sub);
     buf_fini(&seg);
     return 0;
 }

@@ -16,14 +16,15 @@
 #define ACK_SQLSTATE "SLA01"
 #define COPIES_SQLSTATE "SLQ01"
 
-/* Dead-letter copies, as queen.tx_copies reads them: one array per field,
- * the payloads concatenated in one binary bytea. */
+/* Dead-letter copies, as queen.tx_copies reads them: one array per field
+ * (subs: each message's producerSub, NULL for none), the payloads
+ * concatenated in one binary bytea. */
 typedef struct tx_copies {
-    db_array items, messages, txns, traces, created, encrypted, lengths;
+    db_array items, messages, txns, traces, created, encrypted, subs, lengths;
     buf      payloads;
 } tx_copies;
 
-#define TX_COPY_ARRAYS 7
+#define TX_COPY_ARRAYS 8
 
 typedef struct tx_state {
     push_plan  plan;
@@ -48,8 +49,9 @@ static void fail(tx_request *tx, const char *msg)
 
 static db_array *copy_array(tx_copies *c, size_t k)
 {
+    /* queen.tx_ack's parameter order; lengths comes after the payloads */
     db_array *all[TX_COPY_ARRAYS] = { &c->items, &c->messages, &c->txns, &c->traces, &c->created,
-                                      &c->encrypted, &c->lengths };
+                                      &c->encrypted, &c->subs, &c->lengths };
     return all[k];
 }
 
@@ -82,15 +84,18 @@ static void put_copy(tx_copies *c, size_t idx, const frame *f, int64_t created_u
     ids_uuid_format(f->trace_id, trace);
     db_time_param(created_us, created);
     char *txn = xstrndup(f->txn, f->txn_len);
+    char *sub = (f->flags & FRAME_HAS_SUB) ? xstrndup(f->sub, f->sub_len) : NULL;
     db_array_int(&c->items, (int64_t)idx);
     db_array_text(&c->messages, msg);
     db_array_text(&c->txns, txn);
     db_array_text(&c->traces, (f->flags & FRAME_HAS_TRACE) ? trace : NULL);
     db_array_text(&c->created, created);
     db_array_bool(&c->encrypted, f->flags & FRAME_ENCRYPTED);
+    db_array_text(&c->subs, sub);
     db_array_int(&c->lengths, (int64_t)f->payload_len);
     buf_append(&c->payloads, f->payload, f->payload_len);
     free(txn);
+    free(sub);
 }
 
 static void copies_done(void *arg, const db_reply *reply)

@@ -3,8 +3,9 @@
  * turning its encryption off, replaying dead letters, moving another group's
  * cursor, deleting a queue — is refused 401 without a token and 403 with a
  * role too low; every way a token can be wrong is a 401; producerSub is the
- * token's sub whatever the body says. Tokens are made here: HS256 and RS256
- * with libjwt, EdDSA with libcrypto, keys generated per test. */
+ * token's sub whatever the body says, and a dead letter and its replay keep
+ * it. Tokens are made here: HS256 and RS256 with libjwt, EdDSA with
+ * libcrypto, keys generated per test. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -363,6 +364,96 @@ TEST(auth_producer_sub_is_null_without_authentication)
     CHECK_INT(r.status, 201);
     reply_fini(&r);
     CHECK_INT(pop_from(&s, q, NULL, "autoAck=true", &r), 200);
+    CHECK_STR(jraw(&r, "messages.0.producerSub"), "null");
+    reply_fini(&r);
+    CHECK_INT(srv_stop(&s), 0);
+}
+
+/* The dead letters of q as a read-only reader lists them; total checked. */
+static void dlq_list(silt_server *s, const char *token, const char *q, int total, reply *r)
+{
+    CHECK_INT(as(s, token, "GET", sfmt("/api/v1/dlq?queue=%s", q), NULL, r), 200);
+    CHECK_INT(jint(r, "total"), total);
+}
+
+/* A dead letter keeps the producerSub of the message that failed, whichever
+ * ack dead-lettered it (an ack by another token, or a transaction's ack):
+ * its list and its lookup answer it, and its replay pushes the message back
+ * under the producer's sub, not the sub of the admin who replays it. */
+TEST(auth_dead_letter_keeps_the_producers_sub_and_so_does_its_replay)
+{
+    silt_server s;
+    srv_start(&s, hs_env);
+    const char *q = uniq("dlqsub");
+    char alice[1024], bob[1024], ops[1024], root[1024];
+    snprintf(alice, sizeof alice, "%s", hs("alice", "read-write"));
+    snprintf(bob, sizeof bob, "%s", hs("bob", "read-write"));
+    snprintf(ops, sizeof ops, "%s", hs("ops", "read-only"));
+    snprintf(root, sizeof root, "%s", hs("root", "admin"));
+    CHECK_INT(status_as(&s, alice, "POST", "/api/v1/push",
+                        sfmt("{\"items\":[{\"queue\":\"%s\",\"transactionId\":\"m1\",\"payload\":1},"
+                             "{\"queue\":\"%s\",\"transactionId\":\"m2\",\"payload\":2}]}", q, q)), 201);
+    reply r;
+    CHECK_INT(as(&s, bob, "GET", sfmt("/api/v1/pop/queue/%s?batch=2", q), NULL, &r), 200);
+    char pid[96], lease[96];
+    keep_str(pid, jstr(&r, "partitionId"));
+    keep_str(lease, jstr(&r, "leaseId"));
+    reply_fini(&r);
+    CHECK_INT(as(&s, bob, "POST", "/api/v1/ack", sfmt("{\"transactionId\":\"m1\",\"partitionId\":\"%s\","
+                 "\"leaseId\":\"%s\",\"status\":\"dlq\",\"error\":\"poison\"}", pid, lease), &r), 200);
+    CHECK(jbool(&r, "0.dlq"));
+    reply_fini(&r);
+    CHECK_INT(as(&s, bob, "POST", "/api/v1/transaction", sfmt("{\"operations\":[{\"type\":\"ack\",\"transactionId\":"
+                 "\"m2\",\"partitionId\":\"%s\",\"leaseId\":\"%s\",\"status\":\"dlq\",\"error\":\"bad\"}]}", pid, lease),
+                 &r), 200);
+    CHECK(jbool(&r, "results.0.dlq"));
+    reply_fini(&r);
+
+    dlq_list(&s, ops, q, 2, &r);
+    CHECK_STR(jstr(&r, "messages.0.producerSub"), "alice");
+    CHECK_STR(jstr(&r, "messages.1.producerSub"), "alice");
+    char id[96];
+    keep_str(id, jstr(&r, strcmp(jstr(&r, "messages.0.transactionId"), "m1") == 0 ? "messages.0.id" : "messages.1.id"));
+    reply_fini(&r);
+    /* the log no longer holds the messages (as after retention): the lookup answers their dead letters */
+    sql("delete from queen.log_segments where partition_id = '%s'", pid);
+    CHECK_INT(as(&s, ops, "GET", sfmt("/api/v1/messages/%s/m1", pid), NULL, &r), 200);
+    CHECK_STR(jstr(&r, "status"), "dead-lettered");
+    CHECK_STR(jstr(&r, "deadLetter.producerSub"), "alice");
+    reply_fini(&r);
+
+    CHECK_INT(status_as(&s, root, "POST", sfmt("/api/v1/dlq/%s/replay", id), "{}"), 200);
+    CHECK_INT(as(&s, bob, "GET", sfmt("/api/v1/pop/queue/%s?autoAck=true", q), NULL, &r), 200);
+    CHECK_STR(jstr(&r, "messages.0.transactionId"), sfmt("dlq:%s", id));
+    CHECK_STR(jstr(&r, "messages.0.producerSub"), "alice");
+    reply_fini(&r);
+    CHECK_INT(srv_stop(&s), 0);
+}
+
+/* A message pushed without authentication has no producer to keep: its dead
+ * letter and its replay say null. */
+TEST(auth_dead_letter_of_a_message_pushed_without_authentication_has_a_null_producer_sub)
+{
+    silt_server s;
+    srv_start(&s, NULL);
+    const char *q = uniq("dlqopen");
+    push_one(&s, q, "Default", "m1", "{\"x\":1}");
+    reply r;
+    CHECK_INT(pop_from(&s, q, NULL, "batch=1", &r), 200);
+    char pid[96];
+    keep_str(pid, jstr(&r, "partitionId"));
+    reply_fini(&r);
+    rq(&s, "POST", "/api/v1/ack", sfmt("{\"transactionId\":\"m1\",\"partitionId\":\"%s\",\"status\":\"dlq\"}", pid), &r);
+    CHECK(jbool(&r, "0.dlq"));
+    reply_fini(&r);
+    dlq_list(&s, NULL, q, 1, &r);
+    CHECK_STR(jraw(&r, "messages.0.producerSub"), "null");
+    char id[96];
+    keep_str(id, jstr(&r, "messages.0.id"));
+    reply_fini(&r);
+    CHECK_INT(status_as(&s, NULL, "POST", sfmt("/api/v1/dlq/%s/replay", id), "{}"), 200);
+    CHECK_INT(pop_from(&s, q, NULL, "autoAck=true", &r), 200);
+    CHECK_STR(jstr(&r, "messages.0.transactionId"), sfmt("dlq:%s", id));
     CHECK_STR(jraw(&r, "messages.0.producerSub"), "null");
     reply_fini(&r);
     CHECK_INT(srv_stop(&s), 0);

@@ -407,3 +407,35 @@ TEST(history_rows_from_before_partitioning_survive_the_upgrade_each_in_its_class
     reply_fini(&r);
     srv_stop(&s);
 }
+
+/* A dead letter stored before sql/030 has no producerSub (its frame may be
+ * gone): it reads null, its other fields as they were, and a hand-off after
+ * the upgrade goes through the replaced functions. */
+TEST(dead_letters_from_before_producer_sub_read_null_and_new_hand_offs_work)
+{
+    char db[96], out[4096];
+    database_at(29, db);   /* the version before 030 */
+    seed_rows(db);
+    CHECK_INT(migrate_output(db, out, sizeof out), 0);
+    CHECK_STR(sql_in(db, "SELECT count(*) FROM queen.log_dlq WHERE producer_sub IS NULL"), "1");
+    silt_server s;
+    srv_start(&s, (const char *const[]){ sfmt("PG_DB=%s", db), NULL });
+    reply r;
+    rq(&s, "GET", "/api/v1/dlq?queue=upgrade", NULL, &r);
+    CHECK_INT(jint(&r, "total"), 1);
+    CHECK_STR(jraw(&r, "messages.0.producerSub"), "null");
+    CHECK_STR(jstr(&r, "messages.0.transactionId"), "t0");
+    CHECK_STR(jraw(&r, "messages.0.data"), "{}");
+    reply_fini(&r);
+    rq(&s, "GET", "/api/v1/pop/queue/upgrade?batch=1&consumerGroup=g", NULL, &r);
+    CHECK_STR(jstr(&r, "messages.0.transactionId"), "t2");
+    char pid[96];
+    keep_str(pid, jstr(&r, "partitionId"));
+    reply_fini(&r);
+    rq(&s, "POST", "/api/v1/ack", sfmt("{\"transactionId\":\"t2\",\"partitionId\":\"%s\",\"consumerGroup\":\"g\","
+                                       "\"status\":\"dlq\"}", pid), &r);
+    CHECK(jbool(&r, "0.dlq"));
+    reply_fini(&r);
+    CHECK_STR(sql_in(db, "SELECT count(*) FROM queen.log_dlq WHERE transaction_id = 't2' AND producer_sub IS NULL"), "1");
+    CHECK_INT(srv_stop(&s), 0);
+}
