@@ -17,15 +17,11 @@ case "$bin" in /*) ;; *) bin="$PWD/$bin" ;; esac
 here=$(cd "$(dirname "$0")" && pwd)
 pgbin=$(printf '%s\n' /usr/lib/postgresql/*/bin | sort -V | tail -n 1)
 dir=$(mktemp -d /tmp/silt-dedup.XXXXXX) || exit 1
+# shellcheck source=scripts/cluster_lib.sh
+. "$here/cluster_lib.sh"
 trap '"$here/pgcluster.sh" stop "$dir" >/dev/null 2>&1; rm -rf "$dir"' EXIT
 
-port=""
-for _ in 1 2 3; do
-    port=$((20000 + RANDOM % 10000))
-    "$here/pgcluster.sh" start "$dir" "$port" 2>"$dir/pgcluster.err" && break
-    port=""
-done
-[ -n "$port" ] || { cat "$dir/pgcluster.err" >&2; exit 1; }
+port=$(cluster_start "$dir") || exit 1
 PG_HOST=127.0.0.1 PG_PORT=$port PG_USER=postgres PG_DB=postgres "$bin" migrate >"$dir/migrate.log" 2>&1 || { cat "$dir/migrate.log" >&2; exit 1; }
 
 # One flush of 20 random hashes and message ids to queue $1; :probe says

@@ -11,12 +11,14 @@
 set -u
 bin="${1:?usage: PG_PORT=port scripts/bench-parked.sh BINARY [N] [P]}"; n="${2:-1000}"; p="${3:-20}"
 pg_port="${PG_PORT:?set PG_PORT}"; port="${HTTP_PORT:-16697}"; db=silt_parked
-psql_do() { psql -X -q -h 127.0.0.1 -p "$pg_port" -U postgres "$@"; }
-psql_do -d postgres -c "DROP DATABASE IF EXISTS $db" -c "CREATE DATABASE $db" || exit 1
+here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=scripts/cluster_lib.sh
+. "$here/cluster_lib.sh"
+cluster_psql "$pg_port" -d postgres -c "DROP DATABASE IF EXISTS $db" -c "CREATE DATABASE $db" || exit 1
 PG_HOST=127.0.0.1 PG_PORT=$pg_port PG_USER=postgres PG_DB=$db PORT=$port LOG_LEVEL=warn "$bin" server & server=$!
 pops=()
 cleanup() { kill "$server" "${pops[@]}" 2>/dev/null; wait 2>/dev/null
-            psql_do -d postgres -c "DROP DATABASE IF EXISTS $db" 2>/dev/null; }
+            cluster_psql "$pg_port" -d postgres -c "DROP DATABASE IF EXISTS $db" 2>/dev/null; }
 trap cleanup EXIT
 for _ in $(seq 100); do curl -s "localhost:$port/health" >/dev/null && break; sleep 0.1; done
 for _ in $(seq "$n"); do
@@ -29,7 +31,7 @@ for _ in $(seq 600); do
     [ "${parked:-0}" -ge "$n" ] && break
     sleep 0.2
 done
-xacts() { psql_do -d "$db" -Atc "SELECT xact_commit FROM pg_stat_database WHERE datname = '$db'"; }
+xacts() { cluster_psql "$pg_port" -d "$db" -Atc "SELECT xact_commit FROM pg_stat_database WHERE datname = '$db'"; }
 ticks() { awk '{ print $14 + $15 }' "/proc/$server/stat"; }
 i0=$(xacts); sleep 3; i1=$(xacts)
 c0=$(ticks); x0=$(xacts); t0=$(date +%s%N)

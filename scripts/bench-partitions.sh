@@ -15,8 +15,10 @@ rounds="${2:-3}"; seconds="${3:-10}"
 case "$bin" in /*) ;; *) bin="$PWD/$bin" ;; esac
 pg_port="${PG_PORT:?set PG_PORT}"; port=16698; db=silt_partitions
 dir=$(mktemp -d /tmp/silt-bench-partitions.XXXXXX) || exit 1
-psql_do() { psql -X -q -h 127.0.0.1 -p "$pg_port" -U postgres "$@"; }
-sq() { psql_do -d "$db" -Atc "$1"; }
+here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=scripts/cluster_lib.sh
+. "$here/cluster_lib.sh"
+sq() { cluster_psql "$pg_port" -d "$db" -Atc "$1"; }
 ms() { echo $(( ($(date +%s%N) - $1) / 1000000 )); }
 median() { sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 server=""; beside=""
@@ -24,11 +26,11 @@ cleanup() {
     [ -n "$beside" ] && kill "$beside" 2>/dev/null
     [ -n "$server" ] && kill "$server" 2>/dev/null
     wait 2>/dev/null
-    psql_do -d postgres -c "DROP DATABASE IF EXISTS $db" 2>/dev/null
+    cluster_psql "$pg_port" -d postgres -c "DROP DATABASE IF EXISTS $db" 2>/dev/null
     rm -rf "$dir"
 }
 trap cleanup EXIT
-psql_do -d postgres -c "DROP DATABASE IF EXISTS $db" -c "CREATE DATABASE $db" || exit 1
+cluster_psql "$pg_port" -d postgres -c "DROP DATABASE IF EXISTS $db" -c "CREATE DATABASE $db" || exit 1
 
 { echo "[retention]"; echo "history_leaf_horizon_days = 14"
   for i in $(seq -w 0 19); do echo "queue_retention.q$i = $((10#$i + 2))d"; done; } >"$dir/silt.conf"
@@ -45,7 +47,7 @@ echo "classes: $(sq "SELECT count(*) FROM horsies_retention_classes WHERE durati
 
 # Locks: one more class covered in one transaction (its 15 leaves), counted
 # before it commits; rolled back.
-locks=$(psql_do -d "$db" -At <<'SQL' | tail -n 1
+locks=$(cluster_psql "$pg_port" -d "$db" -At <<'SQL' | tail -n 1
 BEGIN;
 SELECT count(*) FROM tasks.register_classes(ARRAY['q_extra_7d'], ARRAY[604800]::bigint[], ARRAY['mapping'], true);
 SELECT count(*) FROM tasks.partition_cover_class('q_extra_7d', 14);

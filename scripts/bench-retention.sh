@@ -10,14 +10,16 @@ set -u
 bin="${1:?usage: scripts/bench-retention.sh BINARY}"
 case "$bin" in /*) ;; *) bin="$PWD/$bin" ;; esac
 here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=scripts/cluster_lib.sh
+. "$here/cluster_lib.sh"
 dir=$(mktemp -d /tmp/silt-bench-ret.XXXXXX) && chmod 755 "$dir"
-pgport=$((15000 + RANDOM % 15000)); port=$((15000 + RANDOM % 15000))
 seconds="${SECONDS_PER_RUN:-120}"
 window="${WINDOW:-30}"
 interval="${INTERVAL_MS:-30000}"
 cleanup() { [ -n "${pid:-}" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null; "$here/pgcluster.sh" stop "$dir"; rm -rf "$dir"; }
 trap cleanup EXIT
-"$here/pgcluster.sh" start "$dir" "$pgport" || exit 1
+pgport=$(cluster_start "$dir") || exit 1
+port=$(cluster_free_port) || exit 1
 PG_HOST=127.0.0.1 PG_PORT=$pgport PORT=$port LOG_LEVEL=warn RETENTION_INTERVAL_MS=$interval "$bin" server 2>"$dir/server.log" &
 pid=$!
 url="http://127.0.0.1:$port"

@@ -10,6 +10,8 @@ bin="${1:?usage: scripts/bench.sh BINARY}"
 case "$bin" in /*) ;; *) bin="$PWD/$bin" ;; esac
 [ -x "$bin" ] || { echo "bench: $bin is not executable" >&2; exit 2; }
 here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=scripts/cluster_lib.sh
+. "$here/cluster_lib.sh"
 dir=$(mktemp -d /tmp/silt-bench.XXXXXX) || exit 1
 server_pid=""
 
@@ -37,51 +39,6 @@ trap 'cleanup; exit "${status:-1}"' EXIT
 trap 'status=130; exit 130' INT
 trap 'status=143; exit 143' TERM
 
-# A TCP port nothing listens on, picked below the kernel's ephemeral range so
-# that no outgoing connection can be holding it (random: parallel runs differ).
-free_port() {
-    local p lo
-    lo=$(awk '{ print $1 }' /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null)
-    [ "${lo:-0}" -gt 11000 ] || lo=32768
-    for _ in $(seq 1 200); do
-        p=$((10000 + RANDOM % (lo - 10000)))
-        { : <>"/dev/tcp/127.0.0.1/$p"; } 2>/dev/null || { echo "$p"; return 0; }
-    done
-    return 1
-}
-
-# Starts the cluster on a free port (a few tries: another process may take
-# the port between the probe and the bind). Sets pg_port.
-start_cluster() {
-    for _ in 1 2 3; do
-        pg_port=$(free_port) || break
-        "$here/pgcluster.sh" start "$dir" "$pg_port" 2>"$dir/pgcluster.err" && return 0
-    done
-    cat "$dir/pgcluster.err" >&2
-    return 1
-}
-
-# 0 when GET /health on port $1 answers 200.
-healthy() {
-    local line
-    { exec 3<>"/dev/tcp/127.0.0.1/$1"; } 2>/dev/null || return 1
-    printf 'GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n' >&3
-    IFS= read -r -t 2 line <&3
-    exec 3<&- 3>&-
-    case "$line" in "HTTP/1."?" 200"*) return 0 ;; esac
-    return 1
-}
-
-wait_healthy() {
-    for _ in $(seq 1 600); do
-        healthy "$1" && return 0
-        kill -0 "$server_pid" 2>/dev/null || { echo "bench: the server exited" >&2; return 1; }
-        sleep 0.1
-    done
-    echo "bench: the server did not become healthy within 60 s" >&2
-    return 1
-}
-
 describe_machine() {
     local pgbin model
     pgbin=$(printf '%s\n' /usr/lib/postgresql/*/bin | sort -V | tail -n 1)
@@ -89,20 +46,19 @@ describe_machine() {
     echo "machine:    $(nproc) CPUs, ${model:-unknown model}, $(uname -sr)"
     echo "memory:     $(awk '/^MemTotal/ { printf "%.1f GiB", $2 / 1048576 }' /proc/meminfo)"
     echo "postgresql: $("$pgbin/postgres" --version 2>/dev/null | sed 's/^postgres (PostgreSQL) //')" \
-         "$(psql -h 127.0.0.1 -p "$pg_port" -U postgres -d postgres -Atc \
+         "$(cluster_psql "$pg_port" -d postgres -Atc \
             "SELECT 'fsync=' || current_setting('fsync') || ' synchronous_commit=' ||
                     current_setting('synchronous_commit')" 2>/dev/null)"
     echo
 }
 
 status=1
-pg_port=""
-start_cluster || { echo "bench: could not start PostgreSQL" >&2; exit 1; }
-http_port=$(free_port) || { echo "bench: no free port for the server" >&2; exit 1; }
+pg_port=$(cluster_start "$dir") || { echo "bench: could not start PostgreSQL" >&2; exit 1; }
+http_port=$(cluster_free_port) || { echo "bench: no free port for the server" >&2; exit 1; }
 PG_HOST=127.0.0.1 PG_PORT="$pg_port" PORT="$http_port" LOG_LEVEL=warn \
     "$bin" server >"$dir/server.log" 2>&1 &
 server_pid=$!
-wait_healthy "$http_port" || { tail -n 20 "$dir/server.log" >&2; exit 1; }
+server_wait_healthy "$http_port" "$server_pid" bench || { tail -n 20 "$dir/server.log" >&2; exit 1; }
 describe_machine >&2   # stderr: stdout is the bench's alone (e.g. --json)
 # BENCH_ARGS is split into words on purpose: it is a list of options.
 # shellcheck disable=SC2086

@@ -26,6 +26,8 @@ bin="${1:?usage: scripts/chaos.sh BINARY}"
 case "$bin" in /*) ;; *) bin="$PWD/$bin" ;; esac
 [ -x "$bin" ] || { echo "chaos: $bin is not executable" >&2; exit 2; }
 here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=scripts/cluster_lib.sh
+. "$here/cluster_lib.sh"
 seconds=${CHAOS_SECONDS:-120}
 kills=${CHAOS_KILLS:-12}
 messages=${CHAOS_MESSAGES:-1000000}
@@ -58,53 +60,11 @@ trap 'cleanup; exit "${status:-1}"' EXIT
 trap 'status=130; exit 130' INT
 trap 'status=143; exit 143' TERM
 
-# A TCP port nothing listens on, below the kernel's ephemeral range.
-free_port() {
-    local p lo
-    lo=$(awk '{ print $1 }' /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null)
-    [ "${lo:-0}" -gt 11000 ] || lo=32768
-    for _ in $(seq 1 200); do
-        p=$((10000 + $(od -An -N2 -tu2 /dev/urandom | tr -d ' ') % (lo - 10000)))
-        { : <>"/dev/tcp/127.0.0.1/$p"; } 2>/dev/null || { echo "$p"; return 0; }
-    done
-    return 1
-}
-
-start_cluster() {
-    for _ in 1 2 3; do
-        pg_port=$(free_port) || break
-        "$here/pgcluster.sh" start "$dir/pg" "$pg_port" $pgmode 2>"$dir/pgcluster.err" && return 0
-    done
-    cat "$dir/pgcluster.err" >&2
-    return 1
-}
-
-healthy() {
-    local line
-    { exec 3<>"/dev/tcp/127.0.0.1/$http_port"; } 2>/dev/null || return 1
-    printf 'GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n' >&3
-    IFS= read -r -t 2 line <&3
-    exec 3<&- 3>&-
-    case "$line" in "HTTP/1."?" 200"*) return 0 ;; esac
-    return 1
-}
-
-# Bounded: 60 s (a loaded machine, an ASan build, crash recovery).
-wait_healthy() {
-    for _ in $(seq 1 600); do
-        healthy && return 0
-        kill -0 "$server_pid" 2>/dev/null || { echo "chaos: the server exited" >&2; return 1; }
-        sleep 0.1
-    done
-    echo "chaos: the server did not become healthy within 60 s" >&2
-    return 1
-}
-
 start_server() {
     PG_HOST=127.0.0.1 PG_PORT="$pg_port" PORT="$http_port" LOG_LEVEL=warn \
         "$bin" server >>"$dir/server.log" 2>&1 &
     server_pid=$!
-    wait_healthy
+    server_wait_healthy "$http_port" "$server_pid" chaos
 }
 
 # The server died without being told to: a crash, which fails the run.
@@ -130,7 +90,7 @@ stop_postgres() {
     sleep "$((RANDOM % 2)).$((RANDOM % 10))"
     "$here/pgcluster.sh" start "$dir/pg" "$pg_port" $pgmode 2>"$dir/pgcluster.err" \
         || { cat "$dir/pgcluster.err" >&2; return 1; }
-    wait_healthy && say "PostgreSQL restarted, server healthy"
+    server_wait_healthy "$http_port" "$server_pid" chaos && say "PostgreSQL restarted, server healthy"
 }
 
 # Event k of n fires at a random moment in the k-th of n equal slices of the
@@ -149,8 +109,8 @@ killer() {
 }
 
 status=1
-start_cluster || { echo "chaos: could not start PostgreSQL" >&2; exit 1; }
-http_port=$(free_port) || { echo "chaos: no free port for the server" >&2; exit 1; }
+pg_port=$(cluster_start "$dir/pg" "$pgmode") || { echo "chaos: could not start PostgreSQL" >&2; exit 1; }
+http_port=$(cluster_free_port) || { echo "chaos: no free port for the server" >&2; exit 1; }
 start_server || exit 1
 say "seed $seed: $kills events in ${seconds} s, up to $messages messages, PostgreSQL ${pgmode:-durable} on $pg_port, server on $http_port"
 t0=$(now_ms)   # the kill schedule counts from the workload's start

@@ -9,11 +9,12 @@
  * state is seen. The request timeout itself lives in httpd.
  *
  * Names: queue, partition, consumer group, namespace and task names have
- * one length limit (API_NAME_MAX_BYTES). Bodies are checked by their
+ * one length limit (NAMES_MAX_BYTES). Bodies are checked by their
  * handlers; names in the path and the query are checked here, for every
  * route, naming the field the way a body would. */
 #include <string.h>
 #include "api/api.h"
+#include "base/names.h"
 #include "base/xalloc.h"
 
 /* A path segment after one of these is a name of that field. */
@@ -47,10 +48,7 @@ static int check_path_names(httpd_req *req)
     for (const char *s = req->path; *s == '/';) {
         s++;
         size_t len = strcspn(s, "/");
-        if (field && decoded_len(s, len) > API_NAME_MAX_BYTES) {
-            httpd_error_field(req, 400, "field", field, "%s is longer than %d bytes", field, API_NAME_MAX_BYTES);
-            return -1;
-        }
+        if (field && decoded_len(s, len) > NAMES_MAX_BYTES) return api_name_too_long(req, field, "", field);
         field = field_after(s, len);
         s += len;
     }

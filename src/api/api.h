@@ -25,11 +25,14 @@ void api_admit(httpd_req *req, void *srv);
  * (MAX_PENDING_REQUESTS, MAX_PENDING_BYTES): new ones are shed. */
 bool api_overloaded(const server *srv);
 
-/* One limit for queue, partition, consumer group, namespace and task
- * names, wherever they come from. */
-#define API_NAME_MAX_BYTES 255
-/* 0, or answered 400 "<where><field> is longer than 255 bytes" (req freed). */
+/* Names (queue, partition, consumer group, namespace, task) have one
+ * length limit, NAMES_MAX_BYTES (base/names.h), and one answer past it.
+ * 0, or answered 400 "<where><field> is longer than 255 bytes" (req freed). */
 int  api_check_name(httpd_req *req, const char *where, const char *field, const char *value);
+/* That answer for a name that is not one member's string (a path segment,
+ * an array's element): 400 "<where><what> is longer than 255 bytes" naming
+ * field (req freed); -1. */
+int  api_name_too_long(httpd_req *req, const char *field, const char *where, const char *what);
 
 void api_health(httpd_req *req, server *srv);
 void api_dashboard_index(httpd_req *req, server *srv);

@@ -6,6 +6,7 @@
 #include "api/api.h"
 #include "base/ids.h"
 #include "base/iso_time.h"
+#include "base/names.h"
 #include "base/xalloc.h"
 #include "db/result.h"
 
@@ -38,8 +39,13 @@ int api_read_shallow(httpd_req *req, server *srv, json_doc *doc, int record_dept
 
 int api_check_name(httpd_req *req, const char *where, const char *field, const char *value)
 {
-    if (!value || strlen(value) <= API_NAME_MAX_BYTES) return 0;
-    httpd_error_field(req, 400, "field", field, "%s%s is longer than %d bytes", where, field, API_NAME_MAX_BYTES);
+    if (!value || strlen(value) <= NAMES_MAX_BYTES) return 0;
+    return api_name_too_long(req, field, where, field);
+}
+
+int api_name_too_long(httpd_req *req, const char *field, const char *where, const char *what)
+{
+    httpd_error_field(req, 400, "field", field, "%s%s is longer than %d bytes", where, what, NAMES_MAX_BYTES);
     return -1;
 }
 

@@ -8,6 +8,7 @@
 #include "api/api.h"
 #include "api/task_input.h"
 #include "base/iso_time.h"
+#include "base/names.h"
 #include "base/xalloc.h"
 #include "base/retention_class.h"
 
@@ -20,15 +21,21 @@ static int bad(httpd_req *req, const char *where, const char *field, const char 
     return -1;
 }
 
-static int read_name(httpd_req *req, const json_doc *d, uint32_t obj, const char *where, const char *key,
-                     size_t max, bool required, char **out)
+/* A task's or its queue's name: required, within the one name limit. */
+static int read_name(httpd_req *req, const json_doc *d, uint32_t obj, const char *where, const char *key, char **out)
 {
     if (api_member_string(req, d, obj, where, key, out) < 0) return -1;
-    if (!*out && required) return bad(req, where, key, "is required");
-    if (*out && strlen(*out) > max) {
+    if (!*out) return bad(req, where, key, "is required");
+    return api_check_name(req, where, key, *out);
+}
+
+static int read_idempotency_key(httpd_req *req, const json_doc *d, uint32_t obj, const char *where, char **out)
+{
+    if (api_member_string(req, d, obj, where, "idempotencyKey", out) < 0) return -1;
+    if (*out && strlen(*out) > TASK_KEY_MAX) {
         char msg[64];
-        snprintf(msg, sizeof msg, "must be at most %zu characters", max);
-        return bad(req, where, key, msg);
+        snprintf(msg, sizeof msg, "must be at most %d characters", TASK_KEY_MAX);
+        return bad(req, where, "idempotencyKey", msg);
     }
     return 0;
 }
@@ -36,7 +43,7 @@ static int read_name(httpd_req *req, const json_doc *d, uint32_t obj, const char
 static int read_queue(httpd_req *req, server *srv, const json_doc *d, uint32_t obj, const char *where,
                       task_spec *t)
 {
-    if (read_name(req, d, obj, where, "queue", TASK_NAME_MAX, true, &t->queue) < 0) return -1;
+    if (read_name(req, d, obj, where, "queue", &t->queue) < 0) return -1;
     bool known;
     const conf_queue *q = task_hub_queue(srv->tasks, t->queue, &known);
     if (!known) {
@@ -209,13 +216,13 @@ int api_task_read(httpd_req *req, server *srv, const json_doc *d, uint32_t obj, 
     if (api_only_known(req, d, obj, where, form->what, form->fields) < 0) return -1;
     ids_uuid7(t->id);
     t->args = api_member_json(d, obj, "args");   /* any JSON value, stored verbatim */
-    if (read_name(req, d, obj, where, form->name_key, TASK_NAME_MAX, true, &t->name) < 0 ||
+    if (read_name(req, d, obj, where, form->name_key, &t->name) < 0 ||
         read_queue(req, srv, d, obj, where, t) < 0 ||
         read_int_field(req, d, obj, where, "priority", TASK_PRIORITY_MIN, TASK_PRIORITY_MAX, &t->priority) < 0 ||
         read_when(req, d, obj, where, t) < 0 ||
         read_int_field(req, d, obj, where, "timeoutMs", 1, TASK_MAX_TIMEOUT_MS, &t->timeout_ms) < 0 ||
         read_retry(req, d, obj, where, &t->retry) < 0 ||
-        read_name(req, d, obj, where, "idempotencyKey", TASK_KEY_MAX, false, &t->idempotency_key) < 0 ||
+        read_idempotency_key(req, d, obj, where, &t->idempotency_key) < 0 ||
         read_class(req, srv, d, obj, where, t) < 0)
         return -1;
     return 0;
@@ -263,9 +270,10 @@ int api_task_queues(httpd_req *req, server *srv, const json_doc *d, db_array *na
             return -1;
         }
         (*list)[i] = json_str_dup(d, (uint32_t)e);
-        if (strlen((*list)[i]) > TASK_NAME_MAX) {
-            httpd_error_field(req, 400, "field", "queues", "queues[%u] must be at most %d characters", i, TASK_NAME_MAX);
-            return -1;
+        if (strlen((*list)[i]) > NAMES_MAX_BYTES) {
+            char what[32];
+            snprintf(what, sizeof what, "queues[%u]", i);
+            return api_name_too_long(req, "queues", "", what);
         }
         task_hub_queue(srv->tasks, (*list)[i], &known);
         if (!known) {

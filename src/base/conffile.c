@@ -23,6 +23,7 @@
 #include "base/conf_retention.h"
 #include "base/confreport.h"
 #include "base/json.h"
+#include "base/names.h"
 #include "base/retention_class.h"
 #include "base/xalloc.h"
 #include "tasks/cron.h"
@@ -470,9 +471,9 @@ static void set_timezone(parser *p, const key_def *k, const char *value)
 static void set_task(parser *p, const key_def *k, const char *value)
 {
     size_t n = strlen(value);
-    if (n < 1 || n > CONFFILE_TASK_NAME_MAX || !json_utf8_valid(value, n)) {
+    if (n < 1 || n > NAMES_MAX_BYTES || !json_utf8_valid(value, n)) {
         confreport_error_at(&p->rep, CONFFILE_E_SCHEDULE, p->line, "task in [%s] must be 1 to %d bytes of UTF-8",
-                            p->section, CONFFILE_TASK_NAME_MAX);
+                            p->section, NAMES_MAX_BYTES);
         confreport_note(&p->rep, "found task = %s", shown(value));
         return;
     }

@@ -14,8 +14,7 @@
 #include <stdint.h>
 #include "base/buf.h"
 
-#define CONFFILE_QUEUE_NAME_MAX 48        /* characters of a queue or schedule name */
-#define CONFFILE_TASK_NAME_MAX  200       /* bytes of a schedule's task name (TASK_NAME_MAX) */
+#define CONFFILE_QUEUE_NAME_MAX 48        /* characters of a queue or schedule name (within NAMES_MAX_BYTES) */
 #define CONFFILE_CATCH_UP_MAX   1000      /* missed slots a schedule may run at most */
 #define CONFFILE_MAX_BYTES      (1 << 20) /* a larger file is refused unread */
 
@@ -56,7 +55,7 @@ typedef struct conf_schedule {
     char *name;          /* NAME: the rule of queue names */
     char *cron;          /* five fields, as written (blanks around it trimmed) */
     char *timezone;      /* an IANA zone (cron_tz_valid); default "UTC" */
-    char *task;          /* the task name sent, 1..200 bytes of UTF-8 */
+    char *task;          /* the task name sent, 1..NAMES_MAX_BYTES of UTF-8 */
     char *queue;         /* the queue it is sent to: a queue name */
     char *args;          /* the task's args, a JSON text as written; default "null" */
     int   catch_up;      /* slots missed while no scheduler ran: 0 (`skip`, default)

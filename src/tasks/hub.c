@@ -7,6 +7,7 @@
 #include "base/clock.h"
 #include "base/ids.h"
 #include "base/log.h"
+#include "base/names.h"
 #include "base/xalloc.h"
 #include "db/array.h"
 #include "db/listener.h"
@@ -253,7 +254,7 @@ static void notify_outbox(task_hub *h)
 void task_hub_announce(task_hub *h, const char *what)
 {
     wake(h, what);
-    char payload[IDS_UUID_TEXT + 16 + TASK_NAME_MAX];
+    char payload[IDS_UUID_TEXT + 16 + NAMES_MAX_BYTES];
     snprintf(payload, sizeof payload, "%s %s", h->origin, what);
     db_array_text(&h->outbox, payload);
     notify_outbox(h);
@@ -301,7 +302,7 @@ void task_hub_on_log(task_hub *h, task_log_wake_fn fn, void *arg)
 
 void task_hub_announce_sent(task_hub *h, const char *queue)
 {
-    char what[8 + TASK_NAME_MAX];
+    char what[8 + NAMES_MAX_BYTES];
     snprintf(what, sizeof what, "sent:%s", queue);
     task_hub_announce(h, what);
 }

@@ -32,7 +32,6 @@
 #define TASK_MAX_BATCH        1000        /* tasks in one send */
 #define TASK_MAX_CLAIM        1000        /* tasks in one claim */
 #define TASK_MAX_RETRY_CODES  16
-#define TASK_NAME_MAX         200
 #define TASK_CODE_MAX         64
 
 /* The error codes the engine itself writes. */

@@ -494,6 +494,58 @@ TEST(bad_task_input_is_refused_with_its_reason_and_nothing_is_written)
     srv_stop(&s);
 }
 
+/* The refusal of an over-long name: the streams API's words, naming field. */
+static void name_refused(silt_server *s, const char *path, const char *body, const char *error, const char *field)
+{
+    reply r;
+    rq(s, "POST", path, body, &r);
+    const char *e = jstr(&r, "error"), *f = jstr(&r, "field");
+    if (r.status != 400 || !e || strcmp(e, error) != 0 || !f || strcmp(f, field) != 0)
+        harness_failf(__FILE__, __LINE__, "%s: %d %.300s, expected 400 \"%s\" naming %s", path, r.status,
+                      r.raw.body.data, error, field);
+    reply_fini(&r);
+}
+
+static const char *name_of(size_t len)
+{
+    static char n[2][300];
+    static int next;
+    char *out = n[next++ % 2];
+    memset(out, 'n', len);
+    out[len] = '\0';
+    return out;
+}
+
+/* Task and task queue names have the streams API's one limit, 255 bytes
+ * (base/names.h): the longest is sent, claimed and read back whole; one
+ * byte more is refused before anything is written. */
+TEST(task_and_queue_names_of_255_bytes_are_taken_and_of_256_refused_writing_nothing)
+{
+    silt_server s;
+    srv_start(&s, NULL);
+    const char *p = "/api/v1/tasks", *over = name_of(256);
+    name_refused(&s, p, sfmt("{\"name\":\"%s\",\"queue\":\"q\"}", over), "name is longer than 255 bytes", "name");
+    name_refused(&s, p, sfmt("{\"name\":\"t\",\"queue\":\"%s\"}", over), "queue is longer than 255 bytes", "queue");
+    name_refused(&s, p, sfmt("{\"tasks\":[{\"name\":\"t\",\"queue\":\"q\"},{\"name\":\"%s\",\"queue\":\"q\"}]}", over),
+                 "tasks[1]: name is longer than 255 bytes", "name");
+    name_refused(&s, "/api/v1/workers/w/claim", sfmt("{\"queues\":[\"q\",\"%s\"]}", over),
+                 "queues[1] is longer than 255 bytes", "queues");
+    name_refused(&s, "/api/v1/workflows", sfmt("{\"name\":\"wf\",\"nodes\":[{\"id\":\"a\",\"task\":\"%s\",\"queue\":\"q\"}]}",
+                 over), "nodes[0]: task is longer than 255 bytes", "task");
+    CHECK_STR(sql("SELECT count(*) FROM horsies_tasks"), "0");
+    CHECK_STR(sql("SELECT count(*) FROM horsies_workflows"), "0");
+
+    char longest[300];
+    snprintf(longest, sizeof longest, "%s", name_of(255));
+    char id[96];
+    keep_str(id, task_send(&s, sfmt("{\"name\":\"%s\",\"queue\":\"%s\"}", longest, longest)));
+    task_claimed c;
+    CHECK(task_claim_one(&s, "w", longest, &c));
+    CHECK_STR(c.id, id);
+    CHECK_STR(sql("SELECT octet_length(task_name) || ' ' || octet_length(queue_name) FROM horsies_tasks"), "255 255");
+    srv_stop(&s);
+}
+
 TEST(a_claim_that_starts_commits_the_attempt_and_first_runner_heartbeat_with_it)
 {
     silt_server s;

@@ -845,17 +845,17 @@ TEST(conffile_hrs_208_catch_up_is_skip_or_1_to_1000)
     loaded_fini(&l);
 }
 
-TEST(conffile_hrs_208_task_is_1_to_200_bytes_of_utf8)
+TEST(conffile_hrs_208_task_is_1_to_255_bytes_of_utf8)
 {
     loaded l;
     load("[schedule.s]\ncron = * * * * *\nqueue = q\ntask =\n", &l);
-    check_only_error(&l, "error[HRS-208]: task in [schedule.s] must be 1 to 200 bytes of UTF-8\n"
+    check_only_error(&l, "error[HRS-208]: task in [schedule.s] must be 1 to 255 bytes of UTF-8\n"
                          "  --> silt.conf:4\n"
                          "   = note: found task = (nothing)\n");
     loaded_fini(&l);
     load("[schedule.s]\ncron = * * * * *\nqueue = q\ntask = \xff\xfe\n", &l);
     CHECK_INT(l.errors, 1);
-    CHECK_REPORTS(l, "error[HRS-208]: task in [schedule.s] must be 1 to 200 bytes of UTF-8\n  --> silt.conf:4\n");
+    CHECK_REPORTS(l, "error[HRS-208]: task in [schedule.s] must be 1 to 255 bytes of UTF-8\n  --> silt.conf:4\n");
     loaded_fini(&l);
     /* as long as a line allows, blanks inside kept */
     char text[512], task[200];

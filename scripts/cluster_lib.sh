@@ -1,0 +1,74 @@
+# shellcheck shell=bash
+# cluster_lib: what the bench and chaos scripts share to run a throwaway
+# PostgreSQL cluster (scripts/pgcluster.sh) and a silt server on it. Sourced,
+# not run:
+#   here=$(cd "$(dirname "$0")" && pwd); . "$here/cluster_lib.sh"
+# Functions only: it sets no options and no traps (each script owns its
+# cleanup), and every function is told its directory, port or process.
+
+cluster_lib_here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+
+# A TCP port nothing listens on, picked below the kernel's ephemeral range so
+# that no outgoing connection can be holding it. Random, so parallel runs
+# differ; drawn from /dev/urandom rather than $RANDOM so that a caller's
+# seeded RANDOM (chaos.sh's reproducible kill schedule) neither picks the
+# port (two runs with one seed would collide) nor is consumed by it.
+cluster_free_port() {
+    local p lo
+    lo=$(awk '{ print $1 }' /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null)
+    [ "${lo:-0}" -gt 11000 ] || lo=32768
+    for _ in $(seq 1 200); do
+        p=$((10000 + $(od -An -N2 -tu2 /dev/urandom | tr -d ' ') % (lo - 10000)))
+        { : <>"/dev/tcp/127.0.0.1/$p"; } 2>/dev/null || { echo "$p"; return 0; }
+    done
+    return 1
+}
+
+# cluster_start DIR [fast]: starts the cluster in DIR on a free port and
+# prints the port. A few tries: another process may take the port between
+# the probe and the bind. On failure, pgcluster.sh's last reason goes to
+# stderr.
+cluster_start() {
+    local port err=""
+    for _ in 1 2 3; do
+        port=$(cluster_free_port) || break
+        # the mode is one word or none: left unquoted on purpose
+        # shellcheck disable=SC2086
+        err=$("$cluster_lib_here/pgcluster.sh" start "$1" "$port" ${2:-} 2>&1 >/dev/null) \
+            && { echo "$port"; return 0; }
+    done
+    [ -z "$err" ] || echo "$err" >&2
+    return 1
+}
+
+# cluster_psql PORT ARGS...: psql as postgres on 127.0.0.1:PORT, quiet, no
+# ~/.psqlrc.
+cluster_psql() {
+    local port=$1
+    shift
+    psql -X -q -h 127.0.0.1 -p "$port" -U postgres "$@"
+}
+
+# server_healthy PORT: 0 when GET /health on 127.0.0.1:PORT answers 200.
+server_healthy() {
+    local line
+    { exec 3<>"/dev/tcp/127.0.0.1/$1"; } 2>/dev/null || return 1
+    printf 'GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n' >&3
+    IFS= read -r -t 2 line <&3
+    exec 3<&- 3>&-
+    case "$line" in "HTTP/1."?" 200"*) return 0 ;; esac
+    return 1
+}
+
+# server_wait_healthy PORT PID WHO: waits until the server PID on PORT is
+# healthy. Bounded: 60 s (a loaded machine, an ASan build, crash recovery);
+# fails at once when PID has exited. WHO prefixes the messages ("bench").
+server_wait_healthy() {
+    for _ in $(seq 1 600); do
+        server_healthy "$1" && return 0
+        kill -0 "$2" 2>/dev/null || { echo "$3: the server exited" >&2; return 1; }
+        sleep 0.1
+    done
+    echo "$3: the server did not become healthy within 60 s" >&2
+    return 1
+}
