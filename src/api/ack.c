@@ -119,6 +119,7 @@ static void submit(httpd_req *req, server *srv, ack_request *a)
     c->srv = srv;
     a->done = ack_done;
     a->arg = c;
+    a->abandoned = &req->left;   /* req is freed by the reply in ack_done */
     ack_submit(srv->pool, srv->max_segment_bytes, a);
 }
 

@@ -34,6 +34,15 @@ int  api_check_name(httpd_req *req, const char *where, const char *field, const 
  * field (req freed); -1. */
 int  api_name_too_long(httpd_req *req, const char *field, const char *where, const char *what);
 
+/* Submits a job whose work is for req alone: dropped unsent if req's client
+ * leaves or the request times out while the job still waits for a
+ * connection (abandon.c). Its done must be what answers req, so req is
+ * still there when the pool looks at it. */
+void api_submit(httpd_req *req, server *srv, db_job *job);
+/* The server's httpd_on_leave hook: has the pool drop what such requests
+ * left waiting. */
+void api_client_left(httpd_req *req, void *srv);
+
 void api_health(httpd_req *req, server *srv);
 void api_dashboard_index(httpd_req *req, server *srv);
 void api_dashboard_asset(httpd_req *req, server *srv);

@@ -96,7 +96,7 @@ void api_task_start(httpd_req *req, server *srv)
     const char *values[2] = { c->id, claim };
     db_job *job = db_job_new(started, c);
     db_job_call(job, STMT_TASK_START, values, NULL, NULL);
-    db_submit(srv->pool, job);
+    api_submit(req, srv, job);
 }
 
 /* A row of tasks.finish_many (idx, id, status, queue): what others must hear. */

@@ -87,7 +87,7 @@ void api_configure(httpd_req *req, server *srv)
     const char *values[4] = { c->queue, ns, task, patch.data };
     db_job *job = db_job_new(configure_done, c);
     db_job_call(job, STMT_CONFIGURE, values, NULL, NULL);
-    db_submit(srv->pool, job);
+    api_submit(req, srv, job);
 out:
     free(queue); free(ns); free(task);
     buf_fini(&patch);

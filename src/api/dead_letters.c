@@ -119,7 +119,7 @@ void api_dlq_list(httpd_req *req, server *srv)
     db_job *job = db_job_new(list_done, c);
     db_job_call(job, STMT_DLQ_COUNT, values, NULL, NULL);
     db_job_call(job, STMT_DLQ_PAGE, values, NULL, NULL);
-    db_submit(srv->pool, job);
+    api_submit(req, srv, job);
 }
 
 /* ---- replay ---- */
@@ -204,7 +204,7 @@ static void replay_fetched(void *arg, const db_reply *reply)
     push_plan_calls(&plan, job, (int)c->srv->cfg.zstd_level);
     push_plan_fini(&plan);
     db_job_call(job, STMT_DLQ_TAKE, values, NULL, NULL);   /* same transaction: both or neither */
-    db_submit(c->srv->pool, job);
+    api_submit(c->req, c->srv, job);
 }
 
 void api_dlq_replay(httpd_req *req, server *srv)
@@ -214,7 +214,7 @@ void api_dlq_replay(httpd_req *req, server *srv)
     const char *values[1] = { c->id };
     db_job *job = db_job_new(replay_fetched, c);
     db_job_call(job, STMT_DLQ_GET, values, NULL, NULL);
-    db_submit(srv->pool, job);
+    api_submit(req, srv, job);
 }
 
 /* ---- messages by (partitionId, transactionId) ---- */
@@ -289,7 +289,7 @@ void api_message_get(httpd_req *req, server *srv)
     db_job *job = db_job_new(message_done, c);
     db_job_call(job, STMT_MESSAGE_LOOKUP, lookup, lengths, formats);
     db_job_call(job, STMT_DLQ_BY_MESSAGE, by_message, NULL, NULL);
-    db_submit(srv->pool, job);
+    api_submit(req, srv, job);
 }
 
 static void delete_done(void *arg, const db_reply *reply)
@@ -317,5 +317,5 @@ void api_message_delete(httpd_req *req, server *srv)
     const char *values[2] = { c->id, req->params[1] };
     db_job *job = db_job_new(delete_done, c);
     db_job_call(job, STMT_DLQ_DELETE_MESSAGE, values, NULL, NULL);
-    db_submit(srv->pool, job);
+    api_submit(req, srv, job);
 }

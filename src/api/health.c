@@ -81,6 +81,8 @@ void api_metrics(httpd_req *req, server *srv)
         "# TYPE silt_http_requests_waiting gauge\nsilt_http_requests_waiting %d\n"
         "# HELP silt_http_request_timeouts_total requests answered 503 by REQUEST_TIMEOUT_MS\n"
         "# TYPE silt_http_request_timeouts_total counter\nsilt_http_request_timeouts_total %llu\n"
+        "# HELP silt_db_jobs_abandoned_total database work dropped unsent: its client left or its request timed out\n"
+        "# TYPE silt_db_jobs_abandoned_total counter\nsilt_db_jobs_abandoned_total %llu\n"
         "# TYPE silt_http_connections gauge\nsilt_http_connections %d\n"
         "# HELP silt_http_connections_refused_total connections answered 503 at the connection limit\n"
         "# TYPE silt_http_connections_refused_total counter\nsilt_http_connections_refused_total %llu\n"
@@ -104,7 +106,8 @@ void api_metrics(httpd_req *req, server *srv)
         (unsigned long long)s->popped,
         (unsigned long long)s->acked, (unsigned long long)s->dead_lettered,
         httpd_inflight(srv->http) - 1, httpd_arriving(srv->http), popper_parked(srv->pop), (unsigned long long)popper_wakeups(srv->pop),
-        httpd_held(srv->http) - 1, (unsigned long long)httpd_timeouts(srv->http), httpd_connections(srv->http),
+        httpd_held(srv->http) - 1, (unsigned long long)httpd_timeouts(srv->http),
+        (unsigned long long)db_pool_abandoned(srv->pool), httpd_connections(srv->http),
         (unsigned long long)httpd_refused_connections(srv->http),
         (unsigned long long)popper_queries(srv->pop), task_hub_listening(srv->tasks) ? 1 : 0,
         db_pool_ready(srv->pool) ? 1 : 0, resident_bytes(),

@@ -72,5 +72,5 @@ void api_lease_extend(httpd_req *req, server *srv)
     const char *values[2] = { c->lease_id, secs };
     db_job *job = db_job_new(extend_done, c);
     db_job_call(job, STMT_EXTEND_LEASE, values, NULL, NULL);
-    db_submit(srv->pool, job);
+    api_submit(req, srv, job);
 }

@@ -58,7 +58,7 @@ static void call(httpd_req *req, server *srv, db_stmt stmt, const char *const *v
     *c = (maint_call){ req, srv, changed };
     db_job *job = db_job_new(maint_done, c);
     db_job_call(job, stmt, values, NULL, NULL);
-    db_submit(srv->pool, job);
+    api_submit(req, srv, job);
 }
 
 void api_maintenance_get(httpd_req *req, server *srv)

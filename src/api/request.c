@@ -214,7 +214,7 @@ void api_json_call_waking(httpd_req *req, server *srv, db_stmt stmt, const char 
     c->wake_group = group ? xstrdup(group) : NULL;
     db_job *job = db_job_new(json_call_done, c);
     db_job_call(job, stmt, values, NULL, NULL);
-    db_submit(srv->pool, job);
+    api_submit(req, srv, job);
 }
 
 void api_json_call(httpd_req *req, server *srv, db_stmt stmt, const char *const *values, const char *not_found)
@@ -258,7 +258,7 @@ void api_rows_call(httpd_req *req, server *srv, db_stmt stmt, const char *const 
     c->emit_row = emit_row;
     db_job *job = db_job_new(rows_listed, c);
     db_job_call(job, stmt, values, NULL, NULL);
-    db_submit(srv->pool, job);
+    api_submit(req, srv, job);
 }
 
 /* ---- a list, a page at a time ---- */
@@ -312,5 +312,5 @@ void api_list_page(httpd_req *req, server *srv, const api_page *page, const char
     c->limit = limit;
     db_job *job = db_job_new(page_listed, c);
     db_job_call(job, page->stmt, values, NULL, NULL);
-    db_submit(srv->pool, job);
+    api_submit(req, srv, job);
 }

@@ -72,5 +72,5 @@ void api_schedule_list(httpd_req *req, server *srv)
     c->srv = srv;
     db_job *job = db_job_new(listed, c);
     db_job_call(job, STMT_SCHEDULE_STATE, NULL, NULL, NULL);
-    db_submit(srv->pool, job);
+    api_submit(req, srv, job);
 }

@@ -189,6 +189,7 @@ static int start(server *srv)
         return -1;
     }
     free(conninfo);
+    httpd_on_leave(srv->http, api_client_left, srv);
     srv->sigterm = evsignal_new(srv->base, SIGTERM, on_signal, srv);
     srv->sigint = evsignal_new(srv->base, SIGINT, on_signal, srv);
     srv->drain_timer = evtimer_new(srv->base, drain_check, srv);

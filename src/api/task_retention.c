@@ -187,5 +187,5 @@ void api_task_retention_coverage(httpd_req *req, server *srv)
     c->srv = srv;
     db_job *job = db_job_new(coverage_read, c);
     db_job_call(job, STMT_TR_COVERAGE, NULL, NULL, NULL);
-    db_submit(srv->pool, job);
+    api_submit(req, srv, job);
 }

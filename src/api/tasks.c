@@ -287,5 +287,5 @@ void api_task_cancel(httpd_req *req, server *srv)
     const char *values[1] = { c->id };
     db_job *job = db_job_new(cancelled, c);
     db_job_call(job, STMT_TASK_CANCEL, values, NULL, NULL);
-    db_submit(srv->pool, job);
+    api_submit(req, srv, job);
 }

@@ -34,7 +34,7 @@ static void submit(trace_call *c, db_done_fn done, db_stmt stmt, const char *con
 {
     db_job *job = db_job_new(done, c);
     db_job_call(job, stmt, values, lengths, formats);
-    db_submit(c->srv->pool, job);
+    api_submit(c->req, c->srv, job);
 }
 
 /* ---- recording ---- */
@@ -324,5 +324,5 @@ void api_trace_names(httpd_req *req, server *srv)
     db_job *job = db_job_new(names_done, c);
     db_job_call(job, STMT_TRACE_NAMES, values, NULL, NULL);
     db_job_call(job, STMT_TRACE_NAME_COUNT, NULL, NULL, NULL);
-    db_submit(srv->pool, job);
+    api_submit(req, srv, job);
 }

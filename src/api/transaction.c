@@ -210,5 +210,6 @@ void api_transaction(httpd_req *req, server *srv)
     c->srv = srv;
     tx->done = tx_done;
     tx->arg = c;
+    tx->abandoned = &req->left;   /* req is freed by the reply in tx_done */
     tx_submit(srv->pool, (int)srv->cfg.zstd_level, srv->max_segment_bytes, tx);
 }

@@ -93,7 +93,7 @@ void api_worker_register(httpd_req *req, server *srv)
         const char *values[5] = { c->worker, host ? host : "", pids, db_array_literal(&queues), conc };
         db_job *job = db_job_new(registered, c);
         db_job_call(job, STMT_WORKER_REGISTER, values, NULL, NULL);
-        db_submit(srv->pool, job);
+        api_submit(req, srv, job);
     }
     free(worker);
     free(host);
@@ -208,7 +208,7 @@ static void held_call_run(httpd_req *req, server *srv, bool release)
         const char *values[3] = { req->params[0], db_array_literal(&ids), db_array_literal(&claims) };
         db_job *job = db_job_new(held_done, c);
         db_job_call(job, release ? STMT_TASK_RELEASE : STMT_TASK_HEARTBEAT, values, NULL, NULL);
-        db_submit(srv->pool, job);
+        api_submit(req, srv, job);
     }
     db_array_fini(&ids);
     db_array_fini(&claims);

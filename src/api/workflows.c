@@ -273,7 +273,7 @@ void api_workflow_start(httpd_req *req, server *srv)
         ids_uuid_format(raw, c->id);
         db_job *job = db_job_new(started, c);
         start_call(job, c->id, &in);
-        db_submit(srv->pool, job);
+        api_submit(req, srv, job);
     }
     input_free(&in);
     json_doc_fini(&d);
@@ -421,7 +421,7 @@ static void control(httpd_req *req, server *srv, const char *action)
     const char *values[2] = { c->id, action };
     db_job *job = db_job_new(controlled, c);
     db_job_call(job, STMT_WF_CONTROL, values, NULL, NULL);
-    db_submit(srv->pool, job);
+    api_submit(req, srv, job);
 }
 
 void api_workflow_pause(httpd_req *req, server *srv) { control(req, srv, "pause"); }

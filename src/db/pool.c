@@ -33,6 +33,8 @@ struct db_job {
     char      *error, *sqlstate, *detail;
     int        failed_call;
     bool       unavailable;
+    bool       abandoned;         /* dropped unsent (db_job_abandon_when) */
+    const bool *gone;             /* the requester's "gave up" flag; NULL: always wanted */
     db_job    *next;
 };
 
@@ -54,7 +56,9 @@ struct db_pool {
     db_job      *wait_head, *wait_tail;   /* submitted, not yet sent */
     db_job      *done_head, *done_tail;   /* finished, callbacks pending */
     struct event *deliver;
+    struct event *reap;                   /* db_pool_reap's pass, once per loop turn */
     int          busy;
+    uint64_t     abandoned;               /* jobs dropped unsent */
     bool         ever_ready;              /* a connection has been ready since the start */
 };
 
@@ -125,6 +129,10 @@ void db_job_call_taking(db_job *job, db_stmt stmt, const char *const *values, co
 
 int db_job_ncalls(const db_job *job) { return job->ncalls; }
 
+void db_job_abandon_when(db_job *job, const bool *gone) { job->gone = gone; }
+
+static bool job_unwanted(const db_job *job) { return job->gone && *job->gone; }
+
 bool db_reply_retryable(const db_reply *reply)
 {
     return reply->error && (strcmp(reply->sqlstate, "40P01") == 0 || strcmp(reply->sqlstate, "40001") == 0);
@@ -172,7 +180,7 @@ static void pool_deliver(evutil_socket_t fd, short what, void *arg)
     while (job) {
         db_job *next = job->next;
         db_reply reply = { job->results, job->ncalls, job->error, job->sqlstate ? job->sqlstate : "",
-                           job->detail ? job->detail : "", job->failed_call, job->unavailable };
+                           job->detail ? job->detail : "", job->failed_call, job->unavailable, job->abandoned };
         pool->busy--;
         job->done(job->arg, &reply);
         job_free(job);
@@ -181,15 +189,30 @@ static void pool_deliver(evutil_socket_t fd, short what, void *arg)
     pool_dispatch(pool);
 }
 
-static void job_fail(db_pool *pool, db_job *job, const char *msg, bool unavailable)
+static void job_fail_as(db_pool *pool, db_job *job, const char *msg, const char *sqlstate)
 {
     /* A job failed before it was sent has no results yet; callbacks read
      * results[0] (as a NULL PGresult) before looking at the error, so every
      * reply carries the array (fuzz_http found the NULL one). */
     if (!job->results) job->results = xcalloc((size_t)(job->ncalls ? job->ncalls : 1), sizeof *job->results);
-    job_set_error(job, msg, "08006", "");
-    job->unavailable = unavailable;
+    job_set_error(job, msg, sqlstate, "");
     job_finish(pool, job);
+}
+
+static void job_fail(db_pool *pool, db_job *job, const char *msg, bool unavailable)
+{
+    job->unavailable = unavailable;
+    job_fail_as(pool, job, msg, "08006");
+}
+
+/* 57014 is PostgreSQL's query_canceled: no retry logic takes it for a
+ * deadlock or a duplicate, so every owner just ends. */
+static void job_abandon(db_pool *pool, db_job *job)
+{
+    pool->abandoned++;
+    job->abandoned = true;
+    log_debug("pool: a waiting job dropped unsent: its requester gave up");
+    job_fail_as(pool, job, "the client is gone; nothing was sent to the database", "57014");
 }
 
 /* ---- connections ---- */
@@ -395,15 +418,21 @@ static bool pool_starting(const db_pool *pool)
 /* Sends waiting jobs to connections with room; without any usable
  * connection, waiting jobs fail at once rather than hang (except at the
  * start, see pool_starting). */
+static db_job *wait_shift(db_pool *pool)
+{
+    db_job *job = pool->wait_head;
+    pool->wait_head = job->next;
+    if (!pool->wait_head) pool->wait_tail = NULL;
+    return job;
+}
+
 static void pool_dispatch(db_pool *pool)
 {
     while (pool->wait_head) {
+        if (job_unwanted(pool->wait_head)) { job_abandon(pool, wait_shift(pool)); continue; }
         db_conn *c = pool_pick(pool);
         if (!c) break;
-        db_job *job = pool->wait_head;
-        pool->wait_head = job->next;
-        if (!pool->wait_head) pool->wait_tail = NULL;
-        conn_send(c, job);
+        conn_send(c, wait_shift(pool));
         if (c->pg) conn_flush(c);
     }
     if (pool->wait_head && !db_pool_ready(pool) && !pool_starting(pool)) {
@@ -426,6 +455,29 @@ void db_submit(db_pool *pool, db_job *job)
     pool_dispatch(pool);
 }
 
+/* The whole queue in one pass: jobs behind a locked table may wait for
+ * minutes, and their requesters left long before their turn. */
+static void pool_reap(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd; (void)what;
+    db_pool *pool = arg;
+    db_job **link = &pool->wait_head, *last = NULL;
+    while (*link) {
+        db_job *job = *link;
+        if (!job_unwanted(job)) { last = job; link = &job->next; continue; }
+        *link = job->next;
+        job_abandon(pool, job);
+    }
+    pool->wait_tail = last;
+}
+
+void db_pool_reap(db_pool *pool)
+{
+    if (pool->wait_head) event_active(pool->reap, EV_TIMEOUT, 0);
+}
+
+uint64_t db_pool_abandoned(const db_pool *pool) { return pool->abandoned; }
+
 bool db_pool_ready(const db_pool *pool)
 {
     for (int i = 0; i < pool->size; i++)
@@ -444,6 +496,7 @@ db_pool *db_pool_new(struct event_base *base, const char *conninfo, int size, in
     pool->depth = pipeline_depth;
     pool->conns = xcalloc((size_t)size, sizeof *pool->conns);
     pool->deliver = event_new(base, -1, 0, pool_deliver, pool);
+    pool->reap = event_new(base, -1, 0, pool_reap, pool);
     for (int i = 0; i < size; i++) {
         db_conn *c = &pool->conns[i];
         c->pool = pool;
@@ -467,6 +520,7 @@ void db_pool_free(db_pool *pool)
     for (db_job *j = pool->done_head, *n; j; j = n) { n = j->next; job_free(j); }
     for (db_job *j = pool->wait_head, *n; j; j = n) { n = j->next; job_free(j); }
     event_free(pool->deliver);
+    event_free(pool->reap);
     free(pool->conns);
     free(pool->conninfo);
     free(pool);

@@ -7,6 +7,7 @@
 #ifndef SILT_POOL_H
 #define SILT_POOL_H
 #include <stdbool.h>
+#include <stdint.h>
 #include <libpq-fe.h>
 #include <event2/event.h>
 #include "db/statements.h"
@@ -27,6 +28,7 @@ typedef struct db_reply {
     const char *detail;     /* DETAIL of that error, "" when none */
     int         failed_call;/* index of the call that failed, -1 */
     bool        unavailable;/* no connection: PostgreSQL unreachable */
+    bool        abandoned;  /* never sent: its requester had given up (db_job_abandon_when) */
 } db_reply;
 
 typedef void (*db_done_fn)(void *arg, const db_reply *reply);
@@ -39,6 +41,7 @@ db_pool *db_pool_new(struct event_base *base, const char *conninfo, int size, in
 void     db_pool_free(db_pool *pool);
 bool     db_pool_ready(const db_pool *pool);   /* at least one connection is usable */
 int      db_pool_busy(const db_pool *pool);    /* jobs queued or in flight */
+uint64_t db_pool_abandoned(const db_pool *pool); /* jobs dropped unsent: their requester had given up */
 
 db_job *db_job_new(db_done_fn done, void *arg);
 /* Appends a call of a prepared statement. Values are copied. lengths and
@@ -52,7 +55,26 @@ void    db_job_call_taking(db_job *job, db_stmt stmt, const char *const *values,
                            const int *lengths, const int *formats, unsigned taken);
 int     db_job_ncalls(const db_job *job);
 /* Submits; done runs exactly once, always from the event loop, never inside
- * this call. */
+ * this call (nor inside db_pool_reap). */
 void    db_submit(db_pool *pool, db_job *job);
+
+/* Work nobody waits for is not done. A job given a gone flag is dropped
+ * while it still waits in the pool's queue if *gone is true: when its turn
+ * comes, or at the next db_pool_reap. It is then never sent, and done runs
+ * (still exactly once) with reply->abandoned, an error and SQLSTATE 57014,
+ * so its owner frees what it holds as after any failure. A job already sent
+ * runs to its end and done sees its real outcome: a statement cannot be
+ * recalled safely (a cancel request is per connection, and would hit the
+ * job pipelined behind it; the commit may be done already).
+ *   *gone must stay readable until done runs: point it into what done frees
+ * (a request's `left`, freed by the reply done sends). Give it only to a job
+ * before which nothing of its work has committed; a follow-up of committed
+ * work (a dead-letter copy after its ack) must run. */
+void    db_job_abandon_when(db_job *job, const bool *gone);
+/* Some requester may have given up: drops every waiting job whose gone flag
+ * is set, soon (one pass per event-loop turn, however many call), rather
+ * than when its turn would come, so its owner's memory is freed and a
+ * locked database does not keep dead requests counted as waiting. */
+void    db_pool_reap(db_pool *pool);
 
 #endif

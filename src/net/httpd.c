@@ -44,14 +44,25 @@ static const char *method_name(httpd_method m)
     return names[m];
 }
 
+/* The one place a request learns that nobody waits for its reply any more
+ * (its client left, or the request timed out): the server's on_leave first
+ * (work not yet started is dropped), then the request's own on_gone. */
+static void req_left(httpd_req *req)
+{
+    httpd *h = req->server;
+    bool first = !req->left;   /* a client seen leaving may close its connection later */
+    req->left = true;
+    stop_watch(req);
+    if (first && h->on_leave) h->on_leave(req, h->leave_arg);
+    if (req->on_gone) req->on_gone(req, req->gone_arg);   /* may free req */
+}
+
 /* The peer closed while its request was being worked on: evhttp frees the
  * request with the connection, so forget it. */
 static void client_gone(httpd_req *req)
 {
     req->ev = NULL;
-    req->left = true;
-    stop_watch(req);
-    if (req->on_gone) req->on_gone(req, req->gone_arg);   /* may free req */
+    req_left(req);
 }
 
 /* Readable while waiting for our reply: end of stream means the client left
@@ -64,8 +75,7 @@ static void on_readable(evutil_socket_t fd, short what, void *arg)
     ssize_t n = recv(fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
     stop_watch(req);
     if (n > 0) return;
-    req->left = true;
-    if (req->on_gone) req->on_gone(req, req->gone_arg);   /* may free req */
+    req_left(req);
 }
 
 static void held_remove(httpd_req *req);
@@ -579,8 +589,7 @@ static void send_timeout(httpd_req *req)
         buf_fini(&out);
     }
     req->ev = NULL;
-    req->left = true;
-    if (req->on_gone) req->on_gone(req, req->gone_arg);   /* may free req */
+    req_left(req);
 }
 
 void httpd_reply(httpd_req *req, int status, const char *body, size_t len)
@@ -679,6 +688,12 @@ httpd *httpd_new(struct event_base *base, const char *host, int port, const http
         return NULL;
     }
     return h;
+}
+
+void httpd_on_leave(httpd *h, void (*fn)(httpd_req *req, void *arg), void *arg)
+{
+    h->on_leave = fn;
+    h->leave_arg = arg;
 }
 
 void httpd_drain(httpd *h)

@@ -3,8 +3,9 @@
  * owns the reply: JSON body, status, one log line, and the in-flight count
  * that graceful shutdown waits on, with the connections still receiving a
  * request (httpd_arriving). A client that disconnects before its reply
- * marks the request gone; the work it started still completes, and its reply
- * is dropped. */
+ * marks the request gone (left), and so does the request timeout; the server
+ * hears of it (httpd_on_leave) and drops work not yet started, work already
+ * started completes, and its reply is dropped. */
 #ifndef SILT_HTTPD_H
 #define SILT_HTTPD_H
 #include <stdbool.h>
@@ -89,6 +90,11 @@ uint64_t httpd_timeouts(const httpd *h);        /* requests answered by the requ
 uint64_t httpd_refused_connections(const httpd *h); /* connections refused at the connection limit */
 int     httpd_connections(const httpd *h);      /* open client connections */
 int     httpd_max_connections(const httpd *h);  /* the limit in force (after RLIMIT_NOFILE) */
+/* fn runs whenever a request's client leaves or its request times out,
+ * once per request, right after req->left is set and before req->on_gone;
+ * req is still valid and fn must not answer it. The server drops work the
+ * request queued and has not started (api/abandon.c). */
+void    httpd_on_leave(httpd *h, void (*fn)(httpd_req *req, void *arg), void *arg);
 /* Adds a reply header (before httpd_reply*; a no-op for a gone client). */
 void    httpd_header(httpd_req *req, const char *name, const char *value);
 

@@ -69,6 +69,8 @@ struct httpd {
     int64_t                         last_timeout_us;
     uint64_t                        timeouts;
     bool                            replying;   /* silt's own reply is being written (httpd_pages leaves it) */
+    void                          (*on_leave)(httpd_req *req, void *arg);   /* httpd_on_leave */
+    void                           *leave_arg;
 };
 
 /* Accepting (httpd_accept.c). */

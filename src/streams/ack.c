@@ -178,6 +178,7 @@ void ack_submit(db_pool *pool, size_t max_segment_bytes, ack_request *req)
     ack_params_values(&p, values, lengths, formats);
     db_job *job = db_job_new(ack_done, req);
     db_job_call(job, STMT_ACK, values, lengths, formats);
+    db_job_abandon_when(job, req->abandoned);
     ack_params_fini(&p);
     db_submit(pool, job);
 }

@@ -36,6 +36,10 @@ struct ack_request {
     bool        unavailable;
     ack_done_fn done;
     void       *arg;
+    /* NULL, or true once nobody waits for the outcome: queen.ack is then
+     * not sent if it still waits for a connection (db_job_abandon_when).
+     * A dead-letter copy after it always runs: the ack has committed. */
+    const bool *abandoned;
     db_pool    *pool;
     size_t      max_segment_bytes;
 };

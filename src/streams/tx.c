@@ -149,6 +149,7 @@ static void fetch_copies(tx_request *tx, const char *detail)
     for (const char *p = detail; (rc = next_needed(&p, tx->nacks, &idx, off)) > 0;) {}
     if (rc < 0 || !*detail) { fail(tx, "dead-letter hand-off failed"); return; }
     db_job *job = db_job_new(copies_done, tx);
+    db_job_abandon_when(job, tx->abandoned);
     for (const char *p = detail; next_needed(&p, tx->nacks, &idx, off) > 0;) {
         snprintf(idxs, sizeof idxs, "%zu", idx);
         const char *values[3] = { tx->acks[idx].partition_id, off, idxs };
@@ -221,6 +222,7 @@ static void tx_send(tx_request *tx)
 {
     tx_state *st = tx->state;
     db_job *job = db_job_new(tx_done, tx);
+    db_job_abandon_when(job, tx->abandoned);
     if (tx->nleases) {
         db_array leases;
         db_array_init(&leases);

@@ -27,6 +27,10 @@ struct tx_request {
     size_t      nleases;
     tx_done_fn  done;
     void       *arg;
+    /* NULL, or true once nobody waits for the outcome: a job of the
+     * transaction still waiting for a connection is then not sent (nothing
+     * commits before its last job succeeds, so any of them may be dropped). */
+    const bool *abandoned;
     /* outcome */
     char       *failure;       /* the transaction rolled back: why (client's fault) */
     char       *error;         /* it could not run (server or database) */

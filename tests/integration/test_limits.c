@@ -3,7 +3,7 @@
  * for the database pool, header/body/idle timeouts, no spinning when out
  * of descriptors, a bound on requests waiting for PostgreSQL (503 with
  * Retry-After, degraded /health), a server-side request timeout, and
- * pushes whose client gave up never written. Small settings make each
+ * pushes, acks and transactions whose client gave up never written. Small settings make each
  * limit reachable in a test; every wait has a deadline. */
 #include <libpq-fe.h>
 #include <stdio.h>
@@ -364,5 +364,95 @@ TEST(limits_past_max_pending_bytes_a_request_is_shed_and_a_small_one_still_serve
     bg_wait(&first, &status, &elapsed);
     CHECK_INT(status, 201);
     CHECK_INT(push_simple(&s, q, "Default", 1), 201);
+    srv_stop(&s);
+}
+
+/* ---- work other than pushes, given up before it was sent ---------------- */
+
+typedef struct leased { char pid[96], lease[96], committed[32]; } leased;
+
+/* One message pushed to its own partition of q and popped: its lease. */
+static void lease_one(silt_server *s, const char *q, const char *part, leased *out)
+{
+    push_one(s, q, part, part, "1");
+    reply r;
+    CHECK_INT(pop_from(s, q, part, "batch=1", &r), 200);
+    keep_str(out->pid, jstr(&r, "partitionId"));
+    keep_str(out->lease, jstr(&r, "leaseId"));
+    reply_fini(&r);
+    snprintf(out->committed, sizeof out->committed, "%s",
+             sql("select committed from queen.log_consumers where partition_id = '%s'", out->pid));
+}
+
+static const char *ack_body(const char *part, const leased *m)
+{
+    return sfmt("{\"transactionId\":\"%s\",\"partitionId\":\"%s\",\"leaseId\":\"%s\"}", part, m->pid, m->lease);
+}
+
+static const char *tx_ack_body(const char *part, const leased *m)
+{
+    return sfmt("{\"operations\":[{\"type\":\"ack\",\"transactionId\":\"%s\",\"partitionId\":\"%s\",\"leaseId\":\"%s\"}]}",
+                part, m->pid, m->lease);
+}
+
+/* Unacked: its cursor where the pop left it, and its lease still held. */
+static void check_unacked(const leased *m)
+{
+    CHECK_STR(sql("select committed from queen.log_consumers where partition_id = '%s'", m->pid), m->committed);
+    CHECK_STR(sql("select lease_id is not null from queen.log_consumers where partition_id = '%s'", m->pid), "t");
+}
+
+static int raw_post(silt_server *s, const char *path, const char *body)
+{
+    int fd = raw_connect(s);
+    raw_send_str(fd, sfmt("POST %s HTTP/1.1\r\nHost: t\r\nContent-Length: %zu\r\n\r\n%s", path, strlen(body), body));
+    return fd;
+}
+
+/* With one connection, taken by a push waiting on the lock, every other job
+ * waits in the pool's queue: an ack whose client hangs up and a transaction
+ * the request timeout answers are dropped there (counted at once, while the
+ * lock still holds), and never applied once it is released; an ack whose
+ * client waits is. */
+TEST(limits_an_ack_or_transaction_given_up_while_waiting_for_a_connection_is_never_applied_and_counted)
+{
+    silt_server s;
+    srv_start(&s, (const char *[]){ "REQUEST_TIMEOUT_MS=1500", "DB_POOL_SIZE=1", "DB_PIPELINE_DEPTH=1", NULL });
+    const char *q = uniq("giveup");
+    leased left, late, kept;
+    lease_one(&s, q, "left", &left);
+    lease_one(&s, q, "late", &late);
+    lease_one(&s, q, "kept", &kept);
+    PGconn *lock = lock_pushes();
+    bg_req blocker;
+    bg_start(&blocker, &s, "POST", "/api/v1/push", push_body(q, "blocker"));   /* takes the only connection */
+    sql_await("1", 10000, "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+                          "AND application_name = 'silt' AND wait_event_type = 'Lock'");
+    int fd = raw_post(&s, "/api/v1/ack", ack_body("left", &left));
+    srv_await_metric(&s, "silt_http_requests_waiting", 2, 10000);
+    CHECK_INT(srv_metric(&s, "silt_db_jobs_abandoned_total"), 0);
+    close(fd);
+    srv_await_metric(&s, "silt_db_jobs_abandoned_total", 1, 10000);
+    fd = raw_post(&s, "/api/v1/transaction", tx_ack_body("late", &late));
+    CHECK_INT(raw_status(raw_response(fd, 10000)), 503);   /* the request timeout */
+    close(fd);
+    srv_await_metric(&s, "silt_db_jobs_abandoned_total", 2, 10000);
+    srv_await_metric(&s, "silt_http_requests_waiting", 1, 10000);   /* the blocker: sent, it runs on */
+    bg_req waits;
+    bg_start(&waits, &s, "POST", "/api/v1/ack", ack_body("kept", &kept));
+    srv_await_metric(&s, "silt_http_requests_waiting", 2, 10000);
+    unlock_pushes(lock);
+    int status;
+    int64_t elapsed;
+    bg_wait(&waits, &status, &elapsed);
+    CHECK_INT(status, 200);
+    bg_wait(&blocker, &status, &elapsed);
+    CHECK(status == 201 || status == 503);
+    srv_await_metric(&s, "silt_http_requests_waiting", 0, 10000);
+    check_unacked(&left);
+    check_unacked(&late);
+    CHECK_STR(sql("select lease_id is null from queen.log_consumers where partition_id = '%s'", kept.pid), "t");
+    CHECK(strcmp(sql("select committed from queen.log_consumers where partition_id = '%s'", kept.pid), kept.committed) != 0);
+    CHECK_INT(srv_metric(&s, "silt_db_jobs_abandoned_total"), 2);
     srv_stop(&s);
 }

@@ -1,0 +1,31 @@
+/* abandon: work whose client has given up is not done.
+ *
+ * A request whose client hangs up, or which the request timeout answers
+ * (httpd sets req->left for both), has nobody left to tell what happened:
+ * an ack, a seek or a delete done now would change state the client never
+ * learns of and will likely ask for again. Work the request has handed the
+ * pool and the pool has not yet sent is therefore dropped (its job ends with
+ * reply->abandoned, the handler's error reply is dropped as for any gone
+ * client, and silt_db_jobs_abandoned_total counts it). Work already sent to
+ * PostgreSQL runs to its end: it cannot be recalled safely (see pool.h).
+ *
+ * Handlers tie their first job to their request with api_submit; the
+ * server hears of every leaving client in one place (httpd_on_leave ->
+ * api_client_left) and has the pool drop what is tied to one. Engines with
+ * requests of their own (ack, transaction) carry the flag in that request.
+ * Pushes are fused with other clients' and have their own check before a
+ * flush (streams/push.c). */
+#include "api/api.h"
+
+void api_submit(httpd_req *req, server *srv, db_job *job)
+{
+    db_job_abandon_when(job, &req->left);   /* req lives until the reply done sends */
+    db_submit(srv->pool, job);
+}
+
+void api_client_left(httpd_req *req, void *arg)
+{
+    (void)req;
+    server *srv = arg;
+    db_pool_reap(srv->pool);
+}
