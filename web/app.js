@@ -607,10 +607,12 @@ const dlqPage = {
         location.hash = '#/dead-letters' + (filter.value ? '?' + new URLSearchParams({ queue: filter.value }) : '');
       } }, filter, h('button', { type: 'submit' }, 'filter')),
       offsetPager(d.total, 'dead letters', offset, d.messages.length, DLQ_PAGE, nav, '‹ newer', 'older ›'),
-      table([['failed'], ['queue'], ['partition'], ['offset', 1], ['group'], ['retries', 1], ['error'], ['data'], ['']],
+      table([['failed'], ['queue'], ['partition'], ['offset', 1], ['group'], ['producer'], ['retries', 1], ['error'],
+        ['data'], ['']],
         d.messages.map((m) => h('tr', { 'data-row': m.id },
           cell('failedAt', m.failedAt), h('td', { 'data-k': 'queue' }, queueLink(m.queue)), cell('partition', m.partition),
-          cell('offset', m.offset), cell('consumerGroup', m.consumerGroup), cell('retryCount', m.retryCount),
+          cell('offset', m.offset), cell('consumerGroup', m.consumerGroup), cell('producerSub', m.producerSub),
+          cell('retryCount', m.retryCount),
           cell('errorMessage', m.errorMessage), h('td', { 'data-k': 'data' }, h('pre', {}, show(m.data))),
           h('td', {}, h('a', { href: messageHash(m.partitionId, m.transactionId), 'data-action': 'view' }, 'view'), ' ',
             h('button', { 'data-action': 'replay', onclick: () => replay(m) }, 'replay'), ' ',
@@ -904,7 +906,8 @@ async function deleteDeadLetter(pid, txn) {
 function messageView(m) {
   const dl = m.status === 'dead-lettered' ? m.deadLetter : null;
   const shown = dl || m;
-  const fields = ['status', 'queue', 'partition', 'partitionId', 'offset', 'transactionId', 'traceId', 'createdAt']
+  const fields = ['status', 'queue', 'partition', 'partitionId', 'offset', 'transactionId', 'traceId', 'producerSub',
+    'createdAt']
     .map((k) => [k, k === 'status' ? m.status : shown[k]]);
   if (dl) fields.push(['consumerGroup', dl.consumerGroup], ['errorMessage', dl.errorMessage],
     ['retryCount', dl.retryCount], ['failedAt', dl.failedAt]);

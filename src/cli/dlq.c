@@ -61,19 +61,20 @@ typedef struct dlq_list_opts {
 static void dlq_list_render(const json_doc *d)
 {
     static const char *const headers[] = {
-        "ID", "QUEUE", "PARTITION", "PARTITION_ID", "OFFSET", "TRANSACTION_ID", "RETRIES",
+        "ID", "QUEUE", "PARTITION", "PARTITION_ID", "OFFSET", "TRANSACTION_ID", "PRODUCER", "RETRIES",
         "ERROR", "FAILED_AT",
     };
     static const char *const fields[] = {
-        "id", "queue", "partition", "partitionId", "offset", "transactionId", "retryCount",
+        "id", "queue", "partition", "partitionId", "offset", "transactionId", "producerSub", "retryCount",
         "errorMessage", "failedAt",
     };
+    enum { NFIELDS = sizeof fields / sizeof fields[0] };
     int list = json_get(d, 0, "messages"), m;
     uint32_t shown = 0;
     cli_table t;
-    cli_table_init(&t, 9, headers);
+    cli_table_init(&t, NFIELDS, headers);
     for (; list >= 0 && (m = json_at(d, (uint32_t)list, shown)) >= 0; shown++)
-        for (int f = 0; f < 9; f++) cli_table_add_field(&t, d, m, fields[f]);
+        for (int f = 0; f < NFIELDS; f++) cli_table_add_field(&t, d, m, fields[f]);
     buf total;
     buf_init(&total);
     cli_put_cell(&total, d, json_get(d, 0, "total"));

@@ -174,6 +174,8 @@ TEST(dashboard_dead_letters_page_shows_a_dead_letters_payload_and_offers_replay)
     CHECK(strstr(dom, "<td data-k=\"data\"><pre>{\"order\":42}</pre></td>") != NULL);
     CHECK_STR(dom_cell(dom, id, "partition"), "p1");
     CHECK_STR(dom_cell(dom, id, "consumerGroup"), "billing");
+    CHECK_STR(jraw(&r, "messages.0.producerSub"), "null");   /* pushed without a token */
+    CHECK_STR(dom_cell(dom, id, "producerSub"), "—");
     CHECK_STR(dom_cell(dom, id, "failedAt"), jstr(&r, "messages.0.failedAt"));
     CHECK(strstr(dom, "data-action=\"replay\"") != NULL);
     reply_fini(&r);
