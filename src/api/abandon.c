@@ -14,7 +14,8 @@
  * api_client_left) and has the pool drop what is tied to one. Engines with
  * requests of their own (ack, transaction) carry the flag in that request.
  * Pushes are fused with other clients' and have their own check before a
- * flush (streams/push.c). */
+ * flush (streams/push.c); task sends and attempt ends hand their flag to the
+ * task gather (gather_add), which cuts a gone request out of its batch. */
 #include "api/api.h"
 
 void api_submit(httpd_req *req, server *srv, db_job *job)

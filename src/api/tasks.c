@@ -143,7 +143,7 @@ void api_task_send(httpd_req *req, server *srv)
             task_send_add(gather_arrays(g), &specs[i]);
             note_queue(c, specs[i].queue);
         }
-        gather_add(g, (int)n, sent, c);
+        gather_add(g, (int)n, &req->left, sent, c);   /* req is freed by the reply in sent */
     }
     free_specs(specs, n);
     json_doc_fini(&d);

@@ -476,6 +476,12 @@ void db_pool_reap(db_pool *pool)
     if (pool->wait_head) event_active(pool->reap, EV_TIMEOUT, 0);
 }
 
+void db_job_abandon(db_pool *pool, db_job *job)
+{
+    pool->busy++;   /* as db_submit: pool_deliver counts it out */
+    job_abandon(pool, job);
+}
+
 uint64_t db_pool_abandoned(const db_pool *pool) { return pool->abandoned; }
 
 bool db_pool_ready(const db_pool *pool)

@@ -76,5 +76,11 @@ void    db_job_abandon_when(db_job *job, const bool *gone);
  * than when its turn would come, so its owner's memory is freed and a
  * locked database does not keep dead requests counted as waiting. */
 void    db_pool_reap(db_pool *pool);
+/* Ends job unsent as db_job_abandon_when would once its requester is gone:
+ * for an engine that shares one job among many requesters and takes a gone
+ * one's share out itself (tasks/gather.c). done runs exactly once, from the
+ * event loop (never inside this call), with the same abandoned reply, and
+ * db_pool_abandoned counts it. */
+void    db_job_abandon(db_pool *pool, db_job *job);
 
 #endif

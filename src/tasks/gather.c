@@ -9,6 +9,7 @@ typedef struct gather_req {
     int            first, n;
     gather_done_fn done;
     void          *arg;
+    const bool    *gone;                  /* its client gave up (gather_add); NULL: never */
     size_t         ends[DB_MAX_PARAMS];   /* where its elements end in each array's text */
 } gather_req;
 
@@ -48,34 +49,89 @@ static void batch_free(batch *b)
 static void flush(gather *g);
 static void flushed(void *arg, const db_reply *reply);
 
+/* A batch of one request waiting in the pool's queue is that request's
+ * alone, so the pool may drop it as it drops any handler's job once the
+ * client is gone. A batch of several is sent whole: the others still wait. */
 static void submit(batch *b)
 {
     const char *values[DB_MAX_PARAMS];
     for (int i = 0; i < b->g->narrays; i++) values[i] = db_array_literal(&b->arrays[i]);
     db_job *job = db_job_new(flushed, b);
     db_job_call(job, b->g->stmt, values, NULL, NULL);
+    if (b->nreqs == 1) db_job_abandon_when(job, b->reqs[0].gone);
     db_submit(b->g->pool, job);
 }
 
-/* One request of a failed batch as a batch of its own: its elements, cut
- * out of the batch's arrays. */
+static void add_req(batch *b, gather_req q)
+{
+    if (b->nreqs == b->cap) {
+        b->cap = b->cap ? b->cap * 2 : 8;
+        b->reqs = xrealloc(b->reqs, b->cap * sizeof *b->reqs);
+    }
+    b->reqs[b->nreqs++] = q;
+    b->nitems += q.n;
+}
+
+/* Request i of from, its elements cut out of from's arrays, appended to to. */
+static void move_req(batch *to, const batch *from, size_t i)
+{
+    gather_req q = from->reqs[i];
+    for (int a = 0; a < to->g->narrays; a++) {
+        size_t start = i ? from->reqs[i - 1].ends[a] : 1;   /* past the '{' */
+        db_array_append_raw(&to->arrays[a], from->arrays[a].text.data + start, q.ends[a] - start, (size_t)q.n);
+        q.ends[a] = to->arrays[a].text.len;
+    }
+    q.first = to->nitems;
+    add_req(to, q);
+}
+
+/* One request of a failed batch as a batch of its own. */
 static batch *solo(batch *b, size_t i)
 {
-    gather *g = b->g;
-    batch *one = batch_new(g);
-    gather_req q = b->reqs[i];
-    for (int a = 0; a < g->narrays; a++) {
-        size_t from = i ? b->reqs[i - 1].ends[a] : 1;   /* past the '{' */
-        db_array_append_raw(&one->arrays[a], b->arrays[a].text.data + from, q.ends[a] - from, (size_t)q.n);
-        q.ends[a] = one->arrays[a].text.len;
-    }
-    q.first = 0;
-    one->reqs = xmalloc(sizeof q);
-    one->reqs[0] = q;
-    one->nreqs = one->cap = 1;
-    one->nitems = q.n;
+    batch *one = batch_new(b->g);
+    move_req(one, b, i);
     one->solo = true;
     return one;
+}
+
+/* ---- requests whose client gave up ---- */
+
+static bool req_gone(const gather_req *q) { return q->gone && *q->gone; }
+
+static void abandoned(void *arg, const db_reply *reply)
+{
+    gather_req *q = arg;
+    q->done(q->arg, reply, NULL, 0, 0);
+    free(q);
+}
+
+/* Its client left or its request timed out before the batch was sent:
+ * nobody would learn that its tasks were sent or its attempts ended, and a
+ * client that never heard back sends again. It ends as the pool ends a job
+ * dropped unsent (the same reply, counted with them), from the event loop,
+ * so no done runs inside gather_add. */
+static void abandon_req(gather *g, const gather_req *q)
+{
+    gather_req *copy = xmalloc(sizeof *copy);
+    *copy = *q;
+    db_job_abandon(g->pool, db_job_new(abandoned, copy));
+}
+
+/* The batch about to be sent, without the requests whose client is gone:
+ * b itself when there are none, else the kept ones' items copied into a
+ * new batch (b is freed). */
+static batch *cut_gone(batch *b)
+{
+    size_t i = 0;
+    while (i < b->nreqs && !req_gone(&b->reqs[i])) i++;
+    if (i == b->nreqs) return b;
+    batch *kept = batch_new(b->g);
+    for (i = 0; i < b->nreqs; i++) {
+        if (req_gone(&b->reqs[i])) abandon_req(b->g, &b->reqs[i]);
+        else move_req(kept, b, i);
+    }
+    batch_free(b);
+    return kept;
 }
 
 /* A batch failed: whatever one request brought (a value PostgreSQL refuses,
@@ -115,7 +171,9 @@ static void flushed(void *arg, const db_reply *reply)
 
 static void flush(gather *g)
 {
-    if (g->in_flight >= g->max_in_flight || g->open->nreqs == 0) return;
+    if (g->in_flight >= g->max_in_flight) return;
+    g->open = cut_gone(g->open);
+    if (g->open->nreqs == 0) return;
     batch *b = g->open;
     g->open = batch_new(g);
     g->in_flight++;
@@ -148,17 +206,12 @@ void gather_free(gather *g)
 
 db_array *gather_arrays(gather *g) { return g->open->arrays; }
 
-void gather_add(gather *g, int nitems, gather_done_fn done, void *arg)
+void gather_add(gather *g, int nitems, const bool *gone, gather_done_fn done, void *arg)
 {
     batch *b = g->open;
-    if (b->nreqs == b->cap) {
-        b->cap = b->cap ? b->cap * 2 : 8;
-        b->reqs = xrealloc(b->reqs, b->cap * sizeof *b->reqs);
-    }
-    gather_req *q = &b->reqs[b->nreqs++];
-    *q = (gather_req){ .first = b->nitems, .n = nitems, .done = done, .arg = arg };
-    for (int a = 0; a < g->narrays; a++) q->ends[a] = b->arrays[a].text.len;
-    b->nitems += nitems;
+    gather_req q = { .first = b->nitems, .n = nitems, .done = done, .arg = arg, .gone = gone };
+    for (int a = 0; a < g->narrays; a++) q.ends[a] = b->arrays[a].text.len;
+    add_req(b, q);
     flush(g);
 }
 

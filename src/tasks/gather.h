@@ -12,7 +12,14 @@
  * ended, as many as a claim took); each request is handed its own rows,
  * first_row .. first_row + nrows - 1. When a batch fails (anything but a
  * lost connection), each of its requests is sent again alone, so one
- * request's bad value or a deadlock fails that request only. */
+ * request's bad value or a deadlock fails that request only.
+ *
+ * Work whose client has given up is not done (see api/abandon.c): a request
+ * whose gone flag is set when its batch is about to be sent is cut out of
+ * it, and a batch of that one request alone is dropped while it waits for a
+ * pool connection; either way done runs with reply->abandoned (SQLSTATE
+ * 57014) and silt_db_jobs_abandoned_total counts it. A batch of several
+ * already handed to the pool is sent whole. */
 #ifndef SILT_GATHER_H
 #define SILT_GATHER_H
 #include <stdbool.h>
@@ -28,8 +35,11 @@ void      gather_free(gather *g);
  * every one, then call gather_add. */
 db_array *gather_arrays(gather *g);
 /* The items just appended (nitems of them) are one request's; done runs
- * once with their rows, or with the error that failed the batch. */
-void      gather_add(gather *g, int nitems, gather_done_fn done, void *arg);
+ * once with their rows, or with the error that failed the batch. gone, if
+ * not NULL, is the request's "client gave up" flag (a request's left): it
+ * must stay readable until done runs, and be given only to a request before
+ * which nothing of its work has committed. */
+void      gather_add(gather *g, int nitems, const bool *gone, gather_done_fn done, void *arg);
 bool      gather_idle(const gather *g);
 uint64_t  gather_flushes(const gather *g);
 

@@ -15,6 +15,7 @@
 #include "harness.h"
 #include "raw_support.h"
 #include "support.h"
+#include "task_support.h"
 
 #define GET_HEALTH "GET /health HTTP/1.1\r\nHost: t\r\n\r\n"
 
@@ -453,6 +454,143 @@ TEST(limits_an_ack_or_transaction_given_up_while_waiting_for_a_connection_is_nev
     check_unacked(&late);
     CHECK_STR(sql("select lease_id is null from queen.log_consumers where partition_id = '%s'", kept.pid), "t");
     CHECK(strcmp(sql("select committed from queen.log_consumers where partition_id = '%s'", kept.pid), kept.committed) != 0);
+    CHECK_INT(srv_metric(&s, "silt_db_jobs_abandoned_total"), 2);
+    srv_stop(&s);
+}
+
+/* ---- task sends, gathered with other clients' ------------------------- */
+
+static const char *task_body(const char *q, const char *name)
+{
+    return sfmt("{\"name\":\"%s\",\"queue\":\"%s\"}", name, q);
+}
+
+static int tasks_named(const char *q, const char *name)
+{
+    return atoi(sql("SELECT count(*) FROM horsies_tasks WHERE queue_name = '%s' AND task_name = '%s'", q, name));
+}
+
+static void await_lock_waiters(const char *n)
+{
+    sql_await(n, 10000, "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+                        "AND application_name = 'silt' AND wait_event_type = 'Lock'");
+}
+
+/* A send is one request among others in a shared batch, so it is given up
+ * on its own: a batch of that send alone still waiting for a connection is
+ * dropped by the pool when its client hangs up (counted at once); a send
+ * still gathering when the two batches the gather keeps in flight are stuck
+ * on a lock, whose client hung up or whose request timed out, is cut out of
+ * the batch before it is sent (counted then). None of them is ever written;
+ * the sends whose clients wait are, the one gathered with the cut ones too. */
+TEST(limits_a_task_send_given_up_before_its_batch_is_sent_is_never_written_and_counted)
+{
+    silt_server s;
+    srv_start(&s, (const char *[]){ "REQUEST_TIMEOUT_MS=2000", "DB_POOL_SIZE=2", "DB_PIPELINE_DEPTH=1", NULL });
+    const char *q = uniq("sendgone");
+    PGconn *lock = test_session();
+    PQclear(PQexec(lock, "BEGIN"));
+    PQclear(PQexec(lock, "LOCK TABLE queen.log_partitions, horsies_tasks IN EXCLUSIVE MODE"));
+    bg_req blocker, first;
+    bg_start(&blocker, &s, "POST", "/api/v1/push", push_body(q, "blocker"));   /* one connection */
+    await_lock_waiters("1");
+    bg_start(&first, &s, "POST", "/api/v1/tasks", task_body(q, "first"));      /* the other */
+    await_lock_waiters("2");
+    int fd = raw_post(&s, "/api/v1/tasks", task_body(q, "left"));   /* its batch waits for a connection */
+    srv_await_metric(&s, "silt_http_requests_waiting", 3, 10000);
+    CHECK_INT(srv_metric(&s, "silt_db_jobs_abandoned_total"), 0);
+    close(fd);
+    srv_await_metric(&s, "silt_db_jobs_abandoned_total", 1, 10000);
+    unlock_pushes(lock);
+    int status;
+    int64_t elapsed;
+    bg_wait(&first, &status, &elapsed);
+    CHECK_INT(status, 201);
+    bg_wait(&blocker, &status, &elapsed);
+    CHECK_INT(status, 201);
+
+    lock = test_session();
+    PQclear(PQexec(lock, "BEGIN"));
+    PQclear(PQexec(lock, "LOCK TABLE horsies_tasks IN EXCLUSIVE MODE"));
+    bg_req stuck[2];
+    bg_start(&stuck[0], &s, "POST", "/api/v1/tasks", task_body(q, "stuck"));
+    await_lock_waiters("1");
+    bg_start(&stuck[1], &s, "POST", "/api/v1/tasks", task_body(q, "stuck"));
+    await_lock_waiters("2");   /* both batches in flight: what comes now gathers */
+    fd = raw_post(&s, "/api/v1/tasks", task_body(q, "gone"));
+    srv_await_metric(&s, "silt_http_requests_waiting", 3, 10000);
+    close(fd);
+    int late = raw_post(&s, "/api/v1/tasks", task_body(q, "late"));
+    CHECK_INT(raw_status(raw_response(late, 10000)), 503);   /* the request timeout, long after gone left */
+    close(late);
+    bg_req waits;
+    bg_start(&waits, &s, "POST", "/api/v1/tasks", task_body(q, "kept"));
+    srv_await_metric(&s, "silt_http_requests_waiting", 5, 10000);
+    CHECK_INT(srv_metric(&s, "silt_db_jobs_abandoned_total"), 1);   /* a gathered request is cut when sent */
+    unlock_pushes(lock);
+    bg_wait(&waits, &status, &elapsed);
+    CHECK_INT(status, 201);
+    for (int i = 0; i < 2; i++) {
+        bg_wait(&stuck[i], &status, &elapsed);
+        CHECK_INT(status, 503);   /* timed out; sent already, so written */
+    }
+    srv_await_metric(&s, "silt_http_requests_waiting", 0, 10000);
+    CHECK_INT(tasks_named(q, "first"), 1);
+    CHECK_INT(tasks_named(q, "stuck"), 2);
+    CHECK_INT(tasks_named(q, "kept"), 1);
+    CHECK_INT(tasks_named(q, "left"), 0);
+    CHECK_INT(tasks_named(q, "gone"), 0);
+    CHECK_INT(tasks_named(q, "late"), 0);
+    CHECK_INT(srv_metric(&s, "silt_db_jobs_abandoned_total"), 3);
+    srv_stop(&s);
+}
+
+/* An attempt's end is gathered as a send is: a complete and a worker's
+ * finish whose requests time out while the finish gather's two batches in
+ * flight are stuck on a lock are cut out of the next batch, and their tasks
+ * stay running; the complete gathered with them, whose client waits, ends
+ * its task. */
+TEST(limits_attempt_ends_given_up_before_their_batch_is_sent_are_never_applied_and_counted)
+{
+    silt_server s;
+    srv_start(&s, (const char *[]){ "REQUEST_TIMEOUT_MS=2000", "DB_POOL_SIZE=2", "DB_PIPELINE_DEPTH=1", NULL });
+    const char *q = uniq("endgone");
+    task_claimed t[5];   /* stuck, stuck, late complete, late finish, kept */
+    for (int i = 0; i < 5; i++) task_send(&s, task_body(q, sfmt("t%d", i)));
+    for (int i = 0; i < 5; i++) {
+        CHECK(task_claim_one(&s, "w", q, &t[i]));
+        CHECK_INT(task_call(&s, "start", &t[i], NULL), 200);
+    }
+    PGconn *lock = test_session();
+    PQclear(PQexec(lock, "BEGIN"));
+    PQclear(PQexec(lock, "LOCK TABLE horsies_tasks IN EXCLUSIVE MODE"));
+    bg_req stuck[2];
+    for (int i = 0; i < 2; i++) {
+        bg_start(&stuck[i], &s, "POST", sfmt("/api/v1/tasks/%s/complete", t[i].id), sfmt("{\"claimId\":\"%s\"}", t[i].claim));
+        await_lock_waiters(i ? "2" : "1");
+    }
+    int late = raw_post(&s, sfmt("/api/v1/tasks/%s/complete", t[2].id), sfmt("{\"claimId\":\"%s\"}", t[2].claim));
+    int late_many = raw_post(&s, "/api/v1/workers/w/finish",
+                             sfmt("{\"tasks\":[{\"id\":\"%s\",\"claimId\":\"%s\"}]}", t[3].id, t[3].claim));
+    CHECK_INT(raw_status(raw_response(late, 10000)), 503);
+    CHECK_INT(raw_status(raw_response(late_many, 10000)), 503);
+    close(late);
+    close(late_many);
+    bg_req waits;
+    bg_start(&waits, &s, "POST", sfmt("/api/v1/tasks/%s/complete", t[4].id), sfmt("{\"claimId\":\"%s\"}", t[4].claim));
+    srv_await_metric(&s, "silt_http_requests_waiting", 5, 10000);
+    CHECK_INT(srv_metric(&s, "silt_db_jobs_abandoned_total"), 0);
+    unlock_pushes(lock);
+    int status;
+    int64_t elapsed;
+    bg_wait(&waits, &status, &elapsed);
+    CHECK_INT(status, 200);
+    for (int i = 0; i < 2; i++) bg_wait(&stuck[i], &status, &elapsed);
+    srv_await_metric(&s, "silt_http_requests_waiting", 0, 10000);
+    CHECK_STR(sql("SELECT status FROM horsies_tasks WHERE id = '%s'", t[2].id), "RUNNING");
+    CHECK_STR(sql("SELECT status FROM horsies_tasks WHERE id = '%s'", t[3].id), "RUNNING");
+    CHECK_STR(sql("SELECT count(*) FROM horsies_tasks WHERE id = '%s'", t[4].id), "0");
+    CHECK_STR(sql("SELECT status FROM horsies_task_history WHERE id = '%s'", t[4].id), "COMPLETED");
     CHECK_INT(srv_metric(&s, "silt_db_jobs_abandoned_total"), 2);
     srv_stop(&s);
 }
