@@ -182,6 +182,11 @@ static void query_done(void *arg, const db_reply *reply)
         log_debug("pop %s: %d segment rows for group %s", req->queue ? req->queue : "(discovery)", PQntuples(r),
                   req->group);
         if (req->auto_ack) req->lease_id[0] = '\0';
+        if (req->cancelled && req->lease_id[0]) {   /* claimed for nobody: the group has it back at once */
+            release_lease(req);
+            finish(req);
+            return;
+        }
         if (take_rows(req, r) < 0) {
             req->error = xstrdup("cannot read the claimed messages: corrupt segment or wrong encryption key");
             if (req->lease_id[0]) release_lease(req);
@@ -237,6 +242,7 @@ static void pop_query(pop_request *req)
     db_job *job = db_job_new(query_done, req);
     db_job_call(job, STMT_POP, values, NULL, NULL);
     if (req->wait) db_job_call(job, STMT_POP_SEEN, NULL, NULL, NULL);   /* what ask_due measures from */
+    db_job_abandon_when(job, &req->cancelled);   /* the request lives until the job's done */
     req->querying = true;
     req->owner->queries++;
     db_submit(req->owner->pool, job);
@@ -369,9 +375,9 @@ void popper_wake_group(popper *p, const char *group)
 
 void popper_cancel(popper *p, pop_request *req)
 {
-    (void)p;
     req->cancelled = true;
     if (!req->querying) finish(req);
+    else db_pool_reap(p->pool);   /* a query still waiting for a connection is dropped unsent */
 }
 
 void popper_drain(popper *p)

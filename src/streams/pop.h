@@ -99,8 +99,10 @@ void    popper_wake_group(popper *p, const char *group);
 typedef void (*pop_released_fn)(void *arg, const char *group);
 void    popper_on_release(popper *p, pop_released_fn released, void *arg);
 /* The client left: a parked pop answers (nothing) now, so it cannot lease or
- * auto-commit messages nobody will receive; one whose query is in flight
- * answers when the query returns without parking again. */
+ * auto-commit messages nobody will receive; one whose query still waits for
+ * a connection is dropped unsent; one whose query is in flight answers when
+ * the query returns, without parking again, giving back at once the lease
+ * of whatever it claimed (an autoAck pop's claim has committed: gone). */
 void    popper_cancel(popper *p, pop_request *req);
 /* Shutdown: every parked pop answers now. */
 void    popper_drain(popper *p);

@@ -458,6 +458,40 @@ TEST(limits_an_ack_or_transaction_given_up_while_waiting_for_a_connection_is_nev
     srv_stop(&s);
 }
 
+/* A pop waits for a connection like any job: one whose client hangs up
+ * meanwhile is dropped unsent (counted), so it leases nothing; the message
+ * is the next pop's at once, not after a lease of 600 s. */
+TEST(limits_a_pop_given_up_while_waiting_for_a_connection_leases_nothing)
+{
+    silt_server s;
+    srv_start(&s, (const char *[]){ "DB_POOL_SIZE=1", "DB_PIPELINE_DEPTH=1", NULL });
+    const char *q = uniq("popgone");
+    configure_queue(&s, q, "{\"leaseTime\":600}");
+    push_one(&s, q, "p", "m1", "1");
+    PGconn *lock = lock_pushes();
+    bg_req blocker;
+    bg_start(&blocker, &s, "POST", "/api/v1/push", push_body(q, "blocker"));   /* takes the only connection */
+    sql_await("1", 10000, "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+                          "AND application_name = 'silt' AND wait_event_type = 'Lock'");
+    int fd = raw_connect(&s);
+    raw_send_str(fd, sfmt("GET /api/v1/pop/queue/%s?consumerGroup=g&wait=false HTTP/1.1\r\nHost: t\r\n\r\n", q));
+    srv_await_metric(&s, "silt_http_requests_waiting", 2, 10000);
+    close(fd);
+    srv_await_metric(&s, "silt_db_jobs_abandoned_total", 1, 10000);
+    unlock_pushes(lock);
+    int status;
+    int64_t elapsed;
+    bg_wait(&blocker, &status, &elapsed);
+    srv_await_metric(&s, "silt_http_requests_waiting", 0, 10000);
+    CHECK_STR(sql("select count(*) from queen.log_consumers c join queen.log_partitions p on p.id = c.partition_id"
+                  " where p.queue = '%s' and c.lease_id is not null", q), "0");
+    reply r;
+    CHECK_INT(pop_from(&s, q, NULL, "consumerGroup=g&wait=false", &r), 200);
+    CHECK_STR(jstr(&r, "messages.0.transactionId"), "m1");
+    reply_fini(&r);
+    srv_stop(&s);
+}
+
 /* ---- task sends, gathered with other clients' ------------------------- */
 
 static const char *task_body(const char *q, const char *name)
