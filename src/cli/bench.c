@@ -28,6 +28,8 @@
 #define BENCH_TIMEOUT_S     60
 #define BENCH_PRELOAD_BATCH 1000
 #define BENCH_POP_BATCH     100
+#define BENCH_WIDE_PARTITIONS 100000   /* the queue of the *-100k scenarios */
+#define BENCH_WIDE_PRELOAD    200000   /* two messages in each of its partitions */
 #define BENCH_MAX_TOKENS    (1u << 20)
 
 static const char bench_usage[] =
@@ -49,8 +51,11 @@ static const char bench_usage[] =
     "  --consumers N      concurrent pop+ack consumers (default 10)\n"
     "  --preload N        messages pushed before pop+ack (default 1000000)\n"
     "  --scenarios LIST   comma-separated subset of push1,push10,push100,popack,\n"
-    "                     tasks, workflow (default all six), or health: GET /health, the\n"
-    "                     ceiling of this client and the server's HTTP layer\n"
+    "                     tasks, workflow, push1-100k, popack-100k (default all\n"
+    "                     eight), or health: GET /health, the ceiling of this client\n"
+    "                     and the server's HTTP layer. The -100k scenarios use one\n"
+    "                     queue of 100,000 partitions, made first with 200,000\n"
+    "                     messages (two per partition) whatever --preload says\n"
     "  --keep             do not delete the benchmark queues afterwards\n"
     "  --json             machine-readable output\n"
     "  --rate N           push scenarios offer N msg/s (a steady load) instead of\n"
@@ -94,7 +99,10 @@ typedef struct bench_run {
     char  pop_queue[64];
     char  task_queue[64];
     char  workflow_queue[64];
+    char  wide_queue[64];     /* BENCH_WIDE_PARTITIONS partitions */
     bool  pushed, popped;     /* which queues exist, for the clean-up */
+    bool  wide;               /* wide_queue made and preloaded */
+    uint64_t wide_preloaded;  /* messages that preload put there */
 } bench_run;
 
 /* ---- push ---- */
@@ -308,33 +316,38 @@ static int run_load(const bench_config *cfg, const bench_ops *ops, void *ctx, be
     return rc;
 }
 
-static int run_push(bench_run *r, int batch, bench_result *res)
+static int run_push_into(bench_run *r, const char *queue, long partitions, int batch, bench_result *res)
 {
-    push_ctx c = { .queue = r->push_queue, .batch = batch, .partitions = r->o->partitions };
+    push_ctx c = { .queue = queue, .batch = batch, .partitions = partitions };
     json_doc_init(&c.doc);
     bench_config cfg = run_config(r, r->o->connections, BENCH_WARMUP_S, (double)r->o->seconds);
     cfg.rate = (double)r->o->rate / batch;
-    r->pushed = true;
     int rc = run_load(&cfg, &push_ops, &c, res);
     json_doc_fini(&c.doc);
     return rc;
+}
+
+static int run_push(bench_run *r, int batch, bench_result *res)
+{
+    r->pushed = true;
+    return run_push_into(r, r->push_queue, r->o->partitions, batch, res);
 }
 
 static int run_push1(bench_run *r, bench_result *res) { return run_push(r, 1, res); }
 static int run_push10(bench_run *r, bench_result *res) { return run_push(r, 10, res); }
 static int run_push100(bench_run *r, bench_result *res) { return run_push(r, 100, res); }
 
-/* Pushes --preload messages in batches of 1000; returns how many were accepted. */
-static uint64_t run_preload(bench_run *r, bench_result *res)
+/* Pushes count messages over partitions p0.. of queue in batches of 1000;
+ * returns how many were accepted. */
+static uint64_t run_preload(bench_run *r, const char *queue, long partitions, long count, bench_result *res)
 {
-    push_ctx c = { .queue = r->pop_queue, .batch = BENCH_PRELOAD_BATCH,
-                   .partitions = r->o->partitions, .limit = (uint64_t)r->o->preload };
+    push_ctx c = { .queue = queue, .batch = BENCH_PRELOAD_BATCH,
+                   .partitions = partitions, .limit = (uint64_t)count };
     json_doc_init(&c.doc);
-    long workers = (r->o->preload + BENCH_PRELOAD_BATCH - 1) / BENCH_PRELOAD_BATCH;
+    long workers = (count + BENCH_PRELOAD_BATCH - 1) / BENCH_PRELOAD_BATCH;
     if (workers > r->o->connections) workers = r->o->connections;
     bench_config cfg = run_config(r, workers, 0, 0);
-    r->popped = true;
-    fprintf(stderr, "silt bench: preloading %ld messages into %s\n", r->o->preload, r->pop_queue);
+    fprintf(stderr, "silt bench: preloading %ld messages into %s\n", count, queue);
     bench_result pre = { .name = "preload" };
     if (run_load(&cfg, &push_ops, &c, &pre) == 0)
         fprintf(stderr, "silt bench: preloaded %" PRIu64 " messages in %.1f s (%.0f msg/s)\n",
@@ -357,12 +370,12 @@ static void popack_note(bench_result *res, const popack_ctx *c, long seconds)
                  "queue ran dry after %.1f s of %ld; raise --preload", c->dry_at, seconds);
 }
 
-static int run_popack(bench_run *r, bench_result *res)
+/* Pops (batch 100) and acks what queue holds, target messages in all. */
+static int run_popack_from(bench_run *r, const char *queue, uint64_t target, bench_result *res)
 {
-    popack_ctx c = { .dry_at = 0 };
-    c.target = run_preload(r, res);
+    popack_ctx c = { .dry_at = 0, .target = target };
     buf_init(&c.pop_path);
-    buf_printf(&c.pop_path, "/api/v1/pop/queue/%s?batch=%d", r->pop_queue, BENCH_POP_BATCH);
+    buf_printf(&c.pop_path, "/api/v1/pop/queue/%s?batch=%d", queue, BENCH_POP_BATCH);
     json_doc_init(&c.doc);
     bench_config cfg = run_config(r, r->o->consumers, BENCH_WARMUP_S, (double)r->o->seconds);
     int rc = run_load(&cfg, &popack_ops, &c, res);
@@ -370,6 +383,38 @@ static int run_popack(bench_run *r, bench_result *res)
     json_doc_fini(&c.doc);
     buf_fini(&c.pop_path);
     return rc;
+}
+
+static int run_popack(bench_run *r, bench_result *res)
+{
+    r->popped = true;
+    uint64_t preloaded = run_preload(r, r->pop_queue, r->o->partitions, r->o->preload, res);
+    return run_popack_from(r, r->pop_queue, preloaded, res);
+}
+
+/* ---- one queue of 100,000 partitions ---- */
+
+/* The wide queue, made once by whichever -100k scenario runs first: every
+ * partition created (two messages each) before anything is measured. */
+static uint64_t wide_queue_ready(bench_run *r, bench_result *res)
+{
+    if (!r->wide) {
+        r->wide = true;
+        r->wide_preloaded = run_preload(r, r->wide_queue, BENCH_WIDE_PARTITIONS, BENCH_WIDE_PRELOAD, res);
+    }
+    return r->wide_preloaded;
+}
+
+static int run_push1_wide(bench_run *r, bench_result *res)
+{
+    wide_queue_ready(r, res);
+    return run_push_into(r, r->wide_queue, BENCH_WIDE_PARTITIONS, 1, res);
+}
+
+static int run_popack_wide(bench_run *r, bench_result *res)
+{
+    uint64_t target = wide_queue_ready(r, res);
+    return run_popack_from(r, r->wide_queue, target, res);
 }
 
 /* ---- tasks: send, claim and start, complete ---- */
@@ -433,6 +478,8 @@ static const bench_scenario bench_scenarios[] = {
     { "popack",  "pop+ack batch=100", run_popack,  true },
     { "tasks",   "tasks send->complete", run_tasks, true },
     { "workflow", "workflow nodes",   run_workflow, true },
+    { "push1-100k", "push batch=1 @100k", run_push1_wide, true },
+    { "popack-100k", "pop+ack @100k",  run_popack_wide, true },
     { "health",  "GET /health",       run_health,  false },
 };
 #define BENCH_NSCEN (sizeof bench_scenarios / sizeof bench_scenarios[0])
@@ -455,7 +502,8 @@ static int select_scenarios(const cli_cmd *cmd, const char *list, bool sel[BENCH
         size_t n = strcspn(p, ","), i = scenario_find(p, n);
         if (i == BENCH_NSCEN)
             return cli_usage_error(cmd, "unknown scenario \"%.*s\" (choose from push1, push10, "
-                                   "push100, popack, health)", (int)n, p);
+                                   "push100, popack, tasks, workflow, push1-100k, popack-100k, health)",
+                                   (int)n, p);
         sel[i] = true;
         p += n + (p[n] == ',');
     }
@@ -562,6 +610,7 @@ static void names_init(bench_run *r)
     snprintf(r->pop_queue, sizeof r->pop_queue, "bench-pop-%s", r->suffix);
     snprintf(r->task_queue, sizeof r->task_queue, "bench-tasks-%s", r->suffix);
     snprintf(r->workflow_queue, sizeof r->workflow_queue, "bench-wf-%s", r->suffix);
+    snprintf(r->wide_queue, sizeof r->wide_queue, "bench-wide-%s", r->suffix);
 }
 
 /* ---- output ---- */
@@ -651,6 +700,7 @@ static int bench_main(bench_run *r, const bool sel[BENCH_NSCEN])
     double rss = server_rss(r->o->url);
     if (!r->o->keep && !r->o->queue && r->pushed) server_drop_queue(r->o->url, r->push_queue);
     if (!r->o->keep && r->popped) server_drop_queue(r->o->url, r->pop_queue);
+    if (!r->o->keep && r->wide) server_drop_queue(r->o->url, r->wide_queue);
     if (r->o->json) print_json(r, res, rss, failures);
     else print_table(res, rss);
     return failures ? CLI_EXIT_FAILED : CLI_EXIT_OK;
