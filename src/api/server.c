@@ -152,15 +152,8 @@ static int prepare_task_storage(server *srv, const char *conninfo)
     return rc == 0 ? 0 : -1;
 }
 
-static int start(server *srv)
+int server_build(server *srv, const char *conninfo)
 {
-    char err[1024];
-    char *conninfo = config_conninfo(&srv->cfg);
-    int rc = migrate_run(conninfo, srv->cfg.startup_db_wait_ms, migrate_latest(), err, sizeof err);
-    if (rc < 0) log_error("%s", err);
-    if (rc == 0) rc = check_encryption(srv, conninfo);
-    if (rc == 0) rc = prepare_task_storage(srv, conninfo);
-    if (rc < 0) { free(conninfo); return -1; }
     srv->base = event_base_new();
     srv->pool = db_pool_new(srv->base, conninfo, (int)srv->cfg.db_pool_size, (int)srv->cfg.db_pipeline_depth);
     push_limits limits = { (int)srv->cfg.push_max_flushes, (int)srv->cfg.push_flush_messages, (int)srv->cfg.zstd_level };
@@ -185,11 +178,23 @@ static int start(server *srv)
     if (!srv->http) {
         log_error("cannot listen on %s:%lld: %s (PORT and HOST choose another)", srv->cfg.host,
                   (long long)srv->cfg.port, strerror(errno));
-        free(conninfo);
         return -1;
     }
-    free(conninfo);
     httpd_on_leave(srv->http, api_client_left, srv);
+    return 0;
+}
+
+static int start(server *srv)
+{
+    char err[1024];
+    char *conninfo = config_conninfo(&srv->cfg);
+    int rc = migrate_run(conninfo, srv->cfg.startup_db_wait_ms, migrate_latest(), err, sizeof err);
+    if (rc < 0) log_error("%s", err);
+    if (rc == 0) rc = check_encryption(srv, conninfo);
+    if (rc == 0) rc = prepare_task_storage(srv, conninfo);
+    if (rc == 0) rc = server_build(srv, conninfo);
+    free(conninfo);
+    if (rc < 0) return -1;
     srv->sigterm = evsignal_new(srv->base, SIGTERM, on_signal, srv);
     srv->sigint = evsignal_new(srv->base, SIGINT, on_signal, srv);
     srv->drain_timer = evtimer_new(srv->base, drain_check, srv);

@@ -65,6 +65,12 @@ typedef struct server {
 void server_log_appended(server *srv, const char *queue, const char *const *partitions, size_t n);
 void server_group_released(server *srv, const char *group);
 
+/* Builds srv's engines and its HTTP server on srv->cfg's host and port, on
+ * a new event base, against conninfo (not touched here: the database is
+ * prepared before, and tests/fuzz/fuzz_http.c builds the same server
+ * against none). 0, or -1 (logged) when it cannot listen. */
+int server_build(server *srv, const char *conninfo);
+
 /* Runs the broker until it is drained. conf_path: silt.conf to read (from
  * --config or SILT_CONFIG), or NULL for every default. A bad environment
  * variable or a file with errors exits 2 before the database is touched. */

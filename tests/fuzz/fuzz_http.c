@@ -41,11 +41,6 @@
 static server srv;
 static struct sockaddr_in addr;
 
-static void on_commit(void *arg, const char *queue, const char *const *partitions, size_t n)
-{
-    (void)arg; (void)queue; (void)partitions; (void)n;   /* no database: nothing commits */
-}
-
 /* A port nothing listens on: bind to 0, read it back, release it. */
 static int free_port(void)
 {
@@ -58,41 +53,26 @@ static int free_port(void)
     return ntohs(a.sin_port);
 }
 
-/* The engines server.c's start() builds (and its auth, its limits and its
- * admission: api_admit, then the route table), against a database that is not
- * there, and the HTTP server on a loopback port. */
+/* The server server.c builds (server_build: its engines, its limits and its
+ * admission: api_admit, then the route table; its auth here), against a
+ * database that is not there, on a loopback port. */
 static void start_server(void)
 {
     setenv("LOG_LEVEL", "error", 1);
     setenv("RETENTION_INTERVAL_MS", "0", 1);
     setenv("DATABASE_URL", "host=/nonexistent/silt-fuzz dbname=silt connect_timeout=1", 1);
+    int port = free_port();
+    char port_text[16];
+    snprintf(port_text, sizeof port_text, "%d", port);
+    setenv("HOST", "127.0.0.1", 1);
+    setenv("PORT", port_text, 1);
     char err[512];
     REQUIRE(config_load(&srv.cfg, err, sizeof err) == 0);
     conffile_defaults(&srv.conf);
     REQUIRE((srv.auth = auth_new(&srv.cfg, err, sizeof err)) != NULL);   /* JWT off: every route open */
     signal(SIGPIPE, SIG_IGN);
     char *conninfo = config_conninfo(&srv.cfg);
-    srv.base = event_base_new();
-    srv.pool = db_pool_new(srv.base, conninfo, 2, 4);
-    push_limits limits = { 2, 1000, 1 };
-    srv.push = pusher_new(srv.base, srv.pool, limits, on_commit, &srv);
-    srv.max_segment_bytes = (size_t)srv.cfg.max_body_bytes * 2 + 1024 * 1024;
-    srv.pop = popper_new(srv.base, srv.pool, 1000, srv.max_segment_bytes);
-    retention_settings rs = { 0, srv.cfg.retention_batch, srv.cfg.retention_max_steps,
-                              srv.cfg.retention_concurrency, srv.cfg.cleanup_days, false };
-    srv.retention = retention_engine_new(srv.base, srv.pool, rs);
-    srv.maintenance = maintenance_new(srv.base, srv.pool, srv.pop, srv.cfg.maintenance_refresh_ms);
-    srv.tasks = task_hub_new(srv.base, srv.pool, conninfo, &srv.conf);
-    srv.schedules = scheduler_new(srv.base, srv.pool, srv.tasks, &srv.conf);
-    srv.sweeper = task_sweeper_new(srv.base, srv.pool, &srv.conf.retention);
-    srv.partitions = partition_pass_new(srv.base, conninfo, &srv.conf, srv.cfg.detach_timeout_ms);
-    int port = free_port();
-    const silt_config *c = &srv.cfg;
-    httpd_limits limits_http = { (size_t)c->max_body_bytes, (int)c->http_max_connections, (int)c->http_fd_reserve,
-                                 c->http_header_timeout_ms, c->http_body_timeout_ms, c->http_idle_timeout_ms,
-                                 c->request_timeout_ms, c->http_accept_backoff_ms };
-    srv.http = httpd_new(srv.base, "127.0.0.1", port, &limits_http, api_admit, &srv);
-    REQUIRE(srv.http != NULL);
+    REQUIRE(server_build(&srv, conninfo) == 0);
     free(conninfo);
     addr = (struct sockaddr_in){ .sin_family = AF_INET, .sin_port = htons((uint16_t)port),
                                  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
