@@ -28,7 +28,7 @@ curl -sf "$url/api/v1/configure" -d "{\"queue\":\"ret-on\",\"options\":{\"retent
 curl -sf "$url/api/v1/configure" -d '{"queue":"ret-off"}' >/dev/null
 rate="${RATE:-15000}"   # a steady load: msg/s offered, the same in both runs
 run() { SILT_URL="$url" "$bin" bench --scenarios push100 --partitions 10000 --seconds "$seconds" --rate "$rate" --queue "$1" 2>/dev/null | grep "push batch=100"; }
-retained() { curl -sf "$url/api/v1/resources/queues/$1" | sed -n 's/.*"total": \([0-9]*\).*/\1/p'; }
+retained() { curl -sf "$url/api/v1/resources/queues/$1" | sed -n 's/.*"total": *\([0-9]*\).*/\1/p'; }
 echo "steady load: $rate msg/s offered, batch 100, 10,000 partitions, 50 connections"
 echo "without retention (ret-off):"; run ret-off
 echo "with retention deleting (ret-on, retentionSeconds=$window, a pass every $((interval / 1000)) s):"
