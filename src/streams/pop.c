@@ -373,11 +373,13 @@ void popper_wake_group(popper *p, const char *group)
     }
 }
 
+/* A query still waiting for a connection is dropped unsent by the pool's
+ * reap, which the server schedules for every leaving client (abandon.c). */
 void popper_cancel(popper *p, pop_request *req)
 {
+    (void)p;
     req->cancelled = true;
     if (!req->querying) finish(req);
-    else db_pool_reap(p->pool);   /* a query still waiting for a connection is dropped unsent */
 }
 
 void popper_drain(popper *p)
