@@ -1,7 +1,8 @@
 #!/bin/sh
 # Installs the Debian packages silt builds and tests with, when any is missing:
 # deps.sh for building and running, deps.sh test for `make test` too,
-# deps.sh fuzz for `make fuzz` (clang, and libFuzzer in libclang-rt-dev).
+# deps.sh fuzz for `make fuzz` (clang, and libFuzzer in libclang-rt-dev),
+# deps.sh bench for scripts/bench-wrk.sh (wrk, the independent load generator).
 # Runs apt-get only as root; otherwise it names what to install and fails.
 set -e
 need=""
@@ -14,6 +15,7 @@ pkgs="gcc make pkg-config libpq-dev libevent-dev libzstd-dev libxxhash-dev
       libssl-dev libinih-dev libjwt-dev postgresql curl libjs-chart.js"
 [ "${1:-}" = test ] && pkgs="$pkgs chromium"
 [ "${1:-}" = fuzz ] && pkgs="$pkgs clang libclang-rt-dev"
+[ "${1:-}" = bench ] && pkgs="$pkgs wrk"
 for pkg in $pkgs; do
     dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" \
         || need="$need $pkg"

@@ -1,0 +1,34 @@
+-- common.lua: what every script in bench/ shares. wrk runs each thread in
+-- a Lua state of its own and done() in yet another, so a count kept by the
+-- threads (a global of theirs) reaches done() only through the thread
+-- handles that setup() collects here.
+local M = {}
+local threads = {}
+
+function M.setup(thread)
+    threads[#threads + 1] = thread
+end
+
+function M.count()
+    return #threads
+end
+
+-- The sum over the threads of their global `name` (0 where unset).
+function M.sum(name)
+    local total = 0
+    for _, t in ipairs(threads) do total = total + (t:get(name) or 0) end
+    return total
+end
+
+-- One line for scripts/bench-wrk.sh; p50 is wrk's, per request (for
+-- popack, pops and acks alike, warm-up included). Errors are failed requests
+-- (connect, read, write, HTTP status > 399); wrk's "timeout" only counts
+-- replies slower than --timeout, which still arrived, so it is apart.
+function M.report(summary, latency, msgs, seconds, extra)
+    local e = summary.errors
+    io.write(string.format("wrk-result requests=%d msgs=%d seconds=%.3f rate=%.1f p50ms=%.2f errors=%d slow=%d%s\n",
+        summary.requests, msgs, seconds, seconds > 0 and msgs / seconds or 0, latency:percentile(50) / 1000,
+        e.connect + e.read + e.write + e.status, e.timeout, extra or ""))
+end
+
+return M

@@ -1,0 +1,89 @@
+-- popack.lua: silt bench's popack. A consumer pops up to 100 messages of
+-- QUEUE (queue mode), then acks all of them in one POST /api/v1/ack/batch
+-- naming each message's transactionId, partitionId and leaseId, as
+-- src/cli/bench.c does; then pops again. The queue is preloaded first
+-- (scripts/bench-wrk.sh does it).
+--   wrk -t10 -c10 -d7s -s popack.lua http://127.0.0.1:6632 -- QUEUE [WARMUP_S]
+-- Run it with as many threads as connections (-t N -c N): wrk's Lua API
+-- does not say which connection asks for the next request, so only a
+-- thread with one connection knows that its next request is the ack of
+-- the pop it just read.
+-- Messages are the items acked successfully, counted from WARMUP_S seconds
+-- on (default 1, like silt bench's warm-up). The warm-up cannot be a
+-- separate wrk run as for the other scripts: a run ends right after a
+-- reply, so it leaves popped messages unacked, and their partitions stay
+-- leased for the queue's leaseTime (300 s by default).
+local common = require("common")
+local ffi = require("ffi")
+
+ffi.cdef [[
+typedef struct { long tv_sec; long tv_nsec; } bench_timespec;
+int clock_gettime(int clock, bench_timespec *ts);
+]]
+local ts = ffi.new("bench_timespec")
+local CLOCK_MONOTONIC = 1
+
+-- Lua's own clocks are CPU time or whole seconds; the warm-up needs better.
+local function now()
+    ffi.C.clock_gettime(CLOCK_MONOTONIC, ts)
+    return tonumber(ts.tv_sec) + tonumber(ts.tv_nsec) / 1e9
+end
+
+local headers = { ["Content-Type"] = "application/json" }
+local pop_request, ack_body, acking, measure_from
+warmup = 1   -- globals: done() reads them through the thread handles
+acked, failed, empty, popped = 0, 0, 0, 0
+
+setup = common.setup
+
+function init(args)
+    local queue = assert(args[1], "usage: -- QUEUE [WARMUP_S]")
+    warmup = tonumber(args[2]) or 1
+    pop_request = wrk.format("GET", "/api/v1/pop/queue/" .. queue .. "?batch=100")
+    measure_from = now() + warmup
+end
+
+function request()
+    acking = ack_body ~= nil
+    if not acking then return pop_request end
+    local body = ack_body
+    ack_body = nil
+    return wrk.format("POST", "/api/v1/ack/batch", headers, body)
+end
+
+-- Every message names its transactionId, then (after data and createdAt)
+-- its partitionId and leaseId: the order of the wire contract's envelope.
+-- The ack copies the three JSON strings as they came.
+local MESSAGE = '"transactionId":("[^"]*").-"partitionId":("[^"]*").-"leaseId":("[^"]*")'
+
+local function ack_of(body)
+    local items = {}
+    for tx, pid, lease in body:gmatch(MESSAGE) do
+        items[#items + 1] = '{"transactionId":' .. tx .. ',"partitionId":' .. pid
+            .. ',"leaseId":' .. lease .. ',"status":"completed"}'
+    end
+    if #items == 0 then return nil, 0 end
+    return '{"acknowledgments":[' .. table.concat(items, ",") .. "]}", #items
+end
+
+function response(status, headers, body)
+    if acking then
+        if status ~= 200 or now() < measure_from then return end
+        local ok = select(2, body:gsub('"success":true', ""))
+        acked = acked + ok
+        failed = failed + select(2, body:gsub('"success":false', ""))
+    elseif status == 204 then
+        empty = empty + 1   -- every partition leased by another consumer, or none left
+    elseif status == 200 then
+        local n
+        ack_body, n = ack_of(body)
+        popped = popped + n   -- warm-up included: as many as were preloaded is dry
+    end
+end
+
+function done(summary, latency)
+    local seconds = summary.duration / 1e6 - common.sum("warmup") / math.max(1, common.count())
+    common.report(summary, latency, common.sum("acked"), seconds,
+        string.format(" ack_failed=%d empty_pops=%d popped=%d",
+            common.sum("failed"), common.sum("empty"), common.sum("popped")))
+end

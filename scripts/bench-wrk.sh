@@ -1,0 +1,145 @@
+#!/bin/bash
+# bench-wrk: holds `silt bench` against an independent load generator, wrk
+# with the Lua scripts in bench/ (issue 15, point 6). One throwaway durable
+# cluster and one server; for every round and scenario, silt bench and wrk
+# run one after the other with the same connections and seconds, the order
+# swapped every round so that neither always meets the box first. Prints,
+# per scenario, the medians over the rounds and their ratio (wrk / silt).
+#   scripts/bench-wrk.sh BINARY
+# Environment: BENCH_WRK_ROUNDS (3), BENCH_WRK_SECONDS (6, measured, after a
+# 1 s warm-up for both), BENCH_WRK_SCENARIOS ("push1 push10 push100 popack
+# health"), BENCH_WRK_PRELOAD (300000 messages before each popack run).
+# wrk is Debian's package, installed (scripts/deps.sh bench) when missing.
+set -u
+bin="${1:?usage: scripts/bench-wrk.sh BINARY}"
+case "$bin" in /*) ;; *) bin="$PWD/$bin" ;; esac
+[ -x "$bin" ] || { echo "bench-wrk: $bin is not executable" >&2; exit 2; }
+here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=scripts/cluster_lib.sh
+. "$here/cluster_lib.sh"
+command -v wrk >/dev/null || "$here/deps.sh" bench || exit 1
+rounds=${BENCH_WRK_ROUNDS:-3}
+secs=${BENCH_WRK_SECONDS:-6}
+scenarios=${BENCH_WRK_SCENARIOS:-push1 push10 push100 popack health}
+preload=${BENCH_WRK_PRELOAD:-300000}
+conns=50 consumers=10 partitions=10   # silt bench's defaults, passed to both
+export LUA_PATH="$here/../bench/?.lua;;"   # the scripts require common.lua
+dir=$(mktemp -d /tmp/silt-bench-wrk.XXXXXX) || exit 1
+server_pid=""
+
+# shellcheck disable=SC2317  # reached through the EXIT trap
+cleanup() {
+    trap - EXIT INT TERM
+    if [ -n "$server_pid" ]; then
+        kill -TERM "$server_pid" 2>/dev/null
+        wait "$server_pid" 2>/dev/null
+    fi
+    "$here/pgcluster.sh" stop "$dir" >/dev/null 2>&1
+    rm -rf "$dir"
+}
+trap 'cleanup; exit "${status:-1}"' EXIT
+trap 'status=130; exit 130' INT
+trap 'status=143; exit 143' TERM
+
+pg_port=$(cluster_start "$dir") || { echo "bench-wrk: could not start PostgreSQL" >&2; exit 1; }
+http_port=$(cluster_free_port) || { echo "bench-wrk: no free port for the server" >&2; exit 1; }
+url="http://127.0.0.1:$http_port"
+PG_HOST=127.0.0.1 PG_PORT="$pg_port" PORT="$http_port" LOG_LEVEL=warn \
+    "$bin" server >"$dir/server.log" 2>&1 &
+server_pid=$!
+server_wait_healthy "$http_port" "$server_pid" bench-wrk || { tail -n 20 "$dir/server.log" >&2; exit 1; }
+
+# A name no earlier run used, so that no run reads another's messages.
+fresh_queue() {
+    echo "wrk-$1-$(od -An -N4 -tx4 /dev/urandom | tr -d ' ')"
+}
+
+drop_queue() {
+    curl -s -o /dev/null -X DELETE "$url/api/v1/resources/queues/$1"
+}
+
+# silt bench's msg/s and p50 for one scenario, as "RATE P50 ERRORS".
+run_silt() {
+    local out
+    out=$(SILT_URL="$url" "$bin" bench --scenarios "$1" --seconds "$secs" \
+          --connections "$conns" --consumers "$consumers" --partitions "$partitions" \
+          --preload "$preload" --json 2>>"$dir/silt.err")
+    awk -F': *' '/"msgPerSec"/ { r = $2 } /"p50Ms"/ { p = $2 }
+                 /^  "errors"/ { e = $2 }
+                 END { gsub(/,/, "", r); gsub(/,/, "", p); printf "%s %s %s\n", r, p, e }' <<<"$out"
+}
+
+# Pushes PRELOAD messages into queue $1 the way silt bench's preload does
+# (1,000 items per request over the partitions, as many requests at once as
+# push connections), with curl: not measured, but its shape matters, since
+# concurrent pushes are fused into one segment per partition and flush, and
+# a pop reads whole segments.
+preload_queue() {
+    awk -v q="$1" -v p="$partitions" 'BEGIN { printf "{\"items\":[";
+        for (i = 0; i < 1000; i++) printf "%s{\"queue\":\"%s\",\"partition\":\"p%d\",\"payload\":{\"n\":%d,\"s\":\"abcdefghij\"}}",
+            i ? "," : "", q, i % p, 10000 + i; printf "]}" }' >"$dir/preload.json"
+    local failed
+    failed=$(seq $(((preload + 999) / 1000)) | xargs -P "$conns" -I{} curl -s -o /dev/null -w '%{http_code}\n' \
+        -H 'Content-Type: application/json' --data-binary @"$dir/preload.json" "$url/api/v1/push" \
+        | grep -vc '^201$')
+    [ "$failed" = 0 ] || echo "bench-wrk: $failed preload pushes failed" >&2
+}
+
+# wrk's "RATE P50 ERRORS" for one scenario. Push and health get a separate
+# 1 s run first (the warm-up, uncounted); popack counts from 1 s on inside
+# its one run (bench/popack.lua says why).
+run_wrk() {
+    local q line
+    case $1 in
+        push*) q=$(fresh_queue push)
+               wrk -t1 -c"$conns" -d1s --timeout 60s -s "$here/../bench/push.lua" "$url" -- "$q" "${1#push}" "$partitions" >/dev/null
+               line=$(wrk -t1 -c"$conns" -d"${secs}s" --timeout 60s -s "$here/../bench/push.lua" "$url" -- "$q" "${1#push}" "$partitions") ;;
+        health) wrk -t1 -c"$conns" -d1s --timeout 60s -s "$here/../bench/health.lua" "$url" >/dev/null
+                line=$(wrk -t1 -c"$conns" -d"${secs}s" --timeout 60s -s "$here/../bench/health.lua" "$url") ;;
+        popack) q=$(fresh_queue pop)
+                preload_queue "$q"
+                line=$(wrk -t"$consumers" -c"$consumers" -d"$((secs + 1))s" --timeout 60s \
+                       -s "$here/../bench/popack.lua" "$url" -- "$q" 1) ;;
+        *) echo "bench-wrk: no wrk script for $1" >&2; return 1 ;;
+    esac
+    [ -z "${q:-}" ] || drop_queue "$q"
+    echo "$line" | grep '^wrk-result' >>"$dir/wrk.log"
+    echo "$line" | awk '/^wrk-result/ { for (i = 2; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
+                                       printf "%s %s %s\n", v["rate"], v["p50ms"], v["errors"] }'
+}
+
+median() {
+    sort -g | awk '{ a[NR] = $1 } END { print NR % 2 ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'
+}
+
+echo "machine: $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg) at the start" >&2
+for r in $(seq 1 "$rounds"); do
+    for s in $scenarios; do
+        if [ $((r % 2)) = 1 ]; then order="silt wrk"; else order="wrk silt"; fi
+        for tool in $order; do
+            if [ "$tool" = silt ]; then res=$(run_silt "$s"); else res=$(run_wrk "$s"); fi
+            echo "$s $r $tool $res" | tee -a "$dir/results" >&2
+        done
+    done
+done
+echo "machine: load average $(cut -d' ' -f1-3 /proc/loadavg) at the end" >&2
+
+# The table: medians over the rounds, then each round's pair.
+printf '%-8s %14s %12s %9s %9s %9s  %s\n' scenario "silt bench/s" "wrk/s" "wrk/silt" "silt p50" "wrk p50" "rounds (silt / wrk msg/s)"
+for s in $scenarios; do
+    ms=$(awk -v s="$s" '$1 == s && $3 == "silt" { print $4 }' "$dir/results" | median)
+    mw=$(awk -v s="$s" '$1 == s && $3 == "wrk" { print $4 }' "$dir/results" | median)
+    ps=$(awk -v s="$s" '$1 == s && $3 == "silt" { print $5 }' "$dir/results" | median)
+    pw=$(awk -v s="$s" '$1 == s && $3 == "wrk" { print $5 }' "$dir/results" | median)
+    each=$(awk -v s="$s" '$1 == s { v[$2, $3] = $4; if ($2 > n) n = $2 }
+        END { for (i = 1; i <= n; i++) printf "%s%.0f / %.0f", (i > 1 ? ", " : ""), v[i, "silt"], v[i, "wrk"] }' "$dir/results")
+    awk -v s="$s" -v a="$ms" -v b="$mw" -v c="$ps" -v d="$pw" -v e="$each" \
+        'BEGIN { printf "%-8s %14.0f %12.0f %9.2f %9.2f %9.2f  %s\n", s, a, b, (a > 0 ? b / a : 0), c, d, e }'
+done
+errs=$(awk '$6 != "" && $6 != 0 { n++ } END { print n + 0 }' "$dir/results")
+[ "$errs" = 0 ] || echo "bench-wrk: $errs runs had failed requests (see above)" >&2
+awk -v n="$preload" '/ popped=/ { for (i = 2; i <= NF; i++) if ($i ~ /^popped=/ && substr($i, 8) + 0 >= n)
+    print "bench-wrk: a wrk popack run ran its queue dry: raise BENCH_WRK_PRELOAD" }' "$dir/wrk.log" >&2
+status=0
+[ "$errs" = 0 ] || status=1
+exit "$status"
