@@ -2,8 +2,23 @@
 -- a Lua state of its own and done() in yet another, so a count kept by the
 -- threads (a global of theirs) reaches done() only through the thread
 -- handles that setup() collects here.
+local ffi = require("ffi")
 local M = {}
 local threads = {}
+
+ffi.cdef [[
+typedef struct { long tv_sec; long tv_nsec; } bench_timespec;
+int clock_gettime(int clock, bench_timespec *ts);
+]]
+local ts = ffi.new("bench_timespec")
+local CLOCK_MONOTONIC = 1
+
+-- Seconds on the monotonic clock. Lua's own clocks are CPU time or whole
+-- seconds; a warm-up counted inside a run needs better.
+function M.now()
+    ffi.C.clock_gettime(CLOCK_MONOTONIC, ts)
+    return tonumber(ts.tv_sec) + tonumber(ts.tv_nsec) / 1e9
+end
 
 function M.setup(thread)
     threads[#threads + 1] = thread

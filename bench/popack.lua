@@ -14,20 +14,7 @@
 -- reply, so it leaves popped messages unacked, and their partitions stay
 -- leased for the queue's leaseTime (300 s by default).
 local common = require("common")
-local ffi = require("ffi")
-
-ffi.cdef [[
-typedef struct { long tv_sec; long tv_nsec; } bench_timespec;
-int clock_gettime(int clock, bench_timespec *ts);
-]]
-local ts = ffi.new("bench_timespec")
-local CLOCK_MONOTONIC = 1
-
--- Lua's own clocks are CPU time or whole seconds; the warm-up needs better.
-local function now()
-    ffi.C.clock_gettime(CLOCK_MONOTONIC, ts)
-    return tonumber(ts.tv_sec) + tonumber(ts.tv_nsec) / 1e9
-end
+local now = common.now
 
 local headers = { ["Content-Type"] = "application/json" }
 local pop_request, ack_body, acking, measure_from

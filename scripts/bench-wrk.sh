@@ -8,7 +8,7 @@
 #   scripts/bench-wrk.sh BINARY
 # Environment: BENCH_WRK_ROUNDS (3), BENCH_WRK_SECONDS (6, measured, after a
 # 1 s warm-up for both), BENCH_WRK_SCENARIOS ("push1 push10 push100 popack
-# health"), BENCH_WRK_PRELOAD (300000 messages before each popack run).
+# health tasks"), BENCH_WRK_PRELOAD (300000 messages before each popack run).
 # wrk is Debian's package, installed (scripts/deps.sh bench) when missing.
 set -u
 bin="${1:?usage: scripts/bench-wrk.sh BINARY}"
@@ -20,7 +20,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 command -v wrk >/dev/null || "$here/deps.sh" bench || exit 1
 rounds=${BENCH_WRK_ROUNDS:-3}
 secs=${BENCH_WRK_SECONDS:-6}
-scenarios=${BENCH_WRK_SCENARIOS:-push1 push10 push100 popack health}
+scenarios=${BENCH_WRK_SCENARIOS:-push1 push10 push100 popack health tasks}
 preload=${BENCH_WRK_PRELOAD:-300000}
 conns=50 consumers=10 partitions=10   # silt bench's defaults, passed to both
 export LUA_PATH="$here/../bench/?.lua;;"   # the scripts require common.lua
@@ -58,15 +58,25 @@ drop_queue() {
     curl -s -o /dev/null -X DELETE "$url/api/v1/resources/queues/$1"
 }
 
-# silt bench's msg/s and p50 for one scenario, as "RATE P50 ERRORS".
+# Runs a command with its output in $dir/out and prints the CPU seconds
+# (user + system) it used: on two cores shared with the server and
+# PostgreSQL, what the load generator burns is taken from them.
+with_cpu() {
+    local TIMEFORMAT='%3U %3S' t
+    t=$( { time "$@" >"$dir/out" 2>>"$dir/tools.err"; } 2>&1 )
+    awk '{ print $1 + $2 }' <<<"$t"
+}
+
+# silt bench's "RATE P50 ERRORS REQUESTS CPU" for one scenario. Its CPU
+# covers the warm-up (and popack's preload) too.
 run_silt() {
-    local out
-    out=$(SILT_URL="$url" "$bin" bench --scenarios "$1" --seconds "$secs" \
+    local cpu
+    cpu=$(with_cpu env SILT_URL="$url" "$bin" bench --scenarios "$1" --seconds "$secs" \
           --connections "$conns" --consumers "$consumers" --partitions "$partitions" \
-          --preload "$preload" --json 2>>"$dir/silt.err")
-    awk -F': *' '/"msgPerSec"/ { r = $2 } /"p50Ms"/ { p = $2 }
-                 /^  "errors"/ { e = $2 }
-                 END { gsub(/,/, "", r); gsub(/,/, "", p); printf "%s %s %s\n", r, p, e }' <<<"$out"
+          --preload "$preload" --json)
+    awk -F': *' -v cpu="$cpu" '/"msgPerSec"/ { r = $2 } /"p50Ms"/ { p = $2 }
+                 /"requests"/ { n = $2 } /^  "errors"/ { e = $2 }
+                 END { gsub(/,/, "", r); gsub(/,/, "", p); gsub(/,/, "", n); printf "%s %s %s %s %s\n", r, p, e, n, cpu }' "$dir/out"
 }
 
 # Pushes PRELOAD messages into queue $1 the way silt bench's preload does
@@ -85,27 +95,30 @@ preload_queue() {
     [ "$failed" = 0 ] || echo "bench-wrk: $failed preload pushes failed" >&2
 }
 
-# wrk's "RATE P50 ERRORS" for one scenario. Push and health get a separate
-# 1 s run first (the warm-up, uncounted); popack counts from 1 s on inside
-# its one run (bench/popack.lua says why).
+# wrk's "RATE P50 ERRORS REQUESTS CPU" for one scenario. Push and health
+# get a separate 1 s run first (the warm-up, uncounted, nor in CPU);
+# popack and tasks count from 1 s on inside their one run (popack.lua
+# says why), with one connection per thread. silt bench's tasks scenario
+# runs 8 producers and 8 workers.
 run_wrk() {
-    local q line
+    local q="" cpu s="$here/../bench"
     case $1 in
         push*) q=$(fresh_queue push)
-               wrk -t1 -c"$conns" -d1s --timeout 60s -s "$here/../bench/push.lua" "$url" -- "$q" "${1#push}" "$partitions" >/dev/null
-               line=$(wrk -t1 -c"$conns" -d"${secs}s" --timeout 60s -s "$here/../bench/push.lua" "$url" -- "$q" "${1#push}" "$partitions") ;;
-        health) wrk -t1 -c"$conns" -d1s --timeout 60s -s "$here/../bench/health.lua" "$url" >/dev/null
-                line=$(wrk -t1 -c"$conns" -d"${secs}s" --timeout 60s -s "$here/../bench/health.lua" "$url") ;;
+               wrk -t1 -c"$conns" -d1s --timeout 60s -s "$s/push.lua" "$url" -- "$q" "${1#push}" "$partitions" >/dev/null
+               cpu=$(with_cpu wrk -t1 -c"$conns" -d"${secs}s" --timeout 60s -s "$s/push.lua" "$url" -- "$q" "${1#push}" "$partitions") ;;
+        health) wrk -t1 -c"$conns" -d1s --timeout 60s -s "$s/health.lua" "$url" >/dev/null
+                cpu=$(with_cpu wrk -t1 -c"$conns" -d"${secs}s" --timeout 60s -s "$s/health.lua" "$url") ;;
         popack) q=$(fresh_queue pop)
                 preload_queue "$q"
-                line=$(wrk -t"$consumers" -c"$consumers" -d"$((secs + 1))s" --timeout 60s \
-                       -s "$here/../bench/popack.lua" "$url" -- "$q" 1) ;;
+                cpu=$(with_cpu wrk -t"$consumers" -c"$consumers" -d"$((secs + 1))s" --timeout 60s -s "$s/popack.lua" "$url" -- "$q" 1) ;;
+        tasks) q=$(fresh_queue tasks)
+               cpu=$(with_cpu wrk -t16 -c16 -d"$((secs + 1))s" --timeout 60s -s "$s/tasks.lua" "$url" -- "$q" 1) ;;
         *) echo "bench-wrk: no wrk script for $1" >&2; return 1 ;;
     esac
-    [ -z "${q:-}" ] || drop_queue "$q"
-    echo "$line" | grep '^wrk-result' >>"$dir/wrk.log"
-    echo "$line" | awk '/^wrk-result/ { for (i = 2; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
-                                       printf "%s %s %s\n", v["rate"], v["p50ms"], v["errors"] }'
+    [ -z "$q" ] || [ "$1" = tasks ] || drop_queue "$q"   # a task queue is no resource to delete
+    grep '^wrk-result' "$dir/out" >>"$dir/wrk.log"
+    awk -v cpu="$cpu" '/^wrk-result/ { for (i = 2; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
+                                       printf "%s %s %s %s %s\n", v["rate"], v["p50ms"], v["errors"], v["requests"], cpu }' "$dir/out"
 }
 
 median() {
@@ -124,17 +137,30 @@ for r in $(seq 1 "$rounds"); do
 done
 echo "machine: load average $(cut -d' ' -f1-3 /proc/loadavg) at the end" >&2
 
-# The table: medians over the rounds, then each round's pair.
-printf '%-8s %14s %12s %9s %9s %9s  %s\n' scenario "silt bench/s" "wrk/s" "wrk/silt" "silt p50" "wrk p50" "rounds (silt / wrk msg/s)"
+# The column $2 of scenario $1's rounds for tool $3, one a line.
+column() {
+    awk -v s="$1" -v t="$3" -v c="$2" '$1 == s && $3 == t { print $c }' "$dir/results"
+}
+
+# The table: medians over the rounds. "pairs" is the median of each
+# round's own ratio: the two runs of a round sit next to each other, so it
+# is less exposed than the ratio of medians to a box whose load moves.
+# CPU: the client's, microseconds per request; silt bench's includes its
+# warm-up second (and popack's preload), so it is only comparable for push
+# and health.
+printf '%-8s %12s %10s %8s %8s %8s %8s %9s %8s  %s\n' scenario "silt bench/s" "wrk/s" "wrk/silt" "pairs" \
+    "silt p50" "wrk p50" "silt µs/r" "wrk µs/r" "rounds (silt / wrk msg/s)"
 for s in $scenarios; do
-    ms=$(awk -v s="$s" '$1 == s && $3 == "silt" { print $4 }' "$dir/results" | median)
-    mw=$(awk -v s="$s" '$1 == s && $3 == "wrk" { print $4 }' "$dir/results" | median)
-    ps=$(awk -v s="$s" '$1 == s && $3 == "silt" { print $5 }' "$dir/results" | median)
-    pw=$(awk -v s="$s" '$1 == s && $3 == "wrk" { print $5 }' "$dir/results" | median)
+    ms=$(column "$s" 4 silt | median); mw=$(column "$s" 4 wrk | median)
+    ps=$(column "$s" 5 silt | median); pw=$(column "$s" 5 wrk | median)
+    pr=$(awk -v s="$s" '$1 == s { v[$2, $3] = $4 } END { for (k in v) { split(k, p, SUBSEP)
+            if (p[2] == "wrk" && v[p[1], "silt"] > 0) print v[k] / v[p[1], "silt"] } }' "$dir/results" | median)
+    cs=$(awk -v s="$s" -v w="$secs" '$1 == s && $3 == "silt" && $7 > 0 { print $8 / ($7 * (w + 1) / w) * 1e6 }' "$dir/results" | median)
+    cw=$(awk -v s="$s" '$1 == s && $3 == "wrk" && $7 > 0 { print $8 / $7 * 1e6 }' "$dir/results" | median)
     each=$(awk -v s="$s" '$1 == s { v[$2, $3] = $4; if ($2 > n) n = $2 }
         END { for (i = 1; i <= n; i++) printf "%s%.0f / %.0f", (i > 1 ? ", " : ""), v[i, "silt"], v[i, "wrk"] }' "$dir/results")
-    awk -v s="$s" -v a="$ms" -v b="$mw" -v c="$ps" -v d="$pw" -v e="$each" \
-        'BEGIN { printf "%-8s %14.0f %12.0f %9.2f %9.2f %9.2f  %s\n", s, a, b, (a > 0 ? b / a : 0), c, d, e }'
+    awk -v s="$s" -v a="$ms" -v b="$mw" -v r="$pr" -v c="$ps" -v d="$pw" -v x="$cs" -v y="$cw" -v e="$each" \
+        'BEGIN { printf "%-8s %12.0f %10.0f %8.2f %8.2f %8.2f %8.2f %9.0f %8.0f  %s\n", s, a, b, (a > 0 ? b / a : 0), r, c, d, x, y, e }'
 done
 errs=$(awk '$6 != "" && $6 != 0 { n++ } END { print n + 0 }' "$dir/results")
 [ "$errs" = 0 ] || echo "bench-wrk: $errs runs had failed requests (see above)" >&2
