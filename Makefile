@@ -25,7 +25,7 @@ SQL      := $(sort $(wildcard sql/*.sql))
 CHARTJS ?= /usr/share/javascript/chart.js/chart.min.js
 WEB      := $(sort $(wildcard web/*)) $(CHARTJS)
 
-.PHONY: all deps run test test-unit bench clean fuzz fuzz-build chaos
+.PHONY: all deps run test test-unit bench bench-wrk clean fuzz fuzz-build chaos
 all: deps
 	@$(MAKE) --no-print-directory $(BUILD)/silt
 
@@ -74,6 +74,12 @@ test:
 
 bench: all
 	@scripts/bench.sh $(BUILD)/silt
+
+# make bench-wrk: silt bench against wrk and bench/*.lua, scenario by
+# scenario (docs/performance.md); BENCH_WRK_ROUNDS, _SECONDS, _SCENARIOS.
+bench-wrk: all
+	@scripts/deps.sh bench
+	@scripts/bench-wrk.sh $(BUILD)/silt
 
 # make chaos: the long crash-safety run (docs/reliability.md). CHAOS_SECONDS,
 # CHAOS_KILLS, CHAOS_MESSAGES, CHAOS_FAST, CHAOS_SEED and CHAOS_ARGS tune it.

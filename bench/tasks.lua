@@ -33,7 +33,7 @@ local headers = { ["Content-Type"] = "application/json" }
 local queue, counters, producer, measure_from, claim_req, finish_path, health_req
 local phase, finish_body
 warmup = 1   -- globals: done() reads them through the thread handles
-completed = 0
+completed, sends, idles = 0, 0, 0   -- idles: a producer's GET /health at the backlog cap
 
 function init(args)
     queue = assert(args[1], "usage: -- QUEUE [WARMUP_S]")
@@ -66,7 +66,9 @@ end
 function request()
     if producer then
         phase = backlog() >= BACKLOG and "idle" or "send"
-        return phase == "idle" and health_req or send_req()
+        if phase == "idle" then idles = idles + 1; return health_req end
+        sends = sends + 1
+        return send_req()
     end
     if finish_body then
         phase = "finish"
@@ -106,5 +108,6 @@ end
 
 function done(summary, latency)
     local seconds = summary.duration / 1e6 - common.sum("warmup") / math.max(1, common.count())
-    common.report(summary, latency, common.sum("completed"), seconds)
+    common.report(summary, latency, common.sum("completed"), seconds,
+        string.format(" sends=%d idle_health=%d", common.sum("sends"), common.sum("idles")))
 end
