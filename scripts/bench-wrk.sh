@@ -4,7 +4,8 @@
 # cluster and one server; for every round and scenario, silt bench and wrk
 # run one after the other with the same connections and seconds, the order
 # swapped every round so that neither always meets the box first. Prints,
-# per scenario, the medians over the rounds and their ratio (wrk / silt).
+# per scenario, the medians over the rounds, their ratio (wrk / silt), the
+# median of each round's own ratio, and each client's CPU per request.
 #   scripts/bench-wrk.sh BINARY
 # Environment: BENCH_WRK_ROUNDS (3), BENCH_WRK_SECONDS (6, measured, after a
 # 1 s warm-up for both), BENCH_WRK_SCENARIOS ("push1 push10 push100 popack
@@ -30,8 +31,12 @@ server_pid=""
 # shellcheck disable=SC2317  # reached through the EXIT trap
 cleanup() {
     trap - EXIT INT TERM
-    if [ -n "$server_pid" ]; then
-        kill -TERM "$server_pid" 2>/dev/null
+    if [ -n "$server_pid" ] && kill -TERM "$server_pid" 2>/dev/null; then
+        for _ in $(seq 1 100); do   # SIGTERM drains; after 10 s, SIGKILL
+            kill -0 "$server_pid" 2>/dev/null || break
+            sleep 0.1
+        done
+        kill -KILL "$server_pid" 2>/dev/null
         wait "$server_pid" 2>/dev/null
     fi
     "$here/pgcluster.sh" stop "$dir" >/dev/null 2>&1
