@@ -21,6 +21,7 @@ typedef struct db_call {
     char   *values[DB_MAX_PARAMS];
     int     lengths[DB_MAX_PARAMS];
     int     formats[DB_MAX_PARAMS];
+    bool    commit_after;     /* a Sync follows: what came before commits on its own */
 } db_call;
 
 struct db_job {
@@ -29,6 +30,7 @@ struct db_job {
     db_call   *calls;
     int        ncalls, cap;
     int        current;           /* call whose results are being read */
+    int        syncs_left;        /* Syncs sent and not yet read back */
     PGresult **results;
     char      *error, *sqlstate, *detail;
     int        failed_call;
@@ -125,6 +127,11 @@ void db_job_call_taking(db_job *job, db_stmt stmt, const char *const *values, co
         set_param(call, i, values[i], lengths, formats);
         call->values[i] = (char *)values[i];   /* a malloc'd block: ours to free */
     }
+}
+
+void db_job_commit(db_job *job)
+{
+    if (job->ncalls > 0) job->calls[job->ncalls - 1].commit_after = true;
 }
 
 int db_job_ncalls(const db_job *job) { return job->ncalls; }
@@ -272,11 +279,16 @@ static void conn_send(db_conn *c, db_job *job)
     c->tail = job;
     c->inflight++;
     bool sent = true;
+    job->syncs_left = 1;
     for (int i = 0; sent && i < job->ncalls; i++) {
         db_call *call = &job->calls[i];
         sent = PQsendQueryPrepared(c->pg, db_statements[call->stmt].name, call->nparams,
                                    (const char *const *)call->values, call->lengths, call->formats,
                                    1) == 1;   /* results always binary: db/result.h reads them */
+        if (sent && call->commit_after && i < job->ncalls - 1) {
+            sent = PQpipelineSync(c->pg) == 1;
+            job->syncs_left++;
+        }
     }
     if (!sent || PQpipelineSync(c->pg) != 1) conn_lost(c, PQerrorMessage(c->pg));
 }
@@ -302,6 +314,7 @@ static void conn_read_results(db_conn *c)
         if (!r) { job->current++; continue; }
         if (PQresultStatus(r) != PGRES_PIPELINE_SYNC) { job_take_result(job, r); continue; }
         PQclear(r);
+        if (--job->syncs_left > 0) continue;   /* a commit point inside the job (db_job_commit) */
         c->head = job->next;
         if (!c->head) c->tail = NULL;
         c->inflight--;

@@ -1,7 +1,8 @@
 /* pool: asynchronous PostgreSQL connections on the event loop. Work is
  * submitted as jobs: a list of prepared-statement calls sent in pipeline mode
  * and closed by one Sync, so a job costs one round trip, and its calls run in
- * one implicit transaction: all commit at the Sync, or none does. Connections reconnect
+ * one implicit transaction: all commit at the Sync, or none does (unless the
+ * job asks for a commit point in between, db_job_commit). Connections reconnect
  * with backoff when PostgreSQL goes away; jobs in flight on a lost connection
  * fail with an error, none is retried silently. */
 #ifndef SILT_POOL_H
@@ -53,6 +54,11 @@ void    db_job_call(db_job *job, db_stmt stmt, const char *const *values,
  * once). A taken binary value needs lengths[i]; a text one, its terminator. */
 void    db_job_call_taking(db_job *job, db_stmt stmt, const char *const *values,
                            const int *lengths, const int *formats, unsigned taken);
+/* Ends the implicit transaction after the last call appended: it commits
+ * (or fails) on its own, and the calls after it run in a transaction of
+ * their own, in the same round trip. An error before the commit point does
+ * not stop the calls after it; reply->failed_call tells which failed. */
+void    db_job_commit(db_job *job);
 int     db_job_ncalls(const db_job *job);
 /* Submits; done runs exactly once, always from the event loop, never inside
  * this call (nor inside db_pool_reap). */
