@@ -141,6 +141,8 @@ static void finish(pass *p, const char *error)
     const char *values[1] = { p->token };
     db_job *job = db_job_new(released, p);
     db_job_call(job, STMT_RET_RELEASE, values, NULL, NULL);
+    db_job_commit(job);
+    db_job_call(job, STMT_READY_PRUNE, NULL, NULL, NULL);   /* the write rows pops have taken in (sql/031) */
     db_submit(p->e->pool, job);
 }
 

@@ -166,18 +166,37 @@ static void release_lease(pop_request *req)
 
 static void ask_due(pop_request *req);
 
+/* A queue-wide pop claims from its group's ready set (sql/031), which the
+ * job's first call brings up to date in a transaction of its own; pops of
+ * one partition and discovery pops scan the partitions. */
+static bool walks_ready_set(const pop_request *req) { return req->queue && !req->partition; }
+
+/* The reconcile only keeps the ready set current, and a set it could not
+ * update is made whole by a later one: its failure (say a deadlock with a
+ * group's deletion) does not fail the claim that ran after it. */
+static bool only_reconcile_failed(const pop_request *req, const db_reply *reply)
+{
+    if (!walks_ready_set(req) || reply->failed_call != 0 || reply->unavailable) return false;
+    const PGresult *r = reply->results[1];
+    if (!r || PQresultStatus(r) != PGRES_TUPLES_OK) return false;
+    log_warn("pop %s: the ready set of group %s was not brought up to date: %s", req->queue, req->group,
+             reply->error);
+    return true;
+}
+
 static void query_done(void *arg, const db_reply *reply)
 {
     pop_request *req = arg;
     req->querying = false;
-    if (reply->error) {
+    if (reply->error && !only_reconcile_failed(req, reply)) {
         req->error = xstrdup(reply->error);
         snprintf(req->sqlstate, sizeof req->sqlstate, "%s", reply->sqlstate);
         req->unavailable = reply->unavailable;
         finish(req);
         return;
     }
-    const PGresult *r = reply->results[0];
+    int at = walks_ready_set(req) ? 1 : 0;   /* the claim's call */
+    const PGresult *r = reply->results[at];
     if (PQntuples(r) > 0) {
         log_debug("pop %s: %d segment rows for group %s", req->queue ? req->queue : "(discovery)", PQntuples(r),
                   req->group);
@@ -197,7 +216,7 @@ static void query_done(void *arg, const db_reply *reply)
     }
     if (!req->wait || req->expired || req->cancelled || req->owner->draining) { finish(req); return; }
     if (req->rerun) { req->rerun = false; pop_query(req); return; }
-    copy_text(req->seen, sizeof req->seen, reply->results[1], 0, 0);
+    copy_text(req->seen, sizeof req->seen, reply->results[at + 1], 0, 0);
     ask_due(req);
 }
 
@@ -240,6 +259,11 @@ static void pop_query(pop_request *req)
     const char *values[10] = { req->queue, req->partition, req->namespace_tag, req->task_tag, req->group,
                                batch, partitions, req->auto_ack ? "t" : "f", req->subscription, req->lease_id };
     db_job *job = db_job_new(query_done, req);
+    if (walks_ready_set(req)) {   /* takes in what was written, committed before the claim looks */
+        const char *ready[2] = { req->group, req->queue };
+        db_job_call(job, STMT_POP_READY, ready, NULL, NULL);
+        db_job_commit(job);
+    }
     db_job_call(job, STMT_POP, values, NULL, NULL);
     if (req->wait) db_job_call(job, STMT_POP_SEEN, NULL, NULL, NULL);   /* what ask_due measures from */
     db_job_abandon_when(job, &req->cancelled);   /* the request lives until the job's done */

@@ -1,0 +1,203 @@
+/* Integration: the ready set a queue-wide pop walks (sql/031). What a
+ * group may have something in is kept per group and queue; these tests
+ * check that every way a partition gains something for the group reaches
+ * the set (a write, a write whose transaction was in flight when the set
+ * looked, a seek back, the group deleted), that a partition with nothing
+ * left leaves it, that the minute's refill mends a damaged set, and that
+ * the write rows the set reads are pruned once every group has them. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <libpq-fe.h>
+#include "harness.h"
+#include "support.h"
+
+/* An autoAck pop of group g from queue q: the partition it served, or ""
+ * when it answered 204. */
+static const char *pop_partition(silt_server *s, const char *q)
+{
+    reply r;
+    int status = pop_from(s, q, NULL, "consumerGroup=g&wait=false&autoAck=true", &r);
+    const char *part = status == 200 ? sfmt("%s", jstr(&r, "partition")) : "";
+    CHECK(status == 200 || status == 204);
+    reply_fini(&r);
+    return part;
+}
+
+static const char *ready_rows(const char *q)
+{
+    return sql("SELECT count(*) FROM queen.log_ready WHERE consumer_group = 'g' AND queue = '%s'", q);
+}
+
+/* Pops until a 204: how many partitions served. */
+static int drain(silt_server *s, const char *q)
+{
+    int served = 0;
+    while (*pop_partition(s, q)) served++;
+    return served;
+}
+
+TEST(pop_ready_a_groups_first_pop_fills_its_set_and_spent_partitions_leave_it)
+{
+    silt_server s;
+    srv_start(&s, NULL);
+    const char *q = uniq("ready");
+    for (int i = 0; i < 5; i++) push_one(&s, q, sfmt("p%d", i), sfmt("t%d", i), "1");
+    CHECK_STR(ready_rows(q), "0");
+    CHECK(*pop_partition(&s, q));
+    /* the first pop filled the set with all five; the one it emptied stays until a pop finds it spent */
+    CHECK_STR(ready_rows(q), "5");
+    CHECK_INT(drain(&s, q), 4);
+    CHECK_STR(ready_rows(q), "0");
+    srv_stop(&s);
+}
+
+TEST(pop_ready_a_partition_written_after_the_group_caught_up_is_served)
+{
+    silt_server s;
+    srv_start(&s, NULL);
+    const char *q = uniq("ready");
+    for (int i = 0; i < 3; i++) push_one(&s, q, sfmt("p%d", i), sfmt("t%d", i), "1");
+    CHECK_INT(drain(&s, q), 3);
+    CHECK_STR(ready_rows(q), "0");
+    push_one(&s, q, "p1", "again", "2");
+    CHECK_STR(pop_partition(&s, q), "p1");
+    CHECK_STR(pop_partition(&s, q), "");
+    srv_stop(&s);
+}
+
+/* A write whose transaction drew its write row before another write was
+ * taken in, and committed after: the set's look noted the transaction in
+ * flight, and the next pop takes the write in by it (without that, the row
+ * sits below the set's mark until the minute's refill). */
+TEST(pop_ready_a_write_committed_after_the_sets_look_is_served_by_its_transaction)
+{
+    silt_server s;
+    srv_start(&s, NULL);
+    const char *q = uniq("ready");
+    push_one(&s, q, "late", "t0", "1");
+    CHECK_STR(pop_partition(&s, q), "late");
+    CHECK_STR(pop_partition(&s, q), "");   /* finds "late" spent: out of the set */
+    CHECK_STR(ready_rows(q), "0");
+    PGconn *pg = test_session();
+    PQclear(PQexec(pg, "BEGIN"));
+    /* the same message again at the next offset of "late", appended as a flush appends */
+    PGresult *res = PQexec(pg, sfmt(
+        "SELECT count(*) FROM queen.append_segments(ARRAY['%s'], ARRAY['late'], ARRAY[1],"
+        " (SELECT s.blob FROM queen.log_segments s JOIN queen.log_partitions p ON p.id = s.partition_id"
+        "   WHERE p.queue = '%s' AND p.name = 'late'),"
+        " ARRAY[(SELECT length(s.blob) FROM queen.log_segments s JOIN queen.log_partitions p ON p.id = s.partition_id"
+        "   WHERE p.queue = '%s' AND p.name = 'late')],"
+        " (SELECT t.hashes FROM queen.log_txns t JOIN queen.log_partitions p ON p.id = t.partition_id"
+        "   WHERE p.queue = '%s' AND p.name = 'late'),"
+        " (SELECT t.message_ids FROM queen.log_txns t JOIN queen.log_partitions p ON p.id = t.partition_id"
+        "   WHERE p.queue = '%s' AND p.name = 'late'), now())", q, q, q, q, q));
+    CHECK_INT(PQresultStatus(res), PGRES_TUPLES_OK);
+    PQclear(res);
+    push_one(&s, q, "early", "t1", "1");   /* a higher write row id, committed first */
+    CHECK_STR(pop_partition(&s, q), "early");
+    CHECK_STR(sql("SELECT s.seen_id >= max(w.id) FROM queen.log_ready_scans s, queen.log_writes w"
+                  " WHERE s.consumer_group = 'g' AND s.queue = '%s' AND w.queue = '%s' GROUP BY s.seen_id", q, q), "t");
+    res = PQexec(pg, "COMMIT");
+    CHECK_INT(PQresultStatus(res), PGRES_COMMAND_OK);
+    PQclear(res);
+    PQfinish(pg);
+    CHECK_STR(pop_partition(&s, q), "late");
+    srv_stop(&s);
+}
+
+TEST(pop_ready_a_seek_back_gives_the_group_its_partitions_again)
+{
+    silt_server s;
+    srv_start(&s, NULL);
+    const char *q = uniq("ready");
+    for (int i = 0; i < 3; i++) push_one(&s, q, sfmt("p%d", i), sfmt("t%d", i), "1");
+    CHECK_INT(drain(&s, q), 3);
+    reply r;
+    rq(&s, "POST", sfmt("/api/v1/consumer-groups/g/queues/%s/seek", q), "{\"timestamp\":\"2000-01-01T00:00:00Z\"}", &r);
+    CHECK_INT(r.status, 200);
+    reply_fini(&r);
+    CHECK_STR(ready_rows(q), "3");
+    CHECK_INT(drain(&s, q), 3);
+    srv_stop(&s);
+}
+
+TEST(pop_ready_a_deleted_group_starts_again_from_its_subscription)
+{
+    silt_server s;
+    srv_start(&s, NULL);
+    const char *q = uniq("ready");
+    for (int i = 0; i < 3; i++) push_one(&s, q, sfmt("p%d", i), sfmt("t%d", i), "1");
+    CHECK_INT(drain(&s, q), 3);
+    reply r;
+    rq(&s, "DELETE", sfmt("/api/v1/consumer-groups/g/queues/%s", q), NULL, &r);
+    CHECK_INT(r.status, 200);
+    reply_fini(&r);
+    CHECK_STR(sql("SELECT count(*) FROM queen.log_ready_scans WHERE consumer_group = 'g' AND queue = '%s'", q), "0");
+    CHECK_INT(drain(&s, q), 3);
+    srv_stop(&s);
+}
+
+/* The set is a cache of the partitions: a row lost (here deleted by hand)
+ * is found again by the refill a pop runs once its set is a minute old. */
+TEST(pop_ready_the_minutes_refill_mends_a_damaged_set)
+{
+    silt_server s;
+    srv_start(&s, NULL);
+    const char *q = uniq("ready");
+    push_one(&s, q, "p0", "t0", "1");
+    push_one(&s, q, "p1", "t1", "1");
+    CHECK(*pop_partition(&s, q));
+    sql("DELETE FROM queen.log_ready WHERE consumer_group = 'g' AND queue = '%s'", q);
+    CHECK_STR(pop_partition(&s, q), "");
+    sql("UPDATE queen.log_ready_scans SET filled_at = now() - interval '61 seconds' WHERE queue = '%s'", q);
+    CHECK(*pop_partition(&s, q));
+    CHECK_STR(pop_partition(&s, q), "");
+    srv_stop(&s);
+}
+
+/* A queue-wide long-poll parked on an empty set is answered by a write. */
+TEST(pop_ready_a_parked_queue_wide_pop_is_answered_by_a_write)
+{
+    silt_server s;
+    srv_start(&s, NULL);
+    const char *q = uniq("ready");
+    push_one(&s, q, "p0", "t0", "1");
+    CHECK_STR(pop_partition(&s, q), "p0");
+    bg_req b;
+    bg_start(&b, &s, "GET", sfmt("/api/v1/pop/queue/%s?consumerGroup=g&wait=true&timeout=20000&autoAck=true", q), NULL);
+    srv_await_metric(&s, "silt_long_polls_parked", 1, 10000);
+    push_one(&s, q, "p1", "t1", "1");
+    int status;
+    int64_t elapsed;
+    bg_wait(&b, &status, &elapsed);
+    CHECK_INT(status, 200);
+    CHECK(elapsed < 15000);
+    srv_stop(&s);
+}
+
+/* Write rows are pruned by the retention pass once every group of their
+ * queue has taken them in (and they are 5 minutes old); rows a group has
+ * not taken in are kept. */
+TEST(pop_ready_write_rows_every_group_has_taken_in_are_pruned)
+{
+    silt_server s;
+    srv_start(&s, NULL);
+    const char *q = uniq("ready");
+    push_one(&s, q, "p0", "t0", "1");
+    CHECK_STR(pop_partition(&s, q), "p0");
+    push_one(&s, q, "p0", "t1", "1");   /* not taken in yet */
+    sql("UPDATE queen.log_writes SET created_at = now() - interval '10 minutes' WHERE queue = '%s'", q);
+    CHECK_STR(sql("SELECT count(*) FROM queen.log_writes WHERE queue = '%s'", q), "2");
+    reply r;
+    rq(&s, "POST", "/api/v1/system/retention/run", "{}", &r);
+    CHECK_INT(r.status, 200);
+    reply_fini(&r);
+    CHECK_STR(sql("SELECT count(*) FROM queen.log_writes WHERE queue = '%s'", q), "1");
+    CHECK_STR(pop_partition(&s, q), "p0");
+    CHECK_STR(sql("SELECT count(*) FROM queen.log_writes WHERE queue = '%s'", q), "1");
+    rq(&s, "POST", "/api/v1/system/retention/run", "{}", &r);
+    reply_fini(&r);
+    CHECK_STR(sql("SELECT count(*) FROM queen.log_writes WHERE queue = '%s'", q), "0");
+    srv_stop(&s);
+}
