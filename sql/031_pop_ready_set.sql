@@ -29,10 +29,10 @@
 -- its removal keeps the row. Removals and touches skip rows another
 -- transaction holds and never wait on them; only the reconcile waits (on
 -- them, briefly), which keeps the lock graph free of cycles. The first
--- pop of a group on a queue fills the set from the partitions, and so does
--- the reconcile every READY_REFILL (60 s), whatever the set says: a safety
--- net (cursors edited by hand, a set damaged by a bug) at the cost of one
--- scan of the queue a minute.
+-- pop of a group on a queue fills the set from the partitions, and one
+-- reconcile a minute fills it again, whatever the set says: a safety net
+-- (cursors edited by hand, a set damaged by a bug) at the cost of one scan
+-- of the queue a minute per group.
 
 CREATE TABLE queen.log_writes (
     id            bigserial PRIMARY KEY,
@@ -139,8 +139,7 @@ END $$;
 -- something in, in partition order like every mark), leaving rows already
 -- there as they are. A first fill (p_first) records its look as the scans
 -- row's start, serialised per group with the group's deletion
--- (queen.group_delete), which empties the set; a refill, run under the
--- scans row's lock, only notes its time.
+-- (queen.group_delete), which empties the set; a refill only notes its time.
 CREATE FUNCTION queen.ready_fill(p_group text, p_queue text, p_first boolean) RETURNS void
 LANGUAGE plpgsql AS $$
 DECLARE
@@ -180,7 +179,9 @@ END $$;
 -- Takes in the writes the group's set has not seen. Sent by a queue-wide pop
 -- in a transaction of its own just before the claim, so the scans row is
 -- held only for this. Nothing new (the usual case when consumers lag):
--- two index probes and no lock.
+-- two index probes and no lock. The minute's refill runs in one pop's
+-- reconcile at a time (a try-lock: the others go on) and holds nothing
+-- another pop waits for unless it finds rows missing.
 CREATE FUNCTION queen.ready_reconcile(p_group text, p_queue text) RETURNS void LANGUAGE plpgsql AS $$
 DECLARE
     st     queen.log_ready_scans%ROWTYPE;
@@ -190,14 +191,16 @@ DECLARE
 BEGIN
     SELECT * INTO st FROM queen.log_ready_scans WHERE consumer_group = p_group AND queue = p_queue;
     IF NOT FOUND THEN PERFORM queen.ready_fill(p_group, p_queue, true); RETURN; END IF;
-    IF st.filled_at >= now() - interval '60 s'
-       AND NOT EXISTS (SELECT 1 FROM queen.log_writes w WHERE w.queue = p_queue AND w.id > st.seen_id)
+    IF st.filled_at < now() - interval '60 s'
+       AND pg_try_advisory_xact_lock(hashtext('silt.refill'), hashtext(p_group || '/' || p_queue)) THEN
+        PERFORM queen.ready_fill(p_group, p_queue, false);
+    END IF;
+    IF NOT EXISTS (SELECT 1 FROM queen.log_writes w WHERE w.queue = p_queue AND w.id > st.seen_id)
        AND NOT EXISTS (SELECT 1 FROM queen.log_writes w WHERE w.writer = ANY (st.in_flight) AND w.queue = p_queue) THEN
         RETURN;
     END IF;
     SELECT * INTO st FROM queen.log_ready_scans WHERE consumer_group = p_group AND queue = p_queue FOR UPDATE;
     IF NOT FOUND THEN RETURN; END IF;   -- the group was deleted meanwhile: its next pop fills
-    IF st.filled_at < now() - interval '60 s' THEN PERFORM queen.ready_fill(p_group, p_queue, false); END IF;
     WITH look AS MATERIALIZED (SELECT pg_current_snapshot() AS s),
     seen AS MATERIALIZED (
         SELECT w.id, w.partition_ids FROM queen.log_writes w WHERE w.queue = p_queue AND w.id > st.seen_id
@@ -520,3 +523,18 @@ BEGIN
     GET DIAGNOSTICS n = ROW_COUNT;
     RETURN n;
 END $$;
+
+-- ---- Plans that do not wait for statistics ----------------------------------
+--
+-- A flush finds its partitions by (queue, name). A session plans its
+-- statements once and keeps the plan, so a plan made while the partitions
+-- table was small (a sequential scan of a few rows) stayed after a queue
+-- grew to 100,000 partitions, until autovacuum's analyze replaced it: push
+-- batch 1 fell from 3,900 to 480 msg/s on another queue in the meantime
+-- (docs/performance.md). The flush's steps never want a sequential scan of
+-- the partitions, whatever the statistics say.
+ALTER FUNCTION queen.lock_partitions(text[], text[]) SET enable_seqscan = off;
+ALTER FUNCTION queen.flush_checks(text[], text[], integer[], bytea, boolean[], boolean[], timestamptz)
+    SET enable_seqscan = off;
+ALTER FUNCTION queen.append_segments(text[], text[], integer[], bytea, integer[], bytea, bytea, timestamptz)
+    SET enable_seqscan = off;
