@@ -139,12 +139,16 @@ static void drop_abandoned(push_batch *b)
  * still meet another). A lane with none of its own takes every lane's, as
  * all flushes did before lanes: pushes to one partition still have a second
  * flush ready behind the first. */
+int push_lane(const char *queue, const char *partition, int lanes)
+{
+    uint64_t h = XXH3_64bits_withSeed(partition, strlen(partition), XXH3_64bits(queue, strlen(queue)));
+    return (int)(h % (uint64_t)lanes);
+}
+
 static int batch_lane(const pusher *p, const push_batch *b)
 {
     if (b->n == 0) return 0;
-    const push_item *it = &b->items[0];
-    uint64_t h = XXH3_64bits_withSeed(it->partition, strlen(it->partition), XXH3_64bits(it->queue, strlen(it->queue)));
-    return (int)(h % (uint64_t)p->limits.max_flushes);
+    return push_lane(b->items[0].queue, b->items[0].partition, p->limits.max_flushes);
 }
 
 static bool lane_pending(const pusher *p, int lane)

@@ -71,5 +71,8 @@ void    push_batch_free(push_batch *batch);
 /* Gives an item a fresh message id and its transactionId hash (writers
  * outside fusion — transactions, dead-letter replay — call it too). */
 void    push_item_prepare(push_item *it);
+/* The lane, of lanes (PUSH_MAX_FLUSHES), of a batch whose first item goes
+ * to this partition: flushes in flight at once take different lanes'. */
+int     push_lane(const char *queue, const char *partition, int lanes);
 
 #endif
