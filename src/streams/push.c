@@ -15,13 +15,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <xxhash.h>
 #include "base/buf.h"
 #include "base/clock.h"
 #include "base/ids.h"
 #include "base/log.h"
 #include "base/xalloc.h"
 #include "streams/push_plan.h"
-#include <xxhash.h>
 
 #define MAX_ATTEMPTS 64
 
