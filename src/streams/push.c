@@ -8,11 +8,14 @@
  * a duplicate, or a queue turns out to require encryption, push_flush aborts
  * saying so; the plan takes note and the same flush is sent again, so a
  * flush stays all-or-nothing. A deadlock or serialization failure is sent
- * again too. */
+ * again too. Flushes in flight at once take the batches of different
+ * lanes (partitions), so that they do not queue on each other's partition
+ * row locks (see Lanes below). */
 #include "streams/push.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <xxhash.h>
 #include "base/buf.h"
 #include "base/clock.h"
 #include "base/ids.h"
@@ -26,6 +29,7 @@ struct pusher {
     db_pool        *pool;
     push_limits     limits;
     int             inflight;
+    bool           *lane_busy;       /* max_flushes lanes: a flush in flight on each */
     push_batch     *head, *tail;     /* gathered, not yet flushing */
     struct event   *kick;
     push_commit_fn  on_commit;
@@ -38,6 +42,7 @@ typedef struct flush {
     push_item  **all;                /* every item of the batches */
     size_t       nall;
     push_plan    plan;
+    int          lane;               /* of pusher.lane_busy */
     int          attempt;
     int64_t      started_us;         /* for the debug line */
 } flush;
@@ -70,6 +75,7 @@ static void flush_finish(flush *f, const char *error, bool unavailable)
         if (error) { b->error = xstrdup(error); b->unavailable = unavailable; }
         b->done(b, b->arg);
     }
+    p->lane_busy[f->lane] = false;
     push_plan_fini(&f->plan);
     free(f->all);
     free(f);
@@ -125,23 +131,74 @@ static void drop_abandoned(push_batch *b)
     b->done(b, b->arg);
 }
 
-static flush *take_gathered(pusher *p)
+/* Lanes: flushes in flight at once lock their partitions in one order, so
+ * two that share a partition run one after the other, the second waiting
+ * on the first's row locks until it commits. A batch's lane is that of its
+ * first item's partition, and a flush takes the batches of its own lane, so
+ * concurrent flushes touch disjoint partitions (a batch spanning lanes may
+ * still meet another). A lane with none of its own takes every lane's, as
+ * all flushes did before lanes: pushes to one partition still have a second
+ * flush ready behind the first. */
+int push_lane(const char *queue, const char *partition, int lanes)
+{
+    uint64_t h = XXH3_64bits_withSeed(partition, strlen(partition), XXH3_64bits(queue, strlen(queue)));
+    return (int)(h % (uint64_t)lanes);
+}
+
+static int batch_lane(const pusher *p, const push_batch *b)
+{
+    if (b->n == 0) return 0;
+    return push_lane(b->items[0].queue, b->items[0].partition, p->limits.max_flushes);
+}
+
+static bool lane_pending(const pusher *p, int lane)
+{
+    for (const push_batch *b = p->head; b; b = b->next)
+        if (b->lane == lane) return true;
+    return false;
+}
+
+/* A free lane, one with batches of its own first; -1: none is free. */
+static int free_lane(const pusher *p)
+{
+    int any = -1;
+    for (int lane = 0; lane < p->limits.max_flushes; lane++) {
+        if (p->lane_busy[lane]) continue;
+        if (lane_pending(p, lane)) return lane;
+        if (any < 0) any = lane;
+    }
+    return any;
+}
+
+/* Unlinks b, whose predecessor in the gathered list is prev (NULL: head). */
+static void unlink_batch(pusher *p, push_batch *prev, push_batch *b)
+{
+    if (prev) prev->next = b->next; else p->head = b->next;
+    if (p->tail == b) p->tail = prev;
+    b->next = NULL;
+}
+
+/* Takes gathered batches in arrival order, up to flush_messages: those of
+ * the lane, or all when it has none (see Lanes). */
+static flush *take_gathered(pusher *p, int lane)
 {
     flush *f = xcalloc(1, sizeof *f);
     f->p = p;
+    f->lane = lane;
     f->started_us = clock_mono_us();
-    push_batch **tail = &f->batches;
+    bool own = lane_pending(p, lane);
+    push_batch **tail = &f->batches, *prev = NULL, *next;
     size_t messages = 0;
-    while (p->head && (messages == 0 || messages + p->head->n <= (size_t)p->limits.flush_messages)) {
-        push_batch *b = p->head;
-        p->head = b->next;
-        b->next = NULL;
+    for (push_batch *b = p->head; b; b = next) {
+        next = b->next;
+        if (own && b->lane != lane) { prev = b; continue; }
+        if (messages > 0 && messages + b->n > (size_t)p->limits.flush_messages) break;
+        unlink_batch(p, prev, b);
         if (b->abandoned && *b->abandoned) { drop_abandoned(b); continue; }
         *tail = b;
         tail = &b->next;
         messages += b->n;
     }
-    if (!p->head) p->tail = NULL;
     push_plan_init(&f->plan);
     collect_all(f, messages);
     return f;
@@ -151,9 +208,11 @@ static void kick(evutil_socket_t fd, short what, void *arg)
 {
     (void)fd; (void)what;
     pusher *p = arg;
-    while (p->head && p->inflight < p->limits.max_flushes) {
+    int lane;
+    while (p->head && (lane = free_lane(p)) >= 0) {
         p->inflight++;
-        flush_send(take_gathered(p));
+        p->lane_busy[lane] = true;
+        flush_send(take_gathered(p, lane));
     }
 }
 
@@ -174,6 +233,7 @@ void push_item_prepare(push_item *it)
 void pusher_submit(pusher *p, push_batch *batch)
 {
     for (size_t i = 0; i < batch->n; i++) push_item_prepare(&batch->items[i]);
+    batch->lane = batch_lane(p, batch);
     batch->next = NULL;
     if (p->tail) p->tail->next = batch; else p->head = batch;
     p->tail = batch;
@@ -192,6 +252,7 @@ pusher *pusher_new(struct event_base *base, db_pool *pool, push_limits limits,
     p->limits = limits;
     p->on_commit = on_commit;
     p->commit_arg = commit_arg;
+    p->lane_busy = xcalloc((size_t)limits.max_flushes, sizeof *p->lane_busy);
     p->kick = event_new(base, -1, 0, kick, p);
     return p;
 }
@@ -200,6 +261,7 @@ void pusher_free(pusher *p)
 {
     if (!p) return;
     event_free(p->kick);
+    free(p->lane_busy);
     free(p);
 }
 

@@ -1,7 +1,9 @@
 /* push: push fusion. Requests hand in batches of items; while flushes are in
  * flight, new batches gather, and the next flush writes everything gathered
  * as one segment per partition, all partitions in one transaction. A batch
- * is never split across flushes and its reply waits for the commit. */
+ * is never split across flushes and its reply waits for the commit.
+ * Flushes in flight at once take batches of different partitions where
+ * they can (lanes, push.c). */
 #ifndef SILT_PUSH_H
 #define SILT_PUSH_H
 #include <stdbool.h>
@@ -44,6 +46,7 @@ struct push_batch {
      * flush (its client left, or its request timed out), the batch is not
      * written: done runs with error set. NULL: always written. */
     const bool  *abandoned;
+    int          lane;         /* set by pusher_submit: which flushes take it (push.c) */
     push_batch  *next;
 };
 
@@ -68,5 +71,8 @@ void    push_batch_free(push_batch *batch);
 /* Gives an item a fresh message id and its transactionId hash (writers
  * outside fusion — transactions, dead-letter replay — call it too). */
 void    push_item_prepare(push_item *it);
+/* The lane, of lanes (PUSH_MAX_FLUSHES), of a batch whose first item goes
+ * to this partition: flushes in flight at once take different lanes'. */
+int     push_lane(const char *queue, const char *partition, int lanes);
 
 #endif
