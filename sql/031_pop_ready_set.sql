@@ -111,6 +111,20 @@ END $$;
 
 -- ---- The set ----------------------------------------------------------------
 
+-- Whether a queue is wide enough for its pops to walk ready sets: more than
+-- 256 partitions. Below that, scanning and sorting every partition (018's
+-- pop) costs less than the set's upkeep: measured with pgbench at 10
+-- partitions, 4 clients, the set's walk served about half the pops a
+-- second that the scan did, and the served-time touch of each claim leaves
+-- a dead row version behind in a table of ten rows. An index probe of at
+-- most 257 entries; PL/pgSQL because a SQL function with this sub-select
+-- is not inlined, and planning it on every pop cost 40-60 us (measured).
+CREATE FUNCTION queen.queue_is_wide(p_queue text) RETURNS boolean LANGUAGE plpgsql STABLE AS $$
+BEGIN
+    RETURN EXISTS (SELECT 1 FROM queen.log_partitions p WHERE p.queue = p_queue OFFSET 256);
+END $$;
+
+
 -- Whether the group has nothing left in a partition: its cursor at the end,
 -- or nothing retained there for a partition it has no cursor on.
 CREATE FUNCTION queen.ready_spent(p_last bigint, p_log_start bigint, p_has_cursor boolean, p_committed bigint)
@@ -145,6 +159,7 @@ LANGUAGE plpgsql AS $$
 DECLARE
     top    bigint;
     flight xid8[];
+    added  bigint;
 BEGIN
     IF p_first THEN
         PERFORM pg_advisory_xact_lock(hashtext('silt.ready'), hashtext(p_group));
@@ -163,10 +178,16 @@ BEGIN
          WHERE p.queue = p_queue
            AND NOT queen.ready_spent(p.last_offset, p.log_start, c.partition_id IS NOT NULL, c.committed)
          ORDER BY p.id
-        ON CONFLICT DO NOTHING)
+        ON CONFLICT DO NOTHING
+        RETURNING 1)
     SELECT coalesce((SELECT max(w.id) FROM queen.log_writes w WHERE w.queue = p_queue), 0),
-           coalesce((SELECT array_agg(x) FROM look, pg_snapshot_xip(look.s) AS x), '{}')
-      INTO top, flight;
+           coalesce((SELECT array_agg(x) FROM look, pg_snapshot_xip(look.s) AS x), '{}'),
+           (SELECT count(*) FROM filled)
+      INTO top, flight, added;
+    -- The walk must follow log_ready_walk's order; a plan made while the
+    -- statistics said the set was empty reads the whole set and sorts it
+    -- (50 ms a pop at 100,000 rows).
+    PERFORM queen.analyze_if_grown('queen.log_ready', added);
     IF p_first THEN
         INSERT INTO queen.log_ready_scans (consumer_group, queue, seen_id, in_flight, filled_at)
         VALUES (p_group, p_queue, top, flight, now())
@@ -189,6 +210,7 @@ DECLARE
     flight xid8[];
     parts  uuid[];
 BEGIN
+    IF NOT queen.queue_is_wide(p_queue) THEN RETURN; END IF;   -- its pops scan (queen.pop)
     SELECT * INTO st FROM queen.log_ready_scans WHERE consumer_group = p_group AND queue = p_queue;
     IF NOT FOUND THEN PERFORM queen.ready_fill(p_group, p_queue, true); RETURN; END IF;
     IF st.filled_at < now() - interval '60 s'
@@ -252,13 +274,7 @@ CREATE FUNCTION queen.pop_ready(p_queue text, p_namespace text, p_task text,
                                 p_auto_ack boolean, p_subscription text, p_lease uuid)
 RETURNS TABLE (queue text, partition_id uuid, partition text, cursor_from bigint, cursor_to bigint,
                seg_base bigint, seg_created timestamptz, seg_blob bytea)
-LANGUAGE plpgsql
--- The walk must follow log_ready_walk's order, reading rows as it goes.
--- Right after a fill the statistics may still say the set is empty, and a
--- plan that reads the whole set and sorts it looks as cheap: at 100,000
--- rows that cost 50 ms a pop. No sort, whatever the statistics.
-SET enable_sort = off
-AS $$
+LANGUAGE plpgsql AS $$
 #variable_conflict use_variable
 DECLARE
     opts      jsonb;
@@ -321,8 +337,8 @@ BEGIN
     END LOOP;
 END $$;
 
--- 018's pop: queue-wide pops go to the ready set; one partition and
--- discovery pops scan as before.
+-- 018's pop: queue-wide pops of a wide queue go to the ready set; the
+-- rest (narrow queues, one partition, discovery) scan as before.
 CREATE OR REPLACE FUNCTION queen.pop(p_queue text, p_partition text, p_namespace text, p_task text,
                                      p_group text, p_batch integer, p_partitions integer,
                                      p_auto_ack boolean, p_subscription text, p_lease uuid)
@@ -336,7 +352,7 @@ DECLARE
     cand      record;
     span      record;
 BEGIN
-    IF p_queue IS NOT NULL AND p_partition IS NULL THEN
+    IF p_queue IS NOT NULL AND p_partition IS NULL AND queen.queue_is_wide(p_queue) THEN
         RETURN QUERY SELECT * FROM queen.pop_ready(p_queue, p_namespace, p_task, p_group, p_batch, p_partitions,
                                                    p_auto_ack, p_subscription, p_lease);
         RETURN;
@@ -356,7 +372,6 @@ BEGIN
         span := queen.claim(cand.id, p_group, queen.subscription_start(p_group, cand.queue, p_subscription),
                             cand.options, remaining, p_auto_ack, p_lease);
         CONTINUE WHEN span.cursor_to IS NULL;
-        IF p_queue IS NOT NULL THEN PERFORM queen.ready_served(p_group, cand.id); END IF;
         RETURN QUERY
             SELECT cand.queue, cand.id, cand.name, span.cursor_from, span.cursor_to,
                    s.base_offset, s.created_at, s.blob
@@ -403,10 +418,10 @@ AS $$
 DECLARE
     st queen.log_ready_scans%ROWTYPE;
 BEGIN
-    IF p_queue IS NOT NULL AND p_partition IS NULL THEN
+    IF p_queue IS NOT NULL AND p_partition IS NULL AND queen.queue_is_wide(p_queue) THEN
         SELECT * INTO st FROM queen.log_ready_scans WHERE consumer_group = p_group AND queue = p_queue;
     END IF;
-    IF st.consumer_group IS NULL THEN   -- not a queue-wide pop, or no set yet (a group's first look)
+    IF st.consumer_group IS NULL THEN   -- not a queue-wide pop of a wide queue, or no set yet
         RETURN (SELECT min(queen.partition_wake_at(p, q.options, c.committed, c.lease_expires, p_seen))
                   FROM queen.log_partitions p
                   JOIN queen.queues q ON q.name = p.queue
@@ -524,17 +539,82 @@ BEGIN
     RETURN n;
 END $$;
 
--- ---- Plans that do not wait for statistics ----------------------------------
+-- ---- Plans that do not wait for autovacuum ---------------------------------
 --
--- A flush finds its partitions by (queue, name). A session plans its
--- statements once and keeps the plan, so a plan made while the partitions
--- table was small (a sequential scan of a few rows) stayed after a queue
--- grew to 100,000 partitions, until autovacuum's analyze replaced it: push
--- batch 1 fell from 3,900 to 480 msg/s on another queue in the meantime
--- (docs/performance.md). The flush's steps never want a sequential scan of
--- the partitions, whatever the statistics say.
-ALTER FUNCTION queen.lock_partitions(text[], text[]) SET enable_seqscan = off;
-ALTER FUNCTION queen.flush_checks(text[], text[], integer[], bytea, boolean[], boolean[], timestamptz)
-    SET enable_seqscan = off;
-ALTER FUNCTION queen.append_segments(text[], text[], integer[], bytea, integer[], bytea, bytea, timestamptz)
-    SET enable_seqscan = off;
+-- A session plans its statements once and keeps the plan. A plan made while
+-- the partitions table was small (a sequential scan of a few rows) stayed
+-- after a queue grew to 100,000 partitions, until autovacuum's analyze
+-- replaced it: push batch 1 fell from 3,900 to 430 msg/s and pop+ack on a
+-- small queue beside it from 20,000 to 4,800 (docs/performance.md). Setting
+-- the planner per function (SET enable_seqscan = off) fixed the plans but
+-- cost a pop 40% in pgbench, so instead whoever makes rows in bulk has the
+-- table analyzed when it has more than doubled since its statistics, and
+-- every session's plans of it are made again at their next use.
+-- p_added: rows this transaction has just made (not counted in the
+-- statistics views until it commits).
+CREATE FUNCTION queen.analyze_if_grown(p_table regclass, p_added bigint) RETURNS void LANGUAGE plpgsql AS $$
+DECLARE
+    live bigint;
+    known real;
+BEGIN
+    SELECT s.n_live_tup INTO live FROM pg_stat_user_tables s WHERE s.relid = p_table;
+    SELECT c.reltuples INTO known FROM pg_class c WHERE c.oid = p_table;
+    IF coalesce(live, 0) + p_added > 2 * greatest(known, 0) + 1000
+       AND pg_try_advisory_xact_lock(hashtext('silt.analyze'), p_table::oid::integer) THEN
+        EXECUTE format('ANALYZE %s', p_table);
+    END IF;
+END $$;
+
+-- 018's lock_partitions, analyzing the partitions when their creation has
+-- outgrown the statistics.
+CREATE OR REPLACE FUNCTION queen.lock_partitions(p_queues text[], p_partitions text[]) RETURNS integer
+LANGUAGE plpgsql AS $$
+DECLARE
+    n      integer := array_length(p_queues, 1);
+    locked integer;
+    made   integer;
+BEGIN
+    SELECT count(*) INTO locked FROM (
+        SELECT 1 FROM queen.log_partitions lp
+          JOIN unnest(p_queues, p_partitions) AS x(q, p) ON lp.queue = x.q AND lp.name = x.p
+         ORDER BY lp.queue, lp.name FOR UPDATE OF lp) l;
+    IF locked = n THEN RETURN locked; END IF;
+    -- Creating is rare; one creator at a time keeps concurrent flushes from
+    -- waiting on each other's uncommitted partition rows in a cycle.
+    PERFORM pg_advisory_xact_lock(7365697);
+    INSERT INTO queen.queues (name, options)
+    SELECT DISTINCT x.q, queen.default_options() FROM unnest(p_queues) AS x(q) ON CONFLICT DO NOTHING;
+    INSERT INTO queen.log_partitions (queue, name)
+    SELECT x.q, x.p FROM unnest(p_queues, p_partitions) AS x(q, p) ON CONFLICT DO NOTHING;
+    GET DIAGNOSTICS made = ROW_COUNT;
+    PERFORM queen.analyze_if_grown('queen.log_partitions', made);
+    SELECT count(*) INTO locked FROM (
+        SELECT 1 FROM queen.log_partitions lp
+          JOIN unnest(p_queues, p_partitions) AS x(q, p) ON lp.queue = x.q AND lp.name = x.p
+         ORDER BY lp.queue, lp.name FOR UPDATE OF lp) l;
+    RETURN locked;
+END $$;
+
+-- 018's lock_cursor, analyzing the cursors when their creation has
+-- outgrown the statistics (a group meeting a queue of 100,000 partitions
+-- makes a cursor at each claim; a stale plan of the cursors' table then
+-- read all of that group's cursors for each partition a pop of a small
+-- queue looked at).
+CREATE OR REPLACE FUNCTION queen.lock_cursor(p_partition uuid, p_group text, p_from timestamptz)
+RETURNS queen.log_consumers LANGUAGE plpgsql AS $$
+#variable_conflict use_variable
+DECLARE
+    c queen.log_consumers%ROWTYPE;
+BEGIN
+    SELECT * INTO c FROM queen.log_consumers
+     WHERE partition_id = p_partition AND consumer_group = p_group FOR UPDATE SKIP LOCKED;
+    IF FOUND THEN RETURN c; END IF;
+    INSERT INTO queen.log_consumers (partition_id, consumer_group, committed)
+    VALUES (p_partition, p_group, queen.seed_cursor(p_partition, p_from))
+    ON CONFLICT DO NOTHING;
+    IF NOT FOUND THEN RETURN NULL; END IF;
+    PERFORM queen.analyze_if_grown('queen.log_consumers', 1);
+    SELECT * INTO c FROM queen.log_consumers
+     WHERE partition_id = p_partition AND consumer_group = p_group FOR UPDATE;
+    RETURN c;
+END $$;

@@ -4,13 +4,25 @@
  * the set (a write, a write whose transaction was in flight when the set
  * looked, a seek back, the group deleted), that a partition with nothing
  * left leaves it, that the minute's refill mends a damaged set, and that
- * the write rows the set reads are pruned once every group has them. */
+ * the write rows the set reads are pruned once every group has them. Only
+ * queues of more than 256 partitions use sets; the others' pops scan. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <libpq-fe.h>
 #include "harness.h"
 #include "support.h"
+
+/* A queue walks ready sets once it has more than 256 partitions
+ * (queen.queue_is_wide): 257 empty ones, made in SQL, give each test's
+ * queue that width without messages of their own. */
+static const char *wide_queue(silt_server *s)
+{
+    const char *q = uniq("ready");
+    configure_queue(s, q, "{}");
+    sql("INSERT INTO queen.log_partitions (queue, name) SELECT '%s', 'empty' || i FROM generate_series(1, 257) i", q);
+    return q;
+}
 
 /* An autoAck pop of group g from queue q: the partition it served, or ""
  * when it answered 204. */
@@ -41,7 +53,7 @@ TEST(pop_ready_a_groups_first_pop_fills_its_set_and_spent_partitions_leave_it)
 {
     silt_server s;
     srv_start(&s, NULL);
-    const char *q = uniq("ready");
+    const char *q = wide_queue(&s);
     for (int i = 0; i < 5; i++) push_one(&s, q, sfmt("p%d", i), sfmt("t%d", i), "1");
     CHECK_STR(ready_rows(q), "0");
     CHECK(*pop_partition(&s, q));
@@ -56,7 +68,7 @@ TEST(pop_ready_a_partition_written_after_the_group_caught_up_is_served)
 {
     silt_server s;
     srv_start(&s, NULL);
-    const char *q = uniq("ready");
+    const char *q = wide_queue(&s);
     for (int i = 0; i < 3; i++) push_one(&s, q, sfmt("p%d", i), sfmt("t%d", i), "1");
     CHECK_INT(drain(&s, q), 3);
     CHECK_STR(ready_rows(q), "0");
@@ -74,7 +86,7 @@ TEST(pop_ready_a_write_committed_after_the_sets_look_is_served_by_its_transactio
 {
     silt_server s;
     srv_start(&s, NULL);
-    const char *q = uniq("ready");
+    const char *q = wide_queue(&s);
     push_one(&s, q, "late", "t0", "1");
     CHECK_STR(pop_partition(&s, q), "late");
     CHECK_STR(pop_partition(&s, q), "");   /* finds "late" spent: out of the set */
@@ -110,7 +122,7 @@ TEST(pop_ready_a_seek_back_gives_the_group_its_partitions_again)
 {
     silt_server s;
     srv_start(&s, NULL);
-    const char *q = uniq("ready");
+    const char *q = wide_queue(&s);
     for (int i = 0; i < 3; i++) push_one(&s, q, sfmt("p%d", i), sfmt("t%d", i), "1");
     CHECK_INT(drain(&s, q), 3);
     reply r;
@@ -126,7 +138,7 @@ TEST(pop_ready_a_deleted_group_starts_again_from_its_subscription)
 {
     silt_server s;
     srv_start(&s, NULL);
-    const char *q = uniq("ready");
+    const char *q = wide_queue(&s);
     for (int i = 0; i < 3; i++) push_one(&s, q, sfmt("p%d", i), sfmt("t%d", i), "1");
     CHECK_INT(drain(&s, q), 3);
     reply r;
@@ -144,7 +156,7 @@ TEST(pop_ready_the_minutes_refill_mends_a_damaged_set)
 {
     silt_server s;
     srv_start(&s, NULL);
-    const char *q = uniq("ready");
+    const char *q = wide_queue(&s);
     push_one(&s, q, "p0", "t0", "1");
     push_one(&s, q, "p1", "t1", "1");
     CHECK(*pop_partition(&s, q));
@@ -161,7 +173,7 @@ TEST(pop_ready_a_parked_queue_wide_pop_is_answered_by_a_write)
 {
     silt_server s;
     srv_start(&s, NULL);
-    const char *q = uniq("ready");
+    const char *q = wide_queue(&s);
     push_one(&s, q, "p0", "t0", "1");
     CHECK_STR(pop_partition(&s, q), "p0");
     bg_req b;
@@ -183,7 +195,7 @@ TEST(pop_ready_write_rows_every_group_has_taken_in_are_pruned)
 {
     silt_server s;
     srv_start(&s, NULL);
-    const char *q = uniq("ready");
+    const char *q = wide_queue(&s);
     push_one(&s, q, "p0", "t0", "1");
     CHECK_STR(pop_partition(&s, q), "p0");
     push_one(&s, q, "p0", "t1", "1");   /* not taken in yet */
@@ -199,5 +211,18 @@ TEST(pop_ready_write_rows_every_group_has_taken_in_are_pruned)
     rq(&s, "POST", "/api/v1/system/retention/run", "{}", &r);
     reply_fini(&r);
     CHECK_STR(sql("SELECT count(*) FROM queen.log_writes WHERE queue = '%s'", q), "0");
+    srv_stop(&s);
+}
+
+/* A queue of 256 partitions or fewer is scanned by its pops: no set. */
+TEST(pop_ready_a_narrow_queue_keeps_no_set)
+{
+    silt_server s;
+    srv_start(&s, NULL);
+    const char *q = uniq("narrow");
+    for (int i = 0; i < 3; i++) push_one(&s, q, sfmt("p%d", i), sfmt("t%d", i), "1");
+    CHECK_INT(drain(&s, q), 3);
+    CHECK_STR(sql("SELECT count(*) FROM queen.log_ready_scans WHERE queue = '%s'", q), "0");
+    CHECK_STR(ready_rows(q), "0");
     srv_stop(&s);
 }
