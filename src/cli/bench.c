@@ -4,6 +4,9 @@
  *   push1/push10/push100  pushes of 1, 10 or 100 small JSON payloads over
  *                         --connections keep-alive connections, one request
  *                         in flight on each, items spread over --partitions;
+ *   push1@50%/push10@50%  the same pushes offered, open-loop, at half the
+ *                         rate push1/push10 just measured flat out: the
+ *                         latency at half of the maximum load (issue 15);
  *   popack                --consumers loops of pop (batch 100) then one batch
  *                         ack, on a queue preloaded beforehand;
  *   tasks                 8 producers sending tasks (25 per request, holding
@@ -35,12 +38,16 @@
 static const char bench_usage[] =
     "usage: silt bench [options]\n"
     "\n"
-    "Measures a running server: push throughput at batch 1, 10 and 100, pop+ack\n"
-    "throughput, tasks sent, claimed and completed by 8 workers (latency: each\n"
-    "task's, from its send to its completion), and the server's resident memory. Each scenario runs for --seconds\n"
-    "after a 1 s warm-up. Latencies are per request (for pop+ack, each pop and\n"
-    "each ack). pop+ack first preloads its queue; if the consumers drain it before\n"
-    "the time is up, the rate covers the time until then and a note says so.\n"
+    "Measures a running server: push throughput at batch 1, 10 and 100, the latency\n"
+    "of push batch 1 and 10 at half the rate each just reached, pop+ack throughput,\n"
+    "tasks sent, claimed and completed by 8 workers (latency: each task's, from its\n"
+    "send to its completion), and the server's resident memory. Each scenario runs\n"
+    "for --seconds after a 1 s warm-up. Latencies are per request (for pop+ack, each\n"
+    "pop and each ack). pop+ack first preloads its queue; if the consumers drain it\n"
+    "before the time is up, the rate covers the time until then and a note says so.\n"
+    "A paced load (push1@50%, push10@50%, --rate) is open-loop: requests are due on\n"
+    "a fixed schedule and each one's latency counts from when it was due, waiting\n"
+    "for a free connection included. The offered column shows the paced rate.\n"
     "Exits 1 if any request failed (transport error, non-2xx, or a refused item).\n"
     "\n"
     "options:\n"
@@ -50,16 +57,19 @@ static const char bench_usage[] =
     "  --partitions N     partitions p0..pN-1 the items are spread over (default 10)\n"
     "  --consumers N      concurrent pop+ack consumers (default 10)\n"
     "  --preload N        messages pushed before pop+ack (default 1000000)\n"
-    "  --scenarios LIST   comma-separated subset of push1,push10,push100,popack,\n"
-    "                     tasks, workflow, push1-100k, popack-100k (default all\n"
-    "                     eight), or health: GET /health, the ceiling of this client\n"
-    "                     and the server's HTTP layer. The -100k scenarios use one\n"
-    "                     queue of 100,000 partitions, made first with 200,000\n"
-    "                     messages (two per partition) whatever --preload says\n"
+    "  --scenarios LIST   comma-separated subset of push1, push1@50%, push10,\n"
+    "                     push10@50%, push100, popack, tasks, workflow, push1-100k,\n"
+    "                     popack-100k (default all ten; without the @50% two when\n"
+    "                     --rate is given), or health: GET /health, the ceiling of\n"
+    "                     this client and the server's HTTP layer. pushN@50% offers\n"
+    "                     half of what pushN measured and so runs pushN first. The\n"
+    "                     -100k scenarios use one queue of 100,000 partitions, made\n"
+    "                     first with 200,000 messages (two per partition) whatever\n"
+    "                     --preload says\n"
     "  --keep             do not delete the benchmark queues afterwards\n"
     "  --json             machine-readable output\n"
-    "  --rate N           push scenarios offer N msg/s (a steady load) instead of\n"
-    "                     as many as the server takes\n"
+    "  --rate N           push scenarios offer N msg/s (a steady, open-loop load)\n"
+    "                     instead of as many as the server takes\n"
     "  --queue NAME       push scenarios use this queue (kept afterwards) instead of\n"
     "                     a fresh one, e.g. one configured with retention\n"
     "  --help             show this help\n";
@@ -83,6 +93,7 @@ typedef struct bench_result {
     const char *key;          /* "push1" */
     const char *name;         /* "push batch=1" */
     bool        ran;
+    double      offered;      /* messages per second offered; 0: flat out */
     double      rate;         /* messages per second */
     double      p50_ms, p99_ms;
     uint64_t    msgs, requests, errors, item_errors;
@@ -103,6 +114,7 @@ typedef struct bench_run {
     bool  pushed, popped;     /* which queues exist, for the clean-up */
     bool  wide;               /* wide_queue made and preloaded */
     uint64_t wide_preloaded;  /* messages that preload put there */
+    double rate;              /* msg/s the push scenario about to run offers; 0: flat out */
 } bench_run;
 
 /* ---- push ---- */
@@ -321,7 +333,7 @@ static int run_push_into(bench_run *r, const char *queue, long partitions, int b
     push_ctx c = { .queue = queue, .batch = batch, .partitions = partitions };
     json_doc_init(&c.doc);
     bench_config cfg = run_config(r, r->o->connections, BENCH_WARMUP_S, (double)r->o->seconds);
-    cfg.rate = (double)r->o->rate / batch;
+    cfg.rate = r->rate / batch;
     int rc = run_load(&cfg, &push_ops, &c, res);
     json_doc_fini(&c.doc);
     return rc;
@@ -469,18 +481,22 @@ typedef struct bench_scenario {
     const char *name;
     int (*run)(bench_run *r, bench_result *res);
     bool        by_default;   /* run when --scenarios is not given */
+    const char *half_of;      /* the key of an earlier row: runs at half the rate
+                                 that one measured flat out, and selects it too */
 } bench_scenario;
 
 static const bench_scenario bench_scenarios[] = {
-    { "push1",   "push batch=1",      run_push1,   true },
-    { "push10",  "push batch=10",     run_push10,  true },
-    { "push100", "push batch=100",    run_push100, true },
-    { "popack",  "pop+ack batch=100", run_popack,  true },
-    { "tasks",   "tasks send->complete", run_tasks, true },
-    { "workflow", "workflow nodes",   run_workflow, true },
-    { "push1-100k", "push batch=1 @100k", run_push1_wide, true },
-    { "popack-100k", "pop+ack @100k",  run_popack_wide, true },
-    { "health",  "GET /health",       run_health,  false },
+    { "push1",   "push batch=1",      run_push1,   true, NULL },
+    { "push1@50%", "push batch=1 @50%", run_push1, true, "push1" },
+    { "push10",  "push batch=10",     run_push10,  true, NULL },
+    { "push10@50%", "push batch=10 @50%", run_push10, true, "push10" },
+    { "push100", "push batch=100",    run_push100, true, NULL },
+    { "popack",  "pop+ack batch=100", run_popack,  true, NULL },
+    { "tasks",   "tasks send->complete", run_tasks, true, NULL },
+    { "workflow", "workflow nodes",   run_workflow, true, NULL },
+    { "push1-100k", "push batch=1 @100k", run_push1_wide, true, NULL },
+    { "popack-100k", "pop+ack @100k",  run_popack_wide, true, NULL },
+    { "health",  "GET /health",       run_health,  false, NULL },
 };
 #define BENCH_NSCEN (sizeof bench_scenarios / sizeof bench_scenarios[0])
 
@@ -495,20 +511,49 @@ static size_t scenario_find(const char *name, size_t n)
     return i;
 }
 
-static int select_scenarios(const cli_cmd *cmd, const char *list, bool sel[BENCH_NSCEN])
+static size_t scenario_index(const char *key)
 {
-    for (size_t i = 0; i < BENCH_NSCEN; i++) sel[i] = !list && bench_scenarios[i].by_default;
+    return scenario_find(key, strlen(key));
+}
+
+/* Without --scenarios: every default row, but with --rate no half-load row
+ * (the flat-out rows it would halve are paced then). */
+static void select_default(const bench_opts *o, bool sel[BENCH_NSCEN])
+{
+    for (size_t i = 0; i < BENCH_NSCEN; i++)
+        sel[i] = bench_scenarios[i].by_default && !(o->rate && bench_scenarios[i].half_of);
+}
+
+/* A half-load row needs the rate of its flat-out row: selecting it selects that. */
+static int select_flat_outs(const cli_cmd *cmd, const bench_opts *o, bool sel[BENCH_NSCEN])
+{
+    for (size_t i = 0; i < BENCH_NSCEN; i++) {
+        const char *of = bench_scenarios[i].half_of;
+        if (!sel[i] || !of) continue;
+        if (o->rate)
+            return cli_usage_error(cmd, "--rate does not go with %s (it offers half of what "
+                                   "%s measured flat out)", bench_scenarios[i].key, of);
+        sel[scenario_index(of)] = true;
+    }
+    return 0;
+}
+
+static int select_scenarios(const cli_cmd *cmd, const bench_opts *o, bool sel[BENCH_NSCEN])
+{
+    const char *list = o->scenarios;
+    if (!list) select_default(o, sel);
+    else memset(sel, 0, BENCH_NSCEN * sizeof sel[0]);
     for (const char *p = list; p && *p; ) {
         size_t n = strcspn(p, ","), i = scenario_find(p, n);
         if (i == BENCH_NSCEN)
-            return cli_usage_error(cmd, "unknown scenario \"%.*s\" (choose from push1, push10, "
-                                   "push100, popack, tasks, workflow, push1-100k, popack-100k, health)",
-                                   (int)n, p);
+            return cli_usage_error(cmd, "unknown scenario \"%.*s\" (choose from push1, push1@50%%, "
+                                   "push10, push10@50%%, push100, popack, tasks, workflow, push1-100k, "
+                                   "popack-100k, health)", (int)n, p);
         sel[i] = true;
         p += n + (p[n] == ',');
     }
     for (size_t i = 0; i < BENCH_NSCEN; i++)
-        if (sel[i]) return 0;
+        if (sel[i]) return select_flat_outs(cmd, o, sel);
     return cli_usage_error(cmd, "--scenarios names no scenario");
 }
 
@@ -525,7 +570,7 @@ static int bench_check(const cli_cmd *cmd, const bench_opts *o, bool sel[BENCH_N
     if (!rc) rc = check_range(cmd, "partitions", o->partitions, 1, 100000);
     if (!rc) rc = check_range(cmd, "consumers", o->consumers, 1, 10000);
     if (!rc) rc = check_range(cmd, "preload", o->preload, 1, 1000000000L);
-    if (!rc) rc = select_scenarios(cmd, o->scenarios, sel);
+    if (!rc) rc = select_scenarios(cmd, o, sel);
     return rc;
 }
 
@@ -620,13 +665,24 @@ static uint64_t result_failures(const bench_result *res)
     return res->errors + res->item_errors;
 }
 
+/* The offered column: the paced rate, or "-" for a scenario run flat out. */
+static void print_offered(const bench_result *res)
+{
+    if (res->offered > 0) printf(" %10.0f", res->offered);
+    else printf(" %10s", "-");
+}
+
 static void print_table(const bench_result *res, double rss)
 {
-    printf("%-20s %10s %8s %8s %8s\n", "scenario", "msg/s", "p50 ms", "p99 ms", "errors");
-    for (size_t i = 0; i < BENCH_NSCEN; i++)
-        if (res[i].ran)
-            printf("%-20s %10.0f %8.2f %8.2f %8" PRIu64 "\n", res[i].name, res[i].rate,
-                   res[i].p50_ms, res[i].p99_ms, result_failures(&res[i]));
+    printf("%-20s %10s %10s %8s %8s %8s\n", "scenario", "offered/s", "msg/s", "p50 ms",
+           "p99 ms", "errors");
+    for (size_t i = 0; i < BENCH_NSCEN; i++) {
+        if (!res[i].ran) continue;
+        printf("%-20s", res[i].name);
+        print_offered(&res[i]);
+        printf(" %10.0f %8.2f %8.2f %8" PRIu64 "\n", res[i].rate, res[i].p50_ms,
+               res[i].p99_ms, result_failures(&res[i]));
+    }
     if (rss >= 0) printf("%-20s %10.1f MiB\n", "server RSS", rss / 1048576.0);
     else printf("%-20s %10s\n", "server RSS", "unknown");
     for (size_t i = 0; i < BENCH_NSCEN; i++) {
@@ -642,6 +698,8 @@ static void json_result(buf *b, const bench_result *r)
     json_put_cstr(b, r->key);
     buf_puts(b, ",\"name\":");
     json_put_cstr(b, r->name);
+    if (r->offered > 0) buf_printf(b, ",\"offeredMsgPerSec\":%.1f", r->offered);
+    else buf_puts(b, ",\"offeredMsgPerSec\":null");
     buf_printf(b, ",\"msgPerSec\":%.1f,\"p50Ms\":%.3f,\"p99Ms\":%.3f,\"messages\":%" PRIu64
                ",\"requests\":%" PRIu64 ",\"seconds\":%.3f,\"errors\":%" PRIu64
                ",\"itemErrors\":%" PRIu64 ",\"note\":", r->rate, r->p50_ms, r->p99_ms,
@@ -677,10 +735,27 @@ static void print_json(const bench_run *run, const bench_result *res, double rss
 
 /* ---- the command ---- */
 
-static void run_one(bench_run *r, size_t i, bench_result *res)
+/* The msg/s scenario i offers: half of what its flat-out row measured, or --rate. */
+static double offered_rate(const bench_run *r, size_t i, const bench_result *res)
+{
+    const char *of = bench_scenarios[i].half_of;
+    return of ? res[scenario_index(of)].rate / 2 : (double)r->o->rate;
+}
+
+/* Runs scenario i into all[i]; all holds the rows run before it. */
+static void run_one(bench_run *r, size_t i, bench_result *all)
 {
     const bench_scenario *sc = &bench_scenarios[i];
-    fprintf(stderr, "silt bench: %s for %ld s\n", sc->name, r->o->seconds);
+    bench_result *res = &all[i];
+    r->rate = offered_rate(r, i, all);
+    if (sc->half_of && r->rate <= 0) {
+        snprintf(res->note, sizeof res->note, "not run: %s measured no rate to halve", sc->half_of);
+        return;
+    }
+    res->offered = r->rate;
+    if (r->rate > 0) fprintf(stderr, "silt bench: %s for %ld s, offering %.0f msg/s\n", sc->name,
+                             r->o->seconds, r->rate);
+    else fprintf(stderr, "silt bench: %s for %ld s\n", sc->name, r->o->seconds);
     if (sc->run(r, res) < 0) res->errors++;
     fprintf(stderr, "silt bench: %s: %.0f msg/s, p50 %.2f ms, p99 %.2f ms, %" PRIu64
             " errors\n", sc->name, res->rate, res->p50_ms, res->p99_ms, result_failures(res));
@@ -694,7 +769,7 @@ static int bench_main(bench_run *r, const bool sel[BENCH_NSCEN])
     uint64_t failures = 0;
     for (size_t i = 0; i < BENCH_NSCEN; i++) {
         res[i] = (bench_result){ .key = bench_scenarios[i].key, .name = bench_scenarios[i].name };
-        if (sel[i]) run_one(r, i, &res[i]);
+        if (sel[i]) run_one(r, i, res);
         failures += result_failures(&res[i]);
     }
     double rss = server_rss(r->o->url);

@@ -26,6 +26,8 @@ typedef struct bench_worker {
     buf          path;      /* of the next request, NUL-terminated */
     buf          body;      /* of the next request (POST only) */
     double       sent_at;   /* seconds, monotonic: when the request in flight left */
+    double       due_at;    /* when it was due: its slot when paced, else sent_at;
+                               its latency counts from here */
     struct event *pace;     /* holds the next request back to keep bench_config.rate */
     bool         busy;      /* a request is in flight */
 } bench_worker;
@@ -58,7 +60,9 @@ typedef struct bench_config {
     double      warmup_s;    /* not counted */
     double      measure_s;   /* <= 0: run until every worker's next() says false */
     int         timeout_s;   /* per request */
-    double      rate;        /* requests per second over all workers; 0: as fast as replies come */
+    double      rate;        /* requests per second over all workers, on a fixed schedule
+                                (open-loop, latency from each request's slot); 0: as fast
+                                as replies come */
 } bench_config;
 
 /* Runs the load to completion; 0, or -1 when the loop could not start (the

@@ -314,6 +314,51 @@ TEST(cli_usage_errors_exit_2)
     CHECK(strncmp(out, "silt: ", 6) == 0);
 }
 
+/* A number of the JSON document d at obj.key; -1 when absent or null. */
+static double json_num(const json_doc *d, int obj, const char *key)
+{
+    int t = json_get(d, (uint32_t)obj, key);
+    if (t < 0 || d->tokens[t].type == JSON_NULL) return -1;
+    size_t n;
+    return strtod(json_span(d, (uint32_t)t, &n), NULL);
+}
+
+TEST(bench_half_load_row_offers_half_of_the_flat_out_rate_and_gets_it)
+{
+    silt_server s;
+    srv_start(&s, NULL);
+    static char out[CLI_OUT];
+    /* push1@50% alone selects push1: the rate it halves is measured first */
+    CHECK_INT(run_cmd(sfmt("SILT_URL='%s' '%s' bench --scenarios push1@50%% --seconds 1 "
+                           "--connections 4 --json 2>/dev/null", s.url, silt_bin()), out, CLI_OUT), 0);
+    json_doc d;
+    json_doc_init(&d);
+    CHECK(json_parse(&d, out, strlen(out), 1u << 16) == 0);
+    int res = json_get(&d, 0, "results");
+    CHECK(res >= 0 && d.tokens[res].count == 2);
+    int flat = json_at(&d, (uint32_t)res, 0), half = json_at(&d, (uint32_t)res, 1);
+    CHECK(json_str_eq(&d, (uint32_t)json_get(&d, (uint32_t)flat, "scenario"), "push1"));
+    CHECK(json_str_eq(&d, (uint32_t)json_get(&d, (uint32_t)half, "scenario"), "push1@50%"));
+    CHECK(json_num(&d, flat, "offeredMsgPerSec") < 0);   /* flat out: null */
+    double max = json_num(&d, flat, "msgPerSec"), offered = json_num(&d, half, "offeredMsgPerSec");
+    CHECK(max > 0);
+    CHECK(offered > max / 2 - 1 && offered < max / 2 + 1);
+    /* paced, not flat out: never more than offered; at half load it takes most of it
+     * (the lower bound leaves room for a stall of the shared machine in one second) */
+    double got = json_num(&d, half, "msgPerSec");
+    CHECK(got > offered * 0.5 && got < offered * 1.1);
+    CHECK(json_num(&d, half, "p99Ms") > 0);
+    json_doc_fini(&d);
+    srv_stop(&s);
+}
+
+TEST(bench_half_load_rows_refuse_a_rate_of_their_own)
+{
+    static char out[CLI_OUT];
+    CHECK_INT(cli("http://127.0.0.1:1", out, "bench --scenarios push10@50%% --rate 100"), 2);
+    CHECK(strstr(out, "--rate does not go with push10@50%") != NULL);
+}
+
 TEST(cli_retention_explain_names_the_pinning_group_and_run_deletes)
 {
     silt_server s;
