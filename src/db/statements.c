@@ -30,7 +30,7 @@ const db_statement db_statements[STMT_COUNT] = {
         " last_activity_at = now() WHERE lease_id = $1", 1 },
     [STMT_POP_WAKE_AT]  = { "pop_wake_at", "SELECT queen.pop_wake_at($1, $2, $3, $4, $5, $6)", 6 },
     [STMT_POP_SEEN]     = { "pop_seen", "SELECT now()::text", 0 },   /* the time a waiting pop looked at */
-    [STMT_POP_READY]    = { "pop_ready", "SELECT queen.ready_reconcile($1, $2)", 2 },   /* sql/031 */
+    [STMT_READY_RECONCILE] = { "ready_reconcile", "SELECT queen.ready_reconcile($1, $2)", 2 },   /* sql/031 */
     [STMT_READY_PRUNE]  = { "ready_prune", "SELECT queen.log_writes_prune()", 0 },
     [STMT_CONFIGURE]    = { "configure",
         "SELECT namespace, task, options, (options->>'encryptionEnabled')::boolean FROM queen.configure($1, $2, $3, $4)", 4 },

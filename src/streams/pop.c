@@ -166,9 +166,11 @@ static void release_lease(pop_request *req)
 
 static void ask_due(pop_request *req);
 
-/* A queue-wide pop claims from its group's ready set (sql/031), which the
- * job's first call brings up to date in a transaction of its own; pops of
- * one partition and discovery pops scan the partitions. */
+/* A queue-wide pop sends the job's first call to bring its group's ready
+ * set (sql/031) up to date, in a transaction of its own; queen.pop then
+ * walks the set when the queue has more than 256 partitions and scans
+ * otherwise (the reconcile returns at once for such a queue). Pops of one
+ * partition and discovery pops always scan. */
 static bool walks_ready_set(const pop_request *req) { return req->queue && !req->partition; }
 
 /* The reconcile only keeps the ready set current, and a set it could not
@@ -261,7 +263,7 @@ static void pop_query(pop_request *req)
     db_job *job = db_job_new(query_done, req);
     if (walks_ready_set(req)) {   /* takes in what was written, committed before the claim looks */
         const char *ready[2] = { req->group, req->queue };
-        db_job_call(job, STMT_POP_READY, ready, NULL, NULL);
+        db_job_call(job, STMT_READY_RECONCILE, ready, NULL, NULL);
         db_job_commit(job);
     }
     db_job_call(job, STMT_POP, values, NULL, NULL);
