@@ -107,7 +107,11 @@ static void ack_done(ack_request *a, void *arg)
 {
     ack_call *c = arg;
     if (a->error) api_engine_error(c->req, a->error, a->sqlstate, a->unavailable);
-    else { api_announce_released(c->srv, a->items, a->n); reply_results(c->req, c->srv, a); }
+    else {
+        c->srv->stats.acks_known += a->known;
+        api_announce_released(c->srv, a->items, a->n);
+        reply_results(c->req, c->srv, a);
+    }
     ack_request_free(a);
     free(c);
 }
@@ -120,7 +124,7 @@ static void submit(httpd_req *req, server *srv, ack_request *a)
     a->done = ack_done;
     a->arg = c;
     a->abandoned = &req->left;   /* req is freed by the reply in ack_done */
-    ack_submit(srv->pool, srv->max_segment_bytes, a);
+    ack_submit(srv->pool, srv->leases, srv->max_segment_bytes, a);
 }
 
 static ack_request *new_request(size_t n)

@@ -69,6 +69,10 @@ void api_metrics(httpd_req *req, server *srv)
         "# TYPE silt_push_buffer_messages gauge\nsilt_push_buffer_messages %lld\n"
         "# TYPE silt_messages_popped_total counter\nsilt_messages_popped_total %llu\n"
         "# TYPE silt_acks_total counter\nsilt_acks_total %llu\n"
+        "# HELP silt_ack_items_known_total ack items sent with the offset this server's pop handed out (sql/033)\n"
+        "# TYPE silt_ack_items_known_total counter\nsilt_ack_items_known_total %llu\n"
+        "# HELP silt_lease_book_messages leased messages whose offsets this server keeps for their acks\n"
+        "# TYPE silt_lease_book_messages gauge\nsilt_lease_book_messages %zu\n"
         "# TYPE silt_dead_letters_total counter\nsilt_dead_letters_total %llu\n"
         "# TYPE silt_http_requests_in_flight gauge\nsilt_http_requests_in_flight %d\n"
         "# HELP silt_http_requests_arriving connections holding part of a request not yet whole\n"
@@ -104,7 +108,8 @@ void api_metrics(httpd_req *req, server *srv)
         (unsigned long long)s->pushed, (unsigned long long)s->duplicates, (unsigned long long)s->buffered,
         (unsigned long long)maintenance_drained_total(srv->maintenance), m->enabled ? 1 : 0, (long long)m->buffered,
         (unsigned long long)s->popped,
-        (unsigned long long)s->acked, (unsigned long long)s->dead_lettered,
+        (unsigned long long)s->acked, (unsigned long long)s->acks_known, lease_book_messages(srv->leases),
+        (unsigned long long)s->dead_lettered,
         httpd_inflight(srv->http) - 1, httpd_arriving(srv->http), popper_parked(srv->pop), (unsigned long long)popper_wakeups(srv->pop),
         httpd_held(srv->http) - 1, (unsigned long long)httpd_timeouts(srv->http),
         (unsigned long long)db_pool_abandoned(srv->pool), httpd_connections(srv->http),

@@ -159,7 +159,9 @@ int server_build(server *srv, const char *conninfo)
     push_limits limits = { (int)srv->cfg.push_max_flushes, (int)srv->cfg.push_flush_messages, (int)srv->cfg.zstd_level };
     srv->push = pusher_new(srv->base, srv->pool, limits, on_log_appended, srv);
     srv->max_segment_bytes = (size_t)srv->cfg.max_body_bytes * 2 + 1024 * 1024;
-    srv->pop = popper_new(srv->base, srv->pool, (int)srv->cfg.long_poll_recheck_ms, srv->max_segment_bytes);
+    srv->leases = lease_book_new();
+    srv->pop = popper_new(srv->base, srv->pool, srv->leases, (int)srv->cfg.long_poll_recheck_ms,
+                          srv->max_segment_bytes);
     popper_on_release(srv->pop, on_lease_released, srv);
     retention_settings rs = { srv->cfg.retention_interval_ms, srv->cfg.retention_batch, srv->cfg.retention_max_steps,
                               srv->cfg.retention_concurrency, srv->cfg.cleanup_days, srv->cfg.cleanup_enabled != 0 };
@@ -211,6 +213,7 @@ static void stop(server *srv)
     httpd_free(srv->http);
     auth_free(srv->auth);
     popper_free(srv->pop);
+    lease_book_free(srv->leases);
     retention_engine_free(srv->retention);
     maintenance_free(srv->maintenance);
     scheduler_free(srv->schedules);

@@ -29,6 +29,7 @@ typedef struct server_stats {
     uint64_t buffered;        /* pushed items held by maintenance mode */
     uint64_t popped;          /* messages handed out */
     uint64_t acked;           /* ack items answered with success */
+    uint64_t acks_known;      /* ack items sent with the offset this server's pop handed out */
     uint64_t dead_lettered;
     uint64_t claims_abandoned; /* long-polling claimers that hung up before their reply */
 } server_stats;
@@ -42,6 +43,7 @@ typedef struct server {
     auth              *auth;              /* who may call which route (JWT_*) */
     pusher            *push;
     popper            *pop;
+    lease_book        *leases;              /* what pops handed out, for their acks (sql/033) */
     retention_engine  *retention;
     maintenance       *maintenance;
     task_hub          *tasks;

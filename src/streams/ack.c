@@ -72,6 +72,38 @@ void ack_take_outcome(ack_item *it, const PGresult *r, int row)
     }
 }
 
+/* The offsets this server handed out for the items, as queen.ack's
+ * p_offsets: NULL where not known. False when none is (the parameter is
+ * then NULL and queen.ack resolves every item by its hash). */
+static bool known_offsets(ack_request *req, const ack_params *p, db_array *out)
+{
+    db_array_init(out);
+    for (size_t i = 0; i < req->n; i++) {
+        const ack_item *it = &req->items[i];
+        uint8_t lease[16], partition[16];
+        int64_t off = -1;
+        if (it->status == ACK_COMPLETED && it->lease_id[0] && ids_uuid_parse(it->lease_id, 36, lease) == 0 &&
+            ids_uuid_parse(it->partition_id, 36, partition) == 0)
+            off = lease_book_offset(req->leases, lease, partition, (const uint8_t *)p->hashes.data + i * 16);
+        if (off >= 0) db_array_int(out, off); else db_array_text(out, NULL);
+        req->known += off >= 0;
+    }
+    return req->known > 0;
+}
+
+/* A released lease's messages are not acked under it again. */
+static void forget_released(const ack_request *req)
+{
+    if (!req->leases) return;
+    for (size_t i = 0; i < req->n; i++) {
+        const ack_item *it = &req->items[i];
+        uint8_t lease[16], partition[16];
+        if (it->lease_released && it->lease_id[0] && ids_uuid_parse(it->lease_id, 36, lease) == 0 &&
+            ids_uuid_parse(it->partition_id, 36, partition) == 0)
+            lease_book_forget(req->leases, lease, partition);
+    }
+}
+
 /* Adds the dead_letter call for the message at the row's dlq_offset. */
 static int add_handoff(db_job *job, const ack_request *req, const ack_item *it, const PGresult *r, int row)
 {
@@ -121,6 +153,7 @@ static void handoff_done(void *arg, const db_reply *reply)
         it->dlq = true;
         it->lease_released = db_bool(r, 0, 0);
     }
+    forget_released(h->req);
     h->req->done(h->req, h->req->arg);
     free(h->items);
     free(h);
@@ -163,22 +196,29 @@ static void ack_done(void *arg, const db_reply *reply)
         if (i < req->n) ack_take_outcome(&req->items[i], r, row);
         handoffs |= !db_null(r, row, ACK_DLQ_OFFSET);
     }
+    forget_released(req);
     if (handoffs) start_handoffs(req, r);
     else req->done(req, req->arg);
 }
 
-void ack_submit(db_pool *pool, size_t max_segment_bytes, ack_request *req)
+void ack_submit(db_pool *pool, lease_book *leases, size_t max_segment_bytes, ack_request *req)
 {
     req->pool = pool;
+    req->leases = leases;
     req->max_segment_bytes = max_segment_bytes;
     ack_params p;
     ack_params_build(&p, req->items, req->n);
-    const char *values[ACK_NPARAMS];
-    int lengths[ACK_NPARAMS], formats[ACK_NPARAMS];
+    const char *values[ACK_NPARAMS + 1];
+    int lengths[ACK_NPARAMS + 1], formats[ACK_NPARAMS + 1];
     ack_params_values(&p, values, lengths, formats);
+    db_array offsets;
+    bool known = leases && known_offsets(req, &p, &offsets);
+    values[ACK_NPARAMS] = known ? db_array_literal(&offsets) : NULL;
+    lengths[ACK_NPARAMS] = formats[ACK_NPARAMS] = 0;
     db_job *job = db_job_new(ack_done, req);
     db_job_call(job, STMT_ACK, values, lengths, formats);
     db_job_abandon_when(job, req->abandoned);
+    if (leases) db_array_fini(&offsets);
     ack_params_fini(&p);
     db_submit(pool, job);
 }

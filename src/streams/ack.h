@@ -10,6 +10,7 @@
 #include "base/buf.h"
 #include "db/array.h"
 #include "db/pool.h"
+#include "streams/lease_book.h"
 
 typedef enum ack_status { ACK_COMPLETED, ACK_FAILED, ACK_RETRY, ACK_DEAD_LETTER } ack_status;
 
@@ -41,10 +42,14 @@ struct ack_request {
      * A dead-letter copy after it always runs: the ack has committed. */
     const bool *abandoned;
     db_pool    *pool;
+    lease_book *leases;
+    size_t      known;          /* items sent with the offset their pop handed out */
     size_t      max_segment_bytes;
 };
 
-void ack_submit(db_pool *pool, size_t max_segment_bytes, ack_request *req);
+/* leases: what this server's pops handed out (NULL: every item is resolved
+ * by its transactionId in SQL). */
+void ack_submit(db_pool *pool, lease_book *leases, size_t max_segment_bytes, ack_request *req);
 /* The items as queen.ack reads them (queen.ack_items): one array per field,
  * the transactionId hashes as one bytea of 16 bytes per item. */
 typedef struct ack_params {

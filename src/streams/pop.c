@@ -10,6 +10,7 @@
 #include "db/result.h"
 #include "streams/encryption.h"
 #include "streams/frame.h"
+#include "streams/lease_book.h"
 #include "streams/segment.h"
 
 struct popper {
@@ -21,6 +22,7 @@ struct popper {
     size_t       nparked;       /* length of that list */
     uint64_t     wakeups;       /* parked pops woken by commits */
     uint64_t     queries;       /* pop statements sent, first tries and looks again alike */
+    lease_book  *leases;        /* what each lease handed out, for its acks */
     pop_released_fn released;   /* told of a lease given back (popper_on_release) */
     void        *released_arg;
     bool         draining;
@@ -129,6 +131,26 @@ static int take_rows(pop_request *req, const PGresult *r)
     return 0;
 }
 
+/* Each claimed partition's messages go in the lease book (rows and so
+ * messages come grouped by partition). */
+static void note_leased(pop_request *req)
+{
+    uint8_t lease[16], partition[16];
+    if (!req->owner->leases || ids_uuid_parse(req->lease_id, strlen(req->lease_id), lease) < 0) return;
+    lease_book_msg *msgs = xcalloc(req->nmsgs + 1, sizeof *msgs);
+    for (size_t i = 0, start = 0; i < req->nmsgs; i++) {
+        const pop_msg *m = &req->msgs[i];
+        ids_txn_hash(m->txn, m->txn_len, msgs[i].hash);
+        msgs[i].offset = m->offset;
+        if (i + 1 < req->nmsgs && req->msgs[i + 1].part == m->part) continue;
+        const char *id = req->parts[m->part].id;
+        if (ids_uuid_parse(id, strlen(id), partition) == 0)
+            lease_book_note(req->owner->leases, lease, partition, msgs + start, i + 1 - start, clock_mono_us());
+        start = i + 1;
+    }
+    free(msgs);
+}
+
 static void park(pop_request *req, int64_t due_us);
 static void pass_on(pop_request *done);
 
@@ -211,6 +233,8 @@ static void query_done(void *arg, const db_reply *reply)
         if (take_rows(req, r) < 0) {
             req->error = xstrdup("cannot read the claimed messages: corrupt segment or wrong encryption key");
             if (req->lease_id[0]) release_lease(req);
+        } else if (req->lease_id[0]) {
+            note_leased(req);
         }
         pass_on(req);
         finish(req);
@@ -458,9 +482,11 @@ void pop_request_free(pop_request *req)
     free(req);
 }
 
-popper *popper_new(struct event_base *base, db_pool *pool, int recheck_ms, size_t max_segment_bytes)
+popper *popper_new(struct event_base *base, db_pool *pool, lease_book *leases, int recheck_ms,
+                   size_t max_segment_bytes)
 {
     popper *p = xcalloc(1, sizeof *p);
+    p->leases = leases;
     p->base = base;
     p->pool = pool;
     p->recheck_ms = recheck_ms;

@@ -12,6 +12,7 @@
 #include <event2/event.h>
 #include "base/buf.h"
 #include "db/pool.h"
+#include "streams/lease_book.h"
 
 typedef struct pop_part {      /* one claimed partition */
     char        queue[256];
@@ -73,7 +74,9 @@ struct pop_request {
 
 typedef struct popper popper;
 
-popper *popper_new(struct event_base *base, db_pool *pool, int recheck_ms, size_t max_segment_bytes);
+/* leases: where what each lease hands out is noted for its acks (NULL: nowhere). */
+popper *popper_new(struct event_base *base, db_pool *pool, lease_book *leases, int recheck_ms,
+                   size_t max_segment_bytes);
 void    popper_free(popper *p);
 void    popper_submit(popper *p, pop_request *req);
 /* A commit wrote to these n partitions of queue (names; partitions NULL:
