@@ -8,6 +8,7 @@ typedef enum db_stmt {
     STMT_PUSH_FLUSH,
     STMT_POP,
     STMT_ACK,
+    STMT_ACK_KNOWN,
     STMT_DEAD_LETTER,
     STMT_EXTEND_LEASE,
     STMT_RELEASE_LEASE,

@@ -72,23 +72,40 @@ void ack_take_outcome(ack_item *it, const PGresult *r, int row)
     }
 }
 
-/* The offsets this server handed out for the items, as queen.ack's
- * p_offsets: NULL where not known. False when none is (the parameter is
- * then NULL and queen.ack resolves every item by its hash). */
-static bool known_offsets(ack_request *req, const ack_params *p, db_array *out)
+/* The offset this server handed out for each item under the item's lease
+ * (-1: not known, or not completed); req->known counts the known ones. */
+static int64_t *look_up_offsets(ack_request *req, const ack_params *p)
 {
-    db_array_init(out);
+    int64_t *offsets = xcalloc(req->n ? req->n : 1, sizeof *offsets);
     for (size_t i = 0; i < req->n; i++) {
         const ack_item *it = &req->items[i];
         uint8_t lease[16], partition[16];
-        int64_t off = -1;
+        offsets[i] = -1;
         if (it->status == ACK_COMPLETED && it->lease_id[0] && ids_uuid_parse(it->lease_id, 36, lease) == 0 &&
             ids_uuid_parse(it->partition_id, 36, partition) == 0)
-            off = lease_book_offset(req->leases, lease, partition, (const uint8_t *)p->hashes.data + i * 16);
-        if (off >= 0) db_array_int(out, off); else db_array_text(out, NULL);
-        req->known += off >= 0;
+            offsets[i] = lease_book_offset(req->leases, lease, partition, (const uint8_t *)p->hashes.data + i * 16);
+        req->known += offsets[i] >= 0;
     }
-    return req->known > 0;
+    return offsets;
+}
+
+/* Whether the ack is one span of one lease: every item completed, known,
+ * and of the first item's group, partition and lease (known implies the
+ * first two). lo and hi: the lowest and highest offset. */
+static bool one_span(const ack_request *req, int64_t *lo, int64_t *hi)
+{
+    if (req->n == 0 || req->known != req->n) return false;
+    const ack_item *first = &req->items[0];
+    *lo = *hi = req->offsets[0];
+    for (size_t i = 1; i < req->n; i++) {
+        const ack_item *it = &req->items[i];
+        if (strcmp(it->group, first->group) || strcmp(it->partition_id, first->partition_id) ||
+            strcmp(it->lease_id, first->lease_id))
+            return false;
+        if (req->offsets[i] < *lo) *lo = req->offsets[i];
+        if (req->offsets[i] > *hi) *hi = req->offsets[i];
+    }
+    return true;
 }
 
 /* A released lease's messages are not acked under it again. */
@@ -201,25 +218,73 @@ static void ack_done(void *arg, const db_reply *reply)
     else req->done(req, req->arg);
 }
 
+/* queen.ack: every item resolved in SQL, with the offsets known unless
+ * queen.ack_known just said they do not apply. */
+static void submit_general(ack_request *req, bool with_offsets)
+{
+    ack_params p;
+    ack_params_build(&p, req->items, req->n);
+    const char *values[ACK_NPARAMS + 1];
+    int lengths[ACK_NPARAMS + 1] = { 0 }, formats[ACK_NPARAMS + 1] = { 0 };
+    ack_params_values(&p, values, lengths, formats);
+    db_array offsets;
+    db_array_init(&offsets);
+    for (size_t i = 0; with_offsets && i < req->n; i++) {
+        if (req->offsets[i] >= 0) db_array_int(&offsets, req->offsets[i]);
+        else db_array_text(&offsets, NULL);
+    }
+    values[ACK_NPARAMS] = with_offsets ? db_array_literal(&offsets) : NULL;
+    db_job *job = db_job_new(ack_done, req);
+    db_job_call(job, STMT_ACK, values, lengths, formats);
+    db_job_abandon_when(job, req->abandoned);
+    db_array_fini(&offsets);
+    ack_params_fini(&p);
+    db_submit(req->pool, job);
+}
+
+enum { KNOWN_APPLIED, KNOWN_COMMITTED_BEFORE, KNOWN_RELEASED };
+
+/* queen.ack_known's answer: every item succeeded, or (its premise did not
+ * hold: another lease is live, say) nothing changed and queen.ack answers. */
+static void known_done(void *arg, const db_reply *reply)
+{
+    ack_request *req = arg;
+    if (reply->error) { ack_done(arg, reply); return; }   /* said as queen.ack's would be */
+    const PGresult *r = reply->results[0];
+    if (PQntuples(r) != 1 || !db_bool(r, 0, KNOWN_APPLIED)) { submit_general(req, false); return; }
+    int64_t before = db_int(r, 0, KNOWN_COMMITTED_BEFORE);
+    bool released = db_bool(r, 0, KNOWN_RELEASED);
+    for (size_t i = 0; i < req->n; i++) {
+        ack_item *it = &req->items[i];
+        it->success = true;
+        it->lease_released = released;
+        it->noop = req->offsets[i] <= before;
+    }
+    forget_released(req);
+    req->done(req, req->arg);
+}
+
 void ack_submit(db_pool *pool, lease_book *leases, size_t max_segment_bytes, ack_request *req)
 {
     req->pool = pool;
     req->leases = leases;
     req->max_segment_bytes = max_segment_bytes;
-    ack_params p;
-    ack_params_build(&p, req->items, req->n);
-    const char *values[ACK_NPARAMS + 1];
-    int lengths[ACK_NPARAMS + 1], formats[ACK_NPARAMS + 1];
-    ack_params_values(&p, values, lengths, formats);
-    db_array offsets;
-    bool known = leases && known_offsets(req, &p, &offsets);
-    values[ACK_NPARAMS] = known ? db_array_literal(&offsets) : NULL;
-    lengths[ACK_NPARAMS] = formats[ACK_NPARAMS] = 0;
-    db_job *job = db_job_new(ack_done, req);
-    db_job_call(job, STMT_ACK, values, lengths, formats);
+    int64_t lo, hi;
+    if (leases) {
+        ack_params p;
+        ack_params_build(&p, req->items, req->n);
+        req->offsets = look_up_offsets(req, &p);
+        ack_params_fini(&p);
+    }
+    if (!leases || !one_span(req, &lo, &hi)) { submit_general(req, req->known > 0); return; }
+    char los[24], his[24];
+    snprintf(los, sizeof los, "%lld", (long long)lo);
+    snprintf(his, sizeof his, "%lld", (long long)hi);
+    const ack_item *it = &req->items[0];
+    const char *values[5] = { it->group, it->partition_id, it->lease_id, los, his };
+    db_job *job = db_job_new(known_done, req);
+    db_job_call(job, STMT_ACK_KNOWN, values, NULL, NULL);
     db_job_abandon_when(job, req->abandoned);
-    if (leases) db_array_fini(&offsets);
-    ack_params_fini(&p);
     db_submit(pool, job);
 }
 
@@ -233,6 +298,7 @@ void ack_request_free(ack_request *req)
         free(req->items[i].error);
     }
     free(req->items);
+    free(req->offsets);
     free(req->error);
     free(req);
 }
