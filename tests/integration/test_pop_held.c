@@ -1,0 +1,63 @@
+/* Integration: a pop passes over a cursor another transaction holds
+ * (sql/034). It used to wait for that transaction to commit, only to find
+ * the partition served; now it takes the next partition, or answers empty
+ * at once, and the partition is served once the holder lets go. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <libpq-fe.h>
+#include "harness.h"
+#include "support.h"
+
+/* An autoAck pop of group g from queue q: the partition it served, or ""
+ * when it answered 204. */
+static const char *pop_partition(silt_server *s, const char *q)
+{
+    reply r;
+    int status = pop_from(s, q, NULL, "consumerGroup=g&wait=false&autoAck=true&batch=1", &r);
+    if (status != 200 && status != 204)
+        harness_failf(__FILE__, __LINE__, "pop: %d %s", status, r.raw.body.data ? r.raw.body.data : "");
+    const char *part = status == 200 ? sfmt("%s", jstr(&r, "partition")) : "";
+    reply_fini(&r);
+    return part;
+}
+
+/* Holds the cursor as a pop or an ack holds it: updated in a transaction
+ * not yet committed (a row lock alone does not make an insert wait). */
+static PGconn *hold_cursor(const char *q, const char *partition)
+{
+    PGconn *pg = PQconnectdb(sfmt("host=127.0.0.1 port=%s user=postgres dbname=%s", pg_port(), test_db()));
+    CHECK(PQstatus(pg) == CONNECTION_OK);
+    PQclear(PQexec(pg, "BEGIN"));
+    PGresult *r = PQexec(pg, sfmt("UPDATE queen.log_consumers c SET last_activity_at = now() FROM queen.log_partitions p"
+                                  " WHERE p.id = c.partition_id AND p.queue = '%s' AND p.name = '%s'"
+                                  " AND c.consumer_group = 'g'", q, partition));
+    CHECK(PQresultStatus(r) == PGRES_COMMAND_OK && strcmp(PQcmdTuples(r), "1") == 0);
+    PQclear(r);
+    return pg;
+}
+
+TEST(pop_passes_over_a_cursor_another_transaction_holds_without_waiting_for_it)
+{
+    silt_server s;
+    /* a pop that waited for the holder would be answered 503 by the timeout */
+    srv_start(&s, (const char *[]){ "REQUEST_TIMEOUT_MS=4000", NULL });
+    const char *q = uniq("held");
+    push_one(&s, q, "p1", "a", "1");
+    push_one(&s, q, "p1", "b", "2");
+    push_one(&s, q, "p2", "c", "3");
+    reply r;
+    CHECK_INT(pop_from(&s, q, "p1", "consumerGroup=g&wait=false&autoAck=true&batch=1", &r), 200);   /* p1's cursor exists */
+    reply_fini(&r);
+
+    PGconn *holder = hold_cursor(q, "p1");
+    CHECK_STR(pop_partition(&s, q), "p2");
+    int64_t t0 = now_ms();
+    CHECK_STR(pop_partition(&s, q), "");   /* p1 still has "b", but its cursor is held */
+    CHECK(now_ms() - t0 < 3000);
+    PQclear(PQexec(holder, "COMMIT"));
+    PQfinish(holder);
+    CHECK_STR(pop_partition(&s, q), "p1");
+    CHECK_STR(pop_partition(&s, q), "");
+    CHECK_INT(srv_stop(&s), 0);
+}
