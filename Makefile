@@ -25,7 +25,8 @@ SQL      := $(sort $(wildcard sql/*.sql))
 CHARTJS ?= /usr/share/javascript/chart.js/chart.min.js
 WEB      := $(sort $(wildcard web/*)) $(CHARTJS)
 
-.PHONY: all deps run test test-unit bench bench-wrk clean fuzz fuzz-build chaos
+.PHONY: all deps run test test-unit bench bench-wrk clean fuzz fuzz-build chaos FORCE
+FORCE:
 all: deps
 	@$(MAKE) --no-print-directory $(BUILD)/silt
 
@@ -39,14 +40,22 @@ $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -MMD -MP -c -o $@ $<
 
-$(BUILD)/gen/embed_sql.c: $(SQL) scripts/embed.sh
+# The names of the embedded files, rewritten only when the set changes: make
+# rebuilds for a newer prerequisite, never for one that is gone, so without
+# it a removed or renamed migration stayed embedded.
+$(BUILD)/gen/%.list: FORCE
+	@mkdir -p $(dir $@)
+	@echo '$(if $(filter embed_sql,$*),$(SQL),$(WEB))' | cmp -s - $@ || \
+	    echo '$(if $(filter embed_sql,$*),$(SQL),$(WEB))' > $@
+
+$(BUILD)/gen/embed_sql.c: $(SQL) scripts/embed.sh $(BUILD)/gen/embed_sql.list
 	@mkdir -p $(dir $@)
 	scripts/embed.sh embed_sql $(SQL) > $@
 
 $(BUILD)/gen/embed_sql.o: $(BUILD)/gen/embed_sql.c
 	$(CC) $(CFLAGS) -c -o $@ $<
 
-$(BUILD)/gen/embed_web.c: $(WEB) scripts/embed.sh
+$(BUILD)/gen/embed_web.c: $(WEB) scripts/embed.sh $(BUILD)/gen/embed_web.list
 	@mkdir -p $(dir $@)
 	scripts/embed.sh --bytes embed_web $(WEB) > $@
 
