@@ -69,7 +69,7 @@ void api_metrics(httpd_req *req, server *srv)
         "# TYPE silt_push_buffer_messages gauge\nsilt_push_buffer_messages %lld\n"
         "# TYPE silt_messages_popped_total counter\nsilt_messages_popped_total %llu\n"
         "# TYPE silt_acks_total counter\nsilt_acks_total %llu\n"
-        "# HELP silt_ack_items_known_total ack items sent with the offset this server's pop handed out (sql/033)\n"
+        "# HELP silt_ack_items_known_total ack items whose offset this server's lease book held (sql/033)\n"
         "# TYPE silt_ack_items_known_total counter\nsilt_ack_items_known_total %llu\n"
         "# HELP silt_lease_book_messages leased messages whose offsets this server keeps for their acks\n"
         "# TYPE silt_lease_book_messages gauge\nsilt_lease_book_messages %zu\n"

@@ -29,7 +29,7 @@ typedef struct server_stats {
     uint64_t buffered;        /* pushed items held by maintenance mode */
     uint64_t popped;          /* messages handed out */
     uint64_t acked;           /* ack items answered with success */
-    uint64_t acks_known;      /* ack items sent with the offset this server's pop handed out */
+    uint64_t acks_known;      /* ack items whose offset this server's lease book held */
     uint64_t dead_lettered;
     uint64_t claims_abandoned; /* long-polling claimers that hung up before their reply */
 } server_stats;

@@ -43,7 +43,7 @@ struct ack_request {
     const bool *abandoned;
     db_pool    *pool;
     lease_book *leases;
-    size_t      known;          /* items sent with the offset their pop handed out */
+    size_t      known;          /* items whose offset the lease book held */
     int64_t    *offsets;        /* per item: that offset, -1 when not known; NULL without leases */
     size_t      max_segment_bytes;
 };

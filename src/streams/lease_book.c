@@ -19,8 +19,17 @@ struct lease_book {
     entry **buckets;
     size_t  nbuckets;   /* a power of two */
     size_t  nentries, nmessages;
+    size_t  bytes;      /* charged (entry_bytes) */
     entry  *oldest, *newest;
 };
+
+/* What an entry of n messages holds: its record and its messages, each
+ * with an allocation's overhead, and its share of the buckets (the table
+ * keeps about one per entry). */
+static size_t entry_bytes(size_t n)
+{
+    return sizeof(entry) + n * sizeof(lease_book_msg) + 2 * 16 + sizeof(entry *);
+}
 
 /* A lease id is a UUIDv7: its last eight bytes are random, where the first
  * are a clock. */
@@ -49,6 +58,7 @@ static void unlink_entry(lease_book *b, entry **slot)
     if (e->newer) e->newer->older = e->older; else b->newest = e->older;
     b->nentries--;
     b->nmessages -= e->n;
+    b->bytes -= entry_bytes(e->n);
     free(e->msgs);
     free(e);
 }
@@ -84,7 +94,7 @@ static void mark_duplicates(lease_book_msg *msgs, size_t n)
 
 static void evict(lease_book *b, size_t incoming, int64_t now_us)
 {
-    while (b->oldest && (b->nmessages + incoming > LEASE_BOOK_MAX_MESSAGES ||
+    while (b->oldest && (b->bytes + incoming > LEASE_BOOK_MAX_BYTES ||
                          now_us - b->oldest->noted_us > LEASE_BOOK_MAX_AGE_US))
         unlink_entry(b, slot_of(b, b->oldest->lease, b->oldest->partition));
 }
@@ -108,8 +118,8 @@ void lease_book_free(lease_book *b)
 void lease_book_note(lease_book *b, const uint8_t lease[16], const uint8_t partition[16],
                      const lease_book_msg *msgs, size_t n, int64_t now_us)
 {
-    if (n == 0 || n > LEASE_BOOK_MAX_MESSAGES) return;
-    evict(b, n, now_us);
+    if (n == 0 || entry_bytes(n) > LEASE_BOOK_MAX_BYTES) return;
+    evict(b, entry_bytes(n), now_us);
     entry **slot = slot_of(b, lease, partition);
     if (*slot) unlink_entry(b, slot);   /* a lease is noted once; a repeat replaces it */
     entry *e = xcalloc(1, sizeof *e);
@@ -129,6 +139,7 @@ void lease_book_note(lease_book *b, const uint8_t lease[16], const uint8_t parti
     b->newest = e;
     b->nentries++;
     b->nmessages += n;
+    b->bytes += entry_bytes(n);
     if (b->nentries > b->nbuckets) grow(b);
 }
 
@@ -150,3 +161,5 @@ void lease_book_forget(lease_book *b, const uint8_t lease[16], const uint8_t par
 }
 
 size_t lease_book_messages(const lease_book *b) { return b->nmessages; }
+
+size_t lease_book_bytes(const lease_book *b) { return b->bytes; }

@@ -6,16 +6,19 @@
  * evicted or never noted (the pop was answered by another server) costs
  * only the general path's resolution, never a wrong commit.
  *
- * Entries leave when an ack releases the lease, and otherwise the oldest
- * first once the book holds LEASE_BOOK_MAX_MESSAGES or an entry is older
- * than LEASE_BOOK_MAX_AGE_US. Single-threaded, like the loop that owns it. */
+ * An entry leaves when an ack through this server releases its lease.
+ * Others (leases that expired, acks through another server or without a
+ * leaseId) leave by eviction, oldest first, whenever a pop notes a lease:
+ * those older than LEASE_BOOK_MAX_AGE_US, and as many as it takes to keep
+ * the book within LEASE_BOOK_MAX_BYTES. Single-threaded, like the loop
+ * that owns it. */
 #ifndef SILT_LEASE_BOOK_H
 #define SILT_LEASE_BOOK_H
 #include <stddef.h>
 #include <stdint.h>
 
-#define LEASE_BOOK_MAX_MESSAGES ((size_t)1 << 20)
-#define LEASE_BOOK_MAX_AGE_US   ((int64_t)3600 * 1000000)   /* past any lease worth acking fast */
+#define LEASE_BOOK_MAX_BYTES  ((size_t)32 << 20)   /* entries and messages, as charged by lease_book.c */
+#define LEASE_BOOK_MAX_AGE_US ((int64_t)3600 * 1000000)   /* past any lease worth acking fast */
 
 typedef struct lease_book lease_book;
 
@@ -39,5 +42,6 @@ int64_t lease_book_offset(const lease_book *b, const uint8_t lease[16], const ui
 /* The lease was released: its messages are not acked under it again. */
 void    lease_book_forget(lease_book *b, const uint8_t lease[16], const uint8_t partition[16]);
 size_t  lease_book_messages(const lease_book *b);   /* messages held */
+size_t  lease_book_bytes(const lease_book *b);      /* what they are charged, at most LEASE_BOOK_MAX_BYTES */
 
 #endif

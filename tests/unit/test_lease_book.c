@@ -1,7 +1,7 @@
 /* test_lease_book: an ack learns the offset its pop handed out only for the
  * same lease, partition and transactionId; a transactionId held twice is
  * not answered for; a released lease is forgotten; the book evicts its
- * oldest entries by age and by size. A wrong answer here would be trusted
+ * oldest entries by age and by what they hold. A wrong answer here would be trusted
  * by queen.ack_span while the lease is live, so every miss must be -1. */
 #include "harness.h"
 #include "base/ids.h"
@@ -102,7 +102,7 @@ TEST(lease_book_evicts_entries_past_their_age_and_the_oldest_past_its_size)
     free(m);
 
     /* size: a note that would pass the cap pushes the oldest out first */
-    size_t half = LEASE_BOOK_MAX_MESSAGES / 2 + 1;
+    size_t half = LEASE_BOOK_MAX_BYTES / 2 / sizeof(lease_book_msg);
     lease_book_msg *big = messages(0, half);
     uint8_t l1[16], l2[16];
     ids_uuid7(l1);
@@ -113,7 +113,7 @@ TEST(lease_book_evicts_entries_past_their_age_and_the_oldest_past_its_size)
     CHECK_INT(lookup(b, young, part, "t1"), -1);
     CHECK_INT(lookup(b, l1, part, "t7"), -1);
     CHECK_INT(lookup(b, l2, part, "t7"), 7);
-    CHECK(lease_book_messages(b) <= LEASE_BOOK_MAX_MESSAGES);
+    CHECK(lease_book_bytes(b) <= LEASE_BOOK_MAX_BYTES);
     free(big);
     lease_book_free(b);
 }
@@ -134,5 +134,23 @@ TEST(lease_book_finds_every_entry_after_its_table_grows)
     CHECK_INT(lease_book_messages(b), N);
     free(m);
     free(leases);
+    lease_book_free(b);
+}
+
+TEST(lease_book_charges_each_entry_so_many_small_leases_stay_within_its_bytes)
+{
+    lease_book *b = lease_book_new();
+    uint8_t lease[16], part[16];
+    ids_uuid7(part);
+    lease_book_msg *m = messages(0, 1);
+    size_t notes = LEASE_BOOK_MAX_BYTES / (sizeof(lease_book_msg) * 2);   /* far more than fit */
+    for (size_t i = 0; i < notes; i++) {
+        ids_uuid7(lease);
+        lease_book_note(b, lease, part, m, 1, 0);
+    }
+    CHECK(lease_book_bytes(b) <= LEASE_BOOK_MAX_BYTES);
+    CHECK(lease_book_messages(b) < notes);
+    CHECK_INT(lookup(b, lease, part, "t0"), 0);   /* the newest is kept */
+    free(m);
     lease_book_free(b);
 }
