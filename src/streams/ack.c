@@ -72,6 +72,13 @@ void ack_take_outcome(ack_item *it, const PGresult *r, int row)
     }
 }
 
+/* The item's key in the lease book: false when it names no lease. */
+static bool book_key(const ack_item *it, uint8_t lease[16], uint8_t partition[16])
+{
+    return it->lease_id[0] && ids_uuid_parse(it->lease_id, 36, lease) == 0 &&
+           ids_uuid_parse(it->partition_id, 36, partition) == 0;
+}
+
 /* The offset this server handed out for each item under the item's lease
  * (-1: not known, or not completed); req->known counts the known ones. */
 static int64_t *look_up_offsets(ack_request *req, const ack_params *p)
@@ -81,8 +88,7 @@ static int64_t *look_up_offsets(ack_request *req, const ack_params *p)
         const ack_item *it = &req->items[i];
         uint8_t lease[16], partition[16];
         offsets[i] = -1;
-        if (it->status == ACK_COMPLETED && it->lease_id[0] && ids_uuid_parse(it->lease_id, 36, lease) == 0 &&
-            ids_uuid_parse(it->partition_id, 36, partition) == 0)
+        if (it->status == ACK_COMPLETED && book_key(it, lease, partition))
             offsets[i] = lease_book_offset(req->leases, lease, partition, (const uint8_t *)p->hashes.data + i * 16);
         req->known += offsets[i] >= 0;
     }
@@ -115,8 +121,7 @@ static void forget_released(const ack_request *req)
     for (size_t i = 0; i < req->n; i++) {
         const ack_item *it = &req->items[i];
         uint8_t lease[16], partition[16];
-        if (it->lease_released && it->lease_id[0] && ids_uuid_parse(it->lease_id, 36, lease) == 0 &&
-            ids_uuid_parse(it->partition_id, 36, partition) == 0)
+        if (it->lease_released && book_key(it, lease, partition))
             lease_book_forget(req->leases, lease, partition);
     }
 }
