@@ -26,9 +26,10 @@ CHARTJS ?= /usr/share/javascript/chart.js/chart.min.js
 WEB      := $(sort $(wildcard web/*)) $(CHARTJS)
 
 .PHONY: all deps run test test-unit bench bench-wrk clean fuzz fuzz-build chaos FORCE
-FORCE:
 all: deps
 	@$(MAKE) --no-print-directory $(BUILD)/silt
+
+FORCE:
 
 deps:
 	@scripts/deps.sh
