@@ -9,9 +9,9 @@ WERROR  ?=
 SAN     ?=
 SANITIZERS = -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 SANFLAGS = $(if $(SAN),$(SANITIZERS))
-CFLAGS   = -std=c11 -D_GNU_SOURCE $(OPT) -Wall -Wextra -Wformat=2 -Wstrict-prototypes \
+CFLAGS   = -std=c11 -D_GNU_SOURCE -pthread $(OPT) -Wall -Wextra -Wformat=2 -Wstrict-prototypes \
            $(WERROR) $(SANFLAGS) -Isrc -I$(BUILD)/gen $(shell pkg-config --cflags $(PKGS))
-LDFLAGS  = $(SANFLAGS)
+LDFLAGS  = $(SANFLAGS) -pthread
 LDLIBS   = $(shell pkg-config --libs $(PKGS)) -lm
 
 SRC      := $(shell find src -name '*.c' | sort)

@@ -63,8 +63,7 @@ static bool skipped(const auth *a, const char *path)
 /* The token of "Authorization: Bearer <token>", or NULL. */
 static const char *bearer(const httpd_req *req)
 {
-    if (!req->ev) return NULL;
-    const char *h = evhttp_find_header(evhttp_request_get_input_headers(req->ev), "Authorization");
+    const char *h = httpd_req_header(req, "Authorization");
     if (!h || strncasecmp(h, "Bearer ", 7) != 0) return NULL;
     h += 7;
     while (*h == ' ') h++;
@@ -73,7 +72,7 @@ static const char *bearer(const httpd_req *req)
 
 static int unauthorized(httpd_req *req, const char *why)
 {
-    if (req->ev) evhttp_add_header(evhttp_request_get_output_headers(req->ev), "WWW-Authenticate", "Bearer");
+    httpd_header(req, "WWW-Authenticate", "Bearer");
     httpd_error(req, 401, "%s", why);
     return -1;
 }

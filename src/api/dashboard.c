@@ -48,19 +48,14 @@ static void serve(httpd_req *req, const embed_asset *a)
 {
     char etag[24];
     snprintf(etag, sizeof etag, "\"%016" PRIx64 "\"", (uint64_t)XXH3_64bits(a->data, a->len));
-    if (!req->ev) {   /* the client left: nothing to send to */
-        httpd_reply(req, 200, NULL, 0);
-        return;
-    }
-    struct evkeyvalq *out = evhttp_request_get_output_headers(req->ev);
-    evhttp_add_header(out, "ETag", etag);
-    evhttp_add_header(out, "Cache-Control", "no-cache");
-    const char *seen = evhttp_find_header(evhttp_request_get_input_headers(req->ev), "If-None-Match");
+    httpd_header(req, "ETag", etag);
+    httpd_header(req, "Cache-Control", "no-cache");
+    const char *seen = httpd_req_header(req, "If-None-Match");
     if (seen && strcmp(seen, etag) == 0) {
         httpd_reply(req, 304, NULL, 0);
         return;
     }
-    evhttp_add_header(out, "Content-Type", content_type(a->name));
+    httpd_header(req, "Content-Type", content_type(a->name));
     struct evbuffer *body = evbuffer_new();
     evbuffer_add_reference(body, a->data, a->len, NULL, NULL);   /* static bytes: no copy */
     httpd_reply_chain(req, 200, body);

@@ -166,8 +166,7 @@ void api_metrics(httpd_req *req, server *srv)
         (unsigned long long)pt->leaves_created, (unsigned long long)pt->leaves_dropped,
         (unsigned long long)pt->drops_refused, (long long)pt->leaves_absent, (long long)pt->classes_failed,
         pt->healthy ? 1 : 0);
-    if (req->ev)
-        evhttp_add_header(evhttp_request_get_output_headers(req->ev), "Content-Type", "text/plain; version=0.0.4");
+    httpd_header(req, "Content-Type", "text/plain; version=0.0.4");
     httpd_reply(req, 200, out.data, out.len);
     buf_fini(&out);
 }

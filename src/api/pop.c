@@ -1,4 +1,5 @@
 /* pop: GET /api/v1/pop/queue/:queue[/partition/:partition]. */
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <event2/buffer.h>
@@ -22,9 +23,11 @@ typedef struct pop_call {
 #define POP_REFERENCE_BYTES (64 * 1024)
 
 /* A popped request stays alive while the reply still points into it. */
+/* The body's references and the handler's own: the last payload may be
+ * sent, and its reference dropped, by another HTTP loop's thread. */
 typedef struct pop_hold {
     pop_request *pop;
-    int          refs;
+    atomic_int   refs;
 } pop_hold;
 
 static void hold_release(const void *data, size_t len, void *arg)
@@ -32,7 +35,7 @@ static void hold_release(const void *data, size_t len, void *arg)
     (void)data;
     (void)len;
     pop_hold *h = arg;
-    if (--h->refs > 0) return;
+    if (atomic_fetch_sub(&h->refs, 1) > 1) return;
     pop_request_free(h->pop);
     free(h);
 }
@@ -45,7 +48,7 @@ static void put_payload(emit *e, struct evbuffer *body, pop_hold *hold, const po
     emit_raw(e, "", 0);   /* the value's place, for the emitter's commas */
     evbuffer_add(body, e->out->data, e->out->len);
     buf_reset(e->out);
-    hold->refs++;
+    atomic_fetch_add(&hold->refs, 1);
     if (evbuffer_add_reference(body, m->payload, m->payload_len, hold_release, hold) < 0) abort();
 }
 
@@ -78,7 +81,9 @@ static void reply_messages(httpd_req *req, pop_request *p)
     pop_hold *hold = xmalloc(sizeof *hold);
     struct evbuffer *body = evbuffer_new();
     if (!body) abort();
-    *hold = (pop_hold){ p, 1 };
+    hold->pop = p;
+    atomic_init(&hold->refs, 1);
+    pop_request_free_timers(p);
     buf out;
     buf_init(&out);
     emit e;

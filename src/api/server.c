@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "api/api.h"
 #include "base/clock.h"
 #include "base/log.h"
@@ -152,6 +153,17 @@ static int prepare_task_storage(server *srv, const char *conninfo)
     return rc == 0 ? 0 : -1;
 }
 
+/* WORKERS: the home loop (this thread: handlers, pool, fusion) serves HTTP
+ * too, and WORKERS - 1 more loops do HTTP I/O on threads of their own. */
+static int start_loops(server *srv)
+{
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    int loops = srv->cfg.workers > 0 ? (int)srv->cfg.workers : cores > 0 ? (int)cores : 1;
+    if (httpd_add_loops(srv->http, loops - 1) == 0) return 0;
+    log_error("cannot start %d HTTP loops (WORKERS): %s", loops, strerror(errno));
+    return -1;
+}
+
 int server_build(server *srv, const char *conninfo)
 {
     srv->base = event_base_new();
@@ -183,7 +195,7 @@ int server_build(server *srv, const char *conninfo)
         return -1;
     }
     httpd_on_leave(srv->http, api_client_left, srv);
-    return 0;
+    return start_loops(srv);
 }
 
 static int start(server *srv)
@@ -256,7 +268,8 @@ int server_main(const char *conf_path)
     signal(SIGPIPE, SIG_IGN);
     int rc = start(&srv);
     if (rc == 0) {
-        log_info("silt %s listening on %s:%lld", SILT_VERSION, srv.cfg.host, (long long)srv.cfg.port);
+        log_info("silt %s listening on %s:%lld (%d HTTP loops)", SILT_VERSION, srv.cfg.host, (long long)srv.cfg.port,
+                 httpd_loops(srv.http));
         event_base_dispatch(srv.base);
     }
     stop(&srv);

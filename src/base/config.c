@@ -71,6 +71,7 @@ static const setting settings[] = {
     TEXT("JWT_ROLE_READ_WRITE", jwt_role_read_write, "read-write"),
     TEXT("JWT_ROLE_READ_ONLY", jwt_role_read_only, "read-only"),
     NUM("HTTP_MAX_CONNECTIONS", http_max_connections, "10000", 1, 1000000),
+    NUM("WORKERS", workers, "0", 0, 256),
     NUM("HTTP_FD_RESERVE", http_fd_reserve, "64", 0, 100000),
     NUM("HTTP_HEADER_TIMEOUT_MS", http_header_timeout_ms, "10000", 10, 3600000),
     NUM("HTTP_BODY_TIMEOUT_MS", http_body_timeout_ms, "30000", 10, 3600000),

@@ -48,6 +48,7 @@ typedef struct silt_config {
     char   *jwt_roles_array_claim;/* claim holding an array of roles */
     char   *jwt_role_admin, *jwt_role_read_write, *jwt_role_read_only;   /* the role values */
     int64_t http_max_connections; /* client connections at once; more are answered 503 and closed */
+    int64_t workers;              /* HTTP event loops (threads); 0: one per core */
     int64_t http_fd_reserve;      /* descriptors client connections leave to the pool and the server */
     int64_t http_header_timeout_ms;/* a request's first byte to the end of its headers */
     int64_t http_body_timeout_ms; /* longest pause between a body's bytes */

@@ -15,6 +15,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 #include <event2/http.h>
+#include <event2/keyvalq_struct.h>
 #include "base/clock.h"
 #include "base/emit.h"
 #include "base/json.h"
@@ -47,14 +48,21 @@ static const char *method_name(httpd_method m)
 /* The one place a request learns that nobody waits for its reply any more
  * (its client left, or the request timed out): the server's on_leave first
  * (work not yet started is dropped), then the request's own on_gone. */
-static void req_left(httpd_req *req)
+void httpd_home_left(httpd_req *req)
 {
-    httpd *h = req->server;
+    httpd *h = req->server->home;
     bool first = !req->left;   /* a client seen leaving may close its connection later */
     req->left = true;
-    stop_watch(req);
     if (first && h->on_leave) h->on_leave(req, h->leave_arg);
     if (req->on_gone) req->on_gone(req, req->gone_arg);   /* may free req */
+}
+
+/* Seen by the request's own loop; another loop tells the home loop. */
+static void req_left(httpd_req *req)
+{
+    stop_watch(req);
+    if (req->server->relay) httpd_relay_left(req);
+    else httpd_home_left(req);
 }
 
 /* The peer closed while its request was being worked on: evhttp frees the
@@ -93,7 +101,7 @@ void httpd_watch_close(httpd_req *req)
 {
     held_remove(req);
     req->parked = true;
-    watch_close(req);
+    if (!req->server->relay) watch_close(req);   /* another loop watches its requests from their arrival */
 }
 
 static void stop_watch(httpd_req *req)
@@ -108,7 +116,7 @@ static void set_arriving(httpd_conn *c, bool on)
 {
     if (c->arriving == on) return;
     c->arriving = on;
-    c->server->arriving += on ? 1 : -1;
+    atomic_fetch_add(&c->server->home->arriving, on ? 1 : -1);
 }
 
 /* The phase's timer: the header timeout runs from the request's first byte
@@ -189,7 +197,7 @@ static void conn_free(httpd_conn *c)
 {
     httpd *h = c->server;
     set_arriving(c, false);
-    h->nconns--;
+    atomic_fetch_sub(&h->home->nconns, 1);
     event_free(c->timer);
     if (c->watch) evbuffer_remove_cb_entry(bufferevent_get_input(c->bev), c->watch);
     if (c->out_watch) evbuffer_remove_cb_entry(bufferevent_get_output(c->bev), c->out_watch);
@@ -234,7 +242,7 @@ static httpd_conn *conn_new(httpd *h, struct bufferevent *bev)
     c->timer = evtimer_new(bufferevent_get_base(bev), on_conn_timeout, c);
     c->out_watch = httpd_pages_watch(bufferevent_get_output(bev), &h->replying);
     if (!c->timer || !c->out_watch) abort();   /* libevent's allocation failed */
-    h->nconns++;
+    atomic_fetch_add(&h->home->nconns, 1);
     return c;
 }
 
@@ -283,7 +291,7 @@ static void adopt_fresh(evutil_socket_t fd, short what, void *arg)
         struct evhttp_connection *evcon = evcon_of(c->bev);
         if (!evcon) { conn_free(c); continue; }
         conn_adopt(c, evcon);
-        if (h->nconns > h->max_conns && c->fd >= 0) httpd_accept_refuse(c);
+        if (atomic_load(&h->home->nconns) > h->max_conns && c->fd >= 0) httpd_accept_refuse(c);
     }
 }
 
@@ -328,7 +336,7 @@ static void conn_answered(httpd_req *req)
 
 static void held_add(httpd_req *req)
 {
-    httpd *h = req->server;
+    httpd *h = req->server->home;
     TAILQ_INSERT_TAIL(&h->held, req, held_link);
     h->nheld++;
     h->held_bytes += req->body_len;
@@ -344,13 +352,13 @@ static void held_add(httpd_req *req)
 static void held_unlink(httpd_req *req)
 {
     if (!req->held_link.tqe_prev) return;
-    TAILQ_REMOVE(&req->server->held, req, held_link);
+    TAILQ_REMOVE(&req->server->home->held, req, held_link);
     req->held_link.tqe_prev = NULL;
 }
 
 static void held_remove(httpd_req *req)
 {
-    httpd *h = req->server;
+    httpd *h = req->server->home;
     if (req->parked) return;
     if (!req->timed_out && !req->held_link.tqe_prev) return;   /* never held */
     held_unlink(req);
@@ -381,11 +389,14 @@ static void on_expire(evutil_socket_t fd, short what, void *arg)
     evtimer_add(h->expire, &tv);
 }
 
-static void req_free(httpd_req *req)
+void httpd_req_free(httpd_req *req)
 {
-    held_remove(req);
-    stop_watch(req);
     evhttp_clear_headers(&req->query);
+    evhttp_clear_headers(&req->reply_headers);
+    if (req->in_headers) {
+        evhttp_clear_headers(req->in_headers);
+        free(req->in_headers);
+    }
     for (int i = 0; i < req->nparams; i++) free(req->params[i]);
     free(req->path);
     free(req->auth_sub);
@@ -416,6 +427,8 @@ static httpd_req *req_new(httpd *h, struct evhttp_request *ev)
     req->head = evhttp_request_get_command(ev) == EVHTTP_REQ_HEAD;
     req->started_us = clock_mono_us();
     TAILQ_INIT(&req->query);
+    TAILQ_INIT(&req->reply_headers);
+    atomic_init(&req->refs, 1);
     const struct evhttp_uri *uri = evhttp_request_get_evhttp_uri(ev);
     const char *path = evhttp_uri_get_path(uri);
     req->path = xstrdup(path && *path ? path : "/");
@@ -430,7 +443,7 @@ static httpd_req *req_new(httpd *h, struct evhttp_request *ev)
  * elsewhere. Its body is not needed. */
 static void refuse(httpd_req *req)
 {
-    evhttp_add_header(evhttp_request_get_output_headers(req->ev), "Connection", "close");
+    httpd_header(req, "Connection", "close");
     httpd_error(req, 503, "server is shutting down");
 }
 
@@ -467,7 +480,7 @@ static bool has_nul(struct evhttp_request *ev)
 static bool req_acceptable(httpd_req *req)
 {
     if (lengths_conflict(req->ev)) {
-        evhttp_add_header(evhttp_request_get_output_headers(req->ev), "Connection", "close");
+        httpd_header(req, "Connection", "close");
         httpd_error(req, 400, "conflicting Content-Length headers");
         return false;
     }
@@ -475,27 +488,31 @@ static bool req_acceptable(httpd_req *req)
     return true;
 }
 
+void httpd_home_dispatch(httpd_req *req)
+{
+    httpd *home = req->server->home;
+    held_add(req);
+    home->handler(req, home->arg);
+}
+
+/* Refusals are answered by the loop the request came on; the rest goes to
+ * the handler, on the home loop. In flight from here, so that shutdown
+ * waits for a request on its way to the home loop too. */
 static void on_request(struct evhttp_request *ev, void *arg)
 {
     httpd *h = arg;
-    if (h->draining) skip_body(ev);   /* not made contiguous for nothing */
+    bool draining = atomic_load(&h->home->draining);
+    if (draining) skip_body(ev);   /* not made contiguous for nothing */
     httpd_req *req = req_new(h, ev);
-    h->inflight++;
     conn_dispatched(conn_of(h, ev), req);
     watch_close(req);
-    held_add(req);
-    if (h->draining) refuse(req);
-    else if (req_acceptable(req)) h->handler(req, h->arg);
+    if (draining) { refuse(req); return; }
+    if (!req_acceptable(req)) return;
+    req->dispatched = true;
+    atomic_fetch_add(&h->home->inflight, 1);
+    if (h->relay) httpd_relay_dispatch(req);
+    else httpd_home_dispatch(req);
 }
-
-/* A reply body: borrowed bytes (copied), owned bytes (malloc'd; handed to
- * the output buffer, not copied) or a chain of pieces (moved). */
-typedef struct reply_body {
-    const char      *data;
-    size_t           len;
-    bool             owned;
-    struct evbuffer *chain;
-} reply_body;
 
 static void free_owned(const void *data, size_t len, void *arg)
 {
@@ -534,6 +551,10 @@ static void send_now(httpd_req *req, int status, reply_body *body, const char *n
     double ms = (double)(clock_mono_us() - req->started_us) / 1000.0;
     const char *method = req->head ? "HEAD" : method_name(req->method);
     struct evkeyvalq *headers = evhttp_request_get_output_headers(req->ev);
+    for (struct evkeyval *kv = req->reply_headers.tqh_first; kv; kv = kv->next.tqe_next) {
+        if (evutil_ascii_strcasecmp(kv->key, "Content-Type") == 0) evhttp_remove_header(headers, kv->key);
+        evhttp_add_header(headers, kv->key, kv->value);
+    }
     if (body->data || body->chain) {
         if (!evhttp_find_header(headers, "Content-Type")) evhttp_add_header(headers, "Content-Type", "application/json");
         if (req->head) put_head(headers, body);
@@ -545,12 +566,12 @@ static void send_now(httpd_req *req, int status, reply_body *body, const char *n
     log_info("%s %s %d %.1fms%s", method, req->path, status, ms, note);
 }
 
-static void reply(httpd_req *req, int status, reply_body *body)
+void httpd_send(httpd_req *req, int status, reply_body *body)
 {
-    httpd *h = req->server;
     stop_watch(req);
     conn_answered(req);   /* before the send: evhttp may close the connection inside it */
-    if (req->ev && !req->left) {
+    bool gone = req->server->relay ? req->io_left : req->left;
+    if (req->ev && !gone) {
         send_now(req, status, body, "");
     } else {
         double ms = (double)(clock_mono_us() - req->started_us) / 1000.0;
@@ -559,19 +580,27 @@ static void reply(httpd_req *req, int status, reply_body *body)
                  req->timed_out ? "answered earlier by the request timeout" : "client gone");
     }
     drop_body(body);
-    h->inflight--;
-    req_free(req);
+}
+
+/* The home loop is done with a dispatched request; a request from another
+ * loop is written there (and freed there). A refusal is written at once by
+ * the loop it came on, which is the loop running this. */
+static void reply(httpd_req *req, int status, reply_body *body)
+{
+    if (req->dispatched) {
+        held_remove(req);
+        atomic_fetch_sub(&req->server->home->inflight, 1);
+        if (req->server->relay) { httpd_relay_reply(req, status, body); return; }
+    }
+    httpd_send(req, status, body);
+    httpd_req_free(req);
 }
 
 /* The client is answered now and the request is as if its client left:
  * work not yet started is not started (handlers look at req->left), and
  * on_gone runs. */
-static void send_timeout(httpd_req *req)
+void httpd_answer_timeout(httpd_req *req)
 {
-    httpd *h = req->server;
-    if (req->left) return;   /* already gone: nobody to answer, and on_gone has run */
-    h->timeouts++;
-    h->last_timeout_us = clock_mono_us();
     stop_watch(req);
     if (req->ev) {
         buf out;
@@ -589,7 +618,17 @@ static void send_timeout(httpd_req *req)
         buf_fini(&out);
     }
     req->ev = NULL;
-    req_left(req);
+}
+
+static void send_timeout(httpd_req *req)
+{
+    httpd *h = req->server->home;
+    if (req->left) return;   /* already gone: nobody to answer, and on_gone has run */
+    h->timeouts++;
+    h->last_timeout_us = clock_mono_us();
+    if (req->server->relay) httpd_relay_timeout(req);
+    else httpd_answer_timeout(req);
+    httpd_home_left(req);
 }
 
 void httpd_reply(httpd_req *req, int status, const char *body, size_t len)
@@ -655,20 +694,21 @@ const char *httpd_query(const httpd_req *req, const char *key)
 
 void httpd_header(httpd_req *req, const char *name, const char *value)
 {
-    if (req->ev && !req->left) evhttp_add_header(evhttp_request_get_output_headers(req->ev), name, value);
+    if (!req->left) evhttp_add_header(&req->reply_headers, name, value);
 }
 
-httpd *httpd_new(struct event_base *base, const char *host, int port, const httpd_limits *limits,
-                 httpd_handler handler, void *arg)
+const char *httpd_req_header(const httpd_req *req, const char *name)
 {
-    httpd *h = xcalloc(1, sizeof *h);
+    if (req->in_headers) return evhttp_find_header(req->in_headers, name);
+    if (!req->ev) return NULL;
+    return evhttp_find_header(evhttp_request_get_input_headers(req->ev), name);
+}
+
+void httpd_configure(httpd *h, struct event_base *base)
+{
+    h->base = base;
     h->http = evhttp_new(base);
-    h->handler = handler;
-    h->arg = arg;
-    h->limits = *limits;
-    h->max_body = limits->max_body;
-    h->max_conns = httpd_accept_limit(limits);
-    TAILQ_INIT(&h->held);
+    if (!h->http) abort();   /* libevent's allocation failed */
     /* Bodies up to twice the limit are read so the handler can refuse them
      * with a JSON error; beyond that evhttp refuses them itself. */
     evhttp_set_max_body_size(h->http, (ev_ssize_t)(h->max_body * 2));
@@ -679,8 +719,23 @@ httpd *httpd_new(struct event_base *base, const char *host, int port, const http
     evhttp_set_gencb(h->http, on_request, h);
     evhttp_set_bevcb(h->http, conn_make, h);
     h->adopt = event_new(base, -1, 0, adopt_fresh, h);
+    if (!h->adopt) abort();   /* libevent's allocation failed */
+}
+
+httpd *httpd_new(struct event_base *base, const char *host, int port, const httpd_limits *limits,
+                 httpd_handler handler, void *arg)
+{
+    httpd *h = xcalloc(1, sizeof *h);
+    h->home = h;
+    h->handler = handler;
+    h->arg = arg;
+    h->limits = *limits;
+    h->max_body = limits->max_body;
+    h->max_conns = httpd_accept_limit(limits);
+    TAILQ_INIT(&h->held);
+    httpd_configure(h, base);
     h->expire = evtimer_new(base, on_expire, h);
-    if (!h->adopt || !h->expire) abort();   /* libevent's allocation failed */
+    if (!h->expire) abort();   /* libevent's allocation failed */
     if (httpd_accept_listen(h, base, host, port) < 0) {
         int why = errno;   /* the bind's: the caller says why it cannot listen */
         httpd_free(h);
@@ -696,22 +751,30 @@ void httpd_on_leave(httpd *h, void (*fn)(httpd_req *req, void *arg), void *arg)
     h->leave_arg = arg;
 }
 
+int httpd_add_loops(httpd *h, int n)
+{
+    return n > 0 ? httpd_relay_start(h, n) : 0;
+}
+
+int httpd_loops(const httpd *h) { return 1 + h->nrelays; }
+
 void httpd_drain(httpd *h)
 {
     if (h->socket) evhttp_del_accept_socket(h->http, h->socket);
     h->socket = NULL;
     h->listener = NULL;   /* freed with its socket */
-    h->draining = true;
+    atomic_store(&h->draining, true);
+    httpd_relay_drain(h);
 }
 
-int httpd_inflight(const httpd *h) { return h->inflight; }
-int httpd_arriving(const httpd *h) { return h->arriving; }
+int httpd_inflight(const httpd *h) { return atomic_load(&h->inflight); }
+int httpd_arriving(const httpd *h) { return atomic_load(&h->arriving); }
 int httpd_held(const httpd *h) { return h->nheld; }
 size_t httpd_held_bytes(const httpd *h) { return h->held_bytes; }
 int64_t httpd_last_timeout_us(const httpd *h) { return h->last_timeout_us; }
 uint64_t httpd_timeouts(const httpd *h) { return h->timeouts; }
-uint64_t httpd_refused_connections(const httpd *h) { return h->refused; }
-int httpd_connections(const httpd *h) { return h->nconns; }
+uint64_t httpd_refused_connections(const httpd *h) { return atomic_load(&h->refused); }
+int httpd_connections(const httpd *h) { return atomic_load(&h->nconns); }
 int httpd_max_connections(const httpd *h) { return h->max_conns; }
 
 int64_t httpd_oldest_held_ms(const httpd *h)
@@ -721,14 +784,22 @@ int64_t httpd_oldest_held_ms(const httpd *h)
 }
 size_t httpd_max_body(const httpd *h) { return h->max_body; }
 
+void httpd_close_loop(httpd *h)
+{
+    adopt_fresh(-1, 0, h);   /* so that every connection's close frees its record */
+    httpd_accept_unlisten(h);
+    h->socket = NULL;     /* freed with evhttp */
+    h->listener = NULL;
+    evhttp_free(h->http);
+    if (h->adopt) event_free(h->adopt);
+    free(h->by_fd);
+}
+
 void httpd_free(httpd *h)
 {
     if (!h) return;
-    adopt_fresh(-1, 0, h);   /* so that every connection's close frees its record */
-    httpd_accept_unlisten(h);
-    evhttp_free(h->http);
-    if (h->adopt) event_free(h->adopt);
+    httpd_relay_stop(h);
+    httpd_close_loop(h);
     if (h->expire) event_free(h->expire);
-    free(h->by_fd);
     free(h);
 }

@@ -5,7 +5,14 @@
  * request (httpd_arriving). A client that disconnects before its reply
  * marks the request gone (left), and so does the request timeout; the server
  * hears of it (httpd_on_leave) and drops work not yet started, work already
- * started completes, and its reply is dropped. */
+ * started completes, and its reply is dropped.
+ *
+ * Threads: handlers run on one loop, the home loop httpd_new is given. With
+ * httpd_add_loops, more loops on threads of their own accept from the same
+ * socket and do their connections' I/O; a request whole on one of them is
+ * handed to the home loop, and its reply handed back (httpd_relay.c). To a
+ * handler every request looks the same: everything below is called on the
+ * home loop, and only through these calls, never through req->ev. */
 #ifndef SILT_HTTPD_H
 #define SILT_HTTPD_H
 #include <stdbool.h>
@@ -14,6 +21,7 @@
 #include <event2/event.h>
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
+#include <stdatomic.h>
 #include <sys/queue.h>
 #include "base/buf.h"
 
@@ -49,6 +57,15 @@ struct httpd_req {
     bool                   parked;      /* waits on purpose (long-poll): no timeout, not counted as held */
     bool                   timed_out;   /* answered 503 by the request timeout; the handler's reply is dropped */
     TAILQ_ENTRY(httpd_req) held_link;   /* in the server's list of held requests, oldest first */
+    struct evkeyvalq       reply_headers; /* httpd_header's, put on the reply when it is sent */
+    bool                   dispatched;  /* counted in flight and handed to the home loop */
+    /* A request from another loop (req->server->relay): the loop's I/O state
+     * stays there, the handler sees copies. */
+    struct evkeyvalq      *in_headers;  /* the request's headers, copied for the home loop */
+    bool                   io_left;     /* the loop saw the client leave (req->left is the home's) */
+    atomic_int             refs;        /* the loop's until the reply, and one per departure in flight */
+    int                    out_status;  /* the reply, handed to the loop */
+    void                  *out_body;    /* reply_body */
 };
 
 /* The limits a server keeps (docs/operations.md names each setting). */
@@ -68,6 +85,11 @@ typedef void (*httpd_handler)(httpd_req *req, void *arg);
 httpd *httpd_new(struct event_base *base, const char *host, int port, const httpd_limits *limits,
                  httpd_handler handler, void *arg);
 void   httpd_free(httpd *h);
+/* Starts n more loops, each on its own thread, accepting from h's socket
+ * (the kernel hands each connection to whichever loop accepts first); 0, or
+ * -1 with errno. Connections, limits and counts stay the server's whole. */
+int    httpd_add_loops(httpd *h, int n);
+int    httpd_loops(const httpd *h);        /* 1 + the loops added */
 /* Shutdown: stops accepting connections; from now on a request that
  * completes (one still arriving, or a new one on a kept-alive connection) is
  * answered 503 "server is shutting down" with Connection: close. */
@@ -95,7 +117,8 @@ int     httpd_max_connections(const httpd *h);  /* the limit in force (after RLI
  * req is still valid and fn must not answer it. The server drops work the
  * request queued and has not started (api/abandon.c). */
 void    httpd_on_leave(httpd *h, void (*fn)(httpd_req *req, void *arg), void *arg);
-/* Adds a reply header (before httpd_reply*; a no-op for a gone client). */
+/* Adds a reply header (before httpd_reply*; a no-op for a gone client).
+ * A Content-Type given here replaces application/json. */
 void    httpd_header(httpd_req *req, const char *name, const char *value);
 
 /* Sends the reply and frees req. body may be NULL (no content). */
@@ -115,5 +138,7 @@ void httpd_error_field(httpd_req *req, int status, const char *field, const char
  * request is watched the same way from its dispatch. */
 void httpd_watch_close(httpd_req *req);
 const char *httpd_query(const httpd_req *req, const char *key);
+/* A request header (the first of that name), or NULL. */
+const char *httpd_req_header(const httpd_req *req, const char *name);
 
 #endif

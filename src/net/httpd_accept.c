@@ -24,8 +24,8 @@
 #include "net/httpd_internal.h"
 
 /* evconnlistener hands its error callback evhttp's argument, not ours:
- * the one server of a process is found here. */
-static httpd *listening;
+ * the loop of this thread is found here (one loop per thread). */
+static _Thread_local httpd *listening;
 
 /* One connection past the limit is answered 503 and closed, written
  * straight to its socket (a few hundred bytes fit any socket buffer): the
@@ -52,7 +52,7 @@ void httpd_accept_refuse(httpd_conn *c)
     (void)sent;   /* a client that cannot take it is closed all the same */
     shutdown(c->fd, SHUT_WR);
     buf_fini(&msg); buf_fini(&json); buf_fini(&out);
-    h->refused++;
+    atomic_fetch_add(&h->home->refused, 1);
     evhttp_connection_free(c->evcon);   /* its close callback frees c */
 }
 
@@ -60,7 +60,7 @@ static void on_resume(evutil_socket_t fd, short what, void *arg)
 {
     (void)fd; (void)what;
     httpd *h = arg;
-    if (h->listener && !h->draining) evconnlistener_enable(h->listener);
+    if (h->listener && !atomic_load(&h->home->draining)) evconnlistener_enable(h->listener);
 }
 
 /* accept() failed for want of descriptors (or memory): left on, the
@@ -78,12 +78,18 @@ static void on_accept_error(struct evconnlistener *lev, void *arg)
     int64_t ms = h->limits.accept_backoff_ms;
     struct timeval tv = { (time_t)(ms / 1000), (suseconds_t)(ms % 1000 * 1000) };
     evtimer_add(h->resume, &tv);
-    int64_t now = clock_mono_us();
-    if (h->emfile_logged_us && now - h->emfile_logged_us < HTTPD_EMFILE_LOG_US) { h->emfile_quiet++; return; }
+    /* One warning per interval for the whole server, whichever loop failed:
+     * the loop that swaps the time in logs. */
+    httpd *home = h->home;
+    int64_t now = clock_mono_us(), last = atomic_load(&home->emfile_logged_us);
+    if ((last && now - last < HTTPD_EMFILE_LOG_US) ||
+        !atomic_compare_exchange_strong(&home->emfile_logged_us, &last, now)) {
+        atomic_fetch_add(&home->emfile_quiet, 1);
+        return;
+    }
     log_warn("cannot accept connections: %s (%d open); pausing %lld ms between tries, %llu failures not logged",
-             evutil_socket_error_to_string(err), h->nconns, (long long)ms, (unsigned long long)h->emfile_quiet);
-    h->emfile_logged_us = now;
-    h->emfile_quiet = 0;
+             evutil_socket_error_to_string(err), atomic_load(&home->nconns), (long long)ms,
+             (unsigned long long)atomic_exchange(&home->emfile_quiet, 0));
 }
 
 /* The connection limit in force: never more than RLIMIT_NOFILE leaves
@@ -105,6 +111,12 @@ int httpd_accept_limit(const httpd_limits *l)
     return (int)max;
 }
 
+static void watch_listener(httpd *h)
+{
+    h->listener = evhttp_bound_socket_get_listener(h->socket);
+    evconnlistener_set_error_cb(h->listener, on_accept_error);
+}
+
 int httpd_accept_listen(httpd *h, struct event_base *base, const char *host, int port)
 {
     h->resume = evtimer_new(base, on_resume, h);
@@ -115,10 +127,26 @@ int httpd_accept_listen(httpd *h, struct event_base *base, const char *host, int
      * peer's delayed ACK. Accepted sockets inherit this from the listener. */
     int one = 1;
     setsockopt(evhttp_bound_socket_get_fd(h->socket), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    h->listener = evhttp_bound_socket_get_listener(h->socket);
-    evconnlistener_set_error_cb(h->listener, on_accept_error);
+    watch_listener(h);
     listening = h;
     return 0;
+}
+
+/* Runs on the home thread before the loop's thread starts; listening is
+ * set by that thread (httpd_accept_adopt). */
+int httpd_accept_share(httpd *h, struct event_base *base, evutil_socket_t fd)
+{
+    h->resume = evtimer_new(base, on_resume, h);
+    if (!h->resume) abort();   /* libevent's allocation failed */
+    h->socket = evhttp_accept_socket_with_handle(h->http, fd);
+    if (!h->socket) return -1;
+    watch_listener(h);
+    return 0;
+}
+
+void httpd_accept_adopt(httpd *h)
+{
+    listening = h;
 }
 
 

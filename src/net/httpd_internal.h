@@ -2,6 +2,8 @@
  * contract for anyone else: the module's contract is httpd.h. */
 #ifndef SILT_HTTPD_INTERNAL_H
 #define SILT_HTTPD_INTERNAL_H
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/queue.h>
@@ -9,6 +11,7 @@
 #include <event2/http.h>
 #include <event2/listener.h>
 #include "net/httpd.h"
+#include "net/mailbox.h"
 
 /* Out of descriptors, the warning is logged at most once per this. */
 #define HTTPD_EMFILE_LOG_US (10 * 1000000)
@@ -41,43 +44,102 @@ struct httpd_conn {
 
 TAILQ_HEAD(held_list, httpd_req);
 
+typedef struct httpd_relay httpd_relay;
+
+/* A server is one home loop (the one the handlers run on) and, with
+ * WORKERS > 1, loops of its own on other threads that accept from the same
+ * socket and do a request's I/O (httpd_relay.c). Each loop has one of these;
+ * a field marked "home" is used only in the home loop's record (every
+ * record's home points there) and read and written on the home thread, one
+ * marked "shared" is the home's too and atomic, the rest are each loop's. */
 struct httpd {
+    httpd                          *home;       /* the home loop's record: this one, or the one relayed to */
+    httpd_relay                    *relay;      /* NULL: the home loop; else this loop's thread and mailbox */
+    struct event_base              *base;
     struct evhttp                  *http;
     struct evhttp_bound_socket     *socket;
-    httpd_handler                   handler;
-    void                           *arg;
+    httpd_handler                   handler;    /* home */
+    void                           *arg;        /* home */
     size_t                          max_body;
-    int                             inflight;
-    int                             arriving;   /* connections with a request partly received */
-    bool                            draining;
+    atomic_int                      inflight;   /* shared: handed to the home loop (or on the way) and not answered */
+    atomic_int                      arriving;   /* shared: connections with a request partly received */
+    atomic_bool                     draining;   /* shared */
     httpd_conn                     *fresh;      /* accepted, not yet adopted */
     struct event                   *adopt;
     httpd_conn                    **by_fd;      /* adopted connections, by socket: a request finds its own */
     size_t                          nfds;
     httpd_limits                    limits;
-    int                             nconns;     /* client connections open */
+    atomic_int                      nconns;     /* shared: client connections open */
     int                             max_conns;  /* limits.max_connections, or less under RLIMIT_NOFILE */
-    uint64_t                        refused;    /* connections answered 503 at the limit */
+    atomic_uint_fast64_t            refused;    /* shared: connections answered 503 at the limit */
     struct evconnlistener          *listener;   /* evhttp's, borrowed to pause accepting */
     struct event                   *resume;     /* re-enables accepting after a back-off */
-    int64_t                         emfile_logged_us;
-    uint64_t                        emfile_quiet; /* accept failures not logged since the last warning */
-    struct held_list                held;       /* held requests, oldest first */
-    int                             nheld;
-    size_t                          held_bytes;
-    struct event                   *expire;     /* the request timeout of the oldest held request */
-    int64_t                         last_timeout_us;
-    uint64_t                        timeouts;
+    atomic_int_fast64_t             emfile_logged_us; /* shared */
+    atomic_uint_fast64_t            emfile_quiet; /* shared: accept failures not logged since the last warning */
+    struct held_list                held;       /* home: held requests, oldest first */
+    int                             nheld;      /* home */
+    size_t                          held_bytes; /* home */
+    struct event                   *expire;     /* home: the request timeout of the oldest held request */
+    int64_t                         last_timeout_us; /* home */
+    uint64_t                        timeouts;   /* home */
     bool                            replying;   /* silt's own reply is being written (httpd_pages leaves it) */
-    void                          (*on_leave)(httpd_req *req, void *arg);   /* httpd_on_leave */
-    void                           *leave_arg;
+    void                          (*on_leave)(httpd_req *req, void *arg);   /* home: httpd_on_leave */
+    void                           *leave_arg;  /* home */
+    httpd_relay                   **relays;     /* home: the other loops */
+    int                             nrelays;    /* home */
+    mailbox                        *inbox;      /* home: requests and departures the other loops relay */
 };
+
+/* A reply body: borrowed bytes (copied), owned bytes (malloc'd; handed to
+ * the output buffer, not copied) or a chain of pieces (moved). */
+typedef struct reply_body {
+    const char      *data;
+    size_t           len;
+    bool             owned;
+    struct evbuffer *chain;
+} reply_body;
+
+/* Requests (httpd.c), for httpd_relay.c. The home loop's halves: */
+/* Counts and holds a request and runs the handler. */
+void httpd_home_dispatch(httpd_req *req);
+/* The client left or the request timed out: on_leave, then on_gone. */
+void httpd_home_left(httpd_req *req);
+/* The loop's own halves: */
+/* Evhttp's loop and its settings, for a loop's record. */
+void httpd_configure(httpd *h, struct event_base *base);
+/* Writes the reply (or drops it for a client gone) and frees the body. */
+void httpd_send(httpd_req *req, int status, reply_body *body);
+/* Answers 503 for the request timeout now. */
+void httpd_answer_timeout(httpd_req *req);
+/* Frees req's memory (no event of any loop is touched). */
+void httpd_req_free(httpd_req *req);
+/* Every connection's close frees its record, then evhttp and the loop's events. */
+void httpd_close_loop(httpd *h);
+
+/* Other loops (httpd_relay.c). */
+/* Posts a whole request to the home loop. */
+void httpd_relay_dispatch(httpd_req *req);
+/* Posts a departure (client gone) to the home loop. */
+void httpd_relay_left(httpd_req *req);
+/* From the home loop: the reply, or the request timeout's 503, to the request's loop. */
+void httpd_relay_reply(httpd_req *req, int status, reply_body *body);
+void httpd_relay_timeout(httpd_req *req);
+/* Home: starts n loops sharing h's socket; -1 with errno. */
+int  httpd_relay_start(httpd *h, int n);
+/* Home: the other loops stop accepting (shutdown's drain). */
+void httpd_relay_drain(httpd *h);
+/* Home: the other loops stop, their last messages are delivered here, and they are freed. */
+void httpd_relay_stop(httpd *h);
 
 /* Accepting (httpd_accept.c). */
 /* The connection limit in force for these limits (RLIMIT_NOFILE less the reserve at most). */
 int  httpd_accept_limit(const httpd_limits *limits);
 /* Binds host:port for h, with the back-off when out of descriptors; -1 with errno. */
 int  httpd_accept_listen(httpd *h, struct event_base *base, const char *host, int port);
+/* Accepts from fd (a duplicate of the home loop's socket) in another loop; -1. */
+int  httpd_accept_share(httpd *h, struct event_base *base, evutil_socket_t fd);
+/* The calling thread's loop is h (for the accept error's back-off). */
+void httpd_accept_adopt(httpd *h);
 /* Forgets the listener and frees the back-off timer (httpd_free). */
 void httpd_accept_unlisten(httpd *h);
 /* Answers a connection past the limit 503 and closes it (c is freed). */

@@ -462,11 +462,17 @@ void popper_submit(popper *p, pop_request *req)
     pop_query(req);
 }
 
+void pop_request_free_timers(pop_request *req)
+{
+    if (req->deadline) event_free(req->deadline);
+    if (req->recheck) event_free(req->recheck);
+    req->deadline = req->recheck = NULL;
+}
+
 void pop_request_free(pop_request *req)
 {
     if (!req) return;
-    if (req->deadline) event_free(req->deadline);
-    if (req->recheck) event_free(req->recheck);
+    pop_request_free_timers(req);
     for (size_t i = 0; i < req->ndecoded; i++) buf_fini(&req->decoded[i]);
     free(req->decoded);
     for (size_t i = 0; i < req->nmsgs; i++) free(req->msgs[i].owned);

@@ -110,6 +110,10 @@ void    popper_cancel(popper *p, pop_request *req);
 /* Shutdown: every parked pop answers now. */
 void    popper_drain(popper *p);
 void    pop_request_free(pop_request *req);
+/* The request's timers, freed on the popper's loop: what is left of a
+ * request answered can then be freed on any thread (a reply's last payload
+ * may be sent by another HTTP loop, api/pop.c). */
+void    pop_request_free_timers(pop_request *req);
 /* Pops parked now, waiting for a message (those re-querying after a wake
  * included): the silt_long_polls_parked gauge. */
 size_t  popper_parked(const popper *p);
