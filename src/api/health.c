@@ -51,6 +51,16 @@ static long resident_bytes(void)
     return resident * sysconf(_SC_PAGESIZE);
 }
 
+/* How the kernel spread the work over the loops (WORKERS): one series per loop. */
+static void put_loop_requests(buf *out, const httpd *http)
+{
+    buf_printf(out, "# HELP silt_http_loop_requests_total requests read by each HTTP event loop (0: the home loop)\n"
+                    "# TYPE silt_http_loop_requests_total counter\n");
+    for (int i = 0; i < httpd_loops(http); i++)
+        buf_printf(out, "silt_http_loop_requests_total{loop=\"%d\"} %llu\n", i,
+                   (unsigned long long)httpd_loop_requests(http, i));
+}
+
 void api_metrics(httpd_req *req, server *srv)
 {
     const server_stats *s = &srv->stats;
@@ -119,6 +129,7 @@ void api_metrics(httpd_req *req, server *srv)
         (unsigned long long)rt->passes, (unsigned long long)rt->dropped[0], (unsigned long long)rt->dropped[1],
         (unsigned long long)rt->dropped[2], (unsigned long long)rt->leased_evicted,
         (unsigned long long)rt->sidecar_rows, (unsigned long long)rt->partitions_removed);
+    put_loop_requests(&out, srv->http);
     buf_printf(&out,
         "# HELP silt_task_claims_parked worker claims waiting in this server for a task\n"
         "# TYPE silt_task_claims_parked gauge\nsilt_task_claims_parked %d\n"

@@ -504,6 +504,7 @@ static void on_request(struct evhttp_request *ev, void *arg)
     bool draining = atomic_load(&h->home->draining);
     if (draining) skip_body(ev);   /* not made contiguous for nothing */
     httpd_req *req = req_new(h, ev);
+    atomic_fetch_add_explicit(&h->requests, 1, memory_order_relaxed);
     conn_dispatched(conn_of(h, ev), req);
     watch_close(req);
     if (draining) { refuse(req); return; }
@@ -757,6 +758,12 @@ int httpd_add_loops(httpd *h, int n)
 }
 
 int httpd_loops(const httpd *h) { return 1 + h->nrelays; }
+
+uint64_t httpd_loop_requests(const httpd *h, int i)
+{
+    const httpd *loop = i == 0 ? h : httpd_relay_loop(h, i - 1);
+    return atomic_load_explicit(&loop->requests, memory_order_relaxed);
+}
 
 void httpd_drain(httpd *h)
 {

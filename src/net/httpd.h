@@ -90,6 +90,8 @@ void   httpd_free(httpd *h);
  * -1 with errno. Connections, limits and counts stay the server's whole. */
 int    httpd_add_loops(httpd *h, int n);
 int    httpd_loops(const httpd *h);        /* 1 + the loops added */
+/* Requests read by loop i (0: the home loop, 1..: the loops added). */
+uint64_t httpd_loop_requests(const httpd *h, int i);
 /* Shutdown: stops accepting connections; from now on a request that
  * completes (one still arriving, or a new one on a kept-alive connection) is
  * answered 503 "server is shutting down" with Connection: close. */

@@ -61,6 +61,7 @@ struct httpd {
     httpd_handler                   handler;    /* home */
     void                           *arg;        /* home */
     size_t                          max_body;
+    atomic_uint_fast64_t            requests;   /* this loop's: read whole (the home thread reads it for /metrics) */
     atomic_int                      inflight;   /* shared: handed to the home loop (or on the way) and not answered */
     atomic_int                      arriving;   /* shared: connections with a request partly received */
     atomic_bool                     draining;   /* shared */
@@ -126,6 +127,8 @@ void httpd_relay_reply(httpd_req *req, int status, reply_body *body);
 void httpd_relay_timeout(httpd_req *req);
 /* Home: starts n loops sharing h's socket; -1 with errno. */
 int  httpd_relay_start(httpd *h, int n);
+/* Home: the record of loop i of the others. */
+const httpd *httpd_relay_loop(const httpd *h, int i);
 /* Home: the other loops stop accepting (shutdown's drain). */
 void httpd_relay_drain(httpd *h);
 /* Home: the other loops stop, their last messages are delivered here, and they are freed. */

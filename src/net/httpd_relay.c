@@ -187,6 +187,11 @@ int httpd_relay_start(httpd *h, int n)
     return rc;
 }
 
+const httpd *httpd_relay_loop(const httpd *h, int i)
+{
+    return h->relays[i]->loop;
+}
+
 void httpd_relay_drain(httpd *h)
 {
     for (int i = 0; i < h->nrelays; i++) mailbox_post(h->relays[i]->box, LOOP_DRAIN, NULL);

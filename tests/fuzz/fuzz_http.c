@@ -60,6 +60,7 @@ static void start_server(void)
 {
     setenv("LOG_LEVEL", "error", 1);
     setenv("RETENTION_INTERVAL_MS", "0", 1);
+    setenv("WORKERS", "1", 1);   /* one loop, driven turn by turn below; the others run the same parser */
     setenv("DATABASE_URL", "host=/nonexistent/silt-fuzz dbname=silt connect_timeout=1", 1);
     int port = free_port();
     char port_text[16];
