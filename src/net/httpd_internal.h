@@ -89,6 +89,9 @@ struct httpd {
     httpd_relay                   **relays;     /* home: the other loops */
     int                             nrelays;    /* home */
     mailbox                        *inbox;      /* home: requests and departures the other loops relay */
+    struct event                   *departed;   /* home: runs the departures after this turn's work */
+    httpd_req                     **departures; /* home: relayed departures waiting for it */
+    size_t                          ndepartures, departures_cap;
 };
 
 /* A reply body: borrowed bytes (copied), owned bytes (malloc'd; handed to
