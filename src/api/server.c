@@ -55,7 +55,8 @@ static void on_log_commit(void *arg, const char *queue, const char *group, const
 
 static bool drained(const server *srv)
 {
-    return httpd_inflight(srv->http) == 0 && httpd_arriving(srv->http) == 0 && pusher_idle(srv->push) &&
+    /* arriving first: a request stops arriving only once it is in flight */
+    return httpd_arriving(srv->http) == 0 && httpd_inflight(srv->http) == 0 && pusher_idle(srv->push) &&
            db_pool_busy(srv->pool) == 0 && retention_engine_idle(srv->retention) &&
            maintenance_idle(srv->maintenance) && task_hub_idle(srv->tasks) && scheduler_idle(srv->schedules) &&
            task_sweeper_idle(srv->sweeper) && partition_pass_idle(srv->partitions);

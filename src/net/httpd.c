@@ -274,7 +274,7 @@ static struct evhttp_connection *evcon_of(struct bufferevent *bev)
     void *arg = NULL;
     bufferevent_getcb(bev, NULL, NULL, NULL, &arg);
     if (arg && evhttp_connection_get_bufferevent(arg) == bev) return arg;
-    static bool said;
+    static atomic_bool said;   /* any loop may be the first to find out */
     if (!said) log_warn("httpd: cannot map a bufferevent to its evhttp connection; "
                         "requests still arriving at shutdown will not be waited for");
     said = true;
@@ -338,6 +338,7 @@ static void held_add(httpd_req *req)
 {
     httpd *h = req->server->home;
     TAILQ_INSERT_TAIL(&h->held, req, held_link);
+    req->held = true;
     h->nheld++;
     h->held_bytes += req->body_len;
     if (!evtimer_pending(h->expire, NULL)) {
@@ -359,12 +360,11 @@ static void held_unlink(httpd_req *req)
 static void held_remove(httpd_req *req)
 {
     httpd *h = req->server->home;
-    if (req->parked) return;
-    if (!req->timed_out && !req->held_link.tqe_prev) return;   /* never held */
+    if (!req->held) return;   /* never held, parked, or already answered */
     held_unlink(req);
     h->nheld--;
     h->held_bytes -= req->body_len;
-    req->timed_out = false;
+    req->held = false;
 }
 
 static void send_timeout(httpd_req *req);
@@ -505,12 +505,14 @@ static void on_request(struct evhttp_request *ev, void *arg)
     if (draining) skip_body(ev);   /* not made contiguous for nothing */
     httpd_req *req = req_new(h, ev);
     atomic_fetch_add_explicit(&h->requests, 1, memory_order_relaxed);
+    /* In flight before it stops arriving: shutdown reads arriving, then
+     * in flight, and never finds the request in neither. */
+    atomic_fetch_add(&h->home->inflight, 1);
     conn_dispatched(conn_of(h, ev), req);
     watch_close(req);
     if (draining) { refuse(req); return; }
     if (!req_acceptable(req)) return;
     req->dispatched = true;
-    atomic_fetch_add(&h->home->inflight, 1);
     if (h->relay) httpd_relay_dispatch(req);
     else httpd_home_dispatch(req);
 }
@@ -588,11 +590,9 @@ void httpd_send(httpd_req *req, int status, reply_body *body)
  * the loop it came on, which is the loop running this. */
 static void reply(httpd_req *req, int status, reply_body *body)
 {
-    if (req->dispatched) {
-        held_remove(req);
-        atomic_fetch_sub(&req->server->home->inflight, 1);
-        if (req->server->relay) { httpd_relay_reply(req, status, body); return; }
-    }
+    held_remove(req);
+    atomic_fetch_sub(&req->server->home->inflight, 1);
+    if (req->dispatched && req->server->relay) { httpd_relay_reply(req, status, body); return; }
     httpd_send(req, status, body);
     httpd_req_free(req);
 }

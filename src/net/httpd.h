@@ -56,6 +56,7 @@ struct httpd_req {
     bool                   head;        /* a HEAD, served as its GET without the body */
     bool                   parked;      /* waits on purpose (long-poll): no timeout, not counted as held */
     bool                   timed_out;   /* answered 503 by the request timeout; the handler's reply is dropped */
+    bool                   held;        /* counted in httpd_held (until its reply, a timeout included, or parked) */
     TAILQ_ENTRY(httpd_req) held_link;   /* in the server's list of held requests, oldest first */
     struct evkeyvalq       reply_headers; /* httpd_header's, put on the reply when it is sent */
     bool                   dispatched;  /* counted in flight and handed to the home loop */

@@ -89,6 +89,7 @@ struct httpd {
     httpd_relay                   **relays;     /* home: the other loops */
     int                             nrelays;    /* home */
     mailbox                        *inbox;      /* home: requests and departures the other loops relay */
+    bool                            stopping;   /* home: the loops are stopping (httpd_free) */
     struct event                   *departed;   /* home: runs the departures after this turn's work */
     httpd_req                     **departures; /* home: relayed departures waiting for it */
     size_t                          ndepartures, departures_cap;

@@ -73,7 +73,7 @@ static struct evbuffer_ptr last_status_line(struct evbuffer *out)
 
 static void on_output(struct evbuffer *out, const struct evbuffer_cb_info *info, void *arg)
 {
-    static bool rewriting;   /* the rewrite's own writes come back here */
+    static _Thread_local bool rewriting;   /* the rewrite's own writes come back here (each loop its own) */
     const bool *replying = arg;
     if (rewriting || *replying || info->n_added == 0 || !ends_in_page(out)) return;
     struct evbuffer_ptr start = last_status_line(out);

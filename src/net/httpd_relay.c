@@ -159,6 +159,7 @@ static void home_receive(int kind, void *item, void *arg)
 {
     httpd *h = arg;
     httpd_req *req = item;
+    if (kind == HOME_DISPATCH && h->stopping) { httpd_error(req, 503, "server is shutting down"); return; }
     if (kind == HOME_DISPATCH) { httpd_home_dispatch(req); return; }
     if (h->ndepartures == h->departures_cap) {
         h->departures_cap = h->departures_cap ? h->departures_cap * 2 : 16;
@@ -242,12 +243,11 @@ static void deliver_rest(httpd *h)
 void httpd_relay_stop(httpd *h)
 {
     if (!h->inbox) return;
-    for (int i = 0; i < h->nrelays; i++) {
-        httpd_relay *r = h->relays[i];
-        if (!r->running) continue;
-        mailbox_post(r->box, LOOP_STOP, NULL);
-        pthread_join(r->thread, NULL);
-    }
+    h->stopping = true;   /* a request still on its way is not served now */
+    for (int i = 0; i < h->nrelays; i++)
+        if (h->relays[i]->running) mailbox_post(h->relays[i]->box, LOOP_STOP, NULL);
+    for (int i = 0; i < h->nrelays; i++)
+        if (h->relays[i]->running) pthread_join(h->relays[i]->thread, NULL);
     for (int i = 0; i < h->nrelays; i++) httpd_close_loop(h->relays[i]->loop);
     deliver_rest(h);
     for (int i = 0; i < h->nrelays; i++) {

@@ -54,7 +54,7 @@ TEST(with_workers_3_every_loop_reads_requests_and_every_push_is_answered_and_sto
     }
     CHECK(other_loops_served(&s, 3));
     reply r;
-    CHECK_INT(pop_from(&s, q, NULL, sfmt("?batch=%d", pushed + 10), &r), 200);
+    CHECK_INT(pop_from(&s, q, NULL, sfmt("batch=%d", pushed + 10), &r), 200);
     CHECK(jpath(&r, sfmt("messages.%d", pushed - 1)) >= 0);
     CHECK(jpath(&r, sfmt("messages.%d", pushed)) < 0);
     reply_fini(&r);
