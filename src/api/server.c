@@ -167,7 +167,7 @@ static int start_loops(server *srv)
 
 int server_build(server *srv, const char *conninfo)
 {
-    srv->base = event_base_new();
+    srv->base = httpd_base_new();
     srv->pool = db_pool_new(srv->base, conninfo, (int)srv->cfg.db_pool_size, (int)srv->cfg.db_pipeline_depth);
     push_limits limits = { (int)srv->cfg.push_max_flushes, (int)srv->cfg.push_flush_messages, (int)srv->cfg.zstd_level };
     srv->push = pusher_new(srv->base, srv->pool, limits, on_log_appended, srv);

@@ -705,6 +705,21 @@ const char *httpd_req_header(const httpd_req *req, const char *name)
     return evhttp_find_header(evhttp_request_get_input_headers(req->ev), name);
 }
 
+/* libevent warns that the changelist misbehaves with descriptors cloned by
+ * dup(): closing one leaves the file registered under the other in the
+ * same epoll set. The loops' listening sockets are dups, but each lives in
+ * its own loop's epoll set, and client and database sockets are never
+ * duplicated. */
+struct event_base *httpd_base_new(void)
+{
+    struct event_config *cfg = event_config_new();
+    if (!cfg) abort();   /* libevent's allocation failed */
+    event_config_set_flag(cfg, EVENT_BASE_FLAG_EPOLL_USE_CHANGELIST);
+    struct event_base *base = event_base_new_with_config(cfg);
+    event_config_free(cfg);
+    return base;
+}
+
 void httpd_configure(httpd *h, struct event_base *base)
 {
     h->base = base;

@@ -83,6 +83,12 @@ typedef struct httpd_limits {
 
 typedef void (*httpd_handler)(httpd_req *req, void *arg);
 
+/* An event base for a loop that serves HTTP: epoll's interest changes are
+ * gathered per turn of the loop and made once (a request adds and removes
+ * read and write interest on its socket several times a turn; see the
+ * definition for why the duplicate listening sockets do not matter). */
+struct event_base *httpd_base_new(void);
+
 httpd *httpd_new(struct event_base *base, const char *host, int port, const httpd_limits *limits,
                  httpd_handler handler, void *arg);
 void   httpd_free(httpd *h);

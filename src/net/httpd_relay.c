@@ -172,7 +172,7 @@ static void home_receive(int kind, void *item, void *arg)
 static httpd_relay *relay_new(httpd *home, evutil_socket_t fd)
 {
     httpd_relay *r = xcalloc(1, sizeof *r);
-    r->base = event_base_new();
+    r->base = httpd_base_new();
     if (!r->base) abort();   /* libevent's allocation failed */
     httpd *loop = xcalloc(1, sizeof *loop);
     loop->home = home;
