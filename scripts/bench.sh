@@ -48,12 +48,29 @@ describe_machine() {
     echo "postgresql: $("$pgbin/postgres" --version 2>/dev/null | sed 's/^postgres (PostgreSQL) //')" \
          "$(cluster_psql "$pg_port" -d postgres -Atc \
             "SELECT 'fsync=' || current_setting('fsync') || ' synchronous_commit=' ||
-                    current_setting('synchronous_commit')" 2>/dev/null)"
+                    current_setting('synchronous_commit') || ' wal_init_zero=' ||
+                    current_setting('wal_init_zero')" 2>/dev/null)"
     echo
+}
+
+# BENCH_PG_SETTINGS="name=value ...": PostgreSQL settings for this run, over
+# the defaults (ALTER SYSTEM, then a reload). A new cluster has no WAL files
+# to recycle and zero-fills each 16 MB one it makes, about 40 ms that a flush
+# waits for every second or so at 50,000 msg/s; an established cluster
+# recycles them. wal_init_zero=off stands in for that steady state
+# (docs/performance.md, "The tail at half load").
+apply_pg_settings() {
+    local kv
+    [ -n "${BENCH_PG_SETTINGS:-}" ] || return 0
+    for kv in $BENCH_PG_SETTINGS; do
+        cluster_psql "$pg_port" -d postgres -qc "ALTER SYSTEM SET ${kv%%=*} = '${kv#*=}'" || return 1
+    done
+    cluster_psql "$pg_port" -d postgres -qAtc "SELECT pg_reload_conf()" >/dev/null
 }
 
 status=1
 pg_port=$(cluster_start "$dir") || { echo "bench: could not start PostgreSQL" >&2; exit 1; }
+apply_pg_settings || { echo "bench: could not apply BENCH_PG_SETTINGS" >&2; exit 1; }
 http_port=$(cluster_free_port) || { echo "bench: no free port for the server" >&2; exit 1; }
 PG_HOST=127.0.0.1 PG_PORT="$pg_port" PORT="$http_port" LOG_LEVEL=warn \
     "$bin" server >"$dir/server.log" 2>&1 &
