@@ -11,6 +11,7 @@ runs="${1:-10}"
 here=$(cd "$(dirname "$0")" && pwd)
 cd "$here/.." || exit 2
 logdir="${LOGDIR:-$(mktemp -d /tmp/silt-under-load.XXXXXX)}"
+mkdir -p "$logdir" || exit 2
 make --no-print-directory build/silt >/dev/null || exit 2
 
 # The load runs in a session of its own, so stopping it stops every
