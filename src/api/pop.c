@@ -22,9 +22,10 @@ typedef struct pop_call {
  * (an evbuffer reference) rather than copied into the reply. */
 #define POP_REFERENCE_BYTES (64 * 1024)
 
-/* A popped request stays alive while the reply still points into it. */
-/* The body's references and the handler's own: the last payload may be
- * sent, and its reference dropped, by another HTTP loop's thread. */
+/* A popped request stays alive while the reply still points into it: one
+ * reference per payload the body points at, and the handler's own. Atomic:
+ * the last payload may be sent, and its reference dropped, by another HTTP
+ * loop's thread. */
 typedef struct pop_hold {
     pop_request *pop;
     atomic_int   refs;

@@ -496,8 +496,7 @@ void httpd_home_dispatch(httpd_req *req)
 }
 
 /* Refusals are answered by the loop the request came on; the rest goes to
- * the handler, on the home loop. In flight from here, so that shutdown
- * waits for a request on its way to the home loop too. */
+ * the handler, on the home loop. */
 static void on_request(struct evhttp_request *ev, void *arg)
 {
     httpd *h = arg;

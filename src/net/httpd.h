@@ -59,7 +59,7 @@ struct httpd_req {
     bool                   held;        /* counted in httpd_held (until its reply, a timeout included, or parked) */
     TAILQ_ENTRY(httpd_req) held_link;   /* in the server's list of held requests, oldest first */
     struct evkeyvalq       reply_headers; /* httpd_header's, put on the reply when it is sent */
-    bool                   dispatched;  /* counted in flight and handed to the home loop */
+    bool                   dispatched;  /* accepted and handed to the handler (on the home loop) */
     /* A request from another loop (req->server->relay): the loop's I/O state
      * stays there, the handler sees copies. */
     struct evkeyvalq      *in_headers;  /* the request's headers, copied for the home loop */

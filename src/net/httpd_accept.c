@@ -111,23 +111,25 @@ int httpd_accept_limit(const httpd_limits *l)
     return (int)max;
 }
 
-static void watch_listener(httpd *h)
+/* The listener's failures pause accepting (on_accept_error), and the
+ * back-off's timer resumes it. */
+static void watch_listener(httpd *h, struct event_base *base)
 {
+    h->resume = evtimer_new(base, on_resume, h);
+    if (!h->resume) abort();   /* libevent's allocation failed */
     h->listener = evhttp_bound_socket_get_listener(h->socket);
     evconnlistener_set_error_cb(h->listener, on_accept_error);
 }
 
 int httpd_accept_listen(httpd *h, struct event_base *base, const char *host, int port)
 {
-    h->resume = evtimer_new(base, on_resume, h);
-    if (!h->resume) abort();   /* libevent's allocation failed */
     h->socket = evhttp_bind_socket_with_handle(h->http, host, (ev_uint16_t)port);
     if (!h->socket) return -1;
     /* Replies go out whole at once; Nagle would hold a reply's tail for the
      * peer's delayed ACK. Accepted sockets inherit this from the listener. */
     int one = 1;
     setsockopt(evhttp_bound_socket_get_fd(h->socket), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    watch_listener(h);
+    watch_listener(h, base);
     listening = h;
     return 0;
 }
@@ -136,11 +138,9 @@ int httpd_accept_listen(httpd *h, struct event_base *base, const char *host, int
  * set by that thread (httpd_accept_adopt). */
 int httpd_accept_share(httpd *h, struct event_base *base, evutil_socket_t fd)
 {
-    h->resume = evtimer_new(base, on_resume, h);
-    if (!h->resume) abort();   /* libevent's allocation failed */
     h->socket = evhttp_accept_socket_with_handle(h->http, fd);
     if (!h->socket) return -1;
-    watch_listener(h);
+    watch_listener(h, base);
     return 0;
 }
 

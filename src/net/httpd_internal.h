@@ -2,7 +2,6 @@
  * contract for anyone else: the module's contract is httpd.h. */
 #ifndef SILT_HTTPD_INTERNAL_H
 #define SILT_HTTPD_INTERNAL_H
-#include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -90,9 +89,6 @@ struct httpd {
     int                             nrelays;    /* home */
     mailbox                        *inbox;      /* home: requests and departures the other loops relay */
     bool                            stopping;   /* home: the loops are stopping (httpd_free) */
-    struct event                   *departed;   /* home: runs the departures after this turn's work */
-    httpd_req                     **departures; /* home: relayed departures waiting for it */
-    size_t                          ndepartures, departures_cap;
 };
 
 /* A reply body: borrowed bytes (copied), owned bytes (malloc'd; handed to

@@ -15,6 +15,7 @@
  * for a request (the request timeout's 503, then the handler's) arrive in
  * the order it sent them. */
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,8 +30,9 @@
  * it has just written leave their buffers. */
 #define RELAY_STOP_GRACE_MS 100
 
-/* Letters to the home loop. */
-enum { HOME_DISPATCH, HOME_LEFT };
+/* Letters to the home loop: HOME_LEFT as the loop posts it, HOME_DEPART as
+ * the home loop posts it to itself to run at its next poll (home_receive). */
+enum { HOME_DISPATCH, HOME_LEFT, HOME_DEPART };
 /* Letters to a loop. */
 enum { LOOP_REPLY, LOOP_TIMEOUT, LOOP_DRAIN, LOOP_STOP };
 
@@ -141,32 +143,26 @@ static void depart(httpd_req *req)
     unref(req);
 }
 
-static void run_departures(evutil_socket_t fd, short what, void *arg)
-{
-    (void)fd; (void)what;
-    httpd *h = arg;
-    for (size_t i = 0; i < h->ndepartures; i++) depart(h->departures[i]);   /* departing adds none */
-    h->ndepartures = 0;
-}
-
-/* A departure runs after the work this turn of the loop started (the event
- * is activated behind it), as the home loop's own connections see a client
- * leave at the next poll at the earliest: a request whose client closed
- * right after sending it whole has its work started (a push's flush, a
- * query sent) as it would on the home loop, and not dropped only because
- * the two letters arrived together. */
+/* A departure runs at the home loop's next poll, after the work this turn
+ * started (it is posted back to the inbox, whose letters posted during a
+ * delivery wait for the next swap), as the home loop's own connections see
+ * a client leave at the next poll at the earliest: a request whose client
+ * closed right after sending it whole has its work started (a push's
+ * flush, a query sent) as it would on the home loop, and not dropped only
+ * because the two letters arrived together. */
 static void home_receive(int kind, void *item, void *arg)
 {
     httpd *h = arg;
     httpd_req *req = item;
-    if (kind == HOME_DISPATCH && h->stopping) { httpd_error(req, 503, "server is shutting down"); return; }
-    if (kind == HOME_DISPATCH) { httpd_home_dispatch(req); return; }
-    if (h->ndepartures == h->departures_cap) {
-        h->departures_cap = h->departures_cap ? h->departures_cap * 2 : 16;
-        h->departures = xrealloc(h->departures, h->departures_cap * sizeof *h->departures);
+    switch (kind) {
+    case HOME_DISPATCH:
+        if (h->stopping) httpd_error(req, 503, "server is shutting down");
+        else httpd_home_dispatch(req);
+        break;
+    case HOME_LEFT: mailbox_post(h->inbox, HOME_DEPART, req); break;
+    case HOME_DEPART: depart(req); break;
+    default: abort();
     }
-    h->departures[h->ndepartures++] = req;
-    event_active(h->departed, EV_TIMEOUT, 0);
 }
 
 static httpd_relay *relay_new(httpd *home, evutil_socket_t fd)
@@ -194,8 +190,6 @@ int httpd_relay_start(httpd *h, int n)
 {
     h->inbox = mailbox_new(h->base, home_receive, h);
     if (!h->inbox) return -1;
-    h->departed = event_new(h->base, -1, 0, run_departures, h);
-    if (!h->departed) abort();   /* libevent's allocation failed */
     evutil_socket_t socket_fd = evhttp_bound_socket_get_fd(h->socket);
     h->relays = xcalloc((size_t)n, sizeof *h->relays);
     sigset_t all, old;
@@ -232,7 +226,6 @@ static void deliver_rest(httpd *h)
     size_t delivered;
     do {
         delivered = mailbox_flush(h->inbox);
-        run_departures(-1, 0, h);
         for (int i = 0; i < h->nrelays; i++) delivered += mailbox_flush(h->relays[i]->box);
     } while (delivered > 0);
 }
@@ -258,8 +251,6 @@ void httpd_relay_stop(httpd *h)
         free(r);
     }
     free(h->relays);
-    free(h->departures);
-    event_free(h->departed);
     mailbox_free(h->inbox);
     h->relays = NULL;
     h->nrelays = 0;
