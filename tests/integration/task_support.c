@@ -15,8 +15,14 @@ const char *task_send(silt_server *s, const char *task_json)
 
 bool task_claim_one(silt_server *s, const char *worker, const char *queue, task_claimed *c)
 {
+    return task_claim_waiting(s, worker, queue, 0, c);
+}
+
+bool task_claim_waiting(silt_server *s, const char *worker, const char *queue, int wait_ms, task_claimed *c)
+{
     reply r;
-    rq(s, "POST", sfmt("/api/v1/workers/%s/claim", worker), sfmt("{\"queues\":[\"%s\"],\"max\":1}", queue), &r);
+    const char *wait = wait_ms > 0 ? sfmt(",\"waitMs\":%d", wait_ms) : "";
+    rq(s, "POST", sfmt("/api/v1/workers/%s/claim", worker), sfmt("{\"queues\":[\"%s\"],\"max\":1%s}", queue, wait), &r);
     if (r.status != 200) harness_failf(__FILE__, __LINE__, "claim: %d %s", r.status, r.raw.body.data);
     bool got = jpath(&r, "tasks.0") >= 0;
     if (got) {

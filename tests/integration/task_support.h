@@ -15,6 +15,8 @@ typedef struct task_claimed {
 
 /* Claims at most one task of queue for worker (no wait); false when none. */
 bool task_claim_one(silt_server *s, const char *worker, const char *queue, task_claimed *c);
+/* The same, long-polling up to wait_ms for a task to become claimable. */
+bool task_claim_waiting(silt_server *s, const char *worker, const char *queue, int wait_ms, task_claimed *c);
 /* POST /api/v1/tasks/:id/<what> {"claimId": ..., extra}: the reply status. */
 int  task_call(silt_server *s, const char *what, const task_claimed *c, const char *extra);
 /* One heartbeat of worker for c: the state the server answers ("ok",
