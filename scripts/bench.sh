@@ -3,6 +3,7 @@
 #   scripts/bench.sh BINARY          (BENCH_ARGS="--seconds 5 ..." passes options on)
 # The cluster runs with PostgreSQL's durable defaults (fsync on,
 # synchronous_commit on): the numbers are for commits that survive a crash.
+# Its WAL is warmed first, as a cluster in service has it (warm_wal).
 # Everything it starts is stopped and its directory removed on any exit,
 # Ctrl-C included. Exits with the status of `BINARY bench`.
 set -u
@@ -49,16 +50,37 @@ describe_machine() {
          "$(cluster_psql "$pg_port" -d postgres -Atc \
             "SELECT 'fsync=' || current_setting('fsync') || ' synchronous_commit=' ||
                     current_setting('synchronous_commit') || ' wal_init_zero=' ||
-                    current_setting('wal_init_zero')" 2>/dev/null)"
+                    current_setting('wal_init_zero')" 2>/dev/null)" \
+         "recycled_wal_files=$(recycled_wal_files 2>/dev/null)"
     echo
 }
 
+# A new cluster has no WAL files to recycle: it makes each 16 MB one when the
+# WAL reaches it and, with wal_init_zero on (the default), writes it full of
+# zeros first, about 40 ms that a commit waits for every second or so at
+# 50,000 msg/s. A cluster in service does not: each checkpoint renames the
+# files it no longer needs into the next ones, as many as its WAL rate asks
+# for (up to max_wal_size). warm_wal puts the throwaway cluster in that state
+# before the bench starts: ~900 MB of WAL written and dropped, then a
+# checkpoint, which leaves ~55 files ready (docs/performance.md, "The tail at
+# half load"). BENCH_COLD_WAL=1 skips it, for the first minutes of a new
+# cluster.
+warm_wal() {
+    [ "${BENCH_COLD_WAL:-0}" = 1 ] && return 0
+    cluster_psql "$pg_port" -d postgres \
+        -c "CREATE TABLE bench_wal_warm AS SELECT g, repeat('w', 200) AS pad FROM generate_series(1, 3500000) g" \
+        -c "DROP TABLE bench_wal_warm" -c "CHECKPOINT"
+}
+
+# WAL files ready for reuse, for the machine line: the files past the one
+# being written.
+recycled_wal_files() {
+    cluster_psql "$pg_port" -d postgres -Atc \
+        "SELECT count(*) FROM pg_ls_waldir() WHERE name > pg_walfile_name(pg_current_wal_lsn())"
+}
+
 # BENCH_PG_SETTINGS="name=value ...": PostgreSQL settings for this run, over
-# the defaults (ALTER SYSTEM, then a reload). A new cluster has no WAL files
-# to recycle and zero-fills each 16 MB one it makes, about 40 ms that a flush
-# waits for every second or so at 50,000 msg/s; an established cluster
-# recycles them. wal_init_zero=off stands in for that steady state
-# (docs/performance.md, "The tail at half load").
+# the defaults (ALTER SYSTEM, then a reload).
 apply_pg_settings() {
     local kv
     [ -n "${BENCH_PG_SETTINGS:-}" ] || return 0
@@ -71,6 +93,7 @@ apply_pg_settings() {
 status=1
 pg_port=$(cluster_start "$dir") || { echo "bench: could not start PostgreSQL" >&2; exit 1; }
 apply_pg_settings || { echo "bench: could not apply BENCH_PG_SETTINGS" >&2; exit 1; }
+warm_wal || { echo "bench: could not warm the cluster's WAL" >&2; exit 1; }
 http_port=$(cluster_free_port) || { echo "bench: no free port for the server" >&2; exit 1; }
 PG_HOST=127.0.0.1 PG_PORT="$pg_port" PORT="$http_port" LOG_LEVEL=warn \
     "$bin" server >"$dir/server.log" 2>&1 &
