@@ -40,7 +40,7 @@ static const setting settings[] = {
     NUM("MAX_BATCH_ITEMS", max_items, "10000", 1, 1000000),
     NUM("MAX_POP_BATCH", max_pop_batch, "10000", 1, 1000000),
     NUM("MAX_PAYLOAD_BYTES", max_payload_bytes, "67108864", 16, 1073741824),
-    NUM("PUSH_MAX_FLUSHES", push_max_flushes, "2", 1, 64),
+    NUM("PUSH_MAX_FLUSHES", push_max_flushes, "1", 1, 64),
     NUM("PUSH_FLUSH_MESSAGES", push_flush_messages, "20000", 1, 1000000),
     NUM("LONG_POLL_RECHECK_MS", long_poll_recheck_ms, "0", 0, 60000),   /* 0: parked pops never poll */
     NUM("SHUTDOWN_TIMEOUT_MS", shutdown_timeout_ms, "10000", 0, 600000),

@@ -8,7 +8,7 @@
 #include "support.h"
 #include "streams/push.h"
 
-/* A partition name of queue q in lane (of 2, PUSH_MAX_FLUSHES's default),
+/* A partition name of queue q in lane (of 2: the server below runs PUSH_MAX_FLUSHES=2),
  * other than avoid, into out. */
 static void partition_in_lane(char out[96], const char *q, int lane, const char *avoid)
 {

@@ -46,7 +46,7 @@ TEST(config_defaults)
     CHECK_INT(c.max_items, 10000);
     CHECK_INT(c.max_pop_batch, 10000);
     CHECK_INT(c.max_payload_bytes, 67108864);
-    CHECK_INT(c.push_max_flushes, 2);
+    CHECK_INT(c.push_max_flushes, 1);
     CHECK_INT(c.push_flush_messages, 20000);
     CHECK_INT(c.long_poll_recheck_ms, 0);   /* parked pops never poll (issue 14) */
     CHECK_INT(c.shutdown_timeout_ms, 10000);
