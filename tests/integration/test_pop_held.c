@@ -1,7 +1,9 @@
-/* Integration: a pop passes over a cursor another transaction holds
- * (sql/034). It used to wait for that transaction to commit, only to find
- * the partition served; now it takes the next partition, or answers empty
- * at once, and the partition is served once the holder lets go. */
+/* Integration: which partition a pop takes. It passes over a cursor another
+ * transaction holds (sql/034). It used to wait for that transaction to
+ * commit, only to find the partition served; now it takes the next
+ * partition, or answers empty at once, and the partition is served once the
+ * holder lets go. A partition the group has no cursor on comes first, then
+ * the least recently served (sql/035 takes that cursor in one read). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -58,6 +60,65 @@ TEST(pop_passes_over_a_cursor_another_transaction_holds_without_waiting_for_it)
     PQclear(PQexec(holder, "COMMIT"));
     PQfinish(holder);
     CHECK_STR(pop_partition(&s, q), "p1");
+    CHECK_STR(pop_partition(&s, q), "");
+    CHECK_INT(srv_stop(&s), 0);
+}
+
+/* Serves one message of each named partition, in the order given, so the
+ * group has a cursor on each and they were last served in that order. */
+static void serve_in_order(silt_server *s, const char *q, const char *const *partitions)
+{
+    for (size_t i = 0; partitions[i]; i++) {
+        reply r;
+        CHECK_INT(pop_from(s, q, partitions[i], "consumerGroup=g&wait=false&autoAck=true&batch=1", &r), 200);
+        reply_fini(&r);
+    }
+}
+
+/* With a cursor on every partition a queue-wide pop takes its cursor in one
+ * locking read (sql/035): the least recently served partition with
+ * something to deliver, passing over a cursor another transaction holds. */
+TEST(pop_takes_the_least_recently_served_partition_and_passes_over_a_held_one)
+{
+    silt_server s;
+    srv_start(&s, (const char *[]){ "REQUEST_TIMEOUT_MS=4000", NULL });
+    const char *q = uniq("order");
+    const char *parts[] = { "p1", "p2", "p3", NULL };
+    for (int i = 0; parts[i]; i++) {
+        push_one(&s, q, parts[i], sfmt("%s-a", parts[i]), "1");
+        push_one(&s, q, parts[i], sfmt("%s-b", parts[i]), "2");
+    }
+    serve_in_order(&s, q, parts);   /* p1 served longest ago, p3 last */
+
+    PGconn *holder = hold_cursor(q, "p1");
+    int64_t t0 = now_ms();
+    CHECK_STR(pop_partition(&s, q), "p2");
+    CHECK_STR(pop_partition(&s, q), "p3");
+    CHECK_STR(pop_partition(&s, q), "");   /* p1 still has "p1-b", but its cursor is held */
+    CHECK(now_ms() - t0 < 3000);
+    PQclear(PQexec(holder, "COMMIT"));
+    PQfinish(holder);
+    CHECK_STR(pop_partition(&s, q), "p1");
+    CHECK_STR(pop_partition(&s, q), "");
+    CHECK_INT(srv_stop(&s), 0);
+}
+
+/* A partition the group has never popped comes before every partition it
+ * has a cursor on, however long ago those were served. */
+TEST(pop_takes_a_partition_the_group_has_no_cursor_on_first)
+{
+    silt_server s;
+    srv_start(&s, NULL);
+    const char *q = uniq("first");
+    push_one(&s, q, "p1", "a", "1");
+    push_one(&s, q, "p1", "b", "2");
+    push_one(&s, q, "p2", "c", "3");
+    push_one(&s, q, "p2", "d", "4");
+    serve_in_order(&s, q, (const char *[]){ "p1", "p2", NULL });
+    push_one(&s, q, "p3", "e", "5");
+    CHECK_STR(pop_partition(&s, q), "p3");
+    CHECK_STR(pop_partition(&s, q), "p1");
+    CHECK_STR(pop_partition(&s, q), "p2");
     CHECK_STR(pop_partition(&s, q), "");
     CHECK_INT(srv_stop(&s), 0);
 }
