@@ -75,9 +75,9 @@ static void serve_in_order(silt_server *s, const char *q, const char *const *par
     }
 }
 
-/* With a cursor on every partition a queue-wide pop claims inside queen.pop
- * (sql/035): the least recently served partition with something to
- * deliver, passing over a cursor another transaction holds. */
+/* With a cursor on every partition, a queue-wide pop takes the least
+ * recently served partition with something to deliver, passing over a
+ * cursor another transaction holds. */
 TEST(pop_takes_the_least_recently_served_partition_and_passes_over_a_held_one)
 {
     silt_server s;
