@@ -39,31 +39,6 @@ static PGconn *hold_cursor(const char *q, const char *partition)
     return pg;
 }
 
-TEST(pop_passes_over_a_cursor_another_transaction_holds_without_waiting_for_it)
-{
-    silt_server s;
-    /* a pop that waited for the holder would be answered 503 by the timeout */
-    srv_start(&s, (const char *[]){ "REQUEST_TIMEOUT_MS=4000", NULL });
-    const char *q = uniq("held");
-    push_one(&s, q, "p1", "a", "1");
-    push_one(&s, q, "p1", "b", "2");
-    push_one(&s, q, "p2", "c", "3");
-    reply r;
-    CHECK_INT(pop_from(&s, q, "p1", "consumerGroup=g&wait=false&autoAck=true&batch=1", &r), 200);   /* p1's cursor exists */
-    reply_fini(&r);
-
-    PGconn *holder = hold_cursor(q, "p1");
-    CHECK_STR(pop_partition(&s, q), "p2");
-    int64_t t0 = now_ms();
-    CHECK_STR(pop_partition(&s, q), "");   /* p1 still has "b", but its cursor is held */
-    CHECK(now_ms() - t0 < 3000);
-    PQclear(PQexec(holder, "COMMIT"));
-    PQfinish(holder);
-    CHECK_STR(pop_partition(&s, q), "p1");
-    CHECK_STR(pop_partition(&s, q), "");
-    CHECK_INT(srv_stop(&s), 0);
-}
-
 /* Serves one message of each named partition, in the order given, so the
  * group has a cursor on each and they were last served in that order. */
 static void serve_in_order(silt_server *s, const char *q, const char *const *partitions)
@@ -73,6 +48,35 @@ static void serve_in_order(silt_server *s, const char *q, const char *const *par
         CHECK_INT(pop_from(s, q, partitions[i], "consumerGroup=g&wait=false&autoAck=true&batch=1", &r), 200);
         reply_fini(&r);
     }
+}
+
+/* Lets go of a cursor hold_cursor took. */
+static void release_cursor(PGconn *holder)
+{
+    PQclear(PQexec(holder, "COMMIT"));
+    PQfinish(holder);
+}
+
+TEST(pop_passes_over_a_cursor_another_transaction_holds_without_waiting_for_it)
+{
+    silt_server s;
+    /* a pop that waited for the holder would be answered 503 by the timeout */
+    srv_start(&s, (const char *[]){ "REQUEST_TIMEOUT_MS=4000", NULL });
+    const char *q = uniq("held");
+    push_one(&s, q, "p1", "a", "1");
+    push_one(&s, q, "p1", "b", "2");
+    push_one(&s, q, "p2", "c", "3");
+    serve_in_order(&s, q, (const char *[]){ "p1", NULL });   /* p1's cursor exists */
+
+    PGconn *holder = hold_cursor(q, "p1");
+    CHECK_STR(pop_partition(&s, q), "p2");
+    int64_t t0 = now_ms();
+    CHECK_STR(pop_partition(&s, q), "");   /* p1 still has "b", but its cursor is held */
+    CHECK(now_ms() - t0 < 3000);
+    release_cursor(holder);
+    CHECK_STR(pop_partition(&s, q), "p1");
+    CHECK_STR(pop_partition(&s, q), "");
+    CHECK_INT(srv_stop(&s), 0);
 }
 
 /* With a cursor on every partition, a queue-wide pop takes the least
@@ -96,8 +100,7 @@ TEST(pop_takes_the_least_recently_served_partition_and_passes_over_a_held_one)
     CHECK_STR(pop_partition(&s, q), "p3");
     CHECK_STR(pop_partition(&s, q), "");   /* p1 still has "p1-b", but its cursor is held */
     CHECK(now_ms() - t0 < 3000);
-    PQclear(PQexec(holder, "COMMIT"));
-    PQfinish(holder);
+    release_cursor(holder);
     CHECK_STR(pop_partition(&s, q), "p1");
     CHECK_STR(pop_partition(&s, q), "");
     CHECK_INT(srv_stop(&s), 0);
