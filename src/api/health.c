@@ -102,6 +102,8 @@ void api_metrics(httpd_req *req, server *srv)
         "# TYPE silt_http_connections_refused_total counter\nsilt_http_connections_refused_total %llu\n"
         "# HELP silt_pop_queries_total pop statements sent: first tries, wake-ups and looks again when due\n"
         "# TYPE silt_pop_queries_total counter\nsilt_pop_queries_total %llu\n"
+        "# HELP silt_pop_reconciles_total pop statements sent behind a ready-set reconcile (queues of over 256 partitions)\n"
+        "# TYPE silt_pop_reconciles_total counter\nsilt_pop_reconciles_total %llu\n"
         "# HELP silt_notify_listening the connection that hears other servers' commits is listening\n"
         "# TYPE silt_notify_listening gauge\nsilt_notify_listening %d\n"
         "# TYPE silt_database_up gauge\nsilt_database_up %d\n"
@@ -124,7 +126,8 @@ void api_metrics(httpd_req *req, server *srv)
         httpd_held(srv->http) - 1, (unsigned long long)httpd_timeouts(srv->http),
         (unsigned long long)db_pool_abandoned(srv->pool), httpd_connections(srv->http),
         (unsigned long long)httpd_refused_connections(srv->http),
-        (unsigned long long)popper_queries(srv->pop), task_hub_listening(srv->tasks) ? 1 : 0,
+        (unsigned long long)popper_queries(srv->pop), (unsigned long long)popper_reconciles(srv->pop),
+        task_hub_listening(srv->tasks) ? 1 : 0,
         db_pool_ready(srv->pool) ? 1 : 0, resident_bytes(),
         (unsigned long long)rt->passes, (unsigned long long)rt->dropped[0], (unsigned long long)rt->dropped[1],
         (unsigned long long)rt->dropped[2], (unsigned long long)rt->leased_evicted,

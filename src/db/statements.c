@@ -17,7 +17,7 @@ const db_statement db_statements[STMT_COUNT] = {
         "SELECT idx, partition_id, base_offset, created_at FROM queen.push_flush($1, $2, $3, $4, $5, $6, $7, $8, $9)", 9 },
     [STMT_POP]          = { "pop",
         "SELECT queue, partition_id, partition, cursor_from, cursor_to, seg_base, seg_created, seg_blob"
-        " FROM queen.pop($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)", 10 },
+        " FROM queen.pop($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)", 11 },   /* sql/035 */
     [STMT_ACK]          = { "ack",
         "SELECT idx, success, error, lease_released, dlq, noop, dropped, dlq_offset, dlq_base,"
         " dlq_created, dlq_blob FROM queen.ack($1, $2, $3, $4, $5, $6)", 6 },   /* sql/033 */
@@ -32,7 +32,8 @@ const db_statement db_statements[STMT_COUNT] = {
         " last_activity_at = now() WHERE lease_id = $1", 1 },
     [STMT_POP_WAKE_AT]  = { "pop_wake_at", "SELECT queen.pop_wake_at($1, $2, $3, $4, $5, $6)", 6 },
     [STMT_POP_SEEN]     = { "pop_seen", "SELECT now()::text", 0 },   /* the time a waiting pop looked at */
-    [STMT_READY_RECONCILE] = { "ready_reconcile", "SELECT queen.ready_reconcile($1, $2)", 2 },   /* sql/031 */
+    [STMT_READY_RECONCILE] = { "ready_reconcile",   /* sql/031; whether the queue is wide (sql/035) */
+        "SELECT queen.queue_is_wide($2), queen.ready_reconcile($1, $2)", 2 },
     [STMT_READY_PRUNE]  = { "ready_prune", "SELECT queen.log_writes_prune()", 0 },
     [STMT_CONFIGURE]    = { "configure",
         "SELECT namespace, task, options, (options->>'encryptionEnabled')::boolean FROM queen.configure($1, $2, $3, $4)", 4 },

@@ -11,6 +11,7 @@
 #include "streams/encryption.h"
 #include "streams/frame.h"
 #include "streams/lease_book.h"
+#include "streams/narrow_queues.h"
 #include "streams/segment.h"
 
 struct popper {
@@ -22,7 +23,9 @@ struct popper {
     size_t       nparked;       /* length of that list */
     uint64_t     wakeups;       /* parked pops woken by commits */
     uint64_t     queries;       /* pop statements sent, first tries and looks again alike */
+    uint64_t     reconciles;    /* of them, those sent behind the ready set's reconcile */
     lease_book  *leases;        /* what each lease handed out, for its acks */
+    narrow_queues *narrow;      /* queues whose pops need no reconcile */
     pop_released_fn released;   /* told of a lease given back (popper_on_release) */
     void        *released_arg;
     bool         draining;
@@ -192,15 +195,21 @@ static void ask_due(pop_request *req);
  * set (sql/031) up to date, in a transaction of its own; queen.pop then
  * walks the set when the queue has more than 256 partitions and scans
  * otherwise (the reconcile returns at once for such a queue). Pops of one
- * partition and discovery pops always scan. */
+ * partition and discovery pops always scan. A queue the last reconcile
+ * found narrow has its pops sent alone (sql/035, narrow_queues.h). */
 static bool walks_ready_set(const pop_request *req) { return req->queue && !req->partition; }
+
+static bool needs_reconcile(const pop_request *req)
+{
+    return walks_ready_set(req) && !narrow_queues_has(req->owner->narrow, req->queue);
+}
 
 /* The reconcile only keeps the ready set current, and a set it could not
  * update is made whole by a later one: its failure (say a deadlock with a
  * group's deletion) does not fail the claim that ran after it. */
 static bool only_reconcile_failed(const pop_request *req, const db_reply *reply)
 {
-    if (!walks_ready_set(req) || reply->failed_call != 0 || reply->unavailable) return false;
+    if (!req->reconciled || reply->failed_call != 0 || reply->unavailable) return false;
     const PGresult *r = reply->results[1];
     if (!r || PQresultStatus(r) != PGRES_TUPLES_OK) return false;
     log_warn("pop %s: the ready set of group %s was not brought up to date: %s", req->queue, req->group,
@@ -208,10 +217,32 @@ static bool only_reconcile_failed(const pop_request *req, const db_reply *reply)
     return true;
 }
 
+/* A pop sent alone to a queue that has grown wide since this server last
+ * looked: nothing was claimed, and it goes again behind a reconcile. */
+static bool refused_as_wide(const pop_request *req, const db_reply *reply)
+{
+    return reply->error && !req->reconciled && strcmp(reply->sqlstate, NARROW_QUEUES_REFUSED_SQLSTATE) == 0;
+}
+
+/* What the reconcile's first column says: whether the queue is wide. */
+static void note_width(const pop_request *req, const db_reply *reply)
+{
+    const PGresult *r = reply->results[0];
+    if (!req->reconciled || !r || PQresultStatus(r) != PGRES_TUPLES_OK || PQntuples(r) != 1) return;
+    narrow_queues_note(req->owner->narrow, req->queue, !db_bool(r, 0, 0));
+}
+
 static void query_done(void *arg, const db_reply *reply)
 {
     pop_request *req = arg;
     req->querying = false;
+    if (refused_as_wide(req, reply)) {
+        log_debug("pop %s: the queue has grown wide; its pops reconcile again", req->queue);
+        narrow_queues_note(req->owner->narrow, req->queue, false);
+        pop_query(req);
+        return;
+    }
+    note_width(req, reply);
     if (reply->error && !only_reconcile_failed(req, reply)) {
         req->error = xstrdup(reply->error);
         snprintf(req->sqlstate, sizeof req->sqlstate, "%s", reply->sqlstate);
@@ -219,7 +250,7 @@ static void query_done(void *arg, const db_reply *reply)
         finish(req);
         return;
     }
-    int at = walks_ready_set(req) ? 1 : 0;   /* the claim's call */
+    int at = req->reconciled ? 1 : 0;   /* the claim's call */
     const PGresult *r = reply->results[at];
     if (PQntuples(r) > 0) {
         log_debug("pop %s: %d segment rows for group %s", req->queue ? req->queue : "(discovery)", PQntuples(r),
@@ -282,10 +313,13 @@ static void pop_query(pop_request *req)
     char batch[16], partitions[16];
     snprintf(batch, sizeof batch, "%d", req->batch);
     snprintf(partitions, sizeof partitions, "%d", req->partitions > 0 ? req->partitions : 1);
-    const char *values[10] = { req->queue, req->partition, req->namespace_tag, req->task_tag, req->group,
-                               batch, partitions, req->auto_ack ? "t" : "f", req->subscription, req->lease_id };
+    req->reconciled = needs_reconcile(req);
+    const char *values[11] = { req->queue, req->partition, req->namespace_tag, req->task_tag, req->group,
+                               batch, partitions, req->auto_ack ? "t" : "f", req->subscription, req->lease_id,
+                               req->reconciled ? "t" : "f" };
     db_job *job = db_job_new(query_done, req);
-    if (walks_ready_set(req)) {   /* takes in what was written, committed before the claim looks */
+    if (req->reconciled) {   /* takes in what was written, committed before the claim looks */
+        req->owner->reconciles++;
         const char *ready[2] = { req->group, req->queue };
         db_job_call(job, STMT_READY_RECONCILE, ready, NULL, NULL);
         db_job_commit(job);
@@ -497,6 +531,7 @@ popper *popper_new(struct event_base *base, db_pool *pool, lease_book *leases, i
     p->pool = pool;
     p->recheck_ms = recheck_ms;
     p->max_segment_bytes = max_segment_bytes;
+    p->narrow = narrow_queues_new();
     return p;
 }
 
@@ -506,10 +541,17 @@ void popper_on_release(popper *p, pop_released_fn released, void *arg)
     p->released_arg = arg;
 }
 
-void popper_free(popper *p) { free(p); }
+void popper_free(popper *p)
+{
+    if (!p) return;
+    narrow_queues_free(p->narrow);
+    free(p);
+}
 
 size_t popper_parked(const popper *p) { return p->nparked; }
 
 uint64_t popper_wakeups(const popper *p) { return p->wakeups; }
 
 uint64_t popper_queries(const popper *p) { return p->queries; }
+
+uint64_t popper_reconciles(const popper *p) { return p->reconciles; }

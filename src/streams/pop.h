@@ -69,6 +69,7 @@ struct pop_request {
     struct event *deadline, *recheck;
     char     seen[64];         /* a waiting pop's last look: its transaction's now(), as text */
     bool     querying, rerun, parked, expired, cancelled;
+    bool     reconciled;       /* the query in flight sent the ready set's reconcile first */
     pop_request *prev, *next;  /* parked list */
 };
 
@@ -119,5 +120,6 @@ void    pop_request_free_timers(pop_request *req);
 size_t  popper_parked(const popper *p);
 uint64_t popper_wakeups(const popper *p);   /* parked pops a commit woke, since start */
 uint64_t popper_queries(const popper *p);   /* pop statements sent, since start */
+uint64_t popper_reconciles(const popper *p);   /* of them, those sent behind a ready-set reconcile */
 
 #endif

@@ -226,3 +226,72 @@ TEST(pop_ready_a_narrow_queue_keeps_no_set)
     CHECK_STR(ready_rows(q), "0");
     srv_stop(&s);
 }
+
+/* A narrow queue's pops send the set's reconcile only until the first one
+ * finds the queue narrow (sql/035): after that they go alone. */
+TEST(pop_ready_a_queue_found_narrow_has_its_pops_sent_without_a_reconcile)
+{
+    silt_server s;
+    srv_start(&s, NULL);
+    const char *q = uniq("narrow");
+    for (int i = 0; i < 3; i++) push_one(&s, q, sfmt("p%d", i), sfmt("t%d", i), "1");
+    int64_t before = srv_metric(&s, "silt_pop_reconciles_total");
+    CHECK_INT(drain(&s, q), 3);   /* four pops: three served, then a 204 */
+    CHECK_INT(srv_metric(&s, "silt_pop_reconciles_total") - before, 1);
+    srv_stop(&s);
+}
+
+/* A wide queue's pops each bring the set up to date first. */
+TEST(pop_ready_a_wide_queues_pops_each_reconcile_first)
+{
+    silt_server s;
+    srv_start(&s, NULL);
+    const char *q = wide_queue(&s);
+    for (int i = 0; i < 2; i++) push_one(&s, q, sfmt("p%d", i), sfmt("t%d", i), "1");
+    int64_t before = srv_metric(&s, "silt_pop_reconciles_total");
+    CHECK_INT(drain(&s, q), 2);
+    CHECK_INT(srv_metric(&s, "silt_pop_reconciles_total") - before, 3);
+    srv_stop(&s);
+}
+
+/* A queue this server found narrow grows past 256 partitions (here in SQL,
+ * as another server's pushes would): its next pop, sent without a
+ * reconcile, is refused before it claims, and goes again behind one, so
+ * the set it walks holds the partition written meanwhile. */
+TEST(pop_ready_a_queue_grown_wide_since_it_was_found_narrow_is_served_through_its_set)
+{
+    silt_server s;
+    srv_start(&s, NULL);
+    const char *q = uniq("grows");
+    push_one(&s, q, "p0", "t0", "1");
+    CHECK_STR(pop_partition(&s, q), "p0");
+    CHECK_STR(pop_partition(&s, q), "");
+    sql("INSERT INTO queen.log_partitions (queue, name) SELECT '%s', 'empty' || i FROM generate_series(1, 257) i", q);
+    push_one(&s, q, "late", "t1", "1");
+    int64_t before = srv_metric(&s, "silt_pop_reconciles_total");
+    CHECK_STR(pop_partition(&s, q), "late");
+    CHECK_INT(srv_metric(&s, "silt_pop_reconciles_total") - before, 1);
+    CHECK_STR(sql("SELECT count(*) FROM queen.log_ready_scans WHERE consumer_group = 'g' AND queue = '%s'", q), "1");
+    srv_stop(&s);
+}
+
+/* The refusal itself: a wide queue's pop that says it sent no reconcile
+ * fails with SLW01 and leaves the group without a cursor or a lease. */
+TEST(pop_ready_a_wide_queues_pop_without_a_reconcile_is_refused_and_claims_nothing)
+{
+    silt_server s;
+    srv_start(&s, NULL);
+    const char *q = wide_queue(&s);
+    push_one(&s, q, "p0", "t0", "1");
+    PGconn *pg = test_session();
+    PGresult *r = PQexec(pg, sfmt("SELECT count(*) FROM queen.pop('%s', NULL, NULL, NULL, 'g', 10, 1, false, NULL,"
+                                  " gen_random_uuid(), false)", q));
+    const char *state = PQresultErrorField(r, PG_DIAG_SQLSTATE);
+    CHECK_STR(state ? state : "", "SLW01");
+    PQclear(r);
+    PQfinish(pg);
+    CHECK_STR(sql("SELECT count(*) FROM queen.log_consumers c JOIN queen.log_partitions p ON p.id = c.partition_id"
+                  " WHERE p.queue = '%s'", q), "0");
+    CHECK_STR(pop_partition(&s, q), "p0");   /* the server's own pop reconciles and is served */
+    srv_stop(&s);
+}
