@@ -2,7 +2,8 @@
 # Where one scenario's CPU goes: msg/s, then the cores the load generator,
 # the server and PostgreSQL each kept busy over a window in the middle of
 # the run, and PostgreSQL's CPU per message. For A/B rounds of two builds
-# (run them alternately; timings here are noisy).
+# (run them alternately; timings here are noisy). Give it one scenario: the
+# window is timed from the start of the run, whatever runs first.
 #   scripts/bench-cpu.sh BINARY [silt bench options]
 #     default options: --seconds 8 --connections 128 --scenarios push1
 #   WINDOW=4        measured seconds
@@ -19,7 +20,7 @@ case "$bin" in /*) ;; *) bin="$PWD/$bin" ;; esac
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=scripts/cluster_lib.sh
 . "$here/cluster_lib.sh"
-dir=$(mktemp -d /tmp/silt-bench-cpu.XXXXXX) && chmod 755 "$dir"
+dir=$(mktemp -d /tmp/silt-bench-cpu.XXXXXX) && chmod 755 "$dir" || exit 1
 # shellcheck disable=SC2317  # reached through the EXIT trap
 cleanup() {
     [ -n "${load:-}" ] && kill "$load" 2>/dev/null && wait "$load" 2>/dev/null
@@ -31,17 +32,21 @@ pgport=$(cluster_start "$dir") || exit 1
 port=$(cluster_free_port) || exit 1
 PG_HOST=127.0.0.1 PG_PORT=$pgport PORT=$port LOG_LEVEL=warn "$bin" server 2>"$dir/server.log" &
 pid=$!
-server_wait_healthy "$port" "$pid" bench-cpu || exit 1
+server_wait_healthy "$port" "$pid" bench-cpu || { tail -20 "$dir/server.log" >&2; exit 1; }
 [ -z "${PRE_SQL:-}" ] || cluster_psql "$pgport" -qc "$PRE_SQL" || exit 1
 
 # CPU ticks (user + system) of the processes given, summed.
 ticks() { for p in "$@"; do awk '{ print $14 + $15 }' "/proc/$p/stat" 2>/dev/null; done | awk '{ s += $1 } END { print s + 0 }'; }
-# This cluster's processes: the postmaster and its children (the server's
-# backends among them), not another cluster's on the same machine.
-pg_pids() {
+# This cluster's CPU ticks, not another cluster's on the same machine: the
+# postmaster's own and those of the children it has reaped (cutime and
+# cstime: autovacuum workers come and go), and its live children's (the
+# server's backends among them).
+pg_ticks() {
     local pm
     pm=$(head -1 "$dir/data/postmaster.pid")
-    echo "$pm"; pgrep -P "$pm"
+    { awk '{ print $14 + $15 + $16 + $17 }' "/proc/$pm/stat"
+      for p in $(pgrep -P "$pm"); do awk '{ print $14 + $15 }' "/proc/$p/stat" 2>/dev/null; done
+    } | awk '{ s += $1 } END { print s + 0 }'
 }
 
 SILT_URL="http://127.0.0.1:$port" "$bin" bench "$@" >"$dir/bench.out" 2>&1 &
@@ -50,12 +55,15 @@ if grep -q -- popack <<<"$*"; then
     until grep -q preloaded "$dir/bench.out" || ! kill -0 "$load" 2>/dev/null; do sleep 0.05; done
 fi
 sleep "${SKIP:-2}"
-# shellcheck disable=SC2046  # one pid a word
-{ p0=$(ticks $(pg_pids)); s0=$(ticks "$pid"); b0=$(ticks "$load"); t0=$(date +%s.%N); }
+p0=$(pg_ticks); s0=$(ticks "$pid"); b0=$(ticks "$load"); t0=$(date +%s.%N)
 sleep "${WINDOW:-4}"
-# shellcheck disable=SC2046
-{ p1=$(ticks $(pg_pids)); s1=$(ticks "$pid"); b1=$(ticks "$load"); t1=$(date +%s.%N); }
-wait "$load"
+p1=$(pg_ticks); s1=$(ticks "$pid"); b1=$(ticks "$load"); t1=$(date +%s.%N)
+if ! kill -0 "$load" 2>/dev/null; then
+    echo "bench-cpu: the load ended before the window closed (a shorter SKIP + WINDOW, or more --seconds):" >&2
+    cat "$dir/bench.out" >&2
+    exit 1
+fi
+wait "$load" || { echo "bench-cpu: silt bench failed:" >&2; cat "$dir/bench.out" >&2; load=; exit 1; }
 load=
 grep -E '^(push|pop|GET|tasks|note)' "$dir/bench.out"
 rate=$(grep -E '^(push|pop)' "$dir/bench.out" | tail -1 | awk '{ print $(NF-3) }')

@@ -3,8 +3,9 @@
 -- A queue-wide pop sent queen.ready_reconcile (031) in a transaction of
 -- its own before every claim. For a queue of 256 partitions or fewer it
 -- returns at once, but the transaction still cost: under pop+ack (10
--- consumers, 10 partitions, batch 100) PostgreSQL spent 7.5 us of CPU per
--- consumed message with it and 6.9 without (medians of three).
+-- consumers, 10 partitions, batch 100) PostgreSQL spent about a tenth more
+-- CPU per consumed message with it (docs/performance.md, "Narrow pops
+-- alone").
 --
 -- The server now remembers which queues the reconcile found narrow and
 -- sends their pops alone, saying so (p_reconciled false). A queue that has
@@ -12,9 +13,9 @@
 -- before it claims anything, with SQLSTATE SLW01; the server forgets the
 -- queue and sends the pop again behind a reconcile. A pop therefore never
 -- walks a ready set that was not brought up to date just before it, as in
--- 031. 031's pop, with that refusal added; the ten-argument form goes, as
--- the server was its only caller.
-DROP FUNCTION queen.pop(text, text, text, text, text, integer, integer, boolean, text, uuid);
+-- 031. 031's pop, with that refusal added. The ten-argument form stays for
+-- servers of the previous version still running beside this one while
+-- they are replaced: they reconcile before every queue-wide pop.
 
 CREATE FUNCTION queen.pop(p_queue text, p_partition text, p_namespace text, p_task text,
                           p_group text, p_batch integer, p_partitions integer,
@@ -31,7 +32,7 @@ DECLARE
     span      record;
 BEGIN
     IF p_queue IS NOT NULL AND p_partition IS NULL AND queen.queue_is_wide(p_queue) THEN
-        IF NOT p_reconciled THEN
+        IF p_reconciled IS NOT TRUE THEN
             RAISE EXCEPTION 'queue % has more than 256 partitions: its pops reconcile first', p_queue
                 USING ERRCODE = 'SLW01';
         END IF;
@@ -87,3 +88,13 @@ BEGIN
     END LOOP;
     CLOSE cands;
 END $$;
+
+CREATE OR REPLACE FUNCTION queen.pop(p_queue text, p_partition text, p_namespace text, p_task text,
+                                     p_group text, p_batch integer, p_partitions integer,
+                                     p_auto_ack boolean, p_subscription text, p_lease uuid)
+RETURNS TABLE (queue text, partition_id uuid, partition text, cursor_from bigint, cursor_to bigint,
+               seg_base bigint, seg_created timestamptz, seg_blob bytea)
+LANGUAGE sql AS $$
+    SELECT * FROM queen.pop(p_queue, p_partition, p_namespace, p_task, p_group, p_batch, p_partitions,
+                            p_auto_ack, p_subscription, p_lease, true)
+$$;

@@ -102,7 +102,7 @@ void api_metrics(httpd_req *req, server *srv)
         "# TYPE silt_http_connections_refused_total counter\nsilt_http_connections_refused_total %llu\n"
         "# HELP silt_pop_queries_total pop statements sent: first tries, wake-ups and looks again when due\n"
         "# TYPE silt_pop_queries_total counter\nsilt_pop_queries_total %llu\n"
-        "# HELP silt_pop_reconciles_total pop statements sent behind a ready-set reconcile (queues of over 256 partitions)\n"
+        "# HELP silt_pop_reconciles_total pop statements sent behind a ready-set reconcile (all but those of queues found narrow)\n"
         "# TYPE silt_pop_reconciles_total counter\nsilt_pop_reconciles_total %llu\n"
         "# HELP silt_notify_listening the connection that hears other servers' commits is listening\n"
         "# TYPE silt_notify_listening gauge\nsilt_notify_listening %d\n"

@@ -239,6 +239,7 @@ static void query_done(void *arg, const db_reply *reply)
     if (refused_as_wide(req, reply)) {
         log_debug("pop %s: the queue has grown wide; its pops reconcile again", req->queue);
         narrow_queues_note(req->owner->narrow, req->queue, false);
+        if (req->expired || req->cancelled || req->owner->draining) { finish(req); return; }
         pop_query(req);
         return;
     }

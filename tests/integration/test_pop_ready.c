@@ -168,6 +168,24 @@ TEST(pop_ready_the_minutes_refill_mends_a_damaged_set)
     srv_stop(&s);
 }
 
+/* An autoAck long-poll of group g from q, in the background, once the
+ * server has parked it. */
+static void park_long_poll(bg_req *b, silt_server *s, const char *q)
+{
+    bg_start(b, s, "GET", sfmt("/api/v1/pop/queue/%s?consumerGroup=g&wait=true&timeout=20000&autoAck=true", q), NULL);
+    srv_await_metric(s, "silt_long_polls_parked", 1, 10000);
+}
+
+/* The parked long-poll answered with a message, well before its timeout. */
+static void expect_answered(bg_req *b)
+{
+    int status;
+    int64_t elapsed;
+    bg_wait(b, &status, &elapsed);
+    CHECK_INT(status, 200);
+    CHECK(elapsed < 15000);
+}
+
 /* A queue-wide long-poll parked on an empty set is answered by a write. */
 TEST(pop_ready_a_parked_queue_wide_pop_is_answered_by_a_write)
 {
@@ -177,14 +195,9 @@ TEST(pop_ready_a_parked_queue_wide_pop_is_answered_by_a_write)
     push_one(&s, q, "p0", "t0", "1");
     CHECK_STR(pop_partition(&s, q), "p0");
     bg_req b;
-    bg_start(&b, &s, "GET", sfmt("/api/v1/pop/queue/%s?consumerGroup=g&wait=true&timeout=20000&autoAck=true", q), NULL);
-    srv_await_metric(&s, "silt_long_polls_parked", 1, 10000);
+    park_long_poll(&b, &s, q);
     push_one(&s, q, "p1", "t1", "1");
-    int status;
-    int64_t elapsed;
-    bg_wait(&b, &status, &elapsed);
-    CHECK_INT(status, 200);
-    CHECK(elapsed < 15000);
+    expect_answered(&b);
     srv_stop(&s);
 }
 
@@ -249,28 +262,40 @@ TEST(pop_ready_a_wide_queues_pops_each_reconcile_first)
     const char *q = wide_queue(&s);
     for (int i = 0; i < 2; i++) push_one(&s, q, sfmt("p%d", i), sfmt("t%d", i), "1");
     int64_t before = srv_metric(&s, "silt_pop_reconciles_total");
+    int64_t queries = srv_metric(&s, "silt_pop_queries_total");
     CHECK_INT(drain(&s, q), 2);
     CHECK_INT(srv_metric(&s, "silt_pop_reconciles_total") - before, 3);
+    CHECK_INT(srv_metric(&s, "silt_pop_queries_total") - queries, 3);   /* none refused and sent again */
     srv_stop(&s);
 }
 
-/* A queue this server found narrow grows past 256 partitions (here in SQL,
- * as another server's pushes would): its next pop, sent without a
- * reconcile, is refused before it claims, and goes again behind one, so
+/* A queue this server's pops found narrow (a message popped, then a 204),
+ * grown since past 256 partitions (in SQL, as another server's pushes
+ * would), with nothing new to deliver. */
+static const char *grown_queue(silt_server *s)
+{
+    const char *q = uniq("grows");
+    push_one(s, q, "p0", "t0", "1");
+    CHECK_STR(pop_partition(s, q), "p0");
+    CHECK_STR(pop_partition(s, q), "");
+    sql("INSERT INTO queen.log_partitions (queue, name) SELECT '%s', 'empty' || i FROM generate_series(1, 257) i", q);
+    return q;
+}
+
+/* A queue this server found narrow grows past 256 partitions: its next
+ * pop, sent without a reconcile, is refused before it claims, and goes again behind one, so
  * the set it walks holds the partition written meanwhile. */
 TEST(pop_ready_a_queue_grown_wide_since_it_was_found_narrow_is_served_through_its_set)
 {
     silt_server s;
     srv_start(&s, NULL);
-    const char *q = uniq("grows");
-    push_one(&s, q, "p0", "t0", "1");
-    CHECK_STR(pop_partition(&s, q), "p0");
-    CHECK_STR(pop_partition(&s, q), "");
-    sql("INSERT INTO queen.log_partitions (queue, name) SELECT '%s', 'empty' || i FROM generate_series(1, 257) i", q);
+    const char *q = grown_queue(&s);
     push_one(&s, q, "late", "t1", "1");
     int64_t before = srv_metric(&s, "silt_pop_reconciles_total");
+    int64_t queries = srv_metric(&s, "silt_pop_queries_total");
     CHECK_STR(pop_partition(&s, q), "late");
     CHECK_INT(srv_metric(&s, "silt_pop_reconciles_total") - before, 1);
+    CHECK_INT(srv_metric(&s, "silt_pop_queries_total") - queries, 2);   /* refused alone, then behind one */
     CHECK_STR(sql("SELECT count(*) FROM queen.log_ready_scans WHERE consumer_group = 'g' AND queue = '%s'", q), "1");
     srv_stop(&s);
 }
@@ -293,5 +318,37 @@ TEST(pop_ready_a_wide_queues_pop_without_a_reconcile_is_refused_and_claims_nothi
     CHECK_STR(sql("SELECT count(*) FROM queen.log_consumers c JOIN queen.log_partitions p ON p.id = c.partition_id"
                   " WHERE p.queue = '%s'", q), "0");
     CHECK_STR(pop_partition(&s, q), "p0");   /* the server's own pop reconciles and is served */
+    srv_stop(&s);
+}
+
+/* The same refusal for a long-poll that then finds nothing: sent again
+ * behind a reconcile, it parks (its look's time read from the job's third
+ * call, not its second), and a write answers it. */
+TEST(pop_ready_a_long_poll_refused_as_wide_parks_and_is_answered_by_a_write)
+{
+    silt_server s;
+    srv_start(&s, NULL);
+    const char *q = grown_queue(&s);
+    int64_t queries = srv_metric(&s, "silt_pop_queries_total");
+    bg_req b;
+    park_long_poll(&b, &s, q);
+    CHECK(srv_metric(&s, "silt_pop_queries_total") - queries >= 2);   /* refused alone, then behind one */
+    push_one(&s, q, "late", "t1", "1");
+    expect_answered(&b);
+    srv_stop(&s);
+}
+
+/* Servers of the previous version call queen.pop with ten arguments while
+ * they are replaced: that form still claims (it stands for a pop sent
+ * behind a reconcile, as theirs always were). */
+TEST(pop_ready_the_previous_versions_ten_argument_pop_still_claims)
+{
+    silt_server s;
+    srv_start(&s, NULL);
+    const char *q = uniq("old");
+    push_one(&s, q, "p0", "t0", "1");
+    CHECK_STR(sql("SELECT partition FROM queen.pop('%s', NULL, NULL, NULL, 'g', 10, 1, true, NULL, gen_random_uuid())", q),
+              "p0");
+    CHECK_STR(pop_partition(&s, q), "");
     srv_stop(&s);
 }

@@ -50,3 +50,23 @@ TEST(narrow_queues_a_full_table_forgets_but_never_answers_wrongly)
     CHECK(kept > 0 && kept <= NARROW_QUEUES_SLOTS);
     narrow_queues_free(n);
 }
+
+/* Noting a queue wide clears its own entry only: a queue that took the
+ * slot since keeps being known narrow. */
+TEST(narrow_queues_noting_a_queue_wide_leaves_the_queue_that_took_its_slot)
+{
+    narrow_queues *n = narrow_queues_new();
+    char name[32];
+    narrow_queues_note(n, "a", true);
+    int i = 0;
+    do {   /* a name whose slot is a's: it evicts a */
+        snprintf(name, sizeof name, "q%d", i++);
+        narrow_queues_note(n, name, true);
+        if (narrow_queues_has(n, "a")) narrow_queues_note(n, name, false);
+    } while (narrow_queues_has(n, "a") && i < 100 * NARROW_QUEUES_SLOTS);
+    CHECK(!narrow_queues_has(n, "a"));
+    CHECK(narrow_queues_has(n, name));
+    narrow_queues_note(n, "a", false);   /* a was evicted: nothing of a's to clear */
+    CHECK(narrow_queues_has(n, name));
+    narrow_queues_free(n);
+}
