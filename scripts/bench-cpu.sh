@@ -10,12 +10,17 @@
 #   SKIP=2          seconds into the run before the window opens (for
 #                   popack, counted from the end of its preload)
 #   PRE_SQL="..."   run once the server has migrated, before the load
+#   LOADGEN=PATH    the silt binary whose `silt bench` drives the load
+#                   (default BINARY): an older server measured under
+#                   today's load generator, the same for both sides of an A/B
 #   any setting of the server's environment passes through (PUSH_MAX_FLUSHES=1 …)
 # A throwaway cluster with PostgreSQL's durable defaults; one server.
 set -u
 bin="${1:?usage: scripts/bench-cpu.sh BINARY [silt bench options]}"
 shift
 case "$bin" in /*) ;; *) bin="$PWD/$bin" ;; esac
+loadgen="${LOADGEN:-$bin}"
+case "$loadgen" in /*) ;; *) loadgen="$PWD/$loadgen" ;; esac
 [ $# -gt 0 ] || set -- --seconds 8 --connections 128 --scenarios push1
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=scripts/cluster_lib.sh
@@ -49,7 +54,7 @@ pg_ticks() {
     } | awk '{ s += $1 } END { print s + 0 }'
 }
 
-SILT_URL="http://127.0.0.1:$port" "$bin" bench "$@" >"$dir/bench.out" 2>&1 &
+SILT_URL="http://127.0.0.1:$port" "$loadgen" bench "$@" >"$dir/bench.out" 2>&1 &
 load=$!
 if grep -q -- popack <<<"$*"; then
     until grep -q preloaded "$dir/bench.out" || ! kill -0 "$load" 2>/dev/null; do sleep 0.05; done
