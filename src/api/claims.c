@@ -115,21 +115,46 @@ static void give_back(claim_call *c, const PGresult *r, int first, int n)
     db_array_fini(&claims);
 }
 
+/* Ends the call with what its claim took (n tasks from row first), or an
+ * empty list when r is NULL. */
+static void claim_end(claim_call *c, const db_reply *reply, const PGresult *r, int first, int n)
+{
+    if (c->park) task_park_cancel(c->park);
+    c->req->on_gone = NULL;
+    if (c->gone && r && n > 0) give_back(c, r, first, n);
+    /* A client that half-closed still reads: it is told it took nothing. */
+    if (reply && reply->error) api_db_error(c->req, reply);
+    else if (c->gone) httpd_reply(c->req, 204, NULL, 0);
+    else claim_reply(c, r, first, n);
+    claim_free(c);
+}
+
+/* The park looks again when the earliest delayed task of its queues is due
+ * (at most TASK_RECHECK_MS from now, as it was made), not a second later. */
+static void next_run_known(void *arg, const db_reply *reply)
+{
+    claim_call *c = arg;
+    c->querying = false;
+    if (c->gone) { claim_end(c, NULL, NULL, 0, 0); return; }
+    const PGresult *r = reply->error ? NULL : reply->results[0];
+    if (r && PQntuples(r) == 1 && !db_null(r, 0, 0)) task_park_shorten(c->park, db_int(r, 0, 0));
+    task_park_arm(c->park);
+}
+
 static void claimed(void *arg, const db_reply *reply, const PGresult *r, int first, int n)
 {
     claim_call *c = arg;
     c->querying = false;
     bool waiting = c->park && !c->gone && c->deadline_us > clock_mono_us() && !c->srv->draining;
     if (reply->error || n > 0 || !waiting) {
-        if (c->park) task_park_cancel(c->park);
-        if (c->gone && !reply->error && n > 0) give_back(c, r, first, n);
-        c->req->on_gone = NULL;
-        if (reply->error) api_db_error(c->req, reply);
-        else claim_reply(c, r, first, n);   /* dropped when the client is gone */
-        claim_free(c);
+        claim_end(c, reply, reply->error ? NULL : r, first, n);
         return;
     }
-    task_park_arm(c->park);
+    c->querying = true;
+    const char *values[1] = { c->names };
+    db_job *job = db_job_new(next_run_known, c);
+    db_job_call(job, STMT_TASK_NEXT_RUN, values, NULL, NULL);
+    db_submit(c->srv->pool, job);
 }
 
 /* A long-polling claimer hung up: parked, it ends now; with a claim in
@@ -150,11 +175,7 @@ static void claim_gone(httpd_req *req, void *arg)
 static void claim_now(claim_call *c)
 {
     if (c->srv->draining) {   /* a stopping server claims nothing more */
-        if (c->park) task_park_cancel(c->park);
-        c->park = NULL;
-        c->req->on_gone = NULL;
-        claim_reply(c, NULL, 0, 0);
-        claim_free(c);
+        claim_end(c, NULL, NULL, 0, 0);
         return;
     }
     int64_t left_ms = (c->deadline_us - clock_mono_us()) / 1000;

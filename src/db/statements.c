@@ -120,7 +120,9 @@ const db_statement db_statements[STMT_COUNT] = {
     /* rows in the order api/workers.c reads them */
     [STMT_TASK_CLAIM_MANY] = { "task_claim_many", "SELECT idx, id, task_name, queue_name, args, priority, claim_id,"
         " attempt, retry_count, timeout_ms, status FROM tasks.claim_many($1, $2, $3, $4, $5)", 5 },
-    [STMT_TASK_NEXT_RUN] = { "task_next_run", "SELECT tasks.next_run_at($1)", 1 },
+    /* milliseconds until the earliest delayed task of these queues is due (NULL: none) */
+    [STMT_TASK_NEXT_RUN] = { "task_next_run",
+        "SELECT ceil(extract(epoch FROM tasks.next_run_at($1) - now()) * 1000)::bigint", 1 },
     [STMT_TASK_START]   = { "task_start", "SELECT tasks.start($1, $2)", 2 },
     [STMT_TASK_HEARTBEAT] = { "task_heartbeat", "SELECT id, state FROM tasks.heartbeat($1, $2, $3)", 3 },
     [STMT_TASK_FINISH]  = { "task_finish", "SELECT tasks.finish($1, $2, $3, $4, $5, $6)", 6 },
@@ -128,7 +130,7 @@ const db_statement db_statements[STMT_COUNT] = {
         "SELECT idx, id, status, queue FROM tasks.finish_many($1, $2, $3, $4, $5, $6)", 6 },
     [STMT_TASK_RELEASE] = { "task_release", "SELECT queue, released FROM tasks.release($1, $2, $3)", 3 },
     [STMT_TASK_UNCLAIM] = { "task_unclaim", "SELECT queue, released FROM tasks.unclaim($1, $2)", 2 },
-    [STMT_TASK_RECOVER] = { "task_recover", "SELECT id, action, status, queue FROM tasks.recover_if_owner($1, $2)", 2 },
+    [STMT_TASK_RECOVER] = { "task_recover", "SELECT id, action, status, queue FROM tasks.recover_if_owner($1, $2, $3, $4)", 4 },
     /* after the commits it speaks of, in a transaction of its own (tasks/hub.c) */
     [STMT_TASK_NOTIFY]  = { "task_notify", "SELECT count(pg_notify('silt_tasks', x)) FROM unnest($1::text[]) x", 1 },
     /* workflows (sql/020_workflows.sql): rows in the order api/workflows.c reads them */

@@ -573,11 +573,14 @@ void httpd_send(httpd_req *req, int status, reply_body *body)
     stop_watch(req);
     conn_answered(req);   /* before the send: evhttp may close the connection inside it */
     bool gone = req->server->relay ? req->io_left : req->left;
-    if (req->ev && !gone) {
-        send_now(req, status, body, "");
+    if (req->ev) {
+        /* A client seen leaving may only have half-closed (a worker giving
+         * up a long poll reads on): a reply the handler made before it
+         * heard of the leaving reaches it whole, so what a claim handed out
+         * is never dropped here. To a closed socket the bytes cost nothing. */
+        send_now(req, status, body, gone ? " (client gone)" : "");
     } else {
         double ms = (double)(clock_mono_us() - req->started_us) / 1000.0;
-        if (req->ev) evhttp_send_reply(req->ev, status, NULL, NULL);   /* lets evhttp find the hang-up and clean up */
         log_info("%s %s %d %.1fms (%s)", method_name(req->method), req->path, status, ms,
                  req->timed_out ? "answered earlier by the request timeout" : "client gone");
     }

@@ -47,6 +47,7 @@ struct task_hub {
     int                parked[2];   /* by park_kind */
     struct event      *recovery;
     bool               recovering, stopped;
+    bool               blind;       /* the last recovery pass failed: it could not see */
     gather            *sends, *finishes, *claims;
     char               origin[IDS_UUID_TEXT];   /* this server, in its announcements */
     db_array           outbox;                  /* announcements not yet notified */
@@ -130,6 +131,12 @@ static void fire_soon(task_park *p)
 {
     struct timeval now = { 0, 0 };
     evtimer_add(p->timer, &now);
+}
+
+void task_park_shorten(task_park *p, int64_t ms)
+{
+    int64_t at = clock_mono_us() + (ms > 0 ? ms : 0) * 1000;
+    if (at < p->deadline_us) p->deadline_us = at;
 }
 
 void task_park_arm(task_park *p)
@@ -359,6 +366,7 @@ static void recovered(void *arg, const db_reply *reply)
 {
     task_hub *h = arg;
     if (reply->error) log_warn("task recovery: %s", reply->error);
+    h->blind = reply->error != NULL;
     const PGresult *r = reply->error ? NULL : reply->results[0];
     for (int row = 0; r && row < PQntuples(r); row++) {
         char id[IDS_UUID_TEXT];
@@ -377,10 +385,13 @@ static void on_recovery(evutil_socket_t fd, short what, void *arg)
     task_hub *h = arg;
     if (h->recovering || h->stopped) return;
     h->recovering = true;
-    char claimed[16], running[16];
+    char claimed[16], running[16], check[16];
     snprintf(claimed, sizeof claimed, "%d", h->conf->recovery.claimed_stale_after_ms);
     snprintf(running, sizeof running, "%d", h->conf->recovery.running_stale_after_ms);
-    const char *values[2] = { claimed, running };
+    snprintf(check, sizeof check, "%d", h->conf->recovery.check_interval_ms);
+    /* after a failed pass, heartbeats missing meanwhile may not have been
+     * missed by their workers: recovery's clock of sight restarts */
+    const char *values[4] = { claimed, running, check, h->blind ? "true" : "false" };
     db_job *job = db_job_new(recovered, h);
     db_job_call(job, STMT_TASK_RECOVER, values, NULL, NULL);
     db_submit(h->pool, job);

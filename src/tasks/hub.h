@@ -88,6 +88,8 @@ task_park *task_park_sent(task_hub *h, char *const *queues, size_t nqueues, int6
 /* A notification matched since the park was made (or the listener
  * reconnected); the park stays until it fires or is cancelled. */
 bool       task_park_woken(const task_park *p);
+/* Brings the park's end forward to ms from now, if that is sooner. */
+void       task_park_shorten(task_park *p, int64_t ms);
 /* Fires the park at once if it was woken meanwhile, else leaves it waiting. */
 void       task_park_arm(task_park *p);
 void       task_park_cancel(task_park *p);
