@@ -14,6 +14,10 @@
  * themselves (a long poll only while nothing runs). */
 #include "cli/cli.h"
 #include "cli/worker.h"
+#include <errno.h>
+#include <fcntl.h>
+#include <unistd.h>
+#include "cli/worker_guard.h"
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -54,56 +58,82 @@ static const char worker_usage[] =
     "The server is SILT_URL (default " CLI_DEFAULT_URL ").\n";
 
 /* Signals, counted for the loop; a second one kills every command's group
- * from the handler and exits. */
+ * from the handler and exits. Each signal also writes a byte to the wake
+ * pipe, so a poll or a claim's long poll returns at once: 'S' a stop, 'C' a
+ * command that ended (SIGCHLD). */
 volatile sig_atomic_t wk_signals;
 pid_t *wk_pids;
 static int wk_npids;
+static int wake_write = -1;
+
+static void wake(char why)
+{
+    int saved = errno;
+    if (wake_write >= 0 && write(wake_write, &why, 1) < 0) { /* full: a wake-up is pending anyway */ }
+    errno = saved;
+}
 
 static void on_stop_signal(int sig)
 {
     (void)sig;
+    wake('S');
     if (wk_signals++ == 0) return;
     for (int i = 0; i < wk_npids; i++)
         if (wk_pids[i] > 0) kill(-wk_pids[i], SIGKILL);
     _exit(CLI_EXIT_FAILED);
 }
 
-static void install_signals(void)
+static void on_child(int sig)
 {
+    (void)sig;
+    wake('C');
+}
+
+static int install_signals(worker *w)
+{
+    int p[2];
+    if (pipe2(p, O_CLOEXEC | O_NONBLOCK) < 0) return -1;
+    w->wake_fd = p[0];
+    wake_write = p[1];
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_stop_signal;
     sigemptyset(&sa.sa_mask);
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGINT, &sa, NULL);
+    sa.sa_handler = on_child;
+    sa.sa_flags = SA_RESTART | SA_NOCLDSTOP;
+    sigaction(SIGCHLD, &sa, NULL);
     signal(SIGPIPE, SIG_IGN);
+    return 0;
 }
 
 /* ---- the loop ------------------------------------------------------------ */
 
-/* Reads the commands' output for up to timeout_ms. */
+/* Reads the commands' output, waiting up to timeout_ms for it, for a
+ * command's end or for a signal. */
 static void pump(worker *w, int64_t timeout_ms)
 {
-    struct pollfd *fds = xcalloc((size_t)w->concurrency * 2 + 1, sizeof *fds);
     int n = 0;
-    for (long i = 0; i < w->concurrency; i++)
-        if (w->slots[i].used) n += wk_child_fds(&w->slots[i].child, fds + n);
-    if (timeout_ms > 0 || n > 0) poll(fds, (nfds_t)n, (int)(timeout_ms > 0 ? timeout_ms : 0));
+    struct pollfd *fds = wk_watch_fds(w, &n);
+    poll(fds, (nfds_t)n, (int)(timeout_ms > 0 ? timeout_ms : 0));
+    free(fds);
+    wk_drain_wake(w);
     for (long i = 0; i < w->concurrency; i++)
         if (w->slots[i].used) wk_child_read(&w->slots[i].child);
-    free(fds);
 }
 
 static void reap(worker *w)
 {
+    if (!w->child_ended) return;
+    w->child_ended = false;
     for (long i = 0; i < w->concurrency; i++) {
         wk_task *t = &w->slots[i];
         if (!t->used || !wk_child_reap(&t->child)) continue;
         wk_pids[i] = 0;
         w->running--;
-        wk_task_finish(w, t);
+        wk_report_add(w, t);
         wk_task_free(t);
-        w->next_claim_ms = clock_mono_ms();   /* a slot is free: claim for it now */
     }
 }
 
@@ -120,6 +150,7 @@ static void enforce(worker *w)
         } else if (t->end == WK_RUN && w->stopping && now >= w->grace_until_ms) {
             t->end = WK_CRASHING;
             wk_child_kill(&t->child, SIGKILL);
+            w->give_up_ms = now + WK_END_LINGER_MS;
         } else if (t->end == WK_CANCELLING && now >= t->kill_at_ms) {
             wk_child_kill(&t->child, SIGKILL);
             t->kill_at_ms = now + WK_KILL_AFTER_MS;
@@ -131,30 +162,56 @@ static void notice_signal(worker *w)
 {
     if (!wk_signals || w->stopping) return;
     w->stopping = true;
-    w->grace_until_ms = clock_mono_ms() + w->grace_s * 1000;
+    w->grace_until_ms = w->give_up_ms = clock_mono_ms() + w->grace_s * 1000;
     log_info("worker: stopping: %d task(s) running, %ld s of grace", w->running, w->grace_s);
 }
 
-/* How long the loop may wait on the commands before its next duty. */
-static int64_t idle_for(const worker *w)
+/* The next moment something is due: a heartbeat, an end to send again, a
+ * timeout, a cancel's SIGKILL, the end of the grace. */
+static int64_t next_duty(const worker *w)
 {
-    int64_t now = clock_mono_ms(), wake = now + (w->running ? WK_TICK_MS : 250);
-    if (!w->stopping && w->running < w->concurrency && w->next_claim_ms < wake) wake = w->next_claim_ms;
-    if (w->next_hb_ms < wake) wake = w->next_hb_ms;
-    return wake > now ? wake - now : 0;
+    int64_t at = w->next_hb_ms;
+    if (w->nreports && w->next_report_ms < at) at = w->next_report_ms;
+    if (w->stopping && w->running && w->grace_until_ms < at) at = w->grace_until_ms;
+    if (w->stopping && w->nreports && w->give_up_ms < at) at = w->give_up_ms;
+    for (long i = 0; i < w->concurrency; i++) {
+        const wk_task *t = &w->slots[i];
+        if (!t->used) continue;
+        if (t->end == WK_RUN && t->timeout_ms > 0 && t->started_ms + t->timeout_ms < at) at = t->started_ms + t->timeout_ms;
+        if (t->end == WK_CANCELLING && t->kill_at_ms < at) at = t->kill_at_ms;
+    }
+    return at;
+}
+
+static bool done(const worker *w)
+{
+    if (!w->stopping || w->running) return false;
+    if (w->nreports && clock_mono_ms() < w->give_up_ms) return false;
+    if (w->nreports)
+        log_warn("worker: %d end(s) not delivered: the server's recovery fails those tasks WORKER_CRASHED", w->nreports);
+    return true;
 }
 
 static int worker_loop(worker *w)
 {
     w->next_hb_ms = clock_mono_ms();
-    while (!(w->stopping && w->running == 0)) {
+    for (;;) {
         notice_signal(w);
-        if (!w->stopping && w->running < w->concurrency && clock_mono_ms() >= w->next_claim_ms) wk_claim(w);
-        notice_signal(w);
-        pump(w, idle_for(w));
         reap(w);
         enforce(w);
+        int64_t now = clock_mono_ms();
+        if (w->nreports && now >= w->next_report_ms) wk_reports_deliver(w);
+        if (done(w)) break;
         if (clock_mono_ms() >= w->next_hb_ms) wk_heartbeat(w);
+        now = clock_mono_ms();
+        int64_t wait = next_duty(w) - now;
+        bool may_claim = !w->stopping && !wk_signals && w->running < w->concurrency;
+        if (may_claim && now >= w->next_claim_ms) {
+            wk_claim(w, wait);
+            continue;
+        }
+        if (may_claim && w->next_claim_ms - now < wait) wait = w->next_claim_ms - now;
+        pump(w, w->child_ended || (wk_signals && !w->stopping) ? 0 : wait);
     }
     log_info("worker: %s stopped", w->id);
     return CLI_EXIT_OK;
@@ -162,6 +219,10 @@ static int worker_loop(worker *w)
 
 static int worker_run(worker *w)
 {
+    if (wk_guard_start() < 0) {   /* first: the guard holds nothing of ours but its pipe */
+        cli_error("worker: cannot start the guard of its commands: %s", strerror(errno));
+        return CLI_EXIT_FAILED;
+    }
     w->http = cli_http_client(cli_server_url());
     if (!w->http) {
         cli_error("invalid server url \"%s\" (expected http://host[:port])", cli_server_url());
@@ -169,9 +230,10 @@ static int worker_run(worker *w)
     }
     const char *level = getenv("LOG_LEVEL");
     if (level && *level && log_set_level(level) < 0) log_warn("worker: LOG_LEVEL \"%s\" unknown: info", level);
-    install_signals();
     int rc = CLI_EXIT_FAILED;
-    if (wk_register(w) == 0) {
+    if (install_signals(w) < 0) {
+        cli_error("worker: cannot make its wake-up pipe: %s", strerror(errno));
+    } else if (wk_register(w) == 0) {
         log_info("worker: %s registered: queues %s%s, concurrency %ld, heartbeat every %lld ms", w->id,
                  w->queues.items[0], w->queues.n > 1 ? " and more" : "", w->concurrency,
                  (long long)w->hb_interval_ms);
@@ -182,6 +244,7 @@ static int worker_run(worker *w)
     } else {
         cli_error("worker: registration with %s failed", cli_server_url());
     }
+    wk_reports_free(w);
     wk_npids = 0;
     free(wk_pids);
     wk_pids = NULL;

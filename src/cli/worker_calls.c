@@ -1,7 +1,7 @@
 /* worker_calls: the worker protocol, one blocking call at a time (see
- * worker.h; the routes are in src/api/workers.c). A call that fails is
- * logged and left: a claim is tried again, a heartbeat at the next
- * interval, and a lost report leaves the task to the server's recovery. */
+ * worker.h; the routes are in src/api/workers.c and src/api/claims.c). A
+ * claim or heartbeat that fails is logged and tried again later; the ends
+ * of commands are worker_reports.c's, which keeps them until delivered. */
 #include "cli/worker.h"
 #include <signal.h>
 #include <stdio.h>
@@ -15,17 +15,19 @@
 
 /* ---- talking to the server ------------------------------------------- */
 
-/* One call. The HTTP status with the reply parsed into d (a status of 400
- * or more logged with the server's error), or -1 on a transport failure
- * (logged). what names the call in the log. */
-static int wk_call(worker *w, const char *what, const char *path, const buf *body, int wait_ms,
-                   http_response *r, json_doc *d)
+int wk_call(worker *w, const char *what, const char *path, const buf *body, int wait_ms,
+            http_response *r, json_doc *d)
 {
     http_client_set_timeout(w->http, wait_ms + WK_CALL_SLACK_MS);
     if (http_request(w->http, "POST", path, body->data, body->len, r) < 0) {
-        log_warn("worker: %s: %s", what, http_client_error(w->http));
+        if (http_client_abandoned(w->http)) log_debug("worker: %s: given up", what);
+        else log_warn("worker: %s: %s", what, http_client_error(w->http));
         return -1;
     }
+    /* A claim given up before the server replied: it answers with no body
+     * (204, or the status it would have sent, to a client it counts as
+     * gone) and gives back what it took. */
+    if (r->status == 204 || (http_client_abandoned(w->http) && r->body.len == 0)) return 204;
     if (json_parse(d, r->body.data, r->body.len, CLI_MAX_TOKENS) < 0) {
         log_warn("worker: %s: malformed reply (HTTP %d): %s", what, r->status, d->error);
         return -1;
@@ -38,12 +40,12 @@ static int wk_call(worker *w, const char *what, const char *path, const buf *bod
     return r->status;
 }
 
-static void put_held(buf *b, const wk_task *t, bool first)
+static void put_held(buf *b, const char *id, const char *claim, bool first)
 {
     buf_puts(b, first ? "{\"id\":" : ",{\"id\":");
-    json_put_cstr(b, t->id);
+    json_put_cstr(b, id);
     buf_puts(b, ",\"claimId\":");
-    json_put_cstr(b, t->claim);
+    json_put_cstr(b, claim);
     buf_putc(b, '}');
 }
 
@@ -51,14 +53,6 @@ static void worker_path(buf *path, const worker *w, const char *what)
 {
     buf_puts(path, "/api/v1/workers");
     cli_path_segment(path, w->id);
-    buf_putc(path, '/');
-    buf_puts(path, what);
-}
-
-static void task_path(buf *path, const char *id, const char *what)
-{
-    buf_puts(path, "/api/v1/tasks");
-    cli_path_segment(path, id);
     buf_putc(path, '/');
     buf_puts(path, what);
 }
@@ -104,117 +98,12 @@ int wk_register(worker *w)
     return rc;
 }
 
-/* ---- finishing a task -------------------------------------------------- */
-
-static void trim(const char **s, size_t *n)
-{
-    while (*n && strchr(" \t\r\n", (*s)[0])) { (*s)++; (*n)--; }
-    while (*n && strchr(" \t\r\n", (*s)[*n - 1])) (*n)--;
-}
-
-/* What to report: a result (body gets "result") or an error code and message. */
-static void outcome(const worker *w, const wk_task *t, buf *body, char *code, size_t codelen, buf *message)
-{
-    const wk_child *c = &t->child;
-    const char *line = wk_child_last_line(c);
-    switch (t->end) {
-    case WK_TIMED_OUT:
-        snprintf(code, codelen, "TASK_TIMEOUT");
-        buf_printf(message, "ran past its timeout of %lld ms", (long long)t->timeout_ms);
-        return;
-    case WK_CANCELLING:
-        snprintf(code, codelen, "CANCELLED");
-        buf_puts(message, "cancelled while running");
-        return;
-    case WK_CRASHING:
-        snprintf(code, codelen, "WORKER_CRASHED");
-        buf_printf(message, "the worker stopped and its grace of %ld s ran out", w->grace_s);
-        return;
-    case WK_NOT_STARTED:
-        snprintf(code, codelen, "SPAWN_FAILED");
-        buf_puts(message, line);
-        return;
-    case WK_RUN: case WK_LOST: break;
-    }
-    if (WIFSIGNALED(c->status)) {
-        snprintf(code, codelen, "SIGNAL_%d", WTERMSIG(c->status));
-        if (*line) buf_puts(message, line);
-        else buf_printf(message, "killed by signal %d (%s)", WTERMSIG(c->status), strsignal(WTERMSIG(c->status)));
-        return;
-    }
-    if (WEXITSTATUS(c->status) != 0) {
-        snprintf(code, codelen, "EXIT_%d", WEXITSTATUS(c->status));
-        if (*line) buf_puts(message, line);
-        else buf_printf(message, "exited %d", WEXITSTATUS(c->status));
-        return;
-    }
-    if (c->out_overflow) {
-        snprintf(code, codelen, "RESULT_TOO_LARGE");
-        buf_printf(message, "stdout exceeded %u bytes", WK_STDOUT_MAX);
-        return;
-    }
-    const char *text = c->out.data ? c->out.data : "";
-    size_t n = c->out.len;
-    trim(&text, &n);
-    json_doc d;
-    json_doc_init(&d);
-    if (n == 0) buf_puts(body, ",\"result\":null");
-    else if (json_parse_shallow(&d, text, n, 16, 0) == 0) { buf_puts(body, ",\"result\":"); buf_append(body, text, n); }
-    else {
-        snprintf(code, codelen, "INVALID_RESULT");
-        buf_printf(message, "stdout is not a JSON value: %s", d.error);
-    }
-    json_doc_fini(&d);
-}
-
 void wk_task_free(wk_task *t)
 {
     wk_child_fini(&t->child);
     free(t->name);
     free(t->queue);
     memset(t, 0, sizeof *t);
-}
-
-/* Reports the end of t's command (the caller frees the slot). */
-void wk_task_finish(worker *w, wk_task *t)
-{
-    int64_t ms = clock_mono_ms() - t->started_ms;
-    if (t->end == WK_LOST) {
-        log_info("task %s %s: lost (taken back by the server), dropped after %lld ms", t->id, t->name, (long long)ms);
-        return;
-    }
-    char code[64] = "";
-    buf body, message, path;
-    buf_init(&body); buf_init(&message); buf_init(&path);
-    buf_puts(&body, "{\"claimId\":");
-    json_put_cstr(&body, t->claim);
-    outcome(w, t, &body, code, sizeof code, &message);
-    if (*code) {
-        buf_puts(&body, ",\"errorCode\":");
-        json_put_cstr(&body, code);
-        buf_puts(&body, ",\"errorMessage\":");
-        json_put_str(&body, message.data ? message.data : "", message.len);
-    }
-    buf_putc(&body, '}');
-    task_path(&path, t->id, *code ? "fail" : "complete");
-    http_response r;
-    http_response_init(&r);
-    json_doc d;
-    json_doc_init(&d);
-    int status = wk_call(w, *code ? "fail" : "complete", path.data, &body, 0, &r, &d);
-    char *now = status == 200 ? cli_get_str(&d, 0, "status") : NULL;
-    buf after;   /* what the server made of it */
-    buf_init(&after);
-    if (now) buf_printf(&after, ", now %s", now);
-    else buf_puts(&after, status == 409 ? ", refused (fenced)" : ", not reported");
-    if (*code) log_info("task %s %s: %s: %s, %lld ms%s", t->id, t->name, code, message.data ? message.data : "",
-                        (long long)ms, after.data);
-    else log_info("task %s %s: completed, %lld ms%s", t->id, t->name, (long long)ms, after.data);
-    buf_fini(&after);
-    free(now);
-    json_doc_fini(&d);
-    http_response_fini(&r);
-    buf_fini(&body); buf_fini(&message); buf_fini(&path);
 }
 
 /* ---- starting a task ---------------------------------------------------- */
@@ -224,30 +113,6 @@ static wk_task *free_slot(worker *w)
     for (long i = 0; i < w->concurrency; i++)
         if (!w->slots[i].used) return &w->slots[i];
     return NULL;
-}
-
-/* POST start; the attempt it began, or -1 (refused or failed: dropped). */
-static int start_call(worker *w, const wk_task *t)
-{
-    buf body, path;
-    buf_init(&body); buf_init(&path);
-    buf_puts(&body, "{\"claimId\":");
-    json_put_cstr(&body, t->claim);
-    buf_putc(&body, '}');
-    task_path(&path, t->id, "start");
-    http_response r;
-    http_response_init(&r);
-    json_doc d;
-    json_doc_init(&d);
-    int64_t attempt = -1;
-    int a;
-    if (wk_call(w, "start", path.data, &body, 0, &r, &d) != 200 || (a = json_get(&d, 0, "attempt")) < 0 ||
-        json_int64(&d, (uint32_t)a, &attempt) < 0)
-        attempt = -1;
-    json_doc_fini(&d);
-    http_response_fini(&r);
-    buf_fini(&body); buf_fini(&path);
-    return (int)attempt;
 }
 
 /* Starts claimed task (element tok of the claim reply) in slot t. */
@@ -263,8 +128,10 @@ static void task_start(worker *w, wk_task *t, const json_doc *d, int tok)
     if (!t->name) t->name = xstrdup("?");
     int to = json_get(d, (uint32_t)tok, "timeoutMs");
     if (to < 0 || json_int64(d, (uint32_t)to, &t->timeout_ms) < 0) t->timeout_ms = w->timeout_s * 1000;
-    t->attempt = start_call(w, t);
-    if (t->attempt < 0) { wk_task_free(t); return; }
+    int at = json_get(d, (uint32_t)tok, "attempt");
+    int64_t attempt = 0;
+    if (at >= 0 && json_int64(d, (uint32_t)at, &attempt) < 0) attempt = 0;
+    t->attempt = (int)attempt;
     t->used = true;
     t->started_ms = clock_mono_ms();
     int args = json_get(d, (uint32_t)tok, "args");
@@ -276,7 +143,7 @@ static void task_start(worker *w, wk_task *t, const json_doc *d, int tok)
         log_warn("task %s %s: cannot start %s: %s", t->id, t->name, w->argv[0], err);
         t->end = WK_NOT_STARTED;
         buf_printf(&t->child.last, "cannot start %s: %s", w->argv[0], err);
-        wk_task_finish(w, t);
+        wk_report_add(w, t);
         wk_task_free(t);
         return;
     }
@@ -286,76 +153,95 @@ static void task_start(worker *w, wk_task *t, const json_doc *d, int tok)
              t->attempt, (int)t->child.pid);
 }
 
-/* ---- claims and heartbeats ------------------------------------------------ */
+/* ---- claims -------------------------------------------------------------- */
 
-static void release(worker *w, const buf *held)
-{
-    buf body, path;
-    buf_init(&body); buf_init(&path);
-    buf_puts(&body, "{\"tasks\":[");
-    buf_append(&body, held->data, held->len);
-    buf_puts(&body, "]}");
-    worker_path(&path, w, "release");
-    http_response r;
-    http_response_init(&r);
-    json_doc d;
-    json_doc_init(&d);
-    if (wk_call(w, "release", path.data, &body, 0, &r, &d) == 200) {
-        buf n;
-        buf_init(&n);
-        cli_put_cell(&n, &d, json_get(&d, 0, "released"));
-        log_info("worker: stopping: handed back %s claimed task(s)", n.data);
-        buf_fini(&n);
-    }
-    json_doc_fini(&d);
-    http_response_fini(&r);
-    buf_fini(&body); buf_fini(&path);
-}
-
-/* Starts what a claim returned; once stopping, hands it back instead. */
+/* Starts what a claim returned (started by the claim itself: RUNNING). A
+ * claim answered as a stop signal came is run too, within the grace: its
+ * tasks are already started, and only the claim itself can be given back. */
 static int claimed(worker *w, const json_doc *d)
 {
     int list = json_get(d, 0, "tasks"), tok, n = 0;
-    buf held;
-    buf_init(&held);
     for (uint32_t i = 0; list >= 0 && (tok = json_at(d, (uint32_t)list, i)) >= 0; i++, n++) {
-        wk_task *t = wk_signals ? NULL : free_slot(w);
-        if (t) { task_start(w, t, d, tok); continue; }
-        wk_task back = { 0 };
-        char *id = cli_get_str(d, tok, "id"), *claim = cli_get_str(d, tok, "claimId");
-        snprintf(back.id, sizeof back.id, "%s", id ? id : "");
-        snprintf(back.claim, sizeof back.claim, "%s", claim ? claim : "");
-        free(id); free(claim);
-        put_held(&held, &back, held.len == 0);
+        wk_task *t = free_slot(w);
+        if (t) task_start(w, t, d, tok);
+        else log_warn("worker: the server returned more tasks than asked for: left to recovery");
     }
-    if (held.len) release(w, &held);
-    buf_fini(&held);
     return n;
 }
 
-void wk_claim(worker *w)
+void wk_claim(worker *w, int64_t wait_ms)
 {
-    /* idle: wait for work, but not past the next heartbeat */
-    int64_t to_hb = w->next_hb_ms - clock_mono_ms();
-    int wait = w->running || to_hb <= 0 ? 0 : to_hb < WK_CLAIM_WAIT_MS ? (int)to_hb : WK_CLAIM_WAIT_MS;
+    int wait = wait_ms > WK_CLAIM_WAIT_MS ? WK_CLAIM_WAIT_MS : wait_ms > 0 ? (int)wait_ms : 0;
     buf body, path;
     buf_init(&body); buf_init(&path);
     buf_putc(&body, '{');
     put_queues(&body, w);
-    buf_printf(&body, ",\"max\":%ld,\"waitMs\":%d}", w->concurrency - w->running, wait);
+    buf_printf(&body, ",\"max\":%ld,\"waitMs\":%d,\"start\":true}", w->concurrency - w->running, wait);
     worker_path(&path, w, "claim");
     http_response r;
     http_response_init(&r);
     json_doc d;
     json_doc_init(&d);
+    int nfds = 0;
+    struct pollfd *fds = wait ? wk_watch_fds(w, &nfds) : NULL;
+    http_client_watch(w->http, fds, nfds, wk_watch, w);
+    int64_t t0 = clock_mono_ms();
+    int status = wk_call(w, "claim", path.data, &body, wait, &r, &d);
+    http_client_watch(w->http, NULL, 0, NULL, NULL);
+    free(fds);
     int64_t pause = WK_RETRY_MS;
-    if (wk_call(w, "claim", path.data, &body, wait, &r, &d) == 200)
-        pause = claimed(w, &d) > 0 ? 0 : w->running ? WK_BUSY_CLAIM_MS : WK_IDLE_CLAIM_MS;
+    if (status == 200) {
+        int n = claimed(w, &d);
+        /* an empty answer long before its wait (a draining server): do not spin */
+        pause = n > 0 || clock_mono_ms() - t0 >= wait / 2 ? 0 : WK_IDLE_CLAIM_MS;
+    } else if (status == 204 || http_client_abandoned(w->http)) {
+        pause = 0;   /* given up for a command's end or a signal: nothing taken */
+    }
     w->next_claim_ms = clock_mono_ms() + pause;
     json_doc_fini(&d);
     http_response_fini(&r);
     buf_fini(&body); buf_fini(&path);
 }
+
+/* ---- watching while a call waits ------------------------------------------ */
+
+void wk_drain_wake(worker *w)
+{
+    char b[64];
+    ssize_t n;
+    while ((n = read(w->wake_fd, b, sizeof b)) > 0)
+        for (ssize_t i = 0; i < n; i++)
+            if (b[i] == 'C') w->child_ended = true;
+}
+
+struct pollfd *wk_watch_fds(worker *w, int *n)
+{
+    struct pollfd *fds = xcalloc((size_t)w->concurrency * 2 + 1, sizeof *fds);
+    fds[0] = (struct pollfd){ .fd = w->wake_fd, .events = POLLIN };
+    *n = 1;
+    for (long i = 0; i < w->concurrency; i++)
+        if (w->slots[i].used) *n += wk_child_fds(&w->slots[i].child, fds + *n);
+    return fds;
+}
+
+int wk_watch(void *arg)
+{
+    worker *w = arg;
+    wk_drain_wake(w);
+    bool closed = false;
+    for (long i = 0; i < w->concurrency; i++) {
+        wk_child *c = &w->slots[i].child;
+        if (!w->slots[i].used) continue;
+        int open = (c->out_fd >= 0) + (c->err_fd >= 0);
+        wk_child_read(c);
+        /* a pipe at its end is closed by the read: the caller's pollfds
+         * still name it, so the call must end before it polls again */
+        if ((c->out_fd >= 0) + (c->err_fd >= 0) < open) closed = true;
+    }
+    return w->child_ended || wk_signals || closed ? HTTP_WATCH_ABANDON : HTTP_WATCH_WAIT;
+}
+
+/* ---- heartbeats ----------------------------------------------------------- */
 
 static wk_task *find_task(worker *w, const json_doc *d, int tok)
 {
@@ -365,15 +251,28 @@ static wk_task *find_task(worker *w, const json_doc *d, int tok)
     return NULL;
 }
 
+/* An undelivered end the server says is lost to this worker: dropped. */
+static void heard_end(worker *w, const json_doc *d, int tok, int state)
+{
+    char *id = cli_get_str(d, tok, "id");
+    wk_report *e = id ? wk_report_find(w, id) : NULL;
+    if (e && json_str_eq(d, (uint32_t)state, "lost")) {
+        log_info("task %s %s: %s, not reported: the task was taken back meanwhile", e->id, e->name, e->what);
+        wk_report_drop(w, e);
+    }
+    free(id);
+}
+
 /* What the server says of each task held: cancelled ones are stopped, lost
- * ones killed and dropped. */
+ * ones killed and dropped (an undelivered end of a lost one too). */
 static void heard(worker *w, const json_doc *d)
 {
     int list = json_get(d, 0, "tasks"), tok;
     for (uint32_t i = 0; list >= 0 && (tok = json_at(d, (uint32_t)list, i)) >= 0; i++) {
         wk_task *t = find_task(w, d, tok);
         int state = json_get(d, (uint32_t)tok, "state");
-        if (!t || state < 0) continue;
+        if (state < 0) continue;
+        if (!t) { heard_end(w, d, tok, state); continue; }
         if (json_str_eq(d, (uint32_t)state, "cancelled") && t->end == WK_RUN) {
             log_info("task %s %s: cancelled: stopping it", t->id, t->name);
             t->end = WK_CANCELLING;
@@ -393,7 +292,8 @@ void wk_heartbeat(worker *w)
     buf_puts(&body, "{\"tasks\":[");
     bool first = true;
     for (long i = 0; i < w->concurrency; i++)
-        if (w->slots[i].used) { put_held(&body, &w->slots[i], first); first = false; }
+        if (w->slots[i].used) { put_held(&body, w->slots[i].id, w->slots[i].claim, first); first = false; }
+    for (int i = 0; i < w->nreports; i++) { put_held(&body, w->reports[i].id, w->reports[i].claim, first); first = false; }
     buf_puts(&body, "]}");
     worker_path(&path, w, "heartbeat");
     http_response r;

@@ -1,11 +1,13 @@
 /* worker_child: one run of the worker's command (see worker_child.h). */
 #include "cli/worker_child.h"
+#include "cli/worker_guard.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -37,11 +39,19 @@ static void put_env(const char *name, const char *value)
     if (setenv(name, value ? value : "", 1) < 0) _exit(127);
 }
 
-/* In the child: its own process group, the pipes and the file as stdio,
- * default signal dispositions, the task's environment; then exec. */
-static _Noreturn void child_exec(char *const *argv, int in, int out, int err, const wk_child_env *env)
+/* In the child: its own process group, listed with the guard before
+ * anything runs in it, and killed with the worker (the guard kills the
+ * group; PR_SET_PDEATHSIG is a second line for the leader, and the
+ * getppid() check covers a worker that died before the call); the pipes and
+ * the file as stdio, default signal dispositions, the task's environment;
+ * then exec. */
+static _Noreturn void child_exec(char *const *argv, int in, int out, int err, const wk_child_env *env,
+                                 pid_t worker)
 {
     setpgid(0, 0);
+    wk_guard_enter(getpid());
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != worker) _exit(127);
     if (dup2(in, 0) < 0 || dup2(out, 1) < 0 || dup2(err, 2) < 0) _exit(127);
     signal(SIGPIPE, SIG_DFL);
     signal(SIGTERM, SIG_DFL);
@@ -82,8 +92,8 @@ int wk_child_start(wk_child *c, char *const *argv, const char *args, size_t len,
         return -1;
     }
     fflush(NULL);
-    pid_t pid = fork();
-    if (pid == 0) child_exec(argv, in, out[1], errp[1], env);
+    pid_t worker = getpid(), pid = fork();
+    if (pid == 0) child_exec(argv, in, out[1], errp[1], env, worker);
     close_fd(&in); close_fd(&out[1]); close_fd(&errp[1]);
     if (pid < 0) {
         snprintf(err, errlen, "fork: %s", strerror(errno));
@@ -157,13 +167,22 @@ void wk_child_read(wk_child *c)
 }
 
 /* Once the process is gone, what it wrote is in the pipes: read it, and stop
- * listening (something it left running in the background may hold them open). */
+ * listening. Whatever it left running in its process group is killed: a
+ * task's processes end with the task. The group is killed while its leader
+ * is still an unreaped zombie, so its id cannot have been given to another
+ * process meanwhile, and struck off the guard's list before the reap. */
 bool wk_child_reap(wk_child *c)
 {
     if (c->exited) return true;
-    int status;
-    pid_t r = waitpid(c->pid, &status, WNOHANG);
-    if (r == 0 || (r < 0 && errno == EINTR)) return false;
+    siginfo_t info = { 0 };
+    int rc = waitid(P_PID, (id_t)c->pid, &info, WEXITED | WNOHANG | WNOWAIT);
+    if (rc < 0 && errno == EINTR) return false;
+    if (rc == 0 && info.si_pid == 0) return false;   /* still running */
+    kill(-c->pid, SIGKILL);
+    wk_guard_leave(c->pid);
+    int status = 0;
+    pid_t r;
+    do r = waitpid(c->pid, &status, 0); while (r < 0 && errno == EINTR);
     c->exited = true;
     c->status = r < 0 ? 0 : status;
     wk_child_read(c);

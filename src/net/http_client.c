@@ -9,7 +9,14 @@
  *
  * A keep-alive connection may have been closed by the server while idle; that
  * shows up as a failed send or an EOF before any response byte, and the
- * request is then sent once more on a fresh connection. */
+ * request is then sent once more on a fresh connection.
+ *
+ * A caller that must not be deaf while a long poll waits (silt worker: its
+ * commands end, a signal comes) has it watch descriptors of its own beside
+ * the socket; it may then give the request up. Giving up half-closes the
+ * connection rather than closing it: the server hears that nobody waits
+ * (a parked claim then takes nothing), and a reply it had already sent is
+ * still read, so whatever it handed out is not lost in our socket buffer. */
 #include "net/http_client.h"
 #include <ctype.h>
 #include <errno.h>
@@ -34,6 +41,7 @@
 #define HTTP_MAX_BODY    ((size_t)1 << 30)    /* response body, bytes */
 #define HTTP_READ_CHUNK  (64 * 1024)          /* bytes asked of one recv() */
 #define HTTP_RETRY       (-2)                 /* exchange failed on a stale connection */
+#define HTTP_ABANDON_MS  5000                 /* the wait for a reply after giving a request up */
 
 struct http_client {
     http_url url;           /* the server */
@@ -47,6 +55,11 @@ struct http_client {
     buf     in;             /* received bytes; [in_pos, in.len) not yet consumed */
     size_t  in_pos;
     char   *token;          /* bearer token sent with every request; NULL: none */
+    const struct pollfd *watch;   /* the caller's descriptors (borrowed), watch_n of them */
+    int     watch_n;
+    http_watch_fn watch_fn;
+    void   *watch_arg;
+    bool    abandoned;      /* current exchange was given up (half-closed) */
     char    error[256];
 };
 
@@ -168,6 +181,16 @@ void http_client_set_token(http_client *c, const char *token)
     c->token = token && *token ? xstrdup(token) : NULL;
 }
 
+void http_client_watch(http_client *c, const struct pollfd *fds, int n, http_watch_fn fn, void *arg)
+{
+    c->watch = fds;
+    c->watch_n = fn && fds ? n : 0;
+    c->watch_fn = fn;
+    c->watch_arg = arg;
+}
+
+bool http_client_abandoned(const http_client *c) { return c->abandoned; }
+
 void http_client_set_timeout(http_client *c, int timeout_ms)
 {
     c->timeout_ms = timeout_ms > 0 ? timeout_ms : 60000;
@@ -198,16 +221,42 @@ static void response_reset(http_response *r)
 
 /* ---- socket i/o ------------------------------------------------------- */
 
+/* The request is given up: the server reads end of file, we read on. */
+static void abandon(http_client *c)
+{
+    c->abandoned = true;
+    shutdown(c->fd, SHUT_WR);
+    int64_t until = clock_mono_ms() + HTTP_ABANDON_MS;
+    if (until < c->deadline) c->deadline = until;
+}
+
+/* One poll of fd, and of the caller's descriptors while a reply is awaited:
+ * > 0 fd is ready, 0 not yet (the watcher ran, or nothing happened). */
+static int poll_once(http_client *c, int fd, short events, int64_t left)
+{
+    bool watching = c->watch_n > 0 && events == POLLIN && !c->abandoned;
+    struct pollfd one[8], *pfd = one;
+    int n = 1 + (watching ? c->watch_n : 0);
+    if (n > (int)(sizeof one / sizeof one[0])) pfd = xcalloc((size_t)n, sizeof *pfd);
+    pfd[0] = (struct pollfd){ .fd = fd, .events = events };
+    if (watching) memcpy(pfd + 1, c->watch, (size_t)c->watch_n * sizeof *pfd);
+    int rc = poll(pfd, (nfds_t)n, left > INT32_MAX ? INT32_MAX : (int)left);
+    bool ready = rc > 0 && pfd[0].revents;
+    if (pfd != one) free(pfd);
+    if (rc < 0) return errno == EINTR ? 0 : -1;
+    if (rc > 0 && watching && c->watch_fn(c->watch_arg) == HTTP_WATCH_ABANDON) abandon(c);
+    return ready ? 1 : 0;
+}
+
 /* Waits until fd is ready for events or the request deadline passes. */
 static int wait_io(http_client *c, int fd, short events)
 {
     for (;;) {
         int64_t left = c->deadline - clock_mono_ms();
         if (left <= 0) break;
-        struct pollfd pfd = { .fd = fd, .events = events, .revents = 0 };
-        int rc = poll(&pfd, 1, left > INT32_MAX ? INT32_MAX : (int)left);
+        int rc = poll_once(c, fd, events, left);
         if (rc > 0) return 0;
-        if (rc < 0 && errno != EINTR) {
+        if (rc < 0) {
             set_error(c, "poll failed: %s", strerror(errno));
             return -1;
         }
@@ -535,10 +584,12 @@ static int exchange(http_client *c, const buf *req, bool head_req, http_response
     if (!reused && conn_open(c) < 0) return -1;
     int rc = send_all(c, req->data, req->len);
     if (rc == 0) rc = read_response(c, head_req, out);
+    if (c->abandoned) conn_close(c);   /* half-closed: not for another request */
     if (rc == 0) return 0;
+    if (c->abandoned) set_error(c, "request given up before %s replied", c->url.hostport);
     conn_close(c);
     response_reset(out);
-    return reused && !c->got_bytes && !c->timed_out ? HTTP_RETRY : -1;
+    return reused && !c->got_bytes && !c->timed_out && !c->abandoned ? HTTP_RETRY : -1;
 }
 
 int http_request(http_client *c, const char *method, const char *path,
@@ -554,6 +605,7 @@ int http_request(http_client *c, const char *method, const char *path,
     buf_init(&req);
     build_request(c, &req, method, path, body, body_len);
     c->timed_out = false;
+    c->abandoned = false;
     c->deadline = clock_mono_ms() + c->timeout_ms;
     bool head_req = strcmp(method, "HEAD") == 0;
     int rc = exchange(c, &req, head_req, out);

@@ -14,6 +14,7 @@
  * does, and both send the same Host header. */
 #ifndef SILT_HTTP_CLIENT_H
 #define SILT_HTTP_CLIENT_H
+#include <stdbool.h>
 #include <stddef.h>
 #include "base/buf.h"
 
@@ -44,6 +45,21 @@ void         http_client_set_timeout(http_client *c, int timeout_ms); /* default
 /* Sends "Authorization: Bearer <token>" with every request from now on
  * (NULL or "": none). The token is copied. */
 void         http_client_set_token(http_client *c, const char *token);
+
+/* While a request waits for its reply, poll also watches fds (borrowed,
+ * until the next call; n 0 or fn NULL: none). When one is ready, fn(arg)
+ * runs: HTTP_WATCH_WAIT goes on waiting, HTTP_WATCH_ABANDON gives the
+ * request up. The connection is then half-closed, so the server sees that
+ * nobody waits, and a reply it had already sent is still read (for at most
+ * 5 s): http_request returns it, or fails with http_client_abandoned()
+ * true. fn must drain what made its descriptors ready. */
+#define HTTP_WATCH_WAIT    0
+#define HTTP_WATCH_ABANDON 1
+struct pollfd;
+typedef int (*http_watch_fn)(void *arg);
+void http_client_watch(http_client *c, const struct pollfd *fds, int n, http_watch_fn fn, void *arg);
+/* The last request was given up by the watcher. */
+bool http_client_abandoned(const http_client *c);
 
 void http_response_init(http_response *r);
 void http_response_fini(http_response *r);

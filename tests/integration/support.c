@@ -346,6 +346,22 @@ void srv_start(silt_server *s, const char *const *env)
     harness_fail(__FILE__, __LINE__, "server exited at start");
 }
 
+void srv_restart(silt_server *s, const char *const *env)
+{
+    const char *db = env_sets(env, "PG_DB") ? NULL : test_db();
+    for (int attempt = 0; attempt < 50; attempt++) {   /* the old socket may linger a moment */
+        s->pid = fork();
+        if (s->pid == 0) exec_server(s->port, db, env);
+        http_client_set_timeout(s->http, 1000);
+        int ready = await_ready(s);
+        if (ready > 0) { http_client_set_timeout(s->http, 60000); return; }
+        if (ready < 0) harness_fail(__FILE__, __LINE__, "restarted server did not become healthy");
+        struct timespec ts = { 0, 100 * 1000000 };
+        nanosleep(&ts, NULL);
+    }
+    harness_fail(__FILE__, __LINE__, "restarted server could not take its port back");
+}
+
 void db_create(const char *name)
 {
     PGconn *pg = admin_connect();

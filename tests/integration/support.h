@@ -38,6 +38,10 @@ void srv_start_db(silt_server *s, const char *const *env, const char *dbname);
  * test of what a server answers while it starts. Its port may refuse
  * connections at first (and, rarely, belong to another process). */
 void srv_spawn(silt_server *s, const char *const *env);
+/* Starts s again on its own port and database, once the previous process
+ * is gone (the caller killed and reaped it): clients of the old server
+ * find the new one where they left it. */
+void srv_restart(silt_server *s, const char *const *env);
 #define TEST_ENCRYPTION_KEY "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f"
 int  srv_stop(silt_server *s);           /* SIGTERM, waits; returns exit status */
 /* A sample's value on /metrics/prometheus ("name" or "name{labels}"), -1

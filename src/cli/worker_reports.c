@@ -1,0 +1,233 @@
+/* worker_ends: what each command's end is reported as, and the delivery of
+ * those reports (see worker.h).
+ *
+ * An end that could not be delivered is not forgotten: the server may be
+ * restarting, or PostgreSQL failing over. Left undelivered, recovery would
+ * later fail the attempt WORKER_CRASHED, and a task whose command succeeded
+ * would end FAILED or run again. So every end stays in w->reports, is named in
+ * every heartbeat (its task stays held: recovery leaves it alone while the
+ * heartbeats land), and is sent again with its claimId until the server
+ * answers for it: a status, or "not the current claim" (the end was applied
+ * before a reply that got lost, or recovery took the task). The claimId
+ * fences it: an end can never apply twice. */
+#include "cli/worker.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include "base/clock.h"
+#include "base/log.h"
+#include "base/xalloc.h"
+
+/* ---- what the end is ------------------------------------------------------ */
+
+static void trim(const char **s, size_t *n)
+{
+    while (*n && strchr(" \t\r\n", (*s)[0])) { (*s)++; (*n)--; }
+    while (*n && strchr(" \t\r\n", (*s)[*n - 1])) (*n)--;
+}
+
+/* An error code for how the worker ended it, or NULL when the command's
+ * own exit decides. */
+static const char *worker_code(const worker *w, const wk_task *t, buf *message)
+{
+    switch (t->end) {
+    case WK_TIMED_OUT:
+        buf_printf(message, "ran past its timeout of %lld ms", (long long)t->timeout_ms);
+        return "TASK_TIMEOUT";
+    case WK_CANCELLING:
+        buf_puts(message, "cancelled while running");
+        return "CANCELLED";
+    case WK_CRASHING:
+        buf_printf(message, "the worker stopped and its grace of %ld s ran out", w->grace_s);
+        return "WORKER_CRASHED";
+    case WK_NOT_STARTED:
+        buf_puts(message, wk_child_last_line(&t->child));
+        return "SPAWN_FAILED";
+    case WK_RUN: case WK_LOST: break;
+    }
+    return NULL;
+}
+
+/* The code of a command that exited or was killed on its own, or NULL when
+ * it exited 0. */
+static const char *exit_code(const wk_child *c, char *code, size_t codelen, buf *message)
+{
+    const char *line = wk_child_last_line(c);
+    if (WIFSIGNALED(c->status)) {
+        snprintf(code, codelen, "SIGNAL_%d", WTERMSIG(c->status));
+        if (*line) buf_puts(message, line);
+        else buf_printf(message, "killed by signal %d (%s)", WTERMSIG(c->status), strsignal(WTERMSIG(c->status)));
+        return code;
+    }
+    if (WEXITSTATUS(c->status) != 0) {
+        snprintf(code, codelen, "EXIT_%d", WEXITSTATUS(c->status));
+        if (*line) buf_puts(message, line);
+        else buf_printf(message, "exited %d", WEXITSTATUS(c->status));
+        return code;
+    }
+    return NULL;
+}
+
+/* A result (item gets "result"), or an error code with message for stdout
+ * that is not one JSON value. */
+static const char *result_of(const wk_child *c, buf *item, buf *message)
+{
+    if (c->out_overflow) {
+        buf_printf(message, "stdout exceeded %u bytes", WK_STDOUT_MAX);
+        return "RESULT_TOO_LARGE";
+    }
+    const char *text = c->out.data ? c->out.data : "";
+    size_t n = c->out.len;
+    trim(&text, &n);
+    const char *code = NULL;
+    json_doc d;
+    json_doc_init(&d);
+    if (n == 0) buf_puts(item, ",\"result\":null");
+    else if (json_parse_shallow(&d, text, n, 16, 0) == 0) { buf_puts(item, ",\"result\":"); buf_append(item, text, n); }
+    else {
+        code = "INVALID_RESULT";
+        buf_printf(message, "stdout is not a JSON value: %s", d.error);
+    }
+    json_doc_fini(&d);
+    return code;
+}
+
+/* Fills e's item and log text from how t's command ended. */
+static void describe(const worker *w, const wk_task *t, wk_report *e)
+{
+    char code_buf[64];
+    buf message;
+    buf_init(&message);
+    buf_puts(&e->item, "{\"id\":");
+    json_put_cstr(&e->item, t->id);
+    buf_puts(&e->item, ",\"claimId\":");
+    json_put_cstr(&e->item, t->claim);
+    const char *code = worker_code(w, t, &message);
+    if (!code) code = exit_code(&t->child, code_buf, sizeof code_buf, &message);
+    if (!code) code = result_of(&t->child, &e->item, &message);
+    if (code) {
+        buf_puts(&e->item, ",\"errorCode\":");
+        json_put_cstr(&e->item, code);
+        buf_puts(&e->item, ",\"errorMessage\":");
+        json_put_str(&e->item, message.data ? message.data : "", message.len);
+        buf what;
+        buf_init(&what);
+        buf_printf(&what, "%s: %s", code, message.data ? message.data : "");
+        e->what = xstrdup(what.data);
+        buf_fini(&what);
+    } else {
+        e->what = xstrdup("completed");
+    }
+    buf_putc(&e->item, '}');
+    buf_fini(&message);
+}
+
+void wk_report_add(worker *w, wk_task *t)
+{
+    int64_t ms = clock_mono_ms() - t->started_ms;
+    if (t->end == WK_LOST) {
+        log_info("task %s %s: lost (taken back by the server), dropped after %lld ms", t->id, t->name, (long long)ms);
+        return;
+    }
+    if (w->nreports == w->reports_cap) {
+        w->reports_cap = w->reports_cap ? w->reports_cap * 2 : 16;
+        w->reports = xrealloc(w->reports, (size_t)w->reports_cap * sizeof *w->reports);
+    }
+    wk_report *e = &w->reports[w->nreports++];
+    memset(e, 0, sizeof *e);
+    snprintf(e->id, sizeof e->id, "%s", t->id);
+    snprintf(e->claim, sizeof e->claim, "%s", t->claim);
+    e->name = xstrdup(t->name);
+    e->ran_ms = ms;
+    buf_init(&e->item);
+    describe(w, t, e);
+    if (w->nreports == 1) { w->next_report_ms = clock_mono_ms(); w->report_backoff_ms = WK_END_RETRY_MS; }
+}
+
+/* ---- the undelivered ends ------------------------------------------------- */
+
+wk_report *wk_report_find(worker *w, const char *id)
+{
+    for (int i = 0; i < w->nreports; i++)
+        if (strcmp(w->reports[i].id, id) == 0) return &w->reports[i];
+    return NULL;
+}
+
+void wk_report_drop(worker *w, wk_report *e)
+{
+    buf_fini(&e->item);
+    free(e->name);
+    free(e->what);
+    *e = w->reports[--w->nreports];
+}
+
+void wk_reports_free(worker *w)
+{
+    while (w->nreports) wk_report_drop(w, &w->reports[w->nreports - 1]);
+    free(w->reports);
+    w->reports = NULL;
+    w->reports_cap = 0;
+}
+
+/* The server answered for e: status is what the task is now, or NULL for
+ * a claim that was no longer current. */
+static void answered(worker *w, wk_report *e, const char *status)
+{
+    const char *after = status ? status : "refused (fenced: the end was already applied, or the task taken back)";
+    log_info("task %s %s: %s, %lld ms, now %s", e->id, e->name, e->what, (long long)e->ran_ms, after);
+    wk_report_drop(w, e);
+}
+
+static void heard_reports(worker *w, const json_doc *d)
+{
+    int list = json_get(d, 0, "tasks"), tok;
+    for (uint32_t i = 0; list >= 0 && (tok = json_at(d, (uint32_t)list, i)) >= 0; i++) {
+        char *id = cli_get_str(d, tok, "id"), *status = cli_get_str(d, tok, "status");
+        wk_report *e = id ? wk_report_find(w, id) : NULL;
+        if (e) answered(w, e, status);
+        free(id);
+        free(status);
+    }
+}
+
+/* How many ends go in one call: the server takes at most this many. */
+#define WK_REPORTS_PER_CALL 1000
+
+void wk_reports_deliver(worker *w)
+{
+    buf body, path;
+    buf_init(&body); buf_init(&path);
+    buf_puts(&body, "{\"tasks\":[");
+    for (int i = 0; i < w->nreports && i < WK_REPORTS_PER_CALL; i++) {
+        if (i) buf_putc(&body, ',');
+        buf_append(&body, w->reports[i].item.data, w->reports[i].item.len);
+    }
+    buf_puts(&body, "]}");
+    buf_puts(&path, "/api/v1/workers");
+    cli_path_segment(&path, w->id);
+    buf_puts(&path, "/finish");
+    http_response r;
+    http_response_init(&r);
+    json_doc d;
+    json_doc_init(&d);
+    int status = wk_call(w, "finish", path.data, &body, 0, &r, &d);
+    int before = w->nreports;
+    if (status == 200) heard_reports(w, &d);
+    else if (status >= 400 && status < 500) {
+        /* refused whole (a malformed end: a bug, not an outage): sending it
+         * again would be refused again */
+        log_warn("worker: %d end(s) refused with HTTP %d: dropped, recovery will take the tasks back", w->nreports, status);
+        while (w->nreports) wk_report_drop(w, &w->reports[w->nreports - 1]);
+    }
+    if (w->nreports && w->nreports == before) {
+        w->next_report_ms = clock_mono_ms() + w->report_backoff_ms;
+        w->report_backoff_ms = w->report_backoff_ms * 2 > WK_END_RETRY_MAX_MS ? WK_END_RETRY_MAX_MS : w->report_backoff_ms * 2;
+    } else {
+        w->next_report_ms = clock_mono_ms();
+        w->report_backoff_ms = WK_END_RETRY_MS;
+    }
+    json_doc_fini(&d);
+    http_response_fini(&r);
+    buf_fini(&body); buf_fini(&path);
+}
