@@ -1,25 +1,25 @@
 /* worker_child: one run of the worker's command (see worker_child.h). */
 #include "cli/worker_child.h"
 #include "cli/worker_guard.h"
+#include "base/xalloc.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-/* An unlinked temporary file holding the args, positioned at its start. */
+/* An anonymous file in memory holding the args, positioned at its start
+ * (memfd: no file system is touched, a task's start costs no directory
+ * operations). */
 static int args_file(const char *args, size_t len, char *err, size_t errlen)
 {
-    const char *dir = getenv("TMPDIR");
-    char path[512];
-    snprintf(path, sizeof path, "%s/silt-task-XXXXXX", dir && *dir ? dir : "/tmp");
-    int fd = mkostemp(path, O_CLOEXEC);
-    if (fd < 0) { snprintf(err, errlen, "cannot create a file in %s: %s", path, strerror(errno)); return -1; }
-    unlink(path);
+    int fd = memfd_create("silt-task-args", MFD_CLOEXEC);
+    if (fd < 0) { snprintf(err, errlen, "cannot create the args file: %s", strerror(errno)); return -1; }
     for (size_t off = 0; off < len; ) {
         ssize_t w = write(fd, args + off, len - off);
         if (w < 0 && errno == EINTR) continue;
@@ -34,39 +34,67 @@ static int args_file(const char *args, size_t len, char *err, size_t errlen)
     return fd;
 }
 
-static void put_env(const char *name, const char *value)
+/* The environment a command gets: the worker's own, without any SILT_TASK_*
+ * it inherited, and the task's four variables. Built before the vfork: the
+ * child may not allocate. */
+static char **task_environ(const wk_child_env *env)
 {
-    if (setenv(name, value ? value : "", 1) < 0) _exit(127);
+    extern char **environ;
+    size_t n = 0, k = 0;
+    while (environ[n]) n++;
+    char **envp = xcalloc(n + 5, sizeof *envp);
+    for (size_t i = 0; i < n; i++)
+        if (strncmp(environ[i], "SILT_TASK_", 10) != 0) envp[k++] = xstrdup(environ[i]);
+    buf b;
+    buf_init(&b);
+    const char *names[4] = { "SILT_TASK_ID", "SILT_TASK_ATTEMPT", "SILT_TASK_NAME", "SILT_TASK_QUEUE" };
+    for (int i = 0; i < 4; i++) {
+        buf_reset(&b);
+        if (i == 1) buf_printf(&b, "%s=%d", names[i], env->attempt);
+        else buf_printf(&b, "%s=%s", names[i], (i == 0 ? env->id : i == 2 ? env->name : env->queue) ?: "");
+        envp[k++] = xstrdup(b.data);
+    }
+    buf_fini(&b);
+    return envp;
 }
 
-/* In the child: its own process group, listed with the guard before
- * anything runs in it, and killed with the worker (the guard kills the
- * group; PR_SET_PDEATHSIG is a second line for the leader, and the
- * getppid() check covers a worker that died before the call); the pipes and
- * the file as stdio, default signal dispositions, the task's environment;
- * then exec. */
-static _Noreturn void child_exec(char *const *argv, int in, int out, int err, const wk_child_env *env,
-                                 pid_t worker)
+static void environ_free(char **envp)
+{
+    for (size_t i = 0; envp[i]; i++) free(envp[i]);
+    free(envp);
+}
+
+static void say(const char *s) { if (write(2, s, strlen(s)) < 0) { /* nothing more to do */ } }
+
+/* In the child (of a vfork: it shares the worker's memory until it execs,
+ * so it only makes system calls and writes nothing the worker reads): its
+ * own process group, listed with the guard before anything runs in it, and
+ * killed with the worker (the guard kills the group; PR_SET_PDEATHSIG is a
+ * second line for the leader, and the getppid() check covers a worker that
+ * died before the call); the pipes and the file as stdio, default signal
+ * dispositions and no signal blocked; then exec. */
+static _Noreturn void child_exec(char *const *argv, int in, int out, int err, char **envp, pid_t worker)
 {
     setpgid(0, 0);
     wk_guard_enter(getpid());
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (getppid() != worker) _exit(127);
     if (dup2(in, 0) < 0 || dup2(out, 1) < 0 || dup2(err, 2) < 0) _exit(127);
-    signal(SIGPIPE, SIG_DFL);
-    signal(SIGTERM, SIG_DFL);
-    signal(SIGINT, SIG_DFL);
+    struct sigaction dfl;
+    memset(&dfl, 0, sizeof dfl);
+    dfl.sa_handler = SIG_DFL;
+    const int sigs[] = { SIGPIPE, SIGTERM, SIGINT, SIGCHLD };
+    for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++) sigaction(sigs[i], &dfl, NULL);
     sigset_t none;
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, NULL);
-    char attempt[16];
-    snprintf(attempt, sizeof attempt, "%d", env->attempt);
-    put_env("SILT_TASK_ID", env->id);
-    put_env("SILT_TASK_ATTEMPT", attempt);
-    put_env("SILT_TASK_NAME", env->name);
-    put_env("SILT_TASK_QUEUE", env->queue);
-    execvp(argv[0], argv);
-    dprintf(2, "silt worker: cannot run %s: %s\n", argv[0], strerror(errno));
+    execvpe(argv[0], argv, envp);
+    int e = errno;
+    say("silt worker: cannot run ");
+    say(argv[0]);
+    say(": ");
+    say(strerror(e));
+    say("\n");
     _exit(127);
 }
 
@@ -91,12 +119,23 @@ int wk_child_start(wk_child *c, char *const *argv, const char *args, size_t len,
         close_fd(&in); close_fd(&out[0]); close_fd(&out[1]); close_fd(&errp[0]);
         return -1;
     }
+    /* vfork: the worker's address space is not copied for a child that only
+     * execs (fork's copy was most of a short task's cost). Signals stay
+     * blocked until the child has reset their handlers: a handler of the
+     * worker must not run in it. */
+    char **volatile envp = task_environ(env);   /* volatile: the child runs on this stack */
+    sigset_t all, was;
+    sigfillset(&all);
+    sigprocmask(SIG_SETMASK, &all, &was);
     fflush(NULL);
-    pid_t worker = getpid(), pid = fork();
-    if (pid == 0) child_exec(argv, in, out[1], errp[1], env, worker);
+    pid_t worker = getpid(), pid = vfork();
+    if (pid == 0) child_exec(argv, in, out[1], errp[1], envp, worker);
+    int fork_errno = errno;
+    sigprocmask(SIG_SETMASK, &was, NULL);
+    environ_free(envp);
     close_fd(&in); close_fd(&out[1]); close_fd(&errp[1]);
     if (pid < 0) {
-        snprintf(err, errlen, "fork: %s", strerror(errno));
+        snprintf(err, errlen, "fork: %s", strerror(fork_errno));
         close_fd(&out[0]); close_fd(&errp[0]);
         return -1;
     }

@@ -1,7 +1,7 @@
 /* worker_child: one run of a worker's command for one task — the process,
  * its captured output, and how it ended. The command runs in a process
  * group of its own, so a kill reaches whatever it started; its stdin is an
- * unlinked temporary file holding the task's args (a large argument never
+ * anonymous in-memory file (memfd) holding the task's args (a large argument never
  * blocks the worker on a pipe); stdout is kept up to WK_STDOUT_MAX bytes,
  * stderr only as its last non-empty line. Nothing here blocks: the worker
  * polls the pipes (wk_child_fds, wk_child_read) and reaps (wk_child_reap). */
