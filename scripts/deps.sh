@@ -14,6 +14,11 @@ need=""
 pkgs="gcc make pkg-config libpq-dev libevent-dev libzstd-dev libxxhash-dev
       libssl-dev libinih-dev libjwt-dev postgresql curl libjs-chart.js"
 [ "${1:-}" = test ] && pkgs="$pkgs chromium"
+# The client libraries' suites (clients/python, clients/js) need an
+# interpreter: any python3 3.11+ and node 18+ on the PATH will do, Debian's
+# when there is none.
+[ "${1:-}" = test ] && ! command -v python3 >/dev/null && pkgs="$pkgs python3"
+[ "${1:-}" = test ] && ! command -v node >/dev/null && pkgs="$pkgs nodejs"
 [ "${1:-}" = fuzz ] && pkgs="$pkgs clang libclang-rt-dev"
 [ "${1:-}" = bench ] && pkgs="$pkgs wrk"
 for pkg in $pkgs; do

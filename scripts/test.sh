@@ -4,6 +4,7 @@
 # the total "N passed, N failed"; the exit status is non-zero on any failure.
 set -u
 build="$1"
+case "$build" in /*) bin="$build/silt" ;; *) bin="$PWD/$build/silt" ;; esac
 dir=$(mktemp -d /tmp/silt-test.XXXXXX)
 chmod 755 "$dir"
 # Ports below the kernel's ephemeral range (32768 and up), so no outgoing
@@ -50,9 +51,18 @@ else
     # the suite's directory, not the user's home.
     XDG_STATE_HOME="$dir/state" SILT_TEST_PGDIR="$dir/pg" SILT_TEST_PGPORT="$pgport" SILT_BIN="$build/silt" \
         "$build/integration_tests" 2>&1 | tee "$dir/integration.out"
+    # The client libraries, each against real servers of this build, in
+    # databases cloned from the same template; each runner ends with its
+    # own "N passed, N failed".
+    echo "== python client (clients/python)"
+    SILT_TEST_PGPORT="$pgport" SILT_BIN="$bin" \
+        python3 clients/python/tests/run.py 2>&1 | tee "$dir/python.out"
+    echo "== javascript client (clients/js)"
+    SILT_TEST_PGPORT="$pgport" SILT_BIN="$bin" \
+        node clients/js/test/run.mjs 2>&1 | tee "$dir/js.out"
 fi
-set -- $(counts "$dir/unit.out") $(counts "$dir/integration.out")
-passed=$(( ${1:-0} + ${3:-0} ))
-failed=$(( ${2:-1} + ${4:-1} ))
+set -- $(counts "$dir/unit.out") $(counts "$dir/integration.out") $(counts "$dir/python.out") $(counts "$dir/js.out")
+passed=$(( ${1:-0} + ${3:-0} + ${5:-0} + ${7:-0} ))
+failed=$(( ${2:-1} + ${4:-1} + ${6:-1} + ${8:-1} ))
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -1,0 +1,51 @@
+#!/usr/bin/env node
+// run: the whole JavaScript suite, every test file in a process of its own
+// (each with its own database and server), a few files at a time. Prints
+// the spec reporter's account, then as its last line `N passed, N failed`
+// (top-level tests; a file that cannot run counts as one failure). Exit
+// status 1 when anything failed.
+//
+//   SILT_BIN=/path/to/silt SILT_TEST_PGPORT=5432 node clients/js/test/run.mjs [FILE ...]
+
+import { run } from "node:test";
+import { spec } from "node:test/reporters";
+import fs from "node:fs";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const FILE_TIMEOUT_MS = 120000;
+
+function files() {
+    const named = process.argv.slice(2).map((f) => path.resolve(f));
+    if (named.length) return named;
+    return fs.readdirSync(here).filter((f) => f.endsWith(".test.mjs")).sort().map((f) => path.join(here, f));
+}
+
+// `node --test clients/js/test/` loads every module under test/, this one
+// included: there it has nothing to do (the test files run on their own).
+if (process.env.NODE_TEST_CONTEXT) process.exit(0);
+
+for (const name of ["SILT_BIN", "SILT_TEST_PGPORT"]) {
+    if (!process.env[name]) {
+        console.error(`run: ${name} is not set`);
+        console.log("0 passed, 1 failed");
+        process.exit(1);
+    }
+}
+
+const began = Date.now();
+let passed = 0;
+let failed = 0;
+const stream = run({ files: files(), concurrency: 3, timeout: FILE_TIMEOUT_MS });
+stream.on("test:pass", (data) => { if (data.nesting === 0) passed++; });
+stream.on("test:fail", (data) => { if (data.nesting === 0) failed++; });
+stream.compose(spec).pipe(process.stdout);
+stream.on("end", () => {
+    // Let the reporter finish writing before the summary line.
+    setImmediate(() => {
+        console.log(`\nsuite time ${((Date.now() - began) / 1000).toFixed(1)} s`);
+        console.log(`${passed} passed, ${failed} failed`);
+        process.exitCode = failed > 0 || passed === 0 ? 1 : 0;
+    });
+});
