@@ -104,6 +104,11 @@ describe_machine >&2   # stderr: stdout is the bench's alone (e.g. --json)
 # shellcheck disable=SC2086
 SILT_URL="http://127.0.0.1:$http_port" "$bin" bench ${BENCH_ARGS:-}
 status=$?
+# The workers' scenarios (scripts/bench-workers.sh); BENCH_WORKERS="" skips them.
+if [ "$status" = 0 ] && [ -n "${BENCH_WORKERS-silt python js}" ]; then
+    "$here/bench-workers.sh" "$bin" "http://127.0.0.1:$http_port" "$pg_port"
+    status=$?
+fi
 if [ -s "$dir/server.log" ]; then
     { echo; echo "server log (last 20 lines):"; tail -n 20 "$dir/server.log"; } >&2
 fi
