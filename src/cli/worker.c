@@ -199,17 +199,19 @@ static int worker_loop(worker *w)
         notice_signal(w);
         reap(w);
         enforce(w);
-        int64_t now = clock_mono_ms();
-        if (w->nreports && now >= w->next_report_ms) wk_reports_deliver(w);
-        if (done(w)) break;
+        /* the ends go out on their own connection while this one claims:
+         * one round trip per turn instead of two */
+        if (w->nreports && !w->reports_in_flight && clock_mono_ms() >= w->next_report_ms) wk_reports_send(w);
         if (clock_mono_ms() >= w->next_hb_ms) wk_heartbeat(w);
-        now = clock_mono_ms();
-        int64_t wait = next_duty(w) - now;
+        int64_t now = clock_mono_ms(), wait = next_duty(w) - now;
         bool may_claim = !w->stopping && !wk_signals && w->running < w->concurrency;
-        if (may_claim && now >= w->next_claim_ms) {
-            wk_claim(w, wait);
-            continue;
-        }
+        bool claiming = may_claim && now >= w->next_claim_ms;
+        if (claiming) wk_claim(w, w->reports_in_flight ? 0 : wait);
+        wk_reports_heard(w);
+        if (done(w)) break;
+        if (claiming) continue;
+        now = clock_mono_ms();
+        wait = next_duty(w) - now;
         if (may_claim && w->next_claim_ms - now < wait) wait = w->next_claim_ms - now;
         pump(w, w->child_ended || (wk_signals && !w->stopping) ? 0 : wait);
     }
@@ -224,7 +226,8 @@ static int worker_run(worker *w)
         return CLI_EXIT_FAILED;
     }
     w->http = cli_http_client(cli_server_url());
-    if (!w->http) {
+    w->ends_http = cli_http_client(cli_server_url());
+    if (!w->http || !w->ends_http) {
         cli_error("invalid server url \"%s\" (expected http://host[:port])", cli_server_url());
         return CLI_EXIT_FAILED;
     }
@@ -251,6 +254,7 @@ static int worker_run(worker *w)
     free(w->slots);
     free(w->id);
     http_client_free(w->http);
+    http_client_free(w->ends_http);
     return rc;
 }
 

@@ -46,6 +46,7 @@ typedef struct wk_report {
     buf      item;         /* {"id","claimId","result"} or {..."errorCode","errorMessage"} */
     char    *what;         /* for the log: "completed" or "CODE: message" */
     int64_t  ran_ms;       /* how long the command ran */
+    bool     in_flight;    /* carried by the finish call awaiting its answer */
 } wk_report;
 
 typedef struct worker {
@@ -53,7 +54,9 @@ typedef struct worker {
     long         concurrency, timeout_s, grace_s, heartbeat_ms;
     const char  *worker_id;
     char *const *argv;
-    http_client *http;
+    http_client *http;                  /* register, claims, heartbeats */
+    http_client *ends_http;             /* finish calls, in flight beside a claim */
+    bool         reports_in_flight;     /* a finish call awaits its answer */
     char        *id;
     int64_t      hb_interval_ms, next_hb_ms, next_claim_ms, grace_until_ms;
     wk_task     *slots;
@@ -77,6 +80,9 @@ extern pid_t *wk_pids;
  * transport failure (logged). what names the call in the log. */
 int  wk_call(worker *w, const char *what, const char *path, const buf *body, int wait_ms,
              http_response *r, json_doc *d);
+/* The second half of a call made on client c: rc is http_request's (or
+ * http_request_finish's). The same result as wk_call. */
+int  wk_reply(worker *w, http_client *c, const char *what, int rc, http_response *r, json_doc *d);
 /* Registers; sets w->id and w->hb_interval_ms. 0, or -1 (logged). */
 int  wk_register(worker *w);
 /* Claims for the free slots, starting them in the same call, and runs what
@@ -98,9 +104,12 @@ void wk_drain_wake(worker *w);
 /* worker_reports.c: the report of how t's command ended joins the undelivered
  * ends (nothing for a lost task); logs it. */
 void wk_report_add(worker *w, wk_task *t);
-/* Sends every undelivered end in one finish call; keeps those the server
- * did not answer, to send again after a backoff. */
-void wk_reports_deliver(worker *w);
+/* Sends every undelivered end in one finish call on w->ends_http, without
+ * waiting for the answer (the worker claims meanwhile)... */
+void wk_reports_send(worker *w);
+/* ...and reads it: drops the ends the server answered, keeps the others to
+ * send again after a backoff. */
+void wk_reports_heard(worker *w);
 /* The end of task id, if undelivered. */
 wk_report *wk_report_find(worker *w, const char *id);
 /* Drops an end (the server said the task is lost to this worker). */

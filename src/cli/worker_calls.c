@@ -15,19 +15,16 @@
 
 /* ---- talking to the server ------------------------------------------- */
 
-int wk_call(worker *w, const char *what, const char *path, const buf *body, int wait_ms,
-            http_response *r, json_doc *d)
+int wk_reply(worker *w, http_client *c, const char *what, int rc, http_response *r, json_doc *d)
 {
-    http_client_set_timeout(w->http, wait_ms + WK_CALL_SLACK_MS);
-    if (http_request(w->http, "POST", path, body->data, body->len, r) < 0) {
-        if (http_client_abandoned(w->http)) log_debug("worker: %s: given up", what);
-        else log_warn("worker: %s: %s", what, http_client_error(w->http));
+    if (rc < 0) {
+        if (http_client_abandoned(c)) log_debug("worker: %s: given up", what);
+        else log_warn("worker: %s: %s", what, http_client_error(c));
         return -1;
     }
     /* A claim given up before the server replied: it answers with no body
-     * (204, or the status it would have sent, to a client it counts as
-     * gone) and gives back what it took. */
-    if (r->status == 204 || (http_client_abandoned(w->http) && r->body.len == 0)) return 204;
+     * (204) and gives back what it took. */
+    if (r->status == 204 || (http_client_abandoned(c) && r->body.len == 0)) return 204;
     if (json_parse(d, r->body.data, r->body.len, CLI_MAX_TOKENS) < 0) {
         log_warn("worker: %s: malformed reply (HTTP %d): %s", what, r->status, d->error);
         return -1;
@@ -37,7 +34,16 @@ int wk_call(worker *w, const char *what, const char *path, const buf *body, int 
         log_warn("worker: %s: HTTP %d: %s", what, r->status, error ? error : r->body.data);
         free(error);
     }
+    (void)w;
     return r->status;
+}
+
+int wk_call(worker *w, const char *what, const char *path, const buf *body, int wait_ms,
+            http_response *r, json_doc *d)
+{
+    http_client_set_timeout(w->http, wait_ms + WK_CALL_SLACK_MS);
+    int rc = http_request(w->http, "POST", path, body->data, body->len, r);
+    return wk_reply(w, w->http, what, rc, r, d);
 }
 
 static void put_held(buf *b, const char *id, const char *claim, bool first)

@@ -194,40 +194,55 @@ static void heard_reports(worker *w, const json_doc *d)
 /* How many ends go in one call: the server takes at most this many. */
 #define WK_REPORTS_PER_CALL 1000
 
-void wk_reports_deliver(worker *w)
+void wk_reports_send(worker *w)
 {
     buf body, path;
     buf_init(&body); buf_init(&path);
     buf_puts(&body, "{\"tasks\":[");
-    for (int i = 0; i < w->nreports && i < WK_REPORTS_PER_CALL; i++) {
-        if (i) buf_putc(&body, ',');
-        buf_append(&body, w->reports[i].item.data, w->reports[i].item.len);
+    int n = 0;
+    for (; n < w->nreports && n < WK_REPORTS_PER_CALL; n++) {
+        if (n) buf_putc(&body, ',');
+        buf_append(&body, w->reports[n].item.data, w->reports[n].item.len);
+        w->reports[n].in_flight = true;
     }
     buf_puts(&body, "]}");
     buf_puts(&path, "/api/v1/workers");
     cli_path_segment(&path, w->id);
     buf_puts(&path, "/finish");
+    http_client_set_timeout(w->ends_http, WK_CALL_SLACK_MS);
+    (void)http_request_begin(w->ends_http, "POST", path.data, body.data, body.len);   /* finish tells */
+    w->reports_in_flight = true;
+    buf_fini(&body); buf_fini(&path);
+}
+
+void wk_reports_heard(worker *w)
+{
+    if (!w->reports_in_flight) return;
+    w->reports_in_flight = false;
     http_response r;
     http_response_init(&r);
     json_doc d;
     json_doc_init(&d);
-    int status = wk_call(w, "finish", path.data, &body, 0, &r, &d);
+    int rc = http_request_finish(w->ends_http, &r);
+    int status = wk_reply(w, w->ends_http, "finish", rc, &r, &d);
     int before = w->nreports;
     if (status == 200) heard_reports(w, &d);
     else if (status >= 400 && status < 500) {
         /* refused whole (a malformed end: a bug, not an outage): sending it
          * again would be refused again */
-        log_warn("worker: %d end(s) refused with HTTP %d: dropped, recovery will take the tasks back", w->nreports, status);
-        while (w->nreports) wk_report_drop(w, &w->reports[w->nreports - 1]);
+        log_warn("worker: end(s) refused with HTTP %d: dropped, recovery will take the tasks back", status);
+        for (int i = w->nreports - 1; i >= 0; i--)
+            if (w->reports[i].in_flight) wk_report_drop(w, &w->reports[i]);
     }
+    for (int i = 0; i < w->nreports; i++) w->reports[i].in_flight = false;
     if (w->nreports && w->nreports == before) {
         w->next_report_ms = clock_mono_ms() + w->report_backoff_ms;
-        w->report_backoff_ms = w->report_backoff_ms * 2 > WK_END_RETRY_MAX_MS ? WK_END_RETRY_MAX_MS : w->report_backoff_ms * 2;
+        w->report_backoff_ms = w->report_backoff_ms * 2 > WK_END_RETRY_MAX_MS ? WK_END_RETRY_MAX_MS
+                                                                              : w->report_backoff_ms * 2;
     } else {
         w->next_report_ms = clock_mono_ms();
         w->report_backoff_ms = WK_END_RETRY_MS;
     }
     json_doc_fini(&d);
     http_response_fini(&r);
-    buf_fini(&body); buf_fini(&path);
 }

@@ -60,6 +60,10 @@ struct http_client {
     http_watch_fn watch_fn;
     void   *watch_arg;
     bool    abandoned;      /* current exchange was given up (half-closed) */
+    buf     pending;        /* the request sent last, kept to send again on a stale connection */
+    bool    pending_head;   /* it is a HEAD: no body follows the reply's head */
+    bool    reused_now;     /* it went out on a connection that had carried a reply */
+    int     sent;           /* 0 once it is sent and its reply not yet read, else -1 */
     char    error[256];
 };
 
@@ -151,7 +155,9 @@ http_client *http_client_new(const char *url)
     snprintf(c->port, sizeof c->port, "%d", u.port);
     c->fd = -1;
     c->timeout_ms = 60000;
+    c->sent = -1;
     buf_init(&c->in);
+    buf_init(&c->pending);
     return c;
 }
 
@@ -169,6 +175,7 @@ void http_client_free(http_client *c)
     if (!c) return;
     conn_close(c);
     buf_fini(&c->in);
+    buf_fini(&c->pending);
     free(c->token);
     free(c);
 }
@@ -575,41 +582,64 @@ static void build_request(const http_client *c, buf *req, const char *method,
     if (body) buf_append(req, body, body_len);
 }
 
-/* One attempt. HTTP_RETRY when a reused connection proved stale before any
- * response byte arrived: the server never saw the request. */
-static int exchange(http_client *c, const buf *req, bool head_req, http_response *out)
+/* The sending half of one attempt: 0 sent, HTTP_RETRY when a reused
+ * connection proved stale (the server never saw the request), -1. */
+static int send_request(http_client *c)
 {
-    bool reused = c->fd >= 0;
+    c->reused_now = c->fd >= 0;
     c->got_bytes = false;
-    if (!reused && conn_open(c) < 0) return -1;
-    int rc = send_all(c, req->data, req->len);
-    if (rc == 0) rc = read_response(c, head_req, out);
+    if (!c->reused_now && conn_open(c) < 0) return -1;
+    if (send_all(c, c->pending.data, c->pending.len) == 0) return 0;
+    conn_close(c);
+    return c->reused_now && !c->timed_out ? HTTP_RETRY : -1;
+}
+
+/* The reading half: 0, HTTP_RETRY (as above, no response byte came), -1. */
+static int read_reply(http_client *c, http_response *out)
+{
+    int rc = read_response(c, c->pending_head, out);
     if (c->abandoned) conn_close(c);   /* half-closed: not for another request */
     if (rc == 0) return 0;
     if (c->abandoned) set_error(c, "request given up before %s replied", c->url.hostport);
     conn_close(c);
     response_reset(out);
-    return reused && !c->got_bytes && !c->timed_out && !c->abandoned ? HTTP_RETRY : -1;
+    return c->reused_now && !c->got_bytes && !c->timed_out && !c->abandoned ? HTTP_RETRY : -1;
+}
+
+int http_request_begin(http_client *c, const char *method, const char *path, const char *body, size_t body_len)
+{
+    c->error[0] = '\0';
+    buf_reset(&c->pending);
+    if (!token_ok(method) || !token_ok(path) || path[0] != '/') {
+        set_error(c, "invalid request line");
+        return c->sent = -1;
+    }
+    build_request(c, &c->pending, method, path, body, body_len);
+    c->timed_out = false;
+    c->abandoned = false;
+    c->deadline = clock_mono_ms() + c->timeout_ms;
+    c->pending_head = strcmp(method, "HEAD") == 0;
+    c->sent = send_request(c);
+    if (c->sent == HTTP_RETRY) c->sent = send_request(c);
+    return c->sent == 0 ? 0 : -1;
+}
+
+int http_request_finish(http_client *c, http_response *out)
+{
+    response_reset(out);
+    if (c->sent < 0) return -1;
+    int rc = read_reply(c, out);
+    if (rc == HTTP_RETRY && send_request(c) == 0) rc = read_reply(c, out);
+    c->sent = -1;
+    return rc == 0 ? 0 : -1;
 }
 
 int http_request(http_client *c, const char *method, const char *path,
                  const char *body, size_t body_len, http_response *out)
 {
-    response_reset(out);
-    c->error[0] = '\0';
-    if (!token_ok(method) || !token_ok(path) || path[0] != '/') {
-        set_error(c, "invalid request line");
+    if (http_request_begin(c, method, path, body, body_len) < 0) {
+        response_reset(out);
         return -1;
     }
-    buf req;
-    buf_init(&req);
-    build_request(c, &req, method, path, body, body_len);
-    c->timed_out = false;
-    c->abandoned = false;
-    c->deadline = clock_mono_ms() + c->timeout_ms;
-    bool head_req = strcmp(method, "HEAD") == 0;
-    int rc = exchange(c, &req, head_req, out);
-    if (rc == HTTP_RETRY) rc = exchange(c, &req, head_req, out);
-    buf_fini(&req);
-    return rc == 0 ? 0 : -1;
+    return http_request_finish(c, out);
 }

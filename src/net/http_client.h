@@ -69,5 +69,12 @@ void http_response_fini(http_response *r);
 int http_request(http_client *c, const char *method, const char *path,
                  const char *body, size_t body_len, http_response *out)
     __attribute__((warn_unused_result));
+/* The two halves of http_request, for a caller that does something else
+ * (on another client) while the server works: begin sends the request,
+ * finish reads its response (one request in flight per client). finish
+ * reports a failure of begin too, so its result is the one to check. */
+int http_request_begin(http_client *c, const char *method, const char *path,
+                       const char *body, size_t body_len);
+int http_request_finish(http_client *c, http_response *out) __attribute__((warn_unused_result));
 
 #endif
