@@ -130,14 +130,18 @@ static void claim_end(claim_call *c, const db_reply *reply, const PGresult *r, i
 }
 
 /* The park looks again when the earliest delayed task of its queues is due
- * (at most TASK_RECHECK_MS from now, as it was made), not a second later. */
+ * (at most TASK_RECHECK_MS from now, as it was made), not a second later:
+ * a few milliseconds after, since a timer may fire a millisecond early, and
+ * a look just before the task is due would find it neither claimable nor
+ * still delayed, and wait the whole recheck. */
+#define CLAIM_DUE_SLACK_MS 5
 static void next_run_known(void *arg, const db_reply *reply)
 {
     claim_call *c = arg;
     c->querying = false;
     if (c->gone) { claim_end(c, NULL, NULL, 0, 0); return; }
     const PGresult *r = reply->error ? NULL : reply->results[0];
-    if (r && PQntuples(r) == 1 && !db_null(r, 0, 0)) task_park_shorten(c->park, db_int(r, 0, 0));
+    if (r && PQntuples(r) == 1 && !db_null(r, 0, 0)) task_park_shorten(c->park, db_int(r, 0, 0) + CLAIM_DUE_SLACK_MS);
     task_park_arm(c->park);
 }
 
