@@ -82,6 +82,11 @@ test:
 	@$(MAKE) --no-print-directory $(BUILD)/silt $(BUILD)/unit_tests $(BUILD)/integration_tests
 	@scripts/test.sh $(BUILD)
 
+# make test-unit: the unit tests alone (no database, a few seconds).
+test-unit:
+	@$(MAKE) --no-print-directory $(BUILD)/unit_tests
+	@$(BUILD)/unit_tests
+
 bench: all
 	@scripts/bench.sh $(BUILD)/silt
 
