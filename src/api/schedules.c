@@ -7,7 +7,7 @@
 #include "base/clock.h"
 #include "base/xalloc.h"
 #include "db/result.h"
-#include "tasks/cron.h"
+#include "base/cron.h"
 
 static int state_row(const PGresult *r, const char *name)
 {

@@ -26,7 +26,7 @@
 #include "base/names.h"
 #include "base/retention_class.h"
 #include "base/xalloc.h"
-#include "tasks/cron.h"
+#include "base/cron.h"
 
 /* ---- the sections and their keys ---------------------------------------- */
 

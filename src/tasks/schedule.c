@@ -7,7 +7,7 @@
 #include "base/log.h"
 #include "base/xalloc.h"
 #include "db/result.h"
-#include "tasks/cron.h"
+#include "base/cron.h"
 #include "base/retention_class.h"
 
 typedef struct sched_entry {

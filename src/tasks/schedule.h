@@ -3,7 +3,7 @@
  * shared state from an earlier slot to this one inserts the task). Every
  * server runs one; a tick each second fires what is due.
  *
- * Slots come from cron_next (tasks/cron.h), in the schedule's timezone,
+ * Slots come from cron_next (base/cron.h), in the schedule's timezone,
  * from the last slot the database records. A slot due within
  * SCHEDULE_GRACE_S fires; older ones were missed (the servers were down):
  * catch_up 0 passes over them all, catch_up N fires the N most recent of

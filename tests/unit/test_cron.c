@@ -1,11 +1,11 @@
 /* test_cron: cron expressions, what they refuse, and when they fire, in UTC
- * and across daylight-saving changes (the rules are in src/tasks/cron.h). */
+ * and across daylight-saving changes (the rules are in src/base/cron.h). */
 #include "harness.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
 #include "base/clock.h"
-#include "tasks/cron.h"
+#include "base/cron.h"
 
 /* Unix seconds of a UTC date and time (timegm: no zone involved). */
 static int64_t utc(int y, int mon, int d, int h, int min)

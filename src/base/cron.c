@@ -3,7 +3,7 @@
  * field by field (jump to the next allowed month, then day, hour, minute),
  * never minute by minute; only turning a local time into an instant asks
  * the zone, a few localtime_r calls per candidate. */
-#include "tasks/cron.h"
+#include "base/cron.h"
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
