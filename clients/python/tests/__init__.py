@@ -1,0 +1,1 @@
+"""The Python client's tests: run them with ``python3 tests/run.py``."""
