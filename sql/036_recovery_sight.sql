@@ -113,3 +113,34 @@ LANGUAGE sql STABLE AS $$
     SELECT min(run_at) FROM horsies_tasks
      WHERE queue_name = ANY (p_queues) AND status = 'PENDING' AND run_at > now()
 $$;
+
+-- A heartbeat answers each (task, claim) it names, in the order named: a
+-- worker that names a task twice, under an old claim (an end it still
+-- holds) and the current one, hears 'lost' for the old. 019's answered by
+-- task id alone, so both heard the current claim's state.
+CREATE OR REPLACE FUNCTION tasks.heartbeat(p_worker text, p_ids uuid[], p_claims uuid[])
+RETURNS TABLE (id uuid, state text) LANGUAGE plpgsql AS $$
+#variable_conflict use_column
+BEGIN
+    -- Rows locked in id order, as every batch that ends tasks locks them, so
+    -- a heartbeat and an end of the same tasks never wait on each other in a
+    -- circle.
+    PERFORM 1 FROM horsies_tasks t WHERE t.id = ANY (p_ids) ORDER BY t.id FOR UPDATE;
+    RETURN QUERY
+    WITH named AS (SELECT u.id, u.claim, u.ord FROM unnest(p_ids, p_claims) WITH ORDINALITY AS u(id, claim, ord)),
+    held AS (
+        UPDATE horsies_tasks t SET last_heartbeat_at = now()
+          FROM named n WHERE t.id = n.id AND t.claim_id = n.claim AND t.worker_id = p_worker
+        RETURNING t.id, t.claim_id, t.status, t.cancel_requested),
+    beats AS (
+        INSERT INTO horsies_heartbeats (task_id, worker_id, role)
+        SELECT h.id, p_worker, CASE WHEN h.status = 'RUNNING' THEN 'runner' ELSE 'claimer' END FROM held h)
+    SELECT n.id, CASE WHEN h.id IS NULL THEN 'lost' WHEN h.cancel_requested THEN 'cancelled' ELSE 'ok' END
+      FROM named n LEFT JOIN held h ON h.id = n.id AND h.claim_id = n.claim ORDER BY n.ord;
+    UPDATE horsies_workers SET last_seen_at = now() WHERE worker_id = p_worker;
+    INSERT INTO horsies_worker_states (worker_id, hostname, pid, queues, concurrency, claimed, running)
+    SELECT w.worker_id, w.hostname, w.pid, w.queues, w.concurrency,
+           (SELECT count(*) FROM horsies_tasks t WHERE t.worker_id = p_worker AND t.status = 'CLAIMED'),
+           (SELECT count(*) FROM horsies_tasks t WHERE t.worker_id = p_worker AND t.status = 'RUNNING')
+      FROM horsies_workers w WHERE w.worker_id = p_worker;
+END $$;

@@ -239,3 +239,27 @@ TEST(a_cancelled_running_task_whose_worker_crashed_ends_cancelled_not_retried)
     CHECK_STR(sql("SELECT outcome FROM horsies_task_attempts WHERE task_id = '%s'", c.id), "CANCELLED");
     srv_stop(&s);
 }
+
+/* A worker that names a task twice, under the claim recovery took back and
+ * under its new one, hears "lost" for the old and "ok" for the new. */
+TEST(a_heartbeat_answers_each_claim_it_names_not_each_task)
+{
+    silt_server s;
+    start_with_conf(&s, NULL);
+    task_send(&s, "{\"name\":\"t\",\"queue\":\"q\"}");
+    task_claimed old, now;
+    CHECK(task_claim_one(&s, "w", "q", &old));
+    sql("UPDATE horsies_tasks SET last_heartbeat_at = now() - interval '1 hour'");
+    sql_await("PENDING", 10000, "SELECT status FROM horsies_tasks WHERE id = '%s'", old.id);
+    CHECK(task_claim_one(&s, "w", "q", &now));
+    CHECK_STR(now.id, old.id);
+    reply r;
+    rq(&s, "POST", "/api/v1/workers/w/heartbeat",
+       sfmt("{\"tasks\":[{\"id\":\"%s\",\"claimId\":\"%s\"},{\"id\":\"%s\",\"claimId\":\"%s\"}]}",
+            old.id, old.claim, now.id, now.claim), &r);
+    CHECK_INT(r.status, 200);
+    CHECK_STR(jstr(&r, "tasks.0.state"), "lost");   /* answered in the order named */
+    CHECK_STR(jstr(&r, "tasks.1.state"), "ok");
+    reply_fini(&r);
+    srv_stop(&s);
+}
