@@ -6,8 +6,9 @@
 #   silt-worker:   `silt worker --concurrency 8 -- true`, a process per task
 #   python-worker: clients/python's in-process worker (clients/python/bench/drain.py)
 #   js-worker:     clients/js's in-process worker (clients/js/bench/drain.mjs)
-# BENCH_WORKER_TASKS (default 20000; the command worker does a quarter of
-# it), BENCH_WORKER_CONCURRENCY (the libraries' concurrency, default 256)
+# BENCH_PG_DB (the server's database, default postgres), BENCH_WORKER_TASKS
+# (default 20000; the command worker does a quarter of it), BENCH_SILT_CONCURRENCY (the command worker's, default 8),
+# BENCH_WORKER_CONCURRENCY (the libraries' concurrency, default 256)
 # and BENCH_WORKERS (default "silt python js") tune it.
 set -u
 bin="$1"; url="$2"; pg_port="$3"
@@ -36,10 +37,10 @@ live_tasks() {
 
 # silt worker running `true` for each task, eight at once.
 bench_silt_worker() {
-    local q="bench_silt_$$" n=$(( tasks / 4 )) t0 t1 w
+    local q="bench_silt_$$" n=$(( tasks / 4 )) c="${BENCH_SILT_CONCURRENCY:-8}" t0 t1 w
     t0=$(now)
     send_tasks "$q" "$n" || { echo "silt-worker: sending failed" >&2; return 1; }
-    SILT_URL="$url" LOG_LEVEL=warn "$bin" worker --queue "$q" --concurrency 8 -- true 2>/dev/null &
+    SILT_URL="$url" LOG_LEVEL=warn "$bin" worker --queue "$q" --concurrency "$c" -- true 2>/dev/null &
     w=$!
     until [ "$(live_tasks "$q")" = 0 ]; do
         kill -0 "$w" 2>/dev/null || { echo "silt-worker: the worker died" >&2; return 1; }
@@ -47,8 +48,8 @@ bench_silt_worker() {
     done
     t1=$(now)
     kill -TERM "$w"; wait "$w"
-    awk -v n="$n" -v a="$t0" -v b="$t1" \
-        'BEGIN { printf "silt-worker: %d tasks in %.2f s: %d tasks/s (send → COMPLETED, --concurrency 8 -- true)\n", n, b - a, n / (b - a) }'
+    awk -v n="$n" -v a="$t0" -v b="$t1" -v c="$c" \
+        'BEGIN { printf "silt-worker: %d tasks in %.2f s: %d tasks/s (send → COMPLETED, --concurrency %d -- true)\n", n, b - a, n / (b - a), c }'
 }
 
 for kind in ${BENCH_WORKERS:-silt python js}; do
