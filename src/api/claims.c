@@ -145,6 +145,18 @@ static void next_run_known(void *arg, const db_reply *reply)
     task_park_arm(c->park);
 }
 
+/* Whether a queue of the claim has a concurrency cap (caps is the array
+ * literal of the queues' caps, 0 for none). A capped queue at its cap
+ * claims nothing while a backlog waits, and looking for its next delayed
+ * task would read that whole backlog at every look: its claims keep the
+ * periodic look instead. */
+static bool any_cap(const char *caps)
+{
+    for (const char *p = caps; *p; p++)
+        if (*p >= '1' && *p <= '9') return true;
+    return false;
+}
+
 static void claimed(void *arg, const db_reply *reply, const PGresult *r, int first, int n)
 {
     claim_call *c = arg;
@@ -152,6 +164,10 @@ static void claimed(void *arg, const db_reply *reply, const PGresult *r, int fir
     bool waiting = c->park && !c->gone && c->deadline_us > clock_mono_us() && !c->srv->draining;
     if (reply->error || n > 0 || !waiting) {
         claim_end(c, reply, reply->error ? NULL : r, first, n);
+        return;
+    }
+    if (any_cap(c->caps)) {   /* see any_cap */
+        task_park_arm(c->park);
         return;
     }
     c->querying = true;

@@ -8,10 +8,12 @@
  * gracefully on SIGTERM. The contract — every error code, the signals, the
  * exit statuses — is docs/tasks.md, "silt worker: a command per task".
  *
- * The process handling (fork, pipes, process groups) is worker_child.c,
- * the calls to the server worker_calls.c; this file is the loop. The HTTP
- * client blocks, so the loop waits on the server only for the calls
- * themselves (a long poll only while nothing runs). */
+ * The process handling (vfork, pipes, process groups) is worker_child.c,
+ * the guard that kills the commands if the worker dies worker_guard.c, the
+ * calls to the server worker_calls.c, the ends and their delivery
+ * worker_reports.c; this file is the loop. The HTTP client blocks, but a
+ * claim's long poll watches the commands and the signals (wk_watch) and is
+ * given up when a command ends or a stop comes. */
 #include "cli/cli.h"
 #include "cli/worker.h"
 #include <errno.h>
@@ -39,10 +41,11 @@ static const char worker_usage[] =
     "by signal N with SIGNAL_<N>; a timeout with TASK_TIMEOUT; a cancel (told\n"
     "on a heartbeat) stops CMD and fails it with CANCELLED.\n"
     "\n"
-    "On SIGTERM or SIGINT the worker claims nothing more, hands back claimed\n"
-    "tasks it has not started, waits up to --grace seconds for running ones,\n"
-    "then kills them (WORKER_CRASHED) and exits 0. A second signal kills\n"
-    "every command and exits 1 at once.\n"
+    "On SIGTERM or SIGINT the worker claims nothing more, waits up to --grace\n"
+    "seconds for running tasks, then kills them (WORKER_CRASHED), delivers the\n"
+    "ends it holds and exits 0. A second signal kills every command and exits\n"
+    "1 at once. An end the server could not take (it is restarting, say) is\n"
+    "kept and sent again until it answers; commands die with the worker.\n"
     "\n"
     "options:\n"
     "  --queue Q          a queue to take tasks from (repeat for more; required)\n"
@@ -172,11 +175,13 @@ static int64_t next_duty(const worker *w)
 {
     int64_t at = w->next_hb_ms;
     if (w->nreports && w->next_report_ms < at) at = w->next_report_ms;
-    if (w->stopping && w->running && w->grace_until_ms < at) at = w->grace_until_ms;
-    if (w->stopping && w->nreports && w->give_up_ms < at) at = w->give_up_ms;
+    if (w->stopping && !w->running && w->nreports && w->give_up_ms < at) at = w->give_up_ms;
     for (long i = 0; i < w->concurrency; i++) {
         const wk_task *t = &w->slots[i];
         if (!t->used) continue;
+        /* only commands still to be killed make a deadline: one already
+         * killed wakes the loop with its SIGCHLD */
+        if (t->end == WK_RUN && w->stopping && w->grace_until_ms < at) at = w->grace_until_ms;
         if (t->end == WK_RUN && t->timeout_ms > 0 && t->started_ms + t->timeout_ms < at) at = t->started_ms + t->timeout_ms;
         if (t->end == WK_CANCELLING && t->kill_at_ms < at) at = t->kill_at_ms;
     }
@@ -204,7 +209,9 @@ static int worker_loop(worker *w)
         if (w->nreports && !w->reports_in_flight && clock_mono_ms() >= w->next_report_ms) wk_reports_send(w);
         if (clock_mono_ms() >= w->next_hb_ms) wk_heartbeat(w);
         int64_t now = clock_mono_ms(), wait = next_duty(w) - now;
-        bool may_claim = !w->stopping && !wk_signals && w->running < w->concurrency;
+        /* undelivered ends count against the slots: a server that takes
+         * claims but not ends must not make them pile up */
+        bool may_claim = !w->stopping && !wk_signals && w->running + w->nreports < w->concurrency;
         bool claiming = may_claim && now >= w->next_claim_ms;
         if (claiming) wk_claim(w, w->reports_in_flight ? 0 : wait);
         wk_reports_heard(w);
@@ -212,6 +219,7 @@ static int worker_loop(worker *w)
         if (claiming) continue;
         now = clock_mono_ms();
         wait = next_duty(w) - now;
+        may_claim = !w->stopping && !wk_signals && w->running + w->nreports < w->concurrency;   /* ends heard */
         if (may_claim && w->next_claim_ms - now < wait) wait = w->next_claim_ms - now;
         pump(w, w->child_ended || (wk_signals && !w->stopping) ? 0 : wait);
     }

@@ -39,7 +39,8 @@ typedef struct wk_task {
     wk_child child;
 } wk_task;
 
-/* A command's end, kept until the server has answered it (200 or 409). */
+/* A command's end, kept until the server has answered it: a status, or
+ * "not the current claim". */
 typedef struct wk_report {
     char     id[48], claim[48];
     char    *name;
@@ -47,6 +48,8 @@ typedef struct wk_report {
     char    *what;         /* for the log: "completed" or "CODE: message" */
     int64_t  ran_ms;       /* how long the command ran */
     bool     in_flight;    /* carried by the finish call awaiting its answer */
+    bool     alone;        /* a batch carrying it was refused: send it by itself */
+    bool     refused;      /* already replaced by a failure the server can read */
 } wk_report;
 
 typedef struct worker {

@@ -1,4 +1,4 @@
-/* worker_calls: the worker protocol, one blocking call at a time (see
+/* worker_calls: the worker protocol: register, claim, heartbeat (see
  * worker.h; the routes are in src/api/workers.c and src/api/claims.c). A
  * claim or heartbeat that fails is logged and tried again later; the ends
  * of commands are worker_reports.c's, which keeps them until delivered. */
@@ -182,7 +182,7 @@ void wk_claim(worker *w, int64_t wait_ms)
     buf_init(&body); buf_init(&path);
     buf_putc(&body, '{');
     put_queues(&body, w);
-    buf_printf(&body, ",\"max\":%ld,\"waitMs\":%d,\"start\":true}", w->concurrency - w->running, wait);
+    buf_printf(&body, ",\"max\":%ld,\"waitMs\":%d,\"start\":true}", w->concurrency - w->running - w->nreports, wait);
     worker_path(&path, w, "claim");
     http_response r;
     http_response_init(&r);
@@ -249,46 +249,49 @@ int wk_watch(void *arg)
 
 /* ---- heartbeats ----------------------------------------------------------- */
 
-static wk_task *find_task(worker *w, const json_doc *d, int tok)
+/* An undelivered end the server says is lost to this worker: dropped. One
+ * carried by a finish call in flight is left to that call's answer (the
+ * end may be what made the claim stale). */
+static void heard_report(worker *w, wk_report *e, const json_doc *d, int state)
 {
-    int id = json_get(d, (uint32_t)tok, "id");
-    for (long i = 0; id >= 0 && i < w->concurrency; i++)
-        if (w->slots[i].used && json_str_eq(d, (uint32_t)id, w->slots[i].id)) return &w->slots[i];
-    return NULL;
+    if (e->in_flight || !json_str_eq(d, (uint32_t)state, "lost")) return;
+    log_info("task %s %s: %s, not reported: the task was taken back meanwhile", e->id, e->name, e->what);
+    wk_report_drop(w, e);
 }
 
-/* An undelivered end the server says is lost to this worker: dropped. */
-static void heard_end(worker *w, const json_doc *d, int tok, int state)
+static void heard_task(wk_task *t, const json_doc *d, int state)
 {
-    char *id = cli_get_str(d, tok, "id");
-    wk_report *e = id ? wk_report_find(w, id) : NULL;
-    if (e && json_str_eq(d, (uint32_t)state, "lost")) {
-        log_info("task %s %s: %s, not reported: the task was taken back meanwhile", e->id, e->name, e->what);
-        wk_report_drop(w, e);
+    if (json_str_eq(d, (uint32_t)state, "cancelled") && t->end == WK_RUN) {
+        log_info("task %s %s: cancelled: stopping it", t->id, t->name);
+        t->end = WK_CANCELLING;
+        t->kill_at_ms = clock_mono_ms() + WK_KILL_AFTER_MS;
+        wk_child_kill(&t->child, SIGTERM);
+    } else if (json_str_eq(d, (uint32_t)state, "lost") && t->end != WK_LOST) {
+        t->end = WK_LOST;
+        wk_child_kill(&t->child, SIGKILL);
     }
-    free(id);
 }
 
-/* What the server says of each task held: cancelled ones are stopped, lost
- * ones killed and dropped (an undelivered end of a lost one too). */
-static void heard(worker *w, const json_doc *d)
+/* What the server says of each (task, claim) held, answered in the order
+ * named: the running slots, then the undelivered ends (a task may be in
+ * both, under an old claim and a new one). Cancelled ones are stopped,
+ * lost ones killed and dropped, a lost end dropped. */
+static void heard(worker *w, const json_doc *d, wk_task **slots, int nslots, int nreports)
 {
     int list = json_get(d, 0, "tasks"), tok;
-    for (uint32_t i = 0; list >= 0 && (tok = json_at(d, (uint32_t)list, i)) >= 0; i++) {
-        wk_task *t = find_task(w, d, tok);
+    wk_report **ends = xcalloc((size_t)nreports + 1, sizeof *ends);
+    for (int i = 0; i < nreports; i++) ends[i] = &w->reports[i];
+    for (uint32_t i = 0; list >= 0 && (int)i < nslots && (tok = json_at(d, (uint32_t)list, i)) >= 0; i++) {
         int state = json_get(d, (uint32_t)tok, "state");
-        if (state < 0) continue;
-        if (!t) { heard_end(w, d, tok, state); continue; }
-        if (json_str_eq(d, (uint32_t)state, "cancelled") && t->end == WK_RUN) {
-            log_info("task %s %s: cancelled: stopping it", t->id, t->name);
-            t->end = WK_CANCELLING;
-            t->kill_at_ms = clock_mono_ms() + WK_KILL_AFTER_MS;
-            wk_child_kill(&t->child, SIGTERM);
-        } else if (json_str_eq(d, (uint32_t)state, "lost") && t->end != WK_LOST) {
-            t->end = WK_LOST;
-            wk_child_kill(&t->child, SIGKILL);
-        }
+        if (state >= 0) heard_task(slots[i], d, state);
     }
+    /* ends last, highest first: a drop moves the last end into its place */
+    for (uint32_t i = (uint32_t)(nslots + nreports); list >= 0 && i-- > (uint32_t)nslots;) {
+        tok = json_at(d, (uint32_t)list, i);
+        int state = tok >= 0 ? json_get(d, (uint32_t)tok, "state") : -1;
+        if (state >= 0) heard_report(w, ends[i - (uint32_t)nslots], d, state);
+    }
+    free(ends);
 }
 
 void wk_heartbeat(worker *w)
@@ -296,17 +299,22 @@ void wk_heartbeat(worker *w)
     buf body, path;
     buf_init(&body); buf_init(&path);
     buf_puts(&body, "{\"tasks\":[");
-    bool first = true;
+    wk_task **slots = xcalloc((size_t)w->concurrency, sizeof *slots);
+    int nslots = 0, nreports = w->nreports;
     for (long i = 0; i < w->concurrency; i++)
-        if (w->slots[i].used) { put_held(&body, w->slots[i].id, w->slots[i].claim, first); first = false; }
-    for (int i = 0; i < w->nreports; i++) { put_held(&body, w->reports[i].id, w->reports[i].claim, first); first = false; }
+        if (w->slots[i].used) {
+            put_held(&body, w->slots[i].id, w->slots[i].claim, nslots == 0);
+            slots[nslots++] = &w->slots[i];
+        }
+    for (int i = 0; i < nreports; i++) put_held(&body, w->reports[i].id, w->reports[i].claim, nslots + i == 0);
     buf_puts(&body, "]}");
     worker_path(&path, w, "heartbeat");
     http_response r;
     http_response_init(&r);
     json_doc d;
     json_doc_init(&d);
-    if (wk_call(w, "heartbeat", path.data, &body, 0, &r, &d) == 200) heard(w, &d);
+    if (wk_call(w, "heartbeat", path.data, &body, 0, &r, &d) == 200) heard(w, &d, slots, nslots, nreports);
+    free(slots);
     w->next_hb_ms = clock_mono_ms() + w->hb_interval_ms;
     json_doc_fini(&d);
     http_response_fini(&r);

@@ -1,6 +1,7 @@
 /* worker_child: one run of the worker's command (see worker_child.h). */
 #include "cli/worker_child.h"
 #include "cli/worker_guard.h"
+#include "base/log.h"
 #include "base/xalloc.h"
 #include <errno.h>
 #include <fcntl.h>
@@ -73,7 +74,7 @@ static void say(const char *s) { if (write(2, s, strlen(s)) < 0) { /* nothing mo
  * second line for the leader, and the getppid() check covers a worker that
  * died before the call); the pipes and the file as stdio, default signal
  * dispositions and no signal blocked; then exec. */
-static _Noreturn void child_exec(char *const *argv, int in, int out, int err, char **envp, pid_t worker)
+__attribute__((noinline)) static _Noreturn void child_exec(char *const *argv, int in, int out, int err, char **envp, pid_t worker)
 {
     setpgid(0, 0);
     wk_guard_enter(getpid());
@@ -218,7 +219,11 @@ bool wk_child_reap(wk_child *c)
     if (rc < 0 && errno == EINTR) return false;
     if (rc == 0 && info.si_pid == 0) return false;   /* still running */
     kill(-c->pid, SIGKILL);
-    wk_guard_leave(c->pid);
+    static bool told;
+    if (wk_guard_leave(c->pid) < 0 && !told) {
+        log_warn("worker: its guard is gone: its commands no longer die with it");
+        told = true;
+    }
     int status = 0;
     pid_t r;
     do r = waitpid(c->pid, &status, 0); while (r < 0 && errno == EINTR);

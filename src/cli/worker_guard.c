@@ -1,27 +1,32 @@
 /* worker_guard: kills the worker's commands when the worker dies (see
- * worker_guard.h). Messages on the pipe are one int32 each: a process
- * group listed (positive) or struck off (negative). A write of 4 bytes to a
- * pipe is atomic, so the worker and its children never interleave. */
+ * worker_guard.h). The "pipe" is a SOCK_SEQPACKET socket pair: each message
+ * is one int32, a process group listed (positive) or struck off
+ * (negative), never interleaved with another's; and a send with
+ * MSG_NOSIGNAL raises no SIGPIPE if the guard is gone (a command's child
+ * has every signal blocked until it execs: a pending SIGPIPE would kill it
+ * the moment it unblocks them). */
 #include "cli/worker_guard.h"
 #include <errno.h>
-#include <fcntl.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
-static int guard_fd = -1;   /* the write end, in the worker and (until exec) its children */
+static int guard_fd = -1;   /* the worker's end, in the worker and (until exec) its children */
 
-static void send_pgid(int32_t v)
+static int send_pgid(int32_t v)
 {
-    if (guard_fd < 0) return;
+    if (guard_fd < 0) return -1;
     ssize_t n;
-    do n = write(guard_fd, &v, sizeof v); while (n < 0 && errno == EINTR);
+    do n = send(guard_fd, &v, sizeof v, MSG_NOSIGNAL); while (n < 0 && errno == EINTR);
+    return n == (ssize_t)sizeof v ? 0 : -1;
 }
 
-void wk_guard_enter(pid_t pgid) { send_pgid((int32_t)pgid); }
-void wk_guard_leave(pid_t pgid) { send_pgid(-(int32_t)pgid); }
+void wk_guard_enter(pid_t pgid) { (void)send_pgid((int32_t)pgid); }
+
+int wk_guard_leave(pid_t pgid) { return send_pgid(-(int32_t)pgid); }
 
 typedef struct pgid_set {
     int32_t *items;
@@ -61,7 +66,7 @@ static _Noreturn void guard_main(int rfd)
     pgid_set s = { 0 };
     for (;;) {
         int32_t v;
-        ssize_t n = read(rfd, &v, sizeof v);
+        ssize_t n = recv(rfd, &v, sizeof v, 0);
         if (n < 0 && errno == EINTR) continue;
         if (n != (ssize_t)sizeof v) break;   /* end of file: the worker is gone */
         if (v > 0) set_add(&s, v);
@@ -74,7 +79,7 @@ static _Noreturn void guard_main(int rfd)
 int wk_guard_start(void)
 {
     int p[2];
-    if (pipe2(p, O_CLOEXEC) < 0) return -1;
+    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, p) < 0) return -1;
     pid_t pid = fork();
     if (pid < 0) { close(p[0]); close(p[1]); return -1; }
     if (pid == 0) { close(p[1]); guard_main(p[0]); }

@@ -1,4 +1,4 @@
-/* worker_ends: what each command's end is reported as, and the delivery of
+/* worker_reports: what each command's end is reported as, and the delivery of
  * those reports (see worker.h).
  *
  * An end that could not be delivered is not forgotten: the server may be
@@ -143,6 +143,8 @@ void wk_report_add(worker *w, wk_task *t)
     buf_init(&e->item);
     describe(w, t, e);
     if (w->nreports == 1) { w->next_report_ms = clock_mono_ms(); w->report_backoff_ms = WK_END_RETRY_MS; }
+    /* stopping: an end decided late still gets its time to be delivered */
+    if (w->stopping && w->give_up_ms < clock_mono_ms() + WK_END_LINGER_MS) w->give_up_ms = clock_mono_ms() + WK_END_LINGER_MS;
 }
 
 /* ---- the undelivered ends ------------------------------------------------- */
@@ -191,20 +193,34 @@ static void heard_reports(worker *w, const json_doc *d)
     }
 }
 
-/* How many ends go in one call: the server takes at most this many. */
-#define WK_REPORTS_PER_CALL 1000
+/* How many ends go in one call: the server takes at most this many, and a
+ * body of at most this many bytes unless one end alone is larger. */
+#define WK_REPORTS_PER_CALL  1000
+#define WK_REPORTS_MAX_BYTES (8u << 20)
+
+/* The ends of the next call: after a refused batch, those it carried go
+ * one at a time (alone), so one bad end cannot hold the others back. */
+static void put_reports(worker *w, buf *body)
+{
+    int first_alone = -1;
+    for (int i = 0; i < w->nreports && first_alone < 0; i++)
+        if (w->reports[i].alone) first_alone = i;
+    for (int i = 0, n = 0; i < w->nreports && n < WK_REPORTS_PER_CALL; i++) {
+        wk_report *e = &w->reports[i];
+        if (first_alone >= 0 && i != first_alone) continue;
+        if (n && body->len + e->item.len > WK_REPORTS_MAX_BYTES) break;
+        if (n++) buf_putc(body, ',');
+        buf_append(body, e->item.data, e->item.len);
+        e->in_flight = true;
+    }
+}
 
 void wk_reports_send(worker *w)
 {
     buf body, path;
     buf_init(&body); buf_init(&path);
     buf_puts(&body, "{\"tasks\":[");
-    int n = 0;
-    for (; n < w->nreports && n < WK_REPORTS_PER_CALL; n++) {
-        if (n) buf_putc(&body, ',');
-        buf_append(&body, w->reports[n].item.data, w->reports[n].item.len);
-        w->reports[n].in_flight = true;
-    }
+    put_reports(w, &body);
     buf_puts(&body, "]}");
     buf_puts(&path, "/api/v1/workers");
     cli_path_segment(&path, w->id);
@@ -213,6 +229,47 @@ void wk_reports_send(worker *w)
     (void)http_request_begin(w->ends_http, "POST", path.data, body.data, body.len);   /* finish tells */
     w->reports_in_flight = true;
     buf_fini(&body); buf_fini(&path);
+}
+
+/* The server refused the call whole (400: an end it cannot read, e.g. a
+ * result nested deeper than it reads; 413: too large). A batch is sent
+ * again one end at a time; a single end refused becomes a failure the
+ * server can take (the task ends FAILED, or is retried, with what was
+ * wrong). Anything else refused (401, 403...) is sent again as it is. */
+static void refused_reports(worker *w, int status, const json_doc *d)
+{
+    int carried = 0;
+    for (int i = 0; i < w->nreports; i++) carried += w->reports[i].in_flight;
+    char *why = cli_get_str(d, 0, "error");
+    for (int i = w->nreports - 1; i >= 0; i--) {
+        wk_report *e = &w->reports[i];
+        if (!e->in_flight) continue;
+        if (carried > 1) { e->alone = true; continue; }
+        if (e->refused) {   /* its failure refused too: nothing more to say */
+            log_warn("task %s %s: the server refused its end (HTTP %d): %s; left to recovery", e->id, e->name,
+                     status, why ? why : "");
+            wk_report_drop(w, e);
+            continue;
+        }
+        buf_reset(&e->item);
+        buf_puts(&e->item, "{\"id\":");
+        json_put_cstr(&e->item, e->id);
+        buf_puts(&e->item, ",\"claimId\":");
+        json_put_cstr(&e->item, e->claim);
+        buf_puts(&e->item, status == 413 ? ",\"errorCode\":\"RESULT_TOO_LARGE\"" : ",\"errorCode\":\"INVALID_RESULT\"");
+        buf_puts(&e->item, ",\"errorMessage\":");
+        buf msg;
+        buf_init(&msg);
+        buf_printf(&msg, "the server refused the end (HTTP %d): %s", status, why ? why : "");
+        json_put_str(&e->item, msg.data, msg.len);
+        buf_fini(&msg);
+        buf_putc(&e->item, '}');
+        free(e->what);
+        e->what = xstrdup(status == 413 ? "RESULT_TOO_LARGE: refused by the server" : "INVALID_RESULT: refused by the server");
+        e->refused = true;
+        e->alone = false;
+    }
+    free(why);
 }
 
 void wk_reports_heard(worker *w)
@@ -226,16 +283,11 @@ void wk_reports_heard(worker *w)
     int rc = http_request_finish(w->ends_http, &r);
     int status = wk_reply(w, w->ends_http, "finish", rc, &r, &d);
     int before = w->nreports;
+    bool refused = status == 400 || status == 413;
     if (status == 200) heard_reports(w, &d);
-    else if (status >= 400 && status < 500) {
-        /* refused whole (a malformed end: a bug, not an outage): sending it
-         * again would be refused again */
-        log_warn("worker: end(s) refused with HTTP %d: dropped, recovery will take the tasks back", status);
-        for (int i = w->nreports - 1; i >= 0; i--)
-            if (w->reports[i].in_flight) wk_report_drop(w, &w->reports[i]);
-    }
+    else if (refused) refused_reports(w, status, &d);
     for (int i = 0; i < w->nreports; i++) w->reports[i].in_flight = false;
-    if (w->nreports && w->nreports == before) {
+    if (w->nreports && w->nreports == before && !refused) {
         w->next_report_ms = clock_mono_ms() + w->report_backoff_ms;
         w->report_backoff_ms = w->report_backoff_ms * 2 > WK_END_RETRY_MAX_MS ? WK_END_RETRY_MAX_MS
                                                                               : w->report_backoff_ms * 2;

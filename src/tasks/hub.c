@@ -366,7 +366,10 @@ static void recovered(void *arg, const db_reply *reply)
 {
     task_hub *h = arg;
     if (reply->error) log_warn("task recovery: %s", reply->error);
-    h->blind = reply->error != NULL;
+    /* blind: the database could not be reached (not a deadlock or a
+     * timeout of the pass itself, which say nothing of the heartbeats) */
+    h->blind = reply->error && (reply->unavailable || strncmp(reply->sqlstate, "08", 2) == 0 ||
+                                strncmp(reply->sqlstate, "57P0", 4) == 0);
     const PGresult *r = reply->error ? NULL : reply->results[0];
     for (int row = 0; r && row < PQntuples(r); row++) {
         char id[IDS_UUID_TEXT];

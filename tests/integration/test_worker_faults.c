@@ -188,3 +188,30 @@ TEST(a_postgresql_outage_fails_no_live_task_but_a_worker_that_died_in_it_is_reco
     worker_cleanup(&b);
     srv_stop(&s);
 }
+
+/* An end the server cannot read (a result nested deeper than it reads
+ * inside the finish call) does not hold back the ends sent with it: the
+ * batch goes again one end at a time, and the one refused becomes a
+ * failure the server can take. */
+TEST(an_end_the_server_refuses_becomes_invalid_result_and_the_others_complete)
+{
+    silt_server s;
+    srv_start(&s, NULL);
+    char deep[96], ids[3][96];
+    keep_str(deep, task_send(&s, "{\"name\":\"deep\",\"queue\":\"jobs\"}"));
+    for (int i = 0; i < 3; i++) keep_str(ids[i], task_send(&s, "{\"name\":\"quiet\",\"queue\":\"jobs\"}"));
+    test_worker w;
+    worker_start(&w, &s, "jobs", (const char *const[]){ "--concurrency", "4", NULL });
+    reply r;
+    await_task(&s, deep, "FAILED", &r);
+    CHECK_STR(jstr(&r, "errorCode"), "INVALID_RESULT");
+    CHECK(strstr(jstr(&r, "errorMessage"), "the server refused the end") != NULL);
+    reply_fini(&r);
+    for (int i = 0; i < 3; i++) {
+        await_task(&s, ids[i], "COMPLETED", &r);
+        reply_fini(&r);
+    }
+    CHECK_INT(worker_stop(&w, DEADLINE_MS), 0);
+    worker_cleanup(&w);
+    srv_stop(&s);
+}

@@ -18,6 +18,8 @@ const char WK_SCRIPT[] =
     "quiet) cat > /dev/null ;;\n"
     "fail) echo 'an earlier line' >&2; echo 'it broke: code 3' >&2; echo >&2; exit 3 ;;\n"
     "garbage) echo 'this is not json' ;;\n"
+    "deep) i=0; while [ $i -lt 63 ]; do printf '['; i=$((i+1)); done; i=0;"
+    " while [ $i -lt 63 ]; do printf ']'; i=$((i+1)); done; echo ;;\n"
     "big) cat > /dev/null; head -c 17000000 /dev/zero | tr '\\0' 1 ;;\n"
     "flaky) if [ \"$SILT_TASK_ATTEMPT\" -ge 2 ]; then echo '\"second time lucky\"';"
     " else echo \"attempt $SILT_TASK_ATTEMPT fails\" >&2; exit 1; fi ;;\n"
