@@ -197,6 +197,16 @@ static bool done(const worker *w)
     return true;
 }
 
+/* A free slot, and room in a heartbeat: a worker names every task it holds
+ * (running, or its end undelivered) in one heartbeat of at most
+ * WK_MAX_CONCURRENCY, so undelivered ends (a server that takes claims but
+ * not ends) stop the claims before they would outgrow it. */
+static bool may_claim_now(const worker *w)
+{
+    return !w->stopping && !wk_signals && w->running < w->concurrency &&
+           w->running + w->nreports < WK_MAX_CONCURRENCY;
+}
+
 static int worker_loop(worker *w)
 {
     w->next_hb_ms = clock_mono_ms();
@@ -209,9 +219,7 @@ static int worker_loop(worker *w)
         if (w->nreports && !w->reports_in_flight && clock_mono_ms() >= w->next_report_ms) wk_reports_send(w);
         if (clock_mono_ms() >= w->next_hb_ms) wk_heartbeat(w);
         int64_t now = clock_mono_ms(), wait = next_duty(w) - now;
-        /* undelivered ends count against the slots: a server that takes
-         * claims but not ends must not make them pile up */
-        bool may_claim = !w->stopping && !wk_signals && w->running + w->nreports < w->concurrency;
+        bool may_claim = may_claim_now(w);
         bool claiming = may_claim && now >= w->next_claim_ms;
         if (claiming) wk_claim(w, w->reports_in_flight ? 0 : wait);
         wk_reports_heard(w);
@@ -219,7 +227,7 @@ static int worker_loop(worker *w)
         if (claiming) continue;
         now = clock_mono_ms();
         wait = next_duty(w) - now;
-        may_claim = !w->stopping && !wk_signals && w->running + w->nreports < w->concurrency;   /* ends heard */
+        may_claim = may_claim_now(w);   /* ends heard */
         if (may_claim && w->next_claim_ms - now < wait) wait = w->next_claim_ms - now;
         pump(w, w->child_ended || (wk_signals && !w->stopping) ? 0 : wait);
     }

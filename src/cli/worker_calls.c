@@ -182,7 +182,7 @@ void wk_claim(worker *w, int64_t wait_ms)
     buf_init(&body); buf_init(&path);
     buf_putc(&body, '{');
     put_queues(&body, w);
-    buf_printf(&body, ",\"max\":%ld,\"waitMs\":%d,\"start\":true}", w->concurrency - w->running - w->nreports, wait);
+    buf_printf(&body, ",\"max\":%ld,\"waitMs\":%d,\"start\":true}", w->concurrency - w->running, wait);
     worker_path(&path, w, "claim");
     http_response r;
     http_response_init(&r);
