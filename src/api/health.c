@@ -1,5 +1,6 @@
 /* health: the readiness gate (/health) and Prometheus metrics. */
 #include <stdio.h>
+#include <string.h>
 #include <unistd.h>
 #include "api/api.h"
 #include "base/clock.h"
@@ -61,125 +62,138 @@ static void put_loop_requests(buf *out, const httpd *http)
                    (unsigned long long)httpd_loop_requests(http, i));
 }
 
-void api_metrics(httpd_req *req, server *srv)
+/* One sample of /metrics/prometheus: a row of the table below. Rows of one
+ * name (with different labels) follow each other; its HELP and TYPE lines
+ * are written before the first. */
+typedef struct metric {
+    const char *name;
+    const char *labels;   /* e.g. rule="retention", or NULL */
+    const char *type;     /* "counter" or "gauge" */
+    const char *help;     /* NULL: none */
+    double      value;    /* read when the table is made, at the request */
+} metric;
+
+static void put_metrics(buf *out, const metric *m, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (i == 0 || strcmp(m[i].name, m[i - 1].name) != 0) {
+            if (m[i].help) buf_printf(out, "# HELP %s %s\n", m[i].name, m[i].help);
+            buf_printf(out, "# TYPE %s %s\n", m[i].name, m[i].type);
+        }
+        buf_printf(out, m[i].labels ? "%s{%s} %.0f\n" : "%s%s %.0f\n", m[i].name, m[i].labels ? m[i].labels : "",
+                   m[i].value);
+    }
+}
+
+#define COUNTER "counter"
+#define GAUGE   "gauge"
+
+/* The streams API's samples: pushes, pops, acks, HTTP, the database, retention. */
+static void put_stream_metrics(buf *out, server *srv)
 {
     const server_stats *s = &srv->stats;
     const retention_totals *rt = retention_engine_totals(srv->retention);
-    const maintenance_state *m = maintenance_current(srv->maintenance);
+    const maintenance_state *ms = maintenance_current(srv->maintenance);
+    const metric m[] = {
+        { "silt_messages_pushed_total", NULL, COUNTER, NULL, (double)s->pushed },
+        { "silt_push_duplicates_total", NULL, COUNTER, NULL, (double)s->duplicates },
+        { "silt_messages_buffered_total", NULL, COUNTER, "pushed messages held by maintenance mode", (double)s->buffered },
+        { "silt_messages_drained_total", NULL, COUNTER, "buffered messages this server moved into the log",
+          (double)maintenance_drained_total(srv->maintenance) },
+        { "silt_maintenance_mode", NULL, GAUGE, NULL, ms->enabled ? 1 : 0 },
+        { "silt_push_buffer_messages", NULL, GAUGE, NULL, (double)ms->buffered },
+        { "silt_messages_popped_total", NULL, COUNTER, NULL, (double)s->popped },
+        { "silt_acks_total", NULL, COUNTER, NULL, (double)s->acked },
+        { "silt_ack_items_known_total", NULL, COUNTER, "ack items whose offset this server's lease book held (sql/033)",
+          (double)s->acks_known },
+        { "silt_lease_book_messages", NULL, GAUGE, "leased messages whose offsets this server keeps for their acks",
+          (double)lease_book_messages(srv->leases) },
+        { "silt_dead_letters_total", NULL, COUNTER, NULL, (double)s->dead_lettered },
+        { "silt_http_requests_in_flight", NULL, GAUGE, NULL, httpd_inflight(srv->http) - 1 },   /* not this one */
+        { "silt_http_requests_arriving", NULL, GAUGE, "connections holding part of a request not yet whole",
+          httpd_arriving(srv->http) },
+        { "silt_long_polls_parked", NULL, GAUGE, "long-poll pops waiting in this server for a message",
+          (double)popper_parked(srv->pop) },
+        { "silt_long_poll_wakeups_total", NULL, COUNTER, "parked long-poll pops a commit woke",
+          (double)popper_wakeups(srv->pop) },
+        { "silt_http_requests_waiting", NULL, GAUGE, "requests waiting for the database (long-polls excepted)",
+          httpd_held(srv->http) - 1 },
+        { "silt_http_request_timeouts_total", NULL, COUNTER, "requests answered 503 by REQUEST_TIMEOUT_MS",
+          (double)httpd_timeouts(srv->http) },
+        { "silt_db_jobs_abandoned_total", NULL, COUNTER,
+          "database work dropped unsent: its client left or its request timed out", (double)db_pool_abandoned(srv->pool) },
+        { "silt_http_connections", NULL, GAUGE, NULL, httpd_connections(srv->http) },
+        { "silt_http_connections_refused_total", NULL, COUNTER, "connections answered 503 at the connection limit",
+          (double)httpd_refused_connections(srv->http) },
+        { "silt_pop_queries_total", NULL, COUNTER, "pop statements sent: first tries, wake-ups and looks again when due",
+          (double)popper_queries(srv->pop) },
+        { "silt_pop_reconciles_total", NULL, COUNTER,
+          "pop statements sent behind a ready-set reconcile (all but those of queues found narrow)",
+          (double)popper_reconciles(srv->pop) },
+        { "silt_notify_listening", NULL, GAUGE, "the connection that hears other servers' commits is listening",
+          task_hub_listening(srv->tasks) ? 1 : 0 },
+        { "silt_database_up", NULL, GAUGE, NULL, db_pool_ready(srv->pool) ? 1 : 0 },
+        { "process_resident_memory_bytes", NULL, GAUGE, NULL, (double)resident_bytes() },
+        { "silt_retention_passes_total", NULL, COUNTER, NULL, (double)rt->passes },
+        { "silt_retention_offsets_deleted_total", "rule=\"retention\"", COUNTER, NULL, (double)rt->dropped[0] },
+        { "silt_retention_offsets_deleted_total", "rule=\"completed_retention\"", COUNTER, NULL, (double)rt->dropped[1] },
+        { "silt_retention_offsets_deleted_total", "rule=\"max_wait_time_eviction\"", COUNTER, NULL, (double)rt->dropped[2] },
+        { "silt_retention_leased_offsets_evicted_total", NULL, COUNTER, "leased offsets removed by maxWaitTimeSeconds",
+          (double)rt->leased_evicted },
+        { "silt_retention_sidecar_rows_purged_total", NULL, COUNTER, NULL, (double)rt->sidecar_rows },
+        { "silt_partitions_removed_total", NULL, COUNTER, NULL, (double)rt->partitions_removed },
+    };
+    put_metrics(out, m, sizeof m / sizeof m[0]);
+}
+
+/* The task engine's samples: parked claims and waits, gathered batches,
+ * sweeps, partition passes. */
+static void put_task_metrics(buf *out, server *srv)
+{
+    const sweep_totals *sw = task_sweeper_totals(srv->sweeper);
+    const partition_totals *pt = partition_pass_totals(srv->partitions);
+    const metric m[] = {
+        { "silt_task_claims_parked", NULL, GAUGE, "worker claims waiting in this server for a task",
+          task_hub_parked_claims(srv->tasks) },
+        { "silt_task_waits_parked", NULL, GAUGE, "task reads waiting in this server for the task to end",
+          task_hub_parked_waits(srv->tasks) },
+        { "silt_task_claims_abandoned_total", NULL, COUNTER,
+          "long-polling claims whose client hung up (what they took goes back)", (double)srv->stats.claims_abandoned },
+        { "silt_task_flushes_total", "kind=\"send\"", COUNTER, "gathered batches sent to the database, one transaction each",
+          (double)gather_flushes(task_hub_sends(srv->tasks)) },
+        { "silt_task_flushes_total", "kind=\"finish\"", COUNTER, NULL, (double)gather_flushes(task_hub_finishes(srv->tasks)) },
+        { "silt_task_sweeps_total", NULL, COUNTER, "rounds of the row-delete sweep this server ran", (double)sw->rounds },
+        { "silt_task_sweep_rows_deleted_total", "kind=\"workflows\"", COUNTER, "rows the row-delete sweep deleted",
+          (double)sw->workflows_deleted },
+        { "silt_task_sweep_rows_deleted_total", "kind=\"worker_states\"", COUNTER, NULL, (double)sw->worker_states_deleted },
+        { "silt_workflows_expired_total", NULL, COUNTER, "PAUSED workflows expired by paused_workflow_auto_cancel_after",
+          (double)sw->workflows_expired },
+        { "silt_task_partition_passes_total", NULL, COUNTER, "partition passes this server ran (not those it yielded)",
+          (double)pt->passes },
+        { "silt_task_partition_passes_failed_total", NULL, COUNTER, "partition passes that could not complete",
+          (double)pt->failed_passes },
+        { "silt_task_leaves_created_total", NULL, COUNTER, "history and heartbeat leaves this server's passes made",
+          (double)pt->leaves_created },
+        { "silt_task_leaves_dropped_total", NULL, COUNTER, "leaves this server's passes dropped", (double)pt->leaves_dropped },
+        { "silt_task_leaf_drops_refused_total", NULL, COUNTER, "drops refused (pinned, a reader held the detach, an error)",
+          (double)pt->drops_refused },
+        { "silt_task_leaves_absent", NULL, GAUGE, "cataloged leaves whose relation was gone at this server's last pass",
+          (double)pt->leaves_absent },
+        { "silt_task_retention_classes_failed", NULL, GAUGE, "classes the last pass could not serve",
+          (double)pt->classes_failed },
+        { "silt_task_retention_coverage_healthy", NULL, GAUGE, "1 when this server's last partition pass was ok",
+          pt->healthy ? 1 : 0 },
+    };
+    put_metrics(out, m, sizeof m / sizeof m[0]);
+}
+
+void api_metrics(httpd_req *req, server *srv)
+{
     buf out;
     buf_init(&out);
-    buf_printf(&out,
-        "# TYPE silt_messages_pushed_total counter\nsilt_messages_pushed_total %llu\n"
-        "# TYPE silt_push_duplicates_total counter\nsilt_push_duplicates_total %llu\n"
-        "# HELP silt_messages_buffered_total pushed messages held by maintenance mode\n"
-        "# TYPE silt_messages_buffered_total counter\nsilt_messages_buffered_total %llu\n"
-        "# HELP silt_messages_drained_total buffered messages this server moved into the log\n"
-        "# TYPE silt_messages_drained_total counter\nsilt_messages_drained_total %llu\n"
-        "# TYPE silt_maintenance_mode gauge\nsilt_maintenance_mode %d\n"
-        "# TYPE silt_push_buffer_messages gauge\nsilt_push_buffer_messages %lld\n"
-        "# TYPE silt_messages_popped_total counter\nsilt_messages_popped_total %llu\n"
-        "# TYPE silt_acks_total counter\nsilt_acks_total %llu\n"
-        "# HELP silt_ack_items_known_total ack items whose offset this server's lease book held (sql/033)\n"
-        "# TYPE silt_ack_items_known_total counter\nsilt_ack_items_known_total %llu\n"
-        "# HELP silt_lease_book_messages leased messages whose offsets this server keeps for their acks\n"
-        "# TYPE silt_lease_book_messages gauge\nsilt_lease_book_messages %zu\n"
-        "# TYPE silt_dead_letters_total counter\nsilt_dead_letters_total %llu\n"
-        "# TYPE silt_http_requests_in_flight gauge\nsilt_http_requests_in_flight %d\n"
-        "# HELP silt_http_requests_arriving connections holding part of a request not yet whole\n"
-        "# TYPE silt_http_requests_arriving gauge\nsilt_http_requests_arriving %d\n"
-        "# HELP silt_long_polls_parked long-poll pops waiting in this server for a message\n"
-        "# TYPE silt_long_polls_parked gauge\nsilt_long_polls_parked %zu\n"
-        "# HELP silt_long_poll_wakeups_total parked long-poll pops a commit woke\n"
-        "# TYPE silt_long_poll_wakeups_total counter\nsilt_long_poll_wakeups_total %llu\n"
-        "# HELP silt_http_requests_waiting requests waiting for the database (long-polls excepted)\n"
-        "# TYPE silt_http_requests_waiting gauge\nsilt_http_requests_waiting %d\n"
-        "# HELP silt_http_request_timeouts_total requests answered 503 by REQUEST_TIMEOUT_MS\n"
-        "# TYPE silt_http_request_timeouts_total counter\nsilt_http_request_timeouts_total %llu\n"
-        "# HELP silt_db_jobs_abandoned_total database work dropped unsent: its client left or its request timed out\n"
-        "# TYPE silt_db_jobs_abandoned_total counter\nsilt_db_jobs_abandoned_total %llu\n"
-        "# TYPE silt_http_connections gauge\nsilt_http_connections %d\n"
-        "# HELP silt_http_connections_refused_total connections answered 503 at the connection limit\n"
-        "# TYPE silt_http_connections_refused_total counter\nsilt_http_connections_refused_total %llu\n"
-        "# HELP silt_pop_queries_total pop statements sent: first tries, wake-ups and looks again when due\n"
-        "# TYPE silt_pop_queries_total counter\nsilt_pop_queries_total %llu\n"
-        "# HELP silt_pop_reconciles_total pop statements sent behind a ready-set reconcile (all but those of queues found narrow)\n"
-        "# TYPE silt_pop_reconciles_total counter\nsilt_pop_reconciles_total %llu\n"
-        "# HELP silt_notify_listening the connection that hears other servers' commits is listening\n"
-        "# TYPE silt_notify_listening gauge\nsilt_notify_listening %d\n"
-        "# TYPE silt_database_up gauge\nsilt_database_up %d\n"
-        "# TYPE process_resident_memory_bytes gauge\nprocess_resident_memory_bytes %ld\n"
-        "# TYPE silt_retention_passes_total counter\nsilt_retention_passes_total %llu\n"
-        "# TYPE silt_retention_offsets_deleted_total counter\n"
-        "silt_retention_offsets_deleted_total{rule=\"retention\"} %llu\n"
-        "silt_retention_offsets_deleted_total{rule=\"completed_retention\"} %llu\n"
-        "silt_retention_offsets_deleted_total{rule=\"max_wait_time_eviction\"} %llu\n"
-        "# HELP silt_retention_leased_offsets_evicted_total leased offsets removed by maxWaitTimeSeconds\n"
-        "# TYPE silt_retention_leased_offsets_evicted_total counter\nsilt_retention_leased_offsets_evicted_total %llu\n"
-        "# TYPE silt_retention_sidecar_rows_purged_total counter\nsilt_retention_sidecar_rows_purged_total %llu\n"
-        "# TYPE silt_partitions_removed_total counter\nsilt_partitions_removed_total %llu\n",
-        (unsigned long long)s->pushed, (unsigned long long)s->duplicates, (unsigned long long)s->buffered,
-        (unsigned long long)maintenance_drained_total(srv->maintenance), m->enabled ? 1 : 0, (long long)m->buffered,
-        (unsigned long long)s->popped,
-        (unsigned long long)s->acked, (unsigned long long)s->acks_known, lease_book_messages(srv->leases),
-        (unsigned long long)s->dead_lettered,
-        httpd_inflight(srv->http) - 1, httpd_arriving(srv->http), popper_parked(srv->pop), (unsigned long long)popper_wakeups(srv->pop),
-        httpd_held(srv->http) - 1, (unsigned long long)httpd_timeouts(srv->http),
-        (unsigned long long)db_pool_abandoned(srv->pool), httpd_connections(srv->http),
-        (unsigned long long)httpd_refused_connections(srv->http),
-        (unsigned long long)popper_queries(srv->pop), (unsigned long long)popper_reconciles(srv->pop),
-        task_hub_listening(srv->tasks) ? 1 : 0,
-        db_pool_ready(srv->pool) ? 1 : 0, resident_bytes(),
-        (unsigned long long)rt->passes, (unsigned long long)rt->dropped[0], (unsigned long long)rt->dropped[1],
-        (unsigned long long)rt->dropped[2], (unsigned long long)rt->leased_evicted,
-        (unsigned long long)rt->sidecar_rows, (unsigned long long)rt->partitions_removed);
+    put_stream_metrics(&out, srv);
     put_loop_requests(&out, srv->http);
-    buf_printf(&out,
-        "# HELP silt_task_claims_parked worker claims waiting in this server for a task\n"
-        "# TYPE silt_task_claims_parked gauge\nsilt_task_claims_parked %d\n"
-        "# HELP silt_task_waits_parked task reads waiting in this server for the task to end\n"
-        "# TYPE silt_task_waits_parked gauge\nsilt_task_waits_parked %d\n"
-        "# HELP silt_task_claims_abandoned_total long-polling claims whose client hung up (what they took goes back)\n"
-        "# TYPE silt_task_claims_abandoned_total counter\nsilt_task_claims_abandoned_total %llu\n"
-        "# HELP silt_task_flushes_total gathered batches sent to the database, one transaction each\n"
-        "# TYPE silt_task_flushes_total counter\n"
-        "silt_task_flushes_total{kind=\"send\"} %llu\nsilt_task_flushes_total{kind=\"finish\"} %llu\n",
-        task_hub_parked_claims(srv->tasks), task_hub_parked_waits(srv->tasks),
-        (unsigned long long)srv->stats.claims_abandoned, (unsigned long long)gather_flushes(task_hub_sends(srv->tasks)),
-        (unsigned long long)gather_flushes(task_hub_finishes(srv->tasks)));
-    const sweep_totals *sw = task_sweeper_totals(srv->sweeper);
-    buf_printf(&out,
-        "# HELP silt_task_sweeps_total rounds of the row-delete sweep this server ran\n"
-        "# TYPE silt_task_sweeps_total counter\nsilt_task_sweeps_total %llu\n"
-        "# HELP silt_task_sweep_rows_deleted_total rows the row-delete sweep deleted\n"
-        "# TYPE silt_task_sweep_rows_deleted_total counter\n"
-        "silt_task_sweep_rows_deleted_total{kind=\"workflows\"} %llu\n"
-        "silt_task_sweep_rows_deleted_total{kind=\"worker_states\"} %llu\n"
-        "# HELP silt_workflows_expired_total PAUSED workflows expired by paused_workflow_auto_cancel_after\n"
-        "# TYPE silt_workflows_expired_total counter\nsilt_workflows_expired_total %llu\n",
-        (unsigned long long)sw->rounds, (unsigned long long)sw->workflows_deleted,
-        (unsigned long long)sw->worker_states_deleted, (unsigned long long)sw->workflows_expired);
-    const partition_totals *pt = partition_pass_totals(srv->partitions);
-    buf_printf(&out,
-        "# HELP silt_task_partition_passes_total partition passes this server ran (not those it yielded)\n"
-        "# TYPE silt_task_partition_passes_total counter\nsilt_task_partition_passes_total %llu\n"
-        "# HELP silt_task_partition_passes_failed_total partition passes that could not complete\n"
-        "# TYPE silt_task_partition_passes_failed_total counter\nsilt_task_partition_passes_failed_total %llu\n"
-        "# HELP silt_task_leaves_created_total history and heartbeat leaves this server's passes made\n"
-        "# TYPE silt_task_leaves_created_total counter\nsilt_task_leaves_created_total %llu\n"
-        "# HELP silt_task_leaves_dropped_total leaves this server's passes dropped\n"
-        "# TYPE silt_task_leaves_dropped_total counter\nsilt_task_leaves_dropped_total %llu\n"
-        "# HELP silt_task_leaf_drops_refused_total drops refused (pinned, a reader held the detach, an error)\n"
-        "# TYPE silt_task_leaf_drops_refused_total counter\nsilt_task_leaf_drops_refused_total %llu\n"
-        "# HELP silt_task_leaves_absent cataloged leaves whose relation was gone at this server's last pass\n"
-        "# TYPE silt_task_leaves_absent gauge\nsilt_task_leaves_absent %lld\n"
-        "# HELP silt_task_retention_classes_failed classes the last pass could not serve\n"
-        "# TYPE silt_task_retention_classes_failed gauge\nsilt_task_retention_classes_failed %lld\n"
-        "# HELP silt_task_retention_coverage_healthy 1 when this server's last partition pass was ok\n"
-        "# TYPE silt_task_retention_coverage_healthy gauge\nsilt_task_retention_coverage_healthy %d\n",
-        (unsigned long long)pt->passes, (unsigned long long)pt->failed_passes,
-        (unsigned long long)pt->leaves_created, (unsigned long long)pt->leaves_dropped,
-        (unsigned long long)pt->drops_refused, (long long)pt->leaves_absent, (long long)pt->classes_failed,
-        pt->healthy ? 1 : 0);
+    put_task_metrics(&out, srv);
     httpd_header(req, "Content-Type", "text/plain; version=0.0.4");
     httpd_reply(req, 200, out.data, out.len);
     buf_fini(&out);
