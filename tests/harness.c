@@ -111,19 +111,37 @@ static int run_one(int i, int timeout)
     return 0;
 }
 
+/* The slowest ten, before the last line: where the suite's minutes go. */
+static void print_slowest(const long long *ms)
+{
+    int order[HARNESS_MAX], n = 0;
+    for (int i = 0; i < ntests; i++)
+        if (ms[i] >= 0) order[n++] = i;
+    for (int i = 1; i < n; i++)   /* insertion sort, slowest first: a thousand tests at most */
+        for (int j = i; j > 0 && ms[order[j]] > ms[order[j - 1]]; j--) {
+            int t = order[j]; order[j] = order[j - 1]; order[j - 1] = t;
+        }
+    if (n > 1) printf("slowest:\n");
+    for (int i = 0; i < n && i < 10 && n > 1; i++) printf("  %6lld ms  %s\n", ms[order[i]], tests[order[i]].name);
+}
+
 int main(int argc, char **argv)
 {
     const char *t = getenv("HARNESS_TIMEOUT");
     int timeout = t ? atoi(t) : 60, passed = 0, failed = 0;
+    static long long took[HARNESS_MAX];
     setvbuf(stdout, NULL, _IOLBF, 0);
     for (int i = 0; i < ntests; i++) {
+        took[i] = -1;
         if (!selected(tests[i].name, argc, argv)) continue;
         long long t0 = elapsed_ms();
         int ok = run_one(i, timeout);
         passed += ok;
         failed += !ok;
-        printf("%s %s (%lld ms)\n", ok ? "ok  " : "FAIL", tests[i].name, elapsed_ms() - t0);   /* slow tests show */
+        took[i] = elapsed_ms() - t0;
+        printf("%s %s (%lld ms)\n", ok ? "ok  " : "FAIL", tests[i].name, took[i]);
     }
+    print_slowest(took);
     printf("%d passed, %d failed\n", passed, failed);
     return failed ? 1 : 0;
 }
