@@ -572,11 +572,7 @@ TEST(workers_lists_the_registered_workers)
 TEST(a_worker_killed_with_sigkill_mid_task_is_recovered_and_its_task_retried)
 {
     char conf[128];
-    snprintf(conf, sizeof conf, "/tmp/silt-worker-kill-%d.conf", (int)getpid());
-    FILE *f = fopen(conf, "w");
-    CHECK(f != NULL);
-    fputs("[recovery]\nrunner_heartbeat_interval_ms = 1000\nrunning_stale_after_ms = 2000\ncheck_interval_ms = 1000\n", f);
-    fclose(f);
+    keep_str(conf, worker_fast_recovery_conf());
     silt_server s;
     srv_start(&s, (const char *const[]){ sfmt("SILT_CONFIG=%s", conf), NULL });
     char id[96];

@@ -15,19 +15,6 @@
 #include "task_support.h"
 #include "worker_support.h"
 
-/* A config file for this test: heartbeats every second, a runner stale
- * after two, recovery every second. */
-static const char *fast_recovery_conf(void)
-{
-    static char path[128];
-    snprintf(path, sizeof path, "/tmp/silt-worker-faults-%d.conf", (int)getpid());
-    FILE *f = fopen(path, "w");
-    CHECK(f != NULL);
-    fputs("[recovery]\nrunner_heartbeat_interval_ms = 1000\nrunning_stale_after_ms = 2000\ncheck_interval_ms = 1000\n", f);
-    fclose(f);
-    return path;
-}
-
 static int count_lines(const char *path)
 {
     FILE *f = fopen(path, "r");
@@ -89,7 +76,7 @@ TEST(an_end_a_gracefully_restarting_server_missed_is_resent_and_the_task_complet
 TEST(a_killed_workers_commands_die_within_a_second_and_the_retry_runs_alone)
 {
     silt_server s;
-    srv_start(&s, (const char *const[]){ sfmt("SILT_CONFIG=%s", fast_recovery_conf()), NULL });
+    srv_start(&s, (const char *const[]){ sfmt("SILT_CONFIG=%s", worker_fast_recovery_conf()), NULL });
     char ids[4][96];
     for (int i = 0; i < 4; i++)
         keep_str(ids[i], task_send(&s, "{\"name\":\"family\",\"queue\":\"jobs\","
@@ -160,7 +147,7 @@ TEST(a_postgresql_outage_fails_no_live_task_but_a_worker_that_died_in_it_is_reco
         return;
     }
     silt_server s;
-    srv_start(&s, (const char *const[]){ sfmt("SILT_CONFIG=%s", fast_recovery_conf()), NULL });
+    srv_start(&s, (const char *const[]){ sfmt("SILT_CONFIG=%s", worker_fast_recovery_conf()), NULL });
     char live[96], dead[96];
     keep_str(live, task_send(&s, "{\"name\":\"gate\",\"queue\":\"alive\"}"));
     keep_str(dead, task_send(&s, "{\"name\":\"hang\",\"queue\":\"dies\"}"));

@@ -188,3 +188,14 @@ pid_t read_pid(const char *path)
     fclose(f);
     return (pid_t)pid;
 }
+
+const char *worker_fast_recovery_conf(void)
+{
+    static char path[128];
+    snprintf(path, sizeof path, "/tmp/silt-worker-fast-%d.conf", (int)getpid());
+    FILE *f = fopen(path, "w");
+    CHECK(f != NULL);
+    fputs("[recovery]\nrunner_heartbeat_interval_ms = 1000\nrunning_stale_after_ms = 2000\ncheck_interval_ms = 1000\n", f);
+    fclose(f);
+    return path;
+}

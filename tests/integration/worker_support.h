@@ -38,6 +38,9 @@ void touch(const char *path);
 void await_task(silt_server *s, const char *id, const char *want, reply *r);
 /* Neither gone nor a zombie. */
 bool process_alive(pid_t pid);
+/* A silt.conf for this test (its path, static): runner heartbeats every
+ * second, a runner stale after two, recovery every second. */
+const char *worker_fast_recovery_conf(void);
 /* The pid a command wrote to path (waited for). */
 pid_t read_pid(const char *path);
 
