@@ -13,9 +13,10 @@
 #include <string.h>
 #include "base/class_key.h"
 #include "base/duration.h"
+#include "base/names.h"
 #include "base/xalloc.h"
 
-#define QUEUE_PREFIX "queue_retention"
+#define QUEUE_PREFIX CONF_RETENTION_QUEUE_PREFIX
 #define CLASS_PREFIX "retention_classes"
 #define PREDECESSOR  "queue_terminal_record_retention_hours"
 #define DURATION_FORMS "a positive duration such as 7d, 36h, 90m or 45s"
@@ -163,7 +164,7 @@ static bool read_duration(conf_retention_reader *rd, const char *key, const char
 {
     if (none_allowed && is_none(value)) { *seconds = CONF_NONE; return true; }
     if (duration_parse(value, seconds) == DURATION_OK) return true;
-    confreport_error_at(rd->rep, CONFFILE_E_RETENTION, line, "%s in [retention] must be %s%s",
+    confreport_error_at(rd->rep, CONFREPORT_E_RETENTION, line, "%s in [retention] must be %s%s",
                         key, DURATION_FORMS, none_allowed ? ", or None" : "");
     confreport_note(rd->rep, "found %s = %s", key, shown(value));
     if (!none_allowed && is_none(value))
@@ -178,7 +179,7 @@ static bool read_duration(conf_retention_reader *rd, const char *key, const char
 
 static void bad_integer(conf_retention_reader *rd, const plain_key *k, const char *value, int line)
 {
-    confreport_error_at(rd->rep, CONFFILE_E_RETENTION, line, "%s in [retention] must be an integer from %lld to %lld%s",
+    confreport_error_at(rd->rep, CONFREPORT_E_RETENTION, line, "%s in [retention] must be an integer from %lld to %lld%s",
                         k->name, (long long)k->lo, (long long)k->hi, k->none ? ", or None" : "");
     confreport_note(rd->rep, "found %s = %s", k->name, shown(value));
 }
@@ -208,7 +209,7 @@ static const plain_key *find_plain(const char *name, size_t *index)
 /* The bound, with the arithmetic the document says configuration states. */
 static void too_long(confreport *rep, const char *key, int line)
 {
-    confreport_error_at(rep, CONFFILE_E_RETENTION, line, "retention class key `%s` is %zu characters, over the bound of %d",
+    confreport_error_at(rep, CONFREPORT_E_RETENTION, line, "retention class key `%s` is %zu characters, over the bound of %d",
                         key, strlen(key), CLASS_KEY_MAX);
     confreport_note(rep, "its longest relation is horsies_task_history_%s_YYYY_MM_DD_enqueued_idx: "
                     "%d + %zu + %d + %d = %zu bytes, and PostgreSQL truncates names past %d",
@@ -222,21 +223,21 @@ static void bad_declared_key(confreport *rep, const char *key, class_key_fault f
     case CLASS_KEY_OK:
         return;
     case CLASS_KEY_NOT_IDENTIFIER:
-        confreport_error_at(rep, CONFFILE_E_RETENTION, line, "retention class key `%s` is not a usable identifier", key);
+        confreport_error_at(rep, CONFREPORT_E_RETENTION, line, "retention class key `%s` is not a usable identifier", key);
         confreport_note(rep, KEY_RULE);
         return;
     case CLASS_KEY_RESERVED:
-        confreport_error_at(rep, CONFFILE_E_RETENTION, line, "retention class key `%s` is reserved", key);
+        confreport_error_at(rep, CONFREPORT_E_RETENTION, line, "retention class key `%s` is reserved", key);
         confreport_note(rep, "standard_30d, forever and heartbeats are silt's own classes");
         confreport_help(rep, "declare the class under another key");
         return;
     case CLASS_KEY_PREFIX:
-        confreport_error_at(rep, CONFFILE_E_RETENTION, line, "retention class key `%s` uses the reserved prefix q_", key);
+        confreport_error_at(rep, CONFREPORT_E_RETENTION, line, "retention class key `%s` uses the reserved prefix q_", key);
         confreport_note(rep, "q_ keys are derived from queue_retention, which gives them their duration");
         confreport_help(rep, "declare the class without the q_ prefix, or map the queue in queue_retention");
         return;
     case CLASS_KEY_RELATION:
-        confreport_error_at(rep, CONFFILE_E_RETENTION, line, "retention class key `%s` names another relation", key);
+        confreport_error_at(rep, CONFREPORT_E_RETENTION, line, "retention class key `%s` names another relation", key);
         confreport_note(rep, "horsies_task_history_%s would be %s", key,
                         strcmp(key, CLASS_KEY_CATALOG) == 0 ? "the leaf catalog"
                                                             : "the name of another class's daily partition");
@@ -256,7 +257,7 @@ static void set_class(conf_retention_reader *rd, const char *key, const char *va
     bad_declared_key(rd->rep, key, f, line);
     int first = seen_before(&rd->classes, &rd->class_lines, &rd->nclasses, key, line);
     if (first) {
-        confreport_error_at(rd->rep, CONFFILE_E_RETENTION, line, "retention class `%s` declared twice", key);
+        confreport_error_at(rd->rep, CONFREPORT_E_RETENTION, line, "retention class `%s` declared twice", key);
         confreport_note(rd->rep, "first declared at %s:%d", rd->rep->path, first);
         confreport_help(rd->rep, "keep one of them: a class has exactly one duration");
     }
@@ -277,7 +278,7 @@ static bool derived_key_ok(confreport *rep, const char *queue, const char *key, 
 {
     class_key_fault f = class_key_check_derived(key);
     if (f == CLASS_KEY_NOT_IDENTIFIER) {
-        confreport_error_at(rep, CONFFILE_E_RETENTION, line,
+        confreport_error_at(rep, CONFREPORT_E_RETENTION, line,
                             "queue `%s` cannot be mapped: its class key %s is not a usable identifier", queue, key);
         confreport_note(rep, KEY_RULE);
         confreport_help(rep, "map a queue named in a-z, 0-9 and _, or declare a class in retention_classes "
@@ -303,14 +304,14 @@ static void set_queue(conf_retention_reader *rd, const char *queue, const char *
 {
     char name[KEY_TEXT_MAX];
     snprintf(name, sizeof name, QUEUE_PREFIX ".%s", queue);
-    bool named = conffile_queue_name_valid(queue);
+    bool named = names_conf_valid(queue);
     if (!named) {
-        confreport_error_at(rd->rep, CONFFILE_E_RETENTION, line, "invalid queue name `%s` in %s", queue, name);
+        confreport_error_at(rd->rep, CONFREPORT_E_RETENTION, line, "invalid queue name `%s` in %s", queue, name);
         confreport_note(rd->rep, "a queue name is 1 to %d characters of A-Z, a-z, 0-9, `_` and `-`",
-                        CONFFILE_QUEUE_NAME_MAX);
+                        NAMES_CONF_MAX);
     }
     int first = seen_before(&rd->queues, &rd->queue_lines, &rd->nqueues, queue, line);
-    if (first) confreport_key_twice(rd->rep, CONFFILE_E_DUPLICATE, line, name, "retention", first);
+    if (first) confreport_key_twice(rd->rep, CONFREPORT_E_DUPLICATE, line, name, "retention", first);
     int64_t seconds;
     if (!read_duration(rd, name, value, true, line, &seconds) || !named || first) return;
     if (seconds == CONF_NONE) { add_mapping(rd->target, queue, seconds, xstrdup(CLASS_KEY_FOREVER), line); return; }
@@ -341,7 +342,7 @@ static void successor_help(confreport *rep, const char *queue, const char *value
 
 static void predecessor(conf_retention_reader *rd, const char *queue, const char *value, int line)
 {
-    confreport_error_at(rd->rep, CONFFILE_E_RETENTION, line, PREDECESSOR " was replaced by " QUEUE_PREFIX);
+    confreport_error_at(rd->rep, CONFREPORT_E_RETENTION, line, PREDECESSOR " was replaced by " QUEUE_PREFIX);
     confreport_note(rd->rep, QUEUE_PREFIX " is its direct successor: a duration instead of an hour count, "
                     "and whole partitions dropped rather than rows deleted");
     successor_help(rd->rep, queue, value);
@@ -350,7 +351,7 @@ static void predecessor(conf_retention_reader *rd, const char *queue, const char
 static void mapping_written_whole(conf_retention_reader *rd, const char *key, int line)
 {
     bool queues = strcmp(key, QUEUE_PREFIX) == 0;
-    confreport_error_at(rd->rep, CONFFILE_E_RETENTION, line, "%s takes one line per %s", key, queues ? "queue" : "class");
+    confreport_error_at(rd->rep, CONFREPORT_E_RETENTION, line, "%s takes one line per %s", key, queues ? "queue" : "class");
     if (queues)
         confreport_help(rd->rep, "write " QUEUE_PREFIX ".<queue> = <duration> or None, e.g. " QUEUE_PREFIX ".emails = 7d");
     else
@@ -359,7 +360,7 @@ static void mapping_written_whole(conf_retention_reader *rd, const char *key, in
 
 static void unknown_key(conf_retention_reader *rd, const char *key, int line)
 {
-    confreport_error_at(rd->rep, CONFFILE_E_KEY, line, "unknown key `%s` in [retention]", key);
+    confreport_error_at(rd->rep, CONFREPORT_E_KEY, line, "unknown key `%s` in [retention]", key);
     buf known;
     buf_init(&known);
     buf_puts(&known, QUEUE_PREFIX ".<queue>, " CLASS_PREFIX ".<key>");
@@ -381,7 +382,7 @@ void conf_retention_set(conf_retention_reader *rd, const char *key, const char *
     const plain_key *k = find_plain(key, &i);
     const char *rest;
     if (k) {
-        if (rd->plain_line[i]) confreport_key_twice(rd->rep, CONFFILE_E_DUPLICATE, line, key, "retention", rd->plain_line[i]);
+        if (rd->plain_line[i]) confreport_key_twice(rd->rep, CONFREPORT_E_DUPLICATE, line, key, "retention", rd->plain_line[i]);
         else rd->plain_line[i] = line;
         set_plain(rd, k, value, line);
     } else if ((rest = dotted(key, QUEUE_PREFIX))) {
@@ -399,22 +400,6 @@ void conf_retention_set(conf_retention_reader *rd, const char *key, const char *
 
 /* ---- across the file -------------------------------------------------------------- */
 
-void conf_retention_check_queues(const silt_conf *c, confreport *rep)
-{
-    if (!c->nqueues) return;
-    for (size_t i = 0; i < c->retention.nqueues; i++) {
-        const conf_queue_retention *m = &c->retention.queues[i];
-        if (conffile_queue(c, m->queue)) continue;
-        confreport_error_at(rep, CONFFILE_E_RETENTION, m->line,
-                            QUEUE_PREFIX " names queue `%s`, which silt.conf does not declare", m->queue);
-        buf names;
-        buf_init(&names);
-        for (size_t q = 0; q < c->nqueues; q++) buf_printf(&names, "%s[queue.%s]", q ? ", " : "", c->queues[q].name);
-        confreport_note(rep, "the file declares %s", names.data);
-        confreport_help(rep, "declare [queue.%s], or map one of those", m->queue);
-        buf_fini(&names);
-    }
-}
 
 /* The setting a key under [recovery] names: a plain key's name, or the
  * mapping's name before the dot. NULL: not a retention setting. */
@@ -434,7 +419,7 @@ bool conf_retention_moved(confreport *rep, const char *key, int line)
 {
     const char *setting = retention_setting(key);
     if (!setting) return false;
-    confreport_error_at(rep, CONFFILE_E_RECOVERY, line, "%s moved to [retention]", setting);
+    confreport_error_at(rep, CONFREPORT_E_RECOVERY, line, "%s moved to [retention]", setting);
     confreport_note(rep, "it governs how long records live, not how stalled work is detected");
     if (strcmp(setting, PREDECESSOR) == 0)
         confreport_help(rep, "set " QUEUE_PREFIX " in [retention], its successor: one line per queue, "

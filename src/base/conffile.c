@@ -184,13 +184,6 @@ static void schedule_fini(conf_schedule *s)
 
 /* 1..48 characters of A-Z a-z 0-9 _ -: a name that fits in identifiers,
  * URLs and log lines without quoting. */
-bool conffile_queue_name_valid(const char *name)
-{
-    size_t n = strlen(name);
-    if (n < 1 || n > CONFFILE_QUEUE_NAME_MAX) return false;
-    return strspn(name, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-") == n;
-}
-
 static void reported_twice(parser *p, int first_line)
 {
     confreport_note(&p->rep, "first given at %s:%d", p->rep.path, first_line);
@@ -204,7 +197,7 @@ static void open_recovery(parser *p, int line)
         p->target = &p->conf->recovery;
         return;
     }
-    confreport_error_at(&p->rep, CONFFILE_E_DUPLICATE, line, "section [recovery] given twice");
+    confreport_error_at(&p->rep, CONFREPORT_E_DUPLICATE, line, "section [recovery] given twice");
     reported_twice(p, p->recovery_line);
     confreport_help(&p->rep, "merge the two into one [recovery] section");
     recovery_defaults(&p->scratch_recovery);
@@ -220,7 +213,7 @@ static void open_retention(parser *p, int line)
         conf_retention_open(&p->retention, &p->conf->retention, &p->rep);
         return;
     }
-    confreport_error_at(&p->rep, CONFFILE_E_DUPLICATE, line, "section [retention] given twice");
+    confreport_error_at(&p->rep, CONFREPORT_E_DUPLICATE, line, "section [retention] given twice");
     reported_twice(p, p->retention_line);
     confreport_help(&p->rep, "merge the two into one [retention] section");
     conf_retention_fini(&p->scratch_retention);
@@ -236,7 +229,7 @@ static void queue_to_scratch(parser *p, int line)
 /* what: "queue" or "schedule" */
 static void invalid_name(parser *p, const char *what, const char *name, int line)
 {
-    confreport_error_at(&p->rep, CONFFILE_E_QUEUE_NAME, line, "invalid %s name `%s`", what, name);
+    confreport_error_at(&p->rep, CONFREPORT_E_QUEUE_NAME, line, "invalid %s name `%s`", what, name);
     confreport_note(&p->rep, "a %s name is 1 to %d characters of A-Z, a-z, 0-9, `_` and `-` (this one has %zu)",
                     what, CONFFILE_QUEUE_NAME_MAX, strlen(name));
 }
@@ -244,14 +237,14 @@ static void invalid_name(parser *p, const char *what, const char *name, int line
 static void open_queue(parser *p, const char *name, int line)
 {
     p->kind = SECTION_QUEUE;
-    if (!conffile_queue_name_valid(name)) {
+    if (!names_conf_valid(name)) {
         invalid_name(p, "queue", name, line);
         queue_to_scratch(p, line);
         return;
     }
     const conf_queue *first = conffile_queue(p->conf, name);
     if (first) {
-        confreport_error_at(&p->rep, CONFFILE_E_DUPLICATE, line, "section [queue.%s] given twice", name);
+        confreport_error_at(&p->rep, CONFREPORT_E_DUPLICATE, line, "section [queue.%s] given twice", name);
         reported_twice(p, first->line);
         confreport_help(&p->rep, "merge the two into one [queue.%s] section", name);
         queue_to_scratch(p, line);
@@ -275,14 +268,14 @@ static void schedule_to_scratch(parser *p, int line)
 static void open_schedule(parser *p, const char *name, int line)
 {
     p->kind = SECTION_SCHEDULE;
-    if (!conffile_queue_name_valid(name)) {
+    if (!names_conf_valid(name)) {
         invalid_name(p, "schedule", name, line);
         schedule_to_scratch(p, line);
         return;
     }
     const conf_schedule *first = conffile_schedule(p->conf, name);
     if (first) {
-        confreport_error_at(&p->rep, CONFFILE_E_DUPLICATE, line, "section [schedule.%s] given twice", name);
+        confreport_error_at(&p->rep, CONFREPORT_E_DUPLICATE, line, "section [schedule.%s] given twice", name);
         reported_twice(p, first->line);
         confreport_help(&p->rep, "merge the two into one [schedule.%s] section, or rename one", name);
         schedule_to_scratch(p, line);
@@ -317,7 +310,7 @@ static void close_section(parser *p)
     for (size_t i = 0; i < NELEM(schedule_required); i++) {
         int k = schedule_required[i].key;
         if (p->key_line[k]) continue;
-        confreport_error_at(&p->rep, CONFFILE_E_SCHEDULE, s->line, "missing key `%s` in [schedule.%s]",
+        confreport_error_at(&p->rep, CONFREPORT_E_SCHEDULE, s->line, "missing key `%s` in [schedule.%s]",
                             schedule_keys[k].name, s->name);
         confreport_help(&p->rep, "every schedule sets cron, task and queue; add %s", schedule_required[i].example);
     }
@@ -326,7 +319,7 @@ static void close_section(parser *p)
 static void unknown_section(parser *p, const char *name, int line)
 {
     p->kind = SECTION_SKIPPED;
-    confreport_error_at(&p->rep, CONFFILE_E_SECTION, line, "unknown section [%s]", name);
+    confreport_error_at(&p->rep, CONFREPORT_E_SECTION, line, "unknown section [%s]", name);
     confreport_help(&p->rep, "the sections are [recovery], [retention], [queue.NAME] and [schedule.NAME]");
 }
 
@@ -361,7 +354,7 @@ static void read_header(parser *p, const char *s)
     if (!close) {
         close_section(p);
         p->kind = SECTION_SKIPPED;
-        confreport_error_at(&p->rep, CONFFILE_E_SYNTAX, p->line, "section header without a closing `]`");
+        confreport_error_at(&p->rep, CONFREPORT_E_SYNTAX, p->line, "section header without a closing `]`");
         confreport_note(&p->rep, "found `%s`", s);
         return;
     }
@@ -372,7 +365,7 @@ static void read_header(parser *p, const char *s)
     free(name);
     const char *rest = skip_space(close + 1);
     if (!is_comment_or_blank(rest)) {
-        confreport_error_at(&p->rep, CONFFILE_E_SYNTAX, p->line, "unexpected text after the section header");
+        confreport_error_at(&p->rep, CONFREPORT_E_SYNTAX, p->line, "unexpected text after the section header");
         confreport_note(&p->rep, "found `%s`", rest);
         confreport_help(&p->rep, "a comment starts with `#` or `;`");
     }
@@ -390,7 +383,7 @@ static const key_def *find_key(const key_def *keys, size_t n, const char *name, 
 static void unknown_key(parser *p, const char *name, const key_def *keys, size_t n)
 {
     if (p->kind == SECTION_RECOVERY && conf_retention_moved(&p->rep, name, p->line)) return;
-    confreport_error_at(&p->rep, CONFFILE_E_KEY, p->line, "unknown key `%s` in [%s]", name, p->section);
+    confreport_error_at(&p->rep, CONFREPORT_E_KEY, p->line, "unknown key `%s` in [%s]", name, p->section);
     buf known;
     buf_init(&known);
     for (size_t i = 0; i < n; i++) buf_printf(&known, "%s%s", i ? ", " : "", keys[i].name);
@@ -412,14 +405,14 @@ static bool parse_int(const key_def *k, const char *value, int *out)
 
 static void bad_value(parser *p, const key_def *k, const char *value)
 {
-    confreport_error_at(&p->rep, CONFFILE_E_VALUE, p->line, "%s in [%s] must be an integer from %lld to %lld",
+    confreport_error_at(&p->rep, CONFREPORT_E_VALUE, p->line, "%s in [%s] must be an integer from %lld to %lld",
                         k->name, p->section, k->lo, k->hi);
     confreport_note(&p->rep, "found %s = %s", k->name, *value ? value : "(nothing)");
 }
 
 static void duplicate_key(parser *p, const char *name, int first_line)
 {
-    confreport_key_twice(&p->rep, CONFFILE_E_DUPLICATE, p->line, name, p->section, first_line);
+    confreport_key_twice(&p->rep, CONFREPORT_E_DUPLICATE, p->line, name, p->section, first_line);
 }
 
 /* ---- the values of [schedule.NAME] ------------------------------------------ */
@@ -441,14 +434,14 @@ static void set_cron(parser *p, const key_def *k, const char *value)
     cron_expr e;
     char err[160];
     if (cron_parse(value, &e, err, sizeof err) < 0) {
-        confreport_error_at(&p->rep, CONFFILE_E_SCHEDULE, p->line, "invalid cron expression `%s` in [%s]",
+        confreport_error_at(&p->rep, CONFREPORT_E_SCHEDULE, p->line, "invalid cron expression `%s` in [%s]",
                             value, p->section);
         confreport_note(&p->rep, "%s", err);
         confreport_help(&p->rep, "five fields: minute hour day-of-month month day-of-week, e.g. cron = 30 3 * * *");
         return;
     }
     if (!cron_can_fire(&e)) {
-        confreport_error_at(&p->rep, CONFFILE_E_SCHEDULE, p->line, "`%s` can never fire: no date matches it", value);
+        confreport_error_at(&p->rep, CONFREPORT_E_SCHEDULE, p->line, "`%s` can never fire: no date matches it", value);
         confreport_note(&p->rep, "in [%s]; no date in the next %d years has the day of month, month and "
                         "day of week it asks for", p->section, CRON_HORIZON_YEARS);
         confreport_help(&p->rep, "30 and 31 February, and the 31st of April, June, September and November, never come");
@@ -460,7 +453,7 @@ static void set_cron(parser *p, const key_def *k, const char *value)
 static void set_timezone(parser *p, const key_def *k, const char *value)
 {
     if (!cron_tz_valid(value)) {
-        confreport_error_at(&p->rep, CONFFILE_E_SCHEDULE, p->line, "unknown timezone `%s` in [%s]", value, p->section);
+        confreport_error_at(&p->rep, CONFREPORT_E_SCHEDULE, p->line, "unknown timezone `%s` in [%s]", value, p->section);
         confreport_note(&p->rep, "a timezone is a zone name of /usr/share/zoneinfo, case-sensitive: "
                         "UTC, Europe/Paris, America/New_York");
         return;
@@ -472,7 +465,7 @@ static void set_task(parser *p, const key_def *k, const char *value)
 {
     size_t n = strlen(value);
     if (n < 1 || n > NAMES_MAX_BYTES || !json_utf8_valid(value, n)) {
-        confreport_error_at(&p->rep, CONFFILE_E_SCHEDULE, p->line, "task in [%s] must be 1 to %d bytes of UTF-8",
+        confreport_error_at(&p->rep, CONFREPORT_E_SCHEDULE, p->line, "task in [%s] must be 1 to %d bytes of UTF-8",
                             p->section, NAMES_MAX_BYTES);
         confreport_note(&p->rep, "found task = %s", shown(value));
         return;
@@ -482,8 +475,8 @@ static void set_task(parser *p, const key_def *k, const char *value)
 
 static void set_schedule_queue(parser *p, const key_def *k, const char *value)
 {
-    if (!conffile_queue_name_valid(value)) {
-        confreport_error_at(&p->rep, CONFFILE_E_SCHEDULE, p->line, "queue in [%s] must be a queue name", p->section);
+    if (!names_conf_valid(value)) {
+        confreport_error_at(&p->rep, CONFREPORT_E_SCHEDULE, p->line, "queue in [%s] must be a queue name", p->section);
         confreport_note(&p->rep, "a queue name is 1 to %d characters of A-Z, a-z, 0-9, `_` and `-`; found queue = %s",
                         CONFFILE_QUEUE_NAME_MAX, shown(value));
         return;
@@ -500,7 +493,7 @@ static void set_args(parser *p, const key_def *k, const char *value)
     json_doc d;
     json_doc_init(&d);
     if (json_parse(&d, value, strlen(value), 512) < 0) {
-        confreport_error_at(&p->rep, CONFFILE_E_SCHEDULE, p->line, "args in [%s] is not valid JSON", p->section);
+        confreport_error_at(&p->rep, CONFREPORT_E_SCHEDULE, p->line, "args in [%s] is not valid JSON", p->section);
         confreport_note(&p->rep, "%s; found args = %s", d.error, shown(value));
         confreport_help(&p->rep, "one JSON value, whole on this line, e.g. args = {\"report\": \"daily\"}; "
                         "`#` or `;` after a blank starts a comment");
@@ -517,7 +510,7 @@ static void set_catch_up(parser *p, const key_def *k, const char *value)
     int *field = (int *)((char *)p->target + k->offset);
     if (strcmp(value, "skip") == 0) { *field = 0; return; }
     if (parse_int(k, value, field)) return;
-    confreport_error_at(&p->rep, CONFFILE_E_SCHEDULE, p->line,
+    confreport_error_at(&p->rep, CONFREPORT_E_SCHEDULE, p->line,
                         "catch_up in [%s] must be `skip` or an integer from %lld to %lld", p->section, k->lo, k->hi);
     confreport_note(&p->rep, "found catch_up = %s", shown(value));
     confreport_help(&p->rep, "`skip` runs no missed slot; N runs up to the N most recent ones, oldest first");
@@ -543,7 +536,7 @@ static void check_schedule_classes(parser *p)
         if (!s->retention_class_key || !s->queue ||
             retention_class_for(&c->retention, s->queue, RETENTION_ASK_KEY, s->retention_class_key, err, sizeof err))
             continue;
-        confreport_error_at(&p->rep, CONFFILE_E_SCHEDULE, s->retention_class_line,
+        confreport_error_at(&p->rep, CONFREPORT_E_SCHEDULE, s->retention_class_line,
                             "retention_class_key of [schedule.%s] cannot be used", s->name);
         confreport_note(&p->rep, "%s", err);
         confreport_help(&p->rep, "declare it under [retention] as retention_classes.%s = DURATION, or name one of "
@@ -560,7 +553,7 @@ static void check_schedule_queues(parser *p)
     for (size_t i = 0; i < c->nschedules; i++) {
         const conf_schedule *s = &c->schedules[i];
         if (!s->queue || conffile_queue(c, s->queue)) continue;
-        confreport_error_at(&p->rep, CONFFILE_E_SCHEDULE, p->queue_line[i],
+        confreport_error_at(&p->rep, CONFREPORT_E_SCHEDULE, p->queue_line[i],
                             "queue `%s` of [schedule.%s] is not declared", s->queue, s->name);
         buf names;
         buf_init(&names);
@@ -603,11 +596,11 @@ static int on_key(void *user, const char *section, const char *name, const char 
     parser *p = user;
     p->got_key = true;
     if (!*name) {
-        confreport_error_at(&p->rep, CONFFILE_E_SYNTAX, p->line, "missing key before `=`");
+        confreport_error_at(&p->rep, CONFREPORT_E_SYNTAX, p->line, "missing key before `=`");
         return 1;
     }
     if (p->kind == SECTION_NONE) {
-        confreport_error_at(&p->rep, CONFFILE_E_KEY, p->line, "key `%s` outside any section", name);
+        confreport_error_at(&p->rep, CONFREPORT_E_KEY, p->line, "key `%s` outside any section", name);
         confreport_help(&p->rep, "put it under [recovery], [retention], a [queue.NAME] or a [schedule.NAME] section");
         return 1;
     }
@@ -622,7 +615,7 @@ static int on_key(void *user, const char *section, const char *name, const char 
 static void finish_line(parser *p)
 {
     if (p->want_key && !p->got_key) {
-        confreport_error_at(&p->rep, CONFFILE_E_SYNTAX, p->line, "expected `key = value`, a [section] or a comment");
+        confreport_error_at(&p->rep, CONFREPORT_E_SYNTAX, p->line, "expected `key = value`, a [section] or a comment");
         confreport_note(&p->rep, "found `%s`", skip_space(p->raw));
     }
     p->want_key = p->got_key = false;
@@ -647,11 +640,11 @@ static const char *take_line(parser *p, size_t *len)
 static bool line_fits(parser *p, const char *s, size_t n, int room)
 {
     if (memchr(s, '\0', n)) {
-        confreport_error_at(&p->rep, CONFFILE_E_SYNTAX, p->line, "the line holds a NUL byte");
+        confreport_error_at(&p->rep, CONFREPORT_E_SYNTAX, p->line, "the line holds a NUL byte");
         return false;
     }
     if (n + 1 > (size_t)room) {
-        confreport_error_at(&p->rep, CONFFILE_E_SYNTAX, p->line, "the line is longer than %d characters", room - 1);
+        confreport_error_at(&p->rep, CONFREPORT_E_SYNTAX, p->line, "the line is longer than %d characters", room - 1);
         return false;
     }
     return true;
@@ -688,7 +681,7 @@ static void check_stale(parser *p, int stale, int interval, const char *what)
     if (p->rec_bad[stale] || p->rec_bad[interval] || (long long)s >= 2LL * i) return;
     const char *sname = recovery_keys[stale].name, *iname = recovery_keys[interval].name;
     int line = p->rec_line[stale] ? p->rec_line[stale] : p->rec_line[interval];
-    confreport_error_at(&p->rep, CONFFILE_E_RECOVERY, line, "%s must be at least twice the %s heartbeat interval",
+    confreport_error_at(&p->rep, CONFREPORT_E_RECOVERY, line, "%s must be at least twice the %s heartbeat interval",
                         sname, what);
     confreport_note(&p->rep, "%s = %d%s, %s = %d%s", sname, s, p->rec_line[stale] ? "" : " (the default)",
                     iname, i, p->rec_line[interval] ? "" : " (the default)");
@@ -708,7 +701,7 @@ static void check_recovery(parser *p)
 
 static void unreadable(confreport *rep, const char *path, const char *why)
 {
-    confreport_error_at(rep, CONFFILE_E_UNREADABLE, 0, "cannot read %s: %s", path, why);
+    confreport_error_at(rep, CONFREPORT_E_UNREADABLE, 0, "cannot read %s: %s", path, why);
 }
 
 /* The whole file into text, bounded before it is read. 0 ok, -1 reported. */
@@ -748,6 +741,25 @@ static void configure_inih(void)
     ini_allow_bom = false;   /* our reader drops it, so line 1 reads the same to both */
 }
 
+/* Once the whole file is read: when it declares [queue.*] sections, every
+ * queue_retention mapping names one of them. */
+static void check_retention_queues(const silt_conf *c, confreport *rep)
+{
+    if (!c->nqueues) return;
+    for (size_t i = 0; i < c->retention.nqueues; i++) {
+        const conf_queue_retention *m = &c->retention.queues[i];
+        if (conffile_queue(c, m->queue)) continue;
+        confreport_error_at(rep, CONFREPORT_E_RETENTION, m->line,
+                            CONF_RETENTION_QUEUE_PREFIX " names queue `%s`, which silt.conf does not declare", m->queue);
+        buf names;
+        buf_init(&names);
+        for (size_t q = 0; q < c->nqueues; q++) buf_printf(&names, "%s[queue.%s]", q ? ", " : "", c->queues[q].name);
+        confreport_note(rep, "the file declares %s", names.data);
+        confreport_help(rep, "declare [queue.%s], or map one of those", m->queue);
+        buf_fini(&names);
+    }
+}
+
 static void parse(parser *p, const buf *text)
 {
     p->text = text->data ? text->data : "";
@@ -759,7 +771,7 @@ static void parse(parser *p, const buf *text)
     close_section(p);
     check_recovery(p);
     check_schedule_queues(p);
-    conf_retention_check_queues(p->conf, &p->rep);
+    check_retention_queues(p->conf, &p->rep);
     check_schedule_classes(p);
 }
 

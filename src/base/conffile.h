@@ -13,29 +13,13 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "base/buf.h"
+#include "base/names.h"
+#include "base/conf_retention.h"
+#include "base/confreport.h"
 
-#define CONFFILE_QUEUE_NAME_MAX 48        /* characters of a queue or schedule name (within NAMES_MAX_BYTES) */
+#define CONFFILE_QUEUE_NAME_MAX NAMES_CONF_MAX   /* characters of a queue or schedule name */
 #define CONFFILE_CATCH_UP_MAX   1000      /* missed slots a schedule may run at most */
 #define CONFFILE_MAX_BYTES      (1 << 20) /* a larger file is refused unread */
-
-/* The error codes (HRS-NNN) of a report. */
-enum {
-    CONFFILE_E_UNREADABLE    = 200,   /* the file cannot be read: the OS reason */
-    CONFFILE_E_SYNTAX        = 201,   /* not a section, a key = value, a comment or blank */
-    CONFFILE_E_SECTION       = 202,   /* unknown section */
-    CONFFILE_E_KEY           = 203,   /* unknown key in a known section */
-    CONFFILE_E_RECOVERY      = 204,   /* recovery thresholds inconsistent, or a [retention] key under [recovery] */
-    CONFFILE_E_VALUE         = 205,   /* not an integer, or out of bounds */
-    CONFFILE_E_QUEUE_NAME    = 206,   /* [queue.NAME] or [schedule.NAME] with an invalid NAME */
-    CONFFILE_E_DUPLICATE     = 207,   /* a section, or a key in one section, given twice */
-    CONFFILE_E_SCHEDULE      = 208,   /* [schedule.NAME]: cron invalid or never firing, unknown
-                                       * timezone, task or queue missing or invalid, args not
-                                       * JSON, catch_up invalid, queue not declared */
-    CONFFILE_E_RETENTION     = 216,   /* [retention]: a bound, a duration, a class key (not an
-                                       * identifier, reserved, q_, over 18 characters, declared
-                                       * twice), a mapped queue whose key cannot be formed or that
-                                       * the file does not declare, queue_terminal_record_retention_hours */
-};
 
 /* [queue.NAME]: a task queue. */
 typedef struct conf_queue {
@@ -78,47 +62,6 @@ typedef struct conf_recovery {
     int check_interval_ms;              /* default 30000, 1000..600000: how often recovery runs */
 } conf_recovery;
 
-/* A [retention] setting the document allows to be None (disabled, or forever). */
-#define CONF_NONE (-1)
-
-/* queue_retention.<queue> = duration | None: the class a queue's tasks get
- * unless the send names one. */
-typedef struct conf_queue_retention {
-    char   *queue;
-    int64_t seconds;     /* > 0; CONF_NONE: forever */
-    char   *class_key;   /* the derived q_<queue>_<duration>, or "forever" */
-    int     line;
-} conf_queue_retention;
-
-/* retention_classes.<key> = duration: a finite class the deployment declares. */
-typedef struct conf_retention_class {
-    char   *key;
-    int64_t seconds;     /* > 0 */
-    int     line;
-} conf_retention_class;
-
-/* [retention]: how long task records live (the Retention Config document,
- * docs/configuration.md; read by base/conf_retention.c). Durations in
- * seconds. With no error in the file: every mapping names a distinct queue
- * (one of the file's [queue.*] when it declares any) and its class_key is
- * "forever" or a derived key that passes class_key_check_derived (an
- * identifier of at most 18 characters); every declared class has a distinct
- * key that passes class_key_check_declared. */
-typedef struct conf_retention {
-    conf_queue_retention *queues;      /* in file order */
-    size_t                nqueues;
-    conf_retention_class *classes;     /* in file order */
-    size_t                nclasses;
-    int64_t terminal_record_retention_hours;     /* default 720; CONF_NONE: terminal workflows kept */
-    int64_t worker_state_retention_hours;        /* default 168; CONF_NONE: worker states kept */
-    int64_t retention_sweep_interval_s;          /* default 300, 30..86400 */
-    int64_t retention_delete_batch_size;         /* default 500, 50..10000: rows per DELETE, one commit each */
-    int64_t paused_workflow_auto_cancel_after_s; /* default CONF_NONE: PAUSED workflows never expire */
-    int64_t history_leaf_horizon_days;           /* default 3, 2..14 */
-    int64_t heartbeat_leaf_horizon_hours;        /* default 6, 2..48 */
-    int64_t partition_maintenance_interval_s;    /* default 900, 60..3600 */
-} conf_retention;
-
 typedef struct silt_conf {
     char         *path;      /* the file as given; NULL: no file, every default */
     conf_queue   *queues;    /* in file order */
@@ -141,7 +84,6 @@ void conffile_free(silt_conf *c);
 /* The queue declared as [queue.name], or NULL when the file does not declare it. */
 const conf_queue *conffile_queue(const silt_conf *c, const char *name);
 /* 1..48 characters of A-Z a-z 0-9 _ -: the rule of queue and schedule names. */
-bool conffile_queue_name_valid(const char *name);
 /* The schedule declared as [schedule.name], or NULL. */
 const conf_schedule *conffile_schedule(const silt_conf *c, const char *name);
 /* The file to read: given (a --config argument) when not NULL, else

@@ -14,6 +14,26 @@
 #include <stddef.h>
 #include "base/buf.h"
 
+/* The error codes (HRS-NNN) of a report. */
+enum {
+    CONFREPORT_E_UNREADABLE    = 200,   /* the file cannot be read: the OS reason */
+    CONFREPORT_E_SYNTAX        = 201,   /* not a section, a key = value, a comment or blank */
+    CONFREPORT_E_SECTION       = 202,   /* unknown section */
+    CONFREPORT_E_KEY           = 203,   /* unknown key in a known section */
+    CONFREPORT_E_RECOVERY      = 204,   /* recovery thresholds inconsistent, or a [retention] key under [recovery] */
+    CONFREPORT_E_VALUE         = 205,   /* not an integer, or out of bounds */
+    CONFREPORT_E_QUEUE_NAME    = 206,   /* [queue.NAME] or [schedule.NAME] with an invalid NAME */
+    CONFREPORT_E_DUPLICATE     = 207,   /* a section, or a key in one section, given twice */
+    CONFREPORT_E_SCHEDULE      = 208,   /* [schedule.NAME]: cron invalid or never firing, unknown
+                                       * timezone, task or queue missing or invalid, args not
+                                       * JSON, catch_up invalid, queue not declared */
+    CONFREPORT_E_RETENTION     = 216,   /* [retention]: a bound, a duration, a class key (not an
+                                       * identifier, reserved, q_, over 18 characters, declared
+                                       * twice), a mapped queue whose key cannot be formed or that
+                                       * the file does not declare, queue_terminal_record_retention_hours */
+};
+
+
 typedef struct confreport_error {
     int   code;      /* the NNN of HRS-NNN */
     int   line;      /* 1-based; 0: the file as a whole (no line shown) */

@@ -43,7 +43,7 @@ void class_registry_report(const PGresult *res, const silt_conf *conf, buf *repo
         int64_t seconds;
         int line = line_of(&conf->retention, key, &seconds);
         duration_format(seconds, says);
-        confreport_error_at(&rep, CONFFILE_E_RETENTION, line, "retention class `%s` is registered with %s; "
+        confreport_error_at(&rep, CONFREPORT_E_RETENTION, line, "retention class `%s` is registered with %s; "
                             "silt.conf declares %s", key, had, says);
         confreport_note(&rep, "classes are immutable: rows already carry the %s window", had);
         confreport_help(&rep, "declare the new duration under a new key, e.g. %.*s_%s", (int)strcspn(key, "_"), key,
