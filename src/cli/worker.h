@@ -85,7 +85,7 @@ int  wk_call(worker *w, const char *what, const char *path, const buf *body, int
              http_response *r, json_doc *d);
 /* The second half of a call made on client c: rc is http_request's (or
  * http_request_finish's). The same result as wk_call. */
-int  wk_reply(worker *w, http_client *c, const char *what, int rc, http_response *r, json_doc *d);
+int  wk_reply(http_client *c, const char *what, int rc, http_response *r, json_doc *d);
 /* Registers; sets w->id and w->hb_interval_ms. 0, or -1 (logged). */
 int  wk_register(worker *w);
 /* Claims for the free slots, starting them in the same call, and runs what

@@ -15,7 +15,7 @@
 
 /* ---- talking to the server ------------------------------------------- */
 
-int wk_reply(worker *w, http_client *c, const char *what, int rc, http_response *r, json_doc *d)
+int wk_reply(http_client *c, const char *what, int rc, http_response *r, json_doc *d)
 {
     if (rc < 0) {
         if (http_client_abandoned(c)) log_debug("worker: %s: given up", what);
@@ -34,7 +34,6 @@ int wk_reply(worker *w, http_client *c, const char *what, int rc, http_response 
         log_warn("worker: %s: HTTP %d: %s", what, r->status, error ? error : r->body.data);
         free(error);
     }
-    (void)w;
     return r->status;
 }
 
@@ -43,7 +42,7 @@ int wk_call(worker *w, const char *what, const char *path, const buf *body, int 
 {
     http_client_set_timeout(w->http, wait_ms + WK_CALL_SLACK_MS);
     int rc = http_request(w->http, "POST", path, body->data, body->len, r);
-    return wk_reply(w, w->http, what, rc, r, d);
+    return wk_reply(w->http, what, rc, r, d);
 }
 
 static void put_held(buf *b, const char *id, const char *claim, bool first)

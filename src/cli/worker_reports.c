@@ -93,33 +93,49 @@ static const char *result_of(const wk_child *c, buf *item, buf *message)
     return code;
 }
 
+static void put_head(wk_report *e)
+{
+    buf_reset(&e->item);
+    buf_puts(&e->item, "{\"id\":");
+    json_put_cstr(&e->item, e->id);
+    buf_puts(&e->item, ",\"claimId\":");
+    json_put_cstr(&e->item, e->claim);
+}
+
+/* Makes e a failure: its item and its log text. */
+static void set_failure(wk_report *e, const char *code, const buf *message)
+{
+    const char *text = message->data ? message->data : "";
+    put_head(e);
+    buf_puts(&e->item, ",\"errorCode\":");
+    json_put_cstr(&e->item, code);
+    buf_puts(&e->item, ",\"errorMessage\":");
+    json_put_str(&e->item, text, message->len);
+    buf_putc(&e->item, '}');
+    buf what;
+    buf_init(&what);
+    buf_printf(&what, "%s: %s", code, text);
+    free(e->what);
+    e->what = xstrdup(what.data);
+    buf_fini(&what);
+}
+
 /* Fills e's item and log text from how t's command ended. */
 static void describe(const worker *w, const wk_task *t, wk_report *e)
 {
     char code_buf[64];
     buf message;
     buf_init(&message);
-    buf_puts(&e->item, "{\"id\":");
-    json_put_cstr(&e->item, t->id);
-    buf_puts(&e->item, ",\"claimId\":");
-    json_put_cstr(&e->item, t->claim);
+    put_head(e);
     const char *code = worker_code(w, t, &message);
     if (!code) code = exit_code(&t->child, code_buf, sizeof code_buf, &message);
     if (!code) code = result_of(&t->child, &e->item, &message);
     if (code) {
-        buf_puts(&e->item, ",\"errorCode\":");
-        json_put_cstr(&e->item, code);
-        buf_puts(&e->item, ",\"errorMessage\":");
-        json_put_str(&e->item, message.data ? message.data : "", message.len);
-        buf what;
-        buf_init(&what);
-        buf_printf(&what, "%s: %s", code, message.data ? message.data : "");
-        e->what = xstrdup(what.data);
-        buf_fini(&what);
+        set_failure(e, code, &message);
     } else {
+        buf_putc(&e->item, '}');
         e->what = xstrdup("completed");
     }
-    buf_putc(&e->item, '}');
     buf_fini(&message);
 }
 
@@ -251,21 +267,11 @@ static void refused_reports(worker *w, int status, const json_doc *d)
             wk_report_drop(w, e);
             continue;
         }
-        buf_reset(&e->item);
-        buf_puts(&e->item, "{\"id\":");
-        json_put_cstr(&e->item, e->id);
-        buf_puts(&e->item, ",\"claimId\":");
-        json_put_cstr(&e->item, e->claim);
-        buf_puts(&e->item, status == 413 ? ",\"errorCode\":\"RESULT_TOO_LARGE\"" : ",\"errorCode\":\"INVALID_RESULT\"");
-        buf_puts(&e->item, ",\"errorMessage\":");
         buf msg;
         buf_init(&msg);
         buf_printf(&msg, "the server refused the end (HTTP %d): %s", status, why ? why : "");
-        json_put_str(&e->item, msg.data, msg.len);
+        set_failure(e, status == 413 ? "RESULT_TOO_LARGE" : "INVALID_RESULT", &msg);
         buf_fini(&msg);
-        buf_putc(&e->item, '}');
-        free(e->what);
-        e->what = xstrdup(status == 413 ? "RESULT_TOO_LARGE: refused by the server" : "INVALID_RESULT: refused by the server");
         e->refused = true;
         e->alone = false;
     }
@@ -281,7 +287,7 @@ void wk_reports_heard(worker *w)
     json_doc d;
     json_doc_init(&d);
     int rc = http_request_finish(w->ends_http, &r);
-    int status = wk_reply(w, w->ends_http, "finish", rc, &r, &d);
+    int status = wk_reply(w->ends_http, "finish", rc, &r, &d);
     int before = w->nreports;
     bool refused = status == 400 || status == 413;
     if (status == 200) heard_reports(w, &d);
