@@ -31,21 +31,36 @@ send_tasks() {
     done
 }
 
-live_tasks() {
-    cluster_psql "$pg_port" -d "${BENCH_PG_DB:-postgres}" -Atc "SELECT count(*) FROM horsies_tasks WHERE queue_name = '$1'"
+# Returns once queue q has no live task, watching from one PostgreSQL session
+# (a psql started every few milliseconds would take a good share of a small
+# machine's CPU from what is measured). Gives up after 10 minutes.
+wait_drained() {
+    PGOPTIONS="-c statement_timeout=600000" cluster_psql "$pg_port" -d "${BENCH_PG_DB:-postgres}" -c "DO \$\$ BEGIN
+        LOOP
+            EXIT WHEN NOT EXISTS (SELECT 1 FROM horsies_tasks WHERE queue_name = '$1');
+            COMMIT;
+            PERFORM pg_sleep(0.005);
+        END LOOP;
+    END \$\$"
 }
 
 # silt worker running `true` for each task, eight at once.
 bench_silt_worker() {
-    local q="bench_silt_$$" n=$(( tasks / 4 )) c="${BENCH_SILT_CONCURRENCY:-8}" t0 t1 w
+    local q="bench_silt_$$" n=$(( tasks / 4 )) c="${BENCH_SILT_CONCURRENCY:-8}" t0 t1 w d ended rc
     t0=$(now)
     send_tasks "$q" "$n" || { echo "silt-worker: sending failed" >&2; return 1; }
     SILT_URL="$url" LOG_LEVEL=warn "$bin" worker --queue "$q" --concurrency "$c" -- true 2>/dev/null &
     w=$!
-    until [ "$(live_tasks "$q")" = 0 ]; do
-        kill -0 "$w" 2>/dev/null || { echo "silt-worker: the worker died" >&2; return 1; }
-        sleep 0.02
-    done
+    wait_drained "$q" &
+    d=$!
+    wait -n -p ended "$d" "$w"
+    rc=$?
+    if [ "$ended" != "$d" ]; then
+        kill "$d" 2>/dev/null
+        echo "silt-worker: the worker died" >&2
+        return 1
+    fi
+    [ "$rc" = 0 ] || { echo "silt-worker: the queue did not drain" >&2; kill -TERM "$w"; wait "$w"; return 1; }
     t1=$(now)
     kill -TERM "$w"; wait "$w"
     awk -v n="$n" -v a="$t0" -v b="$t1" -v c="$c" \

@@ -17,6 +17,7 @@
 
 #define WK_CLAIM_WAIT_MS    2000    /* a claim's long poll, at most */
 #define WK_IDLE_CLAIM_MS    50      /* after an empty claim the server answered at once */
+#define WK_CLAIM_ANSWER_MS  25      /* a claim not answered by then is parked (worker_calls.c) */
 #define WK_RETRY_MS         1000    /* after a claim that failed */
 #define WK_END_RETRY_MS     50      /* an undelivered end is sent again after this, */
 #define WK_END_RETRY_MAX_MS 1000    /* doubling up to this */
@@ -71,6 +72,9 @@ typedef struct worker {
     int64_t      next_report_ms, report_backoff_ms;
     int          wake_fd;               /* read end of the self-pipe (SIGCHLD, stop signals) */
     bool         child_ended;           /* SIGCHLD seen since the last reap */
+    struct pollfd *watch;               /* a claim's watched descriptors, nwatch of them */
+    int          nwatch;
+    int64_t      claim_sent_ms;         /* when the claim in flight went out */
 } worker;
 
 /* Stop signals received (worker.c's handler counts them). */
@@ -90,15 +94,12 @@ int  wk_reply(http_client *c, const char *what, int rc, http_response *r, json_d
 int  wk_register(worker *w);
 /* Claims for the free slots, starting them in the same call, and runs what
  * comes. The claim long-polls up to wait_ms, watching the commands and the
- * signals; sets w->next_claim_ms. */
+ * signals (a stop gives it up at once, a command's end after
+ * WK_CLAIM_ANSWER_MS); sets w->next_claim_ms. */
 void wk_claim(worker *w, int64_t wait_ms);
 /* Names every held task (running, or its end undelivered); stops the
  * cancelled, kills the lost. Sets w->next_hb_ms. */
 void wk_heartbeat(worker *w);
-/* The watch a blocking call keeps on the commands and the signals: reads
- * the wake pipe and the commands' pipes; HTTP_WATCH_ABANDON once a command
- * ended or a stop signal came. */
-int  wk_watch(void *w);
 /* Makes the pollfds of the wake pipe and the commands' pipes (caller frees). */
 struct pollfd *wk_watch_fds(worker *w, int *n);
 /* Drains the wake pipe: sets w->child_ended on SIGCHLD. */

@@ -158,6 +158,69 @@ static void task_start(worker *w, wk_task *t, const json_doc *d, int tok)
              t->attempt, (int)t->child.pid);
 }
 
+/* ---- watching while a call waits ------------------------------------------ */
+
+void wk_drain_wake(worker *w)
+{
+    char b[64];
+    ssize_t n;
+    while ((n = read(w->wake_fd, b, sizeof b)) > 0)
+        for (ssize_t i = 0; i < n; i++)
+            if (b[i] == 'C') w->child_ended = true;
+}
+
+struct pollfd *wk_watch_fds(worker *w, int *n)
+{
+    struct pollfd *fds = xcalloc((size_t)w->concurrency * 2 + 1, sizeof *fds);
+    fds[0] = (struct pollfd){ .fd = w->wake_fd, .events = POLLIN };
+    *n = 1;
+    for (long i = 0; i < w->concurrency; i++)
+        if (w->slots[i].used) *n += wk_child_fds(&w->slots[i].child, fds + *n);
+    return fds;
+}
+
+/* A pipe the read closed is no longer watched (its number may be reused). */
+static void unwatch_closed(worker *w)
+{
+    for (int i = 1; i < w->nwatch; i++) {
+        int fd = w->watch[i].fd;
+        if (fd < 0) continue;
+        bool open = false;
+        for (long j = 0; j < w->concurrency && !open; j++) {
+            const wk_child *c = &w->slots[j].child;
+            open = w->slots[j].used && (c->out_fd == fd || c->err_fd == fd);
+        }
+        if (!open) w->watch[i].fd = -1;
+    }
+}
+
+/* The watch a claim keeps on the commands and the signals while it waits:
+ * reads the wake pipe and the commands' pipes. A stop signal gives the
+ * claim up at once. A command's end gives it up only once the claim has
+ * had WK_CLAIM_ANSWER_MS to answer: the server answers at once while tasks
+ * wait, so a claim given up sooner would throw away the tasks it is
+ * bringing (the server gives them back); one that has not answered by
+ * then is parked on empty queues, and the freed slot and the command's
+ * end should not wait for its whole long poll. */
+static int watch_claim(void *arg)
+{
+    worker *w = arg;
+    wk_drain_wake(w);
+    bool closed = false;
+    for (long i = 0; i < w->concurrency; i++) {
+        wk_child *c = &w->slots[i].child;
+        if (!w->slots[i].used) continue;
+        int open = (c->out_fd >= 0) + (c->err_fd >= 0);
+        wk_child_read(c);
+        if ((c->out_fd >= 0) + (c->err_fd >= 0) < open) closed = true;
+    }
+    if (closed) unwatch_closed(w);
+    if (wk_signals) return HTTP_WATCH_ABANDON;
+    if (!w->child_ended) return HTTP_WATCH_WAIT;
+    int64_t left = w->claim_sent_ms + WK_CLAIM_ANSWER_MS - clock_mono_ms();
+    return left > 0 ? (int)left : HTTP_WATCH_ABANDON;
+}
+
 /* ---- claims -------------------------------------------------------------- */
 
 /* Starts what a claim returned (started by the claim itself: RUNNING). A
@@ -187,13 +250,14 @@ void wk_claim(worker *w, int64_t wait_ms)
     http_response_init(&r);
     json_doc d;
     json_doc_init(&d);
-    int nfds = 0;
-    struct pollfd *fds = wait ? wk_watch_fds(w, &nfds) : NULL;
-    http_client_watch(w->http, fds, nfds, wk_watch, w);
-    int64_t t0 = clock_mono_ms();
+    w->watch = wait ? wk_watch_fds(w, &w->nwatch) : NULL;
+    http_client_watch(w->http, w->watch, w->nwatch, watch_claim, w);
+    int64_t t0 = w->claim_sent_ms = clock_mono_ms();
     int status = wk_call(w, "claim", path.data, &body, wait, &r, &d);
     http_client_watch(w->http, NULL, 0, NULL, NULL);
-    free(fds);
+    free(w->watch);
+    w->watch = NULL;
+    w->nwatch = 0;
     int64_t pause = WK_RETRY_MS;
     if (status == 200) {
         int n = claimed(w, &d);
@@ -206,44 +270,6 @@ void wk_claim(worker *w, int64_t wait_ms)
     json_doc_fini(&d);
     http_response_fini(&r);
     buf_fini(&body); buf_fini(&path);
-}
-
-/* ---- watching while a call waits ------------------------------------------ */
-
-void wk_drain_wake(worker *w)
-{
-    char b[64];
-    ssize_t n;
-    while ((n = read(w->wake_fd, b, sizeof b)) > 0)
-        for (ssize_t i = 0; i < n; i++)
-            if (b[i] == 'C') w->child_ended = true;
-}
-
-struct pollfd *wk_watch_fds(worker *w, int *n)
-{
-    struct pollfd *fds = xcalloc((size_t)w->concurrency * 2 + 1, sizeof *fds);
-    fds[0] = (struct pollfd){ .fd = w->wake_fd, .events = POLLIN };
-    *n = 1;
-    for (long i = 0; i < w->concurrency; i++)
-        if (w->slots[i].used) *n += wk_child_fds(&w->slots[i].child, fds + *n);
-    return fds;
-}
-
-int wk_watch(void *arg)
-{
-    worker *w = arg;
-    wk_drain_wake(w);
-    bool closed = false;
-    for (long i = 0; i < w->concurrency; i++) {
-        wk_child *c = &w->slots[i].child;
-        if (!w->slots[i].used) continue;
-        int open = (c->out_fd >= 0) + (c->err_fd >= 0);
-        wk_child_read(c);
-        /* a pipe at its end is closed by the read: the caller's pollfds
-         * still name it, so the call must end before it polls again */
-        if ((c->out_fd >= 0) + (c->err_fd >= 0) < open) closed = true;
-    }
-    return w->child_ended || wk_signals || closed ? HTTP_WATCH_ABANDON : HTTP_WATCH_WAIT;
 }
 
 /* ---- heartbeats ----------------------------------------------------------- */

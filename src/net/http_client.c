@@ -60,6 +60,7 @@ struct http_client {
     http_watch_fn watch_fn;
     void   *watch_arg;
     bool    abandoned;      /* current exchange was given up (half-closed) */
+    int64_t abandon_at;     /* the watcher gives it up at this moment (0: not asked) */
     buf     pending;        /* the request sent last, kept to send again on a stale connection */
     bool    pending_head;   /* it is a HEAD: no body follows the reply's head */
     bool    reused_now;     /* it went out on a connection that had carried a reply */
@@ -237,11 +238,25 @@ static void abandon(http_client *c)
     if (until < c->deadline) c->deadline = until;
 }
 
+/* What the watcher said: now, later (the earliest moment asked), or wait. */
+static void heed_watcher(http_client *c, int said)
+{
+    if (said == HTTP_WATCH_ABANDON) { abandon(c); return; }
+    if (said < 0) return;
+    int64_t at = clock_mono_ms() + said;
+    if (!c->abandon_at || at < c->abandon_at) c->abandon_at = at;
+}
+
 /* One poll of fd, and of the caller's descriptors while a reply is awaited:
  * > 0 fd is ready, 0 not yet (the watcher ran, or nothing happened). */
 static int poll_once(http_client *c, int fd, short events, int64_t left)
 {
     bool watching = c->watch_n > 0 && events == POLLIN && !c->abandoned;
+    if (watching && c->abandon_at) {
+        int64_t until = c->abandon_at - clock_mono_ms();
+        if (until <= 0) { abandon(c); return 0; }
+        if (until < left) left = until;
+    }
     struct pollfd one[8], *pfd = one;
     int n = 1 + (watching ? c->watch_n : 0);
     if (n > (int)(sizeof one / sizeof one[0])) pfd = xcalloc((size_t)n, sizeof *pfd);
@@ -251,7 +266,7 @@ static int poll_once(http_client *c, int fd, short events, int64_t left)
     bool ready = rc > 0 && pfd[0].revents;
     if (pfd != one) free(pfd);
     if (rc < 0) return errno == EINTR ? 0 : -1;
-    if (rc > 0 && watching && c->watch_fn(c->watch_arg) == HTTP_WATCH_ABANDON) abandon(c);
+    if (rc > 0 && watching) heed_watcher(c, c->watch_fn(c->watch_arg));
     return ready ? 1 : 0;
 }
 
@@ -617,6 +632,7 @@ int http_request_begin(http_client *c, const char *method, const char *path, con
     build_request(c, &c->pending, method, path, body, body_len);
     c->timed_out = false;
     c->abandoned = false;
+    c->abandon_at = 0;
     c->deadline = clock_mono_ms() + c->timeout_ms;
     c->pending_head = strcmp(method, "HEAD") == 0;
     c->sent = send_request(c);

@@ -47,14 +47,18 @@ void         http_client_set_timeout(http_client *c, int timeout_ms); /* default
 void         http_client_set_token(http_client *c, const char *token);
 
 /* While a request waits for its reply, poll also watches fds (borrowed,
- * until the next call; n 0 or fn NULL: none). When one is ready, fn(arg)
- * runs: HTTP_WATCH_WAIT goes on waiting, HTTP_WATCH_ABANDON gives the
- * request up. The connection is then half-closed, so the server sees that
- * nobody waits, and a reply it had already sent is still read (for at most
- * 5 s): http_request returns it, or fails with http_client_abandoned()
- * true. fn must drain what made its descriptors ready. */
-#define HTTP_WATCH_WAIT    0
-#define HTTP_WATCH_ABANDON 1
+ * until the next call, and read at every poll: the caller may set an entry's
+ * fd to -1 to stop watching it; n 0 or fn NULL: none). When one is ready,
+ * fn(arg) runs and says what to do: HTTP_WATCH_WAIT goes on waiting,
+ * HTTP_WATCH_ABANDON gives the request up, and a positive number of
+ * milliseconds gives it up that much later unless the reply comes first
+ * (the earliest such moment holds). A request given up is half-closed, so
+ * the server sees that nobody waits, and a reply it had already sent is
+ * still read (for at most 5 s): http_request returns it, or fails with
+ * http_client_abandoned() true. fn must drain what made its descriptors
+ * ready. */
+#define HTTP_WATCH_WAIT    (-1)
+#define HTTP_WATCH_ABANDON 0
 struct pollfd;
 typedef int (*http_watch_fn)(void *arg);
 void http_client_watch(http_client *c, const struct pollfd *fds, int n, http_watch_fn fn, void *arg);
