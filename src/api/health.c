@@ -38,6 +38,7 @@ void api_health(httpd_req *req, server *srv)
     emit_key(&e, "version"); emit_str(&e, SILT_VERSION);
     emit_key(&e, "maintenanceMode"); emit_bool(&e, m->enabled);
     emit_key(&e, "bufferedMessages"); emit_int(&e, m->buffered);
+    emit_key(&e, "auth"); emit_str(&e, srv->cfg.jwt_enabled ? "jwt" : "off");
     emit_end(&e);
     httpd_reply_buf(req, up && !degraded ? 200 : 503, &out);
 }

@@ -1,6 +1,8 @@
 /* server: wiring and lifecycle of `silt server` (see server.h). */
 #include "api/server.h"
+#include <arpa/inet.h>
 #include <errno.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -258,6 +260,26 @@ static int load_conffile(server *srv, const char *path)
     return errors ? -1 : 0;
 }
 
+/* HOST names only this machine (an IPv4 127/8 address, ::1 or localhost). */
+static bool loopback_only(const char *host)
+{
+    struct in_addr v4;
+    struct in6_addr v6;
+    if (strcmp(host, "localhost") == 0) return true;
+    if (inet_pton(AF_INET, host, &v4) == 1) return (ntohl(v4.s_addr) >> 24) == 127;
+    return inet_pton(AF_INET6, host, &v6) == 1 && IN6_IS_ADDR_LOOPBACK(&v6);
+}
+
+/* Listening beyond this machine without authentication is allowed (a
+ * private network may be the operator's choice) but never silent. */
+static void warn_if_open(const silt_config *cfg)
+{
+    if (cfg->jwt_enabled || loopback_only(cfg->host)) return;
+    log_warn("authentication is off and silt listens on %s: anyone who can reach port %lld may read, change "
+             "and delete every queue and task (set JWT_ENABLED, docs/operations.md \"Security\")",
+             cfg->host, (long long)cfg->port);
+}
+
 int server_main(const char *conf_path)
 {
     server srv;
@@ -271,6 +293,7 @@ int server_main(const char *conf_path)
     if (rc == 0) {
         log_info("silt %s listening on %s:%lld (%d HTTP loops)", SILT_VERSION, srv.cfg.host, (long long)srv.cfg.port,
                  httpd_loops(srv.http));
+        warn_if_open(&srv.cfg);
         event_base_dispatch(srv.base);
     }
     stop(&srv);

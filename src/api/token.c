@@ -56,6 +56,13 @@ static int set_key(token_verifier *v, const silt_config *cfg, char *err, size_t 
 {
     if (v->alg == ALG_HS256) {
         if (!cfg->jwt_secret[0]) { snprintf(err, errlen, "JWT_ALGORITHM HS256 needs JWT_SECRET"); return -1; }
+        /* a short shared secret can be found offline by trying keys against
+         * any one token the server accepted */
+        if (strlen(cfg->jwt_secret) < TOKEN_HS256_MIN_SECRET) {
+            snprintf(err, errlen, "JWT_SECRET is %zu bytes: HS256 needs a secret of at least %d bytes",
+                     strlen(cfg->jwt_secret), TOKEN_HS256_MIN_SECRET);
+            return -1;
+        }
         v->key = xstrdup(cfg->jwt_secret);
         v->key_len = strlen(v->key);
         return 0;

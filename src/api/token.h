@@ -25,6 +25,9 @@ typedef enum token_role {
 
 const char *token_role_name(token_role role);   /* "read-only" ...: as docs and errors say it */
 
+/* HS256's shortest secret: as long as the SHA-256 it keys (RFC 7518 3.2). */
+#define TOKEN_HS256_MIN_SECRET 32
+
 typedef struct token_verifier token_verifier;
 
 /* From the JWT_* settings. NULL with a message in err when they cannot

@@ -25,7 +25,7 @@ typedef struct setting {
 #define BOOL(env, field, def) { env, offsetof(silt_config, field), SETTING_BOOL, def, 0, 1 }
 
 static const setting settings[] = {
-    TEXT("HOST", host, "0.0.0.0"),
+    TEXT("HOST", host, "127.0.0.1"),   /* open to the network only when asked */
     NUM("PORT", port, "6632", 1, 65535),
     TEXT("DATABASE_URL", database_url, ""),
     TEXT("PG_HOST", pg_host, "localhost"),

@@ -255,13 +255,13 @@ def hs256(claims, secret):
 
 
 class TokenTests(ServerCase):
-    server_env = {"JWT_ENABLED": "true", "JWT_SECRET": "py-client-secret"}
+    server_env = {"JWT_ENABLED": "true", "JWT_SECRET": "py-client-secret-of-thirty-two-bytes"}
 
     def test_the_token_is_sent_as_a_bearer_token(self):
         with self.assertRaises(SiltError) as caught:
             Client(self.url).send("t", self.queue)
         self.assertEqual((caught.exception.status, caught.exception.message), (401, "authentication required"))
-        token = hs256({"sub": "py", "role": "read-write", "exp": int(time.time()) + 600}, "py-client-secret")
+        token = hs256({"sub": "py", "role": "read-write", "exp": int(time.time()) + 600}, "py-client-secret-of-thirty-two-bytes")
         client = Client(self.url, token=token)
         sent = client.send("t", self.queue, {"ok": True})
         self.assertEqual(client.get(sent["id"])["args"], {"ok": True})
