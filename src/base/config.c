@@ -75,6 +75,7 @@ static const setting settings[] = {
     NUM("HTTP_FD_RESERVE", http_fd_reserve, "64", 0, 100000),
     NUM("HTTP_HEADER_TIMEOUT_MS", http_header_timeout_ms, "10000", 10, 3600000),
     NUM("HTTP_BODY_TIMEOUT_MS", http_body_timeout_ms, "30000", 10, 3600000),
+    NUM("HTTP_BODY_MIN_RATE", http_body_min_rate, "1024", 1, 1073741824),
     NUM("HTTP_IDLE_TIMEOUT_MS", http_idle_timeout_ms, "60000", 10, 3600000),
     NUM("HTTP_ACCEPT_BACKOFF_MS", http_accept_backoff_ms, "100", 1, 60000),
     NUM("REQUEST_TIMEOUT_MS", request_timeout_ms, "30000", 10, 3600000),

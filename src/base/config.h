@@ -52,6 +52,7 @@ typedef struct silt_config {
     int64_t http_fd_reserve;      /* descriptors client connections leave to the pool and the server */
     int64_t http_header_timeout_ms;/* a request's first byte to the end of its headers */
     int64_t http_body_timeout_ms; /* longest pause between a body's bytes */
+    int64_t http_body_min_rate;   /* bytes per second a body must average past that */
     int64_t http_idle_timeout_ms; /* a kept-alive connection without a request is closed after this */
     int64_t http_accept_backoff_ms;/* accepting pauses this long when out of descriptors */
     int64_t request_timeout_ms;   /* a request not answered by then gets 503 (long-polls excepted) */

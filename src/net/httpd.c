@@ -119,9 +119,21 @@ static void set_arriving(httpd_conn *c, bool on)
     atomic_fetch_add(&c->server->home->arriving, on ? 1 : -1);
 }
 
+/* When the body now being read is due: a pause between its bytes is at
+ * most the body timeout, and the whole of it must come at least at the
+ * minimum rate, counted from the header's end with one body timeout of
+ * grace. A body trickled a byte at a time (each within the pause) is cut
+ * off all the same, a slow but steady upload is not. */
+static int64_t body_due_ms(const httpd_conn *c, const httpd_limits *l)
+{
+    int64_t pause = clock_mono_ms() + l->body_timeout_ms;
+    int64_t whole = c->body_since_ms + l->body_timeout_ms + (int64_t)(c->body_bytes * 1000 / (uint64_t)l->body_min_rate);
+    return whole < pause ? whole : pause;
+}
+
 /* The phase's timer: the header timeout runs from the request's first byte
- * (a client trickling a header a byte at a time is not kept), the body
- * timeout restarts with every read. */
+ * (a client trickling a header a byte at a time is not kept), the body's
+ * is moved with every read (body_due_ms). */
 static void conn_arm(httpd_conn *c, conn_phase phase)
 {
     const httpd_limits *l = &c->server->limits;
@@ -130,7 +142,8 @@ static void conn_arm(httpd_conn *c, conn_phase phase)
     if (phase == PHASE_BUSY) { event_del(c->timer); return; }
     if (!restart) return;
     int64_t ms = phase == PHASE_IDLE ? l->idle_timeout_ms : phase == PHASE_HEADER ? l->header_timeout_ms
-                                                                                  : l->body_timeout_ms;
+                                                                                  : body_due_ms(c, l) - clock_mono_ms();
+    if (ms < 0) ms = 0;
     struct timeval tv = { (time_t)(ms / 1000), (suseconds_t)(ms % 1000 * 1000) };
     event_add(c->timer, &tv);
 }
@@ -142,6 +155,13 @@ static void on_conn_timeout(evutil_socket_t fd, short what, void *arg)
     static const char *const names[] = { "idle", "header", "body", "busy" };
     if (c->phase == PHASE_BUSY || !c->evcon) return;
     log_debug("httpd: connection closed by the %s timeout", names[c->phase]);
+    if (c->phase == PHASE_BODY) {   /* the client is still sending: it is told why it is cut off */
+        char why[160];
+        snprintf(why, sizeof why, "request body not received in time (a pause over %lld ms, or under %lld bytes/s)",
+                 (long long)c->server->limits.body_timeout_ms, (long long)c->server->limits.body_min_rate);
+        httpd_conn_refuse(c, 408, "Request Timeout", why);
+        return;
+    }
     evhttp_connection_free(c->evcon);   /* its close callback frees c */
 }
 
@@ -177,6 +197,8 @@ static void on_input(struct evbuffer *in, const struct evbuffer_cb_info *info, v
     if (c->phase == PHASE_BUSY) return;   /* a pipelined request waits for the reply before ours */
     if (c->phase == PHASE_IDLE) { c->newlines = 0; conn_arm(c, PHASE_HEADER); }
     if (c->phase == PHASE_HEADER && !header_ends(c, in, info->n_added)) return;
+    if (c->phase != PHASE_BODY) { c->body_since_ms = clock_mono_ms(); c->body_bytes = 0; }
+    c->body_bytes += info->n_added;   /* the read that ended the header counts whole: a few bytes of leeway */
     conn_arm(c, PHASE_BODY);
 }
 

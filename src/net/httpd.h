@@ -76,6 +76,8 @@ typedef struct httpd_limits {
     int     fd_reserve;           /* HTTP_FD_RESERVE: descriptors client connections never take */
     int64_t header_timeout_ms;    /* HTTP_HEADER_TIMEOUT_MS: first byte to the end of the headers */
     int64_t body_timeout_ms;      /* HTTP_BODY_TIMEOUT_MS: longest pause between body bytes */
+    int64_t body_min_rate;        /* HTTP_BODY_MIN_RATE: bytes/s; the whole body is due by the header's
+                                   * end + body_timeout_ms + its bytes so far at this rate */
     int64_t idle_timeout_ms;      /* HTTP_IDLE_TIMEOUT_MS: a kept-alive connection without a request */
     int64_t request_timeout_ms;   /* REQUEST_TIMEOUT_MS: dispatch to reply, long-polls excepted */
     int64_t accept_backoff_ms;    /* HTTP_ACCEPT_BACKOFF_MS: accepting pauses this long when out of descriptors */

@@ -27,12 +27,11 @@
  * the loop of this thread is found here (one loop per thread). */
 static _Thread_local httpd *listening;
 
-/* One connection past the limit is answered 503 and closed, written
- * straight to its socket (a few hundred bytes fit any socket buffer): the
- * client learns why rather than waiting in the backlog. */
-void httpd_accept_refuse(httpd_conn *c)
+/* A connection answered and closed at once, the reply written straight to
+ * its socket (a few hundred bytes fit any socket buffer): the client learns
+ * why rather than finding the connection gone. */
+void httpd_conn_refuse(httpd_conn *c, int status, const char *reason, const char *error)
 {
-    httpd *h = c->server;
     buf json, out;
     buf_init(&json);
     buf_init(&out);
@@ -40,20 +39,26 @@ void httpd_accept_refuse(httpd_conn *c)
     emit_init(&e, &json);
     emit_object(&e);
     emit_key(&e, "error");
-    buf msg;
-    buf_init(&msg);
-    buf_printf(&msg, "too many connections (the limit is %d)", h->max_conns);
-    emit_strn(&e, msg.data, msg.len);
+    emit_str(&e, error);
     emit_end(&e);
-    buf_printf(&out, "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
-                     "Content-Length: %zu\r\nRetry-After: 1\r\nConnection: close\r\n\r\n%s",
-               json.len, json.data);
+    buf_printf(&out, "HTTP/1.1 %d %s\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n%s"
+                     "Connection: close\r\n\r\n%s",
+               status, reason, json.len, status == 503 ? "Retry-After: 1\r\n" : "", json.data);
     ssize_t sent = send(c->fd, out.data, out.len, MSG_NOSIGNAL | MSG_DONTWAIT);
     (void)sent;   /* a client that cannot take it is closed all the same */
     shutdown(c->fd, SHUT_WR);
-    buf_fini(&msg); buf_fini(&json); buf_fini(&out);
-    atomic_fetch_add(&h->home->refused, 1);
+    buf_fini(&json); buf_fini(&out);
     evhttp_connection_free(c->evcon);   /* its close callback frees c */
+}
+
+/* One connection past the limit is answered 503 and closed. */
+void httpd_accept_refuse(httpd_conn *c)
+{
+    httpd *h = c->server;
+    char why[96];
+    snprintf(why, sizeof why, "too many connections (the limit is %d)", h->max_conns);
+    atomic_fetch_add(&h->home->refused, 1);
+    httpd_conn_refuse(c, 503, "Service Unavailable", why);
 }
 
 static void on_resume(evutil_socket_t fd, short what, void *arg)

@@ -38,6 +38,8 @@ struct httpd_conn {
     struct evbuffer_cb_entry *out_watch; /* on the output: evhttp's own error pages become JSON (httpd_pages) */
     conn_phase                phase;
     int                       newlines;  /* consecutive line ends seen in the header (two end it) */
+    int64_t                   body_since_ms; /* the header's end (monotonic) */
+    uint64_t                  body_bytes;    /* read since then */
     bool                      arriving;  /* holds bytes that are not yet a dispatched request */
 };
 
@@ -145,6 +147,9 @@ int  httpd_accept_share(httpd *h, struct event_base *base, evutil_socket_t fd);
 void httpd_accept_adopt(httpd *h);
 /* Forgets the listener and frees the back-off timer (httpd_free). */
 void httpd_accept_unlisten(httpd *h);
+/* Answers status with {"error": error} on c's socket and closes it (c is
+ * freed). */
+void httpd_conn_refuse(httpd_conn *c, int status, const char *reason, const char *error);
 /* Answers a connection past the limit 503 and closes it (c is freed). */
 void httpd_accept_refuse(httpd_conn *c);
 

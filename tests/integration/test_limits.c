@@ -139,6 +139,57 @@ TEST(limits_a_body_that_stops_arriving_is_closed_after_http_body_timeout_ms)
     srv_stop(&s);
 }
 
+/* Each byte comes well within the pause allowed, but the body as a whole
+ * falls behind HTTP_BODY_MIN_RATE: a slow body cannot hold its connection
+ * for longer than the grace and the rate allow, and is told so. */
+TEST(limits_a_body_trickled_under_http_body_min_rate_is_answered_408_and_closed)
+{
+    silt_server s;
+    srv_start(&s, (const char *[]){ "HTTP_BODY_TIMEOUT_MS=1000", "HTTP_BODY_MIN_RATE=1000", NULL });
+    int fd = raw_connect(&s);
+    int64_t t0 = now_ms();
+    raw_send_str(fd, "POST /api/v1/push HTTP/1.1\r\nHost: t\r\nContent-Length: 100000\r\n\r\n{");
+    const char *answer = "";
+    while (!*answer && now_ms() - t0 < 10000) {
+        if (send(fd, " ", 1, MSG_NOSIGNAL) < 0) break;   /* a byte every 100 ms: 10 bytes/s */
+        answer = raw_response(fd, 100);
+    }
+    int64_t took = now_ms() - t0;
+    CHECK_INT(raw_status(answer), 408);
+    CHECK(strstr(raw_body(answer), "request body not received in time") != NULL);
+    CHECK(raw_closed_within(fd, 5000));
+    CHECK(took >= 900 && took < 5000);
+    close(fd);
+    srv_stop(&s);
+}
+
+/* A body that keeps above the minimum rate may take far longer than the
+ * body timeout as a whole. */
+TEST(limits_a_slow_steady_body_above_the_minimum_rate_is_served)
+{
+    silt_server s;
+    srv_start(&s, (const char *[]){ "HTTP_BODY_TIMEOUT_MS=300", "HTTP_BODY_MIN_RATE=1000", NULL });
+    char body[3001];
+    int n = snprintf(body, sizeof body, "{\"items\":[{\"queue\":\"slow\",\"payload\":{\"p\":\"");
+    const char tail[] = "\"}}]}";
+    size_t end = sizeof body - sizeof tail;   /* where the tail goes, its NUL last */
+    memset(body + n, 'x', end - (size_t)n);
+    memcpy(body + end, tail, sizeof tail);
+    int fd = raw_connect(&s);
+    int64_t t0 = now_ms();
+    raw_send_str(fd, sfmt("POST /api/v1/push HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\n"
+                          "Content-Length: %zu\r\n\r\n", strlen(body)));
+    for (size_t off = 0; off < strlen(body); off += 100) {   /* 100 bytes every 50 ms: 2,000 bytes/s */
+        raw_send(fd, body + off, strlen(body) - off < 100 ? strlen(body) - off : 100);
+        pause_ms(50);
+    }
+    const char *answer = raw_response(fd, 10000);
+    CHECK(now_ms() - t0 >= 1400);   /* five times the body timeout */
+    CHECK_INT(raw_status(answer), 201);
+    close(fd);
+    srv_stop(&s);
+}
+
 TEST(limits_an_idle_keep_alive_connection_is_closed_after_http_idle_timeout_ms)
 {
     silt_server s;
