@@ -140,7 +140,7 @@ static void conn_arm(httpd_conn *c, conn_phase phase)
     bool restart = phase != c->phase || phase == PHASE_BODY;
     c->phase = phase;
     if (phase == PHASE_BUSY) { event_del(c->timer); return; }
-    if (!restart) return;
+    if (!restart || (c->over_cap && phase != PHASE_BODY)) return;   /* its window runs (httpd_accept_over_cap) */
     int64_t ms = phase == PHASE_IDLE ? l->idle_timeout_ms : phase == PHASE_HEADER ? l->header_timeout_ms
                                                                                   : body_due_ms(c, l) - clock_mono_ms();
     if (ms < 0) ms = 0;
@@ -154,6 +154,7 @@ static void on_conn_timeout(evutil_socket_t fd, short what, void *arg)
     httpd_conn *c = arg;
     static const char *const names[] = { "idle", "header", "body", "busy" };
     if (c->phase == PHASE_BUSY || !c->evcon) return;
+    if (c->over_cap && c->phase != PHASE_BODY) { httpd_accept_refuse(c); return; }
     log_debug("httpd: connection closed by the %s timeout", names[c->phase]);
     if (c->phase == PHASE_BODY) {   /* the client is still sending: it is told why it is cut off */
         char why[160];
@@ -220,6 +221,7 @@ static void conn_free(httpd_conn *c)
     httpd *h = c->server;
     set_arriving(c, false);
     atomic_fetch_sub(&h->home->nconns, 1);
+    if (c->over_cap) atomic_fetch_sub(&h->home->over_cap, 1);
     event_free(c->timer);
     if (c->watch) evbuffer_remove_cb_entry(bufferevent_get_input(c->bev), c->watch);
     if (c->out_watch) evbuffer_remove_cb_entry(bufferevent_get_output(c->bev), c->out_watch);
@@ -313,7 +315,7 @@ static void adopt_fresh(evutil_socket_t fd, short what, void *arg)
         struct evhttp_connection *evcon = evcon_of(c->bev);
         if (!evcon) { conn_free(c); continue; }
         conn_adopt(c, evcon);
-        if (atomic_load(&h->home->nconns) > h->max_conns && c->fd >= 0) httpd_accept_refuse(c);
+        if (atomic_load(&h->home->nconns) > h->max_conns && c->fd >= 0) httpd_accept_over_cap(c);
     }
 }
 
@@ -498,9 +500,31 @@ static bool has_nul(struct evhttp_request *ev)
     return false;
 }
 
+static bool is_health(struct evhttp_request *ev)
+{
+    const char *uri = evhttp_request_get_uri(ev);
+    enum evhttp_cmd_type cmd = evhttp_request_get_command(ev);
+    return uri && (cmd == EVHTTP_REQ_GET || cmd == EVHTTP_REQ_HEAD) && strncmp(uri, "/health", 7) == 0 &&
+           (uri[7] == '\0' || uri[7] == '?');
+}
+
+/* A connection past the limit is served /health alone, and closed after. */
+static bool within_cap(httpd_req *req)
+{
+    if (!req->conn || !req->conn->over_cap) return true;
+    httpd_header(req, "Connection", "close");
+    if (is_health(req->ev)) return true;
+    httpd *h = req->server;
+    atomic_fetch_add(&h->home->refused, 1);
+    httpd_header(req, "Retry-After", "1");
+    httpd_error(req, 503, "too many connections (the limit is %d)", h->max_conns);
+    return false;
+}
+
 /* Refused before the handler: false when answered (req is freed). */
 static bool req_acceptable(httpd_req *req)
 {
+    if (!within_cap(req)) return false;
     if (lengths_conflict(req->ev)) {
         httpd_header(req, "Connection", "close");
         httpd_error(req, 400, "conflicting Content-Length headers");

@@ -61,6 +61,23 @@ void httpd_accept_refuse(httpd_conn *c)
     httpd_conn_refuse(c, 503, "Service Unavailable", why);
 }
 
+void httpd_accept_over_cap(httpd_conn *c)
+{
+    httpd *home = c->server->home;
+    /* each holds a descriptor for its window: three quarters of the reserve
+     * stay the database pool's */
+    int allowed = c->server->limits.fd_reserve / 4 < HTTPD_OVER_CAP_MAX ? c->server->limits.fd_reserve / 4
+                                                                        : HTTPD_OVER_CAP_MAX;
+    if (atomic_fetch_add(&home->over_cap, 1) >= allowed) {
+        atomic_fetch_sub(&home->over_cap, 1);
+        httpd_accept_refuse(c);
+        return;
+    }
+    c->over_cap = true;
+    struct timeval window = { 0, HTTPD_OVER_CAP_WINDOW_MS * 1000 };
+    event_add(c->timer, &window);   /* the header and idle timeouts do not apply: this one does */
+}
+
 static void on_resume(evutil_socket_t fd, short what, void *arg)
 {
     (void)fd; (void)what;

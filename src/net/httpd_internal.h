@@ -41,6 +41,7 @@ struct httpd_conn {
     int64_t                   body_since_ms; /* the header's end (monotonic) */
     uint64_t                  body_bytes;    /* read since then */
     bool                      arriving;  /* holds bytes that are not yet a dispatched request */
+    bool                      over_cap;  /* past the connection limit: only /health is served, then closed */
 };
 
 TAILQ_HEAD(held_list, httpd_req);
@@ -74,6 +75,7 @@ struct httpd {
     atomic_int                      nconns;     /* shared: client connections open */
     int                             max_conns;  /* limits.max_connections, or less under RLIMIT_NOFILE */
     atomic_uint_fast64_t            refused;    /* shared: connections answered 503 at the limit */
+    atomic_int                      over_cap;   /* shared: connections past the limit awaiting their request */
     struct evconnlistener          *listener;   /* evhttp's, borrowed to pause accepting */
     struct event                   *resume;     /* re-enables accepting after a back-off */
     atomic_int_fast64_t             emfile_logged_us; /* shared */
@@ -150,6 +152,15 @@ void httpd_accept_unlisten(httpd *h);
 /* Answers status with {"error": error} on c's socket and closes it (c is
  * freed). */
 void httpd_conn_refuse(httpd_conn *c, int status, const char *reason, const char *error);
+/* Past the connection limit, a few connections (HTTPD_OVER_CAP_MAX at once,
+ * and at most a quarter of HTTP_FD_RESERVE)
+ * may still send a request within HTTPD_OVER_CAP_WINDOW_MS: /health is
+ * answered (monitoring sees a full server, not a dead one), anything else
+ * or nothing in time is answered 503. */
+#define HTTPD_OVER_CAP_MAX       16
+#define HTTPD_OVER_CAP_WINDOW_MS 200
+/* A connection past the limit: admitted for /health alone, or refused. */
+void httpd_accept_over_cap(httpd_conn *c);
 /* Answers a connection past the limit 503 and closes it (c is freed). */
 void httpd_accept_refuse(httpd_conn *c);
 

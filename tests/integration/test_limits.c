@@ -18,6 +18,7 @@
 #include "task_support.h"
 
 #define GET_HEALTH "GET /health HTTP/1.1\r\nHost: t\r\n\r\n"
+#define GET_METRICS "GET /metrics/prometheus HTTP/1.1\r\nHost: t\r\n\r\n"
 
 /* Opens raw connections (sending nothing) until one is answered; returns
  * how many were opened before it, its response in *answer. */
@@ -25,7 +26,9 @@ static int connect_until_refused(silt_server *s, int *fds, int max, const char *
 {
     for (int i = 0; i < max; i++) {
         fds[i] = raw_connect(s);
-        const char *r = raw_response(fds[i], 300);   /* an accepted connection says nothing */
+        /* an accepted connection says nothing; one past the limit is answered
+         * within HTTPD_OVER_CAP_WINDOW_MS (200 ms) unless it asks for /health */
+        const char *r = raw_response(fds[i], 700);
         if (*r) { *answer = r; return i; }
     }
     harness_fail(__FILE__, __LINE__, "no connection was refused");
@@ -58,23 +61,24 @@ static void close_all(int *fds, int n)
     for (int i = 0; i < n; i++) if (fds[i] >= 0) close(fds[i]);
 }
 
-/* GET /health on a new connection until it answers 200 (the server has
- * seen earlier connections close), or fail after timeout_ms. */
-static void await_health_on_new_connection(silt_server *s, int timeout_ms)
+/* GET /metrics/prometheus on a new connection until it answers 200 (the
+ * server has seen earlier connections close: past the limit only /health is
+ * served), or fail after timeout_ms. */
+static void await_served_on_new_connection(silt_server *s, int timeout_ms)
 {
     int64_t deadline = now_ms() + timeout_ms;
     int status = 0;
     while (now_ms() < deadline) {
         int fd = raw_try_connect(s);
         if (fd >= 0) {
-            raw_send_str(fd, GET_HEALTH);
+            raw_send_str(fd, GET_METRICS);
             status = raw_status(raw_response(fd, 1000));
             close(fd);
             if (status == 200) return;
         }
         pause_ms(20);
     }
-    harness_failf(__FILE__, __LINE__, "/health on a new connection: last status %d", status);
+    harness_failf(__FILE__, __LINE__, "/metrics/prometheus on a new connection: last status %d", status);
 }
 
 TEST(limits_connections_past_http_max_connections_are_answered_503_and_accepted_again_once_some_close)
@@ -90,8 +94,38 @@ TEST(limits_connections_past_http_max_connections_are_answered_503_and_accepted_
     CHECK_STR(raw_header(answer, "Retry-After"), "1");
     CHECK_STR(raw_header(answer, "Content-Type"), "application/json");
     close_all(fds, open + 1);
-    await_health_on_new_connection(&s, 5000);
+    await_served_on_new_connection(&s, 5000);
     CHECK(srv_metric(&s, "silt_http_connections_refused_total") >= 1);
+    srv_stop(&s);
+}
+
+/* Monitoring must tell a full server from a dead one: past the limit a
+ * new connection is still answered /health (and closed after it), and
+ * only that. */
+TEST(limits_health_is_answered_past_http_max_connections_and_nothing_else_is)
+{
+    silt_server s;
+    srv_start(&s, (const char *[]){ "HTTP_MAX_CONNECTIONS=5", NULL });
+    int fds[16];
+    const char *answer = NULL;
+    int open = connect_until_refused(&s, fds, 16, &answer);
+    CHECK_INT(raw_status(answer), 503);
+    int health = raw_connect(&s);
+    raw_send_str(health, GET_HEALTH);
+    const char *r = raw_response(health, 5000);
+    CHECK_INT(raw_status(r), 200);
+    CHECK(strstr(raw_body(r), "\"status\":\"healthy\"") != NULL);
+    CHECK_STR(raw_header(r, "Connection"), "close");
+    CHECK(raw_closed_within(health, 5000));
+    close(health);
+    int other = raw_connect(&s);
+    raw_send_str(other, GET_METRICS);
+    r = raw_response(other, 5000);
+    CHECK_INT(raw_status(r), 503);
+    CHECK(strstr(raw_body(r), "too many connections (the limit is 5)") != NULL);
+    CHECK_STR(raw_header(r, "Retry-After"), "1");
+    close(other);
+    close_all(fds, open + 1);
     srv_stop(&s);
 }
 
@@ -237,7 +271,7 @@ TEST(limits_out_of_descriptors_the_server_backs_off_accepting_logs_once_and_reco
     CHECK_INT(log_count(log, "cannot accept connections"), 1);   /* once per interval, not per try */
     CHECK_INT(log_count(log, "accept"), 1);                      /* and nothing else of it (libevent's own warning) */
     close_all(fds, n);
-    await_health_on_new_connection(&s, 10000);
+    await_served_on_new_connection(&s, 10000);
     CHECK_INT(push_simple(&s, uniq("fds"), "Default", 1), 201);
     srv_stop(&s);
     unlink(log);
