@@ -189,6 +189,7 @@ int server_build(server *srv, const char *conninfo)
     srv->partitions = partition_pass_new(srv->base, conninfo, &srv->conf, srv->cfg.detach_timeout_ms);
     const silt_config *c = &srv->cfg;
     httpd_limits limits_http = { (size_t)c->max_body_bytes, (int)c->http_max_connections, (int)c->http_fd_reserve,
+                                 (int)c->http_client_share_percent,
                                  c->http_header_timeout_ms, c->http_body_timeout_ms, c->http_body_min_rate,
                                  c->http_idle_timeout_ms,
                                  c->request_timeout_ms, c->http_accept_backoff_ms };

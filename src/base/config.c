@@ -73,6 +73,7 @@ static const setting settings[] = {
     NUM("HTTP_MAX_CONNECTIONS", http_max_connections, "10000", 1, 1000000),
     NUM("WORKERS", workers, "0", 0, 256),
     NUM("HTTP_FD_RESERVE", http_fd_reserve, "64", 0, 100000),
+    NUM("HTTP_CLIENT_SHARE_PERCENT", http_client_share_percent, "50", 1, 100),
     NUM("HTTP_HEADER_TIMEOUT_MS", http_header_timeout_ms, "10000", 10, 3600000),
     NUM("HTTP_BODY_TIMEOUT_MS", http_body_timeout_ms, "30000", 10, 3600000),
     NUM("HTTP_BODY_MIN_RATE", http_body_min_rate, "1024", 1, 1073741824),

@@ -50,6 +50,7 @@ typedef struct silt_config {
     int64_t http_max_connections; /* client connections at once; more are answered 503 and closed */
     int64_t workers;              /* HTTP event loops (threads); 0: one per core */
     int64_t http_fd_reserve;      /* descriptors client connections leave to the pool and the server */
+    int64_t http_client_share_percent; /* of the connection limit one client address may hold */
     int64_t http_header_timeout_ms;/* a request's first byte to the end of its headers */
     int64_t http_body_timeout_ms; /* longest pause between a body's bytes */
     int64_t http_body_min_rate;   /* bytes per second a body must average past that */

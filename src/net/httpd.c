@@ -222,6 +222,7 @@ static void conn_free(httpd_conn *c)
     set_arriving(c, false);
     atomic_fetch_sub(&h->home->nconns, 1);
     if (c->over_cap) atomic_fetch_sub(&h->home->over_cap, 1);
+    if (c->peer_counted) httpd_peers_give(h->home->peers, &c->peer);
     event_free(c->timer);
     if (c->watch) evbuffer_remove_cb_entry(bufferevent_get_input(c->bev), c->watch);
     if (c->out_watch) evbuffer_remove_cb_entry(bufferevent_get_output(c->bev), c->out_watch);
@@ -315,7 +316,10 @@ static void adopt_fresh(evutil_socket_t fd, short what, void *arg)
         struct evhttp_connection *evcon = evcon_of(c->bev);
         if (!evcon) { conn_free(c); continue; }
         conn_adopt(c, evcon);
-        if (atomic_load(&h->home->nconns) > h->max_conns && c->fd >= 0) httpd_accept_over_cap(c);
+        if (c->fd < 0) continue;
+        /* those past the limit awaiting their request do not hold a place */
+        if (atomic_load(&h->home->nconns) - atomic_load(&h->home->over_cap) > h->max_conns) httpd_accept_over_cap(c);
+        else httpd_accept_peer(c);
     }
 }
 
@@ -796,6 +800,9 @@ httpd *httpd_new(struct event_base *base, const char *host, int port, const http
     h->limits = *limits;
     h->max_body = limits->max_body;
     h->max_conns = httpd_accept_limit(limits);
+    h->peers = httpd_peers_new();
+    int64_t share = (int64_t)h->max_conns * limits->client_share_percent / 100;
+    h->max_per_peer = limits->client_share_percent >= 100 ? 0 : share > 1 ? (int)share : 1;   /* 0: no share kept */
     TAILQ_INIT(&h->held);
     httpd_configure(h, base);
     h->expire = evtimer_new(base, on_expire, h);
@@ -871,5 +878,6 @@ void httpd_free(httpd *h)
     httpd_relay_stop(h);
     httpd_close_loop(h);
     if (h->expire) event_free(h->expire);
+    httpd_peers_free(h->peers);
     free(h);
 }

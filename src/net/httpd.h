@@ -74,6 +74,7 @@ typedef struct httpd_limits {
     size_t  max_body;             /* MAX_BODY_BYTES */
     int     max_connections;      /* HTTP_MAX_CONNECTIONS; lowered to RLIMIT_NOFILE - fd_reserve */
     int     fd_reserve;           /* HTTP_FD_RESERVE: descriptors client connections never take */
+    int     client_share_percent; /* HTTP_CLIENT_SHARE_PERCENT: of max_connections, for one client address */
     int64_t header_timeout_ms;    /* HTTP_HEADER_TIMEOUT_MS: first byte to the end of the headers */
     int64_t body_timeout_ms;      /* HTTP_BODY_TIMEOUT_MS: longest pause between body bytes */
     int64_t body_min_rate;        /* HTTP_BODY_MIN_RATE: bytes/s; the whole body is due by the header's

@@ -61,6 +61,20 @@ void httpd_accept_refuse(httpd_conn *c)
     httpd_conn_refuse(c, 503, "Service Unavailable", why);
 }
 
+bool httpd_accept_peer(httpd_conn *c)
+{
+    httpd *home = c->server->home;
+    if (!home->max_per_peer || !httpd_peer_of(c->fd, &c->peer)) return true;
+    c->peer_counted = httpd_peers_take(home->peers, &c->peer, home->max_per_peer);
+    if (c->peer_counted) return true;
+    char addr[64], why[160];
+    httpd_peer_text(&c->peer, addr, sizeof addr);
+    snprintf(why, sizeof why, "too many connections from %s (at most %d from one address)", addr, home->max_per_peer);
+    atomic_fetch_add(&home->refused, 1);
+    httpd_conn_refuse(c, 503, "Service Unavailable", why);
+    return false;
+}
+
 void httpd_accept_over_cap(httpd_conn *c)
 {
     httpd *home = c->server->home;

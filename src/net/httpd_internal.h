@@ -10,6 +10,7 @@
 #include <event2/http.h>
 #include <event2/listener.h>
 #include "net/httpd.h"
+#include "net/httpd_peers.h"
 #include "net/mailbox.h"
 
 /* Out of descriptors, the warning is logged at most once per this. */
@@ -42,6 +43,8 @@ struct httpd_conn {
     uint64_t                  body_bytes;    /* read since then */
     bool                      arriving;  /* holds bytes that are not yet a dispatched request */
     bool                      over_cap;  /* past the connection limit: only /health is served, then closed */
+    bool                      peer_counted; /* counted in the home's peers until it closes */
+    httpd_peer                peer;
 };
 
 TAILQ_HEAD(held_list, httpd_req);
@@ -76,6 +79,8 @@ struct httpd {
     int                             max_conns;  /* limits.max_connections, or less under RLIMIT_NOFILE */
     atomic_uint_fast64_t            refused;    /* shared: connections answered 503 at the limit */
     atomic_int                      over_cap;   /* shared: connections past the limit awaiting their request */
+    httpd_peers                    *peers;      /* home: connections per client address */
+    int                             max_per_peer; /* home: HTTP_CLIENT_SHARE_PERCENT of max_conns; 0: none */
     struct evconnlistener          *listener;   /* evhttp's, borrowed to pause accepting */
     struct event                   *resume;     /* re-enables accepting after a back-off */
     atomic_int_fast64_t             emfile_logged_us; /* shared */
@@ -159,6 +164,9 @@ void httpd_conn_refuse(httpd_conn *c, int status, const char *reason, const char
  * or nothing in time is answered 503. */
 #define HTTPD_OVER_CAP_MAX       16
 #define HTTPD_OVER_CAP_WINDOW_MS 200
+/* Counts c against its client address's share: false when that address
+ * holds its share already (c is then answered 503 and freed). */
+bool httpd_accept_peer(httpd_conn *c);
 /* A connection past the limit: admitted for /health alone, or refused. */
 void httpd_accept_over_cap(httpd_conn *c);
 /* Answers a connection past the limit 503 and closes it (c is freed). */

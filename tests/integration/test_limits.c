@@ -5,7 +5,9 @@
  * Retry-After, degraded /health), a server-side request timeout, and
  * pushes, acks and transactions whose client gave up never written. Small settings make each
  * limit reachable in a test; every wait has a deadline. */
+#include <arpa/inet.h>
 #include <libpq-fe.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +20,9 @@
 #include "task_support.h"
 
 #define GET_HEALTH "GET /health HTTP/1.1\r\nHost: t\r\n\r\n"
+/* The tests of the connection limit connect from one address: it may
+ * take them all. */
+#define ALL_FROM_ONE_ADDRESS "HTTP_CLIENT_SHARE_PERCENT=100"
 #define GET_METRICS "GET /metrics/prometheus HTTP/1.1\r\nHost: t\r\n\r\n"
 
 /* Opens raw connections (sending nothing) until one is answered; returns
@@ -84,7 +89,7 @@ static void await_served_on_new_connection(silt_server *s, int timeout_ms)
 TEST(limits_connections_past_http_max_connections_are_answered_503_and_accepted_again_once_some_close)
 {
     silt_server s;
-    srv_start(&s, (const char *[]){ "HTTP_MAX_CONNECTIONS=5", NULL });
+    srv_start(&s, (const char *[]){ "HTTP_MAX_CONNECTIONS=5", ALL_FROM_ONE_ADDRESS, NULL });
     int fds[16];
     const char *answer = NULL;
     int open = connect_until_refused(&s, fds, 16, &answer);
@@ -102,10 +107,44 @@ TEST(limits_connections_past_http_max_connections_are_answered_503_and_accepted_
 /* Monitoring must tell a full server from a dead one: past the limit a
  * new connection is still answered /health (and closed after it), and
  * only that. */
+/* A connection from 127.0.0.2: another client address on this machine. */
+static int connect_from_another_address(const silt_server *s)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in from = { .sin_family = AF_INET }, to = { .sin_family = AF_INET };
+    inet_pton(AF_INET, "127.0.0.2", &from.sin_addr);
+    inet_pton(AF_INET, "127.0.0.1", &to.sin_addr);
+    to.sin_port = htons((uint16_t)s->port);
+    CHECK(bind(fd, (struct sockaddr *)&from, sizeof from) == 0);
+    CHECK(connect(fd, (struct sockaddr *)&to, sizeof to) == 0);
+    return fd;
+}
+
+/* One address may hold HTTP_CLIENT_SHARE_PERCENT of the connections; the
+ * rest stay for everyone else. */
+TEST(limits_one_client_address_holds_at_most_its_share_of_the_connections)
+{
+    silt_server s;
+    srv_start(&s, (const char *[]){ "HTTP_MAX_CONNECTIONS=10", "HTTP_CLIENT_SHARE_PERCENT=30", NULL });
+    int fds[16];
+    const char *answer = NULL;
+    int open = connect_until_refused(&s, fds, 16, &answer);
+    CHECK(open >= 2 && open <= 3);   /* three from 127.0.0.1; the test's own client may hold one */
+    CHECK_INT(raw_status(answer), 503);
+    CHECK(strstr(raw_body(answer), "too many connections from 127.0.0.1 (at most 3 from one address)") != NULL);
+    int other = connect_from_another_address(&s);
+    raw_send_str(other, GET_METRICS);
+    CHECK_INT(raw_status(raw_response(other, 5000)), 200);
+    close(other);
+    close_all(fds, open + 1);
+    await_served_on_new_connection(&s, 5000);   /* its connections closed, the address is served again */
+    srv_stop(&s);
+}
+
 TEST(limits_health_is_answered_past_http_max_connections_and_nothing_else_is)
 {
     silt_server s;
-    srv_start(&s, (const char *[]){ "HTTP_MAX_CONNECTIONS=5", NULL });
+    srv_start(&s, (const char *[]){ "HTTP_MAX_CONNECTIONS=5", ALL_FROM_ONE_ADDRESS, NULL });
     int fds[16];
     const char *answer = NULL;
     int open = connect_until_refused(&s, fds, 16, &answer);
@@ -255,7 +294,7 @@ TEST(limits_out_of_descriptors_the_server_backs_off_accepting_logs_once_and_reco
 {
     const char *log = log_file();
     silt_server s;
-    srv_start(&s, (const char *[]){ "SILT_TEST_NOFILE=80", "HTTP_FD_RESERVE=0", sfmt("SILT_TEST_STDERR=%s", log),
+    srv_start(&s, (const char *[]){ "SILT_TEST_NOFILE=80", "HTTP_FD_RESERVE=0", ALL_FROM_ONE_ADDRESS, sfmt("SILT_TEST_STDERR=%s", log),
                                     NULL });
     int fds[100];
     int n = 0;
@@ -280,11 +319,11 @@ TEST(limits_out_of_descriptors_the_server_backs_off_accepting_logs_once_and_reco
 TEST(limits_client_connections_leave_the_fd_reserve_so_the_pool_reconnects_while_clients_hold_every_slot)
 {
     silt_server s;
-    srv_start(&s, (const char *[]){ "SILT_TEST_NOFILE=100", "HTTP_FD_RESERVE=50", NULL });
+    srv_start(&s, (const char *[]){ "SILT_TEST_NOFILE=100", "HTTP_FD_RESERVE=50", ALL_FROM_ONE_ADDRESS, NULL });
     int fds[70];
     for (int i = 0; i < 70; i++) fds[i] = raw_connect(&s);
     int refused = count_refused(fds, 70);
-    CHECK(refused >= 20 && refused <= 25);   /* RLIMIT_NOFILE 100 less the reserve: 50 at most, the test's client may hold one */
+    if (refused < 20 || refused > 25) harness_failf(__FILE__, __LINE__, "%d refused", refused);   /* RLIMIT_NOFILE 100 less the reserve: 50 at most, the test's client may hold one */
     int64_t cpu = cpu_over_a_second(&s);
     CHECK(cpu < 200);
     sql("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE datname = current_database() "
