@@ -16,7 +16,7 @@ static const char *const all_vars[] = {
     "GROUP_LAGGING_SECONDS", "GROUP_DEAD_SECONDS", "QUEEN_ENCRYPTION_KEY",
     "JWT_ENABLED", "JWT_ALGORITHM", "JWT_SECRET", "JWT_PUBLIC_KEY", "JWT_ISSUER", "JWT_AUDIENCE",
     "JWT_CLOCK_SKEW", "JWT_SKIP_PATHS", "JWT_ROLES_CLAIM", "JWT_ROLES_ARRAY_CLAIM", "JWT_ROLE_ADMIN",
-    "JWT_ROLE_READ_WRITE", "JWT_ROLE_READ_ONLY", "HTTP_BODY_MIN_RATE",
+    "JWT_ROLE_READ_WRITE", "JWT_ROLE_READ_ONLY", "HTTP_BODY_MIN_RATE", "HTTP_CLIENT_SHARE_PERCENT",
 };
 
 static void clear_env(void)
@@ -32,6 +32,8 @@ TEST(config_defaults)
     CHECK_INT(config_load(&c, err, sizeof err), 0);
     CHECK_STR(err, "");
     CHECK_STR(c.host, "127.0.0.1");
+    CHECK_INT(c.http_body_min_rate, 1024);
+    CHECK_INT(c.http_client_share_percent, 50);
     CHECK_INT(c.port, 6632);
     CHECK_STR(c.database_url, "");
     CHECK_STR(c.pg_host, "localhost");
