@@ -4,6 +4,13 @@
 #   pgcluster.sh stop DIR [immediate]    stop (fast shutdown; immediate: no
 #                                        shutdown checkpoint, crash recovery at
 #                                        the next start, as scripts/chaos.sh uses)
+#   pgcluster.sh standby DIR PORT FROM_PORT
+#                                        a streaming standby of the cluster on
+#                                        FROM_PORT (pg_basebackup into an empty
+#                                        DIR), started; the primary then waits
+#                                        for it at every commit (synchronous
+#                                        replication)
+#   pgcluster.sh promote DIR             the standby becomes a primary
 # PostgreSQL refuses to run as root, so as root the cluster belongs to the
 # postgres user. "fast" turns fsync off: for throwaway test clusters only.
 # Exit status: 0 started, 3 the port is in use, 4 postgres cannot reach DIR,
@@ -11,6 +18,7 @@
 set -e
 cmd="$1"; dir="$2"; port="$3"; mode="$4"
 [ "$cmd" = stop ] && { mode="$3"; port=""; }
+[ "$cmd" = standby ] && { from_port="$4"; mode=""; }
 bin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)
 [ -n "$bin" ] || { echo "pgcluster: no PostgreSQL server found (apt-get install postgresql)" >&2; exit 1; }
 
@@ -43,6 +51,10 @@ start() {
     mkdir -p "$dir"
     [ "$(id -u)" = 0 ] && chown postgres: "$dir"
     check_reachable
+    start_existing_or_new
+}
+
+start_existing_or_new() {
     if [ ! -f "$dir/data/PG_VERSION" ]; then
         as_owner "$bin/initdb" -D "$dir/data" -U postgres -A trust -E UTF8 --no-sync >"$dir/initdb.log" 2>&1 \
             || { cat "$dir/initdb.log" >&2; exit 1; }
@@ -54,6 +66,25 @@ start() {
         || explain_failure
 }
 
+# -R writes the connection to the primary and standby.signal; the primary
+# is then told to wait for any one standby at each commit, so that a commit
+# it acknowledged is on the standby too (what a failover must not lose).
+standby() {
+    mkdir -p "$dir"
+    [ "$(id -u)" = 0 ] && chown postgres: "$dir"
+    check_reachable
+    [ ! -e "$dir/data" ] || { echo "pgcluster: $dir/data exists: a standby starts from an empty directory" >&2; exit 1; }
+    as_owner "$bin/pg_basebackup" -h 127.0.0.1 -p "$from_port" -U postgres -D "$dir/data" -R -X stream \
+        --no-sync >"$dir/basebackup.log" 2>&1 || { cat "$dir/basebackup.log" >&2; exit 1; }
+    start_existing_or_new
+    psql -X -q -h 127.0.0.1 -p "$from_port" -U postgres -d postgres \
+        -c "ALTER SYSTEM SET synchronous_standby_names = '*'" -c "SELECT pg_reload_conf()" >/dev/null
+}
+
+promote() {
+    as_owner "$bin/pg_ctl" -D "$dir/data" -w -t 60 promote >/dev/null
+}
+
 stop() {
     [ -f "$dir/data/postmaster.pid" ] || return 0
     as_owner "$bin/pg_ctl" -D "$dir/data" -m "${mode:-fast}" -w stop >/dev/null 2>&1 || true
@@ -61,6 +92,8 @@ stop() {
 
 case "$cmd" in
     start) start ;;
+    standby) standby ;;
+    promote) promote ;;
     stop)  case "${mode:-fast}" in fast|immediate) stop ;; *) echo "pgcluster: stop mode is fast or immediate" >&2; exit 2 ;; esac ;;
-    *) echo "usage: pgcluster.sh start DIR PORT [fast] | stop DIR [immediate]" >&2; exit 2 ;;
+    *) echo "usage: pgcluster.sh start DIR PORT [fast] | stop DIR [immediate] | standby DIR PORT FROM_PORT | promote DIR" >&2; exit 2 ;;
 esac

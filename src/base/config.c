@@ -29,10 +29,11 @@ static const setting settings[] = {
     NUM("PORT", port, "6632", 1, 65535),
     TEXT("DATABASE_URL", database_url, ""),
     TEXT("PG_HOST", pg_host, "localhost"),
-    NUM("PG_PORT", pg_port, "5432", 1, 65535),
+    TEXT("PG_PORT", pg_port, "5432"),   /* one port, or one per PG_HOST host (checked below) */
     TEXT("PG_USER", pg_user, "postgres"),
     TEXT("PG_PASSWORD", pg_password, ""),
     TEXT("PG_DB", pg_db, "postgres"),
+    TEXT("PG_TARGET_SESSION_ATTRS", pg_target_session_attrs, "read-write"),
     NUM("DB_POOL_SIZE", db_pool_size, "8", 1, 256),
     NUM("DB_PIPELINE_DEPTH", db_pipeline_depth, "4", 1, 64),
     TEXT("LOG_LEVEL", log_level, "info"),
@@ -106,6 +107,44 @@ static int parse_bool(const setting *s, const char *text, int64_t *out, char *er
     return -1;
 }
 
+static int count_items(const char *list)
+{
+    int n = 1;
+    for (const char *p = list; *p; p++) n += *p == ',';
+    return n;
+}
+
+/* PG_HOST may list several hosts (libpq tries them in order: a primary and
+ * its standbys); PG_PORT is one port for all or one per host. Only a
+ * session that can write is of use to silt (PG_TARGET_SESSION_ATTRS). */
+static int check_pg_hosts(const silt_config *cfg, char *err, size_t errlen)
+{
+    for (const char *p = cfg->pg_port; ; ) {
+        char *end;
+        long v = strtol(p, &end, 10);
+        if (end == p || v < 1 || v > 65535 || (*end && *end != ',')) {
+            snprintf(err, errlen, "invalid value for PG_PORT: \"%s\" (expected a port from 1 to 65535, or one per "
+                     "PG_HOST host, comma-separated)", cfg->pg_port);
+            return -1;
+        }
+        if (!*end) break;
+        p = end + 1;
+    }
+    int hosts = count_items(cfg->pg_host), ports = count_items(cfg->pg_port);
+    if (ports != 1 && ports != hosts) {
+        snprintf(err, errlen, "PG_PORT names %d ports for %d PG_HOST hosts (expected one port, or one per host)",
+                 ports, hosts);
+        return -1;
+    }
+    const char *attrs = cfg->pg_target_session_attrs;
+    if (strcmp(attrs, "read-write") && strcmp(attrs, "primary") && strcmp(attrs, "any")) {
+        snprintf(err, errlen, "invalid value for PG_TARGET_SESSION_ATTRS: \"%s\" (expected read-write, primary or "
+                 "any: silt writes)", attrs);
+        return -1;
+    }
+    return 0;
+}
+
 static int load_settings(silt_config *cfg, char *err, size_t errlen)
 {
     for (size_t i = 0; i < sizeof settings / sizeof settings[0]; i++) {
@@ -117,6 +156,7 @@ static int load_settings(silt_config *cfg, char *err, size_t errlen)
         else if (s->kind == SETTING_BOOL && parse_bool(s, text, (int64_t *)field, err, errlen) < 0) return -1;
         else if (s->kind == SETTING_NUMBER && parse_number(s, text, (int64_t *)field, err, errlen) < 0) return -1;
     }
+    if (check_pg_hosts(cfg, err, errlen) < 0) return -1;
     if (log_set_level(cfg->log_level) == 0) return 0;   /* applied here: every command logs at its level */
     snprintf(err, errlen, "invalid value for LOG_LEVEL: \"%s\" (expected debug, info, warn or error)", cfg->log_level);
     return -1;
@@ -156,12 +196,11 @@ char *config_conninfo(const silt_config *cfg)
         buf_puts(&b, cfg->database_url);
         return buf_steal(&b);
     }
-    char port[16];
-    snprintf(port, sizeof port, "%lld", (long long)cfg->pg_port);
     put_keyword(&b, "host", cfg->pg_host);
-    put_keyword(&b, "port", port);
+    put_keyword(&b, "port", cfg->pg_port);
     put_keyword(&b, "user", cfg->pg_user);
     put_keyword(&b, "dbname", cfg->pg_db);
     if (cfg->pg_password[0]) put_keyword(&b, "password", cfg->pg_password);
+    put_keyword(&b, "target_session_attrs", cfg->pg_target_session_attrs);
     return buf_steal(&b);
 }

@@ -10,7 +10,8 @@ typedef struct silt_config {
     int64_t port;                 /* PORT */
     char   *database_url;         /* DATABASE_URL: libpq URI; wins over PG_* */
     char   *pg_host, *pg_user, *pg_password, *pg_db;
-    int64_t pg_port;
+    char   *pg_port;              /* one, or one per PG_HOST host */
+    char   *pg_target_session_attrs; /* libpq's: only a session that may write */
     int64_t db_pool_size;         /* connections to PostgreSQL */
     int64_t db_pipeline_depth;    /* jobs pipelined on one connection at most */
     char   *log_level;

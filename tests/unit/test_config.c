@@ -16,7 +16,7 @@ static const char *const all_vars[] = {
     "GROUP_LAGGING_SECONDS", "GROUP_DEAD_SECONDS", "QUEEN_ENCRYPTION_KEY",
     "JWT_ENABLED", "JWT_ALGORITHM", "JWT_SECRET", "JWT_PUBLIC_KEY", "JWT_ISSUER", "JWT_AUDIENCE",
     "JWT_CLOCK_SKEW", "JWT_SKIP_PATHS", "JWT_ROLES_CLAIM", "JWT_ROLES_ARRAY_CLAIM", "JWT_ROLE_ADMIN",
-    "JWT_ROLE_READ_WRITE", "JWT_ROLE_READ_ONLY", "HTTP_BODY_MIN_RATE", "HTTP_CLIENT_SHARE_PERCENT",
+    "JWT_ROLE_READ_WRITE", "JWT_ROLE_READ_ONLY", "HTTP_BODY_MIN_RATE", "HTTP_CLIENT_SHARE_PERCENT", "PG_TARGET_SESSION_ATTRS",
 };
 
 static void clear_env(void)
@@ -37,7 +37,8 @@ TEST(config_defaults)
     CHECK_INT(c.port, 6632);
     CHECK_STR(c.database_url, "");
     CHECK_STR(c.pg_host, "localhost");
-    CHECK_INT(c.pg_port, 5432);
+    CHECK_STR(c.pg_port, "5432");
+    CHECK_STR(c.pg_target_session_attrs, "read-write");
     CHECK_STR(c.pg_user, "postgres");
     CHECK_STR(c.pg_password, "");
     CHECK_STR(c.pg_db, "postgres");
@@ -76,7 +77,7 @@ TEST(config_env_overrides_defaults)
     CHECK_STR(c.host, "127.0.0.1");
     CHECK_INT(c.port, 7001);
     CHECK_STR(c.pg_host, "db.internal");
-    CHECK_INT(c.pg_port, 6543);
+    CHECK_STR(c.pg_port, "6543");
     CHECK_STR(c.pg_db, "silt");
     CHECK_INT(c.db_pool_size, 16);
     CHECK_STR(c.log_level, "debug");
@@ -130,6 +131,41 @@ TEST(config_out_of_range_port_rejected_naming_port)
     }
 }
 
+/* A primary and its standby: libpq tries the hosts in order, and takes
+ * only one that can write. */
+TEST(config_several_pg_hosts_take_one_port_each_or_one_for_all)
+{
+    clear_env();
+    setenv("PG_HOST", "a,b", 1);
+    setenv("PG_PORT", "5432,5433", 1);
+    silt_config c;
+    char err[256] = "";
+    CHECK_INT(config_load(&c, err, sizeof err), 0);
+    char *ci = config_conninfo(&c);
+    CHECK_STR(ci, "host='a,b' port='5432,5433' user='postgres' dbname='postgres' target_session_attrs='read-write' ");
+    free(ci);
+    config_fini(&c);
+    setenv("PG_PORT", "5432", 1);
+    CHECK_INT(config_load(&c, err, sizeof err), 0);
+    config_fini(&c);
+    const char *bad_ports[] = { "5432,5433,5434", "5432,", ",5432", "5432,0", "5432,x", "5432;5433" };
+    for (size_t i = 0; i < sizeof bad_ports / sizeof bad_ports[0]; i++) {
+        setenv("PG_PORT", bad_ports[i], 1);
+        err[0] = '\0';
+        if (config_load(&c, err, sizeof err) != -1)
+            harness_failf(__FILE__, __LINE__, "PG_PORT=%s accepted", bad_ports[i]);
+        CHECK(strstr(err, "PG_PORT") != NULL);
+        config_fini(&c);
+    }
+    setenv("PG_PORT", "5432", 1);
+    setenv("PG_TARGET_SESSION_ATTRS", "read-only", 1);
+    err[0] = '\0';
+    CHECK_INT(config_load(&c, err, sizeof err), -1);
+    CHECK(strstr(err, "PG_TARGET_SESSION_ATTRS: \"read-only\"") != NULL);
+    config_fini(&c);
+    unsetenv("PG_TARGET_SESSION_ATTRS");
+}
+
 TEST(config_other_bad_numbers_name_their_variable)
 {
     clear_env();
@@ -159,7 +195,7 @@ TEST(config_conninfo_quotes_keywords_and_prefers_url)
     char err[256] = "";
     CHECK_INT(config_load(&c, err, sizeof err), 0);
     char *ci = config_conninfo(&c);
-    CHECK_STR(ci, "host='h' port='5433' user='u' dbname='d b' password='p\\'w\\\\x' ");
+    CHECK_STR(ci, "host='h' port='5433' user='u' dbname='d b' password='p\\'w\\\\x' target_session_attrs='read-write' ");
     free(ci);
     config_fini(&c);
 
