@@ -97,9 +97,10 @@ bench-wrk: all
 	@scripts/bench-wrk.sh $(BUILD)/silt
 
 # make chaos: the long crash-safety run (docs/reliability.md). CHAOS_SECONDS,
-# CHAOS_KILLS, CHAOS_MESSAGES, CHAOS_FAST, CHAOS_SEED and CHAOS_ARGS tune it.
+# CHAOS_KILLS, CHAOS_MESSAGES, CHAOS_FAST, CHAOS_SEED and CHAOS_ARGS tune it;
+# make chaos FAILOVER=1 makes every event a PostgreSQL failover.
 chaos: all
-	@scripts/chaos.sh $(BUILD)/silt
+	@CHAOS_FAILOVER=$(or $(FAILOVER),$(CHAOS_FAILOVER),0) scripts/chaos.sh $(BUILD)/silt
 
 clean:
 	rm -rf build build-asan build-fuzz

@@ -17,6 +17,12 @@
 #                   apart). Default 0: durable defaults.
 #   CHAOS_SEED      seed of the kill schedule (default: random, printed)
 #   CHAOS_ARGS      more options for `silt chaos`, e.g. "--producers 8"
+#   CHAOS_FAILOVER  1: PostgreSQL is a primary with a synchronous streaming
+#                   standby, both in the server's PG_HOST/PG_PORT, and every
+#                   event is a failover instead: the primary is stopped
+#                   -m immediate, the standby promoted, the time to the first
+#                   push it takes reported, and the old primary rebuilt as a
+#                   standby of the new one. The server is never restarted.
 # Only processes this script started are ever signalled (by their PID).
 # Everything is stopped and its directory removed on any exit. Exit status:
 # that of `silt chaos` (0: every check held), or 1 when the harness itself
@@ -35,6 +41,8 @@ seed=${CHAOS_SEED:-$(od -An -N2 -tu2 /dev/urandom | tr -d ' ')}
 RANDOM=$seed
 pgmode=""
 [ "${CHAOS_FAST:-0}" = 1 ] && pgmode=fast
+failover=${CHAOS_FAILOVER:-0}
+takeovers=""   # ms from each promotion to the first push served
 dir=$(mktemp -d /tmp/silt-chaos.XXXXXX) || exit 1
 chmod 755 "$dir"
 server_pid=""
@@ -50,7 +58,8 @@ cleanup() {
     [ -n "$driver_pid" ] && kill -TERM "$driver_pid" 2>/dev/null
     [ -n "$server_pid" ] && kill -KILL "$server_pid" 2>/dev/null
     wait 2>/dev/null
-    "$here/pgcluster.sh" stop "$dir" >/dev/null 2>&1
+    "$here/pgcluster.sh" stop "$dir/pg" >/dev/null 2>&1
+    "$here/pgcluster.sh" stop "$dir/pg_standby" >/dev/null 2>&1
     if [ "${status:-1}" != 0 ] && [ -s "$dir/server.log" ]; then
         { echo "server log (last 30 lines):"; tail -n 30 "$dir/server.log"; } >&2
     fi
@@ -61,7 +70,9 @@ trap 'status=130; exit 130' INT
 trap 'status=143; exit 143' TERM
 
 start_server() {
-    PG_HOST=127.0.0.1 PG_PORT="$pg_port" PORT="$http_port" LOG_LEVEL=warn \
+    local hosts=127.0.0.1 ports="$pg_port"
+    [ "$failover" = 1 ] && { hosts=127.0.0.1,127.0.0.1; ports="$pg_port,$standby_port"; }
+    PG_HOST="$hosts" PG_PORT="$ports" PORT="$http_port" LOG_LEVEL=warn \
         "$bin" server >>"$dir/server.log" 2>&1 &
     server_pid=$!
     server_wait_healthy "$http_port" "$server_pid" chaos
@@ -93,6 +104,36 @@ stop_postgres() {
     server_wait_healthy "$http_port" "$server_pid" chaos && say "PostgreSQL restarted, server healthy"
 }
 
+# One push to a queue of its own, answered 201 within 2 s.
+probe_push() {
+    [ "$(curl -s -o /dev/null -w '%{http_code}' -m 2 -H 'Content-Type: application/json' \
+        -d '{"items":[{"queue":"chaos_failover_probe","payload":{"probe":true}}]}' \
+        "http://127.0.0.1:$http_port/api/v1/push")" = 201 ]
+}
+
+# The primary dies, the standby takes over, the server finds it by itself;
+# then the dead primary's directory becomes a standby of the new primary,
+# so that the next failover has one (and commits wait for it again).
+fail_over() {
+    server_alive || return 1
+    "$here/pgcluster.sh" stop "$dir/$primary" immediate
+    say "primary $primary (port $pg_port) stopped -m immediate"
+    "$here/pgcluster.sh" promote "$dir/$standby" || { echo "chaos: promotion failed" >&2; return 1; }
+    local promoted tries
+    promoted=$(now_ms)
+    for tries in $(seq 1 600); do probe_push && break; sleep 0.1; done
+    [ "$tries" -lt 600 ] || { echo "chaos: no push served within 60 s of the promotion" >&2; return 1; }
+    takeovers="$takeovers $(($(now_ms) - promoted))"
+    say "standby $standby (port $standby_port) promoted; first push served $(($(now_ms) - promoted)) ms later"
+    rm -rf "${dir:?}/$primary"
+    "$here/pgcluster.sh" standby "$dir/$primary" "$pg_port" "$standby_port" 2>"$dir/pgcluster.err" \
+        || { cat "$dir/pgcluster.err" >&2; return 1; }
+    say "old primary $primary rebuilt as the standby of $standby"
+    local d=$primary p=$pg_port
+    primary=$standby; pg_port=$standby_port
+    standby=$d; standby_port=$p
+}
+
 # Event k of n fires at a random moment in the k-th of n equal slices of the
 # first 85% of the workload (the rest lets the last restart settle).
 killer() {
@@ -103,13 +144,20 @@ killer() {
         now=$(($(now_ms) - t0))
         [ "$at" -gt "$now" ] && sleep "$(((at - now) / 1000)).$(printf %03d $(((at - now) % 1000)))"
         kill -0 "$driver_pid" 2>/dev/null || return 0   # the workload ended early
-        if [ $(((k + kind) % 2)) = 0 ]; then kill_server || return 1
+        if [ "$failover" = 1 ]; then fail_over || return 1
+        elif [ $(((k + kind) % 2)) = 0 ]; then kill_server || return 1
         else stop_postgres || return 1; fi
     done
 }
 
 status=1
+primary=pg standby=pg_standby standby_port=""
 pg_port=$(cluster_start "$dir/pg" "$pgmode") || { echo "chaos: could not start PostgreSQL" >&2; exit 1; }
+if [ "$failover" = 1 ]; then
+    standby_port=$(cluster_free_port) || { echo "chaos: no free port for the standby" >&2; exit 1; }
+    "$here/pgcluster.sh" standby "$dir/$standby" "$standby_port" "$pg_port" 2>"$dir/pgcluster.err" \
+        || { cat "$dir/pgcluster.err" >&2; exit 1; }
+fi
 http_port=$(cluster_free_port) || { echo "chaos: no free port for the server" >&2; exit 1; }
 start_server || exit 1
 say "seed $seed: $kills events in ${seconds} s, up to $messages messages, PostgreSQL ${pgmode:-durable} on $pg_port, server on $http_port"
@@ -126,5 +174,6 @@ wait "$driver_pid"
 status=$?
 driver_pid=""
 [ "$killed" = 0 ] && server_alive || status=1
+[ -z "$takeovers" ] || say "failovers: promotion to first push served, ms:$takeovers"
 say "done, exit status $status"
 exit "$status"

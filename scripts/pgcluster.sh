@@ -74,7 +74,7 @@ standby() {
     [ "$(id -u)" = 0 ] && chown postgres: "$dir"
     check_reachable
     [ ! -e "$dir/data" ] || { echo "pgcluster: $dir/data exists: a standby starts from an empty directory" >&2; exit 1; }
-    as_owner "$bin/pg_basebackup" -h 127.0.0.1 -p "$from_port" -U postgres -D "$dir/data" -R -X stream \
+    as_owner "$bin/pg_basebackup" -h 127.0.0.1 -p "$from_port" -U postgres -D "$dir/data" -R -X stream -c fast \
         --no-sync >"$dir/basebackup.log" 2>&1 || { cat "$dir/basebackup.log" >&2; exit 1; }
     start_existing_or_new
     psql -X -q -h 127.0.0.1 -p "$from_port" -U postgres -d postgres \

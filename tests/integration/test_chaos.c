@@ -5,9 +5,13 @@
  * stops PostgreSQL with -m immediate twice. Every check is silt chaos's:
  * acknowledged pushes lost, stored duplicates, skipped messages and
  * redeliveries after a 2xx ack all 0. Timing only decides how much work is
- * done between the kills, never whether the checks hold. */
+ * done between the kills, never whether the checks hold. The failover
+ * version kills the primary of a primary and synchronous standby pair
+ * twice, promoting the standby each time, with the same checks and no
+ * restart of the server. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 #include "harness.h"
 #include "support.h"
@@ -31,4 +35,23 @@ TEST(chaos_kill9_and_immediate_stops_lose_skip_and_duplicate_nothing)
                             silt_bin()), out, sizeof out);
     fputs(out, stderr);   /* shown when the test fails */
     CHECK_INT(code, 0);
+}
+
+TEST(chaos_failovers_to_a_synchronous_standby_lose_skip_and_duplicate_nothing)
+{
+    if (access("scripts/chaos.sh", X_OK) != 0) {
+        printf("    note: scripts/chaos.sh not here (run from the repository root): not checked\n");
+        return;
+    }
+    alarm(CHAOS_TEST_TIMEOUT_S);
+    static char out[1 << 16];
+    /* no message cap: the workload lasts its 20 s, so both failovers happen in it */
+    int code = run_cmd(sfmt("CHAOS_FAILOVER=1 CHAOS_SECONDS=20 CHAOS_KILLS=2 CHAOS_FAST=1 "
+                            "CHAOS_ARGS='--producers 8 --batch 100 --drain 60' scripts/chaos.sh '%s' 2>&1",
+                            silt_bin()), out, sizeof out);
+    fputs(out, stderr);   /* shown when the test fails */
+    CHECK_INT(code, 0);
+    int promotions = 0;
+    for (const char *p = out; (p = strstr(p, " promoted; first push served")); p++) promotions++;
+    CHECK_INT(promotions, 2);
 }
