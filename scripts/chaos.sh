@@ -17,6 +17,12 @@
 #                   apart). Default 0: durable defaults.
 #   CHAOS_SEED      seed of the kill schedule (default: random, printed)
 #   CHAOS_ARGS      more options for `silt chaos`, e.g. "--producers 8"
+#   CHAOS_TASKS     tasks sent beside the messages (default 2000; 0: none),
+#                   run by two `silt worker --concurrency 4` processes this
+#                   script starts (never killed: the server and PostgreSQL
+#                   are), whose command appends "<id> <attempt>" to a file
+#                   silt chaos checks (no task lost, unfinished, FAILED,
+#                   completed twice or run twice)
 #   CHAOS_FAILOVER  1: PostgreSQL is a primary with a synchronous streaming
 #                   standby, both in the server's PG_HOST/PG_PORT, and every
 #                   event is a failover instead: the primary is stopped
@@ -42,6 +48,8 @@ RANDOM=$seed
 pgmode=""
 [ "${CHAOS_FAST:-0}" = 1 ] && pgmode=fast
 failover=${CHAOS_FAILOVER:-0}
+tasks=${CHAOS_TASKS:-2000}
+worker_pids=""
 takeovers=""   # ms from each promotion to the first push served
 dir=$(mktemp -d /tmp/silt-chaos.XXXXXX) || exit 1
 chmod 755 "$dir"
@@ -56,6 +64,7 @@ say() { local ms=$(($(now_ms) - t0)); printf 'chaos: %4d.%d s  %s\n' $((ms / 100
 cleanup() {
     trap - EXIT INT TERM
     [ -n "$driver_pid" ] && kill -TERM "$driver_pid" 2>/dev/null
+    for w in $worker_pids; do kill -KILL "$w" 2>/dev/null; done
     [ -n "$server_pid" ] && kill -KILL "$server_pid" 2>/dev/null
     wait 2>/dev/null
     "$here/pgcluster.sh" stop "$dir/pg" >/dev/null 2>&1
@@ -72,7 +81,7 @@ trap 'status=143; exit 143' TERM
 start_server() {
     local hosts=127.0.0.1 ports="$pg_port"
     [ "$failover" = 1 ] && { hosts=127.0.0.1,127.0.0.1; ports="$pg_port,$standby_port"; }
-    PG_HOST="$hosts" PG_PORT="$ports" PORT="$http_port" LOG_LEVEL=warn \
+    SILT_CONFIG="$dir/silt.conf" PG_HOST="$hosts" PG_PORT="$ports" PORT="$http_port" LOG_LEVEL=warn \
         "$bin" server >>"$dir/server.log" 2>&1 &
     server_pid=$!
     server_wait_healthy "$http_port" "$server_pid" chaos
@@ -102,6 +111,33 @@ stop_postgres() {
     "$here/pgcluster.sh" start "$dir/pg" "$pg_port" $pgmode 2>"$dir/pgcluster.err" \
         || { cat "$dir/pgcluster.err" >&2; return 1; }
     server_wait_healthy "$http_port" "$server_pid" chaos && say "PostgreSQL restarted, server healthy"
+}
+
+# Recovery quick enough that an attempt lost with a claim's answer (the
+# server killed between the claim's commit and its reply) is retried well
+# within the drain, and slow enough that a worker cut off by an event is
+# not taken for dead.
+write_conf() {
+    printf '[recovery]\nrunner_heartbeat_interval_ms = 1000\nrunning_stale_after_ms = 10000\ncheck_interval_ms = 1000\n' \
+        >"$dir/silt.conf"
+}
+
+# The task workers: each run of their command leaves a line in task_runs.
+start_workers() {
+    local k
+    for k in 1 2; do
+        SILT_URL="http://127.0.0.1:$http_port" LOG_LEVEL=warn "$bin" worker --queue "$task_queue" \
+            --concurrency 4 -- sh -c 'cat >/dev/null; echo "$SILT_TASK_ID $SILT_TASK_ATTEMPT" >>"$0"; echo null' \
+            "$dir/task_runs" >>"$dir/worker.log" 2>&1 &
+        worker_pids="$worker_pids $!"
+    done
+}
+
+stop_workers() {
+    local w
+    for w in $worker_pids; do kill -TERM "$w" 2>/dev/null; done
+    for w in $worker_pids; do wait "$w" 2>/dev/null; done
+    worker_pids=""
 }
 
 # One push to a queue of its own, answered 201 within 2 s.
@@ -159,13 +195,17 @@ if [ "$failover" = 1 ]; then
         || { cat "$dir/pgcluster.err" >&2; exit 1; }
 fi
 http_port=$(cluster_free_port) || { echo "chaos: no free port for the server" >&2; exit 1; }
+write_conf
 start_server || exit 1
+task_queue="chaos-tasks-$seed"
+task_args=""
+[ "$tasks" -gt 0 ] && { start_workers; task_args="--tasks $tasks --task-queue $task_queue --task-runs $dir/task_runs"; }
 say "seed $seed: $kills events in ${seconds} s, up to $messages messages, PostgreSQL ${pgmode:-durable} on $pg_port, server on $http_port"
 t0=$(now_ms)   # the kill schedule counts from the workload's start
 # CHAOS_ARGS is split into words on purpose: it is a list of options.
 # shellcheck disable=SC2086
 SILT_URL="http://127.0.0.1:$http_port" "$bin" chaos --seconds "$seconds" --messages "$messages" \
-    ${CHAOS_ARGS:-} &
+    $task_args ${CHAOS_ARGS:-} &
 driver_pid=$!
 killer
 killed=$?
@@ -173,6 +213,7 @@ killed=$?
 wait "$driver_pid"
 status=$?
 driver_pid=""
+stop_workers
 [ "$killed" = 0 ] && server_alive || status=1
 [ -z "$takeovers" ] || say "failovers: promotion to first push served, ms:$takeovers"
 say "done, exit status $status"

@@ -22,6 +22,7 @@
  * failed request is retried until one; the figures are what they are. */
 #include "cli/cli.h"
 #include "cli/cli_common.h"
+#include "cli/chaos.h"
 #include "base/clock.h"
 #include "base/ids.h"
 #include "base/xalloc.h"
@@ -37,8 +38,6 @@
 #define CHAOS_LEASE_S      3       /* the queue's leaseTime: expired leases redeliver soon */
 #define CHAOS_POP_BATCH    100
 #define CHAOS_READ_BATCH   1000
-#define CHAOS_TIMEOUT_MS   10000   /* one request; the server may be down */
-#define CHAOS_BACKOFF_MS   100     /* after a failed request */
 #define CHAOS_MAX_PARTS    64
 #define CHAOS_MAX_THREADS  64
 
@@ -63,6 +62,12 @@ static const char chaos_usage[] =
     "  --batch N         items per push (default 20)\n"
     "  --drain N         seconds allowed after the workload to finish pushes,\n"
     "                    consume the backlog and read back (default 120)\n"
+    "  --tasks N         also send N tasks to --task-queue (default 0), run by\n"
+    "                    `silt worker` processes started beside it whose command\n"
+    "                    appends \"$SILT_TASK_ID $SILT_TASK_ATTEMPT\" to --task-runs;\n"
+    "                    checks none lost, unfinished, FAILED, completed or run twice\n"
+    "  --task-queue Q    the tasks' queue (required with --tasks)\n"
+    "  --task-runs FILE  the file the workers' command appends to (required with --tasks)\n"
     "  --help            show this help\n";
 
 /* What happened to message i. Each byte has one writer: push the producer
@@ -85,6 +90,8 @@ typedef struct chaos_counts {
 
 typedef struct chaos_run {
     const char   *url;
+    long          tasks;         /* --tasks: sent to task_queue, run by workers chaos.sh starts */
+    const char   *task_queue, *task_runs;
     long          seconds, messages, producers, partitions, batch, drain;
     char          queue[48];
     chaos_msg    *msgs;          /* [messages] */
@@ -100,20 +107,19 @@ typedef struct chaos_worker {
     http_client *http;
 } chaos_worker;
 
-static void sleep_ms(int ms)
+void chaos_sleep_ms(int ms)
 {
     struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
     nanosleep(&ts, NULL);
 }
 
-static bool past(int64_t deadline_ms)
+bool chaos_past(int64_t deadline_ms)
 {
     return clock_mono_ms() >= deadline_ms;
 }
 
-/* 0 with a parsed reply for a 2xx; -1 otherwise (r and d are then empty). */
-static int call(http_client *h, const char *method, const char *path, const buf *body,
-                http_response *r, json_doc *d)
+int chaos_call(http_client *h, const char *method, const char *path, const buf *body, http_response *r,
+               json_doc *d)
 {
     json_doc_fini(d);
     json_doc_init(d);
@@ -159,16 +165,16 @@ static void push_until_acked(chaos_worker *w, long first, long n, buf *body)
     http_response_init(&r);
     json_doc_init(&d);
     push_body(run, first, n, body);
-    for (int attempt = 0; !past(run->t_drain_ms); attempt++) {
+    for (int attempt = 0; !chaos_past(run->t_drain_ms); attempt++) {
         for (long i = first; i < first + n; i++) run->msgs[i].push = CHAOS_UNKNOWN;
         run->n.push_requests++;
         if (attempt > 0) run->n.push_resent++;
-        if (call(w->http, "POST", "/api/v1/push", body, &r, &d) == 0 && push_acked(run, &d, n)) {
+        if (chaos_call(w->http, "POST", "/api/v1/push", body, &r, &d) == 0 && push_acked(run, &d, n)) {
             for (long i = first; i < first + n; i++) run->msgs[i].push = CHAOS_ACKED;
             break;
         }
         run->n.push_failed++;
-        sleep_ms(CHAOS_BACKOFF_MS);
+        chaos_sleep_ms(CHAOS_BACKOFF_MS);
     }
     json_doc_fini(&d);
     http_response_fini(&r);
@@ -182,7 +188,7 @@ static void *producer_main(void *arg)
     long first = w->index * share, last = first + share;
     buf body;
     buf_init(&body);
-    for (long i = first; i < last && !past(run->t_end_ms); i += run->batch) {
+    for (long i = first; i < last && !chaos_past(run->t_end_ms); i += run->batch) {
         long n = last - i < run->batch ? last - i : run->batch;
         push_until_acked(w, i, n, &body);
     }
@@ -236,7 +242,7 @@ static bool ack_batch(chaos_worker *w, const json_doc *pd, int last, buf *body)
     json_doc_init(&d);
     w->run->n.acks++;
     bool ok = false;
-    if (call(w->http, "POST", "/api/v1/ack", body, &r, &d) == 0 && d.ntokens > 0) {
+    if (chaos_call(w->http, "POST", "/api/v1/ack", body, &r, &d) == 0 && d.ntokens > 0) {
         int first = d.tokens[0].type == JSON_ARRAY ? json_at(&d, 0, 0) : 0;
         int s = first >= 0 ? json_get(&d, (uint32_t)first, "success") : -1;
         ok = s >= 0 && d.tokens[s].type == JSON_TRUE;
@@ -288,14 +294,14 @@ static void *consumer_main(void *arg)
     buf_init(&body);
     int64_t busy_at = clock_mono_ms();
     int quiet = 0;   /* empty pops started a lease (and a margin) after busy_at */
-    while (!past(run->t_drain_ms) && !(run->producers_left == 0 && quiet >= 2)) {
+    while (!chaos_past(run->t_drain_ms) && !(run->producers_left == 0 && quiet >= 2)) {
         int64_t started = clock_mono_ms();
         run->n.pops++;
-        if (call(w->http, "GET", path, NULL, &r, &d) < 0) {
+        if (chaos_call(w->http, "GET", path, NULL, &r, &d) < 0) {
             run->n.pops_failed++;
             busy_at = clock_mono_ms();
             quiet = 0;
-            sleep_ms(CHAOS_BACKOFF_MS);
+            chaos_sleep_ms(CHAOS_BACKOFF_MS);
         } else if (consume_batch(w, &d, &body) > 0) {
             busy_at = clock_mono_ms();
             quiet = 0;
@@ -322,8 +328,8 @@ static int configure_queue(chaos_run *run, http_client *h)
     json_doc_init(&d);
     int rc = -1;
     int64_t deadline = clock_mono_ms() + 60000;
-    while (rc < 0 && !past(deadline))
-        if ((rc = call(h, "POST", "/api/v1/configure", &body, &r, &d)) < 0) sleep_ms(CHAOS_BACKOFF_MS);
+    while (rc < 0 && !chaos_past(deadline))
+        if ((rc = chaos_call(h, "POST", "/api/v1/configure", &body, &r, &d)) < 0) chaos_sleep_ms(CHAOS_BACKOFF_MS);
     if (rc < 0) cli_error("chaos: could not configure queue %s (%s, HTTP %d)", run->queue,
                           http_client_error(h), r.status);
     json_doc_fini(&d);
@@ -345,7 +351,7 @@ static int read_partition(chaos_run *run, http_client *h, const char *group, lon
     json_doc_init(&d);
     int rc = 0;
     while (rc == 0) {
-        if (call(h, "GET", path, NULL, &r, &d) < 0) { rc = -1; break; }
+        if (chaos_call(h, "GET", path, NULL, &r, &d) < 0) { rc = -1; break; }
         int msgs = d.ntokens ? json_get(&d, 0, "messages") : -1;
         if (r.status == 204 || msgs < 0 || d.tokens[msgs].count == 0) break;
         for (uint32_t k = 0; k < d.tokens[msgs].count; k++) {
@@ -361,14 +367,14 @@ static int read_partition(chaos_run *run, http_client *h, const char *group, lon
 
 static int read_back(chaos_run *run, http_client *h)
 {
-    for (int attempt = 1; !past(run->t_drain_ms + 60000); attempt++) {
+    for (int attempt = 1; !chaos_past(run->t_drain_ms + 60000); attempt++) {
         char group[64];
         snprintf(group, sizeof group, "chaos-verify-%d", attempt);
         for (long i = 0; i < run->messages; i++) run->msgs[i].stored = 0;
         long p = 0;
         while (p < run->partitions && read_partition(run, h, group, p) == 0) p++;
         if (p == run->partitions) return 0;
-        sleep_ms(CHAOS_BACKOFF_MS);
+        chaos_sleep_ms(CHAOS_BACKOFF_MS);
     }
     cli_error("chaos: could not read the queue back (%s)", http_client_error(h));
     return -1;
@@ -395,7 +401,7 @@ static void tally(const chaos_run *run, chaos_tally *t)
     }
 }
 
-static bool report(const chaos_run *run)
+static bool report_messages(const chaos_run *run)
 {
     chaos_tally t;
     tally(run, &t);
@@ -419,10 +425,8 @@ static bool report(const chaos_run *run)
     printf("  redelivered after a 2xx ack:            %" PRIu64 "\n", (uint64_t)n->redelivered_after_ack);
     printf("  delivered but not stored:               %" PRIu64 "\n", t.delivered_not_stored);
     printf("  foreign transactionIds:                 %" PRIu64 "\n", (uint64_t)n->foreign);
-    bool ok = t.lost == 0 && t.stored_dups == 0 && t.skipped == 0 && n->redelivered_after_ack == 0 &&
-              t.delivered_not_stored == 0 && n->foreign == 0 && t.acked > 0;
-    printf("chaos: %s\n", ok ? "ok" : "FAILED");
-    return ok;
+    return t.lost == 0 && t.stored_dups == 0 && t.skipped == 0 && n->redelivered_after_ack == 0 &&
+           t.delivered_not_stored == 0 && n->foreign == 0 && t.acked > 0;
 }
 
 static void run_threads(chaos_run *run)
@@ -452,6 +456,9 @@ static int check_opts(const cli_cmd *cmd, const chaos_run *run)
     if (run->batch < 1 || run->batch > 1000) return cli_usage_error(cmd, "--batch must be 1..1000");
     if (run->messages < run->producers || run->messages > 100000000)
         return cli_usage_error(cmd, "--messages must be --producers..100000000");
+    if (run->tasks < 0 || run->tasks > 10000000) return cli_usage_error(cmd, "--tasks must be 0..10000000");
+    if (run->tasks && (!run->task_queue || !*run->task_queue || !run->task_runs || !*run->task_runs))
+        return cli_usage_error(cmd, "--tasks needs --task-queue and --task-runs");
     return 0;
 }
 
@@ -470,8 +477,15 @@ static int chaos_main(chaos_run *run)
         run->msgs = xcalloc((size_t)run->messages, sizeof *run->msgs);
         run->t_end_ms = clock_mono_ms() + run->seconds * 1000;
         run->t_drain_ms = run->t_end_ms + run->drain * 1000;
+        chaos_tasks *tasks = run->tasks ? chaos_tasks_new(run->url, run->task_queue, run->tasks, run->task_runs) : NULL;
+        if (tasks) chaos_tasks_start(tasks, run->t_end_ms, run->t_drain_ms);
         run_threads(run);
-        if (read_back(run, h) == 0 && report(run)) code = CLI_EXIT_OK;
+        if (tasks) chaos_tasks_join(tasks);
+        bool ok = read_back(run, h) == 0 && report_messages(run);
+        if (tasks && !chaos_tasks_check(tasks)) ok = false;
+        printf("chaos: %s\n", ok ? "ok" : "FAILED");
+        if (ok) code = CLI_EXIT_OK;
+        chaos_tasks_free(tasks);
         free(run->msgs);
     }
     http_client_free(h);
@@ -486,7 +500,8 @@ int cli_chaos(int argc, char **argv)
         { "url", CLI_OPT_STR, &run.url },             { "seconds", CLI_OPT_INT, &run.seconds },
         { "messages", CLI_OPT_INT, &run.messages },   { "producers", CLI_OPT_INT, &run.producers },
         { "partitions", CLI_OPT_INT, &run.partitions }, { "batch", CLI_OPT_INT, &run.batch },
-        { "drain", CLI_OPT_INT, &run.drain },
+        { "drain", CLI_OPT_INT, &run.drain },         { "tasks", CLI_OPT_INT, &run.tasks },
+        { "task-queue", CLI_OPT_STR, &run.task_queue }, { "task-runs", CLI_OPT_STR, &run.task_runs },
     };
     const cli_cmd cmd = { "chaos", chaos_usage, opts, sizeof opts / sizeof opts[0], 0, 0 };
     cli_args args;

@@ -2,9 +2,11 @@
  * (docs/reliability.md). scripts/chaos.sh starts a cluster and a server of
  * its own (it stops PostgreSQL, so it cannot share the suite's), runs
  * `silt chaos` against them and, meanwhile, kill -9s the server twice and
- * stops PostgreSQL with -m immediate twice. Every check is silt chaos's:
- * acknowledged pushes lost, stored duplicates, skipped messages and
- * redeliveries after a 2xx ack all 0. Timing only decides how much work is
+ * stops PostgreSQL with -m immediate twice, while tasks are sent and run by
+ * two `silt worker` processes. Every check is silt chaos's: acknowledged
+ * pushes lost, stored duplicates, skipped messages and redeliveries after a
+ * 2xx ack all 0; tasks lost, unfinished, FAILED, completed twice or run
+ * twice all 0. Timing only decides how much work is
  * done between the kills, never whether the checks hold. The failover
  * version kills the primary of a primary and synchronous standby pair
  * twice, promoting the standby each time, with the same checks and no
@@ -30,7 +32,7 @@ TEST(chaos_kill9_and_immediate_stops_lose_skip_and_duplicate_nothing)
     }
     alarm(CHAOS_TEST_TIMEOUT_S);
     static char out[1 << 16];
-    int code = run_cmd(sfmt("CHAOS_SECONDS=20 CHAOS_KILLS=4 CHAOS_MESSAGES=20000 CHAOS_FAST=1 "
+    int code = run_cmd(sfmt("CHAOS_SECONDS=20 CHAOS_KILLS=4 CHAOS_MESSAGES=20000 CHAOS_TASKS=600 CHAOS_FAST=1 "
                             "CHAOS_ARGS='--producers 8 --batch 100 --drain 60' scripts/chaos.sh '%s' 2>&1",
                             silt_bin()), out, sizeof out);
     fputs(out, stderr);   /* shown when the test fails */
@@ -46,7 +48,7 @@ TEST(chaos_failovers_to_a_synchronous_standby_lose_skip_and_duplicate_nothing)
     alarm(CHAOS_TEST_TIMEOUT_S);
     static char out[1 << 16];
     /* no message cap: the workload lasts its 20 s, so both failovers happen in it */
-    int code = run_cmd(sfmt("CHAOS_FAILOVER=1 CHAOS_SECONDS=20 CHAOS_KILLS=2 CHAOS_FAST=1 "
+    int code = run_cmd(sfmt("CHAOS_FAILOVER=1 CHAOS_SECONDS=20 CHAOS_KILLS=2 CHAOS_TASKS=400 CHAOS_FAST=1 "
                             "CHAOS_ARGS='--producers 8 --batch 100 --drain 60' scripts/chaos.sh '%s' 2>&1",
                             silt_bin()), out, sizeof out);
     fputs(out, stderr);   /* shown when the test fails */
