@@ -57,3 +57,12 @@ TEST(chaos_failovers_to_a_synchronous_standby_lose_skip_and_duplicate_nothing)
     for (const char *p = out; (p = strstr(p, " promoted; first push served")); p++) promotions++;
     CHECK_INT(promotions, 2);
 }
+
+TEST(chaos_refuses_tasks_without_their_queue_and_runs_file)
+{
+    static char out[4096];
+    CHECK_INT(run_cmd(sfmt("'%s' chaos --tasks 5 --url http://127.0.0.1:1 2>&1", silt_bin()), out, sizeof out), 2);
+    CHECK(strstr(out, "--tasks needs --task-queue and --task-runs") != NULL);
+    CHECK_INT(run_cmd(sfmt("'%s' chaos --tasks -1 --url http://127.0.0.1:1 2>&1", silt_bin()), out, sizeof out), 2);
+    CHECK(strstr(out, "--tasks must be 0..10000000") != NULL);
+}
