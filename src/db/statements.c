@@ -32,7 +32,7 @@ const db_statement db_statements[STMT_COUNT] = {
         " last_activity_at = now() WHERE lease_id = $1", 1 },
     [STMT_POP_WAKE_AT]  = { "pop_wake_at", "SELECT queen.pop_wake_at($1, $2, $3, $4, $5, $6)", 6 },
     [STMT_POP_SEEN]     = { "pop_seen", "SELECT now()::text", 0 },   /* the time a waiting pop looked at */
-    [STMT_READY_RECONCILE] = { "ready_reconcile",   /* sql/031; whether the queue is wide (sql/035) */
+    [STMT_READY_RECONCILE] = { "ready_reconcile",   /* sql/031: both (docs/schema.md) */
         "SELECT queen.queue_is_wide($2), queen.ready_reconcile($1, $2)", 2 },
     [STMT_READY_PRUNE]  = { "ready_prune", "SELECT queen.log_writes_prune()", 0 },
     [STMT_CONFIGURE]    = { "configure",
@@ -103,7 +103,7 @@ const db_statement db_statements[STMT_COUNT] = {
         " FROM queen.trace_names($1, $2)", 2 },
     [STMT_TRACE_NAME_COUNT] = { "trace_name_count",
         "SELECT count(DISTINCT trace_name) FROM queen.message_trace_names", 0 },
-    /* tasks (sql/019_tasks.sql) */
+    /* tasks (each function's live file: docs/schema.md) */
     [STMT_TASK_SEND]    = { "task_send", "SELECT idx, id, created FROM tasks.send($1, $2, $3, $4, $5, $6, $7, $8,"
         " $9, $10, $11, $12, $13, $14, $15, $16, $17)", 17 },
     /* finished_at from the id's birth on: PostgreSQL reads only the history
@@ -125,7 +125,6 @@ const db_statement db_statements[STMT_COUNT] = {
         "SELECT ceil(extract(epoch FROM tasks.next_run_at($1) - now()) * 1000)::bigint", 1 },
     [STMT_TASK_START]   = { "task_start", "SELECT tasks.start($1, $2)", 2 },
     [STMT_TASK_HEARTBEAT] = { "task_heartbeat", "SELECT id, state FROM tasks.heartbeat($1, $2, $3)", 3 },
-    [STMT_TASK_FINISH]  = { "task_finish", "SELECT tasks.finish($1, $2, $3, $4, $5, $6)", 6 },
     [STMT_TASK_FINISH_MANY] = { "task_finish_many",
         "SELECT idx, id, status, queue FROM tasks.finish_many($1, $2, $3, $4, $5, $6)", 6 },
     [STMT_TASK_RELEASE] = { "task_release", "SELECT queue, released FROM tasks.release($1, $2, $3)", 3 },
@@ -148,7 +147,6 @@ const db_statement db_statements[STMT_COUNT] = {
         " FROM horsies_schedule_state ORDER BY schedule_name", 0 },
     [STMT_SCHEDULE_FIRE] = { "schedule_fire", "SELECT tasks.schedule_fire($1, $2, $3, $4, $5, $6, $7, $8)", 8 },
     [STMT_WF_OUTBOX]    = { "wf_outbox", "SELECT workflow_id FROM tasks.apply_outbox($1)", 1 },
-    /* the row-delete sweep (sql/021, tasks/sweep.c): rows deleted or expired, -1 another server sweeps */
     /* partitions of task records (sql/025) */
     [STMT_TR_CLASSES]   = { "tr_classes", "SELECT class_key, duration_s, origin, registered_at, leaves, bytes, records,"
         " oldest, next_drop FROM tasks.retention_classes()", 0 },
@@ -156,6 +154,7 @@ const db_statement db_statements[STMT_COUNT] = {
         " state FROM tasks.retention_leaves($1)", 1 },
     [STMT_TR_COVERAGE]  = { "tr_coverage", "SELECT pass_id, runner, started_at, finished_at, outcome, report, absent,"
         " history_through, heartbeats_through FROM tasks.retention_coverage()", 0 },
+    /* the row-delete sweep (sql/021, tasks/sweep.c): rows deleted or expired, -1 another server sweeps */
     [STMT_SWEEP_WORKFLOWS]     = { "sweep_workflows", "SELECT tasks.sweep_workflows($1, $2)", 2 },
     [STMT_SWEEP_WORKER_STATES] = { "sweep_worker_states", "SELECT tasks.sweep_worker_states($1, $2)", 2 },
     [STMT_EXPIRE_PAUSED]       = { "expire_paused", "SELECT tasks.expire_paused_workflows($1, $2)", 2 },
