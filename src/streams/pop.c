@@ -404,12 +404,26 @@ static bool written(const char *partition, const char *const *partitions, size_t
     return false;
 }
 
-/* Pops of req's group woken so far by this commit; groups[] holds one
- * representative request per group seen (at most as many as are waiting). */
+static bool same_text(const char *a, const char *b) { return a == b || (a && b && strcmp(a, b) == 0); }
+
+/* Whether a and b wait for the same messages, one serving as well as the
+ * other: the same group, and the same queue or, discovery pops, the same
+ * tags. Discovery pops of other tags are not: the server does not know
+ * which queues carry which tags, so each such kind counts on its own (one
+ * used to take the wake-up a commit meant for a queue's pops, and the
+ * queue's pop waited for its deadline). */
+static bool interchangeable(const pop_request *a, const pop_request *b)
+{
+    if (!same_text(a->queue, b->queue) || strcmp(a->group, b->group) != 0) return false;
+    return a->queue || (same_text(a->namespace_tag, b->namespace_tag) && same_text(a->task_tag, b->task_tag));
+}
+
+/* Pops like req woken so far by this commit; groups[] holds one
+ * representative request per kind seen (at most as many as are waiting). */
 static size_t *group_count(pop_request **groups, size_t *counts, size_t *ngroups, pop_request *req)
 {
     for (size_t g = 0; g < *ngroups; g++)
-        if (strcmp(groups[g]->group, req->group) == 0) return &counts[g];
+        if (interchangeable(groups[g], req)) return &counts[g];
     groups[*ngroups] = req;
     counts[*ngroups] = 0;
     return &counts[(*ngroups)++];
@@ -424,19 +438,23 @@ static void wake(pop_request *req)
     pop_query(req);
 }
 
+/* Whether r, of any partition, waits where done just took from. */
+static bool waits_beside(const pop_request *r, const pop_request *done)
+{
+    return r != done && !r->partition && interchangeable(r, done);
+}
+
 /* A pop that claimed something may not have taken all there was (a commit
- * wakes only as many pops as it can serve, and a woken pop can lose the
- * partition it was meant for to a pop of another server): the longest
- * waiting pop of the same queue and group looks next. One query per
- * successful claim, instead of one per parked pop per commit. */
+ * wakes only as many pops as it can serve, a woken pop can lose the
+ * partition it was meant for to a pop of another server, and a pop woken
+ * while still looking may have claimed what was there before the commit):
+ * the longest waiting pop beside it looks next. One query per successful
+ * claim, instead of one per parked pop per commit. */
 static void pass_on(pop_request *done)
 {
     pop_request *oldest = NULL;
-    if (!done->queue) return;
     for (pop_request *r = done->owner->waiting; r; r = r->next)
-        if (r != done && !r->partition && r->queue && strcmp(r->queue, done->queue) == 0 &&
-            strcmp(r->group, done->group) == 0)
-            oldest = r;
+        if (waits_beside(r, done)) oldest = r;
     if (oldest) wake(oldest);
 }
 

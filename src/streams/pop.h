@@ -88,11 +88,12 @@ void    popper_submit(popper *p, pop_request *req);
 /* A commit wrote to these n partitions of queue (names; partitions NULL:
  * not known, which wakes every waiting pop of the queue). A waiting pop of
  * one of those partitions tries again (at once when parked, after the look
- * in flight otherwise); of the pops of any partition (and discovery pops),
- * at most n per consumer group do, the longest waiting first: more could
- * not all be served, since a group leases a partition to one pop at a
- * time, and waking every parked pop on every commit is a thundering herd
- * (a pop that does take something wakes the next, pass_on). Pops left parked
+ * in flight otherwise); of the pops of any partition, at most n per
+ * consumer group do (discovery pops: per group and tags), the longest
+ * waiting first: more could not all be served, since a group leases a
+ * partition to one pop at a time, and waking every parked pop on every
+ * commit is a thundering herd (a pop that does take something wakes the
+ * next, pass_on). Pops left parked
  * look again at the next commit, or when something they could not take
  * falls due (a lease expiring, delayedProcessing, windowBuffer: told by
  * the query that parked them), never by polling unless

@@ -38,6 +38,7 @@ typedef struct race_conn {
 typedef struct race_lane {
     char        queue[96];
     const char *partition;     /* the pop names it; NULL: a queue-wide pop */
+    bool        discovery;     /* the pop names the queue's namespace (its name), not the queue */
     race_conn   c[2];
     int64_t     pop_sent_us, push_due_us;
     bool        push_sent;
@@ -71,8 +72,10 @@ static void send_request(race_conn *c, const char *request)
 
 static void send_pop(race_lane *l)
 {
-    const char *where = l->partition ? sfmt("%s/partition/%s", l->queue, l->partition) : l->queue;
-    send_request(&l->c[POP], sfmt("GET /api/v1/pop/queue/%s?wait=true&timeout=%d&autoAck=true HTTP/1.1\r\n"
+    const char *where = l->discovery   ? sfmt("?namespace=%s&", l->queue)
+                      : l->partition ? sfmt("/queue/%s/partition/%s?", l->queue, l->partition)
+                                     : sfmt("/queue/%s?", l->queue);
+    send_request(&l->c[POP], sfmt("GET /api/v1/pop%swait=true&timeout=%d&autoAck=true HTTP/1.1\r\n"
                                   "Host: silt\r\n\r\n", where, RACE_TIMEOUT_MS));
     l->pop_sent_us = now_us();
     /* spread over the pop's first look and its parking, round by round */
@@ -154,15 +157,17 @@ static void poll_lanes(race *r)
         if (fds[i].revents) read_reply(r, owner[i], side[i]);
 }
 
-/* Lane i pops through pop_srv and pushes through push_srv; every third
- * lane pops a named partition, as Queen's partition consumers do. */
+/* Lane i pops through pop_srv and pushes through push_srv: from its whole
+ * queue; or from a named partition, as Queen's partition consumers do (every
+ * third lane); or, the last lane, from any queue in its namespace. */
 static void race_lanes(silt_server *pop_srv, silt_server *push_srv, const char *const *queues, int rounds)
 {
     race r = { .rounds = rounds };
     for (int i = 0; i < RACE_LANES; i++) {
         race_lane *l = &r.lanes[i];
         keep_str(l->queue, queues[i]);
-        l->partition = i % 3 == 1 ? "Default" : NULL;
+        l->discovery = i == RACE_LANES - 1;
+        l->partition = i % 3 == 1 && !l->discovery ? "Default" : NULL;
         l->c[POP].fd = raw_connect(pop_srv);
         l->c[PUSH].fd = raw_connect(push_srv);
         send_pop(l);
@@ -175,16 +180,20 @@ static void race_lanes(silt_server *pop_srv, silt_server *push_srv, const char *
     CHECK_INT(r.judged, RACE_LANES * rounds);
 }
 
-/* The lanes' queues: one of every three wide (257 partitions more, made in
- * SQL), so that its queue-wide pops bring the ready set up to date before
- * they claim (sql/031) and the race covers that path too. */
+/* The lanes' queues, each in a namespace of its own name: one of every
+ * three wide (257 partitions more, made in SQL), so that its queue-wide pops
+ * bring the ready set up to date before they claim (sql/031) and the race
+ * covers that path too. */
 static void make_queues(silt_server *s, const char *queues[RACE_LANES])
 {
     for (int i = 0; i < RACE_LANES; i++) {
         static char names[RACE_LANES][96];
         keep_str(names[i], uniq(sfmt("race%d_", i)));
         queues[i] = names[i];
-        configure_queue(s, queues[i], "{}");
+        reply r;
+        rq(s, "POST", "/api/v1/configure", sfmt("{\"queue\":\"%s\",\"namespace\":\"%s\"}", queues[i], queues[i]), &r);
+        CHECK_INT(r.status, 200);
+        reply_fini(&r);
         if (i % 3 == 2)
             sql("INSERT INTO queen.log_partitions (queue, name) SELECT '%s', 'empty' || i FROM generate_series(1, 257) i",
                 queues[i]);
@@ -218,4 +227,34 @@ TEST(a_push_through_one_server_answers_a_long_poll_starting_on_another_every_tim
     race_lanes(&b, &a, queues, 200);
     srv_stop(&b);
     srv_stop(&a);
+}
+
+/* A commit to one partition wakes one waiting pop of a group, not all of
+ * them: the pops are interchangeable. A discovery pop (by namespace) is not
+ * interchangeable with a queue's own pop, and the server cannot tell which
+ * queues carry its tags: it counts on its own. Here a discovery pop of
+ * another namespace, parked first, used to take the one wake-up of a push
+ * to queue q, and q's own long-poll waited for its deadline. */
+TEST(a_discovery_long_poll_of_other_tags_does_not_take_a_queues_wake_up)
+{
+    silt_server s;
+    srv_start(&s, NULL);
+    const char *q = uniq("wakeq");
+    reply r;
+    rq(&s, "POST", "/api/v1/configure", sfmt("{\"queue\":\"%s\",\"namespace\":\"mine\"}", q), &r);
+    CHECK_INT(r.status, 200);
+    reply_fini(&r);
+    bg_req other, own;
+    bg_start(&other, &s, "GET", "/api/v1/pop?namespace=elsewhere&wait=true&timeout=20000&autoAck=true", NULL);
+    srv_await_metric(&s, "silt_long_polls_parked", 1, 10000);
+    bg_start(&own, &s, "GET", sfmt("/api/v1/pop/queue/%s?wait=true&timeout=5000&autoAck=true", q), NULL);
+    srv_await_metric(&s, "silt_long_polls_parked", 2, 10000);
+    push_one(&s, q, "Default", "t1", "1");
+    int status;
+    int64_t elapsed;
+    bg_wait(&own, &status, &elapsed);
+    CHECK_INT(status, 200);
+    CHECK(elapsed < 4000);   /* woken, not at its deadline */
+    srv_stop(&s);
+    bg_wait(&other, &status, &elapsed);
 }
