@@ -115,7 +115,7 @@ static void put_stream_metrics(buf *out, server *srv)
           httpd_arriving(srv->http) },
         { "silt_long_polls_parked", NULL, GAUGE, "long-poll pops waiting in this server for a message",
           (double)popper_parked(srv->pop) },
-        { "silt_long_poll_wakeups_total", NULL, COUNTER, "parked long-poll pops a commit woke",
+        { "silt_long_poll_wakeups_total", NULL, COUNTER, "long-poll pops a commit woke, parked or still looking",
           (double)popper_wakeups(srv->pop) },
         { "silt_http_requests_waiting", NULL, GAUGE, "requests waiting for the database (long-polls excepted)",
           httpd_held(srv->http) - 1 },

@@ -19,9 +19,10 @@ struct popper {
     db_pool     *pool;
     int          recheck_ms;    /* also look again this often; 0: only when woken or due */
     size_t       max_segment_bytes;
-    pop_request *parked;        /* doubly linked */
-    size_t       nparked;       /* length of that list */
-    uint64_t     wakeups;       /* parked pops woken by commits */
+    pop_request *waiting;       /* long-polls from submission to answer, newest first; doubly linked */
+    size_t       nwaiting;      /* length of that list */
+    size_t       nparked;       /* of them, those that found nothing and wait */
+    uint64_t     wakeups;       /* waiting pops woken by commits */
     uint64_t     queries;       /* pop statements sent, first tries and looks again alike */
     uint64_t     reconciles;    /* of them, those sent behind the ready set's reconcile */
     lease_book  *leases;        /* what each lease handed out, for its acks */
@@ -35,12 +36,34 @@ enum { COL_QUEUE, COL_PARTITION_ID, COL_PARTITION, COL_FROM, COL_TO, COL_SEG_BAS
 
 static void pop_query(pop_request *req);
 
+/* A long-poll waits from its submission, before its first query is sent
+ * (see popper_submit), so that no commit's wake-up can pass it by. */
+static void list_waiting(pop_request *req)
+{
+    popper *p = req->owner;
+    req->waiting = true;
+    req->prev = NULL;
+    req->next = p->waiting;
+    if (p->waiting) p->waiting->prev = req;
+    p->waiting = req;
+    p->nwaiting++;
+}
+
+static void unlist_waiting(pop_request *req)
+{
+    popper *p = req->owner;
+    if (!req->waiting) return;
+    if (req->prev) req->prev->next = req->next; else p->waiting = req->next;
+    if (req->next) req->next->prev = req->prev;
+    req->waiting = false;
+    p->nwaiting--;
+}
+
 static void finish(pop_request *req)
 {
     popper *p = req->owner;
+    unlist_waiting(req);
     if (req->parked) {
-        if (req->prev) req->prev->next = req->next; else p->parked = req->next;
-        if (req->next) req->next->prev = req->prev;
         req->parked = false;
         p->nparked--;
     }
@@ -353,16 +376,14 @@ static void on_recheck(evutil_socket_t fd, short what, void *arg)
 
 /* Parked pops do not poll: commits wake them (this server's first-hand,
  * the others' through the task hub's channel), and a timer only for what
- * falls due by time (due_us), or every recheck_ms when that is set. */
+ * falls due by time (due_us), or every recheck_ms when that is set. The
+ * pop has been on the waiting list since its submission: parking only
+ * counts it and sets the timer. */
 static void park(pop_request *req, int64_t due_us)
 {
     popper *p = req->owner;
     if (!req->parked) {
         req->parked = true;
-        req->prev = NULL;
-        req->next = p->parked;
-        if (p->parked) p->parked->prev = req;
-        p->parked = req;
         p->nparked++;
     }
     int64_t ms = p->recheck_ms > 0 ? p->recheck_ms : -1;
@@ -383,17 +404,33 @@ static bool written(const char *partition, const char *const *partitions, size_t
     return false;
 }
 
-/* Pops of req's group woken so far by this commit; groups[] holds one
- * representative request per group seen (at most as many as are parked). */
+static bool same_text(const char *a, const char *b) { return a == b || (a && b && strcmp(a, b) == 0); }
+
+/* Whether a and b wait for the same messages, one serving as well as the
+ * other: the same group, and the same queue or, discovery pops, the same
+ * tags. Discovery pops of other tags are not: the server does not know
+ * which queues carry which tags, so each such kind counts on its own (one
+ * used to take the wake-up a commit meant for a queue's pops, and the
+ * queue's pop waited for its deadline). */
+static bool interchangeable(const pop_request *a, const pop_request *b)
+{
+    if (!same_text(a->queue, b->queue) || strcmp(a->group, b->group) != 0) return false;
+    return a->queue || (same_text(a->namespace_tag, b->namespace_tag) && same_text(a->task_tag, b->task_tag));
+}
+
+/* Pops like req woken so far by this commit; groups[] holds one
+ * representative request per kind seen (at most as many as are waiting). */
 static size_t *group_count(pop_request **groups, size_t *counts, size_t *ngroups, pop_request *req)
 {
     for (size_t g = 0; g < *ngroups; g++)
-        if (strcmp(groups[g]->group, req->group) == 0) return &counts[g];
+        if (interchangeable(groups[g], req)) return &counts[g];
     groups[*ngroups] = req;
     counts[*ngroups] = 0;
     return &counts[(*ngroups)++];
 }
 
+/* A pop whose query (or due-time question) is in flight may have looked
+ * before this commit: it looks again once that answers empty. */
 static void wake(pop_request *req)
 {
     if (req->querying) { req->rerun = true; return; }
@@ -401,29 +438,33 @@ static void wake(pop_request *req)
     pop_query(req);
 }
 
+/* Whether r, of any partition, waits where done just took from. */
+static bool waits_beside(const pop_request *r, const pop_request *done)
+{
+    return r != done && !r->partition && interchangeable(r, done);
+}
+
 /* A pop that claimed something may not have taken all there was (a commit
- * wakes only as many pops as it can serve, and a woken pop can lose the
- * partition it was meant for to a pop of another server): the longest
- * waiting parked pop of the same queue and group looks next. One query per
- * successful claim, instead of one per parked pop per commit. */
+ * wakes only as many pops as it can serve, a woken pop can lose the
+ * partition it was meant for to a pop of another server, and a pop woken
+ * while still looking may have claimed what was there before the commit):
+ * the longest waiting pop beside it looks next. One query per successful
+ * claim, instead of one per parked pop per commit. */
 static void pass_on(pop_request *done)
 {
     pop_request *oldest = NULL;
-    if (!done->queue) return;
-    for (pop_request *r = done->owner->parked; r; r = r->next)
-        if (r != done && !r->partition && r->queue && strcmp(r->queue, done->queue) == 0 &&
-            strcmp(r->group, done->group) == 0)
-            oldest = r;
+    for (pop_request *r = done->owner->waiting; r; r = r->next)
+        if (waits_beside(r, done)) oldest = r;
     if (oldest) wake(oldest);
 }
 
 void popper_wake(popper *p, const char *queue, const char *const *partitions, size_t n)
 {
-    if (p->nparked == 0) return;   /* the common case: every commit comes here */
-    size_t parked = p->nparked, ngroups = 0, woken = 0;
-    pop_request **groups = xcalloc(parked, sizeof *groups);
-    size_t *counts = xcalloc(parked, sizeof *counts);
-    pop_request *oldest = p->parked, *prev;
+    if (p->nwaiting == 0) return;   /* the common case: every commit comes here */
+    size_t waiting = p->nwaiting, ngroups = 0, woken = 0;
+    pop_request **groups = xcalloc(waiting, sizeof *groups);
+    size_t *counts = xcalloc(waiting, sizeof *counts);
+    pop_request *oldest = p->waiting, *prev;
     while (oldest && oldest->next) oldest = oldest->next;
     for (pop_request *req = oldest; req; req = prev) {   /* the longest waiting first */
         prev = req->prev;
@@ -435,14 +476,14 @@ void popper_wake(popper *p, const char *queue, const char *const *partitions, si
         p->wakeups++;
         wake(req);
     }
-    log_debug("pop: a commit to %zu partitions of %s woke %zu of %zu parked pops", n, queue, woken, parked);
+    log_debug("pop: a commit to %zu partitions of %s woke %zu of %zu waiting pops", n, queue, woken, waiting);
     free(groups);
     free(counts);
 }
 
 void popper_wake_all(popper *p)
 {
-    for (pop_request *req = p->parked, *next; req; req = next) {   /* not commits: not counted as wake-ups */
+    for (pop_request *req = p->waiting, *next; req; req = next) {   /* not commits: not counted as wake-ups */
         next = req->next;
         wake(req);
     }
@@ -450,7 +491,7 @@ void popper_wake_all(popper *p)
 
 void popper_wake_group(popper *p, const char *group)
 {
-    for (pop_request *req = p->parked, *next; req; req = next) {
+    for (pop_request *req = p->waiting, *next; req; req = next) {
         next = req->next;
         if (strcmp(req->group, group) != 0) continue;
         p->wakeups++;
@@ -470,19 +511,22 @@ void popper_cancel(popper *p, pop_request *req)
 void popper_drain(popper *p)
 {
     p->draining = true;
-    while (p->parked) {
-        pop_request *req = p->parked;
-        if (req->querying) {   /* answers when its query returns */
-            p->parked = req->next;
-            if (p->parked) p->parked->prev = NULL;
-            req->parked = false;
-            p->nparked--;
-            continue;
-        }
-        finish(req);
+    while (p->waiting) {
+        pop_request *req = p->waiting;
+        if (req->querying) unlist_waiting(req);   /* answers when its query returns */
+        else finish(req);
     }
 }
 
+/* A long-poll is on the waiting list before its first query is sent. A
+ * commit told to this server after that (first-hand, or by NOTIFY from
+ * another server, which sends it after its own commit) wakes it wherever
+ * it is: it looks again if the look in flight finds nothing. A commit told
+ * before that had committed before the query was sent, so the query's
+ * snapshot, taken when PostgreSQL starts it, sees what it wrote. Either
+ * way nothing the pop could take is left for its deadline (issue 32: a
+ * pop listed only when it parked, after its query and the due-time
+ * question, missed the commits told in between). */
 void popper_submit(popper *p, pop_request *req)
 {
     req->owner = p;
@@ -491,6 +535,7 @@ void popper_submit(popper *p, pop_request *req)
         req->recheck = evtimer_new(p->base, on_recheck, req);
         struct timeval tv = { req->timeout_ms / 1000, (req->timeout_ms % 1000) * 1000 };
         evtimer_add(req->deadline, &tv);
+        list_waiting(req);
     } else {
         req->wait = false;
     }

@@ -3,7 +3,10 @@
  * finds nothing and may wait is parked here, in the server, not in a SQL
  * statement: it is woken when a push to its queue commits (through any
  * server), looks again when something it could not take yet falls due, and
- * answers empty at its deadline. */
+ * answers empty at its deadline. A pop that may wait is listed before its
+ * first query is sent, so a commit told while that query (or anything
+ * before its parking) is in flight makes it look again: no commit falls
+ * between its look and its parking. */
 #ifndef SILT_POP_H
 #define SILT_POP_H
 #include <stdbool.h>
@@ -68,9 +71,11 @@ struct pop_request {
     size_t   ndecoded;
     struct event *deadline, *recheck;
     char     seen[64];         /* a waiting pop's last look: its transaction's now(), as text */
-    bool     querying, rerun, parked, expired, cancelled;
+    bool     querying, rerun, expired, cancelled;
+    bool     waiting;          /* on the popper's waiting list: a long-poll, from submission to answer */
+    bool     parked;           /* of those, one that found nothing (the silt_long_polls_parked gauge) */
     bool     reconciled;       /* the query in flight sent the ready set's reconcile first */
-    pop_request *prev, *next;  /* parked list */
+    pop_request *prev, *next;  /* waiting list */
 };
 
 typedef struct popper popper;
@@ -81,21 +86,24 @@ popper *popper_new(struct event_base *base, db_pool *pool, lease_book *leases, i
 void    popper_free(popper *p);
 void    popper_submit(popper *p, pop_request *req);
 /* A commit wrote to these n partitions of queue (names; partitions NULL:
- * not known, which wakes every parked pop of the queue). A parked pop of
- * one of those partitions tries again; of the pops of any partition (and
- * discovery pops), at most n per consumer group do: more could not all be
- * served, since a group leases a partition to one pop at a time, and waking
- * every parked pop on every commit is a thundering herd. Pops left parked
+ * not known, which wakes every waiting pop of the queue). A waiting pop of
+ * one of those partitions tries again (at once when parked, after the look
+ * in flight otherwise); of the pops of any partition, at most n per
+ * consumer group do (discovery pops: per group and tags), the longest
+ * waiting first: more could not all be served, since a group leases a
+ * partition to one pop at a time, and waking every parked pop on every
+ * commit is a thundering herd (a pop that does take something wakes the
+ * next, pass_on). Pops left parked
  * look again at the next commit, or when something they could not take
  * falls due (a lease expiring, delayedProcessing, windowBuffer: told by
  * the query that parked them), never by polling unless
  * LONG_POLL_RECHECK_MS asks for it. */
 void    popper_wake(popper *p, const char *queue, const char *const *partitions, size_t n);
-/* Commits may have been missed (the listener reconnected): every parked pop
- * looks again. */
+/* Commits may have been missed (the listener reconnected): every waiting
+ * pop looks again. */
 void    popper_wake_all(popper *p);
 /* A lease of group came free (an ack released it): what it held is the
- * group's again, so its parked pops look (a lease is not announced when it
+ * group's again, so its waiting pops look (a lease is not announced when it
  * merely expires: the pops knew when, see park()). */
 void    popper_wake_group(popper *p, const char *group);
 /* Told (after its commit) when a pop gave back the lease of messages it could
@@ -108,7 +116,7 @@ void    popper_on_release(popper *p, pop_released_fn released, void *arg);
  * the query returns, without parking again, giving back at once the lease
  * of whatever it claimed (an autoAck pop's claim has committed: gone). */
 void    popper_cancel(popper *p, pop_request *req);
-/* Shutdown: every parked pop answers now. */
+/* Shutdown: every parked pop answers now (one still looking, when its look returns). */
 void    popper_drain(popper *p);
 void    pop_request_free(pop_request *req);
 /* The request's timers, freed on the popper's loop: what is left of a
@@ -118,7 +126,7 @@ void    pop_request_free_timers(pop_request *req);
 /* Pops parked now, waiting for a message (those re-querying after a wake
  * included): the silt_long_polls_parked gauge. */
 size_t  popper_parked(const popper *p);
-uint64_t popper_wakeups(const popper *p);   /* parked pops a commit woke, since start */
+uint64_t popper_wakeups(const popper *p);   /* waiting pops a commit woke (parked or still looking), since start */
 uint64_t popper_queries(const popper *p);   /* pop statements sent, since start */
 uint64_t popper_reconciles(const popper *p);   /* of them, those sent behind a ready-set reconcile */
 

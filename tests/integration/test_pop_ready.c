@@ -11,6 +11,7 @@
 #include <string.h>
 #include <libpq-fe.h>
 #include "harness.h"
+#include "raw_support.h"
 #include "support.h"
 
 /* A queue walks ready sets once it has more than 256 partitions
@@ -351,4 +352,89 @@ TEST(pop_ready_the_previous_versions_ten_argument_pop_still_claims)
               "p0");
     CHECK_STR(pop_partition(&s, q), "");
     srv_stop(&s);
+}
+
+/* ---- lock order ------------------------------------------------------- */
+
+static void exec_ok(PGconn *pg, const char *statement)
+{
+    PGresult *r = PQexec(pg, statement);
+    if (PQresultStatus(r) != PGRES_COMMAND_OK && PQresultStatus(r) != PGRES_TUPLES_OK)
+        harness_failf(__FILE__, __LINE__, "%s: %s", statement, PQresultErrorMessage(r));
+    PQclear(r);
+}
+
+/* Sessions of the test's database waiting for a lock inside a reconcile. */
+static void await_reconciles_waiting(int n)
+{
+    sql_await(sfmt("%d", n), 20000,
+              "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'"
+              " AND query LIKE '%%ready_reconcile%%' AND pid <> pg_backend_pid()");
+}
+
+/* The minute's refill and a reconcile taking writes in take the group's
+ * scans row before the set's rows, in one order (sql/037). The refill used
+ * to insert the rows it found missing first and lock the scans row after:
+ * beside a reconcile that held the scans row and came to one of those rows,
+ * each waited for the other until PostgreSQL aborted one ("deadlock
+ * detected"), and the pop behind the aborted reconcile walked a set missing
+ * the new writes (issue 32: 204 with messages there). Staged here with
+ * sessions of the test: one holds a row of the set as a pop's claim holds
+ * it, one runs a reconcile that takes two writes in (it waits at that row
+ * with the scans row locked), and the pop's reconcile refills meanwhile. */
+TEST(pop_ready_a_refill_beside_a_reconcile_taking_writes_in_does_not_deadlock)
+{
+    char log[96];
+    keep_str(log, log_file());
+    const char *env[] = { sfmt("SILT_TEST_STDERR=%s", log), NULL };
+    silt_server s;
+    srv_start(&s, env);
+    const char *q = wide_queue(&s);
+    push_one(&s, q, "a", "t0", "1");
+    push_one(&s, q, "b", "t1", "1");
+    CHECK(*pop_partition(&s, q));   /* the group's first fill: a and b in its set */
+    char low[96], high[96], low_name[96];   /* the reconcile marks in partition order: low, then high */
+#define BY_ID(what, order) \
+    sql("SELECT " what " FROM queen.log_partitions WHERE queue = '%s' AND name IN ('a', 'b') ORDER BY id " order " LIMIT 1", q)
+    keep_str(low, BY_ID("id", "ASC"));
+    keep_str(low_name, BY_ID("name", "ASC"));
+    keep_str(high, BY_ID("id", "DESC"));
+#undef BY_ID
+    sql("DELETE FROM queen.log_ready WHERE consumer_group = 'g' AND partition_id = '%s'", high);   /* the refill adds it */
+    push_one(&s, q, "a", "t2", "2");
+    push_one(&s, q, "b", "t3", "2");
+    reply r0;   /* low emptied by a pop of it alone (no reconcile): only high has messages */
+    CHECK_INT(pop_from(&s, q, low_name, "consumerGroup=g&wait=false&autoAck=true&batch=10", &r0), 200);
+    reply_fini(&r0);
+    sql("UPDATE queen.log_ready_scans SET filled_at = now() - interval '61 seconds' WHERE queue = '%s'", q);
+
+    PGconn *claim = test_session(), *refill = test_session(), *marker = test_session();
+    exec_ok(claim, "BEGIN");
+    exec_ok(claim, sfmt("SELECT 1 FROM queen.log_ready WHERE consumer_group = 'g' AND partition_id = '%s' FOR UPDATE", low));
+    exec_ok(refill, "BEGIN");   /* keeps the marker's reconcile from refilling: the pop's does */
+    exec_ok(refill, sfmt("SELECT pg_advisory_xact_lock(hashtext('silt.refill'), hashtext('g/%s'))", q));
+    exec_ok(marker, "BEGIN");
+    CHECK(PQsendQuery(marker, sfmt("SELECT queen.ready_reconcile('g', '%s')", q)));
+    await_reconciles_waiting(1);   /* at low, with the scans row */
+    exec_ok(refill, "COMMIT");
+    bg_req b;
+    bg_start(&b, &s, "GET", sfmt("/api/v1/pop/queue/%s?consumerGroup=g&wait=false&autoAck=true&batch=10", q), NULL);
+    await_reconciles_waiting(2);   /* the pop's reconcile, refilling, waits for the scans row */
+    exec_ok(claim, "COMMIT");
+
+    PGresult *r = PQgetResult(marker);
+    CHECK_STR(PQresultStatus(r) == PGRES_TUPLES_OK ? "ok" : PQresultErrorMessage(r), "ok");
+    PQclear(r);
+    while ((r = PQgetResult(marker))) PQclear(r);
+    exec_ok(marker, "COMMIT");
+    int status;
+    int64_t elapsed;
+    bg_wait(&b, &status, &elapsed);
+    CHECK_INT(status, 200);   /* high's messages, found by the refill or the marker */
+    CHECK_INT(drain(&s, q), 0);
+    srv_stop(&s);
+    CHECK_INT(log_count(log, "deadlock"), 0);
+    PQfinish(claim);
+    PQfinish(refill);
+    PQfinish(marker);
 }
