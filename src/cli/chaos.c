@@ -14,9 +14,12 @@
  * After the workload and a drain, a fresh group reads every partition whole
  * (autoAck) and the figures are checked: every acknowledged push stored
  * (lost = 0), nothing stored twice, every stored message delivered to the
- * group (skipped = 0), and a message delivered again only after an earlier
+ * group (skipped = 0), a message delivered again only after an earlier
  * delivery's ack was not answered 2xx/success (a lease that expired makes
- * that ack fail, so it is covered). Exit 0 when all hold, 1 otherwise.
+ * that ack fail, so it is covered), and each producer's messages in each
+ * partition in the order it pushed them (a producer sends its next batch
+ * only once the last is acknowledged, so the log must keep that order).
+ * Exit 0 when all hold, 1 otherwise.
  *
  * Correctness never depends on timing: every wait has a deadline and every
  * failed request is retried until one; the figures are what they are. */
@@ -86,6 +89,7 @@ typedef struct chaos_counts {
     _Atomic uint64_t push_requests, push_failed, push_resent, push_dup_items;
     _Atomic uint64_t pops, pops_failed, acks, acks_failed, acks_refused;
     _Atomic uint64_t redelivered_excused, redelivered_after_ack, foreign;
+    uint64_t out_of_order;   /* the read-back's: a producer's message stored before one it pushed earlier */
 } chaos_counts;
 
 typedef struct chaos_run {
@@ -95,6 +99,7 @@ typedef struct chaos_run {
     long          seconds, messages, producers, partitions, batch, drain;
     char          queue[48];
     chaos_msg    *msgs;          /* [messages] */
+    long         *last_read;     /* [partitions * producers]: the read-back's last index of each producer */
     chaos_counts  n;
     int64_t       t_end_ms;      /* monotonic: the workload stops */
     int64_t       t_drain_ms;    /* monotonic: everything gives up */
@@ -338,6 +343,22 @@ static int configure_queue(chaos_run *run, http_client *h)
     return rc;
 }
 
+/* Message i was pushed by producer i / share (producer_main's ranges). */
+static long producer_of(const chaos_run *run, long i)
+{
+    long share = run->messages / run->producers, k = share > 0 ? i / share : 0;
+    return k < run->producers ? k : run->producers - 1;
+}
+
+/* Each producer's messages must come back in the order it pushed them. */
+static void note_stored(chaos_run *run, long p, long i)
+{
+    long *last = &run->last_read[p * run->producers + producer_of(run, i)];
+    if (i <= *last) run->n.out_of_order++;
+    *last = i;
+    if (run->msgs[i].stored < 255) run->msgs[i].stored++;
+}
+
 /* Reads one partition whole with group; -1 on any failure (autoAck: a reply
  * lost on the way would hide messages, so the caller starts over). */
 static int read_partition(chaos_run *run, http_client *h, const char *group, long p)
@@ -357,7 +378,7 @@ static int read_partition(chaos_run *run, http_client *h, const char *group, lon
         for (uint32_t k = 0; k < d.tokens[msgs].count; k++) {
             long i = msg_index(run, &d, json_get(&d, (uint32_t)json_at(&d, (uint32_t)msgs, k), "transactionId"));
             if (i < 0) run->n.foreign++;
-            else if (run->msgs[i].stored < 255) run->msgs[i].stored++;
+            else note_stored(run, p, i);
         }
     }
     json_doc_fini(&d);
@@ -371,6 +392,8 @@ static int read_back(chaos_run *run, http_client *h)
         char group[64];
         snprintf(group, sizeof group, "chaos-verify-%d", attempt);
         for (long i = 0; i < run->messages; i++) run->msgs[i].stored = 0;
+        for (long k = 0; k < run->partitions * run->producers; k++) run->last_read[k] = -1;
+        run->n.out_of_order = 0;
         long p = 0;
         while (p < run->partitions && read_partition(run, h, group, p) == 0) p++;
         if (p == run->partitions) return 0;
@@ -425,8 +448,9 @@ static bool report_messages(const chaos_run *run)
     printf("  redelivered after a 2xx ack:            %" PRIu64 "\n", (uint64_t)n->redelivered_after_ack);
     printf("  delivered but not stored:               %" PRIu64 "\n", t.delivered_not_stored);
     printf("  foreign transactionIds:                 %" PRIu64 "\n", (uint64_t)n->foreign);
+    printf("  out of a producer's order:              %" PRIu64 "\n", n->out_of_order);
     return t.lost == 0 && t.stored_dups == 0 && t.skipped == 0 && n->redelivered_after_ack == 0 &&
-           t.delivered_not_stored == 0 && n->foreign == 0 && t.acked > 0;
+           t.delivered_not_stored == 0 && n->foreign == 0 && n->out_of_order == 0 && t.acked > 0;
 }
 
 static void run_threads(chaos_run *run)
@@ -475,6 +499,7 @@ static int chaos_main(chaos_run *run)
     int code = CLI_EXIT_FAILED;
     if (configure_queue(run, h) == 0) {
         run->msgs = xcalloc((size_t)run->messages, sizeof *run->msgs);
+        run->last_read = xcalloc((size_t)(run->partitions * run->producers), sizeof *run->last_read);
         run->t_end_ms = clock_mono_ms() + run->seconds * 1000;
         run->t_drain_ms = run->t_end_ms + run->drain * 1000;
         chaos_tasks *tasks = run->tasks ? chaos_tasks_new(run->url, run->task_queue, run->tasks, run->task_runs) : NULL;
@@ -486,6 +511,7 @@ static int chaos_main(chaos_run *run)
         printf("chaos: %s\n", ok ? "ok" : "FAILED");
         if (ok) code = CLI_EXIT_OK;
         chaos_tasks_free(tasks);
+        free(run->last_read);
         free(run->msgs);
     }
     http_client_free(h);
