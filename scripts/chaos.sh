@@ -17,6 +17,9 @@
 #                   apart). Default 0: durable defaults.
 #   CHAOS_SEED      seed of the kill schedule (default: random, printed)
 #   CHAOS_ARGS      more options for `silt chaos`, e.g. "--producers 8"
+#   CHAOS_SERVERS   silt servers on the one database (default 2): producers
+#                   and tasks go to the first, consumers and task workers to
+#                   the last, so wake-ups cross servers; a kill picks one
 #   CHAOS_TASKS     tasks sent beside the messages (default 2000; 0: none),
 #                   run by two `silt worker --concurrency 4` processes this
 #                   script starts (never killed: the server and PostgreSQL
@@ -53,7 +56,9 @@ worker_pids=""
 takeovers=""   # ms from each promotion to the first push served
 dir=$(mktemp -d /tmp/silt-chaos.XXXXXX) || exit 1
 chmod 755 "$dir"
-server_pid=""
+nservers=${CHAOS_SERVERS:-2}
+server_pids=()
+http_ports=()
 driver_pid=""
 now_ms() { local t=${EPOCHREALTIME/./}; echo $((t / 1000)); }
 t0=$(now_ms)
@@ -65,7 +70,7 @@ cleanup() {
     trap - EXIT INT TERM
     [ -n "$driver_pid" ] && kill -TERM "$driver_pid" 2>/dev/null
     for w in $worker_pids; do kill -KILL "$w" 2>/dev/null; done
-    [ -n "$server_pid" ] && kill -KILL "$server_pid" 2>/dev/null
+    for s in "${server_pids[@]}"; do kill -KILL "$s" 2>/dev/null; wait "$s" 2>/dev/null; done
     wait 2>/dev/null
     "$here/pgcluster.sh" stop "$dir/pg" >/dev/null 2>&1
     "$here/pgcluster.sh" stop "$dir/pg_standby" >/dev/null 2>&1
@@ -78,29 +83,39 @@ trap 'cleanup; exit "${status:-1}"' EXIT
 trap 'status=130; exit 130' INT
 trap 'status=143; exit 143' TERM
 
+# start_server K: server K on its port, logging to server.log.
 start_server() {
-    local hosts=127.0.0.1 ports="$pg_port"
+    local k=$1 hosts=127.0.0.1 ports="$pg_port"
     [ "$failover" = 1 ] && { hosts=127.0.0.1,127.0.0.1; ports="$pg_port,$standby_port"; }
-    SILT_CONFIG="$dir/silt.conf" PG_HOST="$hosts" PG_PORT="$ports" PORT="$http_port" LOG_LEVEL=warn \
+    SILT_CONFIG="$dir/silt.conf" PG_HOST="$hosts" PG_PORT="$ports" PORT="${http_ports[k]}" LOG_LEVEL=warn \
         "$bin" server >>"$dir/server.log" 2>&1 &
-    server_pid=$!
-    server_wait_healthy "$http_port" "$server_pid" chaos
+    server_pids[k]=$!
+    server_wait_healthy "${http_ports[k]}" "${server_pids[k]}" chaos
 }
 
-# The server died without being told to: a crash, which fails the run.
+# A server died without being told to: a crash, which fails the run.
 server_alive() {
-    kill -0 "$server_pid" 2>/dev/null && return 0
-    echo "chaos: the server exited by itself" >&2
-    return 1
+    local k
+    for k in "${!server_pids[@]}"; do
+        kill -0 "${server_pids[k]}" 2>/dev/null && continue
+        echo "chaos: server $k exited by itself" >&2
+        return 1
+    done
+}
+
+all_healthy() {
+    local k
+    for k in "${!server_pids[@]}"; do server_wait_healthy "${http_ports[k]}" "${server_pids[k]}" chaos || return 1; done
 }
 
 kill_server() {
     server_alive || return 1
-    kill -KILL "$server_pid"
-    wait "$server_pid" 2>/dev/null
-    say "kill -9 server (pid $server_pid)"
+    local k=$((RANDOM % nservers))
+    kill -KILL "${server_pids[k]}"
+    wait "${server_pids[k]}" 2>/dev/null
+    say "kill -9 server $k (pid ${server_pids[k]})"
     sleep "0.$((RANDOM % 10))"
-    start_server && say "server restarted (pid $server_pid)"
+    start_server "$k" && say "server $k restarted (pid ${server_pids[k]})"
 }
 
 stop_postgres() {
@@ -110,7 +125,7 @@ stop_postgres() {
     sleep "$((RANDOM % 2)).$((RANDOM % 10))"
     "$here/pgcluster.sh" start "$dir/pg" "$pg_port" $pgmode 2>"$dir/pgcluster.err" \
         || { cat "$dir/pgcluster.err" >&2; return 1; }
-    server_wait_healthy "$http_port" "$server_pid" chaos && say "PostgreSQL restarted, server healthy"
+    all_healthy && say "PostgreSQL restarted, servers healthy"
 }
 
 # Recovery quick enough that an attempt lost with a claim's answer (the
@@ -126,7 +141,7 @@ write_conf() {
 start_workers() {
     local k
     for k in 1 2; do
-        SILT_URL="http://127.0.0.1:$http_port" LOG_LEVEL=warn "$bin" worker --queue "$task_queue" \
+        SILT_URL="http://127.0.0.1:${http_ports[nservers - 1]}" LOG_LEVEL=warn "$bin" worker --queue "$task_queue" \
             --concurrency 4 -- sh -c 'cat >/dev/null; echo "$SILT_TASK_ID $SILT_TASK_ATTEMPT" >>"$0"; echo null' \
             "$dir/task_runs" >>"$dir/worker.log" 2>&1 &
         worker_pids="$worker_pids $!"
@@ -144,7 +159,7 @@ stop_workers() {
 probe_push() {
     [ "$(curl -s -o /dev/null -w '%{http_code}' -m 2 -H 'Content-Type: application/json' \
         -d '{"items":[{"queue":"chaos_failover_probe","payload":{"probe":true}}]}' \
-        "http://127.0.0.1:$http_port/api/v1/push")" = 201 ]
+        "http://127.0.0.1:${http_ports[0]}/api/v1/push")" = 201 ]
 }
 
 # The primary dies, the standby takes over, the server finds it by itself;
@@ -194,18 +209,21 @@ if [ "$failover" = 1 ]; then
     "$here/pgcluster.sh" standby "$dir/$standby" "$standby_port" "$pg_port" 2>"$dir/pgcluster.err" \
         || { cat "$dir/pgcluster.err" >&2; exit 1; }
 fi
-http_port=$(cluster_free_port) || { echo "chaos: no free port for the server" >&2; exit 1; }
+[ "$nservers" -ge 1 ] && [ "$nservers" -le 8 ] || { echo "chaos: CHAOS_SERVERS is 1 to 8" >&2; exit 2; }
 write_conf
-start_server || exit 1
+for ((k = 0; k < nservers; k++)); do
+    http_ports[k]=$(cluster_free_port) || { echo "chaos: no free port for a server" >&2; exit 1; }
+    start_server "$k" || exit 1
+done
 task_queue="chaos-tasks-$seed"
 task_args=""
 [ "$tasks" -gt 0 ] && { start_workers; task_args="--tasks $tasks --task-queue $task_queue --task-runs $dir/task_runs"; }
-say "seed $seed: $kills events in ${seconds} s, up to $messages messages, PostgreSQL ${pgmode:-durable} on $pg_port, server on $http_port"
+say "seed $seed: $kills events in ${seconds} s, up to $messages messages, PostgreSQL ${pgmode:-durable} on $pg_port, servers on ${http_ports[*]}"
 t0=$(now_ms)   # the kill schedule counts from the workload's start
 # CHAOS_ARGS is split into words on purpose: it is a list of options.
 # shellcheck disable=SC2086
-SILT_URL="http://127.0.0.1:$http_port" "$bin" chaos --seconds "$seconds" --messages "$messages" \
-    $task_args ${CHAOS_ARGS:-} &
+SILT_URL="http://127.0.0.1:${http_ports[0]}" "$bin" chaos --seconds "$seconds" --messages "$messages" \
+    --consumer-url "http://127.0.0.1:${http_ports[nservers - 1]}" $task_args ${CHAOS_ARGS:-} &
 driver_pid=$!
 killer
 killed=$?

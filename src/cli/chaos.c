@@ -58,6 +58,8 @@ static const char chaos_usage[] =
     "\n"
     "options:\n"
     "  --url URL         server (default SILT_URL, else " CLI_DEFAULT_URL ")\n"
+    "  --consumer-url URL  the consumers' server (default --url): another server\n"
+    "                    of the same database, so wake-ups cross servers\n"
     "  --seconds N       workload seconds (default 60)\n"
     "  --messages N      messages to push at most (default 200000)\n"
     "  --producers N     producer threads (default 4)\n"
@@ -93,7 +95,7 @@ typedef struct chaos_counts {
 } chaos_counts;
 
 typedef struct chaos_run {
-    const char   *url;
+    const char   *url, *consumer_url;
     long          tasks;         /* --tasks: sent to task_queue, run by workers chaos.sh starts */
     const char   *task_queue, *task_runs;
     long          seconds, messages, producers, partitions, batch, drain;
@@ -461,7 +463,8 @@ static void run_threads(chaos_run *run)
     run->producers_left = (int)run->producers;
     for (long k = 0; k < run->producers + run->partitions; k++, n++) {
         bool producer = k < run->producers;
-        w[n] = (chaos_worker){ run, producer ? k : k - run->producers, http_client_new(run->url) };
+        const char *url = producer || !run->consumer_url ? run->url : run->consumer_url;
+        w[n] = (chaos_worker){ run, producer ? k : k - run->producers, http_client_new(url) };
         http_client_set_timeout(w[n].http, CHAOS_TIMEOUT_MS);
         if (pthread_create(&th[n], NULL, producer ? producer_main : consumer_main, &w[n]) != 0) abort();
     }
@@ -488,8 +491,14 @@ static int check_opts(const cli_cmd *cmd, const chaos_run *run)
 
 static int chaos_main(chaos_run *run)
 {
-    http_client *h = http_client_new(run->url);
-    if (!h) { cli_error("chaos: bad server URL %s", run->url); return CLI_EXIT_USAGE; }
+    http_client *h = http_client_new(run->url), *consumers = run->consumer_url ? http_client_new(run->consumer_url) : NULL;
+    bool bad_consumer_url = run->consumer_url && !consumers;
+    http_client_free(consumers);   /* only checked: each consumer thread makes its own */
+    if (!h || bad_consumer_url) {
+        cli_error("chaos: bad server URL %s", !h ? run->url : run->consumer_url);
+        http_client_free(h);
+        return CLI_EXIT_USAGE;
+    }
     http_client_set_timeout(h, CHAOS_TIMEOUT_MS);
     uint8_t raw[16];
     char id[IDS_UUID_TEXT];
@@ -523,7 +532,7 @@ int cli_chaos(int argc, char **argv)
     chaos_run run = { .url = cli_server_url(), .seconds = 60, .messages = 200000, .producers = 4,
                       .partitions = 4, .batch = 20, .drain = 120 };
     const cli_opt opts[] = {
-        { "url", CLI_OPT_STR, &run.url },             { "seconds", CLI_OPT_INT, &run.seconds },
+        { "url", CLI_OPT_STR, &run.url },             { "consumer-url", CLI_OPT_STR, &run.consumer_url },             { "seconds", CLI_OPT_INT, &run.seconds },
         { "messages", CLI_OPT_INT, &run.messages },   { "producers", CLI_OPT_INT, &run.producers },
         { "partitions", CLI_OPT_INT, &run.partitions }, { "batch", CLI_OPT_INT, &run.batch },
         { "drain", CLI_OPT_INT, &run.drain },         { "tasks", CLI_OPT_INT, &run.tasks },
