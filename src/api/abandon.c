@@ -7,7 +7,9 @@
  * pool and the pool has not yet sent is therefore dropped (its job ends with
  * reply->abandoned, the handler's error reply is dropped as for any gone
  * client, and silt_db_jobs_abandoned_total counts it). Work already sent to
- * PostgreSQL runs to its end: it cannot be recalled safely (see pool.h).
+ * PostgreSQL runs to its end: it cannot be recalled safely (see pool.h),
+ * and the request's sent flag says so, so that the request timeout answers
+ * it 504, outcome unknown, and never 503, not written (net/httpd.c).
  *
  * Handlers tie their first job to their request with api_submit; the
  * server hears of every leaving client in one place (httpd_on_leave ->
@@ -15,12 +17,14 @@
  * requests of their own (ack, transaction) carry the flag in that request.
  * Pushes are fused with other clients' and have their own check before a
  * flush (streams/push.c); task sends and attempt ends hand their flag to the
- * task gather (gather_add), which cuts a gone request out of its batch. */
+ * task gather (gather_add), which cuts a gone request out of its batch.
+ * Each of them sets the sent flag as the work leaves for PostgreSQL. */
 #include "api/api.h"
 
 void api_submit(httpd_req *req, server *srv, db_job *job)
 {
     db_job_abandon_when(job, &req->left);   /* req lives until the reply done sends */
+    db_job_note_sent(job, &req->sent);      /* so the request timeout says 504 once it may commit */
     db_submit(srv->pool, job);
 }
 

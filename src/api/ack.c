@@ -124,6 +124,7 @@ static void submit(httpd_req *req, server *srv, ack_request *a)
     a->done = ack_done;
     a->arg = c;
     a->abandoned = &req->left;   /* req is freed by the reply in ack_done */
+    a->sent = &req->sent;
     ack_submit(srv->pool, srv->leases, srv->max_segment_bytes, a);
 }
 

@@ -147,7 +147,7 @@ static void finish(server *srv, run_call *c, const char *claim, const char *outc
 {
     gather *g = task_hub_finishes(srv->tasks);
     add_end(gather_arrays(g), c->id, claim, outcome, result, code, message);
-    gather_add(g, 1, &c->req->left, ended, c);   /* req is freed by the reply in ended */
+    gather_add(g, 1, &c->req->left, &c->req->sent, ended, c);   /* req is freed by the reply in ended */
 }
 
 void api_task_complete(httpd_req *req, server *srv)
@@ -282,7 +282,7 @@ void api_worker_finish(httpd_req *req, server *srv)
         finish_many_call *c = xcalloc(1, sizeof *c);
         c->req = req;
         c->srv = srv;
-        gather_add(g, (int)count, &req->left, ended_many, c);   /* req is freed by the reply in ended_many */
+        gather_add(g, (int)count, &req->left, &req->sent, ended_many, c);   /* req is freed by the reply in ended_many */
     }
     for (int i = 0; i < TASK_FINISH_ARRAYS; i++) db_array_fini(&a[i]);
     json_doc_fini(&d);

@@ -209,7 +209,7 @@ static void claim_now(claim_call *c)
     db_array_text(&a[2], c->caps);
     db_array_int(&a[3], c->max);
     db_array_bool(&a[4], c->start);
-    gather_add(g, 1, NULL, claimed, c);   /* a claim whose client left hands back what it took (claimed) */
+    gather_add(g, 1, NULL, NULL, claimed, c);   /* a claim whose client left hands back what it took (claimed) */
 }
 
 void api_worker_claim(httpd_req *req, server *srv)

@@ -100,6 +100,20 @@ static void push_done(push_batch *b, void *arg)
     free(c);
 }
 
+/* The request timed out after its flush reached PostgreSQL (net/httpd.c):
+ * every item's transactionId, the client's or the one silt made, in item
+ * order. Pushed again with the same transactionIds, an item already written
+ * answers "duplicate" and is not written twice. */
+static void push_resend_keys(httpd_req *req, void *arg, emit *e)
+{
+    (void)req;
+    const push_batch *b = arg;
+    emit_key(e, "transactionIds");
+    emit_array(e);
+    for (size_t i = 0; i < b->n; i++) emit_str(e, b->items[i].txn);
+    emit_end(e);
+}
+
 static push_batch *read_batch(httpd_req *req, server *srv, const json_doc *d)
 {
     int items = json_get(d, 0, "items");
@@ -136,5 +150,8 @@ void api_push(httpd_req *req, server *srv)
     b->done = push_done;
     b->arg = c;
     b->abandoned = &req->left;   /* req outlives the batch: it is freed by the reply in push_done */
+    b->sent = &req->sent;
+    req->resend_keys = push_resend_keys;
+    req->resend_arg = b;
     pusher_submit(srv->push, b);
 }

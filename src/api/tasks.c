@@ -47,19 +47,50 @@ void api_emit_task(emit *e, const PGresult *r, int row)
 
 /* ---- send ---- */
 
+typedef struct sent_key {
+    uint8_t id[16];
+    char   *idempotency_key;   /* owned; NULL: none */
+} sent_key;
+
 typedef struct send_call {
     httpd_req *req;
     server    *srv;
     bool       batch;
     char     **queues;   /* distinct, to announce once committed */
     size_t     nqueues;
+    sent_key  *keys;     /* per task, for a 504 (resend_keys) */
+    size_t     nkeys;
 } send_call;
 
 static void send_call_free(send_call *c)
 {
     for (size_t i = 0; i < c->nqueues; i++) free(c->queues[i]);
+    for (size_t i = 0; i < c->nkeys; i++) free(c->keys[i].idempotency_key);
     free(c->queues);
+    free(c->keys);
     free(c);
+}
+
+static void emit_key_of(emit *e, const sent_key *k)
+{
+    emit_key(e, "id"); emit_uuid(e, k->id);
+    emit_key(e, "idempotencyKey");
+    if (k->idempotency_key) emit_str(e, k->idempotency_key); else emit_null(e);
+}
+
+/* The request timed out after its batch reached PostgreSQL (net/httpd.c):
+ * the ids the tasks have if they commit, in the shape a 201 would have, and
+ * their idempotencyKeys: a send again with the same key returns the first
+ * task, so it is safe; a task without a key can only be looked up by its
+ * id once the batch has ended. */
+static void send_resend_keys(httpd_req *req, void *arg, emit *e)
+{
+    (void)req;
+    send_call *c = arg;
+    if (!c->batch) { emit_key_of(e, &c->keys[0]); return; }
+    emit_key(e, "tasks"); emit_array(e);
+    for (size_t i = 0; i < c->nkeys; i++) { emit_object(e); emit_key_of(e, &c->keys[i]); emit_end(e); }
+    emit_end(e);
 }
 
 static void emit_sent(emit *e, const PGresult *r, int row)
@@ -138,12 +169,18 @@ void api_task_send(httpd_req *req, server *srv)
         c->req = req;
         c->srv = srv;
         c->batch = batch;
+        c->keys = xcalloc(n, sizeof *c->keys);
+        c->nkeys = n;
         gather *g = task_hub_sends(srv->tasks);
         for (size_t i = 0; i < n; i++) {
             task_send_add(gather_arrays(g), &specs[i]);
             note_queue(c, specs[i].queue);
+            memcpy(c->keys[i].id, specs[i].id, sizeof c->keys[i].id);
+            if (specs[i].idempotency_key) c->keys[i].idempotency_key = xstrdup(specs[i].idempotency_key);
         }
-        gather_add(g, (int)n, &req->left, sent, c);   /* req is freed by the reply in sent */
+        req->resend_keys = send_resend_keys;
+        req->resend_arg = c;
+        gather_add(g, (int)n, &req->left, &req->sent, sent, c);   /* req is freed by the reply in sent */
     }
     free_specs(specs, n);
     json_doc_fini(&d);

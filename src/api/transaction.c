@@ -194,6 +194,20 @@ static void tx_done(tx_request *tx, void *arg)
     free(c);
 }
 
+/* The request timed out after its transaction reached PostgreSQL
+ * (net/httpd.c): its pushes' transactionIds, in operation order, as a push's
+ * 504 names them: sent again with them, no push is written twice. */
+static void tx_resend_keys(httpd_req *req, void *arg, emit *e)
+{
+    (void)req;
+    const tx_request *tx = arg;
+    if (tx->npushes == 0) return;
+    emit_key(e, "transactionIds");
+    emit_array(e);
+    for (size_t i = 0; i < tx->npushes; i++) emit_str(e, tx->pushes[i].txn);
+    emit_end(e);
+}
+
 void api_transaction(httpd_req *req, server *srv)
 {
     json_doc d;
@@ -211,5 +225,8 @@ void api_transaction(httpd_req *req, server *srv)
     tx->done = tx_done;
     tx->arg = c;
     tx->abandoned = &req->left;   /* req is freed by the reply in tx_done */
+    tx->sent = &req->sent;
+    req->resend_keys = tx_resend_keys;
+    req->resend_arg = tx;
     tx_submit(srv->pool, (int)srv->cfg.zstd_level, srv->max_segment_bytes, tx);
 }

@@ -37,6 +37,7 @@ struct db_job {
     bool       unavailable;
     bool       abandoned;         /* dropped unsent (db_job_abandon_when) */
     const bool *gone;             /* the requester's "gave up" flag; NULL: always wanted */
+    bool      *sent;              /* set true as the job is sent (db_job_note_sent); NULL: none */
     db_job    *next;
 };
 
@@ -137,6 +138,8 @@ void db_job_commit(db_job *job)
 int db_job_ncalls(const db_job *job) { return job->ncalls; }
 
 void db_job_abandon_when(db_job *job, const bool *gone) { job->gone = gone; }
+
+void db_job_note_sent(db_job *job, bool *sent) { job->sent = sent; }
 
 static bool job_unwanted(const db_job *job) { return job->gone && *job->gone; }
 
@@ -274,6 +277,7 @@ static void conn_flush(db_conn *c)
 static void conn_send(db_conn *c, db_job *job)
 {
     job->results = xcalloc((size_t)(job->ncalls ? job->ncalls : 1), sizeof *job->results);
+    if (job->sent) *job->sent = true;   /* before the bytes leave: a send half done may still commit */
     job->next = NULL;
     if (c->tail) c->tail->next = job; else c->head = job;
     c->tail = job;

@@ -77,6 +77,12 @@ void    db_submit(db_pool *pool, db_job *job);
  * before which nothing of its work has committed; a follow-up of committed
  * work (a dead-letter copy after its ack) must run. */
 void    db_job_abandon_when(db_job *job, const bool *gone);
+/* *sent becomes true when the job is sent to PostgreSQL: from then on its
+ * requester's work may commit whatever becomes of the requester, and a
+ * reply given before done runs must not say it was not written (httpd's
+ * request timeout answers 504 then, not 503). Set before db_submit; *sent
+ * must stay writable until done runs, as *gone readable. */
+void    db_job_note_sent(db_job *job, bool *sent);
 /* Some requester may have given up: drops every waiting job whose gone flag
  * is set, soon (one pass per event-loop turn, however many call), rather
  * than when its turn would come, so its owner's memory is freed and a

@@ -428,6 +428,7 @@ void httpd_req_free(httpd_req *req)
     for (int i = 0; i < req->nparams; i++) free(req->params[i]);
     free(req->path);
     free(req->auth_sub);
+    free(req->timeout_body);
     if (req->storage) evbuffer_free(req->storage);
     free(req);
 }
@@ -649,6 +650,34 @@ static void reply(httpd_req *req, int status, reply_body *body)
     httpd_req_free(req);
 }
 
+/* The request timeout's answer, which must be true whatever comes after
+ * it. Once the request is marked gone, work of it still waiting is never
+ * sent (api/abandon.c), so a request none of whose work reached PostgreSQL
+ * is answered 503: nothing was or will be written, send it again. Work
+ * already sent cannot be recalled (pool.h) and may still commit: a request
+ * that may write (anything but GET and HEAD) is then answered 504, the
+ * outcome unknown, naming the keys that make a resend safe (resend_keys).
+ * A read changes nothing, and a pop gives back what it leased for nobody
+ * (streams/pop.c), so a read's answer is 503 either way. Made on the home
+ * loop, where the handler's data lives, and sent by the request's loop. */
+static void make_timeout_answer(httpd_req *req)
+{
+    bool unknown = req->sent && req->method != HTTPD_GET;
+    buf out;
+    buf_init(&out);
+    emit e;
+    emit_init(&e, &out);
+    emit_object(&e);
+    emit_key(&e, "error");
+    emit_str(&e, unknown ? "request timed out after it reached the database: the outcome is unknown"
+                         : "request timed out waiting for the database");
+    if (unknown && req->resend_keys) req->resend_keys(req, req->resend_arg, &e);
+    emit_end(&e);
+    req->timeout_status = unknown ? 504 : 503;
+    req->timeout_len = out.len;
+    req->timeout_body = buf_steal(&out);
+}
+
 /* The client is answered now and the request is as if its client left:
  * work not yet started is not started (handlers look at req->left), and
  * on_gone runs. */
@@ -656,19 +685,12 @@ void httpd_answer_timeout(httpd_req *req)
 {
     stop_watch(req);
     if (req->ev) {
-        buf out;
-        buf_init(&out);
-        emit e;
-        emit_init(&e, &out);
-        emit_object(&e);
-        emit_key(&e, "error");
-        emit_str(&e, "request timed out waiting for the database");
-        emit_end(&e);
-        reply_body b = { out.data, out.len, false, NULL };
+        reply_body b = { req->timeout_body, req->timeout_len, false, NULL };
         conn_answered(req);
-        evhttp_add_header(evhttp_request_get_output_headers(req->ev), "Retry-After", "1");
-        send_now(req, 503, &b, " (request timeout)");
-        buf_fini(&out);
+        if (req->timeout_status == 503)   /* nothing written: sending again is safe, soon */
+            evhttp_add_header(evhttp_request_get_output_headers(req->ev), "Retry-After", "1");
+        send_now(req, req->timeout_status, &b, req->timeout_status == 503 ? " (request timeout)"
+                                                                          : " (request timeout, outcome unknown)");
     }
     req->ev = NULL;
 }
@@ -679,6 +701,7 @@ static void send_timeout(httpd_req *req)
     if (req->left) return;   /* already gone: nobody to answer, and on_gone has run */
     h->timeouts++;
     h->last_timeout_us = clock_mono_us();
+    make_timeout_answer(req);
     if (req->server->relay) httpd_relay_timeout(req);
     else httpd_answer_timeout(req);
     httpd_home_left(req);

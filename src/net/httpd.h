@@ -24,6 +24,7 @@
 #include <stdatomic.h>
 #include <sys/queue.h>
 #include "base/buf.h"
+#include "base/emit.h"
 
 #define HTTPD_MAX_PARAMS 4
 
@@ -55,7 +56,20 @@ struct httpd_req {
     char                  *auth_sub;    /* owned: the verified token's sub (api/auth.c), NULL: none */
     bool                   head;        /* a HEAD, served as its GET without the body */
     bool                   parked;      /* waits on purpose (long-poll): no timeout, not counted as held */
-    bool                   timed_out;   /* answered 503 by the request timeout; the handler's reply is dropped */
+    bool                   timed_out;   /* answered by the request timeout; the handler's reply is dropped */
+    /* Some of its database work was sent to PostgreSQL (db_job_note_sent,
+     * or an engine that sends it with other clients'): from then on the
+     * request timeout cannot say it was not done. See httpd_answer_timeout. */
+    bool                   sent;
+    /* Called on the home loop when the request timeout answers 504: adds to
+     * the error object the members a client resends with to learn the
+     * outcome without a duplicate (a push's transactionIds, a task send's
+     * ids and idempotencyKeys). NULL: none to name. */
+    void                 (*resend_keys)(httpd_req *req, void *arg, emit *e);
+    void                  *resend_arg;
+    int                    timeout_status; /* the request timeout's answer, made on the home loop */
+    char                  *timeout_body;   /* owned; its JSON */
+    size_t                 timeout_len;
     bool                   held;        /* counted in httpd_held (until its reply, a timeout included, or parked) */
     TAILQ_ENTRY(httpd_req) held_link;   /* in the server's list of held requests, oldest first */
     struct evkeyvalq       reply_headers; /* httpd_header's, put on the reply when it is sent */

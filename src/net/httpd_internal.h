@@ -119,7 +119,7 @@ void httpd_home_left(httpd_req *req);
 void httpd_configure(httpd *h, struct event_base *base);
 /* Writes the reply (or drops it for a client gone) and frees the body. */
 void httpd_send(httpd_req *req, int status, reply_body *body);
-/* Answers 503 for the request timeout now. */
+/* Sends the request timeout's answer (made on the home loop) now. */
 void httpd_answer_timeout(httpd_req *req);
 /* Frees req's memory (no event of any loop is touched). */
 void httpd_req_free(httpd_req *req);

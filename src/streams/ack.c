@@ -242,6 +242,7 @@ static void submit_general(ack_request *req, bool with_offsets)
     db_job *job = db_job_new(ack_done, req);
     db_job_call(job, STMT_ACK, values, lengths, formats);
     db_job_abandon_when(job, req->abandoned);
+    db_job_note_sent(job, req->sent);
     db_array_fini(&offsets);
     ack_params_fini(&p);
     db_submit(req->pool, job);
@@ -290,6 +291,7 @@ void ack_submit(db_pool *pool, lease_book *leases, size_t max_segment_bytes, ack
     db_job *job = db_job_new(known_done, req);
     db_job_call(job, STMT_ACK_KNOWN, values, NULL, NULL);
     db_job_abandon_when(job, req->abandoned);
+    db_job_note_sent(job, req->sent);
     db_submit(pool, job);
 }
 

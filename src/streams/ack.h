@@ -41,6 +41,9 @@ struct ack_request {
      * not sent if it still waits for a connection (db_job_abandon_when).
      * A dead-letter copy after it always runs: the ack has committed. */
     const bool *abandoned;
+    /* NULL, or set true as queen.ack (or queen.ack_known) is sent: from
+     * then on the ack may apply whatever becomes of its client. */
+    bool       *sent;
     db_pool    *pool;
     lease_book *leases;
     size_t      known;          /* items whose offset the lease book held */

@@ -195,6 +195,7 @@ static flush *take_gathered(pusher *p, int lane)
         if (messages > 0 && messages + b->n > (size_t)p->limits.flush_messages) break;
         unlink_batch(p, prev, b);
         if (b->abandoned && *b->abandoned) { drop_abandoned(b); continue; }
+        if (b->sent) *b->sent = true;   /* the flush is sent whole, whoever gives up from now on */
         *tail = b;
         tail = &b->next;
         messages += b->n;

@@ -46,6 +46,9 @@ struct push_batch {
      * flush (its client left, or its request timed out), the batch is not
      * written: done runs with error set. NULL: always written. */
     const bool  *abandoned;
+    /* NULL, or set true as the batch joins a flush: from then on it may be
+     * written whatever becomes of its client. */
+    bool        *sent;
     int          lane;         /* set by pusher_submit: which flushes take it (push.c) */
     push_batch  *next;
 };

@@ -223,6 +223,7 @@ static void tx_send(tx_request *tx)
     tx_state *st = tx->state;
     db_job *job = db_job_new(tx_done, tx);
     db_job_abandon_when(job, tx->abandoned);
+    db_job_note_sent(job, tx->sent);
     if (tx->nleases) {
         db_array leases;
         db_array_init(&leases);

@@ -31,6 +31,10 @@ struct tx_request {
      * transaction still waiting for a connection is then not sent (nothing
      * commits before its last job succeeds, so any of them may be dropped). */
     const bool *abandoned;
+    /* NULL, or set true as the job that commits is sent (the reads before
+     * it change nothing): from then on it may commit whatever becomes of
+     * its client. */
+    bool       *sent;
     /* outcome */
     char       *failure;       /* the transaction rolled back: why (client's fault) */
     char       *error;         /* it could not run (server or database) */

@@ -10,6 +10,7 @@ typedef struct gather_req {
     gather_done_fn done;
     void          *arg;
     const bool    *gone;                  /* its client gave up (gather_add); NULL: never */
+    bool          *sent;                  /* set once its items may reach PostgreSQL; NULL: none */
     size_t         ends[DB_MAX_PARAMS];   /* where its elements end in each array's text */
 } gather_req;
 
@@ -51,14 +52,22 @@ static void flushed(void *arg, const db_reply *reply);
 
 /* A batch of one request waiting in the pool's queue is that request's
  * alone, so the pool may drop it as it drops any handler's job once the
- * client is gone. A batch of several is sent whole: the others still wait. */
+ * client is gone, and it counts as sent when the pool sends it. A batch of
+ * several is sent whole: the others still wait, so each of its requests
+ * counts as sent from now on, whatever becomes of its client. */
 static void submit(batch *b)
 {
     const char *values[DB_MAX_PARAMS];
     for (int i = 0; i < b->g->narrays; i++) values[i] = db_array_literal(&b->arrays[i]);
     db_job *job = db_job_new(flushed, b);
     db_job_call(job, b->g->stmt, values, NULL, NULL);
-    if (b->nreqs == 1) db_job_abandon_when(job, b->reqs[0].gone);
+    if (b->nreqs == 1) {
+        db_job_abandon_when(job, b->reqs[0].gone);
+        db_job_note_sent(job, b->reqs[0].sent);
+    } else {
+        for (size_t i = 0; i < b->nreqs; i++)
+            if (b->reqs[i].sent) *b->reqs[i].sent = true;
+    }
     db_submit(b->g->pool, job);
 }
 
@@ -206,10 +215,10 @@ void gather_free(gather *g)
 
 db_array *gather_arrays(gather *g) { return g->open->arrays; }
 
-void gather_add(gather *g, int nitems, const bool *gone, gather_done_fn done, void *arg)
+void gather_add(gather *g, int nitems, const bool *gone, bool *sent, gather_done_fn done, void *arg)
 {
     batch *b = g->open;
-    gather_req q = { .first = b->nitems, .n = nitems, .done = done, .arg = arg, .gone = gone };
+    gather_req q = { .first = b->nitems, .n = nitems, .done = done, .arg = arg, .gone = gone, .sent = sent };
     for (int a = 0; a < g->narrays; a++) q.ends[a] = b->arrays[a].text.len;
     add_req(b, q);
     flush(g);

@@ -38,8 +38,11 @@ db_array *gather_arrays(gather *g);
  * once with their rows, or with the error that failed the batch. gone, if
  * not NULL, is the request's "client gave up" flag (a request's left): it
  * must stay readable until done runs, and be given only to a request before
- * which nothing of its work has committed. */
-void      gather_add(gather *g, int nitems, const bool *gone, gather_done_fn done, void *arg);
+ * which nothing of its work has committed. sent, if not NULL, becomes true
+ * once the request's items may reach PostgreSQL: as its batch is sent, or
+ * as a batch of several is handed to the pool (sent whole from then on);
+ * it must stay writable until done runs. */
+void      gather_add(gather *g, int nitems, const bool *gone, bool *sent, gather_done_fn done, void *arg);
 bool      gather_idle(const gather *g);
 uint64_t  gather_flushes(const gather *g);
 
