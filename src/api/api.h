@@ -133,6 +133,17 @@ void api_emit_stored_json_col(emit *e, const PGresult *r, int row, int col);
 /* A page's closing members: "total" and "pagination": {"limit", "offset"}. */
 void api_emit_pagination(emit *e, int64_t total, int64_t limit, int64_t offset);
 
+/* A JSON reply being written (reply.c): its body and the emitter writing
+ * it. Open it with api_reply_object, write members through the emitter,
+ * then api_reply_send: it closes every container still open and replies
+ * status with the body (the request takes its memory). */
+typedef struct api_reply {
+    buf  body;
+    emit e;
+} api_reply;
+emit *api_reply_object(api_reply *r);
+void  api_reply_send(api_reply *r, httpd_req *req, int status);
+
 /* Request helpers (request.c). Each replies with a 4xx itself and returns -1
  * when the input is bad, so a handler just returns. */
 int  api_read_object(httpd_req *req, server *srv, json_doc *doc) __attribute__((warn_unused_result));

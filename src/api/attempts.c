@@ -53,16 +53,12 @@ static void started(void *arg, const db_reply *reply)
     else if (db_null(r, 0, 0))
         refuse_stale(c);
     else {
-        buf out;
-        buf_init(&out);
-        emit e;
-        emit_init(&e, &out);
-        emit_object(&e);
-        emit_key(&e, "id"); emit_str(&e, c->id);
-        emit_key(&e, "status"); emit_str(&e, "RUNNING");
-        emit_key(&e, "attempt"); emit_int(&e, db_int(r, 0, 0));
-        emit_end(&e);
-        httpd_reply_buf(c->req, 200, &out);
+        api_reply out;
+        emit *e = api_reply_object(&out);
+        emit_key(e, "id"); emit_str(e, c->id);
+        emit_key(e, "status"); emit_str(e, "RUNNING");
+        emit_key(e, "attempt"); emit_int(e, db_int(r, 0, 0));
+        api_reply_send(&out, c->req, 200);
     }
     free(c);
 }
@@ -117,15 +113,11 @@ static void ended(void *arg, const db_reply *reply, const PGresult *r, int first
         refuse_stale(c);
     else {
         announce_end(c->srv, r, first);
-        buf out;
-        buf_init(&out);
-        emit e;
-        emit_init(&e, &out);
-        emit_object(&e);
-        emit_key(&e, "id"); emit_str(&e, c->id);
-        emit_key(&e, "status"); api_emit_text_col(&e, r, first, 2);
-        emit_end(&e);
-        httpd_reply_buf(c->req, 200, &out);
+        api_reply out;
+        emit *e = api_reply_object(&out);
+        emit_key(e, "id"); emit_str(e, c->id);
+        emit_key(e, "status"); api_emit_text_col(e, r, first, 2);
+        api_reply_send(&out, c->req, 200);
     }
     free(c);
 }
@@ -199,25 +191,20 @@ static void ended_many(void *arg, const db_reply *reply, const PGresult *r, int 
 {
     finish_many_call *c = arg;
     if (reply->error) { api_db_error(c->req, reply); free(c); return; }
-    buf out;
-    buf_init(&out);
-    emit e;
-    emit_init(&e, &out);
-    emit_object(&e);
-    emit_key(&e, "tasks"); emit_array(&e);
+    api_reply out;
+    emit *e = api_reply_object(&out);
+    emit_key(e, "tasks"); emit_array(e);
     for (int row = first; row < first + n; row++) {
         announce_end(c->srv, r, row);
-        emit_object(&e);
-        emit_key(&e, "id"); api_emit_uuid_col(&e, r, row, 1);
-        emit_key(&e, "status"); api_emit_text_col(&e, r, row, 2);
+        emit_object(e);
+        emit_key(e, "id"); api_emit_uuid_col(e, r, row, 1);
+        emit_key(e, "status"); api_emit_text_col(e, r, row, 2);
         if (db_null(r, row, 2)) {
-            emit_key(&e, "error"); emit_str(&e, "the claim is not the task's current one (recovered, cancelled or finished)");
+            emit_key(e, "error"); emit_str(e, "the claim is not the task's current one (recovered, cancelled or finished)");
         }
-        emit_end(&e);
+        emit_end(e);
     }
-    emit_end(&e);
-    emit_end(&e);
-    httpd_reply_buf(c->req, 200, &out);
+    api_reply_send(&out, c->req, 200);
     free(c);
 }
 

@@ -92,17 +92,13 @@ static void list_done(void *arg, const db_reply *reply)
     dlq_call *c = arg;
     if (reply->error) { api_db_error(c->req, reply); call_free(c); return; }
     const PGresult *page = reply->results[1];
-    buf out;
-    buf_init(&out);
-    emit e;
-    emit_init(&e, &out);
-    emit_object(&e);
-    emit_key(&e, "messages"); emit_array(&e);
-    for (int row = 0; row < PQntuples(page); row++) dlq_row_json(&e, page, row);
-    emit_end(&e);
-    api_emit_pagination(&e, db_int(reply->results[0], 0, 0), c->limit, c->offset);
-    emit_end(&e);
-    httpd_reply_buf(c->req, 200, &out);
+    api_reply out;
+    emit *e = api_reply_object(&out);
+    emit_key(e, "messages"); emit_array(e);
+    for (int row = 0; row < PQntuples(page); row++) dlq_row_json(e, page, row);
+    emit_end(e);
+    api_emit_pagination(e, db_int(reply->results[0], 0, 0), c->limit, c->offset);
+    api_reply_send(&out, c->req, 200);
     call_free(c);
 }
 
@@ -133,24 +129,21 @@ static void replay_done(void *arg, const db_reply *reply)
     else if (reply->error) api_db_error(c->req, reply);
     else {
         const PGresult *r = reply->results[0];
-        buf out;
-        buf_init(&out);
-        emit e;
-        emit_init(&e, &out);
-        emit_object(&e);
-        emit_key(&e, "replayed"); emit_bool(&e, true);
-        emit_key(&e, "id"); emit_str(&e, c->id);
-        emit_key(&e, "messageId"); emit_uuid(&e, c->item.message_id);
-        emit_key(&e, "transactionId"); emit_str(&e, c->item.txn);
-        emit_key(&e, "queue"); emit_str(&e, c->item.queue);
-        emit_key(&e, "partition"); emit_str(&e, c->item.partition);
-        emit_key(&e, "partitionId"); api_emit_uuid_col(&e, r, 0, 1);
-        emit_key(&e, "offset"); emit_int(&e, db_int(r, 0, 2));
-        emit_end(&e);
+        api_reply out;
+        emit *e = api_reply_object(&out);
+        emit_key(e, "replayed"); emit_bool(e, true);
+        emit_key(e, "id"); emit_str(e, c->id);
+        emit_key(e, "messageId"); emit_uuid(e, c->item.message_id);
+        emit_key(e, "transactionId"); emit_str(e, c->item.txn);
+        emit_key(e, "queue"); emit_str(e, c->item.queue);
+        emit_key(e, "partition"); emit_str(e, c->item.partition);
+        emit_key(e, "partitionId"); api_emit_uuid_col(e, r, 0, 1);
+        emit_key(e, "offset"); emit_int(e, db_int(r, 0, 2));
+        emit_end(e);
         c->srv->stats.pushed++;
         const char *partition[1] = { c->item.partition };
         server_log_appended(c->srv, c->item.queue, partition, 1);
-        httpd_reply_buf(c->req, 200, &out);
+        api_reply_send(&out, c->req, 200);
     }
     call_free(c);
 }
@@ -298,14 +291,10 @@ static void delete_done(void *arg, const db_reply *reply)
     if (reply->error) api_db_error(c->req, reply);
     else if (db_int(reply->results[0], 0, 0) == 0) httpd_error(c->req, 404, "no dead letter for that message");
     else {
-        buf out;
-        buf_init(&out);
-        emit e;
-        emit_init(&e, &out);
-        emit_object(&e);
-        emit_key(&e, "deleted"); emit_int(&e, db_int(reply->results[0], 0, 0));
-        emit_end(&e);
-        httpd_reply_buf(c->req, 200, &out);
+        api_reply out;
+        emit *e = api_reply_object(&out);
+        emit_key(e, "deleted"); emit_int(e, db_int(reply->results[0], 0, 0));
+        api_reply_send(&out, c->req, 200);
     }
     call_free(c);
 }

@@ -235,17 +235,12 @@ static void rows_listed(void *arg, const db_reply *reply)
     rows_call *c = arg;
     if (reply->error) { api_db_error(c->req, reply); free(c); return; }
     const PGresult *r = reply->results[0];
-    buf out;
-    buf_init(&out);
-    emit e;
-    emit_init(&e, &out);
-    emit_object(&e);
-    emit_key(&e, c->member);
-    emit_array(&e);
-    for (int row = 0; row < PQntuples(r); row++) c->emit_row(&e, r, row);
-    emit_end(&e);
-    emit_end(&e);
-    httpd_reply_buf(c->req, 200, &out);
+    api_reply out;
+    emit *e = api_reply_object(&out);
+    emit_key(e, c->member);
+    emit_array(e);
+    for (int row = 0; row < PQntuples(r); row++) c->emit_row(e, r, row);
+    api_reply_send(&out, c->req, 200);
     free(c);
 }
 
@@ -275,20 +270,16 @@ static void page_listed(void *arg, const db_reply *reply)
     if (reply->error) { api_db_error(c->req, reply); free(c); return; }
     const PGresult *r = reply->results[0];
     int n = PQntuples(r);
-    buf out;
-    buf_init(&out);
-    emit e;
-    emit_init(&e, &out);
-    emit_object(&e);
-    emit_key(&e, c->page->member); emit_array(&e);
-    for (int row = 0; row < n; row++) c->page->emit_row(&e, r, row);
-    emit_end(&e);
+    api_reply out;
+    emit *e = api_reply_object(&out);
+    emit_key(e, c->page->member); emit_array(e);
+    for (int row = 0; row < n; row++) c->page->emit_row(e, r, row);
+    emit_end(e);
     /* A full page may have more after it: its last id is where the next starts. */
-    emit_key(&e, "nextCursor");
-    if (n == c->limit && n > 0) api_emit_uuid_col(&e, r, n - 1, c->page->id_col);
-    else emit_null(&e);
-    emit_end(&e);
-    httpd_reply_buf(c->req, 200, &out);
+    emit_key(e, "nextCursor");
+    if (n == c->limit && n > 0) api_emit_uuid_col(e, r, n - 1, c->page->id_col);
+    else emit_null(e);
+    api_reply_send(&out, c->req, 200);
     free(c);
 }
 

@@ -53,16 +53,11 @@ static void listed(void *arg, const db_reply *reply)
     server *srv = c->srv;
     free(c);
     if (reply->error) { api_db_error(req, reply); return; }
-    buf out;
-    buf_init(&out);
-    emit e;
-    emit_init(&e, &out);
-    emit_object(&e);
-    emit_key(&e, "schedules"); emit_array(&e);
-    for (size_t i = 0; i < srv->conf.nschedules; i++) emit_schedule(&e, &srv->conf.schedules[i], reply->results[0]);
-    emit_end(&e);
-    emit_end(&e);
-    httpd_reply_buf(req, 200, &out);
+    api_reply out;
+    emit *e = api_reply_object(&out);
+    emit_key(e, "schedules"); emit_array(e);
+    for (size_t i = 0; i < srv->conf.nschedules; i++) emit_schedule(e, &srv->conf.schedules[i], reply->results[0]);
+    api_reply_send(&out, req, 200);
 }
 
 void api_schedule_list(httpd_req *req, server *srv)

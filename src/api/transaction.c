@@ -154,15 +154,11 @@ static void put_results(emit *e, const tx_request *tx)
 
 static void reply_failure(httpd_req *req, const char *why)
 {
-    buf out;
-    buf_init(&out);
-    emit e;
-    emit_init(&e, &out);
-    emit_object(&e);
-    emit_key(&e, "success"); emit_bool(&e, false);
-    emit_key(&e, "error"); emit_str(&e, why);
-    emit_end(&e);
-    httpd_reply_buf(req, 200, &out);
+    api_reply out;
+    emit *e = api_reply_object(&out);
+    emit_key(e, "success"); emit_bool(e, false);
+    emit_key(e, "error"); emit_str(e, why);
+    api_reply_send(&out, req, 200);
 }
 
 static void tx_done(tx_request *tx, void *arg)
@@ -173,22 +169,19 @@ static void tx_done(tx_request *tx, void *arg)
     else {
         uint8_t id[16];
         ids_uuid7(id);
-        buf out;
-        buf_init(&out);
-        emit e;
-        emit_init(&e, &out);
-        emit_object(&e);
-        emit_key(&e, "transactionId"); emit_uuid(&e, id);
-        emit_key(&e, "success"); emit_bool(&e, true);
-        emit_key(&e, "results"); emit_array(&e);
-        put_results(&e, tx);
-        emit_end(&e);
-        emit_end(&e);
+        api_reply out;
+        emit *e = api_reply_object(&out);
+        emit_key(e, "transactionId"); emit_uuid(e, id);
+        emit_key(e, "success"); emit_bool(e, true);
+        emit_key(e, "results"); emit_array(e);
+        put_results(e, tx);
+        emit_end(e);
+        emit_end(e);
         for (size_t i = 0; i < tx->npushes; i++)
             if (i == 0 || strcmp(tx->pushes[i].queue, tx->pushes[i - 1].queue) != 0)
                 server_log_appended(c->srv, tx->pushes[i].queue, NULL, 0);
         api_announce_released(c->srv, tx->acks, tx->nacks);
-        httpd_reply_buf(c->req, 200, &out);
+        api_reply_send(&out, c->req, 200);
     }
     tx_request_free(tx);
     free(c);

@@ -1,0 +1,20 @@
+/* reply: writing a handler's JSON answer (see api.h). Every reply body goes
+ * through base/emit, so opening one and handing it to the request is the
+ * same few lines in every handler: written once here. */
+#include "api/api.h"
+
+emit *api_reply_object(api_reply *r)
+{
+    buf_init(&r->body);
+    emit_init(&r->e, &r->body);
+    emit_object(&r->e);
+    return &r->e;
+}
+
+void api_reply_send(api_reply *r, httpd_req *req, int status)
+{
+    /* Closing here what the handler left open keeps "one emit_end per
+     * container" out of every handler's tail. */
+    while (r->e.depth > 0) emit_end(&r->e);
+    httpd_reply_buf(req, status, &r->body);
+}
