@@ -90,14 +90,7 @@ static int ack_report(const ack_opts *o, const http_response *r)
     if (cli_parse_reply(r, &d) < 0) { json_doc_fini(&d); return CLI_EXIT_FAILED; }
     int result = json_at(&d, 0, 0);
     if (o->json) cli_print_json(r->body.data, r->body.len);
-    else {
-        static const char *const headers[] = { "FIELD", "VALUE" };
-        cli_table t;
-        cli_table_init(&t, 2, headers);
-        cli_table_add_members(&t, &d, result);
-        cli_table_print(&t, stdout);
-        cli_table_fini(&t);
-    }
+    else cli_print_members(&d, result, "FIELD");
     int rc = ack_outcome(&d, result);
     json_doc_fini(&d);
     return rc;

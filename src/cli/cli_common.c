@@ -526,10 +526,40 @@ int cli_get_page(const char *path, const cli_param *filters, size_t nfilters, lo
 
 void cli_render_fields(const json_doc *d)
 {
+    cli_print_members(d, 0, "FIELD");
+}
+
+void cli_print_members(const json_doc *d, int obj, const char *key_header)
+{
+    const char *const headers[] = { key_header, "VALUE" };
+    cli_table t;
+    cli_table_init(&t, 2, headers);
+    cli_table_add_members(&t, d, obj);
+    cli_table_print(&t, stdout);
+    cli_table_fini(&t);
+}
+
+void cli_print_named_fields(const json_doc *d, const char *const *fields, size_t nfields)
+{
     static const char *const headers[] = { "FIELD", "VALUE" };
     cli_table t;
     cli_table_init(&t, 2, headers);
-    cli_table_add_members(&t, d, 0);
+    for (size_t i = 0; i < nfields; i++) {
+        cli_table_add(&t, fields[i]);
+        cli_table_add_field(&t, d, 0, fields[i]);
+    }
     cli_table_print(&t, stdout);
+    cli_table_fini(&t);
+}
+
+void cli_print_rows(const json_doc *d, const char *member, int ncols, const char *const *headers,
+                    const char *const *fields, const char *none)
+{
+    int list = json_get(d, 0, member), row;
+    cli_table t;
+    cli_table_init(&t, ncols, headers);
+    for (uint32_t i = 0; list >= 0 && (row = json_at(d, (uint32_t)list, i)) >= 0; i++)
+        for (int f = 0; f < ncols; f++) cli_table_add_field(&t, d, row, fields[f]);
+    cli_table_print_or(&t, none);
     cli_table_fini(&t);
 }

@@ -139,6 +139,19 @@ void cli_table_print(const cli_table *t, FILE *f);
 void cli_table_print_or(const cli_table *t, const char *none);
 void cli_table_fini(cli_table *t);
 
+/* The tables most replies are shown as, printed on stdout. */
+/* One row per element of the array at member of the reply's object: each
+ * of the ncols fields (dotted member paths) under its header; the line
+ * none instead when the array is empty or absent. */
+void cli_print_rows(const json_doc *d, const char *member, int ncols, const char *const *headers,
+                    const char *const *fields, const char *none);
+/* A two-column table of obj's members: key_header ("FIELD", "OPTION") and
+ * VALUE. */
+void cli_print_members(const json_doc *d, int obj, const char *key_header);
+/* A FIELD/VALUE table of the named members of the reply's object, in the
+ * order given ("-" for an absent one). */
+void cli_print_named_fields(const json_doc *d, const char *const *fields, size_t nfields);
+
 /* Commands with verbs ("silt queues show q"): one row per verb. */
 typedef struct cli_verb {
     const char *name;                     /* "show" */

@@ -91,26 +91,14 @@ static void groups_show_cursors(const json_doc *d)
         "queue", "partition", "committedOffset", "lag", "timeLag", "retryCount",
         "totalConsumed", "lease.leaseId", "lease.expiresAt", "lastActivityAt",
     };
-    int list = json_get(d, 0, "partitions"), p;
-    cli_table t;
-    cli_table_init(&t, 10, headers);
-    for (uint32_t i = 0; list >= 0 && (p = json_at(d, (uint32_t)list, i)) >= 0; i++)
-        for (int f = 0; f < 10; f++) cli_table_add_field(&t, d, p, fields[f]);
-    cli_table_print_or(&t, "(no cursors)");
-    cli_table_fini(&t);
+    cli_print_rows(d, "partitions", 10, headers, fields, "(no cursors)");
 }
 
 static void groups_show_subscriptions(const json_doc *d)
 {
     static const char *const headers[] = { "SUBSCRIBED_QUEUE", "FROM", "CREATED_AT" };
     static const char *const fields[] = { "queue", "from", "createdAt" };
-    int list = json_get(d, 0, "subscriptions"), s;
-    cli_table t;
-    cli_table_init(&t, 3, headers);
-    for (uint32_t i = 0; list >= 0 && (s = json_at(d, (uint32_t)list, i)) >= 0; i++)
-        for (int f = 0; f < 3; f++) cli_table_add_field(&t, d, s, fields[f]);
-    cli_table_print_or(&t, "(no subscriptions)");
-    cli_table_fini(&t);
+    cli_print_rows(d, "subscriptions", 3, headers, fields, "(no subscriptions)");
 }
 
 static void groups_show_render(const json_doc *d)

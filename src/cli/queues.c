@@ -124,25 +124,14 @@ static void queues_show_partitions(const json_doc *d)
     static const char *const fields[] = {
         "name", "id", "lastOffset", "logStart", "messages", "lastWriteAt",
     };
-    int list = json_get(d, 0, "partitionList"), p;
-    cli_table t;
-    cli_table_init(&t, 6, headers);
-    for (uint32_t i = 0; list >= 0 && (p = json_at(d, (uint32_t)list, i)) >= 0; i++)
-        for (int f = 0; f < 6; f++) cli_table_add_field(&t, d, p, fields[f]);
-    cli_table_print_or(&t, "(no partitions)");
-    cli_table_fini(&t);
+    cli_print_rows(d, "partitionList", 6, headers, fields, "(no partitions)");
 }
 
 static void queues_show_render(const json_doc *d)
 {
     queues_show_summary(d);
-    static const char *const headers[] = { "OPTION", "VALUE" };
-    cli_table t;
-    cli_table_init(&t, 2, headers);
-    cli_table_add_members(&t, d, json_get(d, 0, "options"));
     putchar('\n');
-    cli_table_print(&t, stdout);
-    cli_table_fini(&t);
+    cli_print_members(d, json_get(d, 0, "options"), "OPTION");
     putchar('\n');
     queues_show_partitions(d);
 }

@@ -337,15 +337,7 @@ static void get_render(const json_doc *d)
         "errorCode", "errorMessage", "workerId", "sentAt", "runAt", "claimedAt", "startedAt", "finishedAt",
         "goodUntil", "timeoutMs", "cancelRequested", "idempotencyKey", "retentionClassKey",
     };
-    static const char *const headers[] = { "FIELD", "VALUE" };
-    cli_table t;
-    cli_table_init(&t, 2, headers);
-    for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++) {
-        cli_table_add(&t, fields[i]);
-        cli_table_add_field(&t, d, 0, fields[i]);
-    }
-    cli_table_print(&t, stdout);
-    cli_table_fini(&t);
+    cli_print_named_fields(d, fields, sizeof fields / sizeof fields[0]);
 }
 
 static int task_get(int argc, char **argv)
@@ -420,13 +412,7 @@ static void list_render(const json_doc *d)
 {
     static const char *const headers[] = { "ID", "NAME", "QUEUE", "STATUS", "ATTEMPT", "SENT_AT" };
     static const char *const fields[] = { "id", "name", "queue", "status", "attempt", "sentAt" };
-    int list = json_get(d, 0, "tasks"), task;
-    cli_table t;
-    cli_table_init(&t, 6, headers);
-    for (uint32_t i = 0; list >= 0 && (task = json_at(d, (uint32_t)list, i)) >= 0; i++)
-        for (int f = 0; f < 6; f++) cli_table_add_field(&t, d, task, fields[f]);
-    cli_table_print_or(&t, "(no tasks)");
-    cli_table_fini(&t);
+    cli_print_rows(d, "tasks", 6, headers, fields, "(no tasks)");
 }
 
 static int list_run(const char *queue, const char *status, long limit, const char *cursor, bool json)

@@ -103,13 +103,7 @@ static void leaves_render(const json_doc *d)
 {
     static const char *const headers[] = { "LEAF", "CLASS", "DAY", "BYTES", "DROPS_AT", "STATE" };
     static const char *const fields[] = { "leaf", "classKey", "day", "bytes", "dropsAt", "state" };
-    int list = json_get(d, 0, "leaves"), l;
-    cli_table t;
-    cli_table_init(&t, 6, headers);
-    for (uint32_t i = 0; list >= 0 && (l = json_at(d, (uint32_t)list, i)) >= 0; i++)
-        for (int f = 0; f < 6; f++) cli_table_add_field(&t, d, l, fields[f]);
-    cli_table_print_or(&t, "(no leaves)");
-    cli_table_fini(&t);
+    cli_print_rows(d, "leaves", 6, headers, fields, "(no leaves)");
 }
 
 int cli_task_retention_leaves(int argc, char **argv)

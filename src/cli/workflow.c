@@ -237,15 +237,7 @@ static void fields_render(const json_doc *d)
         "id", "name", "status", "onError", "output", "createdAt", "startedAt", "pausedAt", "finishedAt",
         "result", "errorCode", "errorMessage",
     };
-    static const char *const headers[] = { "FIELD", "VALUE" };
-    cli_table t;
-    cli_table_init(&t, 2, headers);
-    for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++) {
-        cli_table_add(&t, fields[i]);
-        cli_table_add_field(&t, d, 0, fields[i]);
-    }
-    cli_table_print(&t, stdout);
-    cli_table_fini(&t);
+    cli_print_named_fields(d, fields, sizeof fields / sizeof fields[0]);
 }
 
 static bool absent(const json_doc *d, int tok)
@@ -333,13 +325,7 @@ static void list_render(const json_doc *d)
 {
     static const char *const headers[] = { "ID", "NAME", "STATUS", "CREATED_AT", "FINISHED_AT" };
     static const char *const fields[] = { "id", "name", "status", "createdAt", "finishedAt" };
-    int list = json_get(d, 0, "workflows"), wf;
-    cli_table t;
-    cli_table_init(&t, 5, headers);
-    for (uint32_t i = 0; list >= 0 && (wf = json_at(d, (uint32_t)list, i)) >= 0; i++)
-        for (int f = 0; f < 5; f++) cli_table_add_field(&t, d, wf, fields[f]);
-    cli_table_print_or(&t, "(no workflows)");
-    cli_table_fini(&t);
+    cli_print_rows(d, "workflows", 5, headers, fields, "(no workflows)");
 }
 
 /* A workflow status, any case, in upper case; NULL when it is none. The
