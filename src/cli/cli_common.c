@@ -508,6 +508,45 @@ int cli_call_within(const char *method, const char *path, const buf *body, int t
     return call_render(method, path, body, timeout_ms, json, render, false);
 }
 
+/* The item's path, then either the rendered call or the judged request. */
+static int item_verb_run(const cli_item_verb *v, int argc, char **argv, cli_render_fn render,
+                         cli_report_fn report)
+{
+    bool json = false;
+    const cli_opt opts[] = { { "json", CLI_OPT_FLAG, &json } };
+    const cli_cmd cmd = { v->name, v->usage, opts, 1, 1, 1 };
+    cli_args a;
+    int rc;
+    if (cli_parse(&cmd, argc, argv, &a, &rc) == 0) {
+        buf path;
+        buf_init(&path);
+        buf_puts(&path, v->collection);
+        cli_path_segment(&path, a.pos[0]);
+        if (v->suffix) buf_puts(&path, v->suffix);
+        if (render) {
+            rc = cli_call(v->method, path.data, NULL, json, render);
+        } else {
+            http_response r;
+            http_response_init(&r);
+            rc = cli_request(v->method, path.data, NULL, 0, &r) < 0 ? CLI_EXIT_FAILED : report(a.pos[0], json, &r);
+            http_response_fini(&r);
+        }
+        buf_fini(&path);
+    }
+    cli_args_fini(&a);
+    return rc;
+}
+
+int cli_item_call(const cli_item_verb *v, int argc, char **argv, cli_render_fn render)
+{
+    return item_verb_run(v, argc, argv, render, NULL);
+}
+
+int cli_item_request(const cli_item_verb *v, int argc, char **argv, cli_report_fn report)
+{
+    return item_verb_run(v, argc, argv, NULL, report);
+}
+
 int cli_get_page(const char *path, const cli_param *filters, size_t nfilters, long limit, const char *cursor,
                  bool json, cli_render_fn render)
 {

@@ -19,6 +19,16 @@
 #define CLI_MAX_TOKENS  (1u << 22)   /* JSON tokens accepted in a payload or a reply */
 #define CLI_WAIT_SLACK_MS 30000      /* a held request's client timeout beyond its wait */
 
+/* The lines that end most usage texts, written once so every command
+ * words them alike: the two options every client command takes, and where
+ * the server is. */
+#define CLI_USAGE_JSON_HELP \
+    "  --json         print the server's reply as JSON\n" \
+    "  --help         show this help\n"
+#define CLI_USAGE_SERVER \
+    "\n" \
+    "The server is SILT_URL (default " CLI_DEFAULT_URL ").\n"
+
 typedef enum cli_opt_kind {
     CLI_OPT_FLAG,   /* dest is bool *: set true */
     CLI_OPT_STR,    /* dest is const char **: the argument (last one wins) */
@@ -185,6 +195,26 @@ int  cli_call_within(const char *method, const char *path, const buf *body, int 
  * 0) and waited for that long plus a margin: the reply rendered or printed
  * as cli_call does. */
 int  cli_get_waiting(const char *collection, const char *id, long wait_ms, bool json, cli_render_fn render);
+
+/* A verb on one item its only argument names, with --json as its only
+ * option ("silt queues show q", "silt dlq replay id"): method on
+ * collection/<argument><suffix>. */
+typedef struct cli_item_verb {
+    const char *name;         /* for messages: "queues show" */
+    const char *usage;
+    const char *method;       /* "GET" */
+    const char *collection;   /* "/api/v1/resources/queues" */
+    const char *suffix;       /* after the item's segment ("/replay"), or NULL */
+} cli_item_verb;
+/* Runs the verb with the reply printed as JSON or rendered, as cli_call
+ * does; the exit status. */
+int  cli_item_call(const cli_item_verb *v, int argc, char **argv, cli_render_fn render);
+/* Judges a reply below 400 to a verb on item id (printing what it says);
+ * the exit status. */
+typedef int (*cli_report_fn)(const char *id, bool json, const http_response *r);
+/* Runs the verb with a reply the command judges itself (a delete that found
+ * nothing fails): errors printed as cli_request does, else report's status. */
+int  cli_item_request(const cli_item_verb *v, int argc, char **argv, cli_report_fn report);
 
 /* One query parameter; a NULL value is left out. */
 typedef struct cli_param {

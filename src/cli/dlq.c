@@ -125,22 +125,8 @@ static int dlq_list(int argc, char **argv)
 
 static int dlq_replay(int argc, char **argv)
 {
-    bool json = false;
-    const cli_opt opts[] = { { "json", CLI_OPT_FLAG, &json } };
-    const cli_cmd cmd = { "dlq replay", replay_usage, opts, 1, 1, 1 };
-    cli_args a;
-    int rc;
-    if (cli_parse(&cmd, argc, argv, &a, &rc) == 0) {
-        buf path;
-        buf_init(&path);
-        buf_puts(&path, "/api/v1/dlq");
-        cli_path_segment(&path, a.pos[0]);
-        buf_puts(&path, "/replay");
-        rc = cli_call("POST", path.data, NULL, json, cli_render_fields);
-        buf_fini(&path);
-    }
-    cli_args_fini(&a);
-    return rc;
+    static const cli_item_verb verb = { "dlq replay", replay_usage, "POST", "/api/v1/dlq", "/replay" };
+    return cli_item_call(&verb, argc, argv, cli_render_fields);
 }
 
 static void dlq_rm_render(const json_doc *d)

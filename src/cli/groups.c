@@ -19,10 +19,8 @@ static const char groups_usage[] =
     "  rm <group>     delete the group's cursors (see \"silt groups rm --help\")\n"
     "\n"
     "options:\n"
-    "  --json         print the server's reply as JSON\n"
-    "  --help         show this help\n"
-    "\n"
-    "The server is SILT_URL (default " CLI_DEFAULT_URL ").\n";
+    CLI_USAGE_JSON_HELP
+    CLI_USAGE_SERVER;
 
 static const char show_usage[] =
     "usage: silt groups show <group> [--json]\n"
@@ -31,8 +29,7 @@ static const char show_usage[] =
     "offset, lag, retries, live lease) and its stored subscriptions.\n"
     "\n"
     "options:\n"
-    "  --json         print the server's reply as JSON\n"
-    "  --help         show this help\n";
+    CLI_USAGE_JSON_HELP;
 
 static const char rm_usage[] =
     "usage: silt groups rm <group> [--queue Q] [--delete-metadata] [--json]\n"
@@ -120,21 +117,8 @@ static int groups_list(int argc, char **argv)
 
 static int groups_show(int argc, char **argv)
 {
-    bool json = false;
-    const cli_opt opts[] = { { "json", CLI_OPT_FLAG, &json } };
-    const cli_cmd cmd = { "groups show", show_usage, opts, 1, 1, 1 };
-    cli_args a;
-    int rc;
-    if (cli_parse(&cmd, argc, argv, &a, &rc) == 0) {
-        buf path;
-        buf_init(&path);
-        buf_puts(&path, "/api/v1/consumer-groups");
-        cli_path_segment(&path, a.pos[0]);
-        rc = cli_call("GET", path.data, NULL, json, groups_show_render);
-        buf_fini(&path);
-    }
-    cli_args_fini(&a);
-    return rc;
+    static const cli_item_verb verb = { "groups show", show_usage, "GET", "/api/v1/consumer-groups", NULL };
+    return cli_item_call(&verb, argc, argv, groups_show_render);
 }
 
 static void groups_rm_render(const json_doc *d)

@@ -30,8 +30,7 @@ static const char show_usage[] =
     "Shows a queue: its tags and counts, its options and its partitions.\n"
     "\n"
     "options:\n"
-    "  --json         print the server's reply as JSON\n"
-    "  --help         show this help\n";
+    CLI_USAGE_JSON_HELP;
 
 static const char rm_usage[] =
     "usage: silt queues rm <queue> [--json]\n"
@@ -40,8 +39,7 @@ static const char rm_usage[] =
     "group cursors, subscriptions and dead letters. There is no undo.\n"
     "\n"
     "options:\n"
-    "  --json         print the server's reply as JSON\n"
-    "  --help         show this help\n";
+    CLI_USAGE_JSON_HELP;
 
 static const char overview_usage[] =
     "usage: silt queues overview [--json]\n"
@@ -50,8 +48,7 @@ static const char overview_usage[] =
     "consumer groups, active leases, dead letters and the last write.\n"
     "\n"
     "options:\n"
-    "  --json         print the server's reply as JSON\n"
-    "  --help         show this help\n";
+    CLI_USAGE_JSON_HELP;
 
 /* "group=N group=N" from messages.pending, "-" when no group reads the queue. */
 static void queues_add_pending(cli_table *t, const json_doc *d, int queue)
@@ -143,21 +140,8 @@ static int queues_list(int argc, char **argv)
 
 static int queues_show(int argc, char **argv)
 {
-    bool json = false;
-    const cli_opt opts[] = { { "json", CLI_OPT_FLAG, &json } };
-    const cli_cmd cmd = { "queues show", show_usage, opts, 1, 1, 1 };
-    cli_args a;
-    int rc;
-    if (cli_parse(&cmd, argc, argv, &a, &rc) == 0) {
-        buf path;
-        buf_init(&path);
-        buf_puts(&path, "/api/v1/resources/queues");
-        cli_path_segment(&path, a.pos[0]);
-        rc = cli_call("GET", path.data, NULL, json, queues_show_render);
-        buf_fini(&path);
-    }
-    cli_args_fini(&a);
-    return rc;
+    static const cli_item_verb verb = { "queues show", show_usage, "GET", "/api/v1/resources/queues", NULL };
+    return cli_item_call(&verb, argc, argv, queues_show_render);
 }
 
 /* {"deleted": false} (nothing by that name) is a failure, like a 404. */
@@ -177,25 +161,8 @@ static int queues_rm_report(const char *queue, bool json, const http_response *r
 
 static int queues_rm(int argc, char **argv)
 {
-    bool json = false;
-    const cli_opt opts[] = { { "json", CLI_OPT_FLAG, &json } };
-    const cli_cmd cmd = { "queues rm", rm_usage, opts, 1, 1, 1 };
-    cli_args a;
-    int rc;
-    if (cli_parse(&cmd, argc, argv, &a, &rc) == 0) {
-        buf path;
-        buf_init(&path);
-        buf_puts(&path, "/api/v1/resources/queues");
-        cli_path_segment(&path, a.pos[0]);
-        http_response r;
-        http_response_init(&r);
-        rc = cli_request("DELETE", path.data, NULL, 0, &r) < 0
-           ? CLI_EXIT_FAILED : queues_rm_report(a.pos[0], json, &r);
-        http_response_fini(&r);
-        buf_fini(&path);
-    }
-    cli_args_fini(&a);
-    return rc;
+    static const cli_item_verb verb = { "queues rm", rm_usage, "DELETE", "/api/v1/resources/queues", NULL };
+    return cli_item_request(&verb, argc, argv, queues_rm_report);
 }
 
 static int queues_overview(int argc, char **argv)

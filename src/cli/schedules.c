@@ -14,10 +14,8 @@ static const char schedules_usage[] =
     "slot fired or passed over) and lastTaskId.\n"
     "\n"
     "options:\n"
-    "  --json         print the server's reply as JSON\n"
-    "  --help         show this help\n"
-    "\n"
-    "The server is SILT_URL (default " CLI_DEFAULT_URL ").\n";
+    CLI_USAGE_JSON_HELP
+    CLI_USAGE_SERVER;
 
 static void schedules_render(const json_doc *d)
 {

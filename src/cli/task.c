@@ -62,8 +62,7 @@ static const char get_usage[] =
     "\n"
     "options:\n"
     "  --wait MS      wait up to MS ms (at most 60000) for it to end first\n"
-    "  --json         print the server's reply as JSON\n"
-    "  --help         show this help\n";
+    CLI_USAGE_JSON_HELP;
 
 static const char cancel_usage[] =
     "usage: silt task cancel <id> [--json]\n"
@@ -73,8 +72,7 @@ static const char cancel_usage[] =
     "Cancelling a task that already ended changes nothing and exits 1.\n"
     "\n"
     "options:\n"
-    "  --json         print the server's reply as JSON\n"
-    "  --help         show this help\n";
+    CLI_USAGE_JSON_HELP;
 
 static const char list_usage[] =
     "usage: silt task list [--queue Q] [--status S] [--limit N] [--cursor C] [--json]\n"
@@ -88,8 +86,7 @@ static const char list_usage[] =
     "                 COMPLETED, FAILED, CANCELLED or EXPIRED\n"
     "  --limit N      tasks per page, 1 to 1000 (default 100)\n"
     "  --cursor C     the page after C (the cursor a previous page printed)\n"
-    "  --json         print the server's reply as JSON\n"
-    "  --help         show this help\n";
+    CLI_USAGE_JSON_HELP;
 
 static const char workers_usage[] =
     "usage: silt workers [--json]\n"
@@ -98,10 +95,8 @@ static const char workers_usage[] =
     "were last seen, and the tasks each holds claimed and running.\n"
     "\n"
     "options:\n"
-    "  --json         print the server's reply as JSON\n"
-    "  --help         show this help\n"
-    "\n"
-    "The server is SILT_URL (default " CLI_DEFAULT_URL ").\n";
+    CLI_USAGE_JSON_HELP
+    CLI_USAGE_SERVER;
 
 /* ---- send ------------------------------------------------------------- */
 
@@ -385,25 +380,8 @@ static int cancel_report(const char *id, bool json, const http_response *r)
 
 static int task_cancel(int argc, char **argv)
 {
-    bool json = false;
-    const cli_opt opts[] = { { "json", CLI_OPT_FLAG, &json } };
-    const cli_cmd cmd = { "task cancel", cancel_usage, opts, 1, 1, 1 };
-    cli_args a;
-    int rc;
-    if (cli_parse(&cmd, argc, argv, &a, &rc) == 0) {
-        buf path;
-        buf_init(&path);
-        buf_puts(&path, "/api/v1/tasks");
-        cli_path_segment(&path, a.pos[0]);
-        buf_puts(&path, "/cancel");
-        http_response r;
-        http_response_init(&r);
-        rc = cli_request("POST", path.data, NULL, 0, &r) < 0 ? CLI_EXIT_FAILED : cancel_report(a.pos[0], json, &r);
-        http_response_fini(&r);
-        buf_fini(&path);
-    }
-    cli_args_fini(&a);
-    return rc;
+    static const cli_item_verb verb = { "task cancel", cancel_usage, "POST", "/api/v1/tasks", "/cancel" };
+    return cli_item_request(&verb, argc, argv, cancel_report);
 }
 
 /* ---- list ------------------------------------------------------------- */

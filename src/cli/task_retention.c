@@ -21,10 +21,8 @@ static const char classes_usage[] =
     "shows when each class was registered.\n"
     "\n"
     "options:\n"
-    "  --json         print the server's reply as JSON\n"
-    "  --help         show this help\n"
-    "\n"
-    "The server is SILT_URL (default " CLI_DEFAULT_URL ").\n";
+    CLI_USAGE_JSON_HELP
+    CLI_USAGE_SERVER;
 
 static const char leaves_usage[] =
     "usage: silt retention leaves [--class K] [--json]\n"
@@ -37,10 +35,8 @@ static const char leaves_usage[] =
     "\n"
     "options:\n"
     "  --class K      only class K's leaves\n"
-    "  --json         print the server's reply as JSON\n"
-    "  --help         show this help\n"
-    "\n"
-    "The server is SILT_URL (default " CLI_DEFAULT_URL ").\n";
+    CLI_USAGE_JSON_HELP
+    CLI_USAGE_SERVER;
 
 static const char coverage_usage[] =
     "usage: silt retention coverage [--json]\n"

@@ -48,8 +48,7 @@ static const char start_usage[] =
     "starts nothing, and every problem is printed on its own line (exit 1).\n"
     "\n"
     "options:\n"
-    "  --json         print the server's reply as JSON\n"
-    "  --help         show this help\n";
+    CLI_USAGE_JSON_HELP;
 
 static const char get_usage[] =
     "usage: silt workflow get <id> [--wait MS] [--json]\n"
@@ -60,8 +59,7 @@ static const char get_usage[] =
     "\n"
     "options:\n"
     "  --wait MS      wait up to MS ms (at most 60000) for it to end first\n"
-    "  --json         print the server's reply as JSON\n"
-    "  --help         show this help\n";
+    CLI_USAGE_JSON_HELP;
 
 static const char list_usage[] =
     "usage: silt workflow list [--status S] [--name N] [--limit N] [--cursor C] [--json]\n"
@@ -75,8 +73,7 @@ static const char list_usage[] =
     "  --name N       only workflows named N\n"
     "  --limit N      workflows per page, 1 to 1000 (default 100)\n"
     "  --cursor C     the page after C (the cursor a previous page printed)\n"
-    "  --json         print the server's reply as JSON\n"
-    "  --help         show this help\n";
+    CLI_USAGE_JSON_HELP;
 
 static const char pause_usage[] =
     "usage: silt workflow pause <id> [--json]\n"
@@ -87,8 +84,7 @@ static const char pause_usage[] =
     "the exit status is 1.\n"
     "\n"
     "options:\n"
-    "  --json         print the server's reply as JSON\n"
-    "  --help         show this help\n";
+    CLI_USAGE_JSON_HELP;
 
 static const char resume_usage[] =
     "usage: silt workflow resume <id> [--json]\n"
@@ -98,8 +94,7 @@ static const char resume_usage[] =
     "resumed: its status is printed and the exit status is 1.\n"
     "\n"
     "options:\n"
-    "  --json         print the server's reply as JSON\n"
-    "  --help         show this help\n";
+    CLI_USAGE_JSON_HELP;
 
 static const char cancel_usage[] =
     "usage: silt workflow cancel <id> [--json]\n"
@@ -110,8 +105,7 @@ static const char cancel_usage[] =
     "not cancelled: its status is printed and the exit status is 1.\n"
     "\n"
     "options:\n"
-    "  --json         print the server's reply as JSON\n"
-    "  --help         show this help\n";
+    CLI_USAGE_JSON_HELP;
 
 /* ---- start ------------------------------------------------------------ */
 
