@@ -39,6 +39,18 @@ int  api_name_too_long(httpd_req *req, const char *field, const char *where, con
  * connection (abandon.c). Its done must be what answers req, so req is
  * still there when the pool looks at it. */
 void api_submit(httpd_req *req, server *srv, db_job *job);
+/* What a callback needs to answer a request once the engine is done with
+ * its work: the request and its server (for calls that carry nothing
+ * more). xcalloc'd; the callback frees it. */
+typedef struct api_call {
+    httpd_req *req;
+    server    *srv;
+} api_call;
+api_call *api_call_new(httpd_req *req, server *srv);
+/* The most common job: one statement with text values, its reply to done
+ * (arg passed along), submitted as api_submit does. */
+void api_submit_stmt(httpd_req *req, server *srv, db_stmt stmt, const char *const *values, db_done_fn done,
+                     void *arg);
 /* The server's httpd_on_leave hook: has the pool drop what such requests
  * left waiting. */
 void api_client_left(httpd_req *req, void *srv);

@@ -90,9 +90,7 @@ void api_task_start(httpd_req *req, server *srv)
     json_doc_fini(&d);
     if (!c) return;
     const char *values[2] = { c->id, claim };
-    db_job *job = db_job_new(started, c);
-    db_job_call(job, STMT_TASK_START, values, NULL, NULL);
-    api_submit(req, srv, job);
+    api_submit_stmt(req, srv, STMT_TASK_START, values, started, c);
 }
 
 /* A row of tasks.finish_many (idx, id, status, queue): what others must hear. */
@@ -182,14 +180,9 @@ void api_task_fail(httpd_req *req, server *srv)
 
 /* ---- many ends at once: POST /api/v1/workers/:workerId/finish ---- */
 
-typedef struct finish_many_call {
-    httpd_req *req;
-    server    *srv;
-} finish_many_call;
-
 static void ended_many(void *arg, const db_reply *reply, const PGresult *r, int first, int n)
 {
-    finish_many_call *c = arg;
+    api_call *c = arg;
     if (reply->error) { api_db_error(c->req, reply); free(c); return; }
     api_reply out;
     emit *e = api_reply_object(&out);
@@ -266,9 +259,7 @@ void api_worker_finish(httpd_req *req, server *srv)
         gather *g = task_hub_finishes(srv->tasks);
         db_array *ga = gather_arrays(g);
         for (int i = 0; i < TASK_FINISH_ARRAYS; i++) db_array_append(&ga[i], &a[i]);
-        finish_many_call *c = xcalloc(1, sizeof *c);
-        c->req = req;
-        c->srv = srv;
+        api_call *c = api_call_new(req, srv);
         gather_add(g, (int)count, &req->left, &req->sent, ended_many, c);   /* req is freed by the reply in ended_many */
     }
     for (int i = 0; i < TASK_FINISH_ARRAYS; i++) db_array_fini(&a[i]);

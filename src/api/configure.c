@@ -82,9 +82,7 @@ void api_configure(httpd_req *req, server *srv)
     c->queue = queue;
     queue = NULL;
     const char *values[4] = { c->queue, ns, task, patch.data };
-    db_job *job = db_job_new(configure_done, c);
-    db_job_call(job, STMT_CONFIGURE, values, NULL, NULL);
-    api_submit(req, srv, job);
+    api_submit_stmt(req, srv, STMT_CONFIGURE, values, configure_done, c);
 out:
     free(queue); free(ns); free(task);
     buf_fini(&patch);

@@ -205,9 +205,7 @@ void api_dlq_replay(httpd_req *req, server *srv)
     dlq_call *c = call_new(req, srv);
     if (api_read_uuid(req, req->params[0], c->id, "id") < 0) { call_free(c); return; }
     const char *values[1] = { c->id };
-    db_job *job = db_job_new(replay_fetched, c);
-    db_job_call(job, STMT_DLQ_GET, values, NULL, NULL);
-    api_submit(req, srv, job);
+    api_submit_stmt(req, srv, STMT_DLQ_GET, values, replay_fetched, c);
 }
 
 /* ---- messages by (partitionId, transactionId) ---- */
@@ -304,7 +302,5 @@ void api_message_delete(httpd_req *req, server *srv)
     dlq_call *c = call_new(req, srv);
     if (api_read_uuid(req, req->params[0], c->id, "partitionId") < 0) { call_free(c); return; }
     const char *values[2] = { c->id, req->params[1] };
-    db_job *job = db_job_new(delete_done, c);
-    db_job_call(job, STMT_DLQ_DELETE_MESSAGE, values, NULL, NULL);
-    api_submit(req, srv, job);
+    api_submit_stmt(req, srv, STMT_DLQ_DELETE_MESSAGE, values, delete_done, c);
 }

@@ -66,7 +66,5 @@ void api_lease_extend(httpd_req *req, server *srv)
     char secs[24];
     snprintf(secs, sizeof secs, "%lld", (long long)seconds);
     const char *values[2] = { c->lease_id, secs };
-    db_job *job = db_job_new(extend_done, c);
-    db_job_call(job, STMT_EXTEND_LEASE, values, NULL, NULL);
-    api_submit(req, srv, job);
+    api_submit_stmt(req, srv, STMT_EXTEND_LEASE, values, extend_done, c);
 }

@@ -52,9 +52,7 @@ static void call(httpd_req *req, server *srv, db_stmt stmt, const char *const *v
 {
     maint_call *c = xcalloc(1, sizeof *c);
     *c = (maint_call){ req, srv, changed };
-    db_job *job = db_job_new(maint_done, c);
-    db_job_call(job, stmt, values, NULL, NULL);
-    api_submit(req, srv, job);
+    api_submit_stmt(req, srv, stmt, values, maint_done, c);
 }
 
 void api_maintenance_get(httpd_req *req, server *srv)

@@ -212,9 +212,7 @@ void api_json_call_waking(httpd_req *req, server *srv, db_stmt stmt, const char 
     c->not_found = not_found;
     c->srv = srv;
     c->wake_group = group ? xstrdup(group) : NULL;
-    db_job *job = db_job_new(json_call_done, c);
-    db_job_call(job, stmt, values, NULL, NULL);
-    api_submit(req, srv, job);
+    api_submit_stmt(req, srv, stmt, values, json_call_done, c);
 }
 
 void api_json_call(httpd_req *req, server *srv, db_stmt stmt, const char *const *values, const char *not_found)
@@ -251,9 +249,7 @@ void api_rows_call(httpd_req *req, server *srv, db_stmt stmt, const char *const 
     c->req = req;
     c->member = member;
     c->emit_row = emit_row;
-    db_job *job = db_job_new(rows_listed, c);
-    db_job_call(job, stmt, values, NULL, NULL);
-    api_submit(req, srv, job);
+    api_submit_stmt(req, srv, stmt, values, rows_listed, c);
 }
 
 /* ---- a list, a page at a time ---- */
@@ -301,7 +297,5 @@ void api_list_page(httpd_req *req, server *srv, const api_page *page, const char
     c->req = req;
     c->page = page;
     c->limit = limit;
-    db_job *job = db_job_new(page_listed, c);
-    db_job_call(job, page->stmt, values, NULL, NULL);
-    api_submit(req, srv, job);
+    api_submit_stmt(req, srv, page->stmt, values, page_listed, c);
 }

@@ -41,14 +41,9 @@ static void emit_schedule(emit *e, const conf_schedule *c, const PGresult *r)
     emit_end(e);
 }
 
-typedef struct sched_call {
-    httpd_req *req;
-    server    *srv;
-} sched_call;
-
 static void listed(void *arg, const db_reply *reply)
 {
-    sched_call *c = arg;
+    api_call *c = arg;
     httpd_req *req = c->req;
     server *srv = c->srv;
     free(c);
@@ -62,10 +57,6 @@ static void listed(void *arg, const db_reply *reply)
 
 void api_schedule_list(httpd_req *req, server *srv)
 {
-    sched_call *c = xcalloc(1, sizeof *c);
-    c->req = req;
-    c->srv = srv;
-    db_job *job = db_job_new(listed, c);
-    db_job_call(job, STMT_SCHEDULE_STATE, NULL, NULL, NULL);
-    api_submit(req, srv, job);
+    api_call *c = api_call_new(req, srv);
+    api_submit_stmt(req, srv, STMT_SCHEDULE_STATE, NULL, listed, c);
 }

@@ -309,7 +309,5 @@ void api_task_cancel(httpd_req *req, server *srv)
     c->req = req;
     c->srv = srv;
     const char *values[1] = { c->id };
-    db_job *job = db_job_new(cancelled, c);
-    db_job_call(job, STMT_TASK_CANCEL, values, NULL, NULL);
-    api_submit(req, srv, job);
+    api_submit_stmt(req, srv, STMT_TASK_CANCEL, values, cancelled, c);
 }

@@ -8,11 +8,6 @@
 #include "base/xalloc.h"
 #include "streams/tx.h"
 
-typedef struct tx_call {
-    httpd_req *req;
-    server    *srv;
-} tx_call;
-
 /* Sizes the request: items of push operations and ack operations. */
 static int count_ops(httpd_req *req, const json_doc *d, int ops, size_t *pushes, size_t *acks)
 {
@@ -163,7 +158,7 @@ static void reply_failure(httpd_req *req, const char *why)
 
 static void tx_done(tx_request *tx, void *arg)
 {
-    tx_call *c = arg;
+    api_call *c = arg;
     if (tx->error) api_engine_error(c->req, tx->error, tx->sqlstate, tx->unavailable);
     else if (tx->failure) reply_failure(c->req, tx->failure);
     else {
@@ -212,9 +207,7 @@ void api_transaction(httpd_req *req, server *srv)
     if (tx && unknown) { reply_failure(req, unknown); tx_request_free(tx); tx = NULL; }
     free(unknown);
     if (!tx) return;
-    tx_call *c = xcalloc(1, sizeof *c);
-    c->req = req;
-    c->srv = srv;
+    api_call *c = api_call_new(req, srv);
     tx->done = tx_done;
     tx->arg = c;
     tx->abandoned = &req->left;   /* req is freed by the reply in tx_done */

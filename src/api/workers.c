@@ -87,9 +87,7 @@ void api_worker_register(httpd_req *req, server *srv)
         c->worker = worker;
         worker = NULL;
         const char *values[5] = { c->worker, host ? host : "", pids, db_array_literal(&queues), conc };
-        db_job *job = db_job_new(registered, c);
-        db_job_call(job, STMT_WORKER_REGISTER, values, NULL, NULL);
-        api_submit(req, srv, job);
+        api_submit_stmt(req, srv, STMT_WORKER_REGISTER, values, registered, c);
     }
     free(worker);
     free(host);

@@ -408,9 +408,7 @@ static void control(httpd_req *req, server *srv, const char *action)
     if (api_read_uuid(req, req->params[0], c->id, "id") < 0) { free(c); return; }
     c->req = req;
     const char *values[2] = { c->id, action };
-    db_job *job = db_job_new(controlled, c);
-    db_job_call(job, STMT_WF_CONTROL, values, NULL, NULL);
-    api_submit(req, srv, job);
+    api_submit_stmt(req, srv, STMT_WF_CONTROL, values, controlled, c);
 }
 
 void api_workflow_pause(httpd_req *req, server *srv) { control(req, srv, "pause"); }
