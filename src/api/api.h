@@ -154,6 +154,9 @@ typedef struct api_reply {
     emit e;
 } api_reply;
 emit *api_reply_object(api_reply *r);
+/* A reply {"<member>": [...]} (member static): the emitter is inside the
+ * array, and api_reply_send closes it and the object. */
+emit *api_reply_list(api_reply *r, const char *member);
 void  api_reply_send(api_reply *r, httpd_req *req, int status);
 
 /* Request helpers (request.c). Each replies with a 4xx itself and returns -1

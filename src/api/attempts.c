@@ -185,8 +185,7 @@ static void ended_many(void *arg, const db_reply *reply, const PGresult *r, int 
     api_call *c = arg;
     if (reply->error) { api_db_error(c->req, reply); free(c); return; }
     api_reply out;
-    emit *e = api_reply_object(&out);
-    emit_key(e, "tasks"); emit_array(e);
+    emit *e = api_reply_list(&out, "tasks");
     for (int row = first; row < first + n; row++) {
         announce_end(c->srv, r, row);
         emit_object(e);

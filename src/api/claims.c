@@ -66,8 +66,7 @@ static void emit_claimed(emit *e, const PGresult *r, int row)
 static void claim_reply(claim_call *c, const PGresult *r, int first, int n)
 {
     api_reply out;
-    emit *e = api_reply_object(&out);
-    emit_key(e, "tasks"); emit_array(e);
+    emit *e = api_reply_list(&out, "tasks");
     for (int row = first; row < first + n; row++) emit_claimed(e, r, row);
     api_reply_send(&out, c->req, 200);
 }

@@ -93,8 +93,7 @@ static void list_done(void *arg, const db_reply *reply)
     if (reply->error) { api_db_error(c->req, reply); call_free(c); return; }
     const PGresult *page = reply->results[1];
     api_reply out;
-    emit *e = api_reply_object(&out);
-    emit_key(e, "messages"); emit_array(e);
+    emit *e = api_reply_list(&out, "messages");
     for (int row = 0; row < PQntuples(page); row++) dlq_row_json(e, page, row);
     emit_end(e);
     api_emit_pagination(e, db_int(reply->results[0], 0, 0), c->limit, c->offset);

@@ -11,6 +11,14 @@ emit *api_reply_object(api_reply *r)
     return &r->e;
 }
 
+emit *api_reply_list(api_reply *r, const char *member)
+{
+    emit *e = api_reply_object(r);
+    emit_key(e, member);
+    emit_array(e);
+    return e;
+}
+
 void api_reply_send(api_reply *r, httpd_req *req, int status)
 {
     /* Closing here what the handler left open keeps "one emit_end per

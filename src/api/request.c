@@ -234,9 +234,7 @@ static void rows_listed(void *arg, const db_reply *reply)
     if (reply->error) { api_db_error(c->req, reply); free(c); return; }
     const PGresult *r = reply->results[0];
     api_reply out;
-    emit *e = api_reply_object(&out);
-    emit_key(e, c->member);
-    emit_array(e);
+    emit *e = api_reply_list(&out, c->member);
     for (int row = 0; row < PQntuples(r); row++) c->emit_row(e, r, row);
     api_reply_send(&out, c->req, 200);
     free(c);
@@ -267,8 +265,7 @@ static void page_listed(void *arg, const db_reply *reply)
     const PGresult *r = reply->results[0];
     int n = PQntuples(r);
     api_reply out;
-    emit *e = api_reply_object(&out);
-    emit_key(e, c->page->member); emit_array(e);
+    emit *e = api_reply_list(&out, c->page->member);
     for (int row = 0; row < n; row++) c->page->emit_row(e, r, row);
     emit_end(e);
     /* A full page may have more after it: its last id is where the next starts. */

@@ -49,8 +49,7 @@ static void listed(void *arg, const db_reply *reply)
     free(c);
     if (reply->error) { api_db_error(req, reply); return; }
     api_reply out;
-    emit *e = api_reply_object(&out);
-    emit_key(e, "schedules"); emit_array(e);
+    emit *e = api_reply_list(&out, "schedules");
     for (size_t i = 0; i < srv->conf.nschedules; i++) emit_schedule(e, &srv->conf.schedules[i], reply->results[0]);
     api_reply_send(&out, req, 200);
 }

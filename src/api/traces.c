@@ -289,8 +289,7 @@ static void names_done(void *arg, const db_reply *reply)
     if (reply->error) { api_db_error(c->req, reply); free(c); return; }
     const PGresult *r = reply->results[0];
     api_reply out;
-    emit *e = api_reply_object(&out);
-    emit_key(e, "traceNames"); emit_array(e);
+    emit *e = api_reply_list(&out, "traceNames");
     for (int row = 0; row < PQntuples(r); row++) {
         emit_object(e);
         emit_key(e, "traceName"); api_emit_text_col(e, r, row, 0);
