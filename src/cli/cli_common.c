@@ -178,6 +178,20 @@ int cli_parse_reply(const http_response *r, json_doc *d)
     return -1;
 }
 
+int cli_read_reply(const http_response *r, json_doc *d)
+{
+    json_doc_init(d);
+    if (cli_parse_reply(r, d) == 0) return 0;
+    json_doc_fini(d);
+    return -1;
+}
+
+bool cli_is_true(const json_doc *d, int obj, const char *key)
+{
+    int t = obj < 0 ? -1 : json_get(d, (uint32_t)obj, key);
+    return t >= 0 && d->tokens[t].type == JSON_TRUE;
+}
+
 /* Reports an HTTP error status, preferring the server's own words. */
 static void report_status(const http_response *r)
 {

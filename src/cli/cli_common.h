@@ -99,6 +99,12 @@ int  cli_request_any(const char *method, const char *path, const buf *body, int 
 void cli_report_status(const http_response *r);
 /* Parses a reply body into d; on malformed JSON prints an error and returns -1. */
 int  cli_parse_reply(const http_response *r, json_doc *d) __attribute__((warn_unused_result));
+/* The same into a doc it initialises: on -1 (printed) d is already
+ * finished, so the caller just returns; on 0 the caller finishes it. */
+int  cli_read_reply(const http_response *r, json_doc *d) __attribute__((warn_unused_result));
+/* Member key of obj is true (false when obj is -1 or the member is
+ * absent or anything else). */
+bool cli_is_true(const json_doc *d, int obj, const char *key);
 
 /* Writes a JSON text pretty-printed to stdout, newline-terminated. */
 void cli_print_json(const char *text, size_t len);

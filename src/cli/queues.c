@@ -148,10 +148,8 @@ static int queues_show(int argc, char **argv)
 static int queues_rm_report(const char *queue, bool json, const http_response *r)
 {
     json_doc d;
-    json_doc_init(&d);
-    if (cli_parse_reply(r, &d) < 0) { json_doc_fini(&d); return CLI_EXIT_FAILED; }
-    int deleted = json_get(&d, 0, "deleted");
-    bool ok = deleted >= 0 && d.tokens[deleted].type == JSON_TRUE;
+    if (cli_read_reply(r, &d) < 0) return CLI_EXIT_FAILED;
+    bool ok = cli_is_true(&d, 0, "deleted");
     if (json) cli_print_json(r->body.data, r->body.len);
     else if (ok) printf("deleted queue %s\n", queue);
     if (!ok) cli_error("queue \"%s\" not found", queue);

@@ -112,8 +112,7 @@ static void run_render(const json_doc *d)
         cli_table_add_field(&t, d, p, "offsets");
         cli_table_add_field(&t, d, p, "leasedOffsets");
     }
-    if (t.ncells == 7) puts(json_get(d, 0, "busy") >= 0 && d->tokens[json_get(d, 0, "busy")].type == JSON_TRUE
-                            ? "(another server is running the pass)" : "(nothing to delete)");
+    if (t.ncells == 7) puts(cli_is_true(d, 0, "busy") ? "(another server is running the pass)" : "(nothing to delete)");
     else cli_table_print(&t, stdout);
     cli_table_fini(&t);
     cli_table_init(&t, 2, (const char *const[]){ "FIELD", "VALUE" });

@@ -355,19 +355,12 @@ static int task_get(int argc, char **argv)
 
 /* ---- cancel ----------------------------------------------------------- */
 
-static bool member_true(const json_doc *d, const char *key)
-{
-    int t = json_get(d, 0, key);
-    return t >= 0 && d->tokens[t].type == JSON_TRUE;
-}
-
 /* A task that had already ended is not cancelled: exit 1, saying how it ended. */
 static int cancel_report(const char *id, bool json, const http_response *r)
 {
     json_doc d;
-    json_doc_init(&d);
-    if (cli_parse_reply(r, &d) < 0) { json_doc_fini(&d); return CLI_EXIT_FAILED; }
-    bool cancelled = member_true(&d, "cancelled"), requested = member_true(&d, "cancelRequested");
+    if (cli_read_reply(r, &d) < 0) return CLI_EXIT_FAILED;
+    bool cancelled = cli_is_true(&d, 0, "cancelled"), requested = cli_is_true(&d, 0, "cancelRequested");
     char *status = cli_get_str(&d, 0, "status");
     if (json) cli_print_json(r->body.data, r->body.len);
     else if (cancelled) printf("cancelled %s\n", id);

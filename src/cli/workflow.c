@@ -416,8 +416,7 @@ static int ended_before(const char *path)
 static int control_report(const control *ctl, const char *id, bool json, bool had_ended, const http_response *r)
 {
     json_doc d;
-    json_doc_init(&d);
-    if (cli_parse_reply(r, &d) < 0) { json_doc_fini(&d); return CLI_EXIT_FAILED; }
+    if (cli_read_reply(r, &d) < 0) return CLI_EXIT_FAILED;
     char *status = cli_get_str(&d, 0, "status");
     bool done = !had_ended && (!ctl->expect || (status && strcmp(status, ctl->expect) == 0));
     if (json) cli_print_json(r->body.data, r->body.len);
