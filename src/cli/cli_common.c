@@ -442,6 +442,16 @@ void cli_table_add_field(cli_table *t, const json_doc *d, int obj, const char *p
     cli_table_add_value(t, d, tok);
 }
 
+int cli_no_verb(const char *cmd_name, const char *usage, const char *question, int argc, char **argv)
+{
+    const cli_cmd cmd = { cmd_name, usage, NULL, 0, 0, 0 };
+    cli_args a;
+    int rc;
+    if (cli_parse(&cmd, argc, argv, &a, &rc) == 0) rc = cli_usage_error(&cmd, "%s", question);
+    cli_args_fini(&a);
+    return rc;
+}
+
 int cli_dispatch(const char *cmd, const char *usage, const cli_verb *verbs, size_t nverbs,
                  int argc, char **argv)
 {

@@ -181,6 +181,11 @@ typedef struct cli_verb {
 int  cli_dispatch(const char *cmd, const char *usage, const cli_verb *verbs, size_t nverbs,
                   int argc, char **argv);
 
+/* A command with verbs and no default one, run without a verb ("silt
+ * task"): the usage with --help, else a usage error asking question
+ * ("which verb? ..."); the exit status. */
+int  cli_no_verb(const char *cmd, const char *usage, const char *question, int argc, char **argv);
+
 /* Renders a parsed reply on stdout (a table, a few lines). */
 typedef void (*cli_render_fn)(const json_doc *d);
 /* A read-only verb with no argument and only --json (silt queues, silt

@@ -421,12 +421,7 @@ static int task_list(int argc, char **argv)
 /* "silt task" alone: the usage, as a mistake. */
 static int task_none(int argc, char **argv)
 {
-    const cli_cmd cmd = { "task", task_usage, NULL, 0, 0, 0 };
-    cli_args a;
-    int rc;
-    if (cli_parse(&cmd, argc, argv, &a, &rc) == 0) rc = cli_usage_error(&cmd, "which verb? send, get, cancel or list");
-    cli_args_fini(&a);
-    return rc;
+    return cli_no_verb("task", task_usage, "which verb? send, get, cancel or list", argc, argv);
 }
 
 int cli_task(int argc, char **argv)

@@ -481,13 +481,7 @@ static int wf_cancel(int argc, char **argv)
 /* "silt workflow" alone: the usage, as a mistake. */
 static int wf_none(int argc, char **argv)
 {
-    const cli_cmd cmd = { "workflow", workflow_usage, NULL, 0, 0, 0 };
-    cli_args a;
-    int rc;
-    if (cli_parse(&cmd, argc, argv, &a, &rc) == 0)
-        rc = cli_usage_error(&cmd, "which verb? start, get, list, pause, resume or cancel");
-    cli_args_fini(&a);
-    return rc;
+    return cli_no_verb("workflow", workflow_usage, "which verb? start, get, list, pause, resume or cancel", argc, argv);
 }
 
 int cli_workflow(int argc, char **argv)
