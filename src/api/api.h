@@ -146,14 +146,16 @@ void api_emit_stored_json_col(emit *e, const PGresult *r, int row, int col);
 void api_emit_pagination(emit *e, int64_t total, int64_t limit, int64_t offset);
 
 /* A JSON reply being written (reply.c): its body and the emitter writing
- * it. Open it with api_reply_object, write members through the emitter,
- * then api_reply_send: it closes every container still open and replies
- * status with the body (the request takes its memory). */
+ * it. Open it with api_reply_object (or _array, _list), write through the
+ * emitter, then api_reply_send: it closes every container still open and
+ * replies status with the body (the request takes its memory). */
 typedef struct api_reply {
     buf  body;
     emit e;
 } api_reply;
 emit *api_reply_object(api_reply *r);
+/* The same for a reply whose body is one array. */
+emit *api_reply_array(api_reply *r);
 /* A reply {"<member>": [...]} (member static): the emitter is inside the
  * array, and api_reply_send closes it and the object. */
 emit *api_reply_list(api_reply *r, const char *member);

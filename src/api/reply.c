@@ -3,11 +3,22 @@
  * same few lines in every handler: written once here. */
 #include "api/api.h"
 
-emit *api_reply_object(api_reply *r)
+static emit *reply_open(api_reply *r)
 {
     buf_init(&r->body);
     emit_init(&r->e, &r->body);
-    emit_object(&r->e);
+    return &r->e;
+}
+
+emit *api_reply_object(api_reply *r)
+{
+    emit_object(reply_open(r));
+    return &r->e;
+}
+
+emit *api_reply_array(api_reply *r)
+{
+    emit_array(reply_open(r));
     return &r->e;
 }
 

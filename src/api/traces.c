@@ -198,17 +198,13 @@ static void of_message_done(void *arg, const db_reply *reply)
     if (reply->error) { api_db_error(c->req, reply); free(c); return; }
     static const int cols[6] = { 0, 1, 2, 3, 4, 5 };
     const PGresult *r = reply->results[0];
-    buf out;
-    buf_init(&out);
-    emit e;
-    emit_init(&e, &out);
-    emit_array(&e);
+    api_reply out;
+    emit *e = api_reply_array(&out);
     for (int row = 0; row < PQntuples(r);) {
-        put_trace(&e, r, row, cols);
-        put_names(&e, r, &row, 0, 6);
+        put_trace(e, r, row, cols);
+        put_names(e, r, &row, 0, 6);
     }
-    emit_end(&e);
-    httpd_reply_buf(c->req, 200, &out);
+    api_reply_send(&out, c->req, 200);
     free(c);
 }
 
@@ -247,22 +243,18 @@ static void by_name_done(void *arg, const db_reply *reply)
     if (reply->error) { api_db_error(c->req, reply); free(c); return; }
     static const int cols[6] = { 0, 3, 4, 5, 6, 7 };
     const PGresult *r = reply->results[0];
-    buf out;
-    buf_init(&out);
-    emit e;
-    emit_init(&e, &out);
-    emit_array(&e);
+    api_reply out;
+    emit *e = api_reply_array(&out);
     for (int row = 0; row < PQntuples(r);) {
-        put_trace(&e, r, row, cols);
-        emit_key(&e, "transactionId"); api_emit_text_col(&e, r, row, 1);
-        emit_key(&e, "partitionId"); api_emit_uuid_col(&e, r, row, 2);
-        emit_key(&e, "queueName"); api_emit_text_col(&e, r, row, 8);
-        emit_key(&e, "partitionName"); api_emit_text_col(&e, r, row, 9);
-        put_payload(&e, c, r, row);
-        put_names(&e, r, &row, 0, 10);
+        put_trace(e, r, row, cols);
+        emit_key(e, "transactionId"); api_emit_text_col(e, r, row, 1);
+        emit_key(e, "partitionId"); api_emit_uuid_col(e, r, row, 2);
+        emit_key(e, "queueName"); api_emit_text_col(e, r, row, 8);
+        emit_key(e, "partitionName"); api_emit_text_col(e, r, row, 9);
+        put_payload(e, c, r, row);
+        put_names(e, r, &row, 0, 10);
     }
-    emit_end(&e);
-    httpd_reply_buf(c->req, 200, &out);
+    api_reply_send(&out, c->req, 200);
     free(c);
 }
 
