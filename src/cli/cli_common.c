@@ -571,6 +571,17 @@ int cli_item_request(const cli_item_verb *v, int argc, char **argv, cli_report_f
     return item_verb_run(v, argc, argv, NULL, report);
 }
 
+int cli_get_query(const char *path, const cli_param *params, size_t nparams, bool json, cli_render_fn render)
+{
+    buf p;
+    buf_init(&p);
+    buf_puts(&p, path);
+    for (size_t i = 0; i < nparams; i++) cli_query_param(&p, params[i].key, params[i].value);
+    int rc = cli_call("GET", p.data, NULL, json, render);
+    buf_fini(&p);
+    return rc;
+}
+
 int cli_get_page(const char *path, const cli_param *filters, size_t nfilters, long limit, const char *cursor,
                  bool json, cli_render_fn render)
 {

@@ -232,6 +232,9 @@ typedef struct cli_param {
     const char *key;
     const char *value;
 } cli_param;
+/* GET path?key=value for each of the nparams parameters, the reply
+ * printed or rendered as cli_call does; the exit status. */
+int  cli_get_query(const char *path, const cli_param *params, size_t nparams, bool json, cli_render_fn render);
 /* A page of a list read a cursor at a time (silt task list, silt workflow
  * list): GET path?key=value for each of the nfilters filters, then limit
  * (left out when 0: the server's default) and cursor (when not NULL). The

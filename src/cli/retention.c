@@ -87,13 +87,8 @@ static int retention_explain(int argc, char **argv)
     cli_args a;
     int rc;
     if (cli_parse(&cmd, argc, argv, &a, &rc) == 0) {
-        buf path;
-        buf_init(&path);
-        buf_puts(&path, "/api/v1/retention/explain");
-        cli_query_param(&path, "queue", a.pos[0]);
-        cli_query_param(&path, "partition", partition);
-        rc = cli_call("GET", path.data, NULL, json, explain_render);
-        buf_fini(&path);
+        const cli_param params[] = { { "queue", a.pos[0] }, { "partition", partition } };
+        rc = cli_get_query("/api/v1/retention/explain", params, 2, json, explain_render);
     }
     cli_args_fini(&a);
     return rc;

@@ -111,12 +111,8 @@ int cli_task_retention_leaves(int argc, char **argv)
     cli_args a;
     int rc;
     if (cli_parse(&cmd, argc, argv, &a, &rc) == 0) {
-        buf path;
-        buf_init(&path);
-        buf_puts(&path, "/api/v1/task-retention/leaves");
-        cli_query_param(&path, "class", class_key);
-        rc = cli_call("GET", path.data, NULL, json, leaves_render);
-        buf_fini(&path);
+        const cli_param params[] = { { "class", class_key } };
+        rc = cli_get_query("/api/v1/task-retention/leaves", params, 1, json, leaves_render);
     }
     cli_args_fini(&a);
     return rc;
