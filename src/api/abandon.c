@@ -20,12 +20,29 @@
  * task gather (gather_add), which cuts a gone request out of its batch.
  * Each of them sets the sent flag as the work leaves for PostgreSQL. */
 #include "api/api.h"
+#include "base/xalloc.h"
 
 void api_submit(httpd_req *req, server *srv, db_job *job)
 {
     db_job_abandon_when(job, &req->left);   /* req lives until the reply done sends */
     db_job_note_sent(job, &req->sent);      /* so the request timeout says 504 once it may commit */
     db_submit(srv->pool, job);
+}
+
+api_call *api_call_new(httpd_req *req, server *srv)
+{
+    api_call *c = xcalloc(1, sizeof *c);
+    c->req = req;
+    c->srv = srv;
+    return c;
+}
+
+void api_submit_stmt(httpd_req *req, server *srv, db_stmt stmt, const char *const *values, db_done_fn done,
+                     void *arg)
+{
+    db_job *job = db_job_new(done, arg);
+    db_job_call(job, stmt, values, NULL, NULL);
+    api_submit(req, srv, job);
 }
 
 void api_client_left(httpd_req *req, void *arg)

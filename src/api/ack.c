@@ -9,11 +9,6 @@
 #include "streams/ack.h"
 
 
-typedef struct ack_call {
-    httpd_req *req;
-    server    *srv;
-} ack_call;
-
 static int read_status(httpd_req *req, const json_doc *d, uint32_t obj, const char *where, ack_status *status)
 {
     static const struct { const char *name; ack_status code; } statuses[] = {
@@ -105,7 +100,7 @@ void api_announce_released(server *srv, const ack_item *items, size_t n)
 
 static void ack_done(ack_request *a, void *arg)
 {
-    ack_call *c = arg;
+    api_call *c = arg;
     if (a->error) api_engine_error(c->req, a->error, a->sqlstate, a->unavailable);
     else {
         c->srv->stats.acks_known += a->known;
@@ -118,9 +113,7 @@ static void ack_done(ack_request *a, void *arg)
 
 static void submit(httpd_req *req, server *srv, ack_request *a)
 {
-    ack_call *c = xcalloc(1, sizeof *c);
-    c->req = req;
-    c->srv = srv;
+    api_call *c = api_call_new(req, srv);
     a->done = ack_done;
     a->arg = c;
     a->abandoned = &req->left;   /* req is freed by the reply in ack_done */

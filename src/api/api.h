@@ -39,6 +39,18 @@ int  api_name_too_long(httpd_req *req, const char *field, const char *where, con
  * connection (abandon.c). Its done must be what answers req, so req is
  * still there when the pool looks at it. */
 void api_submit(httpd_req *req, server *srv, db_job *job);
+/* What a callback needs to answer a request once the engine is done with
+ * its work: the request and its server (for calls that carry nothing
+ * more). xcalloc'd; the callback frees it. */
+typedef struct api_call {
+    httpd_req *req;
+    server    *srv;
+} api_call;
+api_call *api_call_new(httpd_req *req, server *srv);
+/* The most common job: one statement with text values, its reply to done
+ * (arg passed along), submitted as api_submit does. */
+void api_submit_stmt(httpd_req *req, server *srv, db_stmt stmt, const char *const *values, db_done_fn done,
+                     void *arg);
 /* The server's httpd_on_leave hook: has the pool drop what such requests
  * left waiting. */
 void api_client_left(httpd_req *req, void *srv);
@@ -132,6 +144,22 @@ void api_emit_int_col(emit *e, const PGresult *r, int row, int col);
 void api_emit_stored_json_col(emit *e, const PGresult *r, int row, int col);
 /* A page's closing members: "total" and "pagination": {"limit", "offset"}. */
 void api_emit_pagination(emit *e, int64_t total, int64_t limit, int64_t offset);
+
+/* A JSON reply being written (reply.c): its body and the emitter writing
+ * it. Open it with api_reply_object (or _array, _list), write through the
+ * emitter, then api_reply_send: it closes every container still open and
+ * replies status with the body (the request takes its memory). */
+typedef struct api_reply {
+    buf  body;
+    emit e;
+} api_reply;
+emit *api_reply_object(api_reply *r);
+/* The same for a reply whose body is one array. */
+emit *api_reply_array(api_reply *r);
+/* A reply {"<member>": [...]} (member static): the emitter is inside the
+ * array, and api_reply_send closes it and the object. */
+emit *api_reply_list(api_reply *r, const char *member);
+void  api_reply_send(api_reply *r, httpd_req *req, int status);
 
 /* Request helpers (request.c). Each replies with a 4xx itself and returns -1
  * when the input is bad, so a handler just returns. */

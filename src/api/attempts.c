@@ -53,16 +53,12 @@ static void started(void *arg, const db_reply *reply)
     else if (db_null(r, 0, 0))
         refuse_stale(c);
     else {
-        buf out;
-        buf_init(&out);
-        emit e;
-        emit_init(&e, &out);
-        emit_object(&e);
-        emit_key(&e, "id"); emit_str(&e, c->id);
-        emit_key(&e, "status"); emit_str(&e, "RUNNING");
-        emit_key(&e, "attempt"); emit_int(&e, db_int(r, 0, 0));
-        emit_end(&e);
-        httpd_reply_buf(c->req, 200, &out);
+        api_reply out;
+        emit *e = api_reply_object(&out);
+        emit_key(e, "id"); emit_str(e, c->id);
+        emit_key(e, "status"); emit_str(e, "RUNNING");
+        emit_key(e, "attempt"); emit_int(e, db_int(r, 0, 0));
+        api_reply_send(&out, c->req, 200);
     }
     free(c);
 }
@@ -94,9 +90,7 @@ void api_task_start(httpd_req *req, server *srv)
     json_doc_fini(&d);
     if (!c) return;
     const char *values[2] = { c->id, claim };
-    db_job *job = db_job_new(started, c);
-    db_job_call(job, STMT_TASK_START, values, NULL, NULL);
-    api_submit(req, srv, job);
+    api_submit_stmt(req, srv, STMT_TASK_START, values, started, c);
 }
 
 /* A row of tasks.finish_many (idx, id, status, queue): what others must hear. */
@@ -117,15 +111,11 @@ static void ended(void *arg, const db_reply *reply, const PGresult *r, int first
         refuse_stale(c);
     else {
         announce_end(c->srv, r, first);
-        buf out;
-        buf_init(&out);
-        emit e;
-        emit_init(&e, &out);
-        emit_object(&e);
-        emit_key(&e, "id"); emit_str(&e, c->id);
-        emit_key(&e, "status"); api_emit_text_col(&e, r, first, 2);
-        emit_end(&e);
-        httpd_reply_buf(c->req, 200, &out);
+        api_reply out;
+        emit *e = api_reply_object(&out);
+        emit_key(e, "id"); emit_str(e, c->id);
+        emit_key(e, "status"); api_emit_text_col(e, r, first, 2);
+        api_reply_send(&out, c->req, 200);
     }
     free(c);
 }
@@ -190,34 +180,23 @@ void api_task_fail(httpd_req *req, server *srv)
 
 /* ---- many ends at once: POST /api/v1/workers/:workerId/finish ---- */
 
-typedef struct finish_many_call {
-    httpd_req *req;
-    server    *srv;
-} finish_many_call;
-
 static void ended_many(void *arg, const db_reply *reply, const PGresult *r, int first, int n)
 {
-    finish_many_call *c = arg;
+    api_call *c = arg;
     if (reply->error) { api_db_error(c->req, reply); free(c); return; }
-    buf out;
-    buf_init(&out);
-    emit e;
-    emit_init(&e, &out);
-    emit_object(&e);
-    emit_key(&e, "tasks"); emit_array(&e);
+    api_reply out;
+    emit *e = api_reply_list(&out, "tasks");
     for (int row = first; row < first + n; row++) {
         announce_end(c->srv, r, row);
-        emit_object(&e);
-        emit_key(&e, "id"); api_emit_uuid_col(&e, r, row, 1);
-        emit_key(&e, "status"); api_emit_text_col(&e, r, row, 2);
+        emit_object(e);
+        emit_key(e, "id"); api_emit_uuid_col(e, r, row, 1);
+        emit_key(e, "status"); api_emit_text_col(e, r, row, 2);
         if (db_null(r, row, 2)) {
-            emit_key(&e, "error"); emit_str(&e, "the claim is not the task's current one (recovered, cancelled or finished)");
+            emit_key(e, "error"); emit_str(e, "the claim is not the task's current one (recovered, cancelled or finished)");
         }
-        emit_end(&e);
+        emit_end(e);
     }
-    emit_end(&e);
-    emit_end(&e);
-    httpd_reply_buf(c->req, 200, &out);
+    api_reply_send(&out, c->req, 200);
     free(c);
 }
 
@@ -279,9 +258,7 @@ void api_worker_finish(httpd_req *req, server *srv)
         gather *g = task_hub_finishes(srv->tasks);
         db_array *ga = gather_arrays(g);
         for (int i = 0; i < TASK_FINISH_ARRAYS; i++) db_array_append(&ga[i], &a[i]);
-        finish_many_call *c = xcalloc(1, sizeof *c);
-        c->req = req;
-        c->srv = srv;
+        api_call *c = api_call_new(req, srv);
         gather_add(g, (int)count, &req->left, &req->sent, ended_many, c);   /* req is freed by the reply in ended_many */
     }
     for (int i = 0; i < TASK_FINISH_ARRAYS; i++) db_array_fini(&a[i]);

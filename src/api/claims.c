@@ -65,16 +65,10 @@ static void emit_claimed(emit *e, const PGresult *r, int row)
 
 static void claim_reply(claim_call *c, const PGresult *r, int first, int n)
 {
-    buf out;
-    buf_init(&out);
-    emit e;
-    emit_init(&e, &out);
-    emit_object(&e);
-    emit_key(&e, "tasks"); emit_array(&e);
-    for (int row = first; row < first + n; row++) emit_claimed(&e, r, row);
-    emit_end(&e);
-    emit_end(&e);
-    httpd_reply_buf(c->req, 200, &out);
+    api_reply out;
+    emit *e = api_reply_list(&out, "tasks");
+    for (int row = first; row < first + n; row++) emit_claimed(e, r, row);
+    api_reply_send(&out, c->req, 200);
 }
 
 static void on_claim_wake(void *arg, bool timed_out)

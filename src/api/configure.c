@@ -20,22 +20,19 @@ static void configure_done(void *arg, const db_reply *reply)
         api_db_error(c->req, reply);
     } else {
         const PGresult *r = reply->results[0];
-        buf out;
-        buf_init(&out);
-        emit e;
-        emit_init(&e, &out);
-        emit_object(&e);
-        emit_key(&e, "configured"); emit_bool(&e, true);
-        emit_key(&e, "queue"); emit_str(&e, c->queue);
-        emit_key(&e, "namespace"); emit_str(&e, db_null(r, 0, 0) ? NULL : db_str(r, 0, 0));
-        emit_key(&e, "task"); emit_str(&e, db_null(r, 0, 1) ? NULL : db_str(r, 0, 1));
-        emit_key(&e, "options");
+        api_reply out;
+        emit *e = api_reply_object(&out);
+        emit_key(e, "configured"); emit_bool(e, true);
+        emit_key(e, "queue"); emit_str(e, c->queue);
+        emit_key(e, "namespace"); emit_str(e, db_null(r, 0, 0) ? NULL : db_str(r, 0, 0));
+        emit_key(e, "task"); emit_str(e, db_null(r, 0, 1) ? NULL : db_str(r, 0, 1));
+        emit_key(e, "options");
         size_t n;
         const char *options = db_json(r, 0, 2, &n);
-        if (emit_json(&e, options, n) < 0) emit_null(&e);
-        emit_end(&e);
+        if (emit_json(e, options, n) < 0) emit_null(e);
+        emit_end(e);
         encryption_set_queue(c->queue, db_bool(r, 0, 3));
-        httpd_reply_buf(c->req, 200, &out);
+        api_reply_send(&out, c->req, 200);
     }
     free(c->queue);
     free(c);
@@ -85,9 +82,7 @@ void api_configure(httpd_req *req, server *srv)
     c->queue = queue;
     queue = NULL;
     const char *values[4] = { c->queue, ns, task, patch.data };
-    db_job *job = db_job_new(configure_done, c);
-    db_job_call(job, STMT_CONFIGURE, values, NULL, NULL);
-    api_submit(req, srv, job);
+    api_submit_stmt(req, srv, STMT_CONFIGURE, values, configure_done, c);
 out:
     free(queue); free(ns); free(task);
     buf_fini(&patch);

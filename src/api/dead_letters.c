@@ -92,17 +92,12 @@ static void list_done(void *arg, const db_reply *reply)
     dlq_call *c = arg;
     if (reply->error) { api_db_error(c->req, reply); call_free(c); return; }
     const PGresult *page = reply->results[1];
-    buf out;
-    buf_init(&out);
-    emit e;
-    emit_init(&e, &out);
-    emit_object(&e);
-    emit_key(&e, "messages"); emit_array(&e);
-    for (int row = 0; row < PQntuples(page); row++) dlq_row_json(&e, page, row);
-    emit_end(&e);
-    api_emit_pagination(&e, db_int(reply->results[0], 0, 0), c->limit, c->offset);
-    emit_end(&e);
-    httpd_reply_buf(c->req, 200, &out);
+    api_reply out;
+    emit *e = api_reply_list(&out, "messages");
+    for (int row = 0; row < PQntuples(page); row++) dlq_row_json(e, page, row);
+    emit_end(e);
+    api_emit_pagination(e, db_int(reply->results[0], 0, 0), c->limit, c->offset);
+    api_reply_send(&out, c->req, 200);
     call_free(c);
 }
 
@@ -133,24 +128,21 @@ static void replay_done(void *arg, const db_reply *reply)
     else if (reply->error) api_db_error(c->req, reply);
     else {
         const PGresult *r = reply->results[0];
-        buf out;
-        buf_init(&out);
-        emit e;
-        emit_init(&e, &out);
-        emit_object(&e);
-        emit_key(&e, "replayed"); emit_bool(&e, true);
-        emit_key(&e, "id"); emit_str(&e, c->id);
-        emit_key(&e, "messageId"); emit_uuid(&e, c->item.message_id);
-        emit_key(&e, "transactionId"); emit_str(&e, c->item.txn);
-        emit_key(&e, "queue"); emit_str(&e, c->item.queue);
-        emit_key(&e, "partition"); emit_str(&e, c->item.partition);
-        emit_key(&e, "partitionId"); api_emit_uuid_col(&e, r, 0, 1);
-        emit_key(&e, "offset"); emit_int(&e, db_int(r, 0, 2));
-        emit_end(&e);
+        api_reply out;
+        emit *e = api_reply_object(&out);
+        emit_key(e, "replayed"); emit_bool(e, true);
+        emit_key(e, "id"); emit_str(e, c->id);
+        emit_key(e, "messageId"); emit_uuid(e, c->item.message_id);
+        emit_key(e, "transactionId"); emit_str(e, c->item.txn);
+        emit_key(e, "queue"); emit_str(e, c->item.queue);
+        emit_key(e, "partition"); emit_str(e, c->item.partition);
+        emit_key(e, "partitionId"); api_emit_uuid_col(e, r, 0, 1);
+        emit_key(e, "offset"); emit_int(e, db_int(r, 0, 2));
+        emit_end(e);
         c->srv->stats.pushed++;
         const char *partition[1] = { c->item.partition };
         server_log_appended(c->srv, c->item.queue, partition, 1);
-        httpd_reply_buf(c->req, 200, &out);
+        api_reply_send(&out, c->req, 200);
     }
     call_free(c);
 }
@@ -212,9 +204,7 @@ void api_dlq_replay(httpd_req *req, server *srv)
     dlq_call *c = call_new(req, srv);
     if (api_read_uuid(req, req->params[0], c->id, "id") < 0) { call_free(c); return; }
     const char *values[1] = { c->id };
-    db_job *job = db_job_new(replay_fetched, c);
-    db_job_call(job, STMT_DLQ_GET, values, NULL, NULL);
-    api_submit(req, srv, job);
+    api_submit_stmt(req, srv, STMT_DLQ_GET, values, replay_fetched, c);
 }
 
 /* ---- messages by (partitionId, transactionId) ---- */
@@ -298,14 +288,10 @@ static void delete_done(void *arg, const db_reply *reply)
     if (reply->error) api_db_error(c->req, reply);
     else if (db_int(reply->results[0], 0, 0) == 0) httpd_error(c->req, 404, "no dead letter for that message");
     else {
-        buf out;
-        buf_init(&out);
-        emit e;
-        emit_init(&e, &out);
-        emit_object(&e);
-        emit_key(&e, "deleted"); emit_int(&e, db_int(reply->results[0], 0, 0));
-        emit_end(&e);
-        httpd_reply_buf(c->req, 200, &out);
+        api_reply out;
+        emit *e = api_reply_object(&out);
+        emit_key(e, "deleted"); emit_int(e, db_int(reply->results[0], 0, 0));
+        api_reply_send(&out, c->req, 200);
     }
     call_free(c);
 }
@@ -315,7 +301,5 @@ void api_message_delete(httpd_req *req, server *srv)
     dlq_call *c = call_new(req, srv);
     if (api_read_uuid(req, req->params[0], c->id, "partitionId") < 0) { call_free(c); return; }
     const char *values[2] = { c->id, req->params[1] };
-    db_job *job = db_job_new(delete_done, c);
-    db_job_call(job, STMT_DLQ_DELETE_MESSAGE, values, NULL, NULL);
-    api_submit(req, srv, job);
+    api_submit_stmt(req, srv, STMT_DLQ_DELETE_MESSAGE, values, delete_done, c);
 }

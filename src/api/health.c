@@ -26,21 +26,17 @@ void api_health(httpd_req *req, server *srv)
     bool up = db_pool_ready(srv->pool) && !srv->draining;
     const char *degraded = up ? degraded_because(srv) : NULL;
     const maintenance_state *m = maintenance_current(srv->maintenance);
-    buf out;
-    buf_init(&out);
-    emit e;
-    emit_init(&e, &out);
-    emit_object(&e);
-    emit_key(&e, "status"); emit_str(&e, !up ? "unhealthy" : degraded ? "degraded" : "healthy");
-    if (degraded) { emit_key(&e, "reason"); emit_str(&e, degraded); }
-    emit_key(&e, "requestsWaiting"); emit_int(&e, httpd_held(srv->http) - 1);   /* not this one */
-    emit_key(&e, "database"); emit_str(&e, up ? "connected" : "disconnected");
-    emit_key(&e, "version"); emit_str(&e, SILT_VERSION);
-    emit_key(&e, "maintenanceMode"); emit_bool(&e, m->enabled);
-    emit_key(&e, "bufferedMessages"); emit_int(&e, m->buffered);
-    emit_key(&e, "auth"); emit_str(&e, srv->cfg.jwt_enabled ? "jwt" : "off");
-    emit_end(&e);
-    httpd_reply_buf(req, up && !degraded ? 200 : 503, &out);
+    api_reply out;
+    emit *e = api_reply_object(&out);
+    emit_key(e, "status"); emit_str(e, !up ? "unhealthy" : degraded ? "degraded" : "healthy");
+    if (degraded) { emit_key(e, "reason"); emit_str(e, degraded); }
+    emit_key(e, "requestsWaiting"); emit_int(e, httpd_held(srv->http) - 1);   /* not this one */
+    emit_key(e, "database"); emit_str(e, up ? "connected" : "disconnected");
+    emit_key(e, "version"); emit_str(e, SILT_VERSION);
+    emit_key(e, "maintenanceMode"); emit_bool(e, m->enabled);
+    emit_key(e, "bufferedMessages"); emit_int(e, m->buffered);
+    emit_key(e, "auth"); emit_str(e, srv->cfg.jwt_enabled ? "jwt" : "off");
+    api_reply_send(&out, req, up && !degraded ? 200 : 503);
 }
 
 static long resident_bytes(void)

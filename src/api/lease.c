@@ -21,23 +21,19 @@ static void extend_done(void *arg, const db_reply *reply)
     if (reply->error) { api_db_error(c->req, reply); free(c); return; }
     const PGresult *r = reply->results[0];
     int64_t renewed = db_int(r, 0, 0);
-    buf out;
-    buf_init(&out);
-    emit e;
-    emit_init(&e, &out);
-    emit_object(&e);
-    emit_key(&e, "leaseId"); emit_str(&e, c->lease_id);
-    emit_key(&e, "success"); emit_bool(&e, renewed > 0);
-    emit_key(&e, "renewed"); emit_int(&e, renewed);
-    emit_key(&e, "expiresAt");
+    api_reply out;
+    emit *e = api_reply_object(&out);
+    emit_key(e, "leaseId"); emit_str(e, c->lease_id);
+    emit_key(e, "success"); emit_bool(e, renewed > 0);
+    emit_key(e, "renewed"); emit_int(e, renewed);
+    emit_key(e, "expiresAt");
     if (renewed > 0) {
-        api_emit_time_col(&e, r, 0, 1);
+        api_emit_time_col(e, r, 0, 1);
     } else {
-        emit_null(&e);
-        emit_key(&e, "error"); emit_str(&e, "lease not found or expired");
+        emit_null(e);
+        emit_key(e, "error"); emit_str(e, "lease not found or expired");
     }
-    emit_end(&e);
-    httpd_reply_buf(c->req, 200, &out);
+    api_reply_send(&out, c->req, 200);
     free(c);
 }
 
@@ -70,7 +66,5 @@ void api_lease_extend(httpd_req *req, server *srv)
     char secs[24];
     snprintf(secs, sizeof secs, "%lld", (long long)seconds);
     const char *values[2] = { c->lease_id, secs };
-    db_job *job = db_job_new(extend_done, c);
-    db_job_call(job, STMT_EXTEND_LEASE, values, NULL, NULL);
-    api_submit(req, srv, job);
+    api_submit_stmt(req, srv, STMT_EXTEND_LEASE, values, extend_done, c);
 }

@@ -23,21 +23,17 @@ static void reply_state(httpd_req *req, const maintenance_state *s, bool changed
         { "Maintenance mode DISABLED. Buffered pushes are being delivered.",
           "Maintenance mode ENABLED. Pushes are held in the buffer until it is disabled." },
     };
-    buf out;
-    buf_init(&out);
-    emit e;
-    emit_init(&e, &out);
-    emit_object(&e);
-    emit_key(&e, "maintenanceMode"); emit_bool(&e, s->enabled);
-    emit_key(&e, "draining"); emit_bool(&e, s->draining);
-    emit_key(&e, "bufferedMessages"); emit_int(&e, s->buffered);
-    emit_key(&e, "bufferHealthy"); emit_bool(&e, true);
-    emit_key(&e, "oldestBufferedAt");
-    if (s->oldest_buffered_us) emit_time(&e, s->oldest_buffered_us); else emit_null(&e);
-    emit_key(&e, "updatedAt"); emit_time(&e, s->updated_us);
-    emit_key(&e, "message"); emit_str(&e, words[changed][s->enabled]);
-    emit_end(&e);
-    httpd_reply_buf(req, 200, &out);
+    api_reply out;
+    emit *e = api_reply_object(&out);
+    emit_key(e, "maintenanceMode"); emit_bool(e, s->enabled);
+    emit_key(e, "draining"); emit_bool(e, s->draining);
+    emit_key(e, "bufferedMessages"); emit_int(e, s->buffered);
+    emit_key(e, "bufferHealthy"); emit_bool(e, true);
+    emit_key(e, "oldestBufferedAt");
+    if (s->oldest_buffered_us) emit_time(e, s->oldest_buffered_us); else emit_null(e);
+    emit_key(e, "updatedAt"); emit_time(e, s->updated_us);
+    emit_key(e, "message"); emit_str(e, words[changed][s->enabled]);
+    api_reply_send(&out, req, 200);
 }
 
 static void maint_done(void *arg, const db_reply *reply)
@@ -56,9 +52,7 @@ static void call(httpd_req *req, server *srv, db_stmt stmt, const char *const *v
 {
     maint_call *c = xcalloc(1, sizeof *c);
     *c = (maint_call){ req, srv, changed };
-    db_job *job = db_job_new(maint_done, c);
-    db_job_call(job, stmt, values, NULL, NULL);
-    api_submit(req, srv, job);
+    api_submit_stmt(req, srv, stmt, values, maint_done, c);
 }
 
 void api_maintenance_get(httpd_req *req, server *srv)

@@ -9,11 +9,6 @@
 #include "base/xalloc.h"
 #include "streams/frame.h"
 
-typedef struct push_call {
-    httpd_req *req;
-    server    *srv;
-} push_call;
-
 static int item_name(httpd_req *req, const json_doc *d, uint32_t item, const char *where, const char *key,
                      const char *fallback, char **out)
 {
@@ -93,7 +88,7 @@ static void reply_results(httpd_req *req, server *srv, const push_batch *b)
 
 static void push_done(push_batch *b, void *arg)
 {
-    push_call *c = arg;
+    api_call *c = arg;
     if (b->error) api_engine_error(c->req, b->error, NULL, b->unavailable);
     else reply_results(c->req, c->srv, b);
     push_batch_free(b);
@@ -144,9 +139,7 @@ void api_push(httpd_req *req, server *srv)
     json_doc_fini(&d);   /* payload spans point into the request body, not the doc */
     if (!b) return;
     if (b->n == 0) { push_batch_free(b); httpd_reply(req, 201, "[]", 2); return; }
-    push_call *c = xcalloc(1, sizeof *c);
-    c->req = req;
-    c->srv = srv;
+    api_call *c = api_call_new(req, srv);
     b->done = push_done;
     b->arg = c;
     b->abandoned = &req->left;   /* req outlives the batch: it is freed by the reply in push_done */

@@ -212,9 +212,7 @@ void api_json_call_waking(httpd_req *req, server *srv, db_stmt stmt, const char 
     c->not_found = not_found;
     c->srv = srv;
     c->wake_group = group ? xstrdup(group) : NULL;
-    db_job *job = db_job_new(json_call_done, c);
-    db_job_call(job, stmt, values, NULL, NULL);
-    api_submit(req, srv, job);
+    api_submit_stmt(req, srv, stmt, values, json_call_done, c);
 }
 
 void api_json_call(httpd_req *req, server *srv, db_stmt stmt, const char *const *values, const char *not_found)
@@ -235,17 +233,10 @@ static void rows_listed(void *arg, const db_reply *reply)
     rows_call *c = arg;
     if (reply->error) { api_db_error(c->req, reply); free(c); return; }
     const PGresult *r = reply->results[0];
-    buf out;
-    buf_init(&out);
-    emit e;
-    emit_init(&e, &out);
-    emit_object(&e);
-    emit_key(&e, c->member);
-    emit_array(&e);
-    for (int row = 0; row < PQntuples(r); row++) c->emit_row(&e, r, row);
-    emit_end(&e);
-    emit_end(&e);
-    httpd_reply_buf(c->req, 200, &out);
+    api_reply out;
+    emit *e = api_reply_list(&out, c->member);
+    for (int row = 0; row < PQntuples(r); row++) c->emit_row(e, r, row);
+    api_reply_send(&out, c->req, 200);
     free(c);
 }
 
@@ -256,9 +247,7 @@ void api_rows_call(httpd_req *req, server *srv, db_stmt stmt, const char *const 
     c->req = req;
     c->member = member;
     c->emit_row = emit_row;
-    db_job *job = db_job_new(rows_listed, c);
-    db_job_call(job, stmt, values, NULL, NULL);
-    api_submit(req, srv, job);
+    api_submit_stmt(req, srv, stmt, values, rows_listed, c);
 }
 
 /* ---- a list, a page at a time ---- */
@@ -275,20 +264,15 @@ static void page_listed(void *arg, const db_reply *reply)
     if (reply->error) { api_db_error(c->req, reply); free(c); return; }
     const PGresult *r = reply->results[0];
     int n = PQntuples(r);
-    buf out;
-    buf_init(&out);
-    emit e;
-    emit_init(&e, &out);
-    emit_object(&e);
-    emit_key(&e, c->page->member); emit_array(&e);
-    for (int row = 0; row < n; row++) c->page->emit_row(&e, r, row);
-    emit_end(&e);
+    api_reply out;
+    emit *e = api_reply_list(&out, c->page->member);
+    for (int row = 0; row < n; row++) c->page->emit_row(e, r, row);
+    emit_end(e);
     /* A full page may have more after it: its last id is where the next starts. */
-    emit_key(&e, "nextCursor");
-    if (n == c->limit && n > 0) api_emit_uuid_col(&e, r, n - 1, c->page->id_col);
-    else emit_null(&e);
-    emit_end(&e);
-    httpd_reply_buf(c->req, 200, &out);
+    emit_key(e, "nextCursor");
+    if (n == c->limit && n > 0) api_emit_uuid_col(e, r, n - 1, c->page->id_col);
+    else emit_null(e);
+    api_reply_send(&out, c->req, 200);
     free(c);
 }
 
@@ -310,7 +294,5 @@ void api_list_page(httpd_req *req, server *srv, const api_page *page, const char
     c->req = req;
     c->page = page;
     c->limit = limit;
-    db_job *job = db_job_new(page_listed, c);
-    db_job_call(job, page->stmt, values, NULL, NULL);
-    api_submit(req, srv, job);
+    api_submit_stmt(req, srv, page->stmt, values, page_listed, c);
 }

@@ -41,36 +41,21 @@ static void emit_schedule(emit *e, const conf_schedule *c, const PGresult *r)
     emit_end(e);
 }
 
-typedef struct sched_call {
-    httpd_req *req;
-    server    *srv;
-} sched_call;
-
 static void listed(void *arg, const db_reply *reply)
 {
-    sched_call *c = arg;
+    api_call *c = arg;
     httpd_req *req = c->req;
     server *srv = c->srv;
     free(c);
     if (reply->error) { api_db_error(req, reply); return; }
-    buf out;
-    buf_init(&out);
-    emit e;
-    emit_init(&e, &out);
-    emit_object(&e);
-    emit_key(&e, "schedules"); emit_array(&e);
-    for (size_t i = 0; i < srv->conf.nschedules; i++) emit_schedule(&e, &srv->conf.schedules[i], reply->results[0]);
-    emit_end(&e);
-    emit_end(&e);
-    httpd_reply_buf(req, 200, &out);
+    api_reply out;
+    emit *e = api_reply_list(&out, "schedules");
+    for (size_t i = 0; i < srv->conf.nschedules; i++) emit_schedule(e, &srv->conf.schedules[i], reply->results[0]);
+    api_reply_send(&out, req, 200);
 }
 
 void api_schedule_list(httpd_req *req, server *srv)
 {
-    sched_call *c = xcalloc(1, sizeof *c);
-    c->req = req;
-    c->srv = srv;
-    db_job *job = db_job_new(listed, c);
-    db_job_call(job, STMT_SCHEDULE_STATE, NULL, NULL, NULL);
-    api_submit(req, srv, job);
+    api_call *c = api_call_new(req, srv);
+    api_submit_stmt(req, srv, STMT_SCHEDULE_STATE, NULL, listed, c);
 }

@@ -131,14 +131,9 @@ static void coverage_problems(const PGresult *r, const conf_retention *conf, buf
     emit_end(&e);
 }
 
-typedef struct coverage_call {
-    httpd_req *req;
-    server    *srv;
-} coverage_call;
-
 static void coverage_read(void *arg, const db_reply *reply)
 {
-    coverage_call *c = arg;
+    api_call *c = arg;
     httpd_req *req = c->req;
     server *srv = c->srv;
     free(c);
@@ -182,10 +177,6 @@ static void coverage_read(void *arg, const db_reply *reply)
 
 void api_task_retention_coverage(httpd_req *req, server *srv)
 {
-    coverage_call *c = xcalloc(1, sizeof *c);
-    c->req = req;
-    c->srv = srv;
-    db_job *job = db_job_new(coverage_read, c);
-    db_job_call(job, STMT_TR_COVERAGE, NULL, NULL, NULL);
-    api_submit(req, srv, job);
+    api_call *c = api_call_new(req, srv);
+    api_submit_stmt(req, srv, STMT_TR_COVERAGE, NULL, coverage_read, c);
 }

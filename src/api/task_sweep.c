@@ -7,17 +7,13 @@ static void swept(void *arg, const sweep_result *r)
 {
     httpd_req *req = arg;
     if (r->failed) { httpd_error(req, 500, "the task sweep failed: the server's log says why"); return; }
-    buf out;
-    buf_init(&out);
-    emit e;
-    emit_init(&e, &out);
-    emit_object(&e);
-    emit_key(&e, "workflowsDeleted"); emit_int(&e, r->workflows_deleted);
-    emit_key(&e, "workerStatesDeleted"); emit_int(&e, r->worker_states_deleted);
-    emit_key(&e, "workflowsExpired"); emit_int(&e, r->workflows_expired);
-    emit_key(&e, "yielded"); emit_bool(&e, r->yielded);   /* another server was sweeping */
-    emit_end(&e);
-    httpd_reply_buf(req, 200, &out);
+    api_reply out;
+    emit *e = api_reply_object(&out);
+    emit_key(e, "workflowsDeleted"); emit_int(e, r->workflows_deleted);
+    emit_key(e, "workerStatesDeleted"); emit_int(e, r->worker_states_deleted);
+    emit_key(e, "workflowsExpired"); emit_int(e, r->workflows_expired);
+    emit_key(e, "yielded"); emit_bool(e, r->yielded);   /* another server was sweeping */
+    api_reply_send(&out, req, 200);
 }
 
 void api_task_sweep(httpd_req *req, server *srv)

@@ -104,20 +104,16 @@ static void sent(void *arg, const db_reply *reply, const PGresult *r, int first,
     send_call *c = arg;
     if (reply->error) { api_db_error(c->req, reply); send_call_free(c); return; }
     for (size_t i = 0; i < c->nqueues; i++) task_hub_announce_sent(c->srv->tasks, c->queues[i]);
-    buf out;
-    buf_init(&out);
-    emit e;
-    emit_init(&e, &out);
-    emit_object(&e);
+    api_reply out;
+    emit *e = api_reply_object(&out);
     if (c->batch) {
-        emit_key(&e, "tasks"); emit_array(&e);
-        for (int row = first; row < first + n; row++) { emit_object(&e); emit_sent(&e, r, row); emit_end(&e); }
-        emit_end(&e);
+        emit_key(e, "tasks"); emit_array(e);
+        for (int row = first; row < first + n; row++) { emit_object(e); emit_sent(e, r, row); emit_end(e); }
+        emit_end(e);
     } else {
-        emit_sent(&e, r, first);
+        emit_sent(e, r, first);
     }
-    emit_end(&e);
-    httpd_reply_buf(c->req, 201, &out);
+    api_reply_send(&out, c->req, 201);
     send_call_free(c);
 }
 
@@ -244,17 +240,12 @@ static void emit_attempt(emit *e, const PGresult *r, int row)
 static void reply_attempts(httpd_req *req, const db_reply *reply)
 {
     const PGresult *r = reply->results[1];
-    buf out;
-    buf_init(&out);
-    emit e;
-    emit_init(&e, &out);
-    emit_object(&e);
-    emit_key(&e, "taskId"); api_emit_uuid_col(&e, reply->results[0], 0, TASK_C_ID);
-    emit_key(&e, "attempts"); emit_array(&e);
-    for (int row = 0; row < PQntuples(r); row++) emit_attempt(&e, r, row);
-    emit_end(&e);
-    emit_end(&e);
-    httpd_reply_buf(req, 200, &out);
+    api_reply out;
+    emit *e = api_reply_object(&out);
+    emit_key(e, "taskId"); api_emit_uuid_col(e, reply->results[0], 0, TASK_C_ID);
+    emit_key(e, "attempts"); emit_array(e);
+    for (int row = 0; row < PQntuples(r); row++) emit_attempt(e, r, row);
+    api_reply_send(&out, req, 200);
 }
 
 void api_task_attempts(httpd_req *req, server *srv)
@@ -298,18 +289,14 @@ static void cancelled(void *arg, const db_reply *reply)
     else {
         const char *status = db_str(r, 0, 0);
         if (strcmp(status, "CANCELLED") == 0) task_hub_announce_done(c->srv->tasks, c->raw);
-        buf out;
-        buf_init(&out);
-        emit e;
-        emit_init(&e, &out);
-        emit_object(&e);
-        emit_key(&e, "id"); emit_str(&e, c->id);
-        emit_key(&e, "status"); emit_str(&e, status);
+        api_reply out;
+        emit *e = api_reply_object(&out);
+        emit_key(e, "id"); emit_str(e, c->id);
+        emit_key(e, "status"); emit_str(e, status);
         /* RUNNING: its worker is told on its next heartbeat. */
-        emit_key(&e, "cancelled"); emit_bool(&e, strcmp(status, "CANCELLED") == 0);
-        emit_key(&e, "cancelRequested"); emit_bool(&e, strcmp(status, "RUNNING") == 0);
-        emit_end(&e);
-        httpd_reply_buf(c->req, 200, &out);
+        emit_key(e, "cancelled"); emit_bool(e, strcmp(status, "CANCELLED") == 0);
+        emit_key(e, "cancelRequested"); emit_bool(e, strcmp(status, "RUNNING") == 0);
+        api_reply_send(&out, c->req, 200);
     }
     free(c);
 }
@@ -322,7 +309,5 @@ void api_task_cancel(httpd_req *req, server *srv)
     c->req = req;
     c->srv = srv;
     const char *values[1] = { c->id };
-    db_job *job = db_job_new(cancelled, c);
-    db_job_call(job, STMT_TASK_CANCEL, values, NULL, NULL);
-    api_submit(req, srv, job);
+    api_submit_stmt(req, srv, STMT_TASK_CANCEL, values, cancelled, c);
 }

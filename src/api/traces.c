@@ -121,15 +121,11 @@ static void recorded(void *arg, const db_reply *reply)
     if (reply->error) api_db_error(c->req, reply);
     else if (!db_bool(reply->results[0], 0, 0)) httpd_error(c->req, 404, "message not found");
     else {
-        buf out;
-        buf_init(&out);
-        emit e;
-        emit_init(&e, &out);
-        emit_object(&e);
-        emit_key(&e, "success"); emit_bool(&e, true);
-        emit_key(&e, "traceId"); emit_str(&e, c->id);
-        emit_end(&e);
-        httpd_reply_buf(c->req, 201, &out);
+        api_reply out;
+        emit *e = api_reply_object(&out);
+        emit_key(e, "success"); emit_bool(e, true);
+        emit_key(e, "traceId"); emit_str(e, c->id);
+        api_reply_send(&out, c->req, 201);
     }
     free(c);
 }
@@ -202,17 +198,13 @@ static void of_message_done(void *arg, const db_reply *reply)
     if (reply->error) { api_db_error(c->req, reply); free(c); return; }
     static const int cols[6] = { 0, 1, 2, 3, 4, 5 };
     const PGresult *r = reply->results[0];
-    buf out;
-    buf_init(&out);
-    emit e;
-    emit_init(&e, &out);
-    emit_array(&e);
+    api_reply out;
+    emit *e = api_reply_array(&out);
     for (int row = 0; row < PQntuples(r);) {
-        put_trace(&e, r, row, cols);
-        put_names(&e, r, &row, 0, 6);
+        put_trace(e, r, row, cols);
+        put_names(e, r, &row, 0, 6);
     }
-    emit_end(&e);
-    httpd_reply_buf(c->req, 200, &out);
+    api_reply_send(&out, c->req, 200);
     free(c);
 }
 
@@ -251,22 +243,18 @@ static void by_name_done(void *arg, const db_reply *reply)
     if (reply->error) { api_db_error(c->req, reply); free(c); return; }
     static const int cols[6] = { 0, 3, 4, 5, 6, 7 };
     const PGresult *r = reply->results[0];
-    buf out;
-    buf_init(&out);
-    emit e;
-    emit_init(&e, &out);
-    emit_array(&e);
+    api_reply out;
+    emit *e = api_reply_array(&out);
     for (int row = 0; row < PQntuples(r);) {
-        put_trace(&e, r, row, cols);
-        emit_key(&e, "transactionId"); api_emit_text_col(&e, r, row, 1);
-        emit_key(&e, "partitionId"); api_emit_uuid_col(&e, r, row, 2);
-        emit_key(&e, "queueName"); api_emit_text_col(&e, r, row, 8);
-        emit_key(&e, "partitionName"); api_emit_text_col(&e, r, row, 9);
-        put_payload(&e, c, r, row);
-        put_names(&e, r, &row, 0, 10);
+        put_trace(e, r, row, cols);
+        emit_key(e, "transactionId"); api_emit_text_col(e, r, row, 1);
+        emit_key(e, "partitionId"); api_emit_uuid_col(e, r, row, 2);
+        emit_key(e, "queueName"); api_emit_text_col(e, r, row, 8);
+        emit_key(e, "partitionName"); api_emit_text_col(e, r, row, 9);
+        put_payload(e, c, r, row);
+        put_names(e, r, &row, 0, 10);
     }
-    emit_end(&e);
-    httpd_reply_buf(c->req, 200, &out);
+    api_reply_send(&out, c->req, 200);
     free(c);
 }
 
@@ -292,24 +280,19 @@ static void names_done(void *arg, const db_reply *reply)
     trace_call *c = arg;
     if (reply->error) { api_db_error(c->req, reply); free(c); return; }
     const PGresult *r = reply->results[0];
-    buf out;
-    buf_init(&out);
-    emit e;
-    emit_init(&e, &out);
-    emit_object(&e);
-    emit_key(&e, "traceNames"); emit_array(&e);
+    api_reply out;
+    emit *e = api_reply_list(&out, "traceNames");
     for (int row = 0; row < PQntuples(r); row++) {
-        emit_object(&e);
-        emit_key(&e, "traceName"); api_emit_text_col(&e, r, row, 0);
-        emit_key(&e, "traceCount"); emit_int(&e, db_int(r, row, 1));
-        emit_key(&e, "messageCount"); emit_int(&e, db_int(r, row, 2));
-        emit_key(&e, "lastSeen"); api_emit_time_col(&e, r, row, 3);
-        emit_end(&e);
+        emit_object(e);
+        emit_key(e, "traceName"); api_emit_text_col(e, r, row, 0);
+        emit_key(e, "traceCount"); emit_int(e, db_int(r, row, 1));
+        emit_key(e, "messageCount"); emit_int(e, db_int(r, row, 2));
+        emit_key(e, "lastSeen"); api_emit_time_col(e, r, row, 3);
+        emit_end(e);
     }
-    emit_end(&e);
-    api_emit_pagination(&e, db_int(reply->results[1], 0, 0), c->limit, c->offset);
-    emit_end(&e);
-    httpd_reply_buf(c->req, 200, &out);
+    emit_end(e);
+    api_emit_pagination(e, db_int(reply->results[1], 0, 0), c->limit, c->offset);
+    api_reply_send(&out, c->req, 200);
     free(c);
 }
 

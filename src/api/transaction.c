@@ -8,11 +8,6 @@
 #include "base/xalloc.h"
 #include "streams/tx.h"
 
-typedef struct tx_call {
-    httpd_req *req;
-    server    *srv;
-} tx_call;
-
 /* Sizes the request: items of push operations and ack operations. */
 static int count_ops(httpd_req *req, const json_doc *d, int ops, size_t *pushes, size_t *acks)
 {
@@ -154,41 +149,34 @@ static void put_results(emit *e, const tx_request *tx)
 
 static void reply_failure(httpd_req *req, const char *why)
 {
-    buf out;
-    buf_init(&out);
-    emit e;
-    emit_init(&e, &out);
-    emit_object(&e);
-    emit_key(&e, "success"); emit_bool(&e, false);
-    emit_key(&e, "error"); emit_str(&e, why);
-    emit_end(&e);
-    httpd_reply_buf(req, 200, &out);
+    api_reply out;
+    emit *e = api_reply_object(&out);
+    emit_key(e, "success"); emit_bool(e, false);
+    emit_key(e, "error"); emit_str(e, why);
+    api_reply_send(&out, req, 200);
 }
 
 static void tx_done(tx_request *tx, void *arg)
 {
-    tx_call *c = arg;
+    api_call *c = arg;
     if (tx->error) api_engine_error(c->req, tx->error, tx->sqlstate, tx->unavailable);
     else if (tx->failure) reply_failure(c->req, tx->failure);
     else {
         uint8_t id[16];
         ids_uuid7(id);
-        buf out;
-        buf_init(&out);
-        emit e;
-        emit_init(&e, &out);
-        emit_object(&e);
-        emit_key(&e, "transactionId"); emit_uuid(&e, id);
-        emit_key(&e, "success"); emit_bool(&e, true);
-        emit_key(&e, "results"); emit_array(&e);
-        put_results(&e, tx);
-        emit_end(&e);
-        emit_end(&e);
+        api_reply out;
+        emit *e = api_reply_object(&out);
+        emit_key(e, "transactionId"); emit_uuid(e, id);
+        emit_key(e, "success"); emit_bool(e, true);
+        emit_key(e, "results"); emit_array(e);
+        put_results(e, tx);
+        emit_end(e);
+        emit_end(e);
         for (size_t i = 0; i < tx->npushes; i++)
             if (i == 0 || strcmp(tx->pushes[i].queue, tx->pushes[i - 1].queue) != 0)
                 server_log_appended(c->srv, tx->pushes[i].queue, NULL, 0);
         api_announce_released(c->srv, tx->acks, tx->nacks);
-        httpd_reply_buf(c->req, 200, &out);
+        api_reply_send(&out, c->req, 200);
     }
     tx_request_free(tx);
     free(c);
@@ -219,9 +207,7 @@ void api_transaction(httpd_req *req, server *srv)
     if (tx && unknown) { reply_failure(req, unknown); tx_request_free(tx); tx = NULL; }
     free(unknown);
     if (!tx) return;
-    tx_call *c = xcalloc(1, sizeof *c);
-    c->req = req;
-    c->srv = srv;
+    api_call *c = api_call_new(req, srv);
     tx->done = tx_done;
     tx->arg = c;
     tx->abandoned = &req->left;   /* req is freed by the reply in tx_done */

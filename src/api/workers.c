@@ -32,17 +32,13 @@ static void registered(void *arg, const db_reply *reply)
     if (reply->error) api_db_error(c->req, reply);
     else {
         const conf_recovery *s = task_hub_recovery(c->srv->tasks);
-        buf out;
-        buf_init(&out);
-        emit e;
-        emit_init(&e, &out);
-        emit_object(&e);
-        emit_key(&e, "workerId"); emit_str(&e, c->worker);
-        emit_key(&e, "registeredAt"); api_emit_time_col(&e, reply->results[0], 0, 0);
-        emit_key(&e, "claimerHeartbeatIntervalMs"); emit_int(&e, s->claimer_heartbeat_interval_ms);
-        emit_key(&e, "runnerHeartbeatIntervalMs"); emit_int(&e, s->runner_heartbeat_interval_ms);
-        emit_end(&e);
-        httpd_reply_buf(c->req, 201, &out);
+        api_reply out;
+        emit *e = api_reply_object(&out);
+        emit_key(e, "workerId"); emit_str(e, c->worker);
+        emit_key(e, "registeredAt"); api_emit_time_col(e, reply->results[0], 0, 0);
+        emit_key(e, "claimerHeartbeatIntervalMs"); emit_int(e, s->claimer_heartbeat_interval_ms);
+        emit_key(e, "runnerHeartbeatIntervalMs"); emit_int(e, s->runner_heartbeat_interval_ms);
+        api_reply_send(&out, c->req, 201);
     }
     free(c->worker);
     free(c);
@@ -91,9 +87,7 @@ void api_worker_register(httpd_req *req, server *srv)
         c->worker = worker;
         worker = NULL;
         const char *values[5] = { c->worker, host ? host : "", pids, db_array_literal(&queues), conc };
-        db_job *job = db_job_new(registered, c);
-        db_job_call(job, STMT_WORKER_REGISTER, values, NULL, NULL);
-        api_submit(req, srv, job);
+        api_submit_stmt(req, srv, STMT_WORKER_REGISTER, values, registered, c);
     }
     free(worker);
     free(host);
@@ -165,30 +159,26 @@ static void held_done(void *arg, const db_reply *reply)
     held_call *c = arg;
     if (reply->error) { api_db_error(c->req, reply); free(c); return; }
     const PGresult *r = reply->results[0];
-    buf out;
-    buf_init(&out);
-    emit e;
-    emit_init(&e, &out);
-    emit_object(&e);
+    api_reply out;
+    emit *e = api_reply_object(&out);
     if (c->release) {
         int64_t released = 0;
         for (int row = 0; row < PQntuples(r); row++) {
             released += db_int(r, row, 1);
             task_hub_announce_sent(c->srv->tasks, db_str(r, row, 0));
         }
-        emit_key(&e, "released"); emit_int(&e, released);
+        emit_key(e, "released"); emit_int(e, released);
     } else {
-        emit_key(&e, "tasks"); emit_array(&e);
+        emit_key(e, "tasks"); emit_array(e);
         for (int row = 0; row < PQntuples(r); row++) {
-            emit_object(&e);
-            emit_key(&e, "id"); api_emit_uuid_col(&e, r, row, 0);
-            emit_key(&e, "state"); api_emit_text_col(&e, r, row, 1);
-            emit_end(&e);
+            emit_object(e);
+            emit_key(e, "id"); api_emit_uuid_col(e, r, row, 0);
+            emit_key(e, "state"); api_emit_text_col(e, r, row, 1);
+            emit_end(e);
         }
-        emit_end(&e);
+        emit_end(e);
     }
-    emit_end(&e);
-    httpd_reply_buf(c->req, 200, &out);
+    api_reply_send(&out, c->req, 200);
     free(c);
 }
 

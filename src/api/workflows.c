@@ -174,18 +174,15 @@ static int check_input(httpd_req *req, const wf_input *in)
     size_t n = workflow_check(g, in->n, in->on_error, in->output, &p);
     free(g);
     if (n == 0) return 0;
-    buf out;
-    buf_init(&out);
-    emit e;
-    emit_init(&e, &out);
-    emit_object(&e);
-    emit_key(&e, "error"); emit_str(&e, n == 1 ? p.items[0] : "the workflow has several problems: see problems");
-    emit_key(&e, "problems"); emit_array(&e);
-    for (size_t i = 0; i < p.n; i++) emit_str(&e, p.items[i]);
-    emit_end(&e);
-    emit_end(&e);
+    api_reply out;
+    emit *e = api_reply_object(&out);
+    emit_key(e, "error"); emit_str(e, n == 1 ? p.items[0] : "the workflow has several problems: see problems");
+    emit_key(e, "problems"); emit_array(e);
+    for (size_t i = 0; i < p.n; i++) emit_str(e, p.items[i]);
+    emit_end(e);
+    emit_end(e);
     wf_problems_fini(&p);
-    httpd_reply_buf(req, 400, &out);
+    api_reply_send(&out, req, 400);
     return -1;
 }
 
@@ -200,15 +197,11 @@ typedef struct wf_call {
 /* {"id","status"}: what a start and a control answer. */
 static void reply_status(httpd_req *req, int code, const char *id, const PGresult *r)
 {
-    buf out;
-    buf_init(&out);
-    emit e;
-    emit_init(&e, &out);
-    emit_object(&e);
-    emit_key(&e, "id"); emit_str(&e, id);
-    emit_key(&e, "status"); api_emit_text_col(&e, r, 0, 0);
-    emit_end(&e);
-    httpd_reply_buf(req, code, &out);
+    api_reply out;
+    emit *e = api_reply_object(&out);
+    emit_key(e, "id"); emit_str(e, id);
+    emit_key(e, "status"); api_emit_text_col(e, r, 0, 0);
+    api_reply_send(&out, req, code);
 }
 
 static void started(void *arg, const db_reply *reply)
@@ -354,15 +347,11 @@ static bool workflow_reply_ended(const db_reply *reply)
 
 static void reply_workflow(httpd_req *req, const db_reply *reply)
 {
-    buf out;
-    buf_init(&out);
-    emit e;
-    emit_init(&e, &out);
-    emit_object(&e);
-    emit_workflow(&e, reply->results[0], 0);
-    emit_nodes(&e, reply->results[1]);
-    emit_end(&e);
-    httpd_reply_buf(req, 200, &out);
+    api_reply out;
+    emit *e = api_reply_object(&out);
+    emit_workflow(e, reply->results[0], 0);
+    emit_nodes(e, reply->results[1]);
+    api_reply_send(&out, req, 200);
 }
 
 /* A workflow's end is announced as done:<its id> (sql/020). */
@@ -419,9 +408,7 @@ static void control(httpd_req *req, server *srv, const char *action)
     if (api_read_uuid(req, req->params[0], c->id, "id") < 0) { free(c); return; }
     c->req = req;
     const char *values[2] = { c->id, action };
-    db_job *job = db_job_new(controlled, c);
-    db_job_call(job, STMT_WF_CONTROL, values, NULL, NULL);
-    api_submit(req, srv, job);
+    api_submit_stmt(req, srv, STMT_WF_CONTROL, values, controlled, c);
 }
 
 void api_workflow_pause(httpd_req *req, server *srv) { control(req, srv, "pause"); }

@@ -75,8 +75,7 @@ static void ack_build(buf *b, const char *partition_id, const char *txn, const a
 /* Exit status from the first result element; its error goes to stderr. */
 static int ack_outcome(const json_doc *d, int result)
 {
-    int success = result < 0 ? -1 : json_get(d, (uint32_t)result, "success");
-    if (success >= 0 && d->tokens[success].type == JSON_TRUE) return CLI_EXIT_OK;
+    if (cli_is_true(d, result, "success")) return CLI_EXIT_OK;
     char *err = cli_get_str(d, result, "error");
     cli_error("ack refused: %s", err ? err : "no reason given");
     free(err);
@@ -86,18 +85,10 @@ static int ack_outcome(const json_doc *d, int result)
 static int ack_report(const ack_opts *o, const http_response *r)
 {
     json_doc d;
-    json_doc_init(&d);
-    if (cli_parse_reply(r, &d) < 0) { json_doc_fini(&d); return CLI_EXIT_FAILED; }
+    if (cli_read_reply(r, &d) < 0) return CLI_EXIT_FAILED;
     int result = json_at(&d, 0, 0);
     if (o->json) cli_print_json(r->body.data, r->body.len);
-    else {
-        static const char *const headers[] = { "FIELD", "VALUE" };
-        cli_table t;
-        cli_table_init(&t, 2, headers);
-        cli_table_add_members(&t, &d, result);
-        cli_table_print(&t, stdout);
-        cli_table_fini(&t);
-    }
+    else cli_print_members(&d, result, "FIELD");
     int rc = ack_outcome(&d, result);
     json_doc_fini(&d);
     return rc;

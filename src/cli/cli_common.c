@@ -178,6 +178,20 @@ int cli_parse_reply(const http_response *r, json_doc *d)
     return -1;
 }
 
+int cli_read_reply(const http_response *r, json_doc *d)
+{
+    json_doc_init(d);
+    if (cli_parse_reply(r, d) == 0) return 0;
+    json_doc_fini(d);
+    return -1;
+}
+
+bool cli_is_true(const json_doc *d, int obj, const char *key)
+{
+    int t = obj < 0 ? -1 : json_get(d, (uint32_t)obj, key);
+    return t >= 0 && d->tokens[t].type == JSON_TRUE;
+}
+
 /* Reports an HTTP error status, preferring the server's own words. */
 static void report_status(const http_response *r)
 {
@@ -428,6 +442,16 @@ void cli_table_add_field(cli_table *t, const json_doc *d, int obj, const char *p
     cli_table_add_value(t, d, tok);
 }
 
+int cli_no_verb(const char *cmd_name, const char *usage, const char *question, int argc, char **argv)
+{
+    const cli_cmd cmd = { cmd_name, usage, NULL, 0, 0, 0 };
+    cli_args a;
+    int rc;
+    if (cli_parse(&cmd, argc, argv, &a, &rc) == 0) rc = cli_usage_error(&cmd, "%s", question);
+    cli_args_fini(&a);
+    return rc;
+}
+
 int cli_dispatch(const char *cmd, const char *usage, const cli_verb *verbs, size_t nverbs,
                  int argc, char **argv)
 {
@@ -508,6 +532,56 @@ int cli_call_within(const char *method, const char *path, const buf *body, int t
     return call_render(method, path, body, timeout_ms, json, render, false);
 }
 
+/* The item's path, then either the rendered call or the judged request. */
+static int item_verb_run(const cli_item_verb *v, int argc, char **argv, cli_render_fn render,
+                         cli_report_fn report)
+{
+    bool json = false;
+    const cli_opt opts[] = { { "json", CLI_OPT_FLAG, &json } };
+    const cli_cmd cmd = { v->name, v->usage, opts, 1, 1, 1 };
+    cli_args a;
+    int rc;
+    if (cli_parse(&cmd, argc, argv, &a, &rc) == 0) {
+        buf path;
+        buf_init(&path);
+        buf_puts(&path, v->collection);
+        cli_path_segment(&path, a.pos[0]);
+        if (v->suffix) buf_puts(&path, v->suffix);
+        if (render) {
+            rc = cli_call(v->method, path.data, NULL, json, render);
+        } else {
+            http_response r;
+            http_response_init(&r);
+            rc = cli_request(v->method, path.data, NULL, 0, &r) < 0 ? CLI_EXIT_FAILED : report(a.pos[0], json, &r);
+            http_response_fini(&r);
+        }
+        buf_fini(&path);
+    }
+    cli_args_fini(&a);
+    return rc;
+}
+
+int cli_item_call(const cli_item_verb *v, int argc, char **argv, cli_render_fn render)
+{
+    return item_verb_run(v, argc, argv, render, NULL);
+}
+
+int cli_item_request(const cli_item_verb *v, int argc, char **argv, cli_report_fn report)
+{
+    return item_verb_run(v, argc, argv, NULL, report);
+}
+
+int cli_get_query(const char *path, const cli_param *params, size_t nparams, bool json, cli_render_fn render)
+{
+    buf p;
+    buf_init(&p);
+    buf_puts(&p, path);
+    for (size_t i = 0; i < nparams; i++) cli_query_param(&p, params[i].key, params[i].value);
+    int rc = cli_call("GET", p.data, NULL, json, render);
+    buf_fini(&p);
+    return rc;
+}
+
 int cli_get_page(const char *path, const cli_param *filters, size_t nfilters, long limit, const char *cursor,
                  bool json, cli_render_fn render)
 {
@@ -526,10 +600,40 @@ int cli_get_page(const char *path, const cli_param *filters, size_t nfilters, lo
 
 void cli_render_fields(const json_doc *d)
 {
+    cli_print_members(d, 0, "FIELD");
+}
+
+void cli_print_members(const json_doc *d, int obj, const char *key_header)
+{
+    const char *const headers[] = { key_header, "VALUE" };
+    cli_table t;
+    cli_table_init(&t, 2, headers);
+    cli_table_add_members(&t, d, obj);
+    cli_table_print(&t, stdout);
+    cli_table_fini(&t);
+}
+
+void cli_print_named_fields(const json_doc *d, const char *const *fields, size_t nfields)
+{
     static const char *const headers[] = { "FIELD", "VALUE" };
     cli_table t;
     cli_table_init(&t, 2, headers);
-    cli_table_add_members(&t, d, 0);
+    for (size_t i = 0; i < nfields; i++) {
+        cli_table_add(&t, fields[i]);
+        cli_table_add_field(&t, d, 0, fields[i]);
+    }
     cli_table_print(&t, stdout);
+    cli_table_fini(&t);
+}
+
+void cli_print_rows(const json_doc *d, const char *member, int ncols, const char *const *headers,
+                    const char *const *fields, const char *none)
+{
+    int list = json_get(d, 0, member), row;
+    cli_table t;
+    cli_table_init(&t, ncols, headers);
+    for (uint32_t i = 0; list >= 0 && (row = json_at(d, (uint32_t)list, i)) >= 0; i++)
+        for (int f = 0; f < ncols; f++) cli_table_add_field(&t, d, row, fields[f]);
+    cli_table_print_or(&t, none);
     cli_table_fini(&t);
 }

@@ -19,6 +19,16 @@
 #define CLI_MAX_TOKENS  (1u << 22)   /* JSON tokens accepted in a payload or a reply */
 #define CLI_WAIT_SLACK_MS 30000      /* a held request's client timeout beyond its wait */
 
+/* The lines that end most usage texts, written once so every command
+ * words them alike: the two options every client command takes, and where
+ * the server is. */
+#define CLI_USAGE_JSON_HELP \
+    "  --json         print the server's reply as JSON\n" \
+    "  --help         show this help\n"
+#define CLI_USAGE_SERVER \
+    "\n" \
+    "The server is SILT_URL (default " CLI_DEFAULT_URL ").\n"
+
 typedef enum cli_opt_kind {
     CLI_OPT_FLAG,   /* dest is bool *: set true */
     CLI_OPT_STR,    /* dest is const char **: the argument (last one wins) */
@@ -89,6 +99,12 @@ int  cli_request_any(const char *method, const char *path, const buf *body, int 
 void cli_report_status(const http_response *r);
 /* Parses a reply body into d; on malformed JSON prints an error and returns -1. */
 int  cli_parse_reply(const http_response *r, json_doc *d) __attribute__((warn_unused_result));
+/* The same into a doc it initialises: on -1 (printed) d is already
+ * finished, so the caller just returns; on 0 the caller finishes it. */
+int  cli_read_reply(const http_response *r, json_doc *d) __attribute__((warn_unused_result));
+/* Member key of obj is true (false when obj is -1 or the member is
+ * absent or anything else). */
+bool cli_is_true(const json_doc *d, int obj, const char *key);
 
 /* Writes a JSON text pretty-printed to stdout, newline-terminated. */
 void cli_print_json(const char *text, size_t len);
@@ -139,6 +155,19 @@ void cli_table_print(const cli_table *t, FILE *f);
 void cli_table_print_or(const cli_table *t, const char *none);
 void cli_table_fini(cli_table *t);
 
+/* The tables most replies are shown as, printed on stdout. */
+/* One row per element of the array at member of the reply's object: each
+ * of the ncols fields (dotted member paths) under its header; the line
+ * none instead when the array is empty or absent. */
+void cli_print_rows(const json_doc *d, const char *member, int ncols, const char *const *headers,
+                    const char *const *fields, const char *none);
+/* A two-column table of obj's members: key_header ("FIELD", "OPTION") and
+ * VALUE. */
+void cli_print_members(const json_doc *d, int obj, const char *key_header);
+/* A FIELD/VALUE table of the named members of the reply's object, in the
+ * order given ("-" for an absent one). */
+void cli_print_named_fields(const json_doc *d, const char *const *fields, size_t nfields);
+
 /* Commands with verbs ("silt queues show q"): one row per verb. */
 typedef struct cli_verb {
     const char *name;                     /* "show" */
@@ -151,6 +180,11 @@ typedef struct cli_verb {
  * printed); returns the exit status. */
 int  cli_dispatch(const char *cmd, const char *usage, const cli_verb *verbs, size_t nverbs,
                   int argc, char **argv);
+
+/* A command with verbs and no default one, run without a verb ("silt
+ * task"): the usage with --help, else a usage error asking question
+ * ("which verb? ..."); the exit status. */
+int  cli_no_verb(const char *cmd, const char *usage, const char *question, int argc, char **argv);
 
 /* Renders a parsed reply on stdout (a table, a few lines). */
 typedef void (*cli_render_fn)(const json_doc *d);
@@ -173,11 +207,34 @@ int  cli_call_within(const char *method, const char *path, const buf *body, int 
  * as cli_call does. */
 int  cli_get_waiting(const char *collection, const char *id, long wait_ms, bool json, cli_render_fn render);
 
+/* A verb on one item its only argument names, with --json as its only
+ * option ("silt queues show q", "silt dlq replay id"): method on
+ * collection/<argument><suffix>. */
+typedef struct cli_item_verb {
+    const char *name;         /* for messages: "queues show" */
+    const char *usage;
+    const char *method;       /* "GET" */
+    const char *collection;   /* "/api/v1/resources/queues" */
+    const char *suffix;       /* after the item's segment ("/replay"), or NULL */
+} cli_item_verb;
+/* Runs the verb with the reply printed as JSON or rendered, as cli_call
+ * does; the exit status. */
+int  cli_item_call(const cli_item_verb *v, int argc, char **argv, cli_render_fn render);
+/* Judges a reply below 400 to a verb on item id (printing what it says);
+ * the exit status. */
+typedef int (*cli_report_fn)(const char *id, bool json, const http_response *r);
+/* Runs the verb with a reply the command judges itself (a delete that found
+ * nothing fails): errors printed as cli_request does, else report's status. */
+int  cli_item_request(const cli_item_verb *v, int argc, char **argv, cli_report_fn report);
+
 /* One query parameter; a NULL value is left out. */
 typedef struct cli_param {
     const char *key;
     const char *value;
 } cli_param;
+/* GET path?key=value for each of the nparams parameters, the reply
+ * printed or rendered as cli_call does; the exit status. */
+int  cli_get_query(const char *path, const cli_param *params, size_t nparams, bool json, cli_render_fn render);
 /* A page of a list read a cursor at a time (silt task list, silt workflow
  * list): GET path?key=value for each of the nfilters filters, then limit
  * (left out when 0: the server's default) and cursor (when not NULL). The

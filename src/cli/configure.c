@@ -99,13 +99,8 @@ static void configure_table(const json_doc *d)
         printf("%-10s %s\n", tags[i], line.data);
         buf_fini(&line);
     }
-    static const char *const headers[] = { "OPTION", "VALUE" };
-    cli_table t;
-    cli_table_init(&t, 2, headers);
-    cli_table_add_members(&t, d, json_get(d, 0, "options"));
     putchar('\n');
-    cli_table_print(&t, stdout);
-    cli_table_fini(&t);
+    cli_print_members(d, json_get(d, 0, "options"), "OPTION");
 }
 
 static int configure_report(const configure_opts *o, const http_response *r)

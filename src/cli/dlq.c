@@ -107,17 +107,12 @@ static int dlq_list(int argc, char **argv)
         char limit[24], offset[24];
         snprintf(limit, sizeof limit, "%ld", o.limit);
         snprintf(offset, sizeof offset, "%ld", o.offset);
-        buf path;
-        buf_init(&path);
-        buf_puts(&path, "/api/v1/dlq");
-        cli_query_param(&path, "queue", o.queue);
-        cli_query_param(&path, "consumerGroup", o.group);
-        cli_query_param(&path, "partition", o.partition);
-        cli_query_param(&path, "limit", o.limit >= 0 ? limit : NULL);
-        cli_query_param(&path, "offset", o.offset >= 0 ? offset : NULL);
+        const cli_param params[] = {
+            { "queue", o.queue }, { "consumerGroup", o.group }, { "partition", o.partition },
+            { "limit", o.limit >= 0 ? limit : NULL }, { "offset", o.offset >= 0 ? offset : NULL },
+        };
         rc = o.limit == 0 ? cli_usage_error(&cmd, "--limit must be at least 1")
-           : cli_call("GET", path.data, NULL, o.json, dlq_list_render);
-        buf_fini(&path);
+           : cli_get_query("/api/v1/dlq", params, sizeof params / sizeof params[0], o.json, dlq_list_render);
     }
     cli_args_fini(&a);
     return rc;
@@ -125,22 +120,8 @@ static int dlq_list(int argc, char **argv)
 
 static int dlq_replay(int argc, char **argv)
 {
-    bool json = false;
-    const cli_opt opts[] = { { "json", CLI_OPT_FLAG, &json } };
-    const cli_cmd cmd = { "dlq replay", replay_usage, opts, 1, 1, 1 };
-    cli_args a;
-    int rc;
-    if (cli_parse(&cmd, argc, argv, &a, &rc) == 0) {
-        buf path;
-        buf_init(&path);
-        buf_puts(&path, "/api/v1/dlq");
-        cli_path_segment(&path, a.pos[0]);
-        buf_puts(&path, "/replay");
-        rc = cli_call("POST", path.data, NULL, json, cli_render_fields);
-        buf_fini(&path);
-    }
-    cli_args_fini(&a);
-    return rc;
+    static const cli_item_verb verb = { "dlq replay", replay_usage, "POST", "/api/v1/dlq", "/replay" };
+    return cli_item_call(&verb, argc, argv, cli_render_fields);
 }
 
 static void dlq_rm_render(const json_doc *d)

@@ -19,10 +19,8 @@ static const char groups_usage[] =
     "  rm <group>     delete the group's cursors (see \"silt groups rm --help\")\n"
     "\n"
     "options:\n"
-    "  --json         print the server's reply as JSON\n"
-    "  --help         show this help\n"
-    "\n"
-    "The server is SILT_URL (default " CLI_DEFAULT_URL ").\n";
+    CLI_USAGE_JSON_HELP
+    CLI_USAGE_SERVER;
 
 static const char show_usage[] =
     "usage: silt groups show <group> [--json]\n"
@@ -31,8 +29,7 @@ static const char show_usage[] =
     "offset, lag, retries, live lease) and its stored subscriptions.\n"
     "\n"
     "options:\n"
-    "  --json         print the server's reply as JSON\n"
-    "  --help         show this help\n";
+    CLI_USAGE_JSON_HELP;
 
 static const char rm_usage[] =
     "usage: silt groups rm <group> [--queue Q] [--delete-metadata] [--json]\n"
@@ -91,26 +88,14 @@ static void groups_show_cursors(const json_doc *d)
         "queue", "partition", "committedOffset", "lag", "timeLag", "retryCount",
         "totalConsumed", "lease.leaseId", "lease.expiresAt", "lastActivityAt",
     };
-    int list = json_get(d, 0, "partitions"), p;
-    cli_table t;
-    cli_table_init(&t, 10, headers);
-    for (uint32_t i = 0; list >= 0 && (p = json_at(d, (uint32_t)list, i)) >= 0; i++)
-        for (int f = 0; f < 10; f++) cli_table_add_field(&t, d, p, fields[f]);
-    cli_table_print_or(&t, "(no cursors)");
-    cli_table_fini(&t);
+    cli_print_rows(d, "partitions", 10, headers, fields, "(no cursors)");
 }
 
 static void groups_show_subscriptions(const json_doc *d)
 {
     static const char *const headers[] = { "SUBSCRIBED_QUEUE", "FROM", "CREATED_AT" };
     static const char *const fields[] = { "queue", "from", "createdAt" };
-    int list = json_get(d, 0, "subscriptions"), s;
-    cli_table t;
-    cli_table_init(&t, 3, headers);
-    for (uint32_t i = 0; list >= 0 && (s = json_at(d, (uint32_t)list, i)) >= 0; i++)
-        for (int f = 0; f < 3; f++) cli_table_add_field(&t, d, s, fields[f]);
-    cli_table_print_or(&t, "(no subscriptions)");
-    cli_table_fini(&t);
+    cli_print_rows(d, "subscriptions", 3, headers, fields, "(no subscriptions)");
 }
 
 static void groups_show_render(const json_doc *d)
@@ -132,21 +117,8 @@ static int groups_list(int argc, char **argv)
 
 static int groups_show(int argc, char **argv)
 {
-    bool json = false;
-    const cli_opt opts[] = { { "json", CLI_OPT_FLAG, &json } };
-    const cli_cmd cmd = { "groups show", show_usage, opts, 1, 1, 1 };
-    cli_args a;
-    int rc;
-    if (cli_parse(&cmd, argc, argv, &a, &rc) == 0) {
-        buf path;
-        buf_init(&path);
-        buf_puts(&path, "/api/v1/consumer-groups");
-        cli_path_segment(&path, a.pos[0]);
-        rc = cli_call("GET", path.data, NULL, json, groups_show_render);
-        buf_fini(&path);
-    }
-    cli_args_fini(&a);
-    return rc;
+    static const cli_item_verb verb = { "groups show", show_usage, "GET", "/api/v1/consumer-groups", NULL };
+    return cli_item_call(&verb, argc, argv, groups_show_render);
 }
 
 static void groups_rm_render(const json_doc *d)

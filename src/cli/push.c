@@ -118,8 +118,7 @@ static int push_item_failed(const json_doc *d, int item, uint32_t i)
 static int push_report(const push_opts *o, const http_response *r)
 {
     json_doc d;
-    json_doc_init(&d);
-    if (cli_parse_reply(r, &d) < 0) { json_doc_fini(&d); return CLI_EXIT_FAILED; }
+    if (cli_read_reply(r, &d) < 0) return CLI_EXIT_FAILED;
     static const char *const headers[] = { "INDEX", "STATUS", "TRANSACTION_ID", "MESSAGE_ID" };
     cli_table t;
     cli_table_init(&t, 4, headers);

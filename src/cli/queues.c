@@ -30,8 +30,7 @@ static const char show_usage[] =
     "Shows a queue: its tags and counts, its options and its partitions.\n"
     "\n"
     "options:\n"
-    "  --json         print the server's reply as JSON\n"
-    "  --help         show this help\n";
+    CLI_USAGE_JSON_HELP;
 
 static const char rm_usage[] =
     "usage: silt queues rm <queue> [--json]\n"
@@ -40,8 +39,7 @@ static const char rm_usage[] =
     "group cursors, subscriptions and dead letters. There is no undo.\n"
     "\n"
     "options:\n"
-    "  --json         print the server's reply as JSON\n"
-    "  --help         show this help\n";
+    CLI_USAGE_JSON_HELP;
 
 static const char overview_usage[] =
     "usage: silt queues overview [--json]\n"
@@ -50,8 +48,7 @@ static const char overview_usage[] =
     "consumer groups, active leases, dead letters and the last write.\n"
     "\n"
     "options:\n"
-    "  --json         print the server's reply as JSON\n"
-    "  --help         show this help\n";
+    CLI_USAGE_JSON_HELP;
 
 /* "group=N group=N" from messages.pending, "-" when no group reads the queue. */
 static void queues_add_pending(cli_table *t, const json_doc *d, int queue)
@@ -124,25 +121,14 @@ static void queues_show_partitions(const json_doc *d)
     static const char *const fields[] = {
         "name", "id", "lastOffset", "logStart", "messages", "lastWriteAt",
     };
-    int list = json_get(d, 0, "partitionList"), p;
-    cli_table t;
-    cli_table_init(&t, 6, headers);
-    for (uint32_t i = 0; list >= 0 && (p = json_at(d, (uint32_t)list, i)) >= 0; i++)
-        for (int f = 0; f < 6; f++) cli_table_add_field(&t, d, p, fields[f]);
-    cli_table_print_or(&t, "(no partitions)");
-    cli_table_fini(&t);
+    cli_print_rows(d, "partitionList", 6, headers, fields, "(no partitions)");
 }
 
 static void queues_show_render(const json_doc *d)
 {
     queues_show_summary(d);
-    static const char *const headers[] = { "OPTION", "VALUE" };
-    cli_table t;
-    cli_table_init(&t, 2, headers);
-    cli_table_add_members(&t, d, json_get(d, 0, "options"));
     putchar('\n');
-    cli_table_print(&t, stdout);
-    cli_table_fini(&t);
+    cli_print_members(d, json_get(d, 0, "options"), "OPTION");
     putchar('\n');
     queues_show_partitions(d);
 }
@@ -154,31 +140,16 @@ static int queues_list(int argc, char **argv)
 
 static int queues_show(int argc, char **argv)
 {
-    bool json = false;
-    const cli_opt opts[] = { { "json", CLI_OPT_FLAG, &json } };
-    const cli_cmd cmd = { "queues show", show_usage, opts, 1, 1, 1 };
-    cli_args a;
-    int rc;
-    if (cli_parse(&cmd, argc, argv, &a, &rc) == 0) {
-        buf path;
-        buf_init(&path);
-        buf_puts(&path, "/api/v1/resources/queues");
-        cli_path_segment(&path, a.pos[0]);
-        rc = cli_call("GET", path.data, NULL, json, queues_show_render);
-        buf_fini(&path);
-    }
-    cli_args_fini(&a);
-    return rc;
+    static const cli_item_verb verb = { "queues show", show_usage, "GET", "/api/v1/resources/queues", NULL };
+    return cli_item_call(&verb, argc, argv, queues_show_render);
 }
 
 /* {"deleted": false} (nothing by that name) is a failure, like a 404. */
 static int queues_rm_report(const char *queue, bool json, const http_response *r)
 {
     json_doc d;
-    json_doc_init(&d);
-    if (cli_parse_reply(r, &d) < 0) { json_doc_fini(&d); return CLI_EXIT_FAILED; }
-    int deleted = json_get(&d, 0, "deleted");
-    bool ok = deleted >= 0 && d.tokens[deleted].type == JSON_TRUE;
+    if (cli_read_reply(r, &d) < 0) return CLI_EXIT_FAILED;
+    bool ok = cli_is_true(&d, 0, "deleted");
     if (json) cli_print_json(r->body.data, r->body.len);
     else if (ok) printf("deleted queue %s\n", queue);
     if (!ok) cli_error("queue \"%s\" not found", queue);
@@ -188,25 +159,8 @@ static int queues_rm_report(const char *queue, bool json, const http_response *r
 
 static int queues_rm(int argc, char **argv)
 {
-    bool json = false;
-    const cli_opt opts[] = { { "json", CLI_OPT_FLAG, &json } };
-    const cli_cmd cmd = { "queues rm", rm_usage, opts, 1, 1, 1 };
-    cli_args a;
-    int rc;
-    if (cli_parse(&cmd, argc, argv, &a, &rc) == 0) {
-        buf path;
-        buf_init(&path);
-        buf_puts(&path, "/api/v1/resources/queues");
-        cli_path_segment(&path, a.pos[0]);
-        http_response r;
-        http_response_init(&r);
-        rc = cli_request("DELETE", path.data, NULL, 0, &r) < 0
-           ? CLI_EXIT_FAILED : queues_rm_report(a.pos[0], json, &r);
-        http_response_fini(&r);
-        buf_fini(&path);
-    }
-    cli_args_fini(&a);
-    return rc;
+    static const cli_item_verb verb = { "queues rm", rm_usage, "DELETE", "/api/v1/resources/queues", NULL };
+    return cli_item_request(&verb, argc, argv, queues_rm_report);
 }
 
 static int queues_overview(int argc, char **argv)

@@ -87,13 +87,8 @@ static int retention_explain(int argc, char **argv)
     cli_args a;
     int rc;
     if (cli_parse(&cmd, argc, argv, &a, &rc) == 0) {
-        buf path;
-        buf_init(&path);
-        buf_puts(&path, "/api/v1/retention/explain");
-        cli_query_param(&path, "queue", a.pos[0]);
-        cli_query_param(&path, "partition", partition);
-        rc = cli_call("GET", path.data, NULL, json, explain_render);
-        buf_fini(&path);
+        const cli_param params[] = { { "queue", a.pos[0] }, { "partition", partition } };
+        rc = cli_get_query("/api/v1/retention/explain", params, 2, json, explain_render);
     }
     cli_args_fini(&a);
     return rc;
@@ -112,8 +107,7 @@ static void run_render(const json_doc *d)
         cli_table_add_field(&t, d, p, "offsets");
         cli_table_add_field(&t, d, p, "leasedOffsets");
     }
-    if (t.ncells == 7) puts(json_get(d, 0, "busy") >= 0 && d->tokens[json_get(d, 0, "busy")].type == JSON_TRUE
-                            ? "(another server is running the pass)" : "(nothing to delete)");
+    if (t.ncells == 7) puts(cli_is_true(d, 0, "busy") ? "(another server is running the pass)" : "(nothing to delete)");
     else cli_table_print(&t, stdout);
     cli_table_fini(&t);
     cli_table_init(&t, 2, (const char *const[]){ "FIELD", "VALUE" });

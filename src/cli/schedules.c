@@ -14,22 +14,14 @@ static const char schedules_usage[] =
     "slot fired or passed over) and lastTaskId.\n"
     "\n"
     "options:\n"
-    "  --json         print the server's reply as JSON\n"
-    "  --help         show this help\n"
-    "\n"
-    "The server is SILT_URL (default " CLI_DEFAULT_URL ").\n";
+    CLI_USAGE_JSON_HELP
+    CLI_USAGE_SERVER;
 
 static void schedules_render(const json_doc *d)
 {
     static const char *const headers[] = { "NAME", "CRON", "TIMEZONE", "TASK", "QUEUE", "LAST_FIRED_AT", "NEXT_FIRE" };
     static const char *const fields[] = { "name", "cron", "timezone", "task", "queue", "lastFiredAt", "nextFire" };
-    int list = json_get(d, 0, "schedules"), s;
-    cli_table t;
-    cli_table_init(&t, 7, headers);
-    for (uint32_t i = 0; list >= 0 && (s = json_at(d, (uint32_t)list, i)) >= 0; i++)
-        for (int f = 0; f < 7; f++) cli_table_add_field(&t, d, s, fields[f]);
-    cli_table_print_or(&t, "(no schedules)");
-    cli_table_fini(&t);
+    cli_print_rows(d, "schedules", 7, headers, fields, "(no schedules)");
 }
 
 int cli_schedules(int argc, char **argv)

@@ -34,13 +34,7 @@ static void seek_render(const json_doc *d)
 {
     static const char *const headers[] = { "PARTITION", "PARTITION_ID", "COMMITTED_OFFSET" };
     static const char *const fields[] = { "partition", "partitionId", "committedOffset" };
-    int list = json_get(d, 0, "partitions"), p;
-    cli_table t;
-    cli_table_init(&t, 3, headers);
-    for (uint32_t i = 0; list >= 0 && (p = json_at(d, (uint32_t)list, i)) >= 0; i++)
-        for (int f = 0; f < 3; f++) cli_table_add_field(&t, d, p, fields[f]);
-    cli_table_print_or(&t, "(no partitions moved)");
-    cli_table_fini(&t);
+    cli_print_rows(d, "partitions", 3, headers, fields, "(no partitions moved)");
 }
 
 static void seek_build(buf *path, buf *body, const cli_args *a, const seek_opts *o)

@@ -62,8 +62,7 @@ static const char get_usage[] =
     "\n"
     "options:\n"
     "  --wait MS      wait up to MS ms (at most 60000) for it to end first\n"
-    "  --json         print the server's reply as JSON\n"
-    "  --help         show this help\n";
+    CLI_USAGE_JSON_HELP;
 
 static const char cancel_usage[] =
     "usage: silt task cancel <id> [--json]\n"
@@ -73,8 +72,7 @@ static const char cancel_usage[] =
     "Cancelling a task that already ended changes nothing and exits 1.\n"
     "\n"
     "options:\n"
-    "  --json         print the server's reply as JSON\n"
-    "  --help         show this help\n";
+    CLI_USAGE_JSON_HELP;
 
 static const char list_usage[] =
     "usage: silt task list [--queue Q] [--status S] [--limit N] [--cursor C] [--json]\n"
@@ -88,8 +86,7 @@ static const char list_usage[] =
     "                 COMPLETED, FAILED, CANCELLED or EXPIRED\n"
     "  --limit N      tasks per page, 1 to 1000 (default 100)\n"
     "  --cursor C     the page after C (the cursor a previous page printed)\n"
-    "  --json         print the server's reply as JSON\n"
-    "  --help         show this help\n";
+    CLI_USAGE_JSON_HELP;
 
 static const char workers_usage[] =
     "usage: silt workers [--json]\n"
@@ -98,10 +95,8 @@ static const char workers_usage[] =
     "were last seen, and the tasks each holds claimed and running.\n"
     "\n"
     "options:\n"
-    "  --json         print the server's reply as JSON\n"
-    "  --help         show this help\n"
-    "\n"
-    "The server is SILT_URL (default " CLI_DEFAULT_URL ").\n";
+    CLI_USAGE_JSON_HELP
+    CLI_USAGE_SERVER;
 
 /* ---- send ------------------------------------------------------------- */
 
@@ -337,15 +332,7 @@ static void get_render(const json_doc *d)
         "errorCode", "errorMessage", "workerId", "sentAt", "runAt", "claimedAt", "startedAt", "finishedAt",
         "goodUntil", "timeoutMs", "cancelRequested", "idempotencyKey", "retentionClassKey",
     };
-    static const char *const headers[] = { "FIELD", "VALUE" };
-    cli_table t;
-    cli_table_init(&t, 2, headers);
-    for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++) {
-        cli_table_add(&t, fields[i]);
-        cli_table_add_field(&t, d, 0, fields[i]);
-    }
-    cli_table_print(&t, stdout);
-    cli_table_fini(&t);
+    cli_print_named_fields(d, fields, sizeof fields / sizeof fields[0]);
 }
 
 static int task_get(int argc, char **argv)
@@ -368,19 +355,12 @@ static int task_get(int argc, char **argv)
 
 /* ---- cancel ----------------------------------------------------------- */
 
-static bool member_true(const json_doc *d, const char *key)
-{
-    int t = json_get(d, 0, key);
-    return t >= 0 && d->tokens[t].type == JSON_TRUE;
-}
-
 /* A task that had already ended is not cancelled: exit 1, saying how it ended. */
 static int cancel_report(const char *id, bool json, const http_response *r)
 {
     json_doc d;
-    json_doc_init(&d);
-    if (cli_parse_reply(r, &d) < 0) { json_doc_fini(&d); return CLI_EXIT_FAILED; }
-    bool cancelled = member_true(&d, "cancelled"), requested = member_true(&d, "cancelRequested");
+    if (cli_read_reply(r, &d) < 0) return CLI_EXIT_FAILED;
+    bool cancelled = cli_is_true(&d, 0, "cancelled"), requested = cli_is_true(&d, 0, "cancelRequested");
     char *status = cli_get_str(&d, 0, "status");
     if (json) cli_print_json(r->body.data, r->body.len);
     else if (cancelled) printf("cancelled %s\n", id);
@@ -393,25 +373,8 @@ static int cancel_report(const char *id, bool json, const http_response *r)
 
 static int task_cancel(int argc, char **argv)
 {
-    bool json = false;
-    const cli_opt opts[] = { { "json", CLI_OPT_FLAG, &json } };
-    const cli_cmd cmd = { "task cancel", cancel_usage, opts, 1, 1, 1 };
-    cli_args a;
-    int rc;
-    if (cli_parse(&cmd, argc, argv, &a, &rc) == 0) {
-        buf path;
-        buf_init(&path);
-        buf_puts(&path, "/api/v1/tasks");
-        cli_path_segment(&path, a.pos[0]);
-        buf_puts(&path, "/cancel");
-        http_response r;
-        http_response_init(&r);
-        rc = cli_request("POST", path.data, NULL, 0, &r) < 0 ? CLI_EXIT_FAILED : cancel_report(a.pos[0], json, &r);
-        http_response_fini(&r);
-        buf_fini(&path);
-    }
-    cli_args_fini(&a);
-    return rc;
+    static const cli_item_verb verb = { "task cancel", cancel_usage, "POST", "/api/v1/tasks", "/cancel" };
+    return cli_item_request(&verb, argc, argv, cancel_report);
 }
 
 /* ---- list ------------------------------------------------------------- */
@@ -420,13 +383,7 @@ static void list_render(const json_doc *d)
 {
     static const char *const headers[] = { "ID", "NAME", "QUEUE", "STATUS", "ATTEMPT", "SENT_AT" };
     static const char *const fields[] = { "id", "name", "queue", "status", "attempt", "sentAt" };
-    int list = json_get(d, 0, "tasks"), task;
-    cli_table t;
-    cli_table_init(&t, 6, headers);
-    for (uint32_t i = 0; list >= 0 && (task = json_at(d, (uint32_t)list, i)) >= 0; i++)
-        for (int f = 0; f < 6; f++) cli_table_add_field(&t, d, task, fields[f]);
-    cli_table_print_or(&t, "(no tasks)");
-    cli_table_fini(&t);
+    cli_print_rows(d, "tasks", 6, headers, fields, "(no tasks)");
 }
 
 static int list_run(const char *queue, const char *status, long limit, const char *cursor, bool json)
@@ -464,12 +421,7 @@ static int task_list(int argc, char **argv)
 /* "silt task" alone: the usage, as a mistake. */
 static int task_none(int argc, char **argv)
 {
-    const cli_cmd cmd = { "task", task_usage, NULL, 0, 0, 0 };
-    cli_args a;
-    int rc;
-    if (cli_parse(&cmd, argc, argv, &a, &rc) == 0) rc = cli_usage_error(&cmd, "which verb? send, get, cancel or list");
-    cli_args_fini(&a);
-    return rc;
+    return cli_no_verb("task", task_usage, "which verb? send, get, cancel or list", argc, argv);
 }
 
 int cli_task(int argc, char **argv)

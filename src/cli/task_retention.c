@@ -21,10 +21,8 @@ static const char classes_usage[] =
     "shows when each class was registered.\n"
     "\n"
     "options:\n"
-    "  --json         print the server's reply as JSON\n"
-    "  --help         show this help\n"
-    "\n"
-    "The server is SILT_URL (default " CLI_DEFAULT_URL ").\n";
+    CLI_USAGE_JSON_HELP
+    CLI_USAGE_SERVER;
 
 static const char leaves_usage[] =
     "usage: silt retention leaves [--class K] [--json]\n"
@@ -37,10 +35,8 @@ static const char leaves_usage[] =
     "\n"
     "options:\n"
     "  --class K      only class K's leaves\n"
-    "  --json         print the server's reply as JSON\n"
-    "  --help         show this help\n"
-    "\n"
-    "The server is SILT_URL (default " CLI_DEFAULT_URL ").\n";
+    CLI_USAGE_JSON_HELP
+    CLI_USAGE_SERVER;
 
 static const char coverage_usage[] =
     "usage: silt retention coverage [--json]\n"
@@ -103,13 +99,7 @@ static void leaves_render(const json_doc *d)
 {
     static const char *const headers[] = { "LEAF", "CLASS", "DAY", "BYTES", "DROPS_AT", "STATE" };
     static const char *const fields[] = { "leaf", "classKey", "day", "bytes", "dropsAt", "state" };
-    int list = json_get(d, 0, "leaves"), l;
-    cli_table t;
-    cli_table_init(&t, 6, headers);
-    for (uint32_t i = 0; list >= 0 && (l = json_at(d, (uint32_t)list, i)) >= 0; i++)
-        for (int f = 0; f < 6; f++) cli_table_add_field(&t, d, l, fields[f]);
-    cli_table_print_or(&t, "(no leaves)");
-    cli_table_fini(&t);
+    cli_print_rows(d, "leaves", 6, headers, fields, "(no leaves)");
 }
 
 int cli_task_retention_leaves(int argc, char **argv)
@@ -121,12 +111,8 @@ int cli_task_retention_leaves(int argc, char **argv)
     cli_args a;
     int rc;
     if (cli_parse(&cmd, argc, argv, &a, &rc) == 0) {
-        buf path;
-        buf_init(&path);
-        buf_puts(&path, "/api/v1/task-retention/leaves");
-        cli_query_param(&path, "class", class_key);
-        rc = cli_call("GET", path.data, NULL, json, leaves_render);
-        buf_fini(&path);
+        const cli_param params[] = { { "class", class_key } };
+        rc = cli_get_query("/api/v1/task-retention/leaves", params, 1, json, leaves_render);
     }
     cli_args_fini(&a);
     return rc;

@@ -78,9 +78,7 @@ static void tx_add_result(cli_table *t, const json_doc *d, int res)
     int status = json_get(d, (uint32_t)res, "status");
     if (status >= 0) cli_table_add_value(t, d, status);
     else {
-        int ok = json_get(d, (uint32_t)res, "success"), dlq = json_get(d, (uint32_t)res, "dlq");
-        bool acked = ok >= 0 && d->tokens[ok].type == JSON_TRUE;
-        bool dead = dlq >= 0 && d->tokens[dlq].type == JSON_TRUE;
+        bool acked = cli_is_true(d, res, "success"), dead = cli_is_true(d, res, "dlq");
         cli_table_add(t, !acked ? "failed" : dead ? "dead-lettered" : "acked");
     }
     cli_table_add_field(t, d, res, "queueName");
@@ -111,10 +109,8 @@ static void tx_table(const json_doc *d)
 static int tx_report(bool json, const http_response *r)
 {
     json_doc d;
-    json_doc_init(&d);
-    if (cli_parse_reply(r, &d) < 0) { json_doc_fini(&d); return CLI_EXIT_FAILED; }
-    int success = json_get(&d, 0, "success");
-    bool ok = success >= 0 && d.tokens[success].type == JSON_TRUE;
+    if (cli_read_reply(r, &d) < 0) return CLI_EXIT_FAILED;
+    bool ok = cli_is_true(&d, 0, "success");
     if (json) cli_print_json(r->body.data, r->body.len);
     else if (ok) tx_table(&d);
     if (!ok) {

@@ -48,8 +48,7 @@ static const char start_usage[] =
     "starts nothing, and every problem is printed on its own line (exit 1).\n"
     "\n"
     "options:\n"
-    "  --json         print the server's reply as JSON\n"
-    "  --help         show this help\n";
+    CLI_USAGE_JSON_HELP;
 
 static const char get_usage[] =
     "usage: silt workflow get <id> [--wait MS] [--json]\n"
@@ -60,8 +59,7 @@ static const char get_usage[] =
     "\n"
     "options:\n"
     "  --wait MS      wait up to MS ms (at most 60000) for it to end first\n"
-    "  --json         print the server's reply as JSON\n"
-    "  --help         show this help\n";
+    CLI_USAGE_JSON_HELP;
 
 static const char list_usage[] =
     "usage: silt workflow list [--status S] [--name N] [--limit N] [--cursor C] [--json]\n"
@@ -75,8 +73,7 @@ static const char list_usage[] =
     "  --name N       only workflows named N\n"
     "  --limit N      workflows per page, 1 to 1000 (default 100)\n"
     "  --cursor C     the page after C (the cursor a previous page printed)\n"
-    "  --json         print the server's reply as JSON\n"
-    "  --help         show this help\n";
+    CLI_USAGE_JSON_HELP;
 
 static const char pause_usage[] =
     "usage: silt workflow pause <id> [--json]\n"
@@ -87,8 +84,7 @@ static const char pause_usage[] =
     "the exit status is 1.\n"
     "\n"
     "options:\n"
-    "  --json         print the server's reply as JSON\n"
-    "  --help         show this help\n";
+    CLI_USAGE_JSON_HELP;
 
 static const char resume_usage[] =
     "usage: silt workflow resume <id> [--json]\n"
@@ -98,8 +94,7 @@ static const char resume_usage[] =
     "resumed: its status is printed and the exit status is 1.\n"
     "\n"
     "options:\n"
-    "  --json         print the server's reply as JSON\n"
-    "  --help         show this help\n";
+    CLI_USAGE_JSON_HELP;
 
 static const char cancel_usage[] =
     "usage: silt workflow cancel <id> [--json]\n"
@@ -110,8 +105,7 @@ static const char cancel_usage[] =
     "not cancelled: its status is printed and the exit status is 1.\n"
     "\n"
     "options:\n"
-    "  --json         print the server's reply as JSON\n"
-    "  --help         show this help\n";
+    CLI_USAGE_JSON_HELP;
 
 /* ---- start ------------------------------------------------------------ */
 
@@ -237,15 +231,7 @@ static void fields_render(const json_doc *d)
         "id", "name", "status", "onError", "output", "createdAt", "startedAt", "pausedAt", "finishedAt",
         "result", "errorCode", "errorMessage",
     };
-    static const char *const headers[] = { "FIELD", "VALUE" };
-    cli_table t;
-    cli_table_init(&t, 2, headers);
-    for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++) {
-        cli_table_add(&t, fields[i]);
-        cli_table_add_field(&t, d, 0, fields[i]);
-    }
-    cli_table_print(&t, stdout);
-    cli_table_fini(&t);
+    cli_print_named_fields(d, fields, sizeof fields / sizeof fields[0]);
 }
 
 static bool absent(const json_doc *d, int tok)
@@ -333,13 +319,7 @@ static void list_render(const json_doc *d)
 {
     static const char *const headers[] = { "ID", "NAME", "STATUS", "CREATED_AT", "FINISHED_AT" };
     static const char *const fields[] = { "id", "name", "status", "createdAt", "finishedAt" };
-    int list = json_get(d, 0, "workflows"), wf;
-    cli_table t;
-    cli_table_init(&t, 5, headers);
-    for (uint32_t i = 0; list >= 0 && (wf = json_at(d, (uint32_t)list, i)) >= 0; i++)
-        for (int f = 0; f < 5; f++) cli_table_add_field(&t, d, wf, fields[f]);
-    cli_table_print_or(&t, "(no workflows)");
-    cli_table_fini(&t);
+    cli_print_rows(d, "workflows", 5, headers, fields, "(no workflows)");
 }
 
 /* A workflow status, any case, in upper case; NULL when it is none. The
@@ -436,8 +416,7 @@ static int ended_before(const char *path)
 static int control_report(const control *ctl, const char *id, bool json, bool had_ended, const http_response *r)
 {
     json_doc d;
-    json_doc_init(&d);
-    if (cli_parse_reply(r, &d) < 0) { json_doc_fini(&d); return CLI_EXIT_FAILED; }
+    if (cli_read_reply(r, &d) < 0) return CLI_EXIT_FAILED;
     char *status = cli_get_str(&d, 0, "status");
     bool done = !had_ended && (!ctl->expect || (status && strcmp(status, ctl->expect) == 0));
     if (json) cli_print_json(r->body.data, r->body.len);
@@ -502,13 +481,7 @@ static int wf_cancel(int argc, char **argv)
 /* "silt workflow" alone: the usage, as a mistake. */
 static int wf_none(int argc, char **argv)
 {
-    const cli_cmd cmd = { "workflow", workflow_usage, NULL, 0, 0, 0 };
-    cli_args a;
-    int rc;
-    if (cli_parse(&cmd, argc, argv, &a, &rc) == 0)
-        rc = cli_usage_error(&cmd, "which verb? start, get, list, pause, resume or cancel");
-    cli_args_fini(&a);
-    return rc;
+    return cli_no_verb("workflow", workflow_usage, "which verb? start, get, list, pause, resume or cancel", argc, argv);
 }
 
 int cli_workflow(int argc, char **argv)
