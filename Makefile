@@ -19,7 +19,15 @@ OBJ      := $(SRC:%.c=$(BUILD)/%.o) $(BUILD)/gen/embed_sql.o $(BUILD)/gen/embed_
 LIBOBJ   := $(filter-out $(BUILD)/src/main.o,$(OBJ))
 UNIT     := $(shell find tests/unit -name '*.c' | sort)
 INTEG    := $(shell find tests/integration -name '*.c' | sort)
-SQL      := $(sort $(wildcard sql/*.sql))
+# The schema: numbered migrations (tables, indexes, data), then the function
+# files in the order sql/functions/ORDER declares ("before" ones first).
+MIGRATIONS   := $(sort $(wildcard sql/migrations/*.sql))
+FUNCS_BEFORE := $(addprefix sql/functions/,$(shell sed -n 's/^before //p' sql/functions/ORDER))
+FUNCS        := $(addprefix sql/functions/,$(shell grep -v '^\#\|^before \|^$$' sql/functions/ORDER))
+SQL          := $(MIGRATIONS) $(FUNCS_BEFORE) $(FUNCS)
+ifneq ($(filter-out $(FUNCS_BEFORE) $(FUNCS),$(wildcard sql/functions/*.sql)),)
+$(error sql/functions/ORDER does not list $(filter-out $(FUNCS_BEFORE) $(FUNCS),$(wildcard sql/functions/*.sql)))
+endif
 # The dashboard: silt's own files, and Chart.js as Debian's libjs-chart.js
 # installs it (scripts/deps.sh), embedded from there: no copy in the tree.
 CHARTJS ?= /usr/share/javascript/chart.js/chart.min.js
@@ -49,9 +57,10 @@ $(BUILD)/gen/%.list: FORCE
 	@echo '$(if $(filter embed_sql,$*),$(SQL),$(WEB))' | cmp -s - $@ || \
 	    echo '$(if $(filter embed_sql,$*),$(SQL),$(WEB))' > $@
 
-$(BUILD)/gen/embed_sql.c: $(SQL) scripts/embed.sh $(BUILD)/gen/embed_sql.list
+$(BUILD)/gen/embed_sql.c: $(SQL) sql/functions/ORDER scripts/embed.sh $(BUILD)/gen/embed_sql.list
 	@mkdir -p $(dir $@)
-	scripts/embed.sh embed_sql $(SQL) > $@
+	{ scripts/embed.sh embed_migrations $(MIGRATIONS) && scripts/embed.sh embed_functions_before $(FUNCS_BEFORE) && \
+	  scripts/embed.sh embed_functions $(FUNCS); } > $@
 
 $(BUILD)/gen/embed_sql.o: $(BUILD)/gen/embed_sql.c
 	$(CC) $(CFLAGS) -c -o $@ $<

@@ -1,7 +1,7 @@
 #!/bin/sh
 # Writes a C file holding each named file, so the binary needs no files
 # beside it:
-#   embed.sh SYMBOL FILE...          each file as a string (the SQL migrations)
+#   embed.sh SYMBOL FILE...          each file as a string (the schema's SQL)
 #   embed.sh --bytes SYMBOL FILE...  each file as bytes with its length (the
 #                                    dashboard's assets: web/* and Debian's
 #                                    Chart.js). Bytes, not a string literal:

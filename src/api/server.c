@@ -207,7 +207,7 @@ static int start(server *srv)
 {
     char err[1024];
     char *conninfo = config_conninfo(&srv->cfg);
-    int rc = migrate_run(conninfo, srv->cfg.startup_db_wait_ms, migrate_latest(), err, sizeof err);
+    int rc = migrate_run(conninfo, srv->cfg.startup_db_wait_ms, err, sizeof err);
     if (rc < 0) log_error("%s", err);
     if (rc == 0) rc = check_encryption(srv, conninfo);
     if (rc == 0) rc = prepare_task_storage(srv, conninfo);

@@ -1,6 +1,6 @@
 /* embed: files compiled into the binary, generated at build time by
- * scripts/embed.sh so the binary needs no files beside it: the SQL
- * migrations (as text) and the dashboard's assets (as bytes). */
+ * scripts/embed.sh so the binary needs no files beside it: the schema
+ * (sql/migrations and sql/functions, as text) and the dashboard's assets (as bytes). */
 #ifndef SILT_EMBED_H
 #define SILT_EMBED_H
 #include <stddef.h>
@@ -16,7 +16,9 @@ typedef struct embed_asset {
     size_t               len;    /* bytes */
 } embed_asset;
 
-extern const embed_file  embed_sql[];   /* the sql directory, in name order */
+extern const embed_file  embed_migrations[];        /* sql/migrations, in name order */
+extern const embed_file  embed_functions_before[];  /* sql/functions/ORDER's "before" files */
+extern const embed_file  embed_functions[];         /* the other function files, in ORDER's order */
 extern const embed_asset embed_web[];   /* the web directory and Chart.js (CHARTJS) */
 
 #endif

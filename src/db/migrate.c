@@ -1,7 +1,6 @@
-/* migrate: schema migrations (see migrate.h). This runs before the event loop
+/* migrate: the schema brought up to date (see migrate.h). This runs before the event loop
  * starts, so it uses plain blocking libpq calls. */
 #include "db/migrate.h"
-#include "db/result.h"
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,13 +18,17 @@ static const char setup_sql[] =
     "CREATE SCHEMA IF NOT EXISTS queen;"
     "CREATE TABLE IF NOT EXISTS queen.schema_migrations ("
     " version integer PRIMARY KEY, name text NOT NULL,"
-    " applied_at timestamptz NOT NULL DEFAULT now())";
+    " applied_at timestamptz NOT NULL DEFAULT now());"
+    "CREATE TABLE IF NOT EXISTS queen.schema_functions ("
+    " bundle text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())";
 
+/* A file of nothing but comments (a migration whose functions moved to
+ * sql/functions) is an empty query: fine. */
 static int exec_ok(PGconn *pg, const char *sql, char *err, size_t errlen)
 {
     PGresult *r = PQexec(pg, sql);
     ExecStatusType st = PQresultStatus(r);
-    int ok = st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK;
+    int ok = st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK || st == PGRES_EMPTY_QUERY;
     if (!ok) snprintf(err, errlen, "%s", PQresultErrorMessage(r));
     PQclear(r);
     return ok ? 0 : -1;
@@ -60,77 +63,140 @@ static PGconn *connect_waiting(const char *conninfo, int64_t wait_ms, char *err,
     }
 }
 
+/* The first value of a one-row query as text ("" for none or NULL). */
+static void query_text(PGconn *pg, const char *sql, char *out, size_t outlen)
+{
+    PGresult *r = PQexec(pg, sql);
+    bool one = PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) > 0;
+    snprintf(out, outlen, "%s", one ? PQgetvalue(r, 0, 0) : "");
+    PQclear(r);
+}
+
 static int is_applied(PGconn *pg, int version)
 {
-    char sql[128];
+    char sql[128], one[8];
     snprintf(sql, sizeof sql, "SELECT 1 FROM queen.schema_migrations WHERE version = %d", version);
-    PGresult *r = PQexec(pg, sql);
-    int applied = PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) > 0;
-    PQclear(r);
-    return applied;
+    query_text(pg, sql, one, sizeof one);
+    return one[0] == '1';
 }
 
-/* One migration in one transaction with its version row. */
-static int apply_one(PGconn *pg, const embed_file *f, char *err, size_t errlen)
-{
-    int version = atoi(f->name);
-    if (is_applied(pg, version)) return 0;
-    char record[256];
-    snprintf(record, sizeof record, "INSERT INTO queen.schema_migrations (version, name) VALUES (%d, '%s')",
-             version, f->name);
-    if (exec_ok(pg, "BEGIN", err, errlen) < 0) return -1;
-    if (exec_ok(pg, f->text, err, errlen) < 0 || exec_ok(pg, record, err, errlen) < 0) {
-        char why[512];
-        snprintf(why, sizeof why, "%s", err);
-        snprintf(err, errlen, "migration %s failed: %s", f->name, why);
-        PQclear(PQexec(pg, "ROLLBACK"));
-        return -1;
-    }
-    if (exec_ok(pg, "COMMIT", err, errlen) < 0) return -1;
-    log_info("applied migration %s", f->name);
-    return 0;
-}
-
-/* A database that ran some of the migrations the baseline replaced, but not
- * all: versions below the baseline's are recorded and the baseline's is not.
- * Its tables exist, so running the baseline would fail half way; say why. */
+/* A database the migrations the baseline replaced made, whole or in part:
+ * versions below the baseline's are recorded. Its functions and types are
+ * not the baseline's, and the function files assume the baseline's: say
+ * why, and change nothing. */
 static int check_baseline(PGconn *pg, char *err, size_t errlen)
 {
-    int baseline = atoi(embed_sql[0].name);
-    char sql[128];
-    snprintf(sql, sizeof sql, "SELECT max(version) FROM queen.schema_migrations WHERE version < %d", baseline);
-    PGresult *r = PQexecParams(pg, sql, 0, NULL, NULL, NULL, NULL, 1);   /* binary, for db_int */
-    if (PQresultStatus(r) != PGRES_TUPLES_OK) {
-        snprintf(err, errlen, "%s", PQresultErrorMessage(r));
-        PQclear(r);
-        return -1;
-    }
-    int below = (int)db_int(r, 0, 0);   /* NULL: 0 */
-    PQclear(r);
-    if (below == 0 || is_applied(pg, baseline)) return 0;
-    snprintf(err, errlen, "schema version %d predates the baseline %s: migrate the database to version %d "
-             "with an earlier silt first, or recreate it", below, embed_sql[0].name, baseline);
+    char sql[128], version[16];
+    snprintf(sql, sizeof sql, "SELECT max(version) FROM queen.schema_migrations HAVING min(version) < %d",
+             atoi(embed_migrations[0].name));
+    query_text(pg, sql, version, sizeof version);
+    if (version[0] == '\0') return 0;
+    snprintf(err, errlen, "schema version %s was made by the migrations the baseline %s replaced: this silt cannot "
+             "upgrade it; recreate the database", version, embed_migrations[0].name);
     return -1;
 }
 
 int migrate_latest(void)
 {
     int latest = 0;
-    for (const embed_file *f = embed_sql; f->name; f++) latest = atoi(f->name);
+    for (const embed_file *f = embed_migrations; f->name; f++) latest = atoi(f->name);
     return latest;
 }
 
-int migrate_run(const char *conninfo, int64_t wait_ms, int upto, char *err, size_t errlen)
+static void hash_files(uint64_t *h, const embed_file *files)
+{
+    for (const embed_file *f = files; f->name; f++)
+        for (const char *s[] = { f->name, f->text }, **p = s; p < s + 2; p++)
+            for (const unsigned char *c = (const unsigned char *)*p; ; c++) {   /* FNV-1a, the NUL included */
+                *h = (*h ^ *c) * 1099511628211u;
+                if (!*c) break;
+            }
+}
+
+const char *migrate_bundle_hash(void)
+{
+    static char hex[17];
+    if (!hex[0]) {
+        uint64_t h = 14695981039346656037u;
+        hash_files(&h, embed_functions_before);
+        hash_files(&h, embed_functions);
+        snprintf(hex, sizeof hex, "%016llx", (unsigned long long)h);
+    }
+    return hex;
+}
+
+static int apply_files(PGconn *pg, const embed_file *files, char *err, size_t errlen)
+{
+    for (const embed_file *f = files; f->name; f++)
+        if (exec_ok(pg, f->text, err, errlen) < 0) {
+            char why[512];
+            snprintf(why, sizeof why, "%s", err);
+            snprintf(err, errlen, "sql/functions/%s failed: %s", f->name, why);
+            return -1;
+        }
+    return 0;
+}
+
+/* One migration with its version row. */
+static int apply_migration(PGconn *pg, const embed_file *f, char *err, size_t errlen)
+{
+    char record[256];
+    snprintf(record, sizeof record, "INSERT INTO queen.schema_migrations (version, name) VALUES (%d, '%s')",
+             atoi(f->name), f->name);
+    if (exec_ok(pg, f->text, err, errlen) == 0 && exec_ok(pg, record, err, errlen) == 0) return 0;
+    char why[512];
+    snprintf(why, sizeof why, "%s", err);
+    snprintf(err, errlen, "migration %s failed: %s", f->name, why);
+    return -1;
+}
+
+/* The pending migrations, between the "before" function files and the
+ * others, and the bundle's hash recorded. Function bodies are not checked
+ * as they are made (check_function_bodies): a SQL function may call one a
+ * later file defines; the suite runs every one. */
+static int apply_all(PGconn *pg, const bool *pending, bool bundle_stale, char *err, size_t errlen)
+{
+    char record[160];
+    snprintf(record, sizeof record, "DELETE FROM queen.schema_functions;"
+             "INSERT INTO queen.schema_functions (bundle) VALUES ('%s')", migrate_bundle_hash());
+    int rc = exec_ok(pg, "SET LOCAL check_function_bodies = off", err, errlen);
+    if (rc == 0) rc = apply_files(pg, embed_functions_before, err, errlen);
+    for (int i = 0; rc == 0 && embed_migrations[i].name; i++)
+        if (pending[i]) rc = apply_migration(pg, &embed_migrations[i], err, errlen);
+    if (rc == 0 && bundle_stale) rc = apply_files(pg, embed_functions, err, errlen);
+    if (rc == 0) rc = exec_ok(pg, record, err, errlen);
+    return rc;
+}
+
+static int migrate_locked(PGconn *pg, char *err, size_t errlen)
+{
+    if (exec_ok(pg, "BEGIN", err, errlen) < 0) return -1;
+    if (exec_ok(pg, setup_sql, err, errlen) < 0 || check_baseline(pg, err, errlen) < 0) goto fail;
+    bool pending[1024] = { false }, any = false;
+    for (int i = 0; embed_migrations[i].name && i < 1024; i++)
+        any |= pending[i] = !is_applied(pg, atoi(embed_migrations[i].name));
+    char have[32];
+    query_text(pg, "SELECT bundle FROM queen.schema_functions", have, sizeof have);
+    bool stale = strcmp(have, migrate_bundle_hash()) != 0;
+    if ((any || stale) && apply_all(pg, pending, any || stale, err, errlen) < 0) goto fail;
+    if (exec_ok(pg, "COMMIT", err, errlen) < 0) goto fail;
+    for (int i = 0; embed_migrations[i].name; i++)
+        if (pending[i]) log_info("applied migration %s", embed_migrations[i].name);
+    if (any || stale) log_info("applied the functions of sql/functions (bundle %s)", migrate_bundle_hash());
+    return 0;
+fail:
+    PQclear(PQexec(pg, "ROLLBACK"));
+    return -1;
+}
+
+int migrate_run(const char *conninfo, int64_t wait_ms, char *err, size_t errlen)
 {
     PGconn *pg = connect_waiting(conninfo, wait_ms, err, errlen);
     if (!pg) return -1;
     char lock[96];
     snprintf(lock, sizeof lock, "SELECT pg_advisory_lock(%d)", MIGRATE_LOCK_KEY);
     int rc = exec_ok(pg, lock, err, errlen);
-    if (rc == 0) rc = exec_ok(pg, setup_sql, err, errlen);
-    if (rc == 0) rc = check_baseline(pg, err, errlen);
-    for (const embed_file *f = embed_sql; rc == 0 && f->name && atoi(f->name) <= upto; f++)
-        rc = apply_one(pg, f, err, errlen);
+    if (rc == 0) rc = migrate_locked(pg, err, errlen);
     PQfinish(pg);   /* ends the session, releasing the advisory lock */
     return rc;
 }
@@ -142,7 +208,7 @@ int migrate_main(int argc, char **argv)
     char err[1024];
     if (config_load(&cfg, err, sizeof err) < 0) { fprintf(stderr, "silt: %s\n", err); return 2; }
     char *conninfo = config_conninfo(&cfg);
-    int rc = migrate_run(conninfo, cfg.startup_db_wait_ms, migrate_latest(), err, sizeof err);
+    int rc = migrate_run(conninfo, cfg.startup_db_wait_ms, err, sizeof err);
     if (rc < 0) fprintf(stderr, "silt: %s\n", err);
     else printf("schema is at version %d\n", migrate_latest());
     free(conninfo);

@@ -622,7 +622,7 @@ TEST(migrate_run_twice_concurrently_on_a_fresh_database_both_exit_0)
     PGconn *pg = PQconnectdb(sfmt("host=127.0.0.1 port=%s user=postgres dbname=%s", pg_port(), db));
     CHECK(PQstatus(pg) == CONNECTION_OK);
     int files = 0;
-    while (embed_sql[files].name) files++;
+    while (embed_migrations[files].name) files++;
     PGresult *res = PQexec(pg, sfmt("select count(*) = %d and max(version) = %d, count(distinct version) = count(*) "
                                     "from queen.schema_migrations", files, migrate_latest()));
     CHECK(PQresultStatus(res) == PGRES_TUPLES_OK);

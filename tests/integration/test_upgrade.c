@@ -1,23 +1,26 @@
 /* test_upgrade: `silt migrate` brings a database an earlier silt left to the
  * current schema, keeping its data, and leaves a current one alone.
  *
- * The schema is a baseline, sql/018_schema.sql (it replaced the migrations
- * 001-018 and carries the last of their numbers), then numbered migrations.
- * These tests cover every state a database can be in when `silt migrate`
- * meets it:
+ * The schema is numbered migrations (sql/migrations: the baseline
+ * 018_schema.sql, then one file per change of tables, indexes or data) and
+ * the function files (sql/functions), applied whole after the migrations
+ * whenever they changed. The databases earlier silts left are made from the
+ * repository's history (schema_at.sh: that commit's files, applied as its
+ * runner applied them), so these tests need a full clone. They cover every
+ * state a database can be in when `silt migrate` meets it:
  *   - empty: it gets every file and reports the latest version;
  *   - current: nothing runs, nothing changes;
- *   - migrated by the replaced files 001-018 (versions 1..18 recorded): it is
- *     accepted as it is, nothing re-run;
- *   - part way through those: refused with the reason, nothing changed;
- *   - at any version from the baseline on: upgraded to exactly the schema a
- *     fresh database gets, keeping its rows.
+ *   - left by the silt of each schema version since the baseline (the last
+ *     commit whose newest migration it was) and by 61e362e: upgraded to
+ *     exactly the catalog a fresh database gets (functions, tables,
+ *     columns, indexes, constraints, triggers, views), keeping its rows;
+ *   - left by the migrations the baseline replaced: refused with the reason,
+ *     nothing changed.
  *
- * When you add sql/019_<what>.sql, the last test upgrades a database at 18
- * to 19 with no change here. Add to seed_rows() rows of the tables your
- * migration rewrites, and a test of its own for what it must do to them,
- * starting from database_at(18) (docs/development.md, "Changing the
- * schema"). */
+ * A new migration is covered by the loop with no change here. Add to
+ * seed_rows() rows of the tables it rewrites, and a test of its own for what
+ * it must do to them, starting from database_from() of the version before
+ * it (docs/development.md, "Changing the schema"). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -79,7 +82,7 @@ static void row_counts(const char *db, char out[96 * 16])
         "  ORDER BY c.relname)"
         " FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace"
         " WHERE n.nspname IN ('queen', 'tasks', 'public') AND c.relkind IN ('r', 'p') AND NOT c.relispartition"
-        "  AND c.relname <> 'schema_migrations'"));
+        "  AND c.relname NOT IN ('schema_migrations', 'schema_functions')"));
 }
 
 /* The bookkeeping, with when each version was applied when stamped. */
@@ -89,12 +92,12 @@ static const char *versions(const char *db, bool stamped)
                   stamped ? "|| '@' || applied_at" : "");
 }
 
-/* What versions() says after every embedded file ran. */
+/* What versions() says after every embedded migration ran. */
 static const char *all_versions(void)
 {
     char list[2048] = "";
-    for (const embed_file *f = embed_sql; f->name; f++)
-        snprintf(list + strlen(list), sizeof list - strlen(list), "%s%d:%s", f == embed_sql ? "" : ",",
+    for (const embed_file *f = embed_migrations; f->name; f++)
+        snprintf(list + strlen(list), sizeof list - strlen(list), "%s%d:%s", f == embed_migrations ? "" : ",",
                  atoi(f->name), f->name);
     return sfmt("%s", list);
 }
@@ -121,54 +124,16 @@ static void check_same(const snapshot *a, const snapshot *b)
 
 /* ---- databases an earlier silt left ------------------------------------ */
 
-/* A database as a silt whose newest file was `version` left it: the
- * embedded files up to that one applied by the real runner. Applied files
- * are never edited, so today's copies are what that silt ran. */
-static void database_at(int version, char db[96])
+/* A database as an earlier silt left it: `what` is a commit, or a schema
+ * version (the last commit whose newest migration it was). */
+static void database_from(const char *what, char db[96])
 {
-    keep_str(db, sfmt("silt_upgrade%d_%d", version, (int)getpid()));
+    static int made;
+    keep_str(db, sfmt("silt_upgrade_%d_%d", (int)getpid(), made++));
     db_create(db);
-    char err[1024];
-    const char *conninfo = sfmt("host=127.0.0.1 port=%s user=postgres dbname=%s", pg_port(), db);
-    if (migrate_run(conninfo, 10000, version, err, sizeof err) < 0)
-        harness_failf(__FILE__, __LINE__, "migrating %s to version %d: %s", db, version, err);
-}
-
-/* The files the baseline replaced, as their runs recorded them. */
-static const char *const replaced[] = {
-    "001_schema.sql", "002_streams.sql", "003_pop.sql", "004_ack.sql", "005_admin.sql",
-    "006_dead_letters.sql", "007_pop_many.sql", "008_transactions.sql", "009_encryption.sql",
-    "010_covering_segment.sql", "011_retention.sql", "012_push_flush.sql", "013_ack_resolve.sql",
-    "014_retention_truth.sql", "015_deleted_behind_the_back.sql", "016_not_found.sql",
-    "017_maintenance.sql", "018_traces.sql",
-};
-
-/* Turns a database at the baseline into one the replaced files left at
- * version `upto`: their version rows instead of the baseline's, and the one
- * function they defined that the baseline dropped as dead. (Their schema at
- * 18 is the baseline's, checked object by object when it was squashed.) */
-static void as_left_by_replaced_files(const char *db, int upto)
-{
-    sql_in(db, "DELETE FROM queen.schema_migrations");
-    for (int v = 1; v <= upto; v++)
-        sql_in(db, "INSERT INTO queen.schema_migrations (version, name, applied_at)"
-                   " VALUES (%d, '%s', now() - interval '1 day')", v, replaced[v - 1]);
-    sql_in(db, "CREATE FUNCTION queen.ensure_partition(p_queue text, p_partition text) RETURNS void"
-               " LANGUAGE sql AS $$"
-               " INSERT INTO queen.queues (name, options) VALUES (p_queue, queen.default_options()) ON CONFLICT DO NOTHING;"
-               " INSERT INTO queen.log_partitions (queue, name) VALUES (p_queue, p_partition) ON CONFLICT DO NOTHING; $$");
-}
-
-/* versions() of a database the replaced files left, once migrated: their
- * rows, then those of the files after the baseline. */
-static const char *replaced_then_later(void)
-{
-    char list[2048] = "";
-    for (int v = 1; v <= 18; v++)
-        snprintf(list + strlen(list), sizeof list - strlen(list), "%s%d:%s", v == 1 ? "" : ",", v, replaced[v - 1]);
-    for (const embed_file *f = embed_sql + 1; f->name; f++)
-        snprintf(list + strlen(list), sizeof list - strlen(list), ",%d:%s", atoi(f->name), f->name);
-    return sfmt("%s", list);
+    char out[4096];
+    if (run_cmd(sfmt("tests/integration/schema_at.sh '%s' %s %s 2>&1", what, db, pg_port()), out, sizeof out) != 0)
+        harness_failf(__FILE__, __LINE__, "the schema of %s: %s", what, out);
 }
 
 /* "\\x<hex>", a bytea literal. */
@@ -252,7 +217,7 @@ TEST(migrate_on_an_empty_database_applies_every_file_and_reports_the_latest_vers
     keep_str(db, sfmt("silt_upgradefresh_%d", (int)getpid()));
     db_create(db);
     CHECK_INT(migrate_output(db, out, sizeof out), 0);
-    CHECK(strstr(out, sfmt("applied migration %s\n", embed_sql[0].name)) != NULL);
+    CHECK(strstr(out, sfmt("applied migration %s\n", embed_migrations[0].name)) != NULL);
     CHECK(strstr(out, sfmt("\nschema is at version %d\n", migrate_latest())) != NULL);
     CHECK_STR(versions(db, false), all_versions());
     fingerprint(db, fresh);
@@ -313,56 +278,63 @@ static void check_rows_kept(const char *before, const char *after)
     }
 }
 
-TEST(database_migrated_by_the_replaced_files_is_accepted_as_it_is)
+/* A database the replaced migrations 001-018 made, whole (a853d6a, the
+ * commit before the baseline) or part way (feb3701, at 13): their functions
+ * are not the baseline's, so it is refused with the reason, unchanged. */
+static void check_refused(const char *commit, int version)
 {
     char db[96], out[4096];
-    database_at(atoi(embed_sql[0].name), db);
-    seed_rows(db);
-    as_left_by_replaced_files(db, 18);
-    snapshot before, after;
-    take(db, &before);
-    CHECK_INT(migrate_output(db, out, sizeof out), 0);
-    CHECK(strstr(out, sfmt("applied migration %s", embed_sql[0].name)) == NULL);   /* the baseline did not run */
-    CHECK(strstr(out, sfmt("schema is at version %d\n", migrate_latest())) != NULL);
-    take(db, &after);
-    CHECK_STR(versions(db, false), replaced_then_later());
-    check_rows_kept(before.rows, after.rows);   /* later migrations ran: their tables start empty */
-    if (!embed_sql[1].name) check_same(&before, &after);   /* the baseline alone: nothing at all ran */
-    check_seeded_messages(db);
-}
-
-TEST(database_part_way_through_the_replaced_files_is_refused_with_the_reason)
-{
-    char db[96], out[4096];
-    database_at(atoi(embed_sql[0].name), db);
-    as_left_by_replaced_files(db, 12);
+    database_from(commit, db);
     snapshot before, after;
     take(db, &before);
     CHECK_INT(migrate_output(db, out, sizeof out), 1);
-    CHECK(strstr(out, "schema version 12 predates the baseline 018_schema.sql: migrate the database to version 18 "
-                      "with an earlier silt first, or recreate it") != NULL);
+    CHECK(strstr(out, sfmt("schema version %d was made by the migrations the baseline 018_schema.sql replaced: "
+                           "this silt cannot upgrade it; recreate the database", version)) != NULL);
     take(db, &after);
     check_same(&before, &after);
+}
+
+TEST(database_made_by_the_replaced_migrations_is_refused_with_the_reason)
+{
+    check_refused("a853d6a", 18);
+    check_refused("feb3701", 13);
+}
+
+/* Versions whose last commit was a state inside one session's work, never
+ * shipped: on 2026-12-02, 020 and 021 stood without the columns 263a00c
+ * then added to 020 in place (02:41-02:57), and 024 made the table that
+ * d964989 moved to 025 seven minutes later. */
+static bool working_state(int version)
+{
+    return version == 20 || version == 21 || version == 24;
+}
+
+/* The silt of every schema version since the baseline, 61e362e, and the
+ * last one before the function files. */
+static void check_upgraded(const char *version_or_commit, const char *fresh)
+{
+    char what[96], db[96], rows[96 * 16], after[96 * 16], schema[96], out[4096];
+    keep_str(what, version_or_commit);
+    database_from(what, db);
+    seed_rows(db);
+    row_counts(db, rows);
+    CHECK_INT(migrate_output(db, out, sizeof out), 0);
+    CHECK_STR(versions(db, false), all_versions());
+    fingerprint(db, schema);
+    if (strcmp(schema, fresh) != 0) harness_failf(__FILE__, __LINE__, "the catalog %s upgraded to is not a fresh one's", what);
+    row_counts(db, after);
+    check_rows_kept(rows, after);
+    check_seeded_messages(db);
 }
 
 TEST(database_at_each_earlier_version_is_upgraded_to_the_fresh_schema_keeping_its_rows)
 {
     char fresh[96];
     fingerprint(test_db(), fresh);
-    /* none while the baseline is alone: it starts with 019 */
-    for (const embed_file *f = embed_sql; f->name && f[1].name; f++) {
-        char db[96], rows[96 * 16], after[96 * 16], schema[96], out[4096];
-        database_at(atoi(f->name), db);
-        seed_rows(db);
-        row_counts(db, rows);
-        CHECK_INT(migrate_output(db, out, sizeof out), 0);
-        CHECK_STR(versions(db, false), all_versions());
-        fingerprint(db, schema);
-        CHECK_STR(schema, fresh);
-        row_counts(db, after);
-        check_rows_kept(rows, after);
-        check_seeded_messages(db);
-    }
+    for (const embed_file *f = embed_migrations; f->name; f++)
+        if (!working_state(atoi(f->name))) check_upgraded(sfmt("%d", atoi(f->name)), fresh);
+    check_upgraded("61e362e", fresh);
+    check_upgraded("2c4b26d", fresh);   /* the last silt before sql/functions */
 }
 
 /* Task records and heartbeats kept before the history was partitioned
@@ -372,7 +344,7 @@ TEST(database_at_each_earlier_version_is_upgraded_to_the_fresh_schema_keeping_it
 TEST(history_rows_from_before_partitioning_survive_the_upgrade_each_in_its_class_leaf)
 {
     char db[96], out[4096];
-    database_at(23, db);
+    database_from("23", db);
     sql_in(db, "INSERT INTO horsies_task_history (id, task_name, queue_name, args, priority, status, sent_at, enqueued_at,"
                " max_retries, retry_count, attempt, retention_class_key, finished_at)"
                " SELECT tasks.uuid7(), 't', 'q', '{}', 100, 'COMPLETED', now() - d * interval '1 day',"
@@ -414,7 +386,7 @@ TEST(history_rows_from_before_partitioning_survive_the_upgrade_each_in_its_class
 TEST(dead_letters_from_before_producer_sub_read_null_and_new_hand_offs_work)
 {
     char db[96], out[4096];
-    database_at(29, db);   /* the version before 030 */
+    database_from("29", db);   /* the version before 030 */
     seed_rows(db);
     CHECK_INT(migrate_output(db, out, sizeof out), 0);
     CHECK_STR(sql_in(db, "SELECT count(*) FROM queen.log_dlq WHERE producer_sub IS NULL"), "1");

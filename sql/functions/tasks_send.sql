@@ -1,12 +1,23 @@
--- 022: retention classes at send (the Retention Config document, "Which
--- class a send gets"). Every task carries the class its server resolved at
--- enqueue (tasks/retention_class.c: the send's retentionClassKey, else its
--- queue's queue_retention mapping, else standard_30d), snapshotted on the
--- row: tasks.send takes it with the rest of each task.
+-- Sending tasks.
 
-DROP FUNCTION tasks.send(uuid[], text[], text[], text[], integer[], timestamptz[], bigint[], timestamptz[],
-                         integer[], integer[], text[], integer[], integer[], real[], text[], text[]);
-CREATE FUNCTION tasks.send(p_ids uuid[], p_names text[], p_queues text[], p_args text[],
+-- A UUIDv7 made in SQL (PostgreSQL 15 has none): 48 bits of Unix
+-- milliseconds, then random bits with the version and variant set.
+CREATE OR REPLACE FUNCTION tasks.uuid7() RETURNS uuid LANGUAGE sql VOLATILE AS $$
+    SELECT encode(set_bit(set_bit(overlay(uuid_send(gen_random_uuid())
+                  PLACING substring(int8send((extract(epoch FROM clock_timestamp()) * 1000)::bigint) FROM 3)
+                  FROM 1 FOR 6), 52, 1), 53, 1), 'hex')::uuid
+$$;
+
+-- The creation time a UUIDv7 carries (every task id is one); -infinity for
+-- any other uuid, which then bounds nothing.
+CREATE OR REPLACE FUNCTION tasks.uuid7_time(p_id uuid) RETURNS timestamptz LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+    SELECT CASE WHEN substr(p_id::text, 15, 1) = '7'
+                THEN to_timestamp(('x' || lpad(substr(replace(p_id::text, '-', ''), 1, 12), 16, '0'))::bit(64)::bigint
+                                  / 1000.0)
+                ELSE '-infinity'::timestamptz END
+$$;
+
+CREATE OR REPLACE FUNCTION tasks.send(p_ids uuid[], p_names text[], p_queues text[], p_args text[],
                            p_priorities integer[], p_run_at timestamptz[], p_delays_ms bigint[],
                            p_good_until timestamptz[], p_timeouts integer[], p_max_retries integer[],
                            p_retry_delays text[], p_bases integer[], p_caps integer[], p_jitters real[],

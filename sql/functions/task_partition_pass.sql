@@ -1,29 +1,10 @@
--- 025: the partition pass's functions (src/tasks/partition_pass.c) and
--- what operators see of task-record retention (src/api/task_retention.c):
--- coverage one class per transaction, finalizing pending detaches, the
--- leaves due to drop and their drop, absent and uncataloged leaves, the
--- record of each pass, and the classes, leaves and coverage surfaces. The
--- partitioned tables, the leaf catalog and the making of leaves are 024's.
-
--- The passes, newest last: what each did (the report the run route
--- answers) and whether it was healthy. The coverage surface of any server
--- reads the newest; the pass keeps the last 1,000.
-CREATE TABLE horsies_retention_passes (
-    id          bigserial PRIMARY KEY,
-    runner      text NOT NULL,
-    started_at  timestamptz NOT NULL,
-    finished_at timestamptz NOT NULL DEFAULT now(),
-    outcome     text NOT NULL CHECK (outcome IN ('ok', 'incomplete', 'failed')),
-    report      json NOT NULL
-);
-
--- ==== The pass ==============================================================
+-- The partition pass: leaves made ahead, expired ones dropped, coverage read.
 
 -- Coverage, one transaction per class (a class's new leaves hold about
 -- ten locks each until it commits; all classes at once could fill the lock
 -- table). The classes in key order, by byte: every registered class but
 -- heartbeats.
-CREATE FUNCTION tasks.partition_classes() RETURNS SETOF text LANGUAGE sql STABLE AS $$
+CREATE OR REPLACE FUNCTION tasks.partition_classes() RETURNS SETOF text LANGUAGE sql STABLE AS $$
     SELECT class_key FROM horsies_retention_classes WHERE class_key <> 'heartbeats' ORDER BY class_key COLLATE "C"
 $$;
 
@@ -32,7 +13,7 @@ $$;
 -- served fails alone. Returns a row per leaf made ('created'), per leaf
 -- whose index was made again ('repaired'), or the class's failure
 -- ('failed', with the reason).
-CREATE FUNCTION tasks.partition_cover_class(p_class text, p_days integer)
+CREATE OR REPLACE FUNCTION tasks.partition_cover_class(p_class text, p_days integer)
 RETURNS TABLE (what text, name text, reason text) LANGUAGE plpgsql AS $$
 DECLARE
     today date := (now() AT TIME ZONE 'UTC')::date;
@@ -63,7 +44,7 @@ END $$;
 
 -- The heartbeat window recorded as the heartbeats class's duration, and
 -- the heartbeat hours from this one to p_hours ahead; rows as above.
-CREATE FUNCTION tasks.partition_cover_heartbeats(p_hours integer, p_window_s bigint)
+CREATE OR REPLACE FUNCTION tasks.partition_cover_heartbeats(p_hours integer, p_window_s bigint)
 RETURNS TABLE (what text, name text, reason text) LANGUAGE plpgsql AS $$
 DECLARE
     hour0 timestamptz := date_trunc('hour', now() AT TIME ZONE 'UTC') AT TIME ZONE 'UTC';
@@ -88,7 +69,7 @@ END $$;
 -- leaves of its parent can be detached: each under p_timeout_ms of lock
 -- wait. Returns a row per pending leaf: its class and, when it could not
 -- be finalized, why.
-CREATE FUNCTION tasks.partition_finalize(p_timeout_ms integer)
+CREATE OR REPLACE FUNCTION tasks.partition_finalize(p_timeout_ms integer)
 RETURNS TABLE (leaf_name text, class_key text, reason text) LANGUAGE plpgsql AS $$
 #variable_conflict use_column
 DECLARE
@@ -113,7 +94,7 @@ END $$;
 -- finalize step could not complete: already refused), and how much unconsumed crashed-worker
 -- evidence in the outbox still points into it (a pinned leaf is not
 -- dropped until that evidence is applied).
-CREATE FUNCTION tasks.partition_expired()
+CREATE OR REPLACE FUNCTION tasks.partition_expired()
 RETURNS TABLE (leaf_name text, parent_name text, class_key text, attached boolean, pending boolean, pinned bigint)
 LANGUAGE sql STABLE AS $$
     SELECT k.leaf_name, k.parent_name, k.class_key,
@@ -129,31 +110,9 @@ LANGUAGE sql STABLE AS $$
      ORDER BY k.class_key COLLATE "C", k.lower_anchor
 $$;
 
--- Drops a detached leaf and its catalog row. The idempotency keys and the
--- attempts of the tasks it held go with it (a key is free again once its
--- task's record is gone). Refuses a leaf that is still attached.
-CREATE FUNCTION tasks.leaf_drop(p_leaf text) RETURNS void LANGUAGE plpgsql AS $$
-DECLARE
-    k horsies_task_history_leaf_catalog;
-BEGIN
-    SELECT * INTO k FROM horsies_task_history_leaf_catalog WHERE leaf_name = p_leaf FOR UPDATE;
-    IF NOT FOUND OR to_regclass(p_leaf) IS NULL THEN RETURN; END IF;
-    IF EXISTS (SELECT 1 FROM pg_inherits i WHERE i.inhrelid = to_regclass(p_leaf)) THEN
-        RAISE EXCEPTION 'leaf % is still attached', p_leaf USING ERRCODE = 'object_not_in_prerequisite_state';
-    END IF;
-    IF k.parent_name <> 'horsies_heartbeats' THEN
-        EXECUTE format('DELETE FROM horsies_task_idempotency i USING %I h '
-                       'WHERE h.idempotency_key IS NOT NULL AND i.idempotency_key = h.idempotency_key '
-                       'AND i.task_id = h.id', p_leaf);
-        EXECUTE format('DELETE FROM horsies_task_attempts a USING %I h WHERE a.task_id = h.id', p_leaf);
-    END IF;
-    EXECUTE format('DROP TABLE %I', p_leaf);
-    DELETE FROM horsies_task_history_leaf_catalog WHERE leaf_name = p_leaf;
-END $$;
-
 -- Cataloged leaves whose relation is gone (dropped outside silt), in name
 -- order.
-CREATE FUNCTION tasks.partition_absent() RETURNS text[] LANGUAGE sql STABLE AS $$
+CREATE OR REPLACE FUNCTION tasks.partition_absent() RETURNS text[] LANGUAGE sql STABLE AS $$
     SELECT coalesce(array_agg(leaf_name ORDER BY leaf_name COLLATE "C"), '{}')
       FROM horsies_task_history_leaf_catalog WHERE to_regclass(leaf_name) IS NULL
 $$;
@@ -162,7 +121,7 @@ $$;
 -- catalog does not name (an operator part way through removing one, or a
 -- table attached by hand): silt neither covers nor drops them, so the pass
 -- names them.
-CREATE FUNCTION tasks.partition_uncataloged() RETURNS SETOF text LANGUAGE sql STABLE AS $$
+CREATE OR REPLACE FUNCTION tasks.partition_uncataloged() RETURNS SETOF text LANGUAGE sql STABLE AS $$
     SELECT c.relname::text FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
      WHERE i.inhparent IN (SELECT to_regclass(tasks.class_parent_name(r.class_key)) FROM horsies_retention_classes r
                             WHERE r.duration_s IS NOT NULL AND r.class_key <> 'heartbeats'
@@ -172,7 +131,7 @@ CREATE FUNCTION tasks.partition_uncataloged() RETURNS SETOF text LANGUAGE sql ST
 $$;
 
 -- Records a pass and keeps the last 1,000.
-CREATE FUNCTION tasks.partition_pass_record(p_runner text, p_started timestamptz, p_outcome text, p_report json)
+CREATE OR REPLACE FUNCTION tasks.partition_pass_record(p_runner text, p_started timestamptz, p_outcome text, p_report json)
 RETURNS void LANGUAGE sql AS $$
     INSERT INTO horsies_retention_passes (runner, started_at, outcome, report)
     VALUES (p_runner, p_started, p_outcome, p_report);
@@ -180,12 +139,10 @@ RETURNS void LANGUAGE sql AS $$
      WHERE id <= (SELECT max(id) - 1000 FROM horsies_retention_passes);
 $$;
 
--- ==== What operators see ====================================================
-
 -- Every class with its leaves: how many, their bytes, the oldest day, and
 -- the records they hold as the statistics count them (n_live_tup: counted
 -- as rows are written, without a scan; a daily leaf can hold millions).
-CREATE FUNCTION tasks.retention_classes()
+CREATE OR REPLACE FUNCTION tasks.retention_classes()
 RETURNS TABLE (class_key text, duration_s bigint, origin text, registered_at timestamptz, leaves bigint,
                bytes bigint, records bigint, oldest timestamptz, next_drop timestamptz)
 LANGUAGE sql STABLE AS $$
@@ -204,7 +161,7 @@ $$;
 
 -- Every cataloged leaf (of one class, or all): its span, size, when it
 -- drops and its state: attached, detach_pending, detached or absent.
-CREATE FUNCTION tasks.retention_leaves(p_class text)
+CREATE OR REPLACE FUNCTION tasks.retention_leaves(p_class text)
 RETURNS TABLE (leaf_name text, class_key text, day text, lower_anchor timestamptz, upper_anchor timestamptz,
                bytes bigint, drops_at timestamptz, state text)
 LANGUAGE sql STABLE AS $$
@@ -225,7 +182,7 @@ LANGUAGE sql STABLE AS $$
 $$;
 
 -- The newest pass, and what the catalog says now.
-CREATE FUNCTION tasks.retention_coverage()
+CREATE OR REPLACE FUNCTION tasks.retention_coverage()
 RETURNS TABLE (pass_id bigint, runner text, started_at timestamptz, finished_at timestamptz, outcome text,
                report json, absent jsonb, history_through timestamptz, heartbeats_through timestamptz)
 LANGUAGE sql STABLE AS $$

@@ -1,21 +1,8 @@
--- 021: the row-delete sweep and paused-workflow expiry of the Retention
--- Config document (docs/retention.md, second table). Terminal workflow
--- records and worker-state snapshots are deleted in batches, one commit
--- each; PAUSED workflows paused longer than a declared age are EXPIRED.
--- Terminal task records and heartbeats age by partition drop instead.
---
--- One server sweeps at a time: each batch takes a transaction-level
--- advisory lock, and a server that cannot take it leaves the round to the
--- one that holds it.
-
-CREATE INDEX horsies_workflows_finished ON horsies_workflows (finished_at) WHERE finished_at IS NOT NULL;
-CREATE INDEX horsies_workflows_paused ON horsies_workflows (paused_at) WHERE status = 'PAUSED';
-CREATE INDEX horsies_worker_states_snapshot ON horsies_worker_states (snapshot_at);
-CREATE INDEX horsies_workers_last_seen ON horsies_workers (last_seen_at);
+-- Row-delete sweeps of the task engine's small tables.
 
 -- Whether this transaction may sweep: false while another server's batch
 -- runs (it will finish the round).
-CREATE FUNCTION tasks.sweep_lock() RETURNS boolean LANGUAGE sql AS $$
+CREATE OR REPLACE FUNCTION tasks.sweep_lock() RETURNS boolean LANGUAGE sql AS $$
     SELECT pg_try_advisory_xact_lock(hashtextextended('silt.task_sweep', 0))
 $$;
 
@@ -26,7 +13,7 @@ $$;
 -- live (a cancelled node whose worker has not yet stopped) is kept until
 -- that task ends. Returns how many were deleted; -1: another server is
 -- sweeping.
-CREATE FUNCTION tasks.sweep_workflows(p_hours integer, p_batch integer) RETURNS integer
+CREATE OR REPLACE FUNCTION tasks.sweep_workflows(p_hours integer, p_batch integer) RETURNS integer
 LANGUAGE plpgsql AS $$
 DECLARE
     n integer;
@@ -47,7 +34,7 @@ END $$;
 -- then registrations of workers not seen for as long (a worker that comes
 -- back registers again). Returns how many rows; -1: another server is
 -- sweeping.
-CREATE FUNCTION tasks.sweep_worker_states(p_hours integer, p_batch integer) RETURNS integer
+CREATE OR REPLACE FUNCTION tasks.sweep_worker_states(p_hours integer, p_batch integer) RETURNS integer
 LANGUAGE plpgsql AS $$
 DECLARE
     cutoff timestamptz := now() - make_interval(hours => p_hours);
@@ -72,7 +59,7 @@ END $$;
 -- (since the pause: a resume clears paused_at): EXPIRED with
 -- WORKFLOW_EXPIRED, the rest as a cancel. Returns how many; -1: another
 -- server is sweeping.
-CREATE FUNCTION tasks.expire_paused_workflows(p_after_s integer, p_batch integer) RETURNS integer
+CREATE OR REPLACE FUNCTION tasks.expire_paused_workflows(p_after_s integer, p_batch integer) RETURNS integer
 LANGUAGE plpgsql AS $$
 DECLARE
     cutoff timestamptz := now() - make_interval(secs => p_after_s);

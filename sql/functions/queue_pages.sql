@@ -1,0 +1,96 @@
+-- Queues as the admin API and the dashboard read them, and queue deletion.
+
+-- {"limit", "offset"} as GET /api/v1/dlq answers it; nothing for a whole list.
+CREATE OR REPLACE FUNCTION queen.pagination_json(p_limit integer, p_offset integer) RETURNS jsonb
+LANGUAGE sql IMMUTABLE AS $$
+    SELECT CASE WHEN p_limit IS NOT NULL
+                THEN jsonb_build_object('pagination', jsonb_build_object('limit', p_limit, 'offset', coalesce(p_offset, 0)))
+                ELSE '{}' END
+$$;
+
+-- The figures of a queue every page needs: one scan of its partition rows.
+CREATE OR REPLACE FUNCTION queen.queue_partition_totals(p_queue text, OUT partitions bigint, OUT messages numeric,
+                                             OUT last_write_at timestamptz)
+LANGUAGE sql STABLE AS $$
+    SELECT count(*), coalesce(sum(p.last_offset + 1 - p.log_start), 0), max(p.last_write_at)
+      FROM queen.log_partitions p WHERE p.queue = p_queue
+$$;
+
+-- A queue's partitions in name order (only p_name's when given): the
+-- whole list when p_limit is null.
+CREATE OR REPLACE FUNCTION queen.queue_partition_page(p_queue text, p_name text, p_limit integer, p_offset integer)
+RETURNS SETOF queen.log_partitions LANGUAGE sql STABLE AS $$
+    SELECT p.* FROM queen.log_partitions p WHERE p.queue = p_queue AND (p_name IS NULL OR p.name = p_name)
+     ORDER BY p.name LIMIT p_limit OFFSET coalesce(p_offset, 0)
+$$;
+
+CREATE OR REPLACE FUNCTION queen.partition_json(part queen.log_partitions) RETURNS jsonb
+LANGUAGE sql STABLE AS $$
+    SELECT jsonb_build_object(
+        'id', part.id, 'name', part.name, 'lastOffset', part.last_offset,
+        'logStart', part.log_start, 'txnsStart', part.txns_start,
+        'messages', part.last_offset + 1 - part.log_start,
+        'segments', (SELECT count(*) FROM queen.log_segments s WHERE s.partition_id = part.id),
+        'lastWriteAt', queen.iso_ms(part.last_write_at), 'createdAt', queen.iso_ms(part.created_at))
+$$;
+
+CREATE OR REPLACE FUNCTION queen.queue_json(q queen.queues, p_detail boolean) RETURNS jsonb
+LANGUAGE sql STABLE AS $$
+    SELECT jsonb_build_object(
+        'name', q.name, 'namespace', q.namespace, 'task', q.task, 'createdAt', queen.iso_ms(q.created_at),
+        'partitions', t.partitions, 'lastWriteAt', queen.iso_ms(t.last_write_at),
+        'messages', jsonb_build_object(
+            'total', t.messages,
+            'pending', (SELECT coalesce(jsonb_object_agg(g.consumer_group, g.lag), '{}')
+                          FROM (SELECT c.consumer_group, sum(p.last_offset + 1 - queen.next_offset(p, c.committed)) AS lag
+                                  FROM queen.log_consumers c JOIN queen.log_partitions p ON p.id = c.partition_id
+                                 WHERE p.queue = q.name GROUP BY c.consumer_group) g),
+            'deadLetters', (SELECT count(*) FROM queen.log_dlq d WHERE d.queue = q.name)))
+      || CASE WHEN p_detail THEN jsonb_build_object('options', q.options) ELSE '{}' END
+      FROM queen.queue_partition_totals(q.name) t
+$$;
+
+CREATE OR REPLACE FUNCTION queen.queue_list(p_limit integer, p_offset integer) RETURNS jsonb LANGUAGE sql STABLE AS $$
+    SELECT coalesce(jsonb_agg(queen.queue_json(q, false) ORDER BY q.name), '[]')
+      FROM (SELECT * FROM queen.queues ORDER BY name LIMIT p_limit OFFSET coalesce(p_offset, 0)) q
+$$;
+
+CREATE OR REPLACE FUNCTION queen.queue_detail(p_queue text, p_limit integer, p_offset integer) RETURNS jsonb
+LANGUAGE sql STABLE AS $$
+    SELECT queen.queue_json(q, true)
+        || jsonb_build_object('partitionList', (SELECT coalesce(jsonb_agg(queen.partition_json(p) ORDER BY p.name), '[]')
+                                                  FROM queen.queue_partition_page(q.name, NULL, p_limit, p_offset) p))
+        || queen.pagination_json(p_limit, p_offset)
+      FROM queen.queues q WHERE q.name = p_queue
+$$;
+
+-- GET /api/v1/resources/overview, with the cluster's traffic as counters:
+-- offsetsWritten (every offset any server ever gave a partition that still
+-- exists) and offsetsConsumed (how far every consumer group's cursors
+-- moved). A page samples them twice for messages in and out per second
+-- across all servers; /metrics counts one server's requests. totalLag is
+-- every group's lag summed, which a page of groups cannot give.
+CREATE OR REPLACE FUNCTION queen.overview() RETURNS jsonb LANGUAGE sql STABLE AS $$
+    SELECT jsonb_build_object(
+        'queues', (SELECT count(*) FROM queen.queues),
+        'partitions', p.partitions, 'messages', p.messages, 'offsetsWritten', p.written,
+        'segments', (SELECT count(*) FROM queen.log_segments),
+        'consumerGroups', c.groups, 'activeLeases', c.leases, 'offsetsConsumed', c.consumed, 'totalLag', c.lag,
+        'deadLetters', (SELECT count(*) FROM queen.log_dlq),
+        'lastWriteAt', queen.iso_ms(p.last_write_at))
+      FROM (SELECT count(*) AS partitions, coalesce(sum(last_offset + 1 - log_start), 0) AS messages,
+                   coalesce(sum(last_offset + 1), 0) AS written, max(last_write_at) AS last_write_at
+              FROM queen.log_partitions) p,
+           (SELECT count(DISTINCT c.consumer_group) AS groups, count(*) FILTER (WHERE c.lease_expires > now()) AS leases,
+                   coalesce(sum(c.total_consumed), 0) AS consumed,
+                   coalesce(sum(p.last_offset + 1 - queen.next_offset(p, c.committed)), 0) AS lag
+              FROM queen.log_consumers c JOIN queen.log_partitions p ON p.id = c.partition_id) c
+$$;
+
+-- Deletes a queue and everything of it: its partitions cascade, and the
+-- triggers take the rest (see Deletion). false: there was no such queue.
+CREATE OR REPLACE FUNCTION queen.queue_delete(p_queue text) RETURNS boolean LANGUAGE plpgsql AS $$
+BEGIN
+    DELETE FROM queen.queues WHERE name = p_queue;
+    RETURN FOUND;
+END $$;

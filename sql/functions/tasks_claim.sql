@@ -1,0 +1,191 @@
+-- Claiming, starting and heartbeating tasks; giving claims back.
+
+-- The claims of concurrent requests, gathered: one tasks.claim per request,
+-- in request order, in one transaction. One statement at a time takes from
+-- a queue's head, instead of several claimers each stepping over the rows
+-- the others hold locked. p_queues and p_caps hold array literals, one per
+-- request.
+CREATE OR REPLACE FUNCTION tasks.claim_many(p_workers text[], p_queues text[], p_caps text[], p_max integer[],
+                                 p_start boolean[])
+RETURNS TABLE (idx integer, id uuid, task_name text, queue_name text, args json, priority integer,
+               claim_id uuid, attempt integer, retry_count integer, timeout_ms integer, status text)
+LANGUAGE plpgsql AS $$
+DECLARE
+    r record;
+BEGIN
+    -- Every capped queue of every request, locked once in name order before
+    -- any claim: two batches never hold one queue's lock while waiting for
+    -- another's.
+    FOR r IN SELECT DISTINCT x.queue FROM unnest(p_queues, p_caps) AS u(queues, caps),
+                    unnest(u.queues::text[], u.caps::integer[]) AS x(queue, cap)
+              WHERE x.cap > 0 ORDER BY x.queue LOOP
+        PERFORM pg_advisory_xact_lock(hashtextextended('silt.task_queue:' || r.queue, 0));
+    END LOOP;
+    FOR r IN SELECT u.* FROM unnest(p_workers, p_queues, p_caps, p_max, p_start)
+                    WITH ORDINALITY AS u(worker, queues, caps, max, start, ord) LOOP
+        RETURN QUERY SELECT (r.ord - 1)::integer, c.id, c.task_name, c.queue_name, c.args, c.priority, c.claim_id,
+                            c.attempt, c.retry_count, c.timeout_ms, c.status
+                       FROM tasks.claim(r.worker, r.queues::text[], r.caps::integer[], r.max, r.start) c;
+    END LOOP;
+END $$;
+
+-- Claims up to p_max tasks for worker p_worker from p_queues, taken in the
+-- order given (the server orders them by their declared priority, most
+-- urgent first), and within a queue by task priority, then enqueue time. A
+-- queue with a cap (p_caps[i] > 0) never has more than that many CLAIMED or
+-- RUNNING across the cluster: claimers of a capped queue take turns on a
+-- transaction-scoped advisory lock (every capped queue's lock first, in name
+-- order, so two claimers never wait on each other in a circle), count, and
+-- take what is left. SKIP LOCKED: concurrent claimers never wait on each
+-- other's rows and never take the same task. p_start starts what it takes.
+CREATE OR REPLACE FUNCTION tasks.claim(p_worker text, p_queues text[], p_caps integer[], p_max integer,
+                            p_start boolean DEFAULT false)
+RETURNS SETOF horsies_tasks LANGUAGE plpgsql AS $$
+DECLARE
+    q      record;
+    room   integer;
+    left_n integer := p_max;
+    got    integer;
+BEGIN
+    FOR q IN SELECT u.queue FROM unnest(p_queues, p_caps) AS u(queue, cap) WHERE u.cap > 0 ORDER BY u.queue LOOP
+        PERFORM pg_advisory_xact_lock(hashtextextended('silt.task_queue:' || q.queue, 0));
+    END LOOP;
+    FOR q IN SELECT u.queue, u.cap FROM unnest(p_queues, p_caps) WITH ORDINALITY AS u(queue, cap, ord) ORDER BY u.ord LOOP
+        EXIT WHEN left_n <= 0;
+        room := left_n;
+        IF q.cap > 0 THEN
+            SELECT q.cap - count(*) INTO room FROM horsies_tasks t
+             WHERE t.queue_name = q.queue AND t.status <> 'PENDING';
+            room := least(room, left_n);
+        END IF;
+        CONTINUE WHEN room <= 0;
+        RETURN QUERY
+            WITH taken AS (
+                UPDATE horsies_tasks t
+                   SET status = CASE WHEN p_start THEN 'RUNNING' ELSE 'CLAIMED' END, worker_id = p_worker,
+                       claim_id = gen_random_uuid(), claimed_at = now(), last_heartbeat_at = now(),
+                       attempt = t.attempt + CASE WHEN p_start THEN 1 ELSE 0 END,
+                       started_at = CASE WHEN p_start THEN now() END
+                 WHERE t.id IN (SELECT c.id FROM horsies_tasks c
+                                 WHERE c.queue_name = q.queue AND c.status = 'PENDING' AND c.run_at <= now()
+                                   AND (c.good_until IS NULL OR c.good_until >= now())   -- expired: recovery's
+                                 ORDER BY c.priority, c.enqueued_at
+                                 LIMIT room FOR UPDATE SKIP LOCKED)
+                RETURNING t.*),
+            attempts AS (   -- started with the claim: the attempt and first runner heartbeat commit with it
+                INSERT INTO horsies_task_attempts (task_id, attempt, worker_id, claim_id)
+                SELECT k.id, k.attempt, p_worker, k.claim_id FROM taken k WHERE p_start),
+            beats AS (
+                INSERT INTO horsies_heartbeats (task_id, worker_id, role)
+                SELECT k.id, p_worker, 'runner' FROM taken k WHERE p_start)
+            SELECT * FROM taken;
+        GET DIAGNOSTICS got = ROW_COUNT;
+        left_n := left_n - got;
+    END LOOP;
+END $$;
+
+-- When the earliest delayed PENDING task of these queues becomes claimable
+-- (NULL: none), so a parked claimer looks again at that moment rather than
+-- at its next periodic look. Tasks already due are not counted: one that
+-- is due but not claimable (locked by another claimer, or its queue at its
+-- cap) would otherwise have a parked claimer look again at once, forever.
+CREATE OR REPLACE FUNCTION tasks.next_run_at(p_queues text[]) RETURNS timestamptz
+LANGUAGE sql STABLE AS $$
+    SELECT min(run_at) FROM horsies_tasks
+     WHERE queue_name = ANY (p_queues) AND status = 'PENDING' AND run_at > now()
+$$;
+
+-- Takes back what a claim took for a client that was gone before the reply
+-- reached it: the tasks go back to PENDING as if never claimed (a start
+-- made by the claim itself is undone with its attempt row), so nobody's
+-- retries are spent on a reply nobody read. Returns how many, per queue.
+CREATE OR REPLACE FUNCTION tasks.unclaim(p_ids uuid[], p_claims uuid[])
+RETURNS TABLE (queue text, released bigint) LANGUAGE sql AS $$
+    WITH mine AS (
+        SELECT t.id, t.attempt, t.status FROM horsies_tasks t, unnest(p_ids, p_claims) AS u(id, claim)
+         WHERE t.id = u.id AND t.claim_id = u.claim AND t.status IN ('CLAIMED', 'RUNNING')
+         ORDER BY t.id FOR UPDATE OF t),
+    undone AS (
+        DELETE FROM horsies_task_attempts a USING mine m
+         WHERE m.status = 'RUNNING' AND a.task_id = m.id AND a.attempt = m.attempt),
+    back AS (
+        UPDATE horsies_tasks t
+           SET status = 'PENDING', attempt = t.attempt - CASE WHEN m.status = 'RUNNING' THEN 1 ELSE 0 END,
+               worker_id = NULL, claim_id = NULL, claimed_at = NULL, started_at = NULL, last_heartbeat_at = NULL
+          FROM mine m WHERE t.id = m.id
+        RETURNING t.queue_name)
+    SELECT queue_name, count(*) FROM back GROUP BY queue_name
+$$;
+
+-- Hands claimed-but-unstarted tasks back (a worker stopping): PENDING again,
+-- claimable at once. Returns how many went back, per queue.
+CREATE OR REPLACE FUNCTION tasks.release(p_worker text, p_ids uuid[], p_claims uuid[])
+RETURNS TABLE (queue text, released bigint) LANGUAGE sql AS $$
+    WITH back AS (
+        UPDATE horsies_tasks t
+           SET status = 'PENDING', worker_id = NULL, claim_id = NULL, claimed_at = NULL, last_heartbeat_at = NULL
+          FROM unnest(p_ids, p_claims) AS u(id, claim)
+         WHERE t.id = u.id AND t.claim_id = u.claim AND t.worker_id = p_worker AND t.status = 'CLAIMED'
+        RETURNING t.queue_name)
+    SELECT queue_name, count(*) FROM back GROUP BY queue_name
+$$;
+
+-- CLAIMED -> RUNNING under the claim; the attempt row and the first runner
+-- heartbeat commit with the transition. NULL when the claim is not (or no
+-- longer) this task's: the caller answers 409.
+CREATE OR REPLACE FUNCTION tasks.start(p_id uuid, p_claim uuid) RETURNS integer
+LANGUAGE plpgsql AS $$
+DECLARE
+    t horsies_tasks;
+BEGIN
+    UPDATE horsies_tasks SET status = 'RUNNING', attempt = attempt + 1, started_at = now(), last_heartbeat_at = now()
+     WHERE id = p_id AND claim_id = p_claim AND status = 'CLAIMED'
+    RETURNING * INTO t;
+    IF t.id IS NULL THEN RETURN NULL; END IF;
+    INSERT INTO horsies_task_attempts (task_id, attempt, worker_id, claim_id) VALUES (t.id, t.attempt, t.worker_id, p_claim);
+    INSERT INTO horsies_heartbeats (task_id, worker_id, role) VALUES (t.id, t.worker_id, 'runner');
+    RETURN t.attempt;
+END $$;
+
+-- A heartbeat answers each (task, claim) it names, in the order named: a
+-- worker that names a task twice, under an old claim (an end it still
+-- holds) and the current one, hears 'lost' for the old. 019's answered by
+-- task id alone, so both heard the current claim's state.
+CREATE OR REPLACE FUNCTION tasks.heartbeat(p_worker text, p_ids uuid[], p_claims uuid[])
+RETURNS TABLE (id uuid, state text) LANGUAGE plpgsql AS $$
+#variable_conflict use_column
+BEGIN
+    -- Rows locked in id order, as every batch that ends tasks locks them, so
+    -- a heartbeat and an end of the same tasks never wait on each other in a
+    -- circle.
+    PERFORM 1 FROM horsies_tasks t WHERE t.id = ANY (p_ids) ORDER BY t.id FOR UPDATE;
+    RETURN QUERY
+    WITH named AS (SELECT u.id, u.claim, u.ord FROM unnest(p_ids, p_claims) WITH ORDINALITY AS u(id, claim, ord)),
+    held AS (
+        UPDATE horsies_tasks t SET last_heartbeat_at = now()
+          FROM named n WHERE t.id = n.id AND t.claim_id = n.claim AND t.worker_id = p_worker
+        RETURNING t.id, t.claim_id, t.status, t.cancel_requested),
+    beats AS (
+        INSERT INTO horsies_heartbeats (task_id, worker_id, role)
+        SELECT h.id, p_worker, CASE WHEN h.status = 'RUNNING' THEN 'runner' ELSE 'claimer' END FROM held h)
+    SELECT n.id, CASE WHEN h.id IS NULL THEN 'lost' WHEN h.cancel_requested THEN 'cancelled' ELSE 'ok' END
+      FROM named n LEFT JOIN held h ON h.id = n.id AND h.claim_id = n.claim ORDER BY n.ord;
+    UPDATE horsies_workers SET last_seen_at = now() WHERE worker_id = p_worker;
+    INSERT INTO horsies_worker_states (worker_id, hostname, pid, queues, concurrency, claimed, running)
+    SELECT w.worker_id, w.hostname, w.pid, w.queues, w.concurrency,
+           (SELECT count(*) FROM horsies_tasks t WHERE t.worker_id = p_worker AND t.status = 'CLAIMED'),
+           (SELECT count(*) FROM horsies_tasks t WHERE t.worker_id = p_worker AND t.status = 'RUNNING')
+      FROM horsies_workers w WHERE w.worker_id = p_worker;
+END $$;
+
+-- Registers (or re-registers) a worker.
+CREATE OR REPLACE FUNCTION tasks.register_worker(p_worker text, p_hostname text, p_pid integer, p_queues text[],
+                                      p_concurrency integer) RETURNS timestamptz
+LANGUAGE sql AS $$
+    INSERT INTO horsies_workers (worker_id, hostname, pid, queues, concurrency)
+    VALUES (p_worker, p_hostname, p_pid, p_queues, p_concurrency)
+    ON CONFLICT (worker_id) DO UPDATE
+       SET hostname = excluded.hostname, pid = excluded.pid, queues = excluded.queues,
+           concurrency = excluded.concurrency, last_seen_at = now()
+    RETURNING registered_at
+$$;

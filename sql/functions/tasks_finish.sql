@@ -1,0 +1,200 @@
+-- Ending tasks: finish, fail, retry, cancel; and reading them back.
+
+CREATE OR REPLACE FUNCTION tasks.finish_many(p_ids uuid[], p_claims uuid[], p_outcomes text[], p_results text[],
+                                  p_codes text[], p_messages text[])
+RETURNS TABLE (idx integer, id uuid, status text, queue text) LANGUAGE plpgsql AS $$
+#variable_conflict use_column
+BEGIN
+    PERFORM 1 FROM horsies_tasks t WHERE t.id = ANY (p_ids) ORDER BY t.id FOR UPDATE;
+    PERFORM 1 FROM horsies_workflows w
+      WHERE w.id IN (SELECT t.workflow_id FROM horsies_tasks t WHERE t.id = ANY (p_ids))
+      ORDER BY w.id FOR UPDATE;
+    RETURN QUERY SELECT * FROM tasks.finish_many_tasks(p_ids, p_claims, p_outcomes, p_results, p_codes, p_messages);
+END $$;
+
+-- Ends a batch of running attempts (the completions and failures gathered
+-- from concurrent requests): one row per item, in batch order, with the
+-- task's status afterwards, or NULL where the claim is not the task's
+-- running one (fenced), and its queue. Completions are set-based: their attempts end, and
+-- they leave horsies_tasks for horsies_task_history, in three statements
+-- whatever their number; failures take tasks.finish one by one (a retry
+-- decision each).
+CREATE OR REPLACE FUNCTION tasks.finish_many_tasks(p_ids uuid[], p_claims uuid[], p_outcomes text[], p_results text[],
+                                  p_codes text[], p_messages text[])
+RETURNS TABLE (idx integer, id uuid, status text, queue text) LANGUAGE plpgsql AS $$
+#variable_conflict use_column
+DECLARE
+    done uuid[];
+    dq   text[];
+    f    record;
+    k    integer;
+    st   text[] := array_fill(NULL::text, ARRAY[cardinality(p_ids)]);
+    qs   text[] := array_fill(NULL::text, ARRAY[cardinality(p_ids)]);
+BEGIN
+    PERFORM 1 FROM horsies_tasks t WHERE t.id = ANY (p_ids) ORDER BY t.id FOR UPDATE;   -- see tasks.heartbeat
+    WITH items AS (
+        SELECT u.id, u.claim, u.result, u.ord FROM unnest(p_ids, p_claims, p_outcomes, p_results)
+               WITH ORDINALITY AS u(id, claim, outcome, result, ord) WHERE u.outcome = 'COMPLETED'),
+    gone AS (
+        DELETE FROM horsies_tasks t USING items i
+         WHERE t.id = i.id AND t.claim_id = i.claim AND t.status = 'RUNNING'
+        RETURNING t.*, i.result AS item_result),
+    ended AS (
+        UPDATE horsies_task_attempts a SET finished_at = now(), outcome = 'COMPLETED'
+          FROM gone g WHERE a.task_id = g.id AND a.attempt = g.attempt),
+    kept AS (
+        INSERT INTO horsies_task_history (id, task_name, queue_name, args, priority, status, sent_at, enqueued_at,
+                                          good_until, max_retries, retry_count, attempt, idempotency_key,
+                                          retention_class_key, worker_id, claimed_at, started_at, result)
+        SELECT g.id, g.task_name, g.queue_name, g.args, g.priority, 'COMPLETED', g.sent_at, g.enqueued_at,
+               g.good_until, g.max_retries, g.retry_count, g.attempt, g.idempotency_key,
+               g.retention_class_key, g.worker_id, g.claimed_at, g.started_at, g.item_result::json
+          FROM gone g RETURNING id, queue_name)
+    SELECT array_agg(x.id), array_agg(x.queue_name) INTO done, dq FROM kept x;
+    FOR f IN SELECT u.* FROM unnest(p_ids, p_claims, p_outcomes, p_codes, p_messages)
+                    WITH ORDINALITY AS u(id, claim, outcome, code, message, ord) LOOP
+        IF f.outcome = 'COMPLETED' THEN
+            k := array_position(done, f.id);
+            IF k IS NOT NULL THEN   -- the first report of it only: a repeat is refused like any late one
+                st[f.ord] := 'COMPLETED'; qs[f.ord] := dq[k]; done[k] := NULL;
+            END IF;
+        ELSE
+            qs[f.ord] := (SELECT t.queue_name FROM horsies_tasks t WHERE t.id = f.id);
+            st[f.ord] := tasks.finish(f.id, f.claim, 'FAILED', NULL, f.code, f.message);
+        END IF;
+    END LOOP;
+    RETURN QUERY SELECT (k - 1)::integer, p_ids[k], st[k], qs[k] FROM generate_subscripts(p_ids, 1) k ORDER BY k;
+END $$;
+
+-- A worker reports the end of a running attempt under its claim:
+-- p_outcome 'COMPLETED' (with p_result) or 'FAILED' (with a code and a
+-- message; a failure of a task whose cancel was asked ends CANCELLED).
+-- Returns the task's status afterwards, or NULL when the claim is not this
+-- task's running one (fenced: recovered, cancelled or finished already).
+CREATE OR REPLACE FUNCTION tasks.finish(p_id uuid, p_claim uuid, p_outcome text, p_result json, p_code text, p_message text)
+RETURNS text LANGUAGE plpgsql AS $$
+DECLARE
+    t horsies_tasks;
+BEGIN
+    SELECT * INTO t FROM horsies_tasks WHERE id = p_id AND claim_id = p_claim AND status = 'RUNNING' FOR UPDATE;
+    IF t.id IS NULL THEN RETURN NULL; END IF;
+    IF p_outcome = 'COMPLETED' THEN
+        UPDATE horsies_task_attempts SET finished_at = now(), outcome = 'COMPLETED'
+         WHERE task_id = t.id AND attempt = t.attempt;
+        PERFORM tasks.terminalize(ARRAY[t.id], 'COMPLETED', p_result, NULL, NULL);
+        RETURN 'COMPLETED';
+    END IF;
+    RETURN tasks.fail_running(t, p_code, p_message);
+END $$;
+
+-- The end of a running attempt, decided by the policy: t failed with p_code.
+-- A task whose cancel was asked ends CANCELLED, whoever reports the failure
+-- (its worker, or recovery: a crash or a timeout). Otherwise retried (back
+-- to PENDING after the policy's delay) when retries remain and the policy
+-- retries that code, else FAILED. Returns the new status.
+CREATE OR REPLACE FUNCTION tasks.fail_running(t horsies_tasks, p_code text, p_message text) RETURNS text
+LANGUAGE plpgsql AS $$
+BEGIN
+    IF t.cancel_requested THEN
+        UPDATE horsies_task_attempts SET finished_at = now(), outcome = 'CANCELLED', error_code = p_code,
+               error_message = p_message WHERE task_id = t.id AND attempt = t.attempt;
+        PERFORM tasks.terminalize(ARRAY[t.id], 'CANCELLED', NULL, 'CANCELLED', 'cancelled while running');
+        RETURN 'CANCELLED';
+    END IF;
+    UPDATE horsies_task_attempts SET finished_at = now(), outcome = 'FAILED', error_code = p_code, error_message = p_message
+     WHERE task_id = t.id AND attempt = t.attempt;
+    IF t.retry_count < t.max_retries AND (t.retry_on IS NULL OR p_code = ANY (t.retry_on)) THEN
+        UPDATE horsies_tasks
+           SET status = 'PENDING', retry_count = retry_count + 1, enqueued_at = now(),
+               run_at = now() + make_interval(secs => tasks.retry_delay_ms(t, t.retry_count + 1) / 1000.0),
+               worker_id = NULL, claim_id = NULL, claimed_at = NULL, started_at = NULL, last_heartbeat_at = NULL,
+               last_error_code = p_code, last_error_message = p_message
+         WHERE id = t.id;
+        RETURN 'PENDING';
+    END IF;
+    PERFORM tasks.terminalize(ARRAY[t.id], 'FAILED', NULL, p_code, p_message);
+    RETURN 'FAILED';
+END $$;
+
+-- The retry delay before retry n (1-based) of t, in milliseconds, jitter
+-- applied: delay * (1 - jitter .. 1 + jitter).
+CREATE OR REPLACE FUNCTION tasks.retry_delay_ms(t horsies_tasks, n integer) RETURNS bigint
+LANGUAGE sql VOLATILE AS $$
+    SELECT round(d * (1 + t.retry_jitter * (2 * random() - 1)))::bigint
+      FROM (SELECT CASE
+                WHEN cardinality(t.retry_delays_ms) > 0
+                    THEN t.retry_delays_ms[least(n, cardinality(t.retry_delays_ms))]::float8
+                WHEN t.retry_base_ms IS NOT NULL
+                    THEN least(coalesce(t.retry_cap_ms, 2147483647)::float8,
+                               t.retry_base_ms * power(2::float8, least(n - 1, 40)))
+                ELSE 0 END AS d) x
+$$;
+
+-- Moves live tasks to history in one statement: the rows of p_ids (already
+-- decided terminal) leave horsies_tasks and enter horsies_task_history with
+-- the given status, result and error.
+CREATE OR REPLACE FUNCTION tasks.terminalize(p_ids uuid[], p_status text, p_result json, p_code text, p_message text)
+RETURNS integer LANGUAGE plpgsql AS $$
+DECLARE
+    n integer;
+BEGIN
+    WITH gone AS (DELETE FROM horsies_tasks WHERE id = ANY (p_ids) RETURNING *)
+    INSERT INTO horsies_task_history (id, task_name, queue_name, args, priority, status, sent_at, enqueued_at,
+                                      good_until, max_retries, retry_count, attempt, idempotency_key,
+                                      retention_class_key, worker_id, claimed_at, started_at, result, error_code,
+                                      error_message)
+    SELECT g.id, g.task_name, g.queue_name, g.args, g.priority, p_status, g.sent_at, g.enqueued_at,
+           g.good_until, g.max_retries, g.retry_count, g.attempt, g.idempotency_key,
+           g.retention_class_key, g.worker_id, g.claimed_at, g.started_at, p_result, p_code, p_message
+      FROM gone g;
+    GET DIAGNOSTICS n = ROW_COUNT;
+    RETURN n;
+END $$;
+
+-- As 019's, reading only the leaves the task can have ended in.
+CREATE OR REPLACE FUNCTION tasks.cancel(p_id uuid) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE
+    st text;
+BEGIN
+    SELECT status INTO st FROM horsies_tasks WHERE id = p_id FOR UPDATE;
+    IF st IS NULL THEN
+        RETURN (SELECT h.status FROM horsies_task_history h
+                 WHERE h.id = p_id AND h.finished_at >= tasks.history_floor(p_id));
+    ELSIF st = 'RUNNING' THEN
+        UPDATE horsies_tasks SET cancel_requested = true WHERE id = p_id;
+        RETURN 'RUNNING';
+    END IF;
+    PERFORM tasks.terminalize(ARRAY[p_id], 'CANCELLED', NULL, 'CANCELLED', 'cancelled before it ran');
+    RETURN 'CANCELLED';
+END $$;
+
+-- The earliest a task's record can have ended: its id was made when it was
+-- sent, less an hour for clocks that disagree. Reads by id add
+-- finished_at >= this, so PostgreSQL reads only the leaves from that day on.
+CREATE OR REPLACE FUNCTION tasks.history_floor(p_id uuid) RETURNS timestamptz LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+    SELECT tasks.uuid7_time(p_id) - interval '1 hour'
+$$;
+
+CREATE OR REPLACE VIEW tasks.all_tasks AS
+    SELECT id, task_name, queue_name, args, priority, status, sent_at, enqueued_at, run_at, good_until,
+           timeout_ms, max_retries, retry_count, attempt, idempotency_key, retention_class_key, worker_id,
+           claimed_at, started_at, NULL::timestamptz AS finished_at, cancel_requested,
+           NULL::json AS result, last_error_code AS error_code, last_error_message AS error_message,
+           workflow_id, workflow_node
+      FROM horsies_tasks
+    UNION ALL
+    SELECT id, task_name, queue_name, args, priority, status, sent_at, enqueued_at, NULL, good_until,
+           NULL, max_retries, retry_count, attempt, idempotency_key, retention_class_key, worker_id,
+           claimed_at, started_at, finished_at, false, result, error_code, error_message,
+           workflow_id, workflow_node
+      FROM horsies_task_history;
+
+CREATE OR REPLACE FUNCTION tasks.attempts(p_id uuid)
+RETURNS TABLE (attempt integer, worker_id text, claim_id uuid, started_at timestamptz, finished_at timestamptz,
+               outcome text, error_code text, error_message text)
+LANGUAGE sql STABLE AS $$
+    SELECT a.attempt, a.worker_id, a.claim_id, a.started_at, a.finished_at, a.outcome, a.error_code, a.error_message
+      FROM horsies_task_attempts a
+     WHERE a.task_id = p_id
+     ORDER BY a.attempt
+$$;

@@ -1,0 +1,12 @@
+-- ==== A parked long-poll's due time, measured from the look it took =========
+--
+-- queen.pop_wake_at (028) left out times already past when it was asked,
+-- on the ground that the pop had just seen them. But it is asked in a
+-- transaction of its own after the pop's, so a time falling due between
+-- the two (a segment ageing past delayedProcessing in that moment, more
+-- likely the busier the server) was neither taken by the pop nor answered
+-- here: the pop parked with no due time and slept to its deadline. Now the
+-- pop's job also reads its transaction's now() (p_seen), and only times
+-- the pop had seen pass are left out: one that fell due since is answered
+-- (in the past), and the pop looks again at once.
+DROP FUNCTION IF EXISTS queen.pop_wake_at(text, text, text, text, text);

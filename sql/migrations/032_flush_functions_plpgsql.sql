@@ -1,0 +1,21 @@
+-- ==== No SQL-language function planned per push flush (issue 15, point 3) ====
+--
+-- A SQL-language function that PostgreSQL cannot inline into the calling
+-- query (its body has a FROM, or it returns a record) is parsed and planned
+-- again in every transaction that calls it: PostgreSQL 15 keeps a SQL
+-- function's plan only for the query it runs in. A push flush is a
+-- transaction of its own, so each flush paid for five of them, counted with
+-- track_functions = all under push batch 1 at 128 connections (~13
+-- messages a flush): queen.maintenance_value (flush_buffers, 0.17 ms a
+-- flush), queen.txn_keys (the sidecar's GIN index expression, 0.16 ms),
+-- queen.retention_windows (0.13 ms) and queen.rules_window (0.10 ms) (both
+-- append_segments), about a fifth of queen.push_flush's 2.6 ms; and, in
+-- maintenance mode, queen.buffered_duplicates (buffer_flush).
+--
+-- Each becomes PL/pgSQL, whose statements' plans are kept for the session
+-- (as queen.append_segments and queen.leased_in already are). Same names,
+-- arguments, results, volatility and strictness; the bodies compute what
+-- the SQL bodies did, expression for expression. queen.default_options
+-- stays SQL: it is a constant that PostgreSQL inlines and folds.
+
+-- Nothing but functions: they live in sql/functions/ now (docs/schema.md).

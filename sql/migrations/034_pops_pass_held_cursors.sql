@@ -1,0 +1,1 @@
+-- Nothing but functions: they live in sql/functions/ now (docs/schema.md).

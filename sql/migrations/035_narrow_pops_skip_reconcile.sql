@@ -1,0 +1,20 @@
+-- ==== Pops of narrow queues send no reconcile (issue 15, point 1) ====
+--
+-- A queue-wide pop sent queen.ready_reconcile (031) in a transaction of
+-- its own before every claim. For a queue of 256 partitions or fewer it
+-- returns at once, but the transaction still cost: under pop+ack (10
+-- consumers, 10 partitions, batch 100) PostgreSQL spent about a tenth more
+-- CPU per consumed message with it (docs/performance.md, "Narrow pops
+-- alone").
+--
+-- The server now remembers which queues the reconcile found narrow and
+-- sends their pops alone, saying so (p_reconciled false). A queue that has
+-- grown past 256 partitions since (through any server) refuses such a pop
+-- before it claims anything, with SQLSTATE SLW01; the server forgets the
+-- queue and sends the pop again behind a reconcile. A pop therefore never
+-- walks a ready set that was not brought up to date just before it, as in
+-- 031. 031's pop, with that refusal added. The ten-argument form stays for
+-- servers of the previous version still running beside this one while
+-- they are replaced: they reconcile before every queue-wide pop.
+
+-- Nothing but functions: they live in sql/functions/ now (docs/schema.md).

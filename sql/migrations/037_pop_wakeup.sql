@@ -1,0 +1,31 @@
+-- 037: one lock order for a group's ready set (issue 32).
+--
+-- The ready set (031) is written under two kinds of lock: the group's scans
+-- row (queen.log_ready_scans) and the set's rows (queen.log_ready). A
+-- reconcile that took writes in locked the scans row and then marked rows
+-- in partition order. The minute's refill, run by one pop's reconcile,
+-- inserted the rows it found missing first and locked the scans row after
+-- (its filled_at, then the same FOR UPDATE). A refill that inserted a row a
+-- marking reconcile was about to mark waited for that reconcile's scans
+-- row while the reconcile waited for the refill's uncommitted row: a cycle,
+-- broken by PostgreSQL aborting one of them ("deadlock detected"). The pop
+-- behind the aborted reconcile then walked a set missing the writes it
+-- should have taken in and could answer 204 with messages there; and while
+-- the refill stayed due, the next pop's refill met the next mark.
+-- Deleting a group (queen.group_delete) had the same inversion: the set's
+-- rows, in no particular order, then the scans rows.
+--
+-- The order now, for everything that writes the set: the group's advisory
+-- lock where it is taken (a first fill, a group's deletion), then its scans
+-- rows in queue order, then the set's rows in partition order
+-- (queen.ready_mark, queen.ready_fill). Pops touch the set's rows only
+-- with SKIP LOCKED and never wait on them, and seeks mark in partition
+-- order holding no scans row, so no cycle of waits can form. The refill now
+-- runs under the scans row: a reconcile of the same group and queue that
+-- has writes to take in waits for it (once a minute, the length of one fill
+-- of the queue), as a refill waits for a mark in progress.
+--
+-- Redefines queen.ready_reconcile and queen.group_delete (031); nothing
+-- else changes.
+
+-- Nothing but functions: they live in sql/functions/ now (docs/schema.md).

@@ -1,0 +1,46 @@
+#!/bin/sh
+# schema_at.sh WHAT DB PORT: fills the empty database DB (on 127.0.0.1:PORT)
+# with the schema an earlier silt left, from the repository's history: WHAT
+# is a commit, or a schema version (the last commit whose newest migration
+# it was). Each of that commit's files is applied as its `silt migrate` did:
+# the migrations in number order, each in one transaction with its version
+# row, then (once there were function files) the functions in ORDER's order.
+# Prints the commit used. Needs the history (a full clone).
+set -e
+what="$1"; db="$2"; port="$3"
+psql="psql -X -q -v ON_ERROR_STOP=1 -h 127.0.0.1 -p $port -U postgres -d $db"
+
+# The last commit whose newest migration is version $1 (of those that
+# changed the schema: the commits after it until the next one have its).
+commit_of_version() {
+    for c in $(git rev-list HEAD -- sql/); do
+        newest=$(git ls-tree --name-only "$c" sql/ sql/migrations/ | grep -o '/[0-9][0-9][0-9]_' | sort | tail -n 1)
+        [ "$newest" = "/$(printf '%03d' "$1")_" ] && { echo "$c"; return; }
+    done
+    echo HEAD
+}
+
+case "$what" in
+    [0-9]|[0-9][0-9]|[0-9][0-9][0-9]) commit=$(commit_of_version "$what") ;;
+    *) commit="$what" ;;
+esac
+git rev-parse --verify -q "$commit^{commit}" >/dev/null ||
+    { echo "schema_at: no commit $commit here: the upgrade tests need the repository's history" >&2; exit 1; }
+
+$psql -c "CREATE SCHEMA IF NOT EXISTS queen; CREATE TABLE IF NOT EXISTS queen.schema_migrations (
+          version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())"
+migrations=$(git ls-tree --name-only "$commit" sql/ sql/migrations/ | grep '/[0-9][0-9][0-9]_.*\.sql$' | sort)
+for f in $migrations; do
+    name=$(basename "$f")
+    { echo 'BEGIN;'; git show "$commit:$f"; echo ';'
+      echo "INSERT INTO queen.schema_migrations (version, name) VALUES (${name%%_*} + 0, '$name'); COMMIT;"; } |
+        $psql -f - >/dev/null
+done
+if git cat-file -e "$commit:sql/functions/ORDER" 2>/dev/null; then
+    { echo 'BEGIN; SET LOCAL check_function_bodies = off;'
+      for f in $(git show "$commit:sql/functions/ORDER" | grep -v '^#' | sed 's/^before //'); do
+          git show "$commit:sql/functions/$f"; echo ';'
+      done
+      echo 'COMMIT;'; } | $psql -f - >/dev/null
+fi
+git rev-parse --short "$commit"
