@@ -2,7 +2,7 @@
  * GET /api/v1/traces/:partitionId/:transactionId,
  * GET /api/v1/traces/by-name/:traceName and GET /api/v1/traces/names.
  * The rules (what a trace is attached to, how long it lives) are in the
- * Traces section of sql/018_schema.sql. */
+ * Traces section of sql/migrations/018_schema.sql. */
 #include <stdlib.h>
 #include <string.h>
 #include "api/api.h"

@@ -132,7 +132,7 @@ const db_statement db_statements[STMT_COUNT] = {
     [STMT_TASK_RECOVER] = { "task_recover", "SELECT id, action, status, queue FROM tasks.recover_if_owner($1, $2, $3, $4)", 4 },
     /* after the commits it speaks of, in a transaction of its own (tasks/hub.c) */
     [STMT_TASK_NOTIFY]  = { "task_notify", "SELECT count(pg_notify('silt_tasks', x)) FROM unnest($1::text[]) x", 1 },
-    /* workflows (sql/020_workflows.sql): rows in the order api/workflows.c reads them */
+    /* workflows (sql/migrations/020_workflows.sql): rows in the order api/workflows.c reads them */
     [STMT_WF_CREATE]    = { "wf_create", "SELECT tasks.workflow_create($1, $2, $3, $4, $5, $6, $7, $8, $9, $10,"
         " $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23)", 23 },
     [STMT_WF_GET]       = { "wf_get", "SELECT " WF_COLUMNS " FROM horsies_workflows WHERE id = $1", 1 },

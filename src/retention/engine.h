@@ -8,7 +8,7 @@
  * RETENTION_BATCH_SIZE partitions, then release the claim and report.
  * A dry run walks the same steps from simulated watermarks and deletes
  * nothing. The rules themselves live in the Retention section of
- * sql/018_schema.sql. */
+ * sql/migrations/018_schema.sql. */
 #ifndef SILT_RETENTION_ENGINE_H
 #define SILT_RETENTION_ENGINE_H
 #include <stdbool.h>

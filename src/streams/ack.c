@@ -1,5 +1,5 @@
 /* ack: the ack contract's C half (see ack.h; the rules live in queen.ack_partition,
- * in the Ack section of sql/018_schema.sql). */
+ * in the Ack section of sql/migrations/018_schema.sql). */
 #include "streams/ack.h"
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,6 +1,6 @@
 /* maintenance: this server's view of maintenance mode, and the drain of the
  * push buffer. The switch itself lives in PostgreSQL (queen.system_state, in
- * the Maintenance mode section of sql/018_schema.sql) and push_flush obeys it
+ * the Maintenance mode section of sql/migrations/018_schema.sql) and push_flush obeys it
  * there, so every server buffers from its next flush on. What each server
  * keeps is a copy of the state, refreshed every MAINTENANCE_REFRESH_MS and
  * after every change it makes, for /health and /metrics; and the drain:

@@ -11,7 +11,7 @@
  * PENDING, CLAIMED and RUNNING live in horsies_tasks; the rest are terminal
  * and live in horsies_task_history, moved there in the transaction that
  * makes the task terminal. Every transition is one SQL function in
- * sql/019_tasks.sql (schema `tasks`); this module gathers calls to them,
+ * sql/migrations/019_tasks.sql (schema `tasks`); this module gathers calls to them,
  * parks claimers and result waiters, and runs recovery. A claim is fenced by
  * its claimId: every later call about the task names it, and one recovery
  * (or cancel) took back matches nothing, so a late completion is refused and
