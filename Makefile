@@ -20,11 +20,12 @@ LIBOBJ   := $(filter-out $(BUILD)/src/main.o,$(OBJ))
 UNIT     := $(shell find tests/unit -name '*.c' | sort)
 INTEG    := $(shell find tests/integration -name '*.c' | sort)
 # The schema: numbered migrations (tables, indexes, data), then the function
-# files in the order sql/functions/ORDER declares ("before" ones first).
+# files in the order sql/functions/ORDER declares ("before" ones first), and
+# the bridge from the migrations the baseline replaced.
 MIGRATIONS   := $(sort $(wildcard sql/migrations/*.sql))
 FUNCS_BEFORE := $(addprefix sql/functions/,$(shell sed -n 's/^before //p' sql/functions/ORDER))
 FUNCS        := $(addprefix sql/functions/,$(shell grep -v '^\#\|^before \|^$$' sql/functions/ORDER))
-SQL          := $(MIGRATIONS) $(FUNCS_BEFORE) $(FUNCS)
+SQL          := $(MIGRATIONS) $(FUNCS_BEFORE) $(FUNCS) sql/bridge_to_baseline.sql
 ifneq ($(filter-out $(FUNCS_BEFORE) $(FUNCS),$(wildcard sql/functions/*.sql)),)
 $(error sql/functions/ORDER does not list $(filter-out $(FUNCS_BEFORE) $(FUNCS),$(wildcard sql/functions/*.sql)))
 endif
@@ -60,7 +61,7 @@ $(BUILD)/gen/%.list: FORCE
 $(BUILD)/gen/embed_sql.c: $(SQL) sql/functions/ORDER scripts/embed.sh $(BUILD)/gen/embed_sql.list
 	@mkdir -p $(dir $@)
 	{ scripts/embed.sh embed_migrations $(MIGRATIONS) && scripts/embed.sh embed_functions_before $(FUNCS_BEFORE) && \
-	  scripts/embed.sh embed_functions $(FUNCS); } > $@
+	  scripts/embed.sh embed_functions $(FUNCS) && scripts/embed.sh embed_bridge sql/bridge_to_baseline.sql; } > $@
 
 $(BUILD)/gen/embed_sql.o: $(BUILD)/gen/embed_sql.c
 	$(CC) $(CFLAGS) -c -o $@ $<

@@ -19,6 +19,7 @@ typedef struct embed_asset {
 extern const embed_file  embed_migrations[];        /* sql/migrations, in name order */
 extern const embed_file  embed_functions_before[];  /* sql/functions/ORDER's "before" files */
 extern const embed_file  embed_functions[];         /* the other function files, in ORDER's order */
+extern const embed_file  embed_bridge[];            /* sql/bridge_to_baseline.sql */
 extern const embed_asset embed_web[];   /* the web directory and Chart.js (CHARTJS) */
 
 #endif

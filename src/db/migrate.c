@@ -80,19 +80,39 @@ static int is_applied(PGconn *pg, int version)
     return one[0] == '1';
 }
 
-/* A database the migrations the baseline replaced made, whole or in part:
- * versions below the baseline's are recorded. Its functions and types are
- * not the baseline's, and the function files assume the baseline's: say
- * why, and change nothing. */
-static int check_baseline(PGconn *pg, char *err, size_t errlen)
+/* A database the migrations the baseline replaced made, whole or in part
+ * (versions below the baseline's recorded): from version BRIDGE_FROM on,
+ * sql/bridge_to_baseline.sql gives it what the baseline has and it lacks,
+ * and the baseline is recorded as applied; an older one is refused with
+ * the reason, unchanged. */
+#define BRIDGE_FROM 13
+static int bridge_replaced(PGconn *pg, char *err, size_t errlen)
 {
-    char sql[128], version[16];
-    snprintf(sql, sizeof sql, "SELECT max(version) FROM queen.schema_migrations HAVING min(version) < %d",
-             atoi(embed_migrations[0].name));
+    int baseline = atoi(embed_migrations[0].name);
+    char sql[160], version[16];
+    snprintf(sql, sizeof sql, "SELECT max(version) FROM queen.schema_migrations HAVING min(version) < %d", baseline);
     query_text(pg, sql, version, sizeof version);
     if (version[0] == '\0') return 0;
-    snprintf(err, errlen, "schema version %s was made by the migrations the baseline %s replaced: this silt cannot "
-             "upgrade it; recreate the database", version, embed_migrations[0].name);
+    if (atoi(version) < BRIDGE_FROM) {
+        snprintf(err, errlen, "schema version %s was made by the migrations the baseline %s replaced, before %d: "
+                 "this silt cannot upgrade it; recreate the database", version, embed_migrations[0].name,
+                 BRIDGE_FROM);
+        return -1;
+    }
+    if (is_applied(pg, baseline)) {   /* the old 018, traces: bridged once already, or now */
+        query_text(pg, "SELECT 1 FROM pg_type WHERE typname = 'ack_item' AND typnamespace = 'queen'::regnamespace",
+                   version, sizeof version);
+        if (version[0] == '1') return 0;
+    }
+    snprintf(sql, sizeof sql, "INSERT INTO queen.schema_migrations (version, name) VALUES (%d, '%s')"
+             " ON CONFLICT (version) DO NOTHING", baseline, embed_migrations[0].name);
+    if (exec_ok(pg, embed_bridge[0].text, err, errlen) == 0 && exec_ok(pg, sql, err, errlen) == 0) {
+        log_info("bridged the schema of the replaced migrations to %s", embed_migrations[0].name);
+        return 0;
+    }
+    char why[512];
+    snprintf(why, sizeof why, "%s", err);
+    snprintf(err, errlen, "sql/bridge_to_baseline.sql failed: %s", why);
     return -1;
 }
 
@@ -171,7 +191,7 @@ static int apply_all(PGconn *pg, const bool *pending, bool bundle_stale, char *e
 static int migrate_locked(PGconn *pg, char *err, size_t errlen)
 {
     if (exec_ok(pg, "BEGIN", err, errlen) < 0) return -1;
-    if (exec_ok(pg, setup_sql, err, errlen) < 0 || check_baseline(pg, err, errlen) < 0) goto fail;
+    if (exec_ok(pg, setup_sql, err, errlen) < 0 || bridge_replaced(pg, err, errlen) < 0) goto fail;
     bool pending[1024] = { false }, any = false;
     for (int i = 0; embed_migrations[i].name && i < 1024; i++)
         any |= pending[i] = !is_applied(pg, atoi(embed_migrations[i].name));

@@ -27,8 +27,21 @@ esac
 git rev-parse --verify -q "$commit^{commit}" >/dev/null ||
     { echo "schema_at: no commit $commit here: the upgrade tests need the repository's history" >&2; exit 1; }
 
+# The function files of a commit that has them, in ORDER's order: those
+# marked "before" (FILTER '^before ') or the others ('^[^#b]').
+functions() {
+    for f in $(git show "$commit:sql/functions/ORDER" | grep "$1" | sed 's/^before //'); do
+        git show "$commit:sql/functions/$f"; echo ';'
+    done
+}
+layered=false
+git cat-file -e "$commit:sql/functions/ORDER" 2>/dev/null && layered=true
+
 $psql -c "CREATE SCHEMA IF NOT EXISTS queen; CREATE TABLE IF NOT EXISTS queen.schema_migrations (
           version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())"
+if $layered; then
+    { echo 'SET check_function_bodies = off;'; functions '^before '; } | $psql -f - >/dev/null
+fi
 migrations=$(git ls-tree --name-only "$commit" sql/ sql/migrations/ | grep '/[0-9][0-9][0-9]_.*\.sql$' | sort)
 for f in $migrations; do
     name=$(basename "$f")
@@ -36,11 +49,7 @@ for f in $migrations; do
       echo "INSERT INTO queen.schema_migrations (version, name) VALUES (${name%%_*} + 0, '$name'); COMMIT;"; } |
         $psql -f - >/dev/null
 done
-if git cat-file -e "$commit:sql/functions/ORDER" 2>/dev/null; then
-    { echo 'BEGIN; SET LOCAL check_function_bodies = off;'
-      for f in $(git show "$commit:sql/functions/ORDER" | grep -v '^#' | sed 's/^before //'); do
-          git show "$commit:sql/functions/$f"; echo ';'
-      done
-      echo 'COMMIT;'; } | $psql -f - >/dev/null
+if $layered; then
+    { echo 'SET check_function_bodies = off;'; functions '^[^#b]'; } | $psql -f - >/dev/null
 fi
 git rev-parse --short "$commit"
