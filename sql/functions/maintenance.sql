@@ -118,7 +118,7 @@ BEGIN
     LOOP
         PERFORM queen.lock_partitions(ARRAY[b.q], ARRAY[b.p]);
         PERFORM queen.append_segments(ARRAY[b.q], ARRAY[b.p], ARRAY[b.messages], b.blob, ARRAY[length(b.blob)],
-                                      b.hashes, b.message_ids, clock_timestamp());
+                                      b.hashes, b.message_ids, ARRAY[true], clock_timestamp());
         DELETE FROM queen.push_buffer WHERE id = b.id;
         moved := jsonb_set(moved, ARRAY[b.q], to_jsonb(coalesce((moved->>b.q)::bigint, 0) + b.messages));
     END LOOP;

@@ -19,7 +19,7 @@ BEGIN
                                                       p_hashes, p_ids, p_probe, now_ts);
     ELSE
         RETURN QUERY SELECT * FROM queen.append_segments(p_queues, p_partitions, p_counts, p_blobs, p_blob_lens,
-                                                         p_hashes, p_ids, now_ts);
+                                                         p_hashes, p_ids, p_probe, now_ts);
     END IF;
 END $$;
 
@@ -117,10 +117,14 @@ BEGIN
     END LOOP;
 END $$;
 
--- 018's append_segments, plus the flush's write rows (one per queue).
+-- Appends each partition's segment and its sidecar row, moves its offsets
+-- and schedules its retention checks, and writes the flush's write rows
+-- (one per queue, for the ready sets). p_client_ids: whether any message of
+-- the partition's segment had a client-chosen transactionId; only those
+-- sidecar rows enter the dedup index (038).
 CREATE OR REPLACE FUNCTION queen.append_segments(p_queues text[], p_partitions text[], p_counts integer[],
                                                  p_blobs bytea, p_blob_lens integer[], p_hashes bytea, p_ids bytea,
-                                                 now_ts timestamptz)
+                                                 p_client_ids boolean[], now_ts timestamptz)
 RETURNS TABLE (idx integer, partition_id uuid, base_offset bigint, created_at timestamptz)
 LANGUAGE plpgsql AS $$
 #variable_conflict use_column
@@ -130,10 +134,11 @@ BEGIN
         SELECT qq.name, queen.rules_window(qq.options) AS rules, (queen.retention_windows(qq.options)).ack_window AS ack
           FROM queen.queues qq WHERE qq.name = ANY (p_queues)),
     x AS (
-        SELECT u.i, u.q, u.p, u.c, u.len,
+        SELECT u.i, u.q, u.p, u.c, u.len, u.client,
                (sum(u.len) OVER (ORDER BY u.i) - u.len)::integer AS blob_at,
                (sum(u.c) OVER (ORDER BY u.i) - u.c)::integer AS frame_at
-          FROM unnest(p_queues, p_partitions, p_counts, p_blob_lens) WITH ORDINALITY AS u(q, p, c, len, i)),
+          FROM unnest(p_queues, p_partitions, p_counts, p_blob_lens, p_client_ids)
+               WITH ORDINALITY AS u(q, p, c, len, client, i)),
     upd AS (
         UPDATE queen.log_partitions lp
            SET last_offset = lp.last_offset + x.c, last_write_at = now_ts, empty_since = NULL,
@@ -142,15 +147,15 @@ BEGIN
                sidecar_check_at = coalesce(lp.sidecar_check_at, now_ts + make_interval(secs => w.ack))
           FROM x JOIN w ON w.name = x.q
          WHERE lp.queue = x.q AND lp.name = x.p
-        RETURNING x.i, x.q, lp.id, lp.last_offset - x.c + 1 AS base, x.c, x.len, x.blob_at, x.frame_at),
+        RETURNING x.i, x.q, lp.id, lp.last_offset - x.c + 1 AS base, x.c, x.len, x.blob_at, x.frame_at, x.client),
     seg AS (
         INSERT INTO queen.log_segments (partition_id, base_offset, end_offset, created_at, blob)
         SELECT upd.id, upd.base, upd.base + upd.c - 1, now_ts, substring(p_blobs FROM upd.blob_at + 1 FOR upd.len)
           FROM upd),
     txn AS (
-        INSERT INTO queen.log_txns (partition_id, base_offset, created_at, hashes, message_ids)
+        INSERT INTO queen.log_txns (partition_id, base_offset, created_at, hashes, message_ids, client_ids)
         SELECT upd.id, upd.base, now_ts, substring(p_hashes FROM upd.frame_at * 16 + 1 FOR upd.c * 16),
-               substring(p_ids FROM upd.frame_at * 16 + 1 FOR upd.c * 16)
+               substring(p_ids FROM upd.frame_at * 16 + 1 FOR upd.c * 16), upd.client
           FROM upd),
     wrote AS (
         INSERT INTO queen.log_writes (queue, partition_ids)

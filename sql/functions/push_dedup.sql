@@ -9,6 +9,8 @@
 -- and the message id of its first frame with that hash, as 018 reported.
 -- The lookup names no partition_id column, so the planner has no offset
 -- range of the partition to walk instead: the partition is in the key.
+-- Only rows holding a client's transactionId are indexed (client_ids, 038):
+-- a pushed id that matches a server-generated one is not a duplicate.
 -- PL/pgSQL, so the statement's plan is kept for the session.
 CREATE OR REPLACE FUNCTION queen.find_duplicates(p_partition uuid, p_txns_start bigint,
                                                  p_cutoff timestamptz, p_hashes bytea)
@@ -23,7 +25,7 @@ BEGIN
                 FROM queen.log_txns t
                WHERE queen.txn_keys(t.partition_id, t.hashes)
                      @> ARRAY[uuid_send(p_partition) || substring(p_hashes FROM k * 16 + 1 FOR 16)]
-                 AND t.base_offset >= p_txns_start AND t.created_at >= p_cutoff
+                 AND t.client_ids AND t.base_offset >= p_txns_start AND t.created_at >= p_cutoff
                ORDER BY t.base_offset DESC
                LIMIT 1) AS m);
 END $$;

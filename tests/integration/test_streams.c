@@ -608,6 +608,30 @@ TEST(dedup_check_reads_as_much_at_60000_messages_as_at_1000)
                   " decode(md5('3:6'), 'hex')), 'none')", pid), "none");
 }
 
+/* Only sidecar rows holding a client's transactionId enter the dedup index:
+ * a server-generated id cannot collide, and indexing every message's hash
+ * was most of a batched push's database work (sql/migrations/038). */
+TEST(only_pushes_with_client_transaction_ids_enter_the_dedup_index)
+{
+    silt_server s;
+    srv_start(&s, NULL);
+    char q[96], pid[96];
+    keep_str(q, uniq("dedupidx"));
+    CHECK_INT(push_simple(&s, q, "P", 3), 201);   /* no transactionId: the server makes them */
+    reply r;
+    push_txn_reply(&s, q, "P", "client-1", "{}", &r);
+    CHECK_STR(jstr(&r, "0.status"), "queued");
+    reply_fini(&r);
+    keep_str(pid, partition_id(q, "P"));
+    CHECK_STR(sql("SELECT string_agg(client_ids::text, ',' ORDER BY base_offset) FROM queen.log_txns"
+                  " WHERE partition_id = '%s'", pid), "false,true");
+    CHECK(strstr(sql("SELECT pg_get_indexdef('queen.log_txns_keys'::regclass)"), "WHERE client_ids") != NULL);
+    push_txn_reply(&s, q, "P", "client-1", "{}", &r);   /* the client's id is still found */
+    CHECK_STR(jstr(&r, "0.status"), "duplicate");
+    reply_fini(&r);
+    srv_stop(&s);
+}
+
 /* ---- delayedProcessing and windowBuffer ------------------------------- */
 
 TEST(delayed_processing_hides_messages_until_their_segment_is_old_enough)
