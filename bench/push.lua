@@ -4,16 +4,19 @@
 -- {"n":<10000..99999>,"s":"abcdefghij"} (about 30 bytes), as
 -- src/cli/bench.c builds them. No transactionId, like silt bench: the
 -- server generates one and skips the dedup probe.
---   wrk -t1 -c50 -d6s -s push.lua http://127.0.0.1:6632 -- QUEUE BATCH [PARTITIONS]
+-- With PER_REQUEST "1p", each request's items all go to one partition (the
+-- next per request), as silt bench's push10-1p/push100-1p.
+--   wrk -t1 -c50 -d6s -s push.lua http://127.0.0.1:6632 -- QUEUE BATCH [PARTITIONS [PER_REQUEST]]
 -- A push commits entirely or fails with a non-2xx status (docs/api.md), so
 -- messages are requests x BATCH; replies are not parsed (no response()),
 -- which keeps the client's CPU per request low.
 local common = require("common")
 
 local headers = { ["Content-Type"] = "application/json" }
-local queue, partitions
+local queue, partitions, per_request
 batch = 1   -- global: done() reads it through the thread handles
 local seq = 0
+local requests = 0
 
 setup = common.setup
 
@@ -21,15 +24,18 @@ function init(args)
     queue = assert(args[1], "usage: -- QUEUE BATCH [PARTITIONS]")
     batch = tonumber(args[2]) or 1
     partitions = tonumber(args[3]) or 10
+    per_request = args[4] == "1p"
 end
 
 function request()
     local items = {}
     for i = 1, batch do
+        local p = per_request and requests or seq
         items[i] = string.format('{"queue":"%s","partition":"p%d","payload":{"n":%d,"s":"abcdefghij"}}',
-            queue, seq % partitions, 10000 + seq % 90000)
+            queue, p % partitions, 10000 + seq % 90000)
         seq = seq + 1
     end
+    requests = requests + 1
     return wrk.format("POST", "/api/v1/push", headers, '{"items":[' .. table.concat(items, ",") .. "]}")
 end
 

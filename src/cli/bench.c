@@ -4,6 +4,9 @@
  *   push1/push10/push100  pushes of 1, 10 or 100 small JSON payloads over
  *                         --connections keep-alive connections, one request
  *                         in flight on each, items spread over --partitions;
+ *   push10-1p/push100-1p  the same, but each request's items all into one
+ *                         partition (the next of --partitions per request),
+ *                         as Queen's clients usually send;
  *   push1@50%/push10@50%  the same pushes offered, open-loop, at half the
  *                         rate push1/push10 just measured flat out: the
  *                         latency at half of the maximum load (issue 15);
@@ -58,9 +61,10 @@ static const char bench_usage[] =
     "  --consumers N      concurrent pop+ack consumers (default 10)\n"
     "  --preload N        messages pushed before pop+ack (default 1000000)\n"
     "  --scenarios LIST   comma-separated subset of push1, push1@50%, push10,\n"
-    "                     push10@50%, push100, popack, tasks, workflow, push1-100k,\n"
-    "                     popack-100k (default all ten; without the @50% two when\n"
-    "                     --rate is given), or health: GET /health, the ceiling of\n"
+    "                     push10@50%, push100, push10-1p, push100-1p, popack, tasks,\n"
+    "                     workflow, push1-100k, popack-100k (default all twelve;\n"
+    "                     without the @50% two when --rate is given), or\n"
+    "                     health: GET /health, the ceiling of\n"
     "                     this client and the server's HTTP layer. pushN@50% offers\n"
     "                     half of what pushN measured and so runs pushN first. The\n"
     "                     -100k scenarios use one queue of 100,000 partitions, made\n"
@@ -123,18 +127,20 @@ typedef struct push_ctx {
     const char *queue;
     int         batch;        /* items per request */
     long        partitions;
+    bool        per_request;  /* one partition per request, not per item */
     uint64_t    seq;          /* items built so far: picks partition and payload */
+    uint64_t    requests;     /* requests built so far: picks a per_request partition */
     uint64_t    limit;        /* items to send in total; 0: until the deadline */
     uint64_t    queued;       /* items the server accepted */
     json_doc    doc;
 } push_ctx;
 
-static void push_put_item(buf *b, push_ctx *c)
+static void push_put_item(buf *b, push_ctx *c, uint64_t request)
 {
     uint64_t n = c->seq++;
     buf_printf(b, "{\"queue\":\"%s\",\"partition\":\"p%u\",\"payload\":"
                "{\"n\":%u,\"s\":\"abcdefghij\"}}",
-               c->queue, (unsigned)(n % (uint64_t)c->partitions),
+               c->queue, (unsigned)((c->per_request ? request : n) % (uint64_t)c->partitions),
                (unsigned)(10000 + n % 90000));
 }
 
@@ -151,9 +157,10 @@ static bool push_next(bench_worker *w, void *ctx)
     buf_puts(&w->path, "/api/v1/push");
     buf_reset(&w->body);
     buf_puts(&w->body, "{\"items\":[");
+    uint64_t request = c->requests++;
     for (int i = 0; i < n; i++) {
         if (i) buf_putc(&w->body, ',');
-        push_put_item(&w->body, c);
+        push_put_item(&w->body, c, request);
     }
     buf_puts(&w->body, "]}");
     return true;
@@ -328,9 +335,10 @@ static int run_load(const bench_config *cfg, const bench_ops *ops, void *ctx, be
     return rc;
 }
 
-static int run_push_into(bench_run *r, const char *queue, long partitions, int batch, bench_result *res)
+static int run_push_into(bench_run *r, const char *queue, long partitions, bool per_request, int batch,
+                         bench_result *res)
 {
-    push_ctx c = { .queue = queue, .batch = batch, .partitions = partitions };
+    push_ctx c = { .queue = queue, .batch = batch, .partitions = partitions, .per_request = per_request };
     json_doc_init(&c.doc);
     bench_config cfg = run_config(r, r->o->connections, BENCH_WARMUP_S, (double)r->o->seconds);
     cfg.rate = r->rate / batch;
@@ -342,12 +350,20 @@ static int run_push_into(bench_run *r, const char *queue, long partitions, int b
 static int run_push(bench_run *r, int batch, bench_result *res)
 {
     r->pushed = true;
-    return run_push_into(r, r->push_queue, r->o->partitions, batch, res);
+    return run_push_into(r, r->push_queue, r->o->partitions, false, batch, res);
+}
+
+static int run_push_per_request(bench_run *r, int batch, bench_result *res)
+{
+    r->pushed = true;
+    return run_push_into(r, r->push_queue, r->o->partitions, true, batch, res);
 }
 
 static int run_push1(bench_run *r, bench_result *res) { return run_push(r, 1, res); }
 static int run_push10(bench_run *r, bench_result *res) { return run_push(r, 10, res); }
 static int run_push100(bench_run *r, bench_result *res) { return run_push(r, 100, res); }
+static int run_push10_1p(bench_run *r, bench_result *res) { return run_push_per_request(r, 10, res); }
+static int run_push100_1p(bench_run *r, bench_result *res) { return run_push_per_request(r, 100, res); }
 
 /* Pushes count messages over partitions p0.. of queue in batches of 1000;
  * returns how many were accepted. */
@@ -420,7 +436,7 @@ static uint64_t wide_queue_ready(bench_run *r, bench_result *res)
 static int run_push1_wide(bench_run *r, bench_result *res)
 {
     wide_queue_ready(r, res);
-    return run_push_into(r, r->wide_queue, BENCH_WIDE_PARTITIONS, 1, res);
+    return run_push_into(r, r->wide_queue, BENCH_WIDE_PARTITIONS, false, 1, res);
 }
 
 static int run_popack_wide(bench_run *r, bench_result *res)
@@ -491,6 +507,8 @@ static const bench_scenario bench_scenarios[] = {
     { "push10",  "push batch=10",     run_push10,  true, NULL },
     { "push10@50%", "push batch=10 @50%", run_push10, true, "push10" },
     { "push100", "push batch=100",    run_push100, true, NULL },
+    { "push10-1p", "push batch=10 1p/req", run_push10_1p, true, NULL },
+    { "push100-1p", "push batch=100 1p/req", run_push100_1p, true, NULL },
     { "popack",  "pop+ack batch=100", run_popack,  true, NULL },
     { "tasks",   "tasks send->complete", run_tasks, true, NULL },
     { "workflow", "workflow nodes",   run_workflow, true, NULL },
@@ -547,7 +565,7 @@ static int select_scenarios(const cli_cmd *cmd, const bench_opts *o, bool sel[BE
         size_t n = strcspn(p, ","), i = scenario_find(p, n);
         if (i == BENCH_NSCEN)
             return cli_usage_error(cmd, "unknown scenario \"%.*s\" (choose from push1, push1@50%%, "
-                                   "push10, push10@50%%, push100, popack, tasks, workflow, push1-100k, "
+                                   "push10, push10@50%%, push100, push10-1p, push100-1p, popack, tasks, workflow, push1-100k, "
                                    "popack-100k, health)", (int)n, p);
         sel[i] = true;
         p += n + (p[n] == ',');
