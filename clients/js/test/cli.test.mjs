@@ -50,7 +50,10 @@ test("an_idle_worker_exits_promptly_on_sigterm", async (t) => {
     const ms = at - sent;
     t.diagnostic(`idle worker exited ${ms} ms after SIGTERM`);
     assert.equal(code, 0, w.stderr);
-    assert.ok(ms < 1000, `exited ${ms} ms after SIGTERM`);
+    // 100 ms is the rule on a quiet machine; the slack is for a loaded one
+    // (Node's own exit is slow there). A worker that waited for its parked
+    // claim would take the claim's 20 s wait.
+    assert.ok(ms < 3000, `exited ${ms} ms after SIGTERM`);
 });
 
 test("a_busy_worker_lets_its_task_finish_within_the_grace", async (t) => {

@@ -66,7 +66,7 @@ class WorkerSigtermTests(ServerCase):
         rc, took = self.sigterm(proc)
         print(f"\n    idle worker: exit {rc} {took * 1000:.0f} ms after SIGTERM (the rule: 100 ms on a quiet machine)")
         self.assertEqual(rc, 0, self.worker_log())
-        self.assertLess(took, 1.0)
+        self.assertLess(took, 3.0)   # a worker that waited for its parked claim would take the claim's wait
         wait_until(lambda: self.server.metric("silt_task_claims_parked") == 0, what="the parked claim to end")
 
     def test_a_busy_worker_lets_its_task_finish_within_the_grace(self):
