@@ -1,4 +1,5 @@
-/* segment: zstd compression of a partition's frames, streamed. One compression and one
+/* segment: zstd compression of a partition's frames, streamed (or, for a
+ * few small frames, none). One compression and one
  * decompression context are reused for the life of the process: the server is
  * single-threaded, and context setup would otherwise dominate small segments. */
 #include "streams/segment.h"
@@ -17,6 +18,16 @@ static ZSTD_DCtx *dctx;
 
 void segment_begin(segment_writer *w, buf *out, size_t content_len, int level)
 {
+    w->out = out;
+    w->left = content_len;
+    w->stored = content_len < SEGMENT_STORE_BELOW;
+    buf_init(&w->chunk);
+    if (w->stored) {
+        buf_reserve(out, content_len + 1);
+        out->data[out->len++] = SEGMENT_STORED;
+        out->data[out->len] = '\0';
+        return;
+    }
     if (!cctx) {
         cctx = ZSTD_createCCtx();
         ZSTD_CCtx_setParameter(cctx, ZSTD_c_windowLog, SEGMENT_WINDOW_LOG);
@@ -24,9 +35,6 @@ void segment_begin(segment_writer *w, buf *out, size_t content_len, int level)
     ZSTD_CCtx_reset(cctx, ZSTD_reset_session_only);
     ZSTD_CCtx_setParameter(cctx, ZSTD_c_compressionLevel, level);
     ZSTD_CCtx_setPledgedSrcSize(cctx, content_len);
-    w->out = out;
-    w->left = content_len;
-    buf_init(&w->chunk);
     buf_reserve(out, ZSTD_compressBound(content_len) + 1);
     out->data[out->len++] = SEGMENT_VERSION;
 }
@@ -52,6 +60,7 @@ static void compress(segment_writer *w, const void *p, size_t n, ZSTD_EndDirecti
 void segment_write(segment_writer *w, const void *p, size_t n)
 {
     w->left -= n;
+    if (w->stored) { buf_append(w->out, p, n); return; }
     if (w->chunk.len + n <= SEGMENT_CHUNK_BYTES) { buf_append(&w->chunk, p, n); return; }
     compress(w, w->chunk.data, w->chunk.len, ZSTD_e_continue);
     buf_reset(&w->chunk);
@@ -61,7 +70,7 @@ void segment_write(segment_writer *w, const void *p, size_t n)
 
 void segment_end(segment_writer *w)
 {
-    compress(w, w->chunk.data, w->chunk.len, ZSTD_e_end);
+    if (!w->stored) compress(w, w->chunk.data, w->chunk.len, ZSTD_e_end);
     buf_fini(&w->chunk);
 }
 
@@ -73,8 +82,18 @@ void segment_encode(buf *out, const char *frames, size_t len, int level)
     segment_end(&w);
 }
 
+/* A stored segment: the frames after the version byte. */
+static int stored_decode(buf *out, const char *blob, size_t len, size_t max_bytes)
+{
+    if (len - 1 > max_bytes) return -1;
+    buf_reset(out);
+    buf_append(out, blob + 1, len - 1);
+    return 0;
+}
+
 int segment_decode(buf *out, const char *blob, size_t len, size_t max_bytes)
 {
+    if (len >= 1 && (unsigned char)blob[0] == SEGMENT_STORED) return stored_decode(out, blob, len, max_bytes);
     if (len < 2 || (unsigned char)blob[0] != SEGMENT_VERSION) return -1;
     unsigned long long size = ZSTD_getFrameContentSize(blob + 1, len - 1);
     if (size == ZSTD_CONTENTSIZE_ERROR || size == ZSTD_CONTENTSIZE_UNKNOWN || size > max_bytes) return -1;

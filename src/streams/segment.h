@@ -1,5 +1,6 @@
 /* segment: the stored form of a flushed batch of one partition: its frames
- * concatenated and compressed together with zstd, behind a one-byte version. */
+ * concatenated and compressed together with zstd, behind a one-byte version;
+ * or, below SEGMENT_STORE_BELOW bytes, the frames as they are. */
 #ifndef SILT_SEGMENT_H
 #define SILT_SEGMENT_H
 #include <stddef.h>
@@ -7,7 +8,13 @@
 #include "base/buf.h"
 #include "streams/frame.h"
 
-#define SEGMENT_VERSION 1
+#define SEGMENT_VERSION 1   /* zstd-compressed frames */
+#define SEGMENT_STORED  2   /* the frames as they are */
+/* Frames shorter than this are stored as they are: zstd's frame header and
+ * checksum cost more than it saves (one 87-byte frame of a small message
+ * became 96 bytes), and its call is a tenth of a small push's CPU in the
+ * server (docs/performance.md). */
+#define SEGMENT_STORE_BELOW 128
 
 /* Compresses frames into out as they are written, so a batch is never held
  * uncompressed in one piece: small frames are gathered into chunks, a large
@@ -17,6 +24,7 @@ typedef struct segment_writer {
     buf   *out;
     buf    chunk;   /* small writes gathered until worth a compression call */
     size_t left;    /* of content_len, not yet written */
+    int    stored;  /* below SEGMENT_STORE_BELOW: written as they are */
 } segment_writer;
 
 void segment_begin(segment_writer *w, buf *out, size_t content_len, int level);

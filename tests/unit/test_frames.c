@@ -320,13 +320,43 @@ TEST(segment_rejects_wrong_version)
     buf_init(&out);
     build_frames(&frames, 10);
     segment_encode(&blob, frames.data, frames.len, 1);
-    const unsigned char versions[] = { 0, SEGMENT_VERSION + 1, 0x28, 0xff };
+    const unsigned char versions[] = { 0, SEGMENT_STORED + 1, 0x28, 0xff };
     for (size_t i = 0; i < sizeof versions; i++) {
         blob.data[0] = (char)versions[i];
         CHECK_INT(segment_decode(&out, blob.data, blob.len, 1u << 20), -1);
     }
     blob.data[0] = SEGMENT_VERSION;
     CHECK_INT(segment_decode(&out, blob.data, blob.len, 1u << 20), 0);
+    buf_fini(&frames);
+    buf_fini(&blob);
+    buf_fini(&out);
+}
+
+/* Frames below SEGMENT_STORE_BELOW are stored as they are (zstd would make
+ * them longer); at and above it they are compressed. Both decode, and a
+ * stored one larger than the caller's limit is refused. */
+TEST(segment_of_a_few_small_frames_is_stored_as_it_is)
+{
+    buf frames, blob, out;
+    buf_init(&frames);
+    buf_init(&blob);
+    buf_init(&out);
+    for (size_t n = 0; n < SEGMENT_STORE_BELOW + 2; n++) buf_putc(&frames, (char)('a' + n % 3));
+    segment_encode(&blob, frames.data, SEGMENT_STORE_BELOW - 1, 1);
+    CHECK_INT((unsigned char)blob.data[0], SEGMENT_STORED);
+    CHECK_INT(blob.len, SEGMENT_STORE_BELOW);
+    CHECK(memcmp(blob.data + 1, frames.data, SEGMENT_STORE_BELOW - 1) == 0);
+    CHECK_INT(segment_decode(&out, blob.data, blob.len, 1u << 20), 0);
+    CHECK_INT(out.len, SEGMENT_STORE_BELOW - 1);
+    CHECK(memcmp(out.data, frames.data, out.len) == 0);
+    CHECK_INT(out.data[out.len], '\0');
+    CHECK_INT(segment_decode(&out, blob.data, blob.len, SEGMENT_STORE_BELOW - 2), -1);
+    buf_reset(&blob);
+    segment_encode(&blob, frames.data, SEGMENT_STORE_BELOW, 1);
+    CHECK_INT((unsigned char)blob.data[0], SEGMENT_VERSION);
+    CHECK(blob.len < SEGMENT_STORE_BELOW);   /* repetitive: compressed */
+    CHECK_INT(segment_decode(&out, blob.data, blob.len, 1u << 20), 0);
+    CHECK_INT(out.len, SEGMENT_STORE_BELOW);
     buf_fini(&frames);
     buf_fini(&blob);
     buf_fini(&out);
@@ -395,7 +425,8 @@ TEST(segment_empty_frames_round_trip)
     buf_init(&blob);
     buf_init(&out);
     segment_encode(&blob, "", 0, 1);
-    CHECK(blob.len >= 2);
+    CHECK_INT(blob.len, 1);   /* stored: the version byte alone */
+    CHECK_INT((unsigned char)blob.data[0], SEGMENT_STORED);
     CHECK_INT(segment_decode(&out, blob.data, blob.len, 1024), 0);
     CHECK_INT(out.len, 0);
     frame f;
