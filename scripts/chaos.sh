@@ -26,6 +26,12 @@
 #                   are), whose command appends "<id> <attempt>" to a file
 #                   silt chaos checks (no task lost, unfinished, FAILED,
 #                   completed twice or run twice)
+#   CHAOS_WORKFLOWS workflows started beside them (default 200; 0: none),
+#                   diamonds of four nodes run by the same workers and by
+#                   silt chaos's HTTP worker (each COMPLETED, every node once)
+#   CHAOS_SCHEDULE  1 (default): silt.conf declares a schedule firing every
+#                   minute, which both servers race for; silt chaos checks
+#                   every slot fired once and its task run once
 #   CHAOS_FAILOVER  1: PostgreSQL is a primary with a synchronous streaming
 #                   standby, both in the server's PG_HOST/PG_PORT, and every
 #                   event is a failover instead: the primary is stopped
@@ -52,6 +58,8 @@ pgmode=""
 [ "${CHAOS_FAST:-0}" = 1 ] && pgmode=fast
 failover=${CHAOS_FAILOVER:-0}
 tasks=${CHAOS_TASKS:-2000}
+workflows=${CHAOS_WORKFLOWS:-200}
+schedule=${CHAOS_SCHEDULE:-1}
 worker_pids=""
 takeovers=""   # ms from each promotion to the first push served
 dir=$(mktemp -d /tmp/silt-chaos.XXXXXX) || exit 1
@@ -131,10 +139,14 @@ stop_postgres() {
 # Recovery quick enough that an attempt lost with a claim's answer (the
 # server killed between the claim's commit and its reply) is retried well
 # within the drain, and slow enough that a worker cut off by an event is
-# not taken for dead.
+# not taken for dead. The claimer settings matter to the HTTP worker, which
+# claims without starting. The schedule fires every minute (cron's finest).
 write_conf() {
-    printf '[recovery]\nrunner_heartbeat_interval_ms = 1000\nrunning_stale_after_ms = 10000\ncheck_interval_ms = 1000\n' \
-        >"$dir/silt.conf"
+    {
+        printf '[recovery]\nrunner_heartbeat_interval_ms = 1000\nrunning_stale_after_ms = 10000\n'
+        printf 'claimer_heartbeat_interval_ms = 1000\nclaimed_stale_after_ms = 10000\ncheck_interval_ms = 1000\n'
+        [ "$schedule" = 1 ] && printf '[schedule.chaos]\ncron = * * * * *\ntask = chaos-slot\nqueue = %s\n' "$sched_queue"
+    } >"$dir/silt.conf"
 }
 
 # The task workers: each run of their command leaves a line in task_runs.
@@ -142,7 +154,7 @@ start_workers() {
     local k
     for k in 1 2; do
         SILT_URL="http://127.0.0.1:${http_ports[nservers - 1]}" LOG_LEVEL=warn "$bin" worker --queue "$task_queue" \
-            --concurrency 4 -- sh -c 'cat >/dev/null; echo "$SILT_TASK_ID $SILT_TASK_ATTEMPT" >>"$0"; echo null' \
+            --queue "$wf_queue" --concurrency 4 -- sh -c 'cat >/dev/null; echo "$SILT_TASK_ID $SILT_TASK_ATTEMPT" >>"$0"; echo null' \
             "$dir/task_runs" >>"$dir/worker.log" 2>&1 &
         worker_pids="$worker_pids $!"
     done
@@ -210,14 +222,19 @@ if [ "$failover" = 1 ]; then
         || { cat "$dir/pgcluster.err" >&2; exit 1; }
 fi
 [ "$nservers" -ge 1 ] && [ "$nservers" -le 8 ] || { echo "chaos: CHAOS_SERVERS is 1 to 8" >&2; exit 2; }
+task_queue="chaos-tasks-$seed"
+wf_queue="chaos-wf-$seed"
+sched_queue="chaos-slots-$seed"
 write_conf
 for ((k = 0; k < nservers; k++)); do
     http_ports[k]=$(cluster_free_port) || { echo "chaos: no free port for a server" >&2; exit 1; }
     start_server "$k" || exit 1
 done
-task_queue="chaos-tasks-$seed"
-task_args=""
-[ "$tasks" -gt 0 ] && { start_workers; task_args="--tasks $tasks --task-queue $task_queue --task-runs $dir/task_runs"; }
+task_args="--task-runs $dir/task_runs"
+[ "$tasks" -gt 0 ] && task_args="$task_args --tasks $tasks --task-queue $task_queue"
+[ "$workflows" -gt 0 ] && task_args="$task_args --workflows $workflows --workflow-queue $wf_queue"
+[ "$schedule" = 1 ] && task_args="$task_args --schedule chaos --schedule-queue $sched_queue"
+[ "$tasks" -gt 0 ] || [ "$workflows" -gt 0 ] && start_workers
 say "seed $seed: $kills events in ${seconds} s, up to $messages messages, PostgreSQL ${pgmode:-durable} on $pg_port, servers on ${http_ports[*]}"
 t0=$(now_ms)   # the kill schedule counts from the workload's start
 # CHAOS_ARGS is split into words on purpose: it is a list of options.

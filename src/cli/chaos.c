@@ -19,7 +19,9 @@
  * that ack fail, so it is covered), and each producer's messages in each
  * partition in the order it pushed them (a producer sends its next batch
  * only once the last is acknowledged, so the log must keep that order).
- * Exit 0 when all hold, 1 otherwise.
+ * Beside them run the parts chaos.h lists: a second consumer group moving
+ * the messages in transactions, tasks, an HTTP worker, workflows and a
+ * schedule, each with its own checks. Exit 0 when all hold, 1 otherwise.
  *
  * Correctness never depends on timing: every wait has a deadline and every
  * failed request is retried until one; the figures are what they are. */
@@ -38,8 +40,6 @@
 #include <time.h>
 
 #define CHAOS_GROUP        "chaos"
-#define CHAOS_LEASE_S      3       /* the queue's leaseTime: expired leases redeliver soon */
-#define CHAOS_POP_BATCH    100
 #define CHAOS_READ_BATCH   1000
 #define CHAOS_MAX_PARTS    64
 #define CHAOS_MAX_THREADS  64
@@ -72,41 +72,25 @@ static const char chaos_usage[] =
     "                    appends \"$SILT_TASK_ID $SILT_TASK_ATTEMPT\" to --task-runs;\n"
     "                    checks none lost, unfinished, FAILED, completed or run twice\n"
     "  --task-queue Q    the tasks' queue (required with --tasks)\n"
-    "  --task-runs FILE  the file the workers' command appends to (required with --tasks)\n"
-    "  --help            show this help\n";
+    "  --workflows N     also start N workflows (a diamond of four nodes) on\n"
+    "                    --workflow-queue; checks each COMPLETED, every node once\n"
+    "  --workflow-queue Q  the workflows' queue (required with --workflows)\n"
+    "  --schedule NAME   a schedule of the servers' silt.conf firing every minute\n"
+    "                    to --schedule-queue; checks every slot fired once\n"
+    "  --schedule-queue Q  its queue (required with --schedule)\n"
+    "  --task-runs FILE  the file the runs of tasks are appended to, \"<id> <attempt>\"\n"
+    "                    (required with --tasks, --workflows or --schedule)\n"
+    "  --help            show this help\n"
+    "\n"
+    "Tasks, workflow nodes and the schedule's tasks are also run by an HTTP worker\n"
+    "inside silt chaos. A second consumer group moves every message to the queue\n"
+    "<queue>-moved in transactions, acking a share with retry and with dlq.\n";
 
-/* What happened to message i. Each byte has one writer: push the producer
- * that owns i, deliveries and ack_ok the consumer of i's partition, stored
- * the read-back (after every thread has been joined). */
-typedef struct chaos_msg {
-    uint8_t push;         /* CHAOS_UNSENT, CHAOS_UNKNOWN or CHAOS_ACKED */
-    uint8_t deliveries;   /* to the consumer group, saturating at 255 */
-    uint8_t ack_ok;       /* the latest delivery's ack was answered 2xx, success */
-    uint8_t stored;       /* times the read-back saw it, saturating */
-} chaos_msg;
-
-enum { CHAOS_UNSENT, CHAOS_UNKNOWN, CHAOS_ACKED };
-
-typedef struct chaos_counts {
-    _Atomic uint64_t push_requests, push_failed, push_resent, push_dup_items;
-    _Atomic uint64_t pops, pops_failed, acks, acks_failed, acks_refused;
-    _Atomic uint64_t redelivered_excused, redelivered_after_ack, foreign;
-    uint64_t out_of_order;   /* the read-back's: a producer's message stored before one it pushed earlier */
-} chaos_counts;
-
-typedef struct chaos_run {
-    const char   *url, *consumer_url;
-    long          tasks;         /* --tasks: sent to task_queue, run by workers chaos.sh starts */
-    const char   *task_queue, *task_runs;
-    long          seconds, messages, producers, partitions, batch, drain;
-    char          queue[48];
-    chaos_msg    *msgs;          /* [messages] */
-    long         *last_read;     /* [partitions * producers]: the read-back's last index of each producer */
-    chaos_counts  n;
-    int64_t       t_end_ms;      /* monotonic: the workload stops */
-    int64_t       t_drain_ms;    /* monotonic: everything gives up */
-    atomic_int    producers_left;
-} chaos_run;
+/* The options of the parts beside the message log. */
+typedef struct chaos_opts {
+    long        tasks, workflows;
+    const char *task_queue, *task_runs, *workflow_queue, *schedule, *schedule_queue;
+} chaos_opts;
 
 typedef struct chaos_worker {
     chaos_run   *run;
@@ -135,6 +119,34 @@ int chaos_call(http_client *h, const char *method, const char *path, const buf *
     if (r->status < 200 || r->status > 299) return -1;
     if (r->status == 204) return 0;
     return json_parse_shallow(d, r->body.data, r->body.len, CLI_MAX_TOKENS, 3) == 0 ? 0 : -1;
+}
+
+int chaos_call_until(http_client *h, const char *method, const char *path, const buf *body, int64_t deadline,
+                     http_response *r, json_doc *d)
+{
+    for (;;) {
+        if (chaos_call(h, method, path, body, r, d) == 0) return 0;
+        if (chaos_past(deadline)) return -1;
+        chaos_sleep_ms(CHAOS_BACKOFF_MS);
+    }
+}
+
+http_client *chaos_client(const char *url)
+{
+    http_client *h = http_client_new(url);
+    if (!h) abort();   /* chaos_main checked the URLs */
+    http_client_set_timeout(h, CHAOS_TIMEOUT_MS);
+    return h;
+}
+
+void chaos_str(const json_doc *d, int obj, const char *key, char *out, size_t cap)
+{
+    int tok = obj >= 0 ? json_get(d, (uint32_t)obj, key) : -1;
+    out[0] = '\0';
+    if (tok < 0 || d->tokens[tok].type != JSON_STRING) return;
+    size_t n;
+    const char *s = json_span(d, (uint32_t)tok, &n);
+    snprintf(out, cap, "%.*s", (int)(n - 2), s + 1);   /* the ids and times read here have no escapes */
 }
 
 /* ---- producers ---- */
@@ -206,8 +218,7 @@ static void *producer_main(void *arg)
 
 /* ---- consumers ---- */
 
-/* Message number of a transactionId "m<i>" of this run, or -1. */
-static long msg_index(const chaos_run *run, const json_doc *d, int tok)
+long chaos_msg_index(const json_doc *d, int tok, long messages)
 {
     if (tok < 0 || d->tokens[tok].type != JSON_STRING) return -1;
     size_t n;
@@ -215,7 +226,7 @@ static long msg_index(const chaos_run *run, const json_doc *d, int tok)
     if (n < 4 || s[1] != 'm') return -1;
     char *end;
     long i = strtol(s + 2, &end, 10);
-    return end == s + n - 1 && i >= 0 && i < run->messages ? i : -1;
+    return end == s + n - 1 && i >= 0 && i < messages ? i : -1;
 }
 
 /* Records one delivery; a second one is a violation when the earlier
@@ -271,10 +282,12 @@ static int consume_batch(chaos_worker *w, const json_doc *d, buf *body)
     uint32_t count = d->tokens[msgs].count;
     long *seen = xmalloc(count * sizeof *seen);
     for (uint32_t k = 0; k < count; k++) {
-        seen[k] = msg_index(run, d, json_get(d, (uint32_t)json_at(d, (uint32_t)msgs, k), "transactionId"));
+        seen[k] = chaos_msg_index(d, json_get(d, (uint32_t)json_at(d, (uint32_t)msgs, k), "transactionId"),
+                                  run->messages);
         if (seen[k] < 0) run->n.foreign++;
         else note_delivery(run, seen[k]);
     }
+
     bool ok = ack_batch(w, d, json_at(d, (uint32_t)msgs, count - 1), body);
     for (uint32_t k = 0; k < count; k++)
         if (seen[k] >= 0) run->msgs[seen[k]].ack_ok = ok;
@@ -282,10 +295,25 @@ static int consume_batch(chaos_worker *w, const json_doc *d, buf *body)
     return 1;
 }
 
-/* Consumes until the producers are done and two pops that started more
- * than a lease after the last delivery or failure found nothing (a lease
- * left behind by a lost reply or a failed ack expired before they started,
- * so its batch would have come back), or until the drain deadline. */
+void chaos_quiet_busy(chaos_quiet *q)
+{
+    q->busy_at = clock_mono_ms();
+    q->quiet = 0;
+}
+
+void chaos_quiet_empty(chaos_quiet *q, int64_t pop_started_ms)
+{
+    if (pop_started_ms - q->busy_at > CHAOS_LEASE_S * 1000 + 500) q->quiet++;
+}
+
+/* A lease left behind by a lost reply or a failed ack expired before the
+ * two quiet pops started, so its batch would have come back to them. */
+bool chaos_quiet_done(const chaos_quiet *q, const chaos_run *run)
+{
+    return chaos_past(run->t_drain_ms) || (run->producers_left == 0 && q->quiet >= 2);
+}
+
+/* Consumes until chaos_quiet_done. */
 static void *consumer_main(void *arg)
 {
     chaos_worker *w = arg;
@@ -299,21 +327,19 @@ static void *consumer_main(void *arg)
     http_response_init(&r);
     json_doc_init(&d);
     buf_init(&body);
-    int64_t busy_at = clock_mono_ms();
-    int quiet = 0;   /* empty pops started a lease (and a margin) after busy_at */
-    while (!chaos_past(run->t_drain_ms) && !(run->producers_left == 0 && quiet >= 2)) {
+    chaos_quiet q;
+    chaos_quiet_busy(&q);
+    while (!chaos_quiet_done(&q, run)) {
         int64_t started = clock_mono_ms();
         run->n.pops++;
         if (chaos_call(w->http, "GET", path, NULL, &r, &d) < 0) {
             run->n.pops_failed++;
-            busy_at = clock_mono_ms();
-            quiet = 0;
+            chaos_quiet_busy(&q);
             chaos_sleep_ms(CHAOS_BACKOFF_MS);
         } else if (consume_batch(w, &d, &body) > 0) {
-            busy_at = clock_mono_ms();
-            quiet = 0;
-        } else if (started - busy_at > CHAOS_LEASE_S * 1000 + 500) {
-            quiet++;
+            chaos_quiet_busy(&q);
+        } else {
+            chaos_quiet_empty(&q, started);
         }
     }
     buf_fini(&body);
@@ -324,21 +350,17 @@ static void *consumer_main(void *arg)
 
 /* ---- setup, read-back, report ---- */
 
-static int configure_queue(chaos_run *run, http_client *h)
+int chaos_configure(http_client *h, const char *queue, int64_t deadline)
 {
     buf body;
     buf_init(&body);
-    buf_printf(&body, "{\"queue\":\"%s\",\"options\":{\"leaseTime\":%d}}", run->queue, CHAOS_LEASE_S);
+    buf_printf(&body, "{\"queue\":\"%s\",\"options\":{\"leaseTime\":%d}}", queue, CHAOS_LEASE_S);
     http_response r;
     json_doc d;
     http_response_init(&r);
     json_doc_init(&d);
-    int rc = -1;
-    int64_t deadline = clock_mono_ms() + 60000;
-    while (rc < 0 && !chaos_past(deadline))
-        if ((rc = chaos_call(h, "POST", "/api/v1/configure", &body, &r, &d)) < 0) chaos_sleep_ms(CHAOS_BACKOFF_MS);
-    if (rc < 0) cli_error("chaos: could not configure queue %s (%s, HTTP %d)", run->queue,
-                          http_client_error(h), r.status);
+    int rc = chaos_call_until(h, "POST", "/api/v1/configure", &body, deadline, &r, &d);
+    if (rc < 0) cli_error("chaos: could not configure queue %s (%s, HTTP %d)", queue, http_client_error(h), r.status);
     json_doc_fini(&d);
     http_response_fini(&r);
     buf_fini(&body);
@@ -346,7 +368,7 @@ static int configure_queue(chaos_run *run, http_client *h)
 }
 
 /* Message i was pushed by producer i / share (producer_main's ranges). */
-static long producer_of(const chaos_run *run, long i)
+long chaos_producer_of(const chaos_run *run, long i)
 {
     long share = run->messages / run->producers, k = share > 0 ? i / share : 0;
     return k < run->producers ? k : run->producers - 1;
@@ -355,19 +377,18 @@ static long producer_of(const chaos_run *run, long i)
 /* Each producer's messages must come back in the order it pushed them. */
 static void note_stored(chaos_run *run, long p, long i)
 {
-    long *last = &run->last_read[p * run->producers + producer_of(run, i)];
+    long *last = &run->last_read[p * run->producers + chaos_producer_of(run, i)];
     if (i <= *last) run->n.out_of_order++;
     *last = i;
     if (run->msgs[i].stored < 255) run->msgs[i].stored++;
 }
 
-/* Reads one partition whole with group; -1 on any failure (autoAck: a reply
- * lost on the way would hide messages, so the caller starts over). */
-static int read_partition(chaos_run *run, http_client *h, const char *group, long p)
+int chaos_read_partition(http_client *h, const char *queue, const char *group, long p, long messages,
+                         chaos_seen_fn seen, void *ctx)
 {
     char path[256];
     snprintf(path, sizeof path, "/api/v1/pop/queue/%s/partition/p%ld?consumerGroup=%s&batch=%d"
-             "&autoAck=true&subscriptionMode=all", run->queue, p, group, CHAOS_READ_BATCH);
+             "&autoAck=true&subscriptionMode=all", queue, p, group, CHAOS_READ_BATCH);
     http_response r;
     json_doc d;
     http_response_init(&r);
@@ -377,15 +398,20 @@ static int read_partition(chaos_run *run, http_client *h, const char *group, lon
         if (chaos_call(h, "GET", path, NULL, &r, &d) < 0) { rc = -1; break; }
         int msgs = d.ntokens ? json_get(&d, 0, "messages") : -1;
         if (r.status == 204 || msgs < 0 || d.tokens[msgs].count == 0) break;
-        for (uint32_t k = 0; k < d.tokens[msgs].count; k++) {
-            long i = msg_index(run, &d, json_get(&d, (uint32_t)json_at(&d, (uint32_t)msgs, k), "transactionId"));
-            if (i < 0) run->n.foreign++;
-            else note_stored(run, p, i);
-        }
+        for (uint32_t k = 0; k < d.tokens[msgs].count; k++)
+            seen(ctx, p, chaos_msg_index(&d, json_get(&d, (uint32_t)json_at(&d, (uint32_t)msgs, k), "transactionId"),
+                                         messages));
     }
     json_doc_fini(&d);
     http_response_fini(&r);
     return rc;
+}
+
+static void seen_upstream(void *ctx, long p, long i)
+{
+    chaos_run *run = ctx;
+    if (i < 0) run->n.foreign++;
+    else note_stored(run, p, i);
 }
 
 static int read_back(chaos_run *run, http_client *h)
@@ -397,7 +423,9 @@ static int read_back(chaos_run *run, http_client *h)
         for (long k = 0; k < run->partitions * run->producers; k++) run->last_read[k] = -1;
         run->n.out_of_order = 0;
         long p = 0;
-        while (p < run->partitions && read_partition(run, h, group, p) == 0) p++;
+        while (p < run->partitions &&
+               chaos_read_partition(h, run->queue, group, p, run->messages, seen_upstream, run) == 0)
+            p++;
         if (p == run->partitions) return 0;
         chaos_sleep_ms(CHAOS_BACKOFF_MS);
     }
@@ -460,7 +488,6 @@ static void run_threads(chaos_run *run)
     pthread_t th[2 * CHAOS_MAX_THREADS];
     chaos_worker w[2 * CHAOS_MAX_THREADS];
     long n = 0;
-    run->producers_left = (int)run->producers;
     for (long k = 0; k < run->producers + run->partitions; k++, n++) {
         bool producer = k < run->producers;
         const char *url = producer || !run->consumer_url ? run->url : run->consumer_url;
@@ -474,7 +501,7 @@ static void run_threads(chaos_run *run)
     }
 }
 
-static int check_opts(const cli_cmd *cmd, const chaos_run *run)
+static int check_opts(const cli_cmd *cmd, const chaos_run *run, const chaos_opts *o)
 {
     if (run->producers < 1 || run->producers > CHAOS_MAX_THREADS)
         return cli_usage_error(cmd, "--producers must be 1..%d", CHAOS_MAX_THREADS);
@@ -483,13 +510,96 @@ static int check_opts(const cli_cmd *cmd, const chaos_run *run)
     if (run->batch < 1 || run->batch > 1000) return cli_usage_error(cmd, "--batch must be 1..1000");
     if (run->messages < run->producers || run->messages > 100000000)
         return cli_usage_error(cmd, "--messages must be --producers..100000000");
-    if (run->tasks < 0 || run->tasks > 10000000) return cli_usage_error(cmd, "--tasks must be 0..10000000");
-    if (run->tasks && (!run->task_queue || !*run->task_queue || !run->task_runs || !*run->task_runs))
+    if (o->tasks < 0 || o->tasks > 10000000) return cli_usage_error(cmd, "--tasks must be 0..10000000");
+    if (o->tasks && (!o->task_queue || !*o->task_queue || !o->task_runs || !*o->task_runs))
         return cli_usage_error(cmd, "--tasks needs --task-queue and --task-runs");
+    if (o->workflows > 100000) return cli_usage_error(cmd, "--workflows must be 0..100000");
+    if (o->workflows && (!o->workflow_queue || !*o->workflow_queue || !o->task_runs || !*o->task_runs))
+        return cli_usage_error(cmd, "--workflows needs --workflow-queue and --task-runs");
+    if (o->schedule && (!o->schedule_queue || !*o->schedule_queue || !o->task_runs || !*o->task_runs))
+        return cli_usage_error(cmd, "--schedule needs --schedule-queue and --task-runs");
     return 0;
 }
 
-static int chaos_main(chaos_run *run)
+/* The parts beside the message log, started with the workload. */
+typedef struct chaos_parts {
+    chaos_mover       *mover;
+    chaos_tasks       *tasks;
+    chaos_http_worker *worker;
+    chaos_workflows   *workflows;
+    chaos_schedule    *schedule;
+} chaos_parts;
+
+/* The HTTP worker serves every task queue of the run, beside the `silt
+ * worker` processes, on the consumers' server (where those run too). */
+static void parts_start(chaos_run *run, const chaos_opts *o, chaos_parts *p)
+{
+    int64_t give_up = run->t_drain_ms + CHAOS_GRACE_MS;
+    p->mover = chaos_mover_new(run);
+    chaos_mover_start(p->mover);
+    const char *queues[3];
+    int nq = 0;
+    if (o->tasks) queues[nq++] = o->task_queue;
+    if (o->workflows) queues[nq++] = o->workflow_queue;
+    if (o->schedule) queues[nq++] = o->schedule_queue;
+    if (nq)
+        p->worker = chaos_http_worker_start(run->consumer_url ? run->consumer_url : run->url, queues, nq,
+                                            o->task_runs, give_up);
+    if (o->tasks) {
+        p->tasks = chaos_tasks_new(run->url, o->task_queue, o->tasks);
+        chaos_tasks_start(p->tasks, run->t_end_ms, run->t_drain_ms);
+    }
+    if (o->workflows) {
+        p->workflows = chaos_workflows_new(run->url, o->workflow_queue, o->workflows);
+        chaos_workflows_start(p->workflows, run->t_end_ms, run->t_drain_ms);
+    }
+    if (o->schedule) p->schedule = chaos_schedule_watch(run->url, o->schedule, o->schedule_queue, give_up);
+}
+
+/* Every task-like part waits for its ends while the HTTP worker still
+ * runs; the runs file is read once every end is in. */
+static bool parts_check(chaos_parts *p, const chaos_opts *o)
+{
+    if (p->tasks) chaos_tasks_await(p->tasks);
+    if (p->workflows) chaos_workflows_await(p->workflows);
+    if (p->schedule) chaos_schedule_await(p->schedule);
+    chaos_http_worker_stop(p->worker);
+    p->worker = NULL;
+    if (!o->task_runs) return true;
+    chaos_runs *runs = chaos_runs_load(o->task_runs);
+    bool ok = true;
+    if (p->tasks && !chaos_tasks_report(p->tasks, runs)) ok = false;
+    if (p->workflows && !chaos_workflows_report(p->workflows, runs)) ok = false;
+    if (p->schedule && !chaos_schedule_report(p->schedule, runs)) ok = false;
+    chaos_runs_free(runs);
+    return ok;
+}
+
+static void parts_free(chaos_parts *p)
+{
+    chaos_mover_free(p->mover);
+    chaos_tasks_free(p->tasks);
+    chaos_workflows_free(p->workflows);
+    chaos_schedule_free(p->schedule);
+}
+
+static bool run_workload(chaos_run *run, const chaos_opts *o, http_client *h)
+{
+    chaos_parts parts = { 0 };
+    run->producers_left = (int)run->producers;
+    parts_start(run, o, &parts);
+    run_threads(run);
+    chaos_mover_join(parts.mover);
+    if (parts.tasks) chaos_tasks_join(parts.tasks);
+    if (parts.workflows) chaos_workflows_join(parts.workflows);
+    bool ok = read_back(run, h) == 0 && report_messages(run);
+    if (!chaos_mover_check(parts.mover, h)) ok = false;
+    if (!parts_check(&parts, o)) ok = false;
+    parts_free(&parts);
+    return ok;
+}
+
+static int chaos_main(chaos_run *run, const chaos_opts *o)
 {
     http_client *h = http_client_new(run->url), *consumers = run->consumer_url ? http_client_new(run->consumer_url) : NULL;
     bool bad_consumer_url = run->consumer_url && !consumers;
@@ -506,20 +616,14 @@ static int chaos_main(chaos_run *run)
     ids_uuid_format(raw, id);
     snprintf(run->queue, sizeof run->queue, "chaos-%s", id + 24);   /* the random tail */
     int code = CLI_EXIT_FAILED;
-    if (configure_queue(run, h) == 0) {
+    if (chaos_configure(h, run->queue, clock_mono_ms() + 60000) == 0) {
         run->msgs = xcalloc((size_t)run->messages, sizeof *run->msgs);
         run->last_read = xcalloc((size_t)(run->partitions * run->producers), sizeof *run->last_read);
         run->t_end_ms = clock_mono_ms() + run->seconds * 1000;
         run->t_drain_ms = run->t_end_ms + run->drain * 1000;
-        chaos_tasks *tasks = run->tasks ? chaos_tasks_new(run->url, run->task_queue, run->tasks, run->task_runs) : NULL;
-        if (tasks) chaos_tasks_start(tasks, run->t_end_ms, run->t_drain_ms);
-        run_threads(run);
-        if (tasks) chaos_tasks_join(tasks);
-        bool ok = read_back(run, h) == 0 && report_messages(run);
-        if (tasks && !chaos_tasks_check(tasks)) ok = false;
+        bool ok = run_workload(run, o, h);
         printf("chaos: %s\n", ok ? "ok" : "FAILED");
         if (ok) code = CLI_EXIT_OK;
-        chaos_tasks_free(tasks);
         free(run->last_read);
         free(run->msgs);
     }
@@ -531,12 +635,16 @@ int cli_chaos(int argc, char **argv)
 {
     chaos_run run = { .url = cli_server_url(), .seconds = 60, .messages = 200000, .producers = 4,
                       .partitions = 4, .batch = 20, .drain = 120 };
+    chaos_opts o = { 0 };
     const cli_opt opts[] = {
-        { "url", CLI_OPT_STR, &run.url },             { "consumer-url", CLI_OPT_STR, &run.consumer_url },             { "seconds", CLI_OPT_INT, &run.seconds },
-        { "messages", CLI_OPT_INT, &run.messages },   { "producers", CLI_OPT_INT, &run.producers },
-        { "partitions", CLI_OPT_INT, &run.partitions }, { "batch", CLI_OPT_INT, &run.batch },
-        { "drain", CLI_OPT_INT, &run.drain },         { "tasks", CLI_OPT_INT, &run.tasks },
-        { "task-queue", CLI_OPT_STR, &run.task_queue }, { "task-runs", CLI_OPT_STR, &run.task_runs },
+        { "url", CLI_OPT_STR, &run.url },                 { "consumer-url", CLI_OPT_STR, &run.consumer_url },
+        { "seconds", CLI_OPT_INT, &run.seconds },         { "messages", CLI_OPT_INT, &run.messages },
+        { "producers", CLI_OPT_INT, &run.producers },     { "partitions", CLI_OPT_INT, &run.partitions },
+        { "batch", CLI_OPT_INT, &run.batch },             { "drain", CLI_OPT_INT, &run.drain },
+        { "tasks", CLI_OPT_INT, &o.tasks },               { "task-queue", CLI_OPT_STR, &o.task_queue },
+        { "task-runs", CLI_OPT_STR, &o.task_runs },       { "workflows", CLI_OPT_INT, &o.workflows },
+        { "workflow-queue", CLI_OPT_STR, &o.workflow_queue }, { "schedule", CLI_OPT_STR, &o.schedule },
+        { "schedule-queue", CLI_OPT_STR, &o.schedule_queue },
     };
     const cli_cmd cmd = { "chaos", chaos_usage, opts, sizeof opts / sizeof opts[0], 0, 0 };
     cli_args args;
@@ -544,6 +652,6 @@ int cli_chaos(int argc, char **argv)
     int parsed = cli_parse(&cmd, argc, argv, &args, &code);
     cli_args_fini(&args);
     if (parsed < 0) return code;
-    if ((code = check_opts(&cmd, &run)) != 0) return code;
-    return chaos_main(&run);
+    if ((code = check_opts(&cmd, &run, &o)) != 0) return code;
+    return chaos_main(&run, &o);
 }

@@ -5,15 +5,18 @@
  * acknowledged (201 with an id per task) or unknown; an unknown batch is sent
  * again with the same keys until acknowledged, so a crash between a send's
  * commit and its reply is answered by the key. `silt worker` processes that
- * scripts/chaos.sh starts run them; their command appends "<id> <attempt>"
- * to the runs file.
+ * scripts/chaos.sh starts run them, and so does the HTTP worker
+ * (chaos_http_worker.c); each run leaves a line in the runs file
+ * (chaos_runs.c).
  *
  * The checks, once every acknowledged task has ended: none lost (an
  * acknowledged id the server does not know), none unfinished, none FAILED
  * (a crash only ever costs an attempt that never ran: the claim's answer
  * was lost, and the policy retries it), none with two COMPLETED attempts,
  * and none whose command ran twice (a worker keeps an end until the server
- * has it, and recovery does not count time it could not see). */
+ * has it, and recovery does not count time it could not see). The waits
+ * and the figures of one task are shared with the workflows' and the
+ * schedule's tasks (chaos_task_await, chaos_task_tally). */
 #include "cli/chaos.h"
 #include "cli/cli_common.h"
 #include "base/clock.h"
@@ -27,22 +30,16 @@
 #include <string.h>
 
 #define TASK_BATCH     50
-#define CHECK_GRACE_MS 60000   /* past the drain deadline, for the last tasks to end */
 
 enum { TASK_UNSENT, TASK_UNKNOWN, TASK_ACKED };
 
 typedef struct chaos_task {
-    char    id[IDS_UUID_TEXT];
-    uint8_t sent;       /* TASK_UNSENT, TASK_UNKNOWN or TASK_ACKED */
-    int     runs;       /* lines of the runs file */
+    chaos_task_end end;   /* end.id: the id the send was answered with */
+    uint8_t        sent;  /* TASK_UNSENT, TASK_UNKNOWN or TASK_ACKED */
 } chaos_task;
 
-typedef struct task_figures {
-    uint64_t acked, completed, lost, unfinished, failed, completed_twice, ran_twice, retried;
-} task_figures;
-
 struct chaos_tasks {
-    const char     *url, *queue, *runs;
+    const char     *url, *queue;
     long            n;
     chaos_task     *tasks;
     int64_t         t_end_ms, t_drain_ms;
@@ -51,12 +48,11 @@ struct chaos_tasks {
     _Atomic uint64_t requests, failed_requests;
 };
 
-chaos_tasks *chaos_tasks_new(const char *url, const char *queue, long n, const char *runs)
+chaos_tasks *chaos_tasks_new(const char *url, const char *queue, long n)
 {
     chaos_tasks *t = xcalloc(1, sizeof *t);
     t->url = url;
     t->queue = queue;
-    t->runs = runs;
     t->n = n;
     t->tasks = xcalloc((size_t)n, sizeof *t->tasks);
     return t;
@@ -93,8 +89,8 @@ static bool send_acked(chaos_tasks *t, const json_doc *d, long first, long n)
         size_t len;
         const char *s = json_span(d, (uint32_t)id, &len);
         if (len != IDS_UUID_TEXT + 1) return false;   /* quoted */
-        memcpy(t->tasks[first + k].id, s + 1, IDS_UUID_TEXT - 1);
-        t->tasks[first + k].id[IDS_UUID_TEXT - 1] = '\0';
+        memcpy(t->tasks[first + k].end.id, s + 1, IDS_UUID_TEXT - 1);
+        t->tasks[first + k].end.id[IDS_UUID_TEXT - 1] = '\0';
     }
     return true;
 }
@@ -156,124 +152,162 @@ void chaos_tasks_join(chaos_tasks *t)
 
 /* ---- checking ---- */
 
-static int by_id(const void *a, const void *b)
+static bool terminal(const char *status)
 {
-    return strcmp(((const chaos_task *)a)->id, ((const chaos_task *)b)->id);
+    return !strcmp(status, "COMPLETED") || !strcmp(status, "FAILED") || !strcmp(status, "CANCELLED") ||
+           !strcmp(status, "EXPIRED");
 }
 
-/* Counts the runs file's lines per task; the tasks are sorted by id for it. */
-static void count_runs(chaos_tasks *t)
-{
-    qsort(t->tasks, (size_t)t->n, sizeof *t->tasks, by_id);
-    FILE *f = fopen(t->runs, "r");
-    if (!f) return;   /* no task ran */
-    char line[128];
-    while (fgets(line, sizeof line, f)) {
-        chaos_task key;
-        snprintf(key.id, sizeof key.id, "%.*s", IDS_UUID_TEXT - 1, line);
-        chaos_task *hit = bsearch(&key, t->tasks, (size_t)t->n, sizeof *t->tasks, by_id);
-        if (hit) hit->runs++;
-    }
-    fclose(f);
-}
-
-/* The task's status once it has ended (waited for), "" when unknown to the
+/* e->status once the task has ended (waited for), "" when unknown to the
  * server, "RUNNING" and the like when the deadline came first. */
-static void await_end(http_client *h, const chaos_task *task, int64_t deadline, char *status, size_t cap)
+static void await_end(http_client *h, chaos_task_end *e, int64_t deadline)
 {
     char path[96];
-    snprintf(path, sizeof path, "/api/v1/tasks/%s", task->id);
+    snprintf(path, sizeof path, "/api/v1/tasks/%s?wait=2000", e->id);
     http_response r;
     json_doc d;
     http_response_init(&r);
     json_doc_init(&d);
-    snprintf(status, cap, "?");
+    snprintf(e->status, sizeof e->status, "?");
     for (;;) {
         if (chaos_call(h, "GET", path, NULL, &r, &d) == 0 && d.ntokens) {
-            int st = json_get(&d, 0, "status");
-            size_t n = 0;
-            const char *s = st >= 0 ? json_span(&d, (uint32_t)st, &n) : "\"?\"";
-            snprintf(status, cap, "%.*s", (int)(n > 2 ? n - 2 : 1), s + 1);
-            if (!strcmp(status, "COMPLETED") || !strcmp(status, "FAILED") || !strcmp(status, "CANCELLED") ||
-                !strcmp(status, "EXPIRED"))
-                break;
+            chaos_str(&d, 0, "status", e->status, sizeof e->status);
+            if (terminal(e->status)) break;
         } else if (r.status == 404) {
-            snprintf(status, cap, "%s", "");
+            e->status[0] = '\0';
             break;
+        } else {
+            chaos_sleep_ms(CHAOS_BACKOFF_MS);
         }
         if (chaos_past(deadline)) break;
-        chaos_sleep_ms(CHAOS_BACKOFF_MS);
     }
     json_doc_fini(&d);
     http_response_fini(&r);
 }
 
-/* COMPLETED attempts and attempts in all; -1 when they could not be read. */
-static int completed_attempts(http_client *h, const chaos_task *task, int *all, int64_t deadline)
+/* Attempt rows and those COMPLETED; -1 each when they could not be read. */
+static void read_attempts(http_client *h, chaos_task_end *e, int64_t deadline)
 {
     char path[112];
-    snprintf(path, sizeof path, "/api/v1/tasks/%s/attempts", task->id);
+    snprintf(path, sizeof path, "/api/v1/tasks/%s/attempts", e->id);
     http_response r;
     json_doc d;
     http_response_init(&r);
     json_doc_init(&d);
-    int completed = -1;
-    while (completed < 0 && !chaos_past(deadline)) {
-        if (chaos_call(h, "GET", path, NULL, &r, &d) < 0) { chaos_sleep_ms(CHAOS_BACKOFF_MS); continue; }
+    e->attempts = e->completed = -1;
+    if (chaos_call_until(h, "GET", path, NULL, deadline, &r, &d) == 0) {
         int list = json_get(&d, 0, "attempts");
-        completed = 0;
-        *all = list >= 0 ? (int)d.tokens[list].count : 0;
-        for (int k = 0; k < *all; k++) {
+        e->completed = 0;
+        e->attempts = list >= 0 ? (int)d.tokens[list].count : 0;
+        for (int k = 0; k < e->attempts; k++) {
             int outcome = json_get(&d, (uint32_t)json_at(&d, (uint32_t)list, (uint32_t)k), "outcome");
-            completed += outcome >= 0 && json_str_eq(&d, (uint32_t)outcome, "COMPLETED");
+            e->completed += outcome >= 0 && json_str_eq(&d, (uint32_t)outcome, "COMPLETED");
         }
     }
     json_doc_fini(&d);
     http_response_fini(&r);
-    return completed;
 }
 
-static void check_one(http_client *h, const chaos_task *task, int64_t deadline, task_figures *f)
+void chaos_task_await(http_client *h, chaos_task_end *e, int64_t deadline)
 {
-    char status[32];
-    await_end(h, task, deadline, status, sizeof status);
-    if (!status[0]) { f->lost++; return; }
-    if (!strcmp(status, "FAILED")) f->failed++;
-    else if (strcmp(status, "COMPLETED")) { f->unfinished++; return; }
+    await_end(h, e, deadline);
+    if (terminal(e->status)) read_attempts(h, e, deadline);
+}
+
+void chaos_task_tally(const chaos_task_end *e, int runs, chaos_task_figures *f)
+{
+    f->checked++;
+    if (!e->status[0]) { f->lost++; return; }
+    if (!strcmp(e->status, "FAILED")) f->failed++;
+    else if (strcmp(e->status, "COMPLETED")) { f->unfinished++; return; }
     else f->completed++;
-    int all = 0, completed = completed_attempts(h, task, &all, deadline);
-    if (completed > 1) f->completed_twice++;
-    if (all > 1) f->retried++;
-    if (task->runs > 1) f->ran_twice++;
+    if (e->completed > 1) f->completed_twice++;
+    if (e->attempts > 1) f->retried++;
+    if (runs > 1) f->ran_twice++;
 }
 
-bool chaos_tasks_check(chaos_tasks *t)
+bool chaos_task_figures_ok(const chaos_task_figures *f)
 {
-    task_figures f;
+    return f->lost == 0 && f->unfinished == 0 && f->failed == 0 && f->completed_twice == 0 && f->ran_twice == 0;
+}
+
+static void figure(const char *what, const char *rule, uint64_t n)
+{
+    char label[96];
+    snprintf(label, sizeof label, "%s %s:", what, rule);
+    printf("  %-40s%" PRIu64 "\n", label, n);
+}
+
+void chaos_task_figures_print(const char *what, const chaos_task_figures *f)
+{
+    printf("            %" PRIu64 " %s checked: %" PRIu64 " COMPLETED, %" PRIu64
+           " retried (an attempt lost with a claim's or a start's answer)\n", f->checked, what, f->completed, f->retried);
+    figure(what, "lost (acknowledged, unknown)", f->lost);
+    figure(what, "unfinished", f->unfinished);
+    figure(what, "FAILED", f->failed);
+    figure(what, "COMPLETED twice", f->completed_twice);
+    figure(what, "whose command ran twice", f->ran_twice);
+}
+
+/* One page of GET /api/v1/tasks?queue=; the next cursor in cursor ("" at the end). */
+static int list_page(http_client *h, const char *queue, char *cursor, int64_t deadline, char (**ids)[IDS_UUID_TEXT],
+                     long *n, long *cap)
+{
+    char path[256];
+    snprintf(path, sizeof path, "/api/v1/tasks?queue=%s&limit=1000%s%s", queue, cursor[0] ? "&cursor=" : "", cursor);
+    http_response r;
+    json_doc d;
+    http_response_init(&r);
+    json_doc_init(&d);
+    int rc = chaos_call_until(h, "GET", path, NULL, deadline, &r, &d);
+    int list = rc == 0 ? json_get(&d, 0, "tasks") : -1;
+    for (uint32_t k = 0; list >= 0 && k < d.tokens[list].count; k++) {
+        if (*n == *cap) {
+            *cap = *cap ? 2 * *cap : 256;
+            *ids = xrealloc(*ids, (size_t)*cap * sizeof **ids);
+        }
+        chaos_str(&d, json_at(&d, (uint32_t)list, k), "id", (*ids)[(*n)++], IDS_UUID_TEXT);
+    }
+    chaos_str(&d, 0, "nextCursor", cursor, IDS_UUID_TEXT);
+    json_doc_fini(&d);
+    http_response_fini(&r);
+    return rc;
+}
+
+int chaos_task_ids(http_client *h, const char *queue, int64_t deadline, char (**ids)[IDS_UUID_TEXT], long *n)
+{
+    char cursor[IDS_UUID_TEXT] = "";
+    long cap = 0;
+    *ids = NULL;
+    *n = 0;
+    do {
+        if (list_page(h, queue, cursor, deadline, ids, n, &cap) < 0) return -1;
+    } while (cursor[0]);
+    return 0;
+}
+
+void chaos_tasks_await(chaos_tasks *t)
+{
+    http_client *h = chaos_client(t->url);
+    int64_t deadline = t->t_drain_ms + CHAOS_GRACE_MS;
+    for (long i = 0; i < t->n; i++)
+        if (t->tasks[i].sent == TASK_ACKED) chaos_task_await(h, &t->tasks[i].end, deadline);
+    http_client_free(h);
+}
+
+bool chaos_tasks_report(const chaos_tasks *t, const chaos_runs *runs)
+{
+    chaos_task_figures f;
     memset(&f, 0, sizeof f);
-    count_runs(t);
-    http_client *h = http_client_new(t->url);
-    http_client_set_timeout(h, CHAOS_TIMEOUT_MS);
-    int64_t deadline = t->t_drain_ms + CHECK_GRACE_MS;
-    uint64_t unknown = 0, runs = 0;
+    uint64_t unknown = 0;
     for (long i = 0; i < t->n; i++) {
         const chaos_task *task = &t->tasks[i];
-        runs += (uint64_t)task->runs;
         unknown += task->sent == TASK_UNKNOWN;
-        if (task->sent != TASK_ACKED) continue;
-        f.acked++;
-        check_one(h, task, deadline, &f);
+        if (task->sent == TASK_ACKED) chaos_task_tally(&task->end, chaos_runs_of(runs, task->end.id), &f);
     }
-    http_client_free(h);
     printf("  tasks:    %" PRIu64 " sent and acknowledged (%" PRIu64 " requests, %" PRIu64 " failed or unanswered), "
-           "%" PRIu64 " unknown at the end\n", f.acked, (uint64_t)t->requests, (uint64_t)t->failed_requests, unknown);
-    printf("            %" PRIu64 " COMPLETED, %" PRIu64 " runs of the command, %" PRIu64
-           " retried (an attempt lost with a claim's answer)\n", f.completed, runs, f.retried);
-    printf("  tasks lost (acknowledged, unknown):     %" PRIu64 "\n", f.lost);
-    printf("  tasks unfinished:                       %" PRIu64 "\n", f.unfinished);
-    printf("  tasks FAILED:                           %" PRIu64 "\n", f.failed);
-    printf("  tasks COMPLETED twice:                  %" PRIu64 "\n", f.completed_twice);
-    printf("  tasks whose command ran twice:          %" PRIu64 "\n", f.ran_twice);
-    return f.acked > 0 && f.lost == 0 && f.unfinished == 0 && f.failed == 0 && f.completed_twice == 0 &&
-           f.ran_twice == 0;
+           "%" PRIu64 " unknown at the end; %ld runs of any task in all\n", f.checked, (uint64_t)t->requests,
+           (uint64_t)t->failed_requests, unknown, chaos_runs_total(runs));
+    chaos_task_figures_print("tasks", &f);
+    return f.checked > 0 && chaos_task_figures_ok(&f);
 }
