@@ -459,6 +459,13 @@ static void pool_dispatch(db_pool *pool)
     }
 }
 
+void db_submit_stmt(db_pool *pool, db_stmt stmt, const char *const *values, db_done_fn done, void *arg)
+{
+    db_job *job = db_job_new(done, arg);
+    db_job_call(job, stmt, values, NULL, NULL);
+    db_submit(pool, job);
+}
+
 void db_submit(db_pool *pool, db_job *job)
 {
     job->next = NULL;
