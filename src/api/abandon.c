@@ -20,6 +20,7 @@
  * task gather (gather_add), which cuts a gone request out of its batch.
  * Each of them sets the sent flag as the work leaves for PostgreSQL. */
 #include "api/api.h"
+#include <stdlib.h>
 #include "base/xalloc.h"
 
 void api_submit(httpd_req *req, server *srv, db_job *job)
@@ -35,6 +36,17 @@ api_call *api_call_new(httpd_req *req, server *srv)
     c->req = req;
     c->srv = srv;
     return c;
+}
+
+int api_call_end(void *arg, const db_reply *reply, httpd_req **req, server **srv)
+{
+    api_call *c = arg;
+    *req = c->req;
+    *srv = c->srv;
+    free(c);
+    if (!reply->error) return 0;
+    api_db_error(*req, reply);
+    return -1;
 }
 
 void api_submit_stmt(httpd_req *req, server *srv, db_stmt stmt, const char *const *values, db_done_fn done,

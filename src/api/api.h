@@ -47,6 +47,11 @@ typedef struct api_call {
     server    *srv;
 } api_call;
 api_call *api_call_new(httpd_req *req, server *srv);
+/* A statement's callback taking its api_call apart: *req and *srv set and
+ * the call freed. 0 to answer from reply; -1 when the statement failed,
+ * already answered as api_db_error does. */
+int  api_call_end(void *arg, const db_reply *reply, httpd_req **req, server **srv)
+     __attribute__((warn_unused_result));
 /* The most common job: one statement with text values, its reply to done
  * (arg passed along), submitted as api_submit does. */
 void api_submit_stmt(httpd_req *req, server *srv, db_stmt stmt, const char *const *values, db_done_fn done,

@@ -102,9 +102,7 @@ static void give_back(claim_call *c, const PGresult *r, int first, int n)
         db_array_text(&claims, claim);
     }
     const char *values[2] = { db_array_literal(&ids), db_array_literal(&claims) };
-    db_job *job = db_job_new(unclaimed, c->srv);
-    db_job_call(job, STMT_TASK_UNCLAIM, values, NULL, NULL);
-    db_submit(c->srv->pool, job);
+    db_submit_stmt(c->srv->pool, STMT_TASK_UNCLAIM, values, unclaimed, c->srv);
     db_array_fini(&ids);
     db_array_fini(&claims);
 }
@@ -166,9 +164,7 @@ static void claimed(void *arg, const db_reply *reply, const PGresult *r, int fir
     }
     c->querying = true;
     const char *values[1] = { c->names };
-    db_job *job = db_job_new(next_run_known, c);
-    db_job_call(job, STMT_TASK_NEXT_RUN, values, NULL, NULL);
-    db_submit(c->srv->pool, job);
+    db_submit_stmt(c->srv->pool, STMT_TASK_NEXT_RUN, values, next_run_known, c);
 }
 
 /* A long-polling claimer hung up: parked, it ends now; with a claim in

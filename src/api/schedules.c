@@ -43,11 +43,9 @@ static void emit_schedule(emit *e, const conf_schedule *c, const PGresult *r)
 
 static void listed(void *arg, const db_reply *reply)
 {
-    api_call *c = arg;
-    httpd_req *req = c->req;
-    server *srv = c->srv;
-    free(c);
-    if (reply->error) { api_db_error(req, reply); return; }
+    httpd_req *req;
+    server *srv;
+    if (api_call_end(arg, reply, &req, &srv) < 0) return;
     api_reply out;
     emit *e = api_reply_list(&out, "schedules");
     for (size_t i = 0; i < srv->conf.nschedules; i++) emit_schedule(e, &srv->conf.schedules[i], reply->results[0]);

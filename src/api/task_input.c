@@ -99,37 +99,55 @@ static int read_int_field(httpd_req *req, const json_doc *d, uint32_t obj, const
     return 0;
 }
 
-static int read_delays(httpd_req *req, const json_doc *d, uint32_t obj, const char *where, task_retry *r)
+/* A retry member that is a list: absent or null, or an array of 1 to max
+ * elements, each read by add (which answers 400 itself). */
+typedef struct retry_list {
+    const char *key;
+    const char *field;   /* its name in messages: "retry.delaysMs" */
+    uint32_t    max;
+    const char *shape;   /* "an array of 1 to 20 integers" */
+    int       (*add)(httpd_req *req, const json_doc *d, uint32_t e, const char *where, task_retry *r);
+} retry_list;
+
+static int read_retry_list(httpd_req *req, const json_doc *d, uint32_t obj, const char *where,
+                           const retry_list *list, task_retry *r)
 {
-    int v = json_get(d, obj, "delaysMs");
+    int v = json_get(d, obj, list->key);
     if (v < 0 || d->tokens[v].type == JSON_NULL) return 0;
-    if (d->tokens[v].type != JSON_ARRAY || d->tokens[v].count == 0 || d->tokens[v].count > TASK_MAX_DELAYS)
-        return bad(req, where, "retry.delaysMs", "must be an array of 1 to 20 integers");
-    for (uint32_t i = 0; i < d->tokens[v].count; i++) {
-        int64_t ms;
-        int e = json_at(d, (uint32_t)v, i);
-        if (json_int64(d, (uint32_t)e, &ms) < 0 || ms < 0 || ms > TASK_MAX_DELAY_MS)
-            return bad(req, where, "retry.delaysMs", "must hold integers from 0 to 86400000");
-        r->delays_ms[r->ndelays++] = (int)ms;
+    const json_token *t = &d->tokens[v];
+    if (t->type != JSON_ARRAY || t->count == 0 || t->count > list->max) {
+        httpd_error_field(req, 400, "field", list->field, "%s%s must be %s", where, list->field, list->shape);
+        return -1;
     }
+    for (uint32_t i = 0; i < t->count; i++)
+        if (list->add(req, d, (uint32_t)json_at(d, (uint32_t)v, i), where, r) < 0) return -1;
     return 0;
 }
 
-static int read_retry_on(httpd_req *req, const json_doc *d, uint32_t obj, const char *where, task_retry *r)
+static int add_delay(httpd_req *req, const json_doc *d, uint32_t e, const char *where, task_retry *r)
 {
-    int v = json_get(d, obj, "retryOn");
-    if (v < 0 || d->tokens[v].type == JSON_NULL) return 0;
-    if (d->tokens[v].type != JSON_ARRAY || d->tokens[v].count == 0 || d->tokens[v].count > TASK_MAX_RETRY_CODES)
-        return bad(req, where, "retry.retryOn", "must be an array of 1 to 16 error codes");
-    for (uint32_t i = 0; i < d->tokens[v].count; i++) {
-        int e = json_at(d, (uint32_t)v, i);
-        if (d->tokens[e].type != JSON_STRING || d->tokens[e].end - d->tokens[e].start <= 2 ||
-            d->tokens[e].end - d->tokens[e].start > TASK_CODE_MAX + 2)
-            return bad(req, where, "retry.retryOn", "must hold non-empty strings of at most 64 characters");
-        r->retry_on[r->nretry_on++] = json_str_dup(d, (uint32_t)e);
-    }
+    int64_t ms;
+    if (json_int64(d, e, &ms) < 0 || ms < 0 || ms > TASK_MAX_DELAY_MS)
+        return bad(req, where, "retry.delaysMs", "must hold integers from 0 to 86400000");
+    r->delays_ms[r->ndelays++] = (int)ms;
     return 0;
 }
+
+static int add_retry_code(httpd_req *req, const json_doc *d, uint32_t e, const char *where, task_retry *r)
+{
+    if (d->tokens[e].type != JSON_STRING || d->tokens[e].end - d->tokens[e].start <= 2 ||
+        d->tokens[e].end - d->tokens[e].start > TASK_CODE_MAX + 2)
+        return bad(req, where, "retry.retryOn", "must hold non-empty strings of at most 64 characters");
+    r->retry_on[r->nretry_on++] = json_str_dup(d, e);
+    return 0;
+}
+
+static const retry_list delays_list = {
+    "delaysMs", "retry.delaysMs", TASK_MAX_DELAYS, "an array of 1 to 20 integers", add_delay,
+};
+static const retry_list retry_on_list = {
+    "retryOn", "retry.retryOn", TASK_MAX_RETRY_CODES, "an array of 1 to 16 error codes", add_retry_code,
+};
 
 static int read_jitter(httpd_req *req, const json_doc *d, uint32_t obj, const char *where, task_retry *r)
 {
@@ -181,7 +199,8 @@ static int read_retry(httpd_req *req, const json_doc *d, uint32_t obj, const cha
     uint32_t o = (uint32_t)v;
     if (api_only_known(req, d, o, where, "retry", retry_fields) < 0) return -1;
     if (read_int_field(req, d, o, where, "maxRetries", 0, TASK_MAX_RETRIES, &r->max_retries) < 0 ||
-        read_delays(req, d, o, where, r) < 0 || read_retry_on(req, d, o, where, r) < 0 ||
+        read_retry_list(req, d, o, where, &delays_list, r) < 0 ||
+        read_retry_list(req, d, o, where, &retry_on_list, r) < 0 ||
         read_jitter(req, d, o, where, r) < 0)
         return -1;
     int b = json_get(d, o, "backoff");

@@ -133,11 +133,9 @@ static void coverage_problems(const PGresult *r, const conf_retention *conf, buf
 
 static void coverage_read(void *arg, const db_reply *reply)
 {
-    api_call *c = arg;
-    httpd_req *req = c->req;
-    server *srv = c->srv;
-    free(c);
-    if (reply->error) { api_db_error(req, reply); return; }
+    httpd_req *req;
+    server *srv;
+    if (api_call_end(arg, reply, &req, &srv) < 0) return;
     const PGresult *r = reply->results[0];
     buf problems;
     buf_init(&problems);
@@ -145,34 +143,30 @@ static void coverage_read(void *arg, const db_reply *reply)
     bool healthy = strcmp(problems.data, "[]") == 0;
     size_t absent_len;
     const char *absent = db_json(r, 0, 6, &absent_len);
-    buf out;
-    buf_init(&out);
-    emit e;
-    emit_init(&e, &out);
-    emit_object(&e);
-    emit_key(&e, "healthy"); emit_bool(&e, healthy);
-    emit_key(&e, "problems"); emit_raw(&e, problems.data, problems.len);
-    emit_key(&e, "outcome"); api_emit_text_col(&e, r, 0, 4);
-    emit_key(&e, "absent_leaves");   /* the document's name, kept as it writes it */
-    if (emit_json(&e, absent, absent_len) < 0) {   /* jsonb's text, in the emitter's form */
+    api_reply out;
+    emit *e = api_reply_object(&out);
+    emit_key(e, "healthy"); emit_bool(e, healthy);
+    emit_key(e, "problems"); emit_raw(e, problems.data, problems.len);
+    emit_key(e, "outcome"); api_emit_text_col(e, r, 0, 4);
+    emit_key(e, "absent_leaves");   /* the document's name, kept as it writes it */
+    if (emit_json(e, absent, absent_len) < 0) {   /* jsonb's text, in the emitter's form */
         buf_fini(&problems);
-        buf_fini(&out);
+        buf_fini(&out.body);
         httpd_error(req, 500, "absent leaves are not JSON");
         return;
     }
-    emit_key(&e, "historyCoveredThrough"); emit_bound(&e, r, 0, 7);
-    emit_key(&e, "heartbeatsCoveredThrough"); emit_bound(&e, r, 0, 8);
-    emit_key(&e, "lastPass");
+    emit_key(e, "historyCoveredThrough"); emit_bound(e, r, 0, 7);
+    emit_key(e, "heartbeatsCoveredThrough"); emit_bound(e, r, 0, 8);
+    emit_key(e, "lastPass");
     if (!db_null(r, 0, 0)) {
         size_t n;
         const char *report = db_json(r, 0, 5, &n);
-        emit_raw(&e, report, n);   /* written by the pass through the emitter */
+        emit_raw(e, report, n);   /* written by the pass through the emitter */
     } else {
-        emit_null(&e);
+        emit_null(e);
     }
-    emit_end(&e);
     buf_fini(&problems);
-    httpd_reply_buf(req, healthy ? 200 : 503, &out);
+    api_reply_send(&out, req, healthy ? 200 : 503);
 }
 
 void api_task_retention_coverage(httpd_req *req, server *srv)

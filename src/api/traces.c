@@ -192,20 +192,30 @@ static void put_trace(emit *e, const PGresult *r, int row, const int cols[6])
     emit_key(e, "createdAt"); api_emit_time_col(e, r, row, cols[5]);
 }
 
-static void of_message_done(void *arg, const db_reply *reply)
+/* Members a reader adds to each trace after the common ones. */
+typedef void (*trace_more_fn)(emit *e, trace_call *c, const PGresult *r, int row);
+
+/* Both readers' reply: an array of their traces, each with the common
+ * members at cols, then more's (NULL: none), then its names at name_col. */
+static void reply_traces(trace_call *c, const db_reply *reply, const int cols[6], int name_col, trace_more_fn more)
 {
-    trace_call *c = arg;
     if (reply->error) { api_db_error(c->req, reply); free(c); return; }
-    static const int cols[6] = { 0, 1, 2, 3, 4, 5 };
     const PGresult *r = reply->results[0];
     api_reply out;
     emit *e = api_reply_array(&out);
     for (int row = 0; row < PQntuples(r);) {
         put_trace(e, r, row, cols);
-        put_names(e, r, &row, 0, 6);
+        if (more) more(e, c, r, row);
+        put_names(e, r, &row, 0, name_col);
     }
     api_reply_send(&out, c->req, 200);
     free(c);
+}
+
+static void of_message_done(void *arg, const db_reply *reply)
+{
+    static const int cols[6] = { 0, 1, 2, 3, 4, 5 };
+    reply_traces(arg, reply, cols, 6, NULL);
 }
 
 void api_traces_of_message(httpd_req *req, server *srv)
@@ -237,25 +247,20 @@ static void put_payload(emit *e, trace_call *c, const PGresult *r, int row)
     buf_fini(&plain);
 }
 
+/* What a by-name trace tells beyond the common members: its message. */
+static void put_message(emit *e, trace_call *c, const PGresult *r, int row)
+{
+    emit_key(e, "transactionId"); api_emit_text_col(e, r, row, 1);
+    emit_key(e, "partitionId"); api_emit_uuid_col(e, r, row, 2);
+    emit_key(e, "queueName"); api_emit_text_col(e, r, row, 8);
+    emit_key(e, "partitionName"); api_emit_text_col(e, r, row, 9);
+    put_payload(e, c, r, row);
+}
+
 static void by_name_done(void *arg, const db_reply *reply)
 {
-    trace_call *c = arg;
-    if (reply->error) { api_db_error(c->req, reply); free(c); return; }
     static const int cols[6] = { 0, 3, 4, 5, 6, 7 };
-    const PGresult *r = reply->results[0];
-    api_reply out;
-    emit *e = api_reply_array(&out);
-    for (int row = 0; row < PQntuples(r);) {
-        put_trace(e, r, row, cols);
-        emit_key(e, "transactionId"); api_emit_text_col(e, r, row, 1);
-        emit_key(e, "partitionId"); api_emit_uuid_col(e, r, row, 2);
-        emit_key(e, "queueName"); api_emit_text_col(e, r, row, 8);
-        emit_key(e, "partitionName"); api_emit_text_col(e, r, row, 9);
-        put_payload(e, c, r, row);
-        put_names(e, r, &row, 0, 10);
-    }
-    api_reply_send(&out, c->req, 200);
-    free(c);
+    reply_traces(arg, reply, cols, 10, put_message);
 }
 
 static int read_page(httpd_req *req, trace_call *c, int64_t default_limit)

@@ -45,29 +45,32 @@ void confreport_error_at(confreport *r, int code, int line, const char *fmt, ...
     va_end(ap);
 }
 
-/* A note or help replaces one given before to the same error: the last word
- * is the one that stands. */
-static void attach(char **slot, const char *fmt, va_list ap)
+/* A note or help goes to the last error added (none: dropped), and
+ * replaces one given before to it: the last word is the one that stands. */
+typedef enum attachment { ATTACH_NOTE, ATTACH_HELP } attachment;
+
+static void attach(confreport *r, attachment which, const char *fmt, va_list ap)
 {
+    if (!r->n) return;
+    confreport_error *e = &r->errors[r->n - 1];
+    char **slot = which == ATTACH_NOTE ? &e->note : &e->help;
     free(*slot);
     *slot = vformat(fmt, ap);
 }
 
 void confreport_note(confreport *r, const char *fmt, ...)
 {
-    if (!r->n) return;
     va_list ap;
     va_start(ap, fmt);
-    attach(&r->errors[r->n - 1].note, fmt, ap);
+    attach(r, ATTACH_NOTE, fmt, ap);
     va_end(ap);
 }
 
 void confreport_help(confreport *r, const char *fmt, ...)
 {
-    if (!r->n) return;
     va_list ap;
     va_start(ap, fmt);
-    attach(&r->errors[r->n - 1].help, fmt, ap);
+    attach(r, ATTACH_HELP, fmt, ap);
     va_end(ap);
 }
 

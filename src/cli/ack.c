@@ -82,8 +82,9 @@ static int ack_outcome(const json_doc *d, int result)
     return CLI_EXIT_FAILED;
 }
 
-static int ack_report(const ack_opts *o, const http_response *r)
+static int ack_report(const void *opts, const http_response *r)
 {
+    const ack_opts *o = opts;
     json_doc d;
     if (cli_read_reply(r, &d) < 0) return CLI_EXIT_FAILED;
     int result = json_at(&d, 0, 0);
@@ -99,11 +100,7 @@ static int ack_send(const char *partition_id, const char *txn, const ack_opts *o
     buf body;
     buf_init(&body);
     ack_build(&body, partition_id, txn, o);
-    http_response r;
-    http_response_init(&r);
-    int rc = cli_request("POST", "/api/v1/ack", &body, 0, &r) < 0
-           ? CLI_EXIT_FAILED : ack_report(o, &r);
-    http_response_fini(&r);
+    int rc = cli_request_judged("POST", "/api/v1/ack", &body, 0, ack_report, o);
     buf_fini(&body);
     return rc;
 }
@@ -127,8 +124,9 @@ static int ack_last(const ack_opts *given)
     return rc;
 }
 
-static int ack_run(const cli_cmd *cmd, const cli_args *a, const ack_opts *o)
+static int ack_run(const cli_cmd *cmd, const cli_args *a, void *opts)
 {
+    const ack_opts *o = opts;
     if (o->status && !ack_status_ok(o->status))
         return cli_usage_error(cmd, "--status must be completed, failed, retry or dlq");
     if (o->last && a->npos > 0)
@@ -151,9 +149,5 @@ int cli_ack(int argc, char **argv)
     };
     /* 0 to 2 positionals: --last stands for both (ack_run checks which). */
     const cli_cmd cmd = { "ack", ack_usage, opts, sizeof opts / sizeof opts[0], 0, 2 };
-    cli_args a;
-    int rc;
-    if (cli_parse(&cmd, argc, argv, &a, &rc) == 0) rc = ack_run(&cmd, &a, &o);
-    cli_args_fini(&a);
-    return rc;
+    return cli_run(&cmd, argc, argv, ack_run, &o);
 }

@@ -174,23 +174,47 @@ static void item_error(bench_worker *w, const char *what, const char *body, size
                      (int)(len < 200 ? len : 200), body, len > 200 ? "..." : "");
 }
 
-/* Counts the accepted items of a push reply (a top-level array). */
-static long push_done(bench_worker *w, void *ctx, int status, const char *body, size_t len)
+/* What a reply of one result per item sent (a top-level array) says. */
+typedef struct item_reply {
+    const char *malformed;   /* noted when the reply is not such an array */
+    const char *failed;      /* noted for each item that did not succeed */
+    bool      (*succeeded)(const json_doc *d, uint32_t item);
+} item_reply;
+
+/* Counts the items of the reply in d that succeeded, noting the others. */
+static long count_succeeded(bench_worker *w, json_doc *d, const item_reply *how, const char *body, size_t len)
 {
-    push_ctx *c = ctx;
-    json_doc *d = &c->doc;
-    (void)status;
     if (json_parse(d, body, len, BENCH_MAX_TOKENS) < 0 || d->tokens[0].type != JSON_ARRAY) {
-        item_error(w, "malformed push reply", body, len);
+        item_error(w, how->malformed, body, len);
         return 0;
     }
     long ok = 0;
     for (uint32_t i = 0, t = 1; i < d->tokens[0].count; i++, t = d->tokens[t].next) {
-        int st = json_get(d, t, "status");
-        if (st >= 0 && !json_str_eq(d, (uint32_t)st, "failed")) ok++;
-        else item_error(w, "item failed", body + d->tokens[t].start,
-                        d->tokens[t].end - d->tokens[t].start);
+        if (how->succeeded(d, t)) ok++;
+        else item_error(w, how->failed, body + d->tokens[t].start, d->tokens[t].end - d->tokens[t].start);
     }
+    return ok;
+}
+
+static bool push_succeeded(const json_doc *d, uint32_t item)
+{
+    int st = json_get(d, item, "status");
+    return st >= 0 && !json_str_eq(d, (uint32_t)st, "failed");
+}
+
+static bool ack_succeeded(const json_doc *d, uint32_t item)
+{
+    int s = json_get(d, item, "success");
+    return s >= 0 && d->tokens[s].type == JSON_TRUE;
+}
+
+/* Counts the accepted items of a push reply. */
+static long push_done(bench_worker *w, void *ctx, int status, const char *body, size_t len)
+{
+    static const item_reply push_reply = { "malformed push reply", "item failed", push_succeeded };
+    push_ctx *c = ctx;
+    (void)status;
+    long ok = count_succeeded(w, &c->doc, &push_reply, body, len);
     c->queued += (uint64_t)ok;
     return ok;
 }
@@ -270,19 +294,9 @@ static long pop_done(bench_worker *w, popack_ctx *c, const char *body, size_t le
 /* Counts the items of a batch-ack reply that succeeded. */
 static long ack_done(bench_worker *w, popack_ctx *c, const char *body, size_t len)
 {
-    json_doc *d = &c->doc;
+    static const item_reply ack_reply = { "malformed ack reply", "ack item failed", ack_succeeded };
     w->phase = PHASE_POP;
-    if (json_parse(d, body, len, BENCH_MAX_TOKENS) < 0 || d->tokens[0].type != JSON_ARRAY) {
-        item_error(w, "malformed ack reply", body, len);
-        return 0;
-    }
-    long ok = 0;
-    for (uint32_t i = 0, t = 1; i < d->tokens[0].count; i++, t = d->tokens[t].next) {
-        int s = json_get(d, t, "success");
-        if (s >= 0 && d->tokens[s].type == JSON_TRUE) ok++;
-        else item_error(w, "ack item failed", body + d->tokens[t].start,
-                        d->tokens[t].end - d->tokens[t].start);
-    }
+    long ok = count_succeeded(w, &c->doc, &ack_reply, body, len);
     c->acked += (uint64_t)ok;
     popack_check_dry(w, c);
     return ok;

@@ -111,6 +111,15 @@ void cli_args_fini(cli_args *args)
     args->npos = 0;
 }
 
+int cli_run(const cli_cmd *cmd, int argc, char **argv, cli_run_fn run, void *opts)
+{
+    cli_args a;
+    int rc;
+    if (cli_parse(cmd, argc, argv, &a, &rc) == 0) rc = run(cmd, &a, opts);
+    cli_args_fini(&a);
+    return rc;
+}
+
 void cli_list_fini(cli_list *l)
 {
     free(l->items);
@@ -169,6 +178,16 @@ void cli_url_encode(buf *out, const char *s)
         buf_putc(out, hex[*p >> 4]);
         buf_putc(out, hex[*p & 15]);
     }
+}
+
+int cli_request_judged(const char *method, const char *path, const buf *body, int timeout_ms, cli_judge_fn judge,
+                       const void *ctx)
+{
+    http_response r;
+    http_response_init(&r);
+    int rc = cli_request(method, path, body, timeout_ms, &r) < 0 ? CLI_EXIT_FAILED : judge(ctx, &r);
+    http_response_fini(&r);
+    return rc;
 }
 
 int cli_parse_reply(const http_response *r, json_doc *d)

@@ -70,6 +70,14 @@ int  cli_parse(const cli_cmd *cmd, int argc, char **argv, cli_args *args, int *e
 void cli_args_fini(cli_args *args);
 void cli_list_fini(cli_list *l);
 
+/* What a command does once its arguments parsed: opts is the record its
+ * option table writes into (the options are in it). The exit status. */
+typedef int (*cli_run_fn)(const cli_cmd *cmd, const cli_args *args, void *opts);
+/* A command's whole life: cli_parse, then run when that says carry on,
+ * then the arguments freed (a cli_list in opts stays the caller's). The
+ * exit status. */
+int  cli_run(const cli_cmd *cmd, int argc, char **argv, cli_run_fn run, void *opts);
+
 /* Prints "silt <cmd>: <message>" and the synopsis to stderr; returns 2. */
 int  cli_usage_error(const cli_cmd *cmd, const char *fmt, ...)
      __attribute__((format(printf, 2, 3)));
@@ -97,6 +105,14 @@ int  cli_request(const char *method, const char *path, const buf *body, int time
 int  cli_request_any(const char *method, const char *path, const buf *body, int timeout_ms,
                      http_response *r) __attribute__((warn_unused_result));
 void cli_report_status(const http_response *r);
+/* Judges a reply below 400 (printing what it says) for the command whose
+ * ctx it is given; the exit status. */
+typedef int (*cli_judge_fn)(const void *ctx, const http_response *r);
+/* One request, as cli_request sends it, whose reply the command judges
+ * itself: judge's exit status, or CLI_EXIT_FAILED when the request failed
+ * (printed). */
+int  cli_request_judged(const char *method, const char *path, const buf *body, int timeout_ms, cli_judge_fn judge,
+                        const void *ctx);
 /* Parses a reply body into d; on malformed JSON prints an error and returns -1. */
 int  cli_parse_reply(const http_response *r, json_doc *d) __attribute__((warn_unused_result));
 /* The same into a doc it initialises: on -1 (printed) d is already

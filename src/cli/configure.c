@@ -103,8 +103,9 @@ static void configure_table(const json_doc *d)
     cli_print_members(d, json_get(d, 0, "options"), "OPTION");
 }
 
-static int configure_report(const configure_opts *o, const http_response *r)
+static int configure_report(const void *opts, const http_response *r)
 {
+    const configure_opts *o = opts;
     json_doc d;
     json_doc_init(&d);
     int rc = cli_parse_reply(r, &d) < 0 ? CLI_EXIT_FAILED : CLI_EXIT_OK;
@@ -114,18 +115,13 @@ static int configure_report(const configure_opts *o, const http_response *r)
     return rc;
 }
 
-static int configure_run(const cli_cmd *cmd, const char *queue, const configure_opts *o)
+static int configure_run(const cli_cmd *cmd, const cli_args *a, void *opts)
 {
+    const configure_opts *o = opts;
     buf body;
     buf_init(&body);
-    int rc = configure_build(cmd, &body, queue, o);
-    if (rc == 0) {
-        http_response r;
-        http_response_init(&r);
-        rc = cli_request("POST", "/api/v1/configure", &body, 0, &r) < 0
-           ? CLI_EXIT_FAILED : configure_report(o, &r);
-        http_response_fini(&r);
-    }
+    int rc = configure_build(cmd, &body, a->pos[0], o);
+    if (rc == 0) rc = cli_request_judged("POST", "/api/v1/configure", &body, 0, configure_report, o);
     buf_fini(&body);
     return rc;
 }
@@ -140,10 +136,7 @@ int cli_configure(int argc, char **argv)
         { "json",      CLI_OPT_FLAG, &o.json },
     };
     const cli_cmd cmd = { "configure", configure_usage, opts, sizeof opts / sizeof opts[0], 1, 1 };
-    cli_args a;
-    int rc;
-    if (cli_parse(&cmd, argc, argv, &a, &rc) == 0) rc = configure_run(&cmd, a.pos[0], &o);
-    cli_args_fini(&a);
+    int rc = cli_run(&cmd, argc, argv, configure_run, &o);
     cli_list_fini(&o.set);
     return rc;
 }

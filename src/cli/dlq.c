@@ -89,6 +89,21 @@ static void dlq_list_render(const json_doc *d)
     buf_fini(&total);
 }
 
+static int dlq_list_run(const cli_cmd *cmd, const cli_args *a, void *opts)
+{
+    const dlq_list_opts *o = opts;
+    (void)a;
+    if (o->limit == 0) return cli_usage_error(cmd, "--limit must be at least 1");
+    char limit[24], offset[24];
+    snprintf(limit, sizeof limit, "%ld", o->limit);
+    snprintf(offset, sizeof offset, "%ld", o->offset);
+    const cli_param params[] = {
+        { "queue", o->queue }, { "consumerGroup", o->group }, { "partition", o->partition },
+        { "limit", o->limit >= 0 ? limit : NULL }, { "offset", o->offset >= 0 ? offset : NULL },
+    };
+    return cli_get_query("/api/v1/dlq", params, sizeof params / sizeof params[0], o->json, dlq_list_render);
+}
+
 static int dlq_list(int argc, char **argv)
 {
     dlq_list_opts o = { .limit = -1, .offset = -1 };
@@ -101,21 +116,7 @@ static int dlq_list(int argc, char **argv)
         { "json",      CLI_OPT_FLAG, &o.json },
     };
     const cli_cmd cmd = { "dlq", dlq_usage, opts, sizeof opts / sizeof opts[0], 0, 0 };
-    cli_args a;
-    int rc;
-    if (cli_parse(&cmd, argc, argv, &a, &rc) == 0) {
-        char limit[24], offset[24];
-        snprintf(limit, sizeof limit, "%ld", o.limit);
-        snprintf(offset, sizeof offset, "%ld", o.offset);
-        const cli_param params[] = {
-            { "queue", o.queue }, { "consumerGroup", o.group }, { "partition", o.partition },
-            { "limit", o.limit >= 0 ? limit : NULL }, { "offset", o.offset >= 0 ? offset : NULL },
-        };
-        rc = o.limit == 0 ? cli_usage_error(&cmd, "--limit must be at least 1")
-           : cli_get_query("/api/v1/dlq", params, sizeof params / sizeof params[0], o.json, dlq_list_render);
-    }
-    cli_args_fini(&a);
-    return rc;
+    return cli_run(&cmd, argc, argv, dlq_list_run, &o);
 }
 
 static int dlq_replay(int argc, char **argv)

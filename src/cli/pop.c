@@ -131,8 +131,9 @@ static void pop_table(const json_doc *d, bool wide)
     cli_table_fini(&t);
 }
 
-static int pop_report(const pop_opts *o, const http_response *r)
+static int pop_report(const void *opts, const http_response *r)
 {
+    const pop_opts *o = opts;
     static const char empty[] = "{\"messages\":[]}";
     if (r->status == 204) {
         cli_last_pop_save(NULL, o->group, false);
@@ -159,13 +160,15 @@ static int pop_run(const char *queue, const pop_opts *o)
     if (o->wait)
         http_timeout = (int)(o->timeout_ms >= 0 ? o->timeout_ms : POP_DEFAULT_WAIT_MS)
                      + POP_HTTP_SLACK_MS;
-    http_response r;
-    http_response_init(&r);
-    int rc = cli_request("GET", path.data, NULL, http_timeout, &r) < 0
-           ? CLI_EXIT_FAILED : pop_report(o, &r);
-    http_response_fini(&r);
+    int rc = cli_request_judged("GET", path.data, NULL, http_timeout, pop_report, o);
     buf_fini(&path);
     return rc;
+}
+
+static int pop_main(const cli_cmd *cmd, const cli_args *a, void *opts)
+{
+    int rc = pop_check(cmd, opts);
+    return rc ? rc : pop_run(a->pos[0], opts);
 }
 
 int cli_pop(int argc, char **argv)
@@ -184,12 +187,5 @@ int cli_pop(int argc, char **argv)
         { "json",              CLI_OPT_FLAG, &o.json },
     };
     const cli_cmd cmd = { "pop", pop_usage, opts, sizeof opts / sizeof opts[0], 1, 1 };
-    cli_args a;
-    int rc;
-    if (cli_parse(&cmd, argc, argv, &a, &rc) == 0) {
-        rc = pop_check(&cmd, &o);
-        if (rc == 0) rc = pop_run(a.pos[0], &o);
-    }
-    cli_args_fini(&a);
-    return rc;
+    return cli_run(&cmd, argc, argv, pop_main, &o);
 }

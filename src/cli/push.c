@@ -115,8 +115,9 @@ static int push_item_failed(const json_doc *d, int item, uint32_t i)
 }
 
 /* One row per item; failed items are also reported on stderr. */
-static int push_report(const push_opts *o, const http_response *r)
+static int push_report(const void *opts, const http_response *r)
 {
+    const push_opts *o = opts;
     json_doc d;
     if (cli_read_reply(r, &d) < 0) return CLI_EXIT_FAILED;
     static const char *const headers[] = { "INDEX", "STATUS", "TRANSACTION_ID", "MESSAGE_ID" };
@@ -139,8 +140,10 @@ static int push_report(const push_opts *o, const http_response *r)
     return failed ? CLI_EXIT_FAILED : CLI_EXIT_OK;
 }
 
-static int push_run(const cli_cmd *cmd, push_opts *o, const cli_args *a)
+static int push_run(const cli_cmd *cmd, const cli_args *a, void *opts)
 {
+    push_opts *o = opts;
+    o->queue = a->pos[0];
     push_items items = { .count = 0 };
     buf_init(&items.body);
     buf_puts(&items.body, "{\"items\":[");
@@ -149,12 +152,8 @@ static int push_run(const cli_cmd *cmd, push_opts *o, const cli_args *a)
         rc = cli_usage_error(cmd, "--txn names one message, but %d payloads were given",
                              items.count);
     if (rc == 0) {
-        http_response r;
-        http_response_init(&r);
         buf_puts(&items.body, "]}");
-        rc = cli_request("POST", "/api/v1/push", &items.body, 0, &r) < 0
-           ? CLI_EXIT_FAILED : push_report(o, &r);
-        http_response_fini(&r);
+        rc = cli_request_judged("POST", "/api/v1/push", &items.body, 0, push_report, o);
     }
     buf_fini(&items.body);
     return rc;
@@ -170,12 +169,5 @@ int cli_push(int argc, char **argv)
         { "json",      CLI_OPT_FLAG, &o.json },
     };
     const cli_cmd cmd = { "push", push_usage, opts, sizeof opts / sizeof opts[0], 1, -1 };
-    cli_args a;
-    int rc;
-    if (cli_parse(&cmd, argc, argv, &a, &rc) == 0) {
-        o.queue = a.pos[0];
-        rc = push_run(&cmd, &o, &a);
-    }
-    cli_args_fini(&a);
-    return rc;
+    return cli_run(&cmd, argc, argv, push_run, &o);
 }

@@ -56,6 +56,21 @@ static void seek_build(buf *path, buf *body, const cli_args *a, const seek_opts 
     }
 }
 
+static int seek_run(const cli_cmd *cmd, const cli_args *a, void *opts)
+{
+    const seek_opts *o = opts;
+    if (o->to_end == (o->to != NULL)) return cli_usage_error(cmd, "give exactly one of --to-end and --to");
+    if (o->to && !*o->to) return cli_usage_error(cmd, "--to needs a timestamp");
+    buf path, body;
+    buf_init(&path);
+    buf_init(&body);
+    seek_build(&path, &body, a, o);
+    int rc = cli_call("POST", path.data, &body, o->json, seek_render);
+    buf_fini(&body);
+    buf_fini(&path);
+    return rc;
+}
+
 int cli_seek(int argc, char **argv)
 {
     seek_opts o = { 0 };
@@ -66,23 +81,5 @@ int cli_seek(int argc, char **argv)
         { "json",      CLI_OPT_FLAG, &o.json },
     };
     const cli_cmd cmd = { "seek", seek_usage, opts, sizeof opts / sizeof opts[0], 2, 2 };
-    cli_args a;
-    int rc;
-    if (cli_parse(&cmd, argc, argv, &a, &rc) == 0) {
-        if (o.to_end == (o.to != NULL))
-            rc = cli_usage_error(&cmd, "give exactly one of --to-end and --to");
-        else if (o.to && !*o.to)
-            rc = cli_usage_error(&cmd, "--to needs a timestamp");
-        else {
-            buf path, body;
-            buf_init(&path);
-            buf_init(&body);
-            seek_build(&path, &body, &a, &o);
-            rc = cli_call("POST", path.data, &body, o.json, seek_render);
-            buf_fini(&body);
-            buf_fini(&path);
-        }
-    }
-    cli_args_fini(&a);
-    return rc;
+    return cli_run(&cmd, argc, argv, seek_run, &o);
 }

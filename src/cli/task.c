@@ -287,6 +287,17 @@ static void send_render(const json_doc *d)
     buf_fini(&id);
 }
 
+static int send_run(const cli_cmd *cmd, const cli_args *a, void *opts)
+{
+    const send_opts *o = opts;
+    buf body;
+    buf_init(&body);
+    int rc = send_body(cmd, a->pos[0], o, &body);
+    if (rc == 0) rc = cli_call("POST", "/api/v1/tasks", &body, o->json, send_render);
+    buf_fini(&body);
+    return rc;
+}
+
 static int task_send(int argc, char **argv)
 {
     send_opts o = { .priority = -1, .delay_ms = -1, .timeout_ms = -1, .max_retries = -1, .base_ms = -1, .cap_ms = -1 };
@@ -310,17 +321,7 @@ static int task_send(int argc, char **argv)
         { "json",            CLI_OPT_FLAG, &o.json },
     };
     const cli_cmd cmd = { "task send", send_usage, opts, sizeof opts / sizeof opts[0], 1, 1 };
-    cli_args a;
-    int rc;
-    if (cli_parse(&cmd, argc, argv, &a, &rc) == 0) {
-        buf body;
-        buf_init(&body);
-        rc = send_body(&cmd, a.pos[0], &o, &body);
-        if (rc == 0) rc = cli_call("POST", "/api/v1/tasks", &body, o.json, send_render);
-        buf_fini(&body);
-    }
-    cli_args_fini(&a);
-    return rc;
+    return cli_run(&cmd, argc, argv, send_run, &o);
 }
 
 /* ---- get -------------------------------------------------------------- */

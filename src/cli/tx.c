@@ -106,8 +106,10 @@ static void tx_table(const json_doc *d)
     cli_table_fini(&t);
 }
 
-static int tx_report(bool json, const http_response *r)
+/* ctx: the bool --json. */
+static int tx_report(const void *json_flag, const http_response *r)
 {
+    bool json = *(const bool *)json_flag;
     json_doc d;
     if (cli_read_reply(r, &d) < 0) return CLI_EXIT_FAILED;
     bool ok = cli_is_true(&d, 0, "success");
@@ -133,13 +135,7 @@ int cli_tx(int argc, char **argv)
         buf body;
         buf_init(&body);
         rc = tx_load(&cmd, a.pos[0], &body);
-        if (rc == 0) {
-            http_response r;
-            http_response_init(&r);
-            rc = cli_request("POST", "/api/v1/transaction", &body, 0, &r) < 0
-               ? CLI_EXIT_FAILED : tx_report(json, &r);
-            http_response_fini(&r);
-        }
+        if (rc == 0) rc = cli_request_judged("POST", "/api/v1/transaction", &body, 0, tx_report, &json);
         buf_fini(&body);
     }
     cli_args_fini(&a);

@@ -287,6 +287,15 @@ static int worker_check(const cli_cmd *cmd, const worker *w)
     return 0;
 }
 
+/* The command's arguments are the child's argv: they live while the worker runs. */
+static int worker_main(const cli_cmd *cmd, const cli_args *a, void *opts)
+{
+    worker *w = opts;
+    int rc = worker_check(cmd, w);
+    w->argv = a->pos;
+    return rc ? rc : worker_run(w);
+}
+
 int cli_worker(int argc, char **argv)
 {
     worker w = { .concurrency = 1, .grace_s = 30 };
@@ -299,14 +308,7 @@ int cli_worker(int argc, char **argv)
         { "heartbeat-ms", CLI_OPT_INT,  &w.heartbeat_ms },
     };
     const cli_cmd cmd = { "worker", worker_usage, opts, sizeof opts / sizeof opts[0], 1, -1 };
-    cli_args a;
-    int rc;
-    if (cli_parse(&cmd, argc, argv, &a, &rc) == 0) {
-        rc = worker_check(&cmd, &w);
-        w.argv = a.pos;
-        if (rc == 0) rc = worker_run(&w);
-    }
+    int rc = cli_run(&cmd, argc, argv, worker_main, &w);
     cli_list_fini(&w.queues);
-    cli_args_fini(&a);
     return rc;
 }

@@ -39,9 +39,7 @@ static void schedule_retry(db_listener *l)
 static void drop(db_listener *l, const char *why)
 {
     log_warn("listener on %s: %s; reconnecting", l->channel, why && *why ? why : "connection lost");
-    if (l->io) { event_free(l->io); l->io = NULL; }
-    PQfinish(l->pg);
-    l->pg = NULL;
+    db_close(&l->pg, &l->io);
     l->state = L_IDLE;
     schedule_retry(l);
 }
@@ -49,9 +47,7 @@ static void drop(db_listener *l, const char *why)
 /* Waits for the socket to become readable or writable, as libpq asks. */
 static void await(db_listener *l, short what)
 {
-    if (l->io) event_free(l->io);
-    l->io = event_new(l->base, PQsocket(l->pg), what, on_io, l);
-    event_add(l->io, NULL);
+    db_await_socket(&l->io, l->base, l->pg, what, on_io, l);
 }
 
 static void subscribe(db_listener *l)
@@ -143,9 +139,8 @@ db_listener *db_listener_new(struct event_base *base, const char *conninfo, cons
 void db_listener_free(db_listener *l)
 {
     if (!l) return;
-    if (l->io) event_free(l->io);
+    db_close(&l->pg, &l->io);
     event_free(l->retry);
-    PQfinish(l->pg);
     free(l->conninfo);
     free(l->channel);
     free(l);

@@ -250,9 +250,8 @@ static void conn_lost(db_conn *c, const char *why)
 {
     if (c->state == CONN_READY || c->state == CONN_PREPARING)
         log_warn("database connection lost: %s", why);
-    if (c->io) { event_free(c->io); c->io = NULL; }
     if (c->wr) { event_free(c->wr); c->wr = NULL; }
-    if (c->pg) { PQfinish(c->pg); c->pg = NULL; }
+    db_close(&c->pg, &c->io);
     c->state = CONN_DOWN;
     log_debug("pool: connection down, %d jobs on it fail; retry in %d ms", c->inflight,
               c->backoff_ms ? (c->backoff_ms * 2 > 2000 ? 2000 : c->backoff_ms * 2) : 100);
@@ -375,10 +374,7 @@ static void conn_poll(evutil_socket_t fd, short what, void *arg);
 
 static void conn_wait(db_conn *c, PostgresPollingStatusType st)
 {
-    short ev = st == PGRES_POLLING_WRITING ? EV_WRITE : EV_READ;
-    if (c->io) event_free(c->io);
-    c->io = event_new(c->pool->base, PQsocket(c->pg), ev, conn_poll, c);
-    event_add(c->io, NULL);
+    db_await_socket(&c->io, c->pool->base, c->pg, st == PGRES_POLLING_WRITING ? EV_WRITE : EV_READ, conn_poll, c);
 }
 
 static void conn_poll(evutil_socket_t fd, short what, void *arg)
@@ -463,6 +459,13 @@ static void pool_dispatch(db_pool *pool)
     }
 }
 
+void db_submit_stmt(db_pool *pool, db_stmt stmt, const char *const *values, db_done_fn done, void *arg)
+{
+    db_job *job = db_job_new(done, arg);
+    db_job_call(job, stmt, values, NULL, NULL);
+    db_submit(pool, job);
+}
+
 void db_submit(db_pool *pool, db_job *job)
 {
     job->next = NULL;
@@ -534,10 +537,9 @@ void db_pool_free(db_pool *pool)
     if (!pool) return;
     for (int i = 0; i < pool->size; i++) {
         db_conn *c = &pool->conns[i];
-        if (c->io) event_free(c->io);
         if (c->wr) event_free(c->wr);
+        db_close(&c->pg, &c->io);
         event_free(c->retry);
-        if (c->pg) PQfinish(c->pg);
         for (db_job *j = c->head, *n; j; j = n) { n = j->next; job_free(j); }
     }
     for (db_job *j = pool->done_head, *n; j; j = n) { n = j->next; job_free(j); }

@@ -63,6 +63,9 @@ int     db_job_ncalls(const db_job *job);
 /* Submits; done runs exactly once, always from the event loop, never inside
  * this call (nor inside db_pool_reap). */
 void    db_submit(db_pool *pool, db_job *job);
+/* The most common job, made and submitted: one statement with text values
+ * (NULL when it takes none), its reply to done(arg). */
+void    db_submit_stmt(db_pool *pool, db_stmt stmt, const char *const *values, db_done_fn done, void *arg);
 
 /* Work nobody waits for is not done. A job given a gone flag is dropped
  * while it still waits in the pool's queue if *gone is true: when its turn

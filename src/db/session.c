@@ -74,9 +74,7 @@ static void fail(db_session *s, const char *why)
 {
     buf_reset(&s->error);
     buf_printf(&s->error, "%s", why && *why ? why : "connection lost");
-    if (s->io) { event_free(s->io); s->io = NULL; }
-    PQfinish(s->pg);
-    s->pg = NULL;
+    db_close(&s->pg, &s->io);
     s->state = S_CLOSED;
     forget_statement(s);
     finish_later(s);
@@ -84,9 +82,7 @@ static void fail(db_session *s, const char *why)
 
 static void await(db_session *s, short what)
 {
-    if (s->io) event_free(s->io);
-    s->io = event_new(s->base, PQsocket(s->pg), what, on_io, s);
-    event_add(s->io, NULL);
+    db_await_socket(&s->io, s->base, s->pg, what, on_io, s);
 }
 
 static void send_statement(db_session *s)
@@ -206,9 +202,8 @@ void db_session_command(db_session *s, const char *sql, db_session_fn fn, void *
 void db_session_free(db_session *s)
 {
     if (!s) return;
-    if (s->io) event_free(s->io);
+    db_close(&s->pg, &s->io);
     event_free(s->later);
-    PQfinish(s->pg);
     PQclear(s->res);
     forget_statement(s);
     buf_fini(&s->error);

@@ -663,14 +663,11 @@ static void reply(httpd_req *req, int status, reply_body *body)
 static void make_timeout_answer(httpd_req *req)
 {
     bool unknown = req->sent && req->method != HTTPD_GET;
+    const char *text = unknown ? "request timed out after it reached the database: the outcome is unknown"
+                               : "request timed out waiting for the database";
     buf out;
-    buf_init(&out);
     emit e;
-    emit_init(&e, &out);
-    emit_object(&e);
-    emit_key(&e, "error");
-    emit_str(&e, unknown ? "request timed out after it reached the database: the outcome is unknown"
-                         : "request timed out waiting for the database");
+    httpd_error_body(&e, &out, text, strlen(text));
     if (unknown && req->resend_keys) req->resend_keys(req, req->resend_arg, &e);
     emit_end(&e);
     req->timeout_status = unknown ? 504 : 503;
@@ -731,13 +728,9 @@ static void send_error(httpd_req *req, int status, const char *field, const char
 {
     buf msg, out;
     buf_init(&msg);
-    buf_init(&out);
     buf_vprintf(&msg, fmt, ap);
     emit e;
-    emit_init(&e, &out);
-    emit_object(&e);
-    emit_key(&e, "error");
-    emit_strn(&e, msg.data, msg.len);
+    httpd_error_body(&e, &out, msg.data, msg.len);
     if (field) {
         emit_key(&e, field);
         emit_str(&e, value);

@@ -22,6 +22,7 @@
 #include "base/log.h"
 #include <event2/util.h>
 #include "net/httpd_internal.h"
+#include "net/httpd_pages.h"
 
 /* evconnlistener hands its error callback evhttp's argument, not ours:
  * the loop of this thread is found here (one loop per thread). */
@@ -33,14 +34,10 @@ static _Thread_local httpd *listening;
 void httpd_conn_refuse(httpd_conn *c, int status, const char *reason, const char *error)
 {
     buf json, out;
-    buf_init(&json);
-    buf_init(&out);
     emit e;
-    emit_init(&e, &json);
-    emit_object(&e);
-    emit_key(&e, "error");
-    emit_str(&e, error);
+    httpd_error_body(&e, &json, error, strlen(error));
     emit_end(&e);
+    buf_init(&out);
     buf_printf(&out, "HTTP/1.1 %d %s\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n%s"
                      "Connection: close\r\n\r\n%s",
                status, reason, json.len, status == 503 ? "Retry-After: 1\r\n" : "", json.data);

@@ -7,6 +7,15 @@
 #include "base/buf.h"
 #include "base/emit.h"
 
+void httpd_error_body(emit *e, buf *out, const char *text, size_t len)
+{
+    buf_init(out);
+    emit_init(e, out);
+    emit_object(e);
+    emit_key(e, "error");
+    emit_strn(e, text, len);
+}
+
 static const char *error_text(int status)
 {
     switch (status) {
@@ -35,12 +44,9 @@ static void rewrite(struct evbuffer *out, struct evbuffer_ptr start)
     evbuffer_remove_buffer(out, keep, (size_t)start.pos);
     evbuffer_drain(out, evbuffer_get_length(out));
     buf json;
-    buf_init(&json);
     emit e;
-    emit_init(&e, &json);
-    emit_object(&e);
-    emit_key(&e, "error");
-    emit_str(&e, error_text(status));
+    const char *text = error_text(status);
+    httpd_error_body(&e, &json, text, strlen(text));
     emit_end(&e);
     evbuffer_add_buffer(out, keep);
     evbuffer_add_printf(out, "HTTP/1.1 %d %s\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n"

@@ -74,9 +74,7 @@ static void claim(pass *p, db_done_fn done)
     char lease[24];
     fmt_i64(lease, LEASE_SECONDS);
     const char *values[2] = { p->token, lease };
-    db_job *job = db_job_new(done, p);
-    db_job_call(job, STMT_RET_CLAIM, values, NULL, NULL);
-    db_submit(p->e->pool, job);
+    db_submit_stmt(p->e->pool, STMT_RET_CLAIM, values, done, p);
 }
 
 /* ---- the end of a pass: release, then report, then maybe the next ---- */
@@ -169,9 +167,7 @@ static void cleanup_step(pass *p)
     fmt_i64(days, e->settings.cleanup_days);
     fmt_i64(batch, e->settings.batch);
     const char *values[4] = { p->token, days, batch, p->dry ? "t" : "f" };
-    db_job *job = db_job_new(cleanup_done, p);
-    db_job_call(job, STMT_RET_CLEANUP, values, NULL, NULL);
-    db_submit(e->pool, job);
+    db_submit_stmt(e->pool, STMT_RET_CLEANUP, values, cleanup_done, p);
 }
 
 /* ---- segment and sidecar steps ---- */
@@ -371,9 +367,7 @@ static void find_candidates(pass *p)
     char limit[24];
     fmt_i64(limit, p->e->settings.max_steps + 1);
     const char *values[1] = { limit };
-    db_job *job = db_job_new(candidates_done, p);
-    db_job_call(job, STMT_RET_CANDIDATES, values, NULL, NULL);
-    db_submit(p->e->pool, job);
+    db_submit_stmt(p->e->pool, STMT_RET_CANDIDATES, values, candidates_done, p);
 }
 
 static void claimed(void *arg, const db_reply *reply)

@@ -295,16 +295,21 @@ void ack_submit(db_pool *pool, lease_book *leases, size_t max_segment_bytes, ack
     db_submit(pool, job);
 }
 
+void ack_items_free(ack_item *items, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        free(items[i].txn);
+        free(items[i].group);
+        free(items[i].error_text);
+        free(items[i].error);
+    }
+    free(items);
+}
+
 void ack_request_free(ack_request *req)
 {
     if (!req) return;
-    for (size_t i = 0; i < req->n; i++) {
-        free(req->items[i].txn);
-        free(req->items[i].group);
-        free(req->items[i].error_text);
-        free(req->items[i].error);
-    }
-    free(req->items);
+    ack_items_free(req->items, req->n);
     free(req->offsets);
     free(req->error);
     free(req);

@@ -71,5 +71,8 @@ enum { ACK_IDX, ACK_SUCCESS, ACK_ERROR, ACK_RELEASED, ACK_DLQ, ACK_NOOP, ACK_DRO
 /* Reads one result row into its item. */
 void ack_take_outcome(ack_item *it, const PGresult *r, int row);
 void ack_request_free(ack_request *req);
+/* Frees n items, the strings each owns, and the array (a request's or a
+ * transaction's acks). */
+void ack_items_free(ack_item *items, size_t n);
 
 #endif

@@ -56,9 +56,7 @@ static void refresh(evutil_socket_t fd, short what, void *arg)
     maintenance *m = arg;
     if (m->stopped || m->refreshing || m->draining || !db_pool_ready(m->pool)) { schedule(m); return; }
     m->refreshing = true;
-    db_job *job = db_job_new(refreshed, m);
-    db_job_call(job, STMT_MAINT_STATUS, NULL, NULL, NULL);
-    db_submit(m->pool, job);
+    db_submit_stmt(m->pool, STMT_MAINT_STATUS, NULL, refreshed, m);
 }
 
 /* Rows: each queue appended to and its messages. None: nothing was left
@@ -84,9 +82,7 @@ static void drain(maintenance *m)
     if (m->stopped || m->draining) return;
     m->draining = true;
     const char *values[1] = { MAINTENANCE_DRAIN_SEGMENTS };
-    db_job *job = db_job_new(drained, m);
-    db_job_call(job, STMT_MAINT_DRAIN, values, NULL, NULL);
-    db_submit(m->pool, job);
+    db_submit_stmt(m->pool, STMT_MAINT_DRAIN, values, drained, m);
 }
 
 maintenance *maintenance_new(struct event_base *base, db_pool *pool, push_commit_fn appended, void *arg,

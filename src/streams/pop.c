@@ -207,9 +207,7 @@ static void release_lease(pop_request *req)
     release_call *c = xcalloc(1, sizeof *c);
     c->owner = req->owner;
     c->group = xstrdup(req->group);
-    db_job *job = db_job_new(release_done, c);
-    db_job_call(job, STMT_RELEASE_LEASE, values, NULL, NULL);
-    db_submit(req->owner->pool, job);
+    db_submit_stmt(req->owner->pool, STMT_RELEASE_LEASE, values, release_done, c);
 }
 
 static void ask_due(pop_request *req);

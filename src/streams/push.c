@@ -266,16 +266,21 @@ void pusher_free(pusher *p)
     free(p);
 }
 
+void push_items_free(push_item *items, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        free(items[i].queue);
+        free(items[i].partition);
+        free(items[i].txn);
+        free(items[i].sub);
+    }
+    free(items);
+}
+
 void push_batch_free(push_batch *batch)
 {
     if (!batch) return;
-    for (size_t i = 0; i < batch->n; i++) {
-        free(batch->items[i].queue);
-        free(batch->items[i].partition);
-        free(batch->items[i].txn);
-        free(batch->items[i].sub);
-    }
-    free(batch->items);
+    push_items_free(batch->items, batch->n);
     free(batch->error);
     free(batch);
 }

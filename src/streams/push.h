@@ -71,6 +71,9 @@ void    pusher_free(pusher *p);
 void    pusher_submit(pusher *p, push_batch *batch);
 bool    pusher_idle(const pusher *p);
 void    push_batch_free(push_batch *batch);
+/* Frees n items, the strings each owns, and the array (a batch's or a
+ * transaction's pushes). */
+void    push_items_free(push_item *items, size_t n);
 /* Gives an item a fresh message id and its transactionId hash (writers
  * outside fusion — transactions, dead-letter replay — call it too). */
 void    push_item_prepare(push_item *it);

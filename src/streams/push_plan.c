@@ -207,23 +207,19 @@ typedef struct flush_arrays {
     buf      blobs, hashes, ids;                                /* concatenated binary */
 } flush_arrays;
 
-static void arrays_init(flush_arrays *a)
+/* The members listed once, for init and fini alike: a member added to
+ * flush_arrays and here is never left unfreed. */
+static void arrays_each(flush_arrays *a, void (*on_array)(db_array *), void (*on_buf)(buf *))
 {
     db_array *lit[] = { &a->queues, &a->partitions, &a->counts, &a->lens, &a->probes, &a->sealed };
-    for (size_t i = 0; i < sizeof lit / sizeof lit[0]; i++) db_array_init(lit[i]);
-    buf_init(&a->blobs);
-    buf_init(&a->hashes);
-    buf_init(&a->ids);
+    buf *bin[] = { &a->blobs, &a->hashes, &a->ids };
+    for (size_t i = 0; i < sizeof lit / sizeof lit[0]; i++) on_array(lit[i]);
+    for (size_t i = 0; i < sizeof bin / sizeof bin[0]; i++) on_buf(bin[i]);
 }
 
-static void arrays_fini(flush_arrays *a)
-{
-    db_array *lit[] = { &a->queues, &a->partitions, &a->counts, &a->lens, &a->probes, &a->sealed };
-    for (size_t i = 0; i < sizeof lit / sizeof lit[0]; i++) db_array_fini(lit[i]);
-    buf_fini(&a->blobs);
-    buf_fini(&a->hashes);
-    buf_fini(&a->ids);
-}
+static void arrays_init(flush_arrays *a) { arrays_each(a, db_array_init, buf_init); }
+
+static void arrays_fini(flush_arrays *a) { arrays_each(a, db_array_fini, buf_fini); }
 
 static void add_group(flush_arrays *a, const push_group *g, int level)
 {

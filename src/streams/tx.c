@@ -266,21 +266,9 @@ void tx_request_free(tx_request *tx)
         free(st->items);
         free(st);
     }
-    for (size_t i = 0; i < tx->npushes; i++) {
-        free(tx->pushes[i].queue);
-        free(tx->pushes[i].partition);
-        free(tx->pushes[i].txn);
-        free(tx->pushes[i].sub);
-    }
-    for (size_t i = 0; i < tx->nacks; i++) {
-        free(tx->acks[i].txn);
-        free(tx->acks[i].group);
-        free(tx->acks[i].error_text);
-        free(tx->acks[i].error);
-    }
-    free(tx->pushes);
+    push_items_free(tx->pushes, tx->npushes);
+    ack_items_free(tx->acks, tx->nacks);
     free(tx->push_op);
-    free(tx->acks);
     free(tx->ack_op);
     free(tx->leases);
     free(tx->failure);

@@ -251,9 +251,7 @@ static void notify_outbox(task_hub *h)
     if (h->notifying || h->outbox.n == 0) return;
     h->notifying = true;
     const char *values[1] = { db_array_literal(&h->outbox) };
-    db_job *job = db_job_new(notified, h);
-    db_job_call(job, STMT_TASK_NOTIFY, values, NULL, NULL);
-    db_submit(h->pool, job);
+    db_submit_stmt(h->pool, STMT_TASK_NOTIFY, values, notified, h);
     db_array_fini(&h->outbox);
     db_array_init(&h->outbox);
 }
@@ -357,9 +355,7 @@ static void outbox_applied(void *arg, const db_reply *reply)
 static void apply_outbox(task_hub *h)
 {
     const char *values[1] = { TASK_OUTBOX_BATCH };
-    db_job *job = db_job_new(outbox_applied, h);
-    db_job_call(job, STMT_WF_OUTBOX, values, NULL, NULL);
-    db_submit(h->pool, job);
+    db_submit_stmt(h->pool, STMT_WF_OUTBOX, values, outbox_applied, h);
 }
 
 static void recovered(void *arg, const db_reply *reply)
@@ -395,9 +391,7 @@ static void on_recovery(evutil_socket_t fd, short what, void *arg)
     /* after a failed pass, heartbeats missing meanwhile may not have been
      * missed by their workers: recovery's clock of sight restarts */
     const char *values[4] = { claimed, running, check, h->blind ? "true" : "false" };
-    db_job *job = db_job_new(recovered, h);
-    db_job_call(job, STMT_TASK_RECOVER, values, NULL, NULL);
-    db_submit(h->pool, job);
+    db_submit_stmt(h->pool, STMT_TASK_RECOVER, values, recovered, h);
 }
 
 /* ---- the hub ---- */

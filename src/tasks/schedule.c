@@ -88,9 +88,7 @@ static void loaded(void *arg, const db_reply *reply)
 static void load(scheduler *s)
 {
     s->loading = true;
-    db_job *job = db_job_new(loaded, s);
-    db_job_call(job, STMT_SCHEDULE_STATE, NULL, NULL, NULL);
-    db_submit(s->pool, job);
+    db_submit_stmt(s->pool, STMT_SCHEDULE_STATE, NULL, loaded, s);
 }
 
 /* ---- firing ---- */

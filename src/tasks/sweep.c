@@ -97,9 +97,7 @@ static void next_batch(task_sweeper *s)
     snprintf(age, sizeof age, "%lld", (long long)step_age(s, s->step));
     snprintf(batch, sizeof batch, "%lld", (long long)s->conf->retention_delete_batch_size);
     const char *values[2] = { age, batch };
-    db_job *job = db_job_new(batch_done, s);
-    db_job_call(job, step_stmt[s->step], values, NULL, NULL);
-    db_submit(s->pool, job);
+    db_submit_stmt(s->pool, step_stmt[s->step], values, batch_done, s);
 }
 
 static void round_start(task_sweeper *s)
