@@ -42,9 +42,7 @@ LANGUAGE sql STABLE AS $$
         'messages', jsonb_build_object(
             'total', t.messages,
             'pending', (SELECT coalesce(jsonb_object_agg(g.consumer_group, g.lag), '{}')
-                          FROM (SELECT c.consumer_group, sum(p.last_offset + 1 - queen.next_offset(p, c.committed)) AS lag
-                                  FROM queen.log_consumers c JOIN queen.log_partitions p ON p.id = c.partition_id
-                                 WHERE p.queue = q.name GROUP BY c.consumer_group) g),
+                          FROM queen.group_lag(NULL, q.name) g),
             'deadLetters', (SELECT count(*) FROM queen.log_dlq d WHERE d.queue = q.name)))
       || CASE WHEN p_detail THEN jsonb_build_object('options', q.options) ELSE '{}' END
       FROM queen.queue_partition_totals(q.name) t
@@ -69,22 +67,23 @@ $$;
 -- exists) and offsetsConsumed (how far every consumer group's cursors
 -- moved). A page samples them twice for messages in and out per second
 -- across all servers; /metrics counts one server's requests. totalLag is
--- every group's lag summed, which a page of groups cannot give.
+-- every group's lag summed (queen.group_lag), which a page of
+-- groups cannot give.
 CREATE OR REPLACE FUNCTION queen.overview() RETURNS jsonb LANGUAGE sql STABLE AS $$
     SELECT jsonb_build_object(
         'queues', (SELECT count(*) FROM queen.queues),
         'partitions', p.partitions, 'messages', p.messages, 'offsetsWritten', p.written,
         'segments', (SELECT count(*) FROM queen.log_segments),
-        'consumerGroups', c.groups, 'activeLeases', c.leases, 'offsetsConsumed', c.consumed, 'totalLag', c.lag,
+        'consumerGroups', g.groups, 'activeLeases', c.leases, 'offsetsConsumed', c.consumed, 'totalLag', g.lag,
         'deadLetters', (SELECT count(*) FROM queen.log_dlq),
         'lastWriteAt', queen.iso_ms(p.last_write_at))
       FROM (SELECT count(*) AS partitions, coalesce(sum(last_offset + 1 - log_start), 0) AS messages,
                    coalesce(sum(last_offset + 1), 0) AS written, max(last_write_at) AS last_write_at
               FROM queen.log_partitions) p,
-           (SELECT count(DISTINCT c.consumer_group) AS groups, count(*) FILTER (WHERE c.lease_expires > now()) AS leases,
-                   coalesce(sum(c.total_consumed), 0) AS consumed,
-                   coalesce(sum(p.last_offset + 1 - queen.next_offset(p, c.committed)), 0) AS lag
-              FROM queen.log_consumers c JOIN queen.log_partitions p ON p.id = c.partition_id) c
+           (SELECT count(*) FILTER (WHERE c.lease_expires > now()) AS leases,
+                   coalesce(sum(c.total_consumed), 0) AS consumed FROM queen.log_consumers c) c,
+           (SELECT count(DISTINCT consumer_group) AS groups, coalesce(sum(lag), 0) AS lag
+              FROM queen.group_lag(NULL, NULL)) g
 $$;
 
 -- Deletes a queue and everything of it: its partitions cascade, and the
