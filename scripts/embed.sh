@@ -7,7 +7,11 @@
 #                                    Chart.js). Bytes, not a string literal:
 #                                    minified JavaScript holds "??=", a C
 #                                    trigraph under -std=c11, and lines longer
-#                                    than a compiler need accept.
+#                                    than a compiler need accept. Each also
+#                                    gzip-compressed (gzip -9 -n: no name or
+#                                    time, so a build is repeatable), served
+#                                    to a client that accepts it; none
+#                                    (NULL) when that is not smaller.
 # Files are named by their base name.
 set -e
 if [ "$1" = --bytes ]; then
@@ -21,15 +25,21 @@ if [ "$1" = --bytes ]; then
         echo "static const unsigned char ${sym}_$i[] = {"
         od -An -v -tx1 "$f" | sed -e 's/ \([0-9a-f][0-9a-f]\)/0x\1,/g' -e 's/^/   /'
         echo "    0 };"
+        echo "static const unsigned char ${sym}_${i}_gz[] = {"
+        gzip -9 -n -c "$f" | od -An -v -tx1 | sed -e 's/ \([0-9a-f][0-9a-f]\)/0x\1,/g' -e 's/^/   /'
+        echo "    0 };"
         i=$((i + 1))
     done
     echo "const embed_asset ${sym}[] = {"
     i=0
     for f in "$@"; do
-        printf '    { "%s", %s_%d, %d },\n' "$(basename "$f")" "$sym" "$i" "$(wc -c < "$f")"
+        n=$(wc -c < "$f")
+        gz=$(gzip -9 -n -c "$f" | wc -c)
+        if [ "$gz" -lt "$n" ]; then gzsym="${sym}_${i}_gz"; else gzsym=NULL; gz=0; fi
+        printf '    { "%s", %s_%d, %d, %s, %d },\n' "$(basename "$f")" "$sym" "$i" "$n" "$gzsym" "$gz"
         i=$((i + 1))
     done
-    echo "    { NULL, NULL, 0 }"
+    echo "    { NULL, NULL, 0, NULL, 0 }"
     echo "};"
     exit 0
 fi

@@ -14,6 +14,8 @@ typedef struct embed_asset {
     const char          *name;   /* base name, e.g. "app.js"; NULL ends a list */
     const unsigned char *data;   /* followed by a NUL byte not counted in len */
     size_t               len;    /* bytes */
+    const unsigned char *gz;     /* the same, gzip-compressed (gzip -9 -n); NULL: not smaller */
+    size_t               gz_len; /* bytes */
 } embed_asset;
 
 extern const embed_file  embed_migrations[];        /* sql/migrations, in name order */
