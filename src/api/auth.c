@@ -105,5 +105,6 @@ int auth_admit(const auth *a, httpd_req *req, auth_class need)
         return -1;
     }
     req->auth_sub = claims.sub;
+    req->auth_role = token_role_name(claims.role);
     return 0;
 }

@@ -8,7 +8,8 @@
  * otherwise the request needs "Authorization: Bearer <token>" (token.h)
  * that verifies (else 401) and carries a role at least the route's (else
  * 403). The token's sub is left on the request (req->auth_sub) for pushes
- * to stamp as producerSub. */
+ * to stamp as producerSub, and its role (req->auth_role) for
+ * GET /api/v1/whoami. */
 #ifndef SILT_AUTH_H
 #define SILT_AUTH_H
 #include <stddef.h>

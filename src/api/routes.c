@@ -25,6 +25,7 @@ static const route routes[] = {
     { HTTPD_GET,    AUTH_PUBLIC,     "/dashboard/:file", api_dashboard_asset },
     { HTTPD_GET,    AUTH_READ_ONLY,  "/health", api_health },
     { HTTPD_GET,    AUTH_READ_ONLY,  "/metrics/prometheus", api_metrics },
+    { HTTPD_GET,    AUTH_READ_ONLY,  "/api/v1/whoami", api_whoami },
     { HTTPD_POST,   AUTH_ADMIN,      "/api/v1/configure", api_configure },
     { HTTPD_POST,   AUTH_READ_WRITE, "/api/v1/push", api_push },
     { HTTPD_GET,    AUTH_READ_WRITE, "/api/v1/pop", api_pop_discover },

@@ -110,12 +110,24 @@ static void emit_worker(emit *e, const PGresult *r, int row)
     emit_key(e, "lastSeenAt"); api_emit_time_col(e, r, row, 6);
     emit_key(e, "claimed"); emit_int(e, db_int(r, row, 7));
     emit_key(e, "running"); emit_int(e, db_int(r, row, 8));
+    emit_key(e, "heartbeatIntervalMs"); emit_int(e, db_int(r, row, 9));
+    emit_key(e, "lastSeenAgeMs"); emit_int(e, db_int(r, row, 10));
+    emit_key(e, "late"); emit_bool(e, db_bool(r, row, 11));
     emit_end(e);
 }
 
+/* Each worker with the heartbeat interval it was given (the runner's while
+ * it runs a task, else the claimer's: [recovery]) and whether it is late:
+ * holding tasks, unseen for two intervals, before recovery's stale
+ * thresholds act on its tasks. */
 void api_worker_list(httpd_req *req, server *srv)
 {
-    api_rows_call(req, srv, STMT_WORKER_LIST, NULL, "workers", emit_worker);
+    const conf_recovery *s = task_hub_recovery(srv->tasks);
+    char claimer[24], runner[24];
+    snprintf(claimer, sizeof claimer, "%d", s->claimer_heartbeat_interval_ms);
+    snprintf(runner, sizeof runner, "%d", s->runner_heartbeat_interval_ms);
+    const char *values[2] = { claimer, runner };
+    api_rows_call(req, srv, STMT_WORKER_LIST, values, "workers", emit_worker);
 }
 
 /* ---- heartbeat and release: a list of (id, claimId) ---- */

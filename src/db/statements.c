@@ -159,9 +159,15 @@ const db_statement db_statements[STMT_COUNT] = {
     [STMT_SWEEP_WORKER_STATES] = { "sweep_worker_states", "SELECT tasks.sweep_worker_states($1, $2)", 2 },
     [STMT_EXPIRE_PAUSED]       = { "expire_paused", "SELECT tasks.expire_paused_workflows($1, $2)", 2 },
     [STMT_WORKER_REGISTER] = { "worker_register", "SELECT tasks.register_worker($1, $2, $3, $4, $5)", 5 },
-    [STMT_WORKER_LIST]  = { "worker_list", "SELECT w.worker_id, w.hostname, w.pid, to_json(w.queues), w.concurrency,"
-        " w.registered_at, w.last_seen_at,"
-        " (SELECT count(*) FROM horsies_tasks t WHERE t.worker_id = w.worker_id AND t.status = 'CLAIMED'),"
-        " (SELECT count(*) FROM horsies_tasks t WHERE t.worker_id = w.worker_id AND t.status = 'RUNNING')"
-        " FROM horsies_workers w ORDER BY w.worker_id", 0 },
+    /* $1, $2: the claimer and runner heartbeat intervals (ms); a worker
+     * holding tasks is late when it has not been seen for two of its
+     * intervals (the runner's while it runs one) */
+    [STMT_WORKER_LIST]  = { "worker_list", "SELECT worker_id, hostname, pid, queues_json, concurrency, registered_at,"
+        " last_seen_at, claimed, running, interval_ms, age_ms, claimed + running > 0 AND age_ms > 2 * interval_ms"
+        " FROM (SELECT w.*, to_json(w.queues) AS queues_json, c.claimed, c.running,"
+        " CASE WHEN c.running > 0 THEN $2::bigint ELSE $1::bigint END AS interval_ms,"
+        " (extract(epoch FROM now() - w.last_seen_at) * 1000)::bigint AS age_ms"
+        " FROM horsies_workers w CROSS JOIN LATERAL (SELECT"
+        " count(*) FILTER (WHERE t.status = 'CLAIMED') AS claimed, count(*) FILTER (WHERE t.status = 'RUNNING') AS running"
+        " FROM horsies_tasks t WHERE t.worker_id = w.worker_id) c) x ORDER BY worker_id", 2 },
 };

@@ -54,6 +54,7 @@ struct httpd_req {
     bool                   left;        /* the client closed before the reply */
     httpd_conn            *conn;        /* NULL once the connection is gone */
     char                  *auth_sub;    /* owned: the verified token's sub (api/auth.c), NULL: none */
+    const char            *auth_role;   /* static: the verified token's role, as docs name it (api/auth.c), NULL: none */
     bool                   head;        /* a HEAD, served as its GET without the body */
     bool                   parked;      /* waits on purpose (long-poll): no timeout, not counted as held */
     bool                   timed_out;   /* answered by the request timeout; the handler's reply is dropped */

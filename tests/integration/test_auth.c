@@ -496,6 +496,36 @@ TEST(auth_server_refuses_to_start_with_settings_that_cannot_work)
 
 /* The dashboard's files load without a token; its first API call's 401
  * brings up the token box, and once a token is pasted every call sends it. */
+/* GET /api/v1/whoami answers the verified token's role (and sub), so the
+ * dashboard offers only what the token may do; with JWT off, admin. */
+TEST(auth_whoami_answers_the_tokens_role_and_admin_without_jwt)
+{
+    silt_server s;
+    srv_start(&s, hs_env);
+    reply r;
+    CHECK_INT(as(&s, hs("viewer", "read-only"), "GET", "/api/v1/whoami", NULL, &r), 200);
+    CHECK_STR(jstr(&r, "auth"), "jwt");
+    CHECK_STR(jstr(&r, "role"), "read-only");
+    CHECK_STR(jstr(&r, "sub"), "viewer");
+    reply_fini(&r);
+    CHECK_INT(as(&s, hs("ops", "admin"), "GET", "/api/v1/whoami", NULL, &r), 200);
+    CHECK_STR(jstr(&r, "role"), "admin");
+    reply_fini(&r);
+    CHECK_INT(as(&s, hs("app", "read-write"), "GET", "/api/v1/whoami", NULL, &r), 200);
+    CHECK_STR(jstr(&r, "role"), "read-write");
+    reply_fini(&r);
+    CHECK_INT(status_as(&s, NULL, "GET", "/api/v1/whoami", NULL), 401);
+    srv_stop(&s);
+    silt_server open;
+    srv_start(&open, NULL);
+    rq(&open, "GET", "/api/v1/whoami", NULL, &r);
+    CHECK_STR(jstr(&r, "auth"), "off");
+    CHECK_STR(jstr(&r, "role"), "admin");
+    CHECK_STR(jraw(&r, "sub"), "null");
+    reply_fini(&r);
+    srv_stop(&open);
+}
+
 TEST(auth_dashboard_asks_for_a_token_on_401_and_then_sends_it)
 {
     if (!browser_available()) return;

@@ -443,6 +443,44 @@ TEST(workers_register_and_are_listed_with_what_they_hold)
     CHECK_STR(jstr(&r, "workers.0.workerId"), "w9");
     CHECK_INT(jint(&r, "workers.0.claimed"), 1);
     CHECK_STR(jstr(&r, "workers.0.queues.0"), "q");
+    CHECK_INT(jint(&r, "workers.0.heartbeatIntervalMs"), 30000);   /* the claimer's: it runs nothing */
+    CHECK(jint(&r, "workers.0.lastSeenAgeMs") < 30000);
+    CHECK(!jbool(&r, "workers.0.late"));
+    reply_fini(&r);
+    srv_stop(&s);
+}
+
+/* A worker that holds a task and has not been seen for two of its
+ * heartbeat intervals is late (the dashboard flags it); one that holds
+ * nothing is never late, however long it has been quiet. */
+TEST(workers_holding_tasks_unseen_for_two_heartbeat_intervals_are_late)
+{
+    silt_server s;
+    srv_start(&s, NULL);
+    reply r;
+    for (int i = 0; i < 2; i++) {
+        rq(&s, "POST", "/api/v1/workers", sfmt("{\"workerId\":\"w%d\",\"queues\":[\"q\"],\"concurrency\":1}", i), &r);
+        CHECK_INT(r.status, 201);
+        reply_fini(&r);
+    }
+    task_send(&s, "{\"name\":\"t\",\"queue\":\"q\"}");
+    task_claimed c;
+    task_claim_one(&s, "w0", "q", &c);
+    rq(&s, "POST", sfmt("/api/v1/tasks/%s/start", c.id), sfmt("{\"claimId\":\"%s\"}", c.claim), &r);
+    CHECK_INT(r.status, 200);
+    reply_fini(&r);
+    sql("UPDATE horsies_workers SET last_seen_at = now() - interval '61 seconds'");   /* two runner intervals and a second */
+    rq(&s, "GET", "/api/v1/workers", NULL, &r);
+    CHECK_STR(jstr(&r, "workers.0.workerId"), "w0");
+    CHECK_INT(jint(&r, "workers.0.running"), 1);
+    CHECK_INT(jint(&r, "workers.0.heartbeatIntervalMs"), 30000);   /* the runner's */
+    CHECK(jint(&r, "workers.0.lastSeenAgeMs") >= 61000);
+    CHECK(jbool(&r, "workers.0.late"));
+    CHECK(!jbool(&r, "workers.1.late"));   /* quiet, holding nothing */
+    reply_fini(&r);
+    sql("UPDATE horsies_workers SET last_seen_at = now() - interval '59 seconds' WHERE worker_id = 'w0'");
+    rq(&s, "GET", "/api/v1/workers", NULL, &r);
+    CHECK(!jbool(&r, "workers.0.late"));
     reply_fini(&r);
     srv_stop(&s);
 }
