@@ -1,13 +1,29 @@
 /* dashboard_support: reading values out of a page's DOM (see the header). */
 #include <string.h>
 #include "browser.h"
+#include "harness.h"
 #include "dashboard_support.h"
 #include "support.h"
+
+/* The overview reads task-retention coverage, which answers 503 (red: "no
+ * partition pass has run yet") until a test server's first partition pass,
+ * 1.5 s after it starts: a page load before it would record that 503.
+ * Waits for the pass on /metrics/prometheus, which needs no token by
+ * default (JWT_SKIP_PATHS), so a server with JWT_ENABLED waits the same. */
+static void await_first_partition_pass(silt_server *s)
+{
+    int64_t end = now_ms() + 20000;
+    while (srv_metric(s, "silt_task_partition_passes_total") < 1) {
+        if (now_ms() > end) harness_failf(__FILE__, __LINE__, "no task partition pass within 20 s");
+        pause_ms(100);
+    }
+}
 
 bool dashboard_start(silt_server *s, const char *const *env)
 {
     if (!browser_available()) return false;
     srv_start(s, env);
+    await_first_partition_pass(s);
     return true;
 }
 
