@@ -22,7 +22,7 @@ function h(tag, attrs, ...children) {
     if (k.startsWith('on')) el.addEventListener(k.slice(2), v);
     else el.setAttribute(k, v === true ? '' : String(v));
   }
-  for (const c of children.flat()) {
+  for (const c of children.flat(Infinity)) {   /* nested lists of nodes, e.g. [', ', link] per item */
     if (c === undefined || c === null || c === false) continue;
     el.appendChild(c instanceof Node ? c : document.createTextNode(String(c)));
   }
@@ -41,10 +41,12 @@ function cell(key, v, cls) {
   return h('td', { 'data-k': key, class: [num ? 'num' : '', cls || ''].join(' ').trim() || null }, show(v));
 }
 
+/* In a box that scrolls sideways on a narrow screen, so no page is wider
+ * than the viewport. */
 function table(headers, rows) {
-  return h('table', {},
+  return h('div', { class: 'scroll' }, h('table', {},
     h('thead', {}, h('tr', {}, headers.map(([label, num]) => h('th', { class: num ? 'num' : null }, label)))),
-    h('tbody', {}, rows.length ? rows : h('tr', {}, h('td', { colspan: headers.length, class: 'muted' }, 'none'))));
+    h('tbody', {}, rows.length ? rows : h('tr', {}, h('td', { colspan: headers.length, class: 'muted' }, 'none')))));
 }
 
 function card(label, key, v, cls) {
@@ -77,10 +79,11 @@ const TOKEN_KEY = 'silt.token';
 function tokenPrompt(message) {
   if (document.getElementById('token-prompt')) return;
   const input = h('input', { type: 'password', id: 'token-input', autocomplete: 'off',
-    placeholder: 'paste a bearer token (JWT)', size: 60 });
+    placeholder: 'paste a bearer token (JWT)', size: 60, 'aria-label': 'bearer token' });
   const save = () => {
     const t = input.value.trim();
     if (t) localStorage.setItem(TOKEN_KEY, t); else localStorage.removeItem(TOKEN_KEY);
+    who.token = undefined;   /* another token, perhaps another role */
     box.remove();
     route();
   };
@@ -92,35 +95,98 @@ function tokenPrompt(message) {
   input.focus();
 }
 
+/* A read that failed: status 0 when no reply came (the server is down or
+ * unreachable), else the HTTP status and the API's error. */
+class ApiError extends Error {
+  constructor(path, status, error) {
+    super(path + ': ' + (status ? status + (error ? ' ' + error : '') : 'no reply'));
+    this.status = status;
+    this.error = error || '';
+  }
+}
+
+/* The page's subject is gone (404 for the queue, group, task or
+ * workflow the page shows): said once, and the page stops refreshing. */
+class GoneError extends Error {}
+
 /* GET or POST a route; resolves to { status, body } for any HTTP status
- * (a red coverage answers 503 with its report), rejects when the server
- * cannot be reached or does not answer JSON. A 401 also asks for a token. */
+ * (a red coverage answers 503 with its report), rejects with an ApiError
+ * when the server cannot be reached or does not answer JSON. A 401 also
+ * asks for a token. */
 async function api(path, options) {
   const headers = { Accept: 'application/json' };
   const token = localStorage.getItem(TOKEN_KEY);
   if (token) headers.Authorization = 'Bearer ' + token;
   const opts = Object.assign({}, options || {});
   opts.headers = Object.assign(headers, opts.headers || {});   /* a caller's Content-Type joins them */
-  const res = await fetch(path, opts);
-  const text = await res.text();
+  let res, text;
+  try {
+    res = await fetch(path, opts);
+    text = await res.text();
+  } catch (e) {
+    throw new ApiError(path, 0, '');
+  }
   let body = null;
   try { body = text ? JSON.parse(text) : null; } catch (e) {
-    throw new Error(path + ': ' + res.status + ' (not JSON)');
+    throw new ApiError(path, res.status, '(not JSON)');
   }
   if (res.status === 401) tokenPrompt((body && body.error) || 'authentication required');
   return { status: res.status, body };
 }
 
+function failed(path, r) {
+  return new ApiError(path, r.status, (r.body && r.body.error) || '');
+}
+
 async function apiOk(path) {
   const r = await api(path);
-  if (r.status !== 200) throw new Error(path + ': ' + r.status + ' ' + ((r.body && r.body.error) || ''));
+  if (r.status !== 200) throw failed(path, r);
   return r.body;
+}
+
+/* A failure in words, once: "database unavailable: database unavailable"
+ * (the API's 503) reads as what it means. */
+function describe(e) {
+  if (!(e instanceof ApiError)) return e.message;
+  if (e.status === 0) return 'the server does not answer';
+  if (e.status === 503 && e.error.startsWith('database unavailable')) return 'the database is unavailable';
+  if (e.status === 503) return 'the server is unavailable (' + (e.error || '503') + ')';
+  return e.message;
+}
+
+/* The header's words for a failed refresh: the server may be up while
+ * its database is not. */
+function headerWords(e) {
+  if (e instanceof ApiError && e.status === 0) return 'cannot reach the server';
+  if (e instanceof ApiError && e.status === 503) return 'server up; database unavailable';
+  return 'a request failed';
+}
+
+/* The token's role (GET /api/v1/whoami), read once per token: actions a
+ * role may not take are not offered. */
+const ROLES = ['read-only', 'read-write', 'admin'];
+const who = { token: undefined, role: null };
+
+async function readRole() {
+  const token = localStorage.getItem(TOKEN_KEY);
+  if (who.token === token) return who.role;
+  const r = await api('/api/v1/whoami');
+  if (r.status !== 200) return null;   /* asked again on the next refresh */
+  who.token = token;
+  who.role = r.body.role;
+  return who.role;
+}
+
+/* Whether the page's token may take an action that needs role need. */
+function may(state, need) {
+  return ROLES.indexOf(state.role) >= ROLES.indexOf(need);
 }
 
 /* ---- page lifecycle ------------------------------------------------- */
 
 const main = document.getElementById('main');
 const statusEl = document.getElementById('status');
+const staleEl = document.getElementById('stale');
 let current = { token: 0, timer: null, teardown: null };
 
 function setStatus(text, bad) {
@@ -137,29 +203,72 @@ function notice(text, bad) {
   el.hidden = false;
 }
 
+/* One notice while refreshes fail, over the page's last data: when it
+ * was read and why the refresh failed, rewritten in place (never one
+ * message per failure); gone with the next good read. */
+function staleNotice(e, shownAt, failures) {
+  if (!e) {
+    staleEl.hidden = true;
+    staleEl.textContent = '';
+    delete staleEl.dataset.failures;
+    return;
+  }
+  staleEl.textContent = 'Not current: showing what the API answered at ' + shownAt + '; ' + describe(e) +
+    '. Retrying every ' + REFRESH_MS / 1000 + ' s.';
+  staleEl.dataset.failures = String(failures);
+  staleEl.hidden = false;
+}
+
+/* The page's subject is gone: said instead of the page, and no more
+ * refreshes (404 would only repeat). */
+function showGone(page, args, state, e) {
+  const words = state.shownAt ? 'The ' + e.message + ' no longer exists (deleted while this page was open).'
+    : 'There is no ' + e.message + '.';
+  main.replaceChildren(h('h1', {}, page.title(args)), h('p', { class: 'error', id: 'page-gone', role: 'alert' }, words));
+}
+
 /* Runs a page's load function now and, when live, every REFRESH_MS; a
- * navigation cancels it (token), so a late reply never paints another page. */
+ * navigation cancels it (token), so a late reply never paints another page.
+ * A refresh that fails keeps the page as it was, under one stale notice;
+ * only a first load that fails shows the error instead of the page. The
+ * body's data-polling says whether another refresh is scheduled. */
 function runPage(page, args) {
   const token = ++current.token;
   clearTimeout(current.timer);
   if (current.teardown) current.teardown();
   current.teardown = null;
-  const state = {};
+  staleNotice(null);
+  const state = { failures: 0 };
   const tick = async () => {
+    let again = page.live;
     try {
+      state.role = await readRole();
       const view = await page.load(args, state);
       if (token !== current.token) return;
       const typing = document.activeElement && ['INPUT', 'SELECT'].includes(document.activeElement.tagName) &&
         main.contains(document.activeElement);
       if (!typing) main.replaceChildren(view);   /* never repaint over what someone is typing */
       if (page.after && !typing) page.after(state);
-      setStatus('updated ' + new Date().toLocaleTimeString(), false);
+      state.shownAt = new Date().toLocaleTimeString();
+      state.failures = 0;
+      staleNotice(null);
+      setStatus('updated ' + state.shownAt, false);
     } catch (e) {
       if (token !== current.token) return;
-      main.replaceChildren(h('h1', {}, page.title(args)), h('p', { class: 'error', id: 'page-error' }, e.message));
-      setStatus('cannot read the API', true);
+      if (e instanceof GoneError) {
+        again = false;
+        showGone(page, args, state, e);
+        staleNotice(null);
+      } else if (state.shownAt) {
+        staleNotice(e, state.shownAt, ++state.failures);
+      } else {
+        main.replaceChildren(h('h1', {}, page.title(args)), h('p', { class: 'error', id: 'page-error' }, describe(e)));
+      }
+      if (!(e instanceof GoneError)) setStatus(headerWords(e), true);
     }
-    if (page.live && token === current.token) current.timer = setTimeout(tick, REFRESH_MS);
+    if (token !== current.token) return;
+    document.body.dataset.polling = again ? 'true' : 'false';
+    if (again) current.timer = setTimeout(tick, REFRESH_MS);
   };
   current.teardown = () => { if (page.teardown) page.teardown(state); };
   document.title = page.title(args) + ' · silt';
@@ -208,6 +317,67 @@ function drawRates(state) {
       scales: { y: { beginAtZero: true } } } });
 }
 
+/* The maintenance switch, for an admin: asks, then POSTs the other state. */
+function maintenanceSwitch(hr, state) {
+  const b = hr.body || {};
+  if (!may(state, 'admin') || typeof b.maintenanceMode !== 'boolean') return null;
+  const on = b.maintenanceMode;
+  return h('div', { class: 'pager' }, h('button', { 'data-action': on ? 'maintenance-off' : 'maintenance-on',
+    onclick: () => confirmedPost(on
+      ? 'Turn maintenance mode off? The pushes it held are delivered into the log, in order.'
+      : 'Turn maintenance mode on? Every server then holds pushes in a buffer (accepted, not poppable) until it is turned off.',
+    '/api/v1/system/maintenance', 'maintenance', (r) => 'maintenance mode is ' + (r.maintenanceMode ? 'on' : 'off'),
+    { enabled: !on }) }, on ? 'turn maintenance mode off' : 'turn maintenance mode on'));
+}
+
+/* The smallest UUIDv7 of a moment: task ids are UUIDv7 of their send, so
+ * the task list's cursor (id > cursor) starts there. */
+function uuid7At(ms) {
+  const hex = Math.floor(ms).toString(16).padStart(12, '0');
+  return hex.slice(0, 8) + '-' + hex.slice(8, 12) + '-7000-8000-000000000000';
+}
+
+const HOUR_MS = 3600e3;
+
+/* What needs attention now, worst kind first (then the larger), each
+ * linking to its page. Every figure is an API's: groups' state and lag,
+ * workers' late flag, task-retention coverage, tasks sent in the last hour
+ * that failed, dead letters of the last hour, maintenance mode. */
+const ATTENTION_ORDER = ['dead-group', 'late-worker', 'coverage', 'failing-tasks', 'dead-letters', 'lagging-group',
+  'maintenance'];
+
+function attentionItems(r) {
+  const items = [];
+  const add = (kind, href, text, weight) => items.push({ kind, href, text, weight: weight || 0 });
+  for (const g of r.groups) if (g.state === 'Dead' || g.state === 'Lagging')
+    add(g.state === 'Dead' ? 'dead-group' : 'lagging-group', '#/groups/' + encodeURIComponent(g.name),
+      'consumer group ' + g.name + ' is ' + g.state + ': ' + g.totalLag + ' messages behind, the oldest ' + g.maxTimeLag +
+      ' s old', Number(g.totalLag));
+  for (const w of r.workers) if (w.late)
+    add('late-worker', '#/workers', 'worker ' + w.workerId + ' holds ' + (w.claimed + w.running) + ' tasks and was last heard ' +
+      Math.round(w.lastSeenAgeMs / 1000) + ' s ago (heartbeat every ' + w.heartbeatIntervalMs / 1000 + ' s)', w.lastSeenAgeMs);
+  if (r.coverage && r.coverage.healthy === false)
+    add('coverage', '#/task-retention', 'task retention coverage is red: ' + (r.coverage.problems || []).map(show).join('; '));
+  if (r.failed.length)
+    add('failing-tasks', '#/tasks?status=FAILED', (r.failed.length === TASK_PAGE ? TASK_PAGE + ' or more' : r.failed.length) +
+      ' tasks sent in the last hour failed', r.failed.length);
+  const since = new Date(Date.now() - HOUR_MS).toISOString();
+  const fresh = r.deadLetters.filter((m) => m.failedAt >= since).length;
+  if (fresh) add('dead-letters', '#/dead-letters', (fresh === DLQ_PAGE ? DLQ_PAGE + ' or more' : fresh) +
+    ' messages dead-lettered in the last hour', fresh);
+  if (r.health.maintenanceMode)
+    add('maintenance', '#/', 'maintenance mode is on: pushes are held, ' + r.health.bufferedMessages + ' buffered');
+  return items.sort((a, b) => ATTENTION_ORDER.indexOf(a.kind) - ATTENTION_ORDER.indexOf(b.kind) || b.weight - a.weight);
+}
+
+function attentionList(items) {
+  return h('section', { id: 'attention', 'aria-labelledby': 'attention-title' },
+    h('h2', { id: 'attention-title' }, 'Needs attention'),
+    items.length ? h('ol', { class: 'attention' }, items.map((it) => h('li', { 'data-attention': it.kind, class: 'bad' },
+      h('a', { href: it.href }, it.text))))
+      : h('p', { class: 'muted', id: 'attention-none' }, 'nothing needs attention'));
+}
+
 function healthCard(hr) {
   const b = hr.body || {};
   const good = hr.status === 200 && b.status === 'healthy';
@@ -238,12 +408,18 @@ const overviewPage = {
   title: () => 'Overview',
   async load(args, state) {
     const first = '?limit=' + LIST_PAGE;
-    const [ov, queues, groups, hr] = await Promise.all([
+    const failedSince = new URLSearchParams({ status: 'FAILED', cursor: uuid7At(Date.now() - HOUR_MS), limit: String(TASK_PAGE) });
+    const [ov, queues, groups, hr, dlq, failed, workers, cov] = await Promise.all([
       apiOk('/api/v1/resources/overview'), apiOk('/api/v1/resources/queues' + first),
-      apiOk('/api/v1/consumer-groups' + first), api('/health')]);
+      apiOk('/api/v1/consumer-groups' + first), api('/health'), apiOk('/api/v1/dlq?limit=' + DLQ_PAGE),
+      apiOk('/api/v1/tasks?' + failedSince), apiOk('/api/v1/workers'), api('/api/v1/task-retention/coverage')]);
+    if (cov.status !== 200 && !(cov.status === 503 && cov.body && 'healthy' in cov.body))
+      throw failed('/api/v1/task-retention/coverage', cov);
     sampleRates(ov);
     return h('div', { id: 'page-overview' },
       h('h1', {}, 'Overview'),
+      attentionList(attentionItems({ groups, workers: workers.workers, coverage: cov.body, failed: failed.tasks,
+        deadLetters: dlq.messages, health: hr.body || {} })),
       h('div', { class: 'cards', id: 'totals' },
         card('queues', 'queues', ov.queues), card('partitions', 'partitions', ov.partitions),
         card('messages retained', 'messages', ov.messages), card('segments', 'segments', ov.segments),
@@ -253,7 +429,7 @@ const overviewPage = {
         card('out per second', 'consumedPerSecond', lastRate('consumed')),
         card('active leases', 'activeLeases', ov.activeLeases),
         card('dead letters', 'deadLetters', ov.deadLetters), card('last write', 'lastWriteAt', ov.lastWriteAt)),
-      h('h2', {}, 'Health'), healthCard(hr),
+      h('h2', {}, 'Health'), healthCard(hr), maintenanceSwitch(hr, state),
       h('h2', {}, 'Messages per second (every server)'),
       h('div', { class: 'chart' }, h('canvas', { id: 'rates' })),
       h('h2', {}, 'Queues'), queueTable(queues),
@@ -320,8 +496,8 @@ const queuePage = {
     const offset = Math.max(0, Number(args.offset) || 0);
     const path = '/api/v1/resources/queues/' + encodeURIComponent(args.name);
     const r = await api(path + '?' + new URLSearchParams({ limit: String(PARTITION_PAGE), offset: String(offset) }));
-    if (r.status === 404) throw new Error('no queue named ' + args.name);
-    if (r.status !== 200) throw new Error(path + ': ' + r.status + ' ' + ((r.body && r.body.error) || ''));
+    if (r.status === 404) throw new GoneError('queue ' + args.name);
+    if (r.status !== 200) throw failed(path, r);
     const q = r.body;
     const groups = await apiOk('/api/v1/consumer-groups?' + new URLSearchParams({ queue: q.name, limit: String(LIST_PAGE) }));
     const pending = q.messages.pending || {};
@@ -380,7 +556,8 @@ async function seek(group, queue, body, what) {
 }
 
 function seekForm(group, queue) {
-  const when = h('input', { type: 'text', placeholder: '2026-12-01T07:00:00Z', 'data-seek-time': queue, size: 24 });
+  const when = h('input', { type: 'text', placeholder: '2026-12-01T07:00:00Z', 'data-seek-time': queue, size: 24,
+    'aria-label': 'seek ' + queue + ' to this time' });
   return h('div', { class: 'pager', 'data-seek': queue },
     h('strong', {}, queue), ' seek:',
     h('button', { 'data-action': 'seek-end', 'data-queue': queue,
@@ -397,8 +574,8 @@ const groupPage = {
     const offset = Math.max(0, Number(args.offset) || 0);
     const path = '/api/v1/consumer-groups/' + encodeURIComponent(args.name);
     const r = await api(path + '?limit=' + PARTITION_PAGE + '&offset=' + offset);
-    if (r.status === 404) throw new Error('no consumer group named ' + args.name);
-    if (r.status !== 200) throw new Error(path + ': ' + r.status + ' ' + ((r.body && r.body.error) || ''));
+    if (r.status === 404) throw new GoneError('consumer group ' + args.name);
+    if (r.status !== 200) throw failed(path, r);
     const g = r.body;
     const queues = [...new Set(g.queues.concat(g.subscriptions.map((x) => x.queue)))];
     return h('div', { id: 'page-group', 'data-group': g.name },
@@ -421,9 +598,9 @@ const groupPage = {
       h('h2', {}, 'Subscriptions'),
       table([['queue'], ['from'], ['created']], g.subscriptions.map((x) => h('tr', { 'data-row': x.queue },
         h('td', { 'data-k': 'queue' }, queueLink(x.queue)), cell('from', x.from), cell('createdAt', x.createdAt)))),
-      h('h2', {}, 'Seek'),
-      h('p', { class: 'muted' }, 'Moves the cursor of every partition of the queue, releases leases and resets retries.'),
-      queues.map((q) => seekForm(g.name, q)));
+      may(state, 'admin') ? [h('h2', {}, 'Seek'),   /* seek needs the admin role */
+        h('p', { class: 'muted' }, 'Moves the cursor of every partition of the queue, releases leases and resets retries.'),
+        queues.map((q) => seekForm(g.name, q))] : null);
   },
 };
 
@@ -432,6 +609,13 @@ const groupPage = {
 const RULES = [['retentionMsgs', 'retention', '#2d6cdf'], ['completedRetentionMsgs', 'completed_retention', '#2e7d32'],
   ['evictionMsgs', 'max_wait_time_eviction', '#c62828']];
 
+/* A span of offsets the API gives as [from, to) in the one form the
+ * explain notes use (queen.offset_span): "offsets 0-19 (20)", "offset 7 (1)". */
+function offsetSpan(from, to) {
+  const n = to - from;
+  return (n === 1 ? 'offset ' + from : 'offsets ' + from + '-' + (to - 1)) + ' (' + n + ')';
+}
+
 function explainRow(p) {
   const cap = p.consumptionCap;
   const next = p.nextPass;
@@ -439,8 +623,7 @@ function explainRow(p) {
     cell('partition', p.partition), cell('watermark', p.watermark), cell('lastOffset', p.lastOffset),
     cell('retainedOffsets', p.retainedOffsets), cell('oldestRetainedAt', p.oldestRetainedAt),
     h('td', { 'data-k': 'consumptionCap.pinnedBy' }, cap ? cap.pinnedBy + ' (' + cap.behind + ' behind)' : '—'),
-    h('td', { 'data-k': 'nextPass' }, next ? next.rule + ': ' + next.fromOffset + '–' + next.toOffset +
-      ' (' + next.offsets + ' offsets)' : 'nothing yet'),
+    h('td', { 'data-k': 'nextPass' }, next ? next.rule + ': ' + offsetSpan(next.fromOffset, next.toOffset) : 'nothing yet'),
     cell('nextPass.leasedOffsets', next ? next.leasedOffsets : 0, next && next.leasedOffsets ? 'bad' : ''),
     cell('nextCheckAt', p.nextCheckAt),
     h('td', { 'data-k': 'notes' }, (p.notes || []).map((n) => h('div', {}, n))));
@@ -488,13 +671,13 @@ async function retentionRun(queue, dry) {
   if (!out) return;
   if (r.status !== 200) { out.replaceChildren(h('p', { class: 'error' }, (r.body && r.body.error) || String(r.status))); return; }
   const mine = (r.body.deleted || []).filter((d) => d.queue === queue);
-  out.replaceChildren(h('p', { 'data-k': 'runReport' }, (dry ? 'A pass now would delete ' : 'The pass deleted ') +
+  out.replaceChildren(...[h('p', { 'data-k': 'runReport' }, (dry ? 'A pass now would delete ' : 'The pass deleted ') +
     mine.reduce((n, d) => n + d.offsets, 0) + ' offsets of this queue in ' + mine.length + (mine.length === 1 ? ' step' : ' steps') +
     (r.body.busy ? ' (another server holds the pass)' : '') + '.'),
-  mine.length ? table([['partition'], ['rule'], ['from', 1], ['to', 1], ['offsets', 1], ['leased offsets', 1]],
+  mine.length ? table([['partition'], ['rule'], ['offsets'], ['leased offsets', 1]],
     mine.map((d) => h('tr', { 'data-row': d.partition }, cell('partition', d.partition), cell('rule', d.rule),
-      cell('fromOffset', d.fromOffset), cell('toOffset', d.toOffset), cell('offsets', d.offsets),
-      cell('leasedOffsets', d.leasedOffsets, d.leasedOffsets ? 'bad' : '')))) : null);
+      cell('offsets', offsetSpan(d.fromOffset, d.toOffset)),
+      cell('leasedOffsets', d.leasedOffsets, d.leasedOffsets ? 'bad' : '')))) : null].filter(Boolean));   /* no "null" text */
 }
 
 const queueRetentionPage = {
@@ -506,8 +689,8 @@ const queueRetentionPage = {
     const [range, rangeWords, rangeMs] = rangeOf(args.range);
     const hashOf = (more) => '#/queues/' + q + '/retention?' + new URLSearchParams(Object.assign({ range }, more));
     const ex = await api('/api/v1/retention/explain?queue=' + q + '&limit=' + PARTITION_PAGE + '&offset=' + offset);
-    if (ex.status === 404) throw new Error('no queue named ' + args.name);
-    if (ex.status !== 200) throw new Error('/api/v1/retention/explain: ' + ex.status + ' ' + ((ex.body && ex.body.error) || ''));
+    if (ex.status === 404) throw new GoneError('queue ' + args.name);
+    if (ex.status !== 200) throw failed('/api/v1/retention/explain', ex);
     const an = await apiOk('/api/v1/analytics/retention?' + new URLSearchParams({ queue: args.name,
       from: new Date(Date.now() - rangeMs).toISOString(), to: new Date().toISOString() }));
     state.series = an.series;
@@ -533,11 +716,11 @@ const queueRetentionPage = {
       table([['partition'], ['watermark', 1], ['last offset', 1], ['retained', 1], ['oldest retained'],
         ['pinned by'], ['next pass'], ['leased offsets evicted next', 1], ['next check'], ['in words']],
       e.partitions.map(explainRow)),
-      h('h2', {}, 'Run'),
-      h('div', { class: 'pager' },
-        h('button', { 'data-action': 'dry-run', onclick: () => retentionRun(e.queue, true) }, 'dry run'),
-        h('button', { 'data-action': 'run-now', onclick: () => retentionRun(e.queue, false) }, 'run now')),
-      state.report);
+      may(state, 'admin') ? [h('h2', {}, 'Run'),   /* a pass, even a dry run, needs the admin role */
+        h('div', { class: 'pager' },
+          h('button', { 'data-action': 'dry-run', onclick: () => retentionRun(e.queue, true) }, 'dry run'),
+          h('button', { 'data-action': 'run-now', onclick: () => retentionRun(e.queue, false) }, 'run now')),
+        state.report] : null);
   },
   after: drawRetention,
   teardown(state) { if (state.chart) state.chart.destroy(); },
@@ -552,7 +735,8 @@ const retentionPage = {
     const [classes, leaves, cov] = await Promise.all([
       apiOk('/api/v1/task-retention/classes'), apiOk('/api/v1/task-retention/leaves'),
       api('/api/v1/task-retention/coverage')]);
-    if (cov.status !== 200 && cov.status !== 503) throw new Error('/api/v1/task-retention/coverage: ' + cov.status);
+    if (cov.status !== 200 && !(cov.status === 503 && cov.body && 'healthy' in cov.body))
+      throw failed('/api/v1/task-retention/coverage', cov);   /* a red coverage is an answer; no database is not */
     const c = cov.body;
     const absent = c.absent_leaves || [];
     const problems = c.problems || [];
@@ -592,7 +776,7 @@ const retentionPage = {
 const dlqPage = {
   live: false,   /* a page of dead letters stays put while it is read */
   title: () => 'Dead letters',
-  async load(args) {
+  async load(args, state) {
     const offset = Math.max(0, Number(args.offset) || 0);
     const q = new URLSearchParams({ limit: String(DLQ_PAGE), offset: String(offset) });
     if (args.queue) q.set('queue', args.queue);
@@ -600,12 +784,13 @@ const dlqPage = {
     const nav = (o) => '#/dead-letters?' + new URLSearchParams(Object.assign(
       args.queue ? { queue: args.queue } : {}, { offset: String(o) })).toString();
     const filter = h('input', { id: 'dlq-queue', placeholder: 'queue', value: args.queue || '' });
+    const admin = may(state, 'admin');   /* replay and delete need it */
     return h('div', { id: 'page-dead-letters' },
       h('h1', {}, 'Dead letters'),
       h('form', { class: 'pager', onsubmit: (e) => {
         e.preventDefault();
         location.hash = '#/dead-letters' + (filter.value ? '?' + new URLSearchParams({ queue: filter.value }) : '');
-      } }, filter, h('button', { type: 'submit' }, 'filter')),
+      } }, h('label', { for: 'dlq-queue' }, 'queue'), filter, h('button', { type: 'submit' }, 'filter')),
       offsetPager(d.total, 'dead letters', offset, d.messages.length, DLQ_PAGE, nav, '‹ newer', 'older ›'),
       table([['failed'], ['queue'], ['partition'], ['offset', 1], ['group'], ['producer'], ['retries', 1], ['error'],
         ['data'], ['']],
@@ -614,10 +799,10 @@ const dlqPage = {
           cell('offset', m.offset), cell('consumerGroup', m.consumerGroup), cell('producerSub', m.producerSub),
           cell('retryCount', m.retryCount),
           cell('errorMessage', m.errorMessage), h('td', { 'data-k': 'data' }, h('pre', {}, show(m.data))),
-          h('td', {}, h('a', { href: messageHash(m.partitionId, m.transactionId), 'data-action': 'view' }, 'view'), ' ',
-            h('button', { 'data-action': 'replay', onclick: () => replay(m) }, 'replay'), ' ',
-            h('button', { 'data-action': 'delete', onclick: () => deleteDeadLetter(m.partitionId, m.transactionId) },
-              'delete'))))));
+          h('td', {}, h('a', { href: messageHash(m.partitionId, m.transactionId), 'data-action': 'view' }, 'view'),
+            admin ? [' ', h('button', { 'data-action': 'replay', onclick: () => replay(m) }, 'replay'), ' ',
+              h('button', { 'data-action': 'delete', onclick: () => deleteDeadLetter(m.partitionId, m.transactionId) },
+                'delete')] : null)))));
   },
 };
 
@@ -648,14 +833,14 @@ const tasksPage = {
     for (const k of ['queue', 'status', 'cursor']) if (args[k]) q.set(k, args[k]);
     const d = await apiOk('/api/v1/tasks?' + q.toString());
     const queue = h('input', { id: 'task-queue', placeholder: 'queue', value: args.queue || '' });
-    const status = h('select', { id: 'task-status' }, TASK_STATUSES.map((st) =>
+    const status = h('select', { id: 'task-status', 'aria-label': 'status' }, TASK_STATUSES.map((st) =>
       h('option', { value: st, selected: st === (args.status || '') }, st || 'any status')));
     const hashOf = (extra) => '#/tasks?' + new URLSearchParams(Object.assign({},
       queue.value ? { queue: queue.value } : {}, status.value ? { status: status.value } : {}, extra || {})).toString();
     return h('div', { id: 'page-tasks' },
       h('h1', {}, 'Tasks'),
       h('form', { class: 'pager', onsubmit: (e) => { e.preventDefault(); location.hash = hashOf(); } },
-        queue, status, h('button', { type: 'submit' }, 'filter')),
+        h('label', { for: 'task-queue' }, 'queue'), queue, status, h('button', { type: 'submit' }, 'filter')),
       table([['id'], ['name'], ['queue'], ['status'], ['attempt', 1], ['sent'], ['finished'], ['error']],
         d.tasks.map((t) => h('tr', { 'data-row': t.id },
           h('td', { 'data-k': 'id' }, taskLink(t.id)), cell('name', t.name), cell('queue', t.queue),
@@ -669,12 +854,13 @@ const tasksPage = {
 
 const TASK_ENDED = ['COMPLETED', 'FAILED', 'CANCELLED', 'EXPIRED'];
 
-/* An action's POST, once confirm() said yes: the notice says what the API
- * answered (said(body) on 200, else why the action failed), then the page
- * is read again. */
-async function confirmedPost(question, path, action, said) {
+/* An action's POST (with body, a JSON value, when given), once confirm()
+ * said yes: the notice says what the API answered (said(body) on 200,
+ * else why the action failed), then the page is read again. */
+async function confirmedPost(question, path, action, said, body) {
   if (!confirm(question)) return;
-  const r = await api(path, { method: 'POST' });
+  const r = await api(path, body === undefined ? { method: 'POST' }
+    : { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body) });
   if (r.status === 200) notice(said(r.body), false);
   else notice(action + ' failed: ' + ((r.body && r.body.error) || r.status), true);
   route();
@@ -689,9 +875,10 @@ function cancelTask(id) {
         : 'task ' + id + ' had already ended ' + b.status);
 }
 
-/* Cancel, for a task that has not ended and is not already being cancelled. */
-function taskActions(t) {
-  if (TASK_ENDED.includes(t.status)) return null;
+/* Cancel, for a task that has not ended and is not already being
+ * cancelled, to a token that may (read-write). */
+function taskActions(t, state) {
+  if (TASK_ENDED.includes(t.status) || !may(state, 'read-write')) return null;
   if (t.cancelRequested) return h('p', { class: 'muted' }, 'cancel requested: its worker stops it at its next heartbeat');
   return h('div', { class: 'pager' }, h('button', { 'data-action': 'cancel', onclick: () => cancelTask(t.id) }, 'cancel'));
 }
@@ -707,20 +894,49 @@ function attemptsTable(attempts) {
 const taskPage = {
   live: true,
   title: (args) => 'Task ' + args.id,
-  async load(args) {
+  async load(args, state) {
     const path = '/api/v1/tasks/' + encodeURIComponent(args.id);
     const [r, attempts] = await Promise.all([api(path), api(path + '/attempts')]);
-    if (r.status === 404) throw new Error('no task ' + args.id);
-    if (r.status !== 200) throw new Error('/api/v1/tasks/:id: ' + r.status + ' ' + ((r.body && r.body.error) || ''));
-    if (attempts.status !== 200) throw new Error('/api/v1/tasks/:id/attempts: ' + attempts.status + ' ' +
-      ((attempts.body && attempts.body.error) || ''));
+    if (r.status === 404) throw new GoneError('task ' + args.id);
+    if (r.status !== 200) throw failed('/api/v1/tasks/:id', r);
+    if (attempts.status !== 200) throw failed('/api/v1/tasks/:id/attempts', attempts);
     return h('div', { id: 'page-task' },
       h('h1', {}, 'Task ', h('span', { 'data-k': 'id' }, r.body.id)),
-      taskActions(r.body),
+      taskActions(r.body, state),
       h('h2', {}, 'Attempts'), h('div', { id: 'task-attempts' }, attemptsTable(attempts.body.attempts)),
       h('h2', {}, 'Fields'),
       table([['field'], ['value']], Object.entries(r.body).map(([k, v]) => h('tr', { 'data-row': k },
         h('td', {}, k), h('td', { 'data-k': k }, typeof v === 'object' && v !== null ? h('pre', {}, show(v)) : show(v))))));
+  },
+};
+
+/* ---- workers -------------------------------------------------------- */
+
+/* Each registered worker, when it was last heard from against the
+ * heartbeat interval it was given, and the tasks it holds (the first
+ * TASK_PAGE running and claimed ones, by the tasks' workerId). A late
+ * worker (the API's flag) is red. */
+const workersPage = {
+  live: true,
+  title: () => 'Workers',
+  async load() {
+    const held = (status) => apiOk('/api/v1/tasks?' + new URLSearchParams({ status, limit: String(TASK_PAGE) }));
+    const [w, running, claimed] = await Promise.all([apiOk('/api/v1/workers'), held('RUNNING'), held('CLAIMED')]);
+    const tasks = {};
+    for (const t of running.tasks.concat(claimed.tasks)) (tasks[t.workerId] = tasks[t.workerId] || []).push(t);
+    return h('div', { id: 'page-workers' },
+      h('h1', {}, 'Workers'),
+      h('p', { class: 'muted' }, 'A worker holding tasks is late when it has not been heard from for two of its ' +
+        'heartbeat intervals; recovery acts on its tasks after the stale thresholds of [recovery] in silt.conf.'),
+      table([['worker'], ['host'], ['pid', 1], ['queues'], ['concurrency', 1], ['claimed', 1], ['running', 1],
+        ['heartbeat every (ms)', 1], ['last heard'], ['unheard for (ms)', 1], ['late'], ['tasks held']],
+      w.workers.map((x) => h('tr', { 'data-row': x.workerId, class: x.late ? 'bad' : null },
+        cell('workerId', x.workerId), cell('hostname', x.hostname), cell('pid', x.pid),
+        cell('queues', (x.queues || []).join(', ')), cell('concurrency', x.concurrency), cell('claimed', x.claimed),
+        cell('running', x.running), cell('heartbeatIntervalMs', x.heartbeatIntervalMs), cell('lastSeenAt', x.lastSeenAt),
+        cell('lastSeenAgeMs', x.lastSeenAgeMs), cell('late', x.late ? 'late' : 'no', x.late ? 'bad' : ''),
+        h('td', { 'data-k': 'tasks' }, (tasks[x.workerId] || []).map((t, i) => [i ? ', ' : '', taskLink(t.id),
+          ' (' + t.status + ')']))))));
   },
 };
 
@@ -837,7 +1053,8 @@ function drawEdges(graph, nodes) {
 const WORKFLOW_ACTIONS = [['pause', ['PENDING', 'RUNNING']], ['resume', ['PAUSED']],
   ['cancel', ['PENDING', 'RUNNING', 'PAUSED']]];
 
-function workflowActions(w) {
+function workflowActions(w, state) {
+  if (!may(state, 'read-write')) return null;
   const buttons = WORKFLOW_ACTIONS.filter(([, when]) => when.includes(w.status)).map(([action]) =>
     h('button', { 'data-action': action, onclick: () => confirmedPost(
       action[0].toUpperCase() + action.slice(1) + ' workflow ' + w.name + ' (' + w.id + ')?',
@@ -851,13 +1068,13 @@ const workflowPage = {
   title: (args) => 'Workflow ' + args.id,
   async load(args, state) {
     const r = await api('/api/v1/workflows/' + encodeURIComponent(args.id));
-    if (r.status === 404) throw new Error('no workflow ' + args.id);
-    if (r.status !== 200) throw new Error('/api/v1/workflows/:id: ' + r.status + ' ' + ((r.body && r.body.error) || ''));
+    if (r.status === 404) throw new GoneError('workflow ' + args.id);
+    if (r.status !== 200) throw failed('/api/v1/workflows/:id', r);
     const w = r.body;
     state.nodes = w.nodes || [];
     return h('div', { id: 'page-workflow' },
       h('h1', {}, 'Workflow ', h('span', { 'data-k': 'name' }, w.name)),
-      workflowActions(w),
+      workflowActions(w, state),
       h('div', { class: 'cards' },
         h('div', { class: 'card ' + (STATE_CLASS[w.status] || '') }, h('div', { class: 'label' }, 'status'),
           h('div', { class: 'value', 'data-k': 'status' }, w.status)),
@@ -903,7 +1120,7 @@ async function deleteDeadLetter(pid, txn) {
   route();
 }
 
-function messageView(m) {
+function messageView(m, state) {
   const dl = m.status === 'dead-lettered' ? m.deadLetter : null;
   const shown = dl || m;
   const fields = ['status', 'queue', 'partition', 'partitionId', 'offset', 'transactionId', 'traceId', 'producerSub',
@@ -915,16 +1132,16 @@ function messageView(m) {
     h('h2', {}, 'Payload'), h('pre', { 'data-k': 'data' }, show(shown.data)),
     /* A retained message may have dead letters too (the log keeps it until
      * retention): the DELETE removes them, or answers that there are none. */
-    h('div', { class: 'pager' },
+    may(state, 'admin') ? h('div', { class: 'pager' },   /* replay and delete need the admin role */
       dl ? h('button', { 'data-action': 'replay', onclick: () => replay(dl) }, 'replay') : null,
       h('button', { 'data-action': 'delete', onclick: () => deleteDeadLetter(shown.partitionId, shown.transactionId) },
-        'delete its dead letters'))];
+        'delete its dead letters')) : null];
 }
 
 const messagePage = {
   live: false,
   title: () => 'Message lookup',
-  async load(args) {
+  async load(args, state) {
     const pid = h('input', { id: 'msg-partition', placeholder: 'partition id', size: 38, value: args.partitionId || '' });
     const txn = h('input', { id: 'msg-txn', placeholder: 'transaction id', size: 38, value: args.transactionId || '' });
     let body = h('p', { class: 'muted' }, 'A message by the id of its partition and its transactionId.');
@@ -932,13 +1149,14 @@ const messagePage = {
       const r = await api('/api/v1/messages/' + encodeURIComponent(args.partitionId) + '/' +
         encodeURIComponent(args.transactionId));
       if (r.status === 404) body = h('p', { id: 'msg-none' }, 'no such message: not retained and no dead letter');
-      else if (r.status !== 200) throw new Error('/api/v1/messages: ' + r.status + ' ' + ((r.body && r.body.error) || ''));
-      else body = h('div', { id: 'message' }, messageView(r.body));
+      else if (r.status !== 200) throw failed('/api/v1/messages', r);
+      else body = h('div', { id: 'message' }, messageView(r.body, state));
     }
     return h('div', { id: 'page-message' },
       h('h1', {}, 'Message lookup'),
       h('form', { class: 'pager', onsubmit: (e) => { e.preventDefault(); location.hash = messageHash(pid.value, txn.value); } },
-        pid, txn, h('button', { type: 'submit' }, 'look up')),
+        h('label', { for: 'msg-partition' }, 'partition id'), pid, h('label', { for: 'msg-txn' }, 'transaction id'), txn,
+        h('button', { type: 'submit' }, 'look up')),
       body);
   },
 };
@@ -963,6 +1181,7 @@ function parseHash() {
   if (parts[0] === 'workflows' && parts.length === 1) return [workflowsPage, params, 'workflows'];
   if (parts[0] === 'workflows' && parts.length === 2) return [workflowPage, { id: parts[1] }, 'workflows'];
   if (parts[0] === 'schedules' && parts.length === 1) return [schedulesPage, {}, 'schedules'];
+  if (parts[0] === 'workers' && parts.length === 1) return [workersPage, {}, 'workers'];
   if (parts[0] === 'messages' && parts.length === 1) return [messagePage, params, 'messages'];
   if (parts[0] === 'queues' && parts.length === 1) return [queuesPage, params, 'overview'];
   if (parts[0] === 'groups' && parts.length === 1) return [groupsPage, params, 'groups'];
@@ -979,5 +1198,7 @@ function route() {
   runPage(page, args);
 }
 
+/* The skip link moves focus to the page, not to a route. */
+document.getElementById('skip').addEventListener('click', (e) => { e.preventDefault(); main.focus(); });
 window.addEventListener('hashchange', route);
 route();

@@ -678,9 +678,10 @@ static browser_failure await_failure(browser *b, int status)
 }
 
 /* The queue page of a queue that does not exist asks the queue route,
- * which answers 404: the request is recorded with its URL and status. With
- * the server gone, the page's next refresh gets no reply: recorded with
- * status 0 and chromium's reason. */
+ * which answers 404: the request is recorded with its URL and status, and
+ * the page says there is no such queue. With the server gone, the
+ * overview's next refresh gets no reply: recorded with status 0 and
+ * chromium's reason. */
 TEST(dashboard_a_request_of_the_page_that_fails_is_recorded_with_its_url_and_status)
 {
     silt_server s;
@@ -691,16 +692,20 @@ TEST(dashboard_a_request_of_the_page_that_fails_is_recorded_with_its_url_and_sta
     snprintf(want, sizeof want, "%s%s?limit=50&offset=0", s.url, path);   /* the page's first page of partitions */
     browser b;
     browser_open(&b, sfmt("%s/#/queues/%s", s.url, missing));
-    browser_await(&b, "document.getElementById('page-error') !== null", 20000);
+    browser_await(&b, "document.getElementById('page-gone') !== null", 20000);
+    CHECK(strstr(browser_eval(&b, "document.getElementById('page-gone').textContent"), "There is no queue") != NULL);
     browser_failure f = await_failure(&b, 404);
     CHECK_STR(f.url, want);
     CHECK_STR(f.error, "");
+    browser_eval(&b, "location.hash = '#/'; true");
+    browser_await(&b, "document.getElementById('page-overview') !== null && document.body.dataset.polling === 'true'",
+                  20000);
     srv_stop(&s);
-    f = await_failure(&b, 0);   /* the queue page refreshes every 2 s */
-    CHECK_STR(f.url, want);
+    f = await_failure(&b, 0);   /* the overview refreshes every 2 s */
+    CHECK(strncmp(f.url, s.url, strlen(s.url)) == 0);
     CHECK(strncmp(f.error, "net::ERR_", 9) == 0);   /* refused, or reset if the server went mid-request */
     browser_expect_failure(&b, path, 404);   /* or browser_close would fail this test */
-    browser_expect_failure(&b, path, 0);
+    browser_expect_failure(&b, "/", 0);
     browser_close(&b);
 }
 
