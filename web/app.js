@@ -921,13 +921,18 @@ const workersPage = {
   title: () => 'Workers',
   async load() {
     const held = (status) => apiOk('/api/v1/tasks?' + new URLSearchParams({ status, limit: String(TASK_PAGE) }));
-    const [w, running, claimed] = await Promise.all([apiOk('/api/v1/workers'), held('RUNNING'), held('CLAIMED')]);
+    const [w, running, claimed, queues] = await Promise.all([apiOk('/api/v1/workers'), held('RUNNING'), held('CLAIMED'),
+      apiOk('/api/v1/task-queues')]);
     const tasks = {};
     for (const t of running.tasks.concat(claimed.tasks)) (tasks[t.workerId] = tasks[t.workerId] || []).push(t);
     return h('div', { id: 'page-workers' },
       h('h1', {}, 'Workers'),
       h('p', { class: 'muted' }, 'A worker holding tasks is late when it has not been heard from for two of its ' +
         'heartbeat intervals; recovery acts on its tasks after the stale thresholds of [recovery] in silt.conf.'),
+      /* idle workers beside waiting tasks: the queue's cap, not the workers */
+      queues.queues.filter((x) => x.heldBack).map((x) => h('p', { class: 'note', 'data-held-back': x.queue },
+        'Queue ' + x.queue + ' has tasks due that wait for its concurrency cap: ' + x.claimedOrRunning +
+        ' claimed or running of max_concurrency ' + x.maxConcurrency + ' (silt.conf of this server).')),
       table([['worker'], ['host'], ['pid', 1], ['queues'], ['concurrency', 1], ['claimed', 1], ['running', 1],
         ['heartbeat every (ms)', 1], ['last heard'], ['unheard for (ms)', 1], ['late'], ['tasks held']],
       w.workers.map((x) => h('tr', { 'data-row': x.workerId, class: x.late ? 'bad' : null },

@@ -189,3 +189,17 @@ LANGUAGE sql AS $$
            concurrency = excluded.concurrency, last_seen_at = now()
     RETURNING registered_at
 $$;
+
+-- Per queue (in the order given): its tasks claimed or running now, what
+-- a cap counts (the index horsies_tasks_held), and whether a PENDING task
+-- is due. GET /api/v1/task-queues: a queue at its max_concurrency with a
+-- task due is held back by its cap, not short of workers.
+CREATE OR REPLACE FUNCTION tasks.queue_load(p_queues text[])
+RETURNS TABLE (queue text, held bigint, waiting boolean) LANGUAGE sql STABLE AS $$
+    SELECT u.queue,
+           (SELECT count(*) FROM horsies_tasks t WHERE t.queue_name = u.queue AND t.status <> 'PENDING'),
+           EXISTS (SELECT 1 FROM horsies_tasks t
+                    WHERE t.queue_name = u.queue AND t.status = 'PENDING' AND t.run_at <= now()
+                      AND (t.good_until IS NULL OR t.good_until >= now()))
+      FROM unnest(p_queues) WITH ORDINALITY AS u(queue, ord) ORDER BY u.ord
+$$;

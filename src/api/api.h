@@ -61,6 +61,7 @@ void api_submit_stmt(httpd_req *req, server *srv, db_stmt stmt, const char *cons
 void api_client_left(httpd_req *req, void *srv);
 
 void api_health(httpd_req *req, server *srv);
+void api_task_queue_list(httpd_req *req, server *srv);
 void api_whoami(httpd_req *req, server *srv);
 void api_dashboard_index(httpd_req *req, server *srv);
 void api_dashboard_asset(httpd_req *req, server *srv);

@@ -74,6 +74,7 @@ static const route routes[] = {
     { HTTPD_POST,   AUTH_READ_WRITE, "/api/v1/tasks/:id/fail", api_task_fail },
     { HTTPD_POST,   AUTH_READ_WRITE, "/api/v1/workers", api_worker_register },
     { HTTPD_GET,    AUTH_READ_ONLY,  "/api/v1/workers", api_worker_list },
+    { HTTPD_GET,    AUTH_READ_ONLY,  "/api/v1/task-queues", api_task_queue_list },
     { HTTPD_POST,   AUTH_READ_WRITE, "/api/v1/workers/:workerId/claim", api_worker_claim },
     { HTTPD_POST,   AUTH_READ_WRITE, "/api/v1/workers/:workerId/heartbeat", api_worker_heartbeat },
     { HTTPD_POST,   AUTH_READ_WRITE, "/api/v1/workers/:workerId/release", api_worker_release },

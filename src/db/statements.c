@@ -170,4 +170,6 @@ const db_statement db_statements[STMT_COUNT] = {
         " FROM horsies_workers w CROSS JOIN LATERAL (SELECT"
         " count(*) FILTER (WHERE t.status = 'CLAIMED') AS claimed, count(*) FILTER (WHERE t.status = 'RUNNING') AS running"
         " FROM horsies_tasks t WHERE t.worker_id = w.worker_id) c) x ORDER BY worker_id", 2 },
+    /* $1: the declared queues (sql/functions/tasks_claim.sql) */
+    [STMT_TASK_QUEUES]  = { "task_queues", "SELECT queue, held, waiting FROM tasks.queue_load($1)", 1 },
 };

@@ -82,6 +82,7 @@ typedef enum db_stmt {
     STMT_SCHEDULE_FIRE,
     STMT_WORKER_REGISTER,
     STMT_WORKER_LIST,
+    STMT_TASK_QUEUES,
     STMT_COUNT
 } db_stmt;
 

@@ -374,10 +374,18 @@ TEST(dashboard_overview_ranks_what_needs_attention_worst_first_each_linking_to_i
  * older than its interval allows" — as GET /api/v1/workers answers it. */
 TEST(dashboard_workers_page_flags_a_late_worker_and_lists_the_tasks_it_holds)
 {
+    char conf[96];
+    snprintf(conf, sizeof conf, "/tmp/silt-test-ops-%d.conf", (int)getpid());
+    FILE *f = fopen(conf, "w");
+    CHECK(f != NULL);
+    fprintf(f, "[queue.jobs]\nmax_concurrency = 2\n[queue.other]\n");
+    fclose(f);
+    const char *env[] = { sfmt("SILT_CONFIG=%s", conf), NULL };
     silt_server s;
-    if (!dashboard_start(&s, NULL)) return;
+    if (!dashboard_start(&s, env)) return;
     running_worker(&s, "w-late", "jobs");
     running_worker(&s, "w-fine", "jobs");
+    task_send(&s, "{\"name\":\"t\",\"queue\":\"jobs\"}");   /* due, held back by the cap of 2 */
     sql("update horsies_workers set last_seen_at = now() - interval '5 minutes' where worker_id = 'w-late'");
     char held[96];
     keep_str(held, sql("select id from horsies_tasks where worker_id = 'w-late'"));
@@ -394,7 +402,11 @@ TEST(dashboard_workers_page_flags_a_late_worker_and_lists_the_tasks_it_holds)
     CHECK_STR(dom_cell(dom, "w-late", "heartbeatIntervalMs"), "30000");
     CHECK(atol(dom_cell(dom, "w-late", "lastSeenAgeMs")) >= 300000);
     CHECK(strstr(dom, sfmt("<a href=\"#/tasks/%s\">%s</a> (RUNNING)", held, held)) != NULL);
+    CHECK(strstr(dom, "<p class=\"note\" data-held-back=\"jobs\">Queue jobs has tasks due that wait for its "
+                      "concurrency cap: 2 claimed or running of max_concurrency 2") != NULL);
+    CHECK(strstr(dom, "data-held-back=\"other\"") == NULL);
     srv_stop(&s);
+    unlink(conf);
 }
 
 /* ---- a small screen ----------------------------------------------------- */

@@ -450,6 +450,50 @@ TEST(workers_register_and_are_listed_with_what_they_hold)
     srv_stop(&s);
 }
 
+/* GET /api/v1/task-queues: the declared queues with their cap, and a
+ * queue at its max_concurrency with a task due is held back by it. */
+TEST(task_queues_say_a_queue_at_its_cap_with_a_task_due_is_held_back)
+{
+    char path[96];
+    snprintf(path, sizeof path, "/tmp/silt-test-queues-%d.conf", (int)getpid());
+    FILE *f = fopen(path, "w");
+    CHECK(f != NULL);
+    fprintf(f, "[queue.capped]\nmax_concurrency = 1\npriority = 5\n[queue.free]\n");
+    fclose(f);
+    const char *env[] = { sfmt("SILT_CONFIG=%s", path), NULL };
+    silt_server s;
+    srv_start(&s, env);
+    task_send(&s, "{\"name\":\"t\",\"queue\":\"capped\"}");
+    task_send(&s, "{\"name\":\"t\",\"queue\":\"capped\"}");
+    task_send(&s, "{\"name\":\"t\",\"queue\":\"free\"}");
+    reply r;
+    rq(&s, "GET", "/api/v1/task-queues", NULL, &r);
+    CHECK_INT(r.status, 200);
+    CHECK_STR(jstr(&r, "queues.0.queue"), "capped");   /* in the file's order */
+    CHECK_INT(jint(&r, "queues.0.priority"), 5);
+    CHECK_INT(jint(&r, "queues.0.maxConcurrency"), 1);
+    CHECK(jbool(&r, "queues.0.due") && !jbool(&r, "queues.0.atCap") && !jbool(&r, "queues.0.heldBack"));
+    reply_fini(&r);
+    task_claimed c;
+    CHECK(task_claim_one(&s, "w1", "capped", &c));
+    task_claimed d;
+    CHECK(task_claim_one(&s, "w2", "free", &d));
+    rq(&s, "GET", "/api/v1/task-queues", NULL, &r);
+    CHECK_INT(jint(&r, "queues.0.claimedOrRunning"), 1);
+    CHECK(jbool(&r, "queues.0.atCap") && jbool(&r, "queues.0.due") && jbool(&r, "queues.0.heldBack"));
+    CHECK_STR(jstr(&r, "queues.1.queue"), "free");
+    CHECK_INT(jint(&r, "queues.1.maxConcurrency"), 0);   /* unlimited: never at a cap */
+    CHECK(!jbool(&r, "queues.1.atCap") && !jbool(&r, "queues.1.heldBack"));
+    reply_fini(&r);
+    CHECK_INT(task_call(&s, "start", &c, NULL), 200);
+    CHECK_INT(task_call(&s, "complete", &c, "\"result\":1"), 200);
+    rq(&s, "GET", "/api/v1/task-queues", NULL, &r);
+    CHECK(!jbool(&r, "queues.0.atCap") && !jbool(&r, "queues.0.heldBack") && jbool(&r, "queues.0.due"));
+    reply_fini(&r);
+    srv_stop(&s);
+    unlink(path);
+}
+
 /* A worker that holds a task and has not been seen for two of its
  * heartbeat intervals is late (the dashboard flags it); one that holds
  * nothing is never late, however long it has been quiet. */
