@@ -339,6 +339,11 @@ function uuid7At(ms) {
 
 const HOUR_MS = 3600e3;
 
+/* "1 task", "2 tasks"; n may be a word ("50 or more"). */
+function count(n, noun) {
+  return n + ' ' + noun + (n === 1 ? '' : 's');
+}
+
 /* What needs attention now, worst kind first (then the larger), each
  * linking to its page. Every figure is an API's: groups' state and lag,
  * workers' late flag, task-retention coverage, tasks sent in the last hour
@@ -351,20 +356,20 @@ function attentionItems(r) {
   const add = (kind, href, text, weight) => items.push({ kind, href, text, weight: weight || 0 });
   for (const g of r.groups) if (g.state === 'Dead' || g.state === 'Lagging')
     add(g.state === 'Dead' ? 'dead-group' : 'lagging-group', '#/groups/' + encodeURIComponent(g.name),
-      'consumer group ' + g.name + ' is ' + g.state + ': ' + g.totalLag + ' messages behind, the oldest ' + g.maxTimeLag +
-      ' s old', Number(g.totalLag));
+      'consumer group ' + g.name + ' is ' + g.state + ': ' + count(g.totalLag, 'message') + ' behind, the oldest ' +
+      g.maxTimeLag + ' s old', Number(g.totalLag));
   for (const w of r.workers) if (w.late)
-    add('late-worker', '#/workers', 'worker ' + w.workerId + ' holds ' + (w.claimed + w.running) + ' tasks and was last heard ' +
+    add('late-worker', '#/workers', 'worker ' + w.workerId + ' holds ' + count(w.claimed + w.running, 'task') + ' and was last heard ' +
       Math.round(w.lastSeenAgeMs / 1000) + ' s ago (heartbeat every ' + w.heartbeatIntervalMs / 1000 + ' s)', w.lastSeenAgeMs);
   if (r.coverage && r.coverage.healthy === false)
     add('coverage', '#/task-retention', 'task retention coverage is red: ' + (r.coverage.problems || []).map(show).join('; '));
   if (r.failed.length)
-    add('failing-tasks', '#/tasks?status=FAILED', (r.failed.length === TASK_PAGE ? TASK_PAGE + ' or more' : r.failed.length) +
-      ' tasks sent in the last hour failed', r.failed.length);
+    add('failing-tasks', '#/tasks?status=FAILED', count(r.failed.length === TASK_PAGE ? TASK_PAGE + ' or more' : r.failed.length,
+      'task') + ' sent in the last hour failed', r.failed.length);
   const since = new Date(Date.now() - HOUR_MS).toISOString();
   const fresh = r.deadLetters.filter((m) => m.failedAt >= since).length;
-  if (fresh) add('dead-letters', '#/dead-letters', (fresh === DLQ_PAGE ? DLQ_PAGE + ' or more' : fresh) +
-    ' messages dead-lettered in the last hour', fresh);
+  if (fresh) add('dead-letters', '#/dead-letters', count(fresh === DLQ_PAGE ? DLQ_PAGE + ' or more' : fresh, 'message') +
+    ' dead-lettered in the last hour', fresh);
   if (r.health.maintenanceMode)
     add('maintenance', '#/', 'maintenance mode is on: pushes are held, ' + r.health.bufferedMessages + ' buffered');
   return items.sort((a, b) => ATTENTION_ORDER.indexOf(a.kind) - ATTENTION_ORDER.indexOf(b.kind) || b.weight - a.weight);

@@ -359,8 +359,8 @@ TEST(dashboard_overview_ranks_what_needs_attention_worst_first_each_linking_to_i
     CHECK_STR(kinds, "\"dead-group late-worker coverage failing-tasks dead-letters lagging-group maintenance\"");
     const char *hrefs = browser_eval(&b, "[...document.querySelectorAll('[data-attention] a')].map((e) => e.getAttribute('href')).join(' ')");
     CHECK_STR(hrefs, "\"#/groups/stalled #/workers #/task-retention #/tasks?status=FAILED #/dead-letters #/groups/busy #/\"");
-    CHECK(strstr(text_of(&b, "[data-attention=late-worker]"), "worker w-stuck holds 1 tasks") != NULL);
-    CHECK(strstr(text_of(&b, "[data-attention=failing-tasks]"), "1 tasks sent in the last hour failed") != NULL);
+    CHECK(strstr(text_of(&b, "[data-attention=late-worker]"), "worker w-stuck holds 1 task and") != NULL);
+    CHECK(strstr(text_of(&b, "[data-attention=failing-tasks]"), "1 task sent in the last hour failed") != NULL);
     CHECK(strstr(text_of(&b, "[data-attention=dead-group]"), "consumer group stalled is Dead: 3 messages behind") != NULL);
     browser_eval(&b, "document.querySelector('[data-attention=late-worker] a').click(); true");
     browser_await(&b, "document.getElementById('page-workers') !== null", 20000);
