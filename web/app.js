@@ -590,6 +590,8 @@ const groupPage = {
           h('div', { class: 'value', 'data-k': 'state' }, show(g.state))),
         card('members (live leases)', 'members', g.members), card('total lag', 'totalLag', g.totalLag),
         card('max time lag (s)', 'maxTimeLag', g.maxTimeLag), card('last activity', 'lastActivityAt', g.lastActivityAt)),
+      h('p', { class: 'muted' }, 'The lag counts every partition of the queues the group reads, one it has no cursor ' +
+        'on yet from where its first pop there would start.'),
       h('h2', {}, 'Cursors'),
       offsetPager(g.cursors, 'cursors', offset, g.partitions.length, PARTITION_PAGE,
         (o) => '#/groups/' + encodeURIComponent(g.name) + '?offset=' + o, '‹ previous', 'next ›'),
