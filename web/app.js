@@ -130,7 +130,9 @@ async function api(path, options) {
   try { body = text ? JSON.parse(text) : null; } catch (e) {
     throw new ApiError(path, res.status, '(not JSON)');
   }
-  if (res.status === 401) tokenPrompt((body && body.error) || 'authentication required');
+  /* a 401 for a token no longer kept (a request sent before one was pasted) asks nothing */
+  if (res.status === 401 && token === localStorage.getItem(TOKEN_KEY))
+    tokenPrompt((body && body.error) || 'authentication required');
   return { status: res.status, body };
 }
 
