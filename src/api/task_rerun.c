@@ -60,7 +60,8 @@ static int read_bool(httpd_req *req, const json_doc *d, const char *key, bool *o
 {
     int v = json_get(d, 0, key);
     if (v < 0 || d->tokens[v].type == JSON_NULL) return 0;
-    if (d->tokens[v].type != JSON_TRUE && d->tokens[v].type != JSON_FALSE) return bad(req, key, "must be true or false");
+    if (d->tokens[v].type != JSON_TRUE && d->tokens[v].type != JSON_FALSE)
+        return bad(req, key, "must be true or false");
     *out = d->tokens[v].type == JSON_TRUE;
     return 0;
 }

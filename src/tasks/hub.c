@@ -515,8 +515,8 @@ gather *task_hub_claims(task_hub *h) { return h->claims; }
 
 bool task_hub_idle(const task_hub *h)
 {
-    return !h->recovering && !h->notifying && !h->loading_paused && !h->parks && gather_idle(h->sends) && gather_idle(h->finishes) &&
-           gather_idle(h->claims);
+    return !h->recovering && !h->notifying && !h->loading_paused && !h->parks && gather_idle(h->sends) &&
+           gather_idle(h->finishes) && gather_idle(h->claims);
 }
 
 void task_hub_drain(task_hub *h)

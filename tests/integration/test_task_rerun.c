@@ -257,7 +257,8 @@ TEST(a_workflow_nodes_task_is_not_rerun_on_its_own)
 static void bulk(silt_server *s, const char *body, int want_status, reply *r)
 {
     rq(s, "POST", "/api/v1/tasks/rerun", body, r);
-    if (r->status != want_status) harness_failf(__FILE__, __LINE__, "bulk %s: %d %s", body, r->status, r->raw.body.data);
+    if (r->status != want_status)
+        harness_failf(__FILE__, __LINE__, "bulk %s: %d %s", body, r->status, r->raw.body.data);
 }
 
 TEST(a_bulk_rerun_takes_what_its_filters_match_bounded_by_its_limit_and_goes_on_when_asked_again)
