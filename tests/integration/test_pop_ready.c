@@ -104,7 +104,7 @@ TEST(pop_ready_a_write_committed_after_the_sets_look_is_served_by_its_transactio
         " (SELECT t.hashes FROM queen.log_txns t JOIN queen.log_partitions p ON p.id = t.partition_id"
         "   WHERE p.queue = '%s' AND p.name = 'late'),"
         " (SELECT t.message_ids FROM queen.log_txns t JOIN queen.log_partitions p ON p.id = t.partition_id"
-        "   WHERE p.queue = '%s' AND p.name = 'late'), now())", q, q, q, q, q));
+        "   WHERE p.queue = '%s' AND p.name = 'late'), ARRAY[true], now())", q, q, q, q, q));
     CHECK_INT(PQresultStatus(res), PGRES_TUPLES_OK);
     PQclear(res);
     push_one(&s, q, "early", "t1", "1");   /* a higher write row id, committed first */
