@@ -21,7 +21,8 @@ BEGIN
               WHERE x.cap > 0 ORDER BY x.queue LOOP
         PERFORM pg_advisory_xact_lock(hashtextextended('silt.task_queue:' || r.queue, 0));
     END LOOP;
-    -- Every queue's pause lock, shared, in name order (see tasks.claim).
+    -- Every queue's pause lock, shared, in name order, before any claim
+    -- reads whether its queues are paused (see tasks.claim).
     PERFORM pg_advisory_xact_lock_shared(hashtextextended('silt.task_pause:' || x.queue, 0))
        FROM (SELECT DISTINCT x.queue FROM unnest(p_queues) AS u(queues), unnest(u.queues::text[]) AS x(queue)
               ORDER BY 1) x;
@@ -43,8 +44,9 @@ END $$;
 -- take what is left. SKIP LOCKED: concurrent claimers never wait on each
 -- other's rows and never take the same task. p_start starts what it takes.
 -- A paused queue (tasks.paused_queues) gives nothing: it is left out of the
--- loop's own query. Its pause lock is taken shared before that query runs,
--- so tasks.queue_pause, which takes it exclusively, waits for the claims
+-- loop's own query. The caller holds each queue's pause lock shared before
+-- that query runs (claim_many takes them once per batch), so
+-- tasks.queue_pause, which takes it exclusively, waits for the claims
 -- already reading the queue, and every claim after it sees the pause.
 CREATE OR REPLACE FUNCTION tasks.claim(p_worker text, p_queues text[], p_caps integer[], p_max integer,
                             p_start boolean DEFAULT false)
@@ -58,8 +60,6 @@ BEGIN
     FOR q IN SELECT u.queue FROM unnest(p_queues, p_caps) AS u(queue, cap) WHERE u.cap > 0 ORDER BY u.queue LOOP
         PERFORM pg_advisory_xact_lock(hashtextextended('silt.task_queue:' || q.queue, 0));
     END LOOP;
-    PERFORM pg_advisory_xact_lock_shared(hashtextextended('silt.task_pause:' || x.queue, 0))
-       FROM (SELECT DISTINCT u AS queue FROM unnest(p_queues) AS u ORDER BY 1) x;
     FOR q IN SELECT u.queue, u.cap FROM unnest(p_queues, p_caps) WITH ORDINALITY AS u(queue, cap, ord)
               WHERE NOT EXISTS (SELECT 1 FROM tasks.paused_queues p WHERE p.queue_name = u.queue)
               ORDER BY u.ord LOOP
