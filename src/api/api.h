@@ -120,6 +120,13 @@ void api_workflow_pause(httpd_req *req, server *srv);
 void api_workflow_resume(httpd_req *req, server *srv);
 void api_workflow_cancel(httpd_req *req, server *srv);
 void api_schedule_list(httpd_req *req, server *srv);
+/* task_queues.c */
+void api_task_queue_list(httpd_req *req, server *srv);
+void api_task_queue_pause(httpd_req *req, server *srv);
+void api_task_queue_resume(httpd_req *req, server *srv);
+/* task_rerun.c */
+void api_task_rerun(httpd_req *req, server *srv);
+void api_task_rerun_many(httpd_req *req, server *srv);
 /* task_sweep.c */
 void api_task_sweep(httpd_req *req, server *srv);
 /* task_retention.c */

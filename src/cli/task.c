@@ -12,7 +12,7 @@
 
 
 static const char task_usage[] =
-    "usage: silt task <send | get | cancel | list> [options]\n"
+    "usage: silt task <send | get | cancel | list | rerun | pause | resume | paused> [options]\n"
     "\n"
     "The task engine from the command line:\n"
     "\n"
@@ -21,6 +21,10 @@ static const char task_usage[] =
     "  cancel <id>                       cancel a task (a running one is told\n"
     "                                    on its worker's next heartbeat)\n"
     "  list [--queue Q] [--status S]     tasks, oldest first, a page at a time\n"
+    "  rerun <id> | --queue Q ...        send finished tasks again, as new tasks\n"
+    "  pause <queue>                     claim nothing from a queue (sends go on)\n"
+    "  resume <queue>                    claim from it again\n"
+    "  paused                            the paused queues\n"
     "\n"
     "\"silt task <verb> --help\" describes each. Tasks are run by \"silt worker\";\n"
     "\"silt workers\" lists the registered workers.\n"
@@ -331,7 +335,7 @@ static void get_render(const json_doc *d)
     static const char *const fields[] = {
         "id", "name", "queue", "status", "attempt", "retryCount", "maxRetries", "priority", "args", "result",
         "errorCode", "errorMessage", "workerId", "sentAt", "runAt", "claimedAt", "startedAt", "finishedAt",
-        "goodUntil", "timeoutMs", "cancelRequested", "idempotencyKey", "retentionClassKey",
+        "goodUntil", "timeoutMs", "cancelRequested", "idempotencyKey", "retentionClassKey", "rerunOf",
     };
     cli_print_named_fields(d, fields, sizeof fields / sizeof fields[0]);
 }
@@ -422,7 +426,8 @@ static int task_list(int argc, char **argv)
 /* "silt task" alone: the usage, as a mistake. */
 static int task_none(int argc, char **argv)
 {
-    return cli_no_verb("task", task_usage, "which verb? send, get, cancel or list", argc, argv);
+    return cli_no_verb("task", task_usage, "which verb? send, get, cancel, list, rerun, pause, resume or paused",
+                       argc, argv);
 }
 
 int cli_task(int argc, char **argv)
@@ -433,6 +438,10 @@ int cli_task(int argc, char **argv)
         { "get",    task_get },
         { "cancel", task_cancel },
         { "list",   task_list },
+        { "pause",  cli_task_pause },
+        { "resume", cli_task_resume },
+        { "paused", cli_task_paused },
+        { "rerun",  cli_task_rerun },
     };
     return cli_dispatch("task", task_usage, verbs, sizeof verbs / sizeof verbs[0], argc, argv);
 }
