@@ -200,6 +200,25 @@ static void many_render(const json_doc *d)
     buf_fini(&n);
 }
 
+/* One task by id (then --to-queue and --args may override), or tasks by a
+ * filter: the two routes. */
+static int rerun_run(const cli_cmd *cmd, const cli_args *a, void *opts)
+{
+    const rerun_opts *o = opts;
+    bool one = a->npos == 1;
+    buf body, path;
+    buf_init(&body);
+    buf_init(&path);
+    buf_puts(&path, "/api/v1/tasks");
+    if (one) { cli_path_segment(&path, a->pos[0]); buf_puts(&path, "/rerun"); }
+    else buf_puts(&path, "/rerun");
+    int rc = rerun_body(cmd, one, o, &body);
+    if (rc == 0) rc = cli_call("POST", path.data, &body, o->json, one ? one_render : many_render);
+    buf_fini(&body);
+    buf_fini(&path);
+    return rc;
+}
+
 int cli_task_rerun(int argc, char **argv)
 {
     rerun_opts o = { .limit = -1, .priority = -1, .timeout_ms = -1 };
@@ -221,21 +240,5 @@ int cli_task_rerun(int argc, char **argv)
         { "json",                CLI_OPT_FLAG, &o.json },
     };
     const cli_cmd cmd = { "task rerun", rerun_usage, opts, sizeof opts / sizeof opts[0], 0, 1 };
-    cli_args a;
-    int rc;
-    if (cli_parse(&cmd, argc, argv, &a, &rc) == 0) {
-        bool one = a.npos == 1;
-        buf body, path;
-        buf_init(&body);
-        buf_init(&path);
-        buf_puts(&path, "/api/v1/tasks");
-        if (one) { cli_path_segment(&path, a.pos[0]); buf_puts(&path, "/rerun"); }
-        else buf_puts(&path, "/rerun");
-        rc = rerun_body(&cmd, one, &o, &body);
-        if (rc == 0) rc = cli_call("POST", path.data, &body, o.json, one ? one_render : many_render);
-        buf_fini(&body);
-        buf_fini(&path);
-    }
-    cli_args_fini(&a);
-    return rc;
+    return cli_run(&cmd, argc, argv, rerun_run, &o);
 }
