@@ -20,6 +20,8 @@
 #   BENCH_PEERS_QUICK=1     the small sizes: a 5,000 backlog, 5 × 1,000, 4 s windows
 #   BENCH_PEERS_SYSTEMS     default "silt graphile-worker pg-boss"
 #   BENCH_PEERS_GRAPHILE_WORKER, BENCH_PEERS_PG_BOSS   versions (0.17.3, 10.4.2)
+#   BENCH_PEERS_RESULTS=FILE  also appends each scenario's JSON line there
+#                           (report.mjs makes the table of several runs' lines)
 # Everything it starts is stopped and its directories removed on any exit,
 # Ctrl-C included.
 set -u
@@ -152,6 +154,7 @@ for ((r = 1; r <= rounds; r++)); do
 done
 echo >&2
 echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
+[ -z "${BENCH_PEERS_RESULTS:-}" ] || cat "$dir/results.jsonl" >>"$BENCH_PEERS_RESULTS"
 node "$root/bench/peers/report.mjs" "$dir/results.jsonl" "${order[@]}"
 status=$?
 exit "$status"
