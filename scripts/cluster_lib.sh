@@ -72,3 +72,19 @@ server_wait_healthy() {
     echo "$3: the server did not become healthy within 60 s" >&2
     return 1
 }
+
+# cluster_warm_wal PORT: gives the cluster on PORT the WAL files a cluster in
+# service has. A new cluster has none to recycle: it makes each 16 MB one
+# when the WAL reaches it and, with wal_init_zero on (the default), writes it
+# full of zeros first, about 40 ms that a commit waits for every second or so
+# at 50,000 msg/s. A cluster in service does not: each checkpoint renames the
+# files it no longer needs into the next ones, as many as its WAL rate asks
+# for (up to max_wal_size). ~900 MB of WAL written and dropped, then a
+# checkpoint, leaves ~55 files ready (docs/performance.md, "The tail at half
+# load"). BENCH_COLD_WAL=1 skips it, for the first minutes of a new cluster.
+cluster_warm_wal() {
+    [ "${BENCH_COLD_WAL:-0}" = 1 ] && return 0
+    cluster_psql "$1" -d postgres \
+        -c "CREATE TABLE bench_wal_warm AS SELECT g, repeat('w', 200) AS pad FROM generate_series(1, 3500000) g" \
+        -c "DROP TABLE bench_wal_warm" -c "CHECKPOINT"
+}
