@@ -290,7 +290,8 @@ static int64_t cpu_over_a_second(silt_server *s)
     return proc_cpu_ms(s->pid) - before;
 }
 
-TEST(limits_out_of_descriptors_the_server_backs_off_accepting_logs_once_and_recovers)
+/* Alone: it bounds the CPU the server uses in a second. */
+TEST_ALONE(limits_out_of_descriptors_the_server_backs_off_accepting_logs_once_and_recovers)
 {
     const char *log = log_file();
     silt_server s;
@@ -316,7 +317,8 @@ TEST(limits_out_of_descriptors_the_server_backs_off_accepting_logs_once_and_reco
     unlink(log);
 }
 
-TEST(limits_client_connections_leave_the_fd_reserve_so_the_pool_reconnects_while_clients_hold_every_slot)
+/* Alone: it bounds the CPU the server uses in a second. */
+TEST_ALONE(limits_client_connections_leave_the_fd_reserve_so_the_pool_reconnects_while_clients_hold_every_slot)
 {
     silt_server s;
     srv_start(&s, (const char *[]){ "SILT_TEST_NOFILE=100", "HTTP_FD_RESERVE=50", ALL_FROM_ONE_ADDRESS, NULL });
