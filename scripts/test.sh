@@ -1,6 +1,8 @@
 #!/bin/sh
 # make test: unit tests, then integration tests against a throwaway
-# PostgreSQL cluster that this script creates and removes. The last line is
+# PostgreSQL cluster that this script creates and removes, then the client
+# libraries' suites against it. Each part runs its tests side by side
+# (SILT_TEST_JOBS at a time, default the online cores). The last line is
 # the total "N passed, N failed"; the exit status is non-zero on any failure.
 set -u
 build="$1"
@@ -59,13 +61,19 @@ else
         "$build/integration_tests" 2>&1 | tee "$dir/integration.out"
     # The client libraries, each against real servers of this build, in
     # databases cloned from the same template; each runner ends with its
-    # own "N passed, N failed".
+    # own "N passed, N failed". The two run side by side, and each one's
+    # account is shown whole once both have ended.
+    SILT_TEST_PGPORT="$pgport" SILT_BIN="$bin" \
+        python3 clients/python/tests/run.py >"$dir/python.out" 2>&1 &
+    python=$!
+    SILT_TEST_PGPORT="$pgport" SILT_BIN="$bin" \
+        node clients/js/test/run.mjs >"$dir/js.out" 2>&1 &
+    js=$!
+    wait "$python" "$js"
     echo "== python client (clients/python)"
-    SILT_TEST_PGPORT="$pgport" SILT_BIN="$bin" \
-        python3 clients/python/tests/run.py 2>&1 | tee "$dir/python.out"
+    cat "$dir/python.out"
     echo "== javascript client (clients/js)"
-    SILT_TEST_PGPORT="$pgport" SILT_BIN="$bin" \
-        node clients/js/test/run.mjs 2>&1 | tee "$dir/js.out"
+    cat "$dir/js.out"
 fi
 set -- $(counts "$dir/unit.out") $(counts "$dir/integration.out") $(counts "$dir/python.out") $(counts "$dir/js.out")
 passed=$(( ${1:-0} + ${3:-0} + ${5:-0} + ${7:-0} ))
