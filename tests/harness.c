@@ -4,8 +4,9 @@
  * Arguments filter tests by substring. A test's output is held until it
  * ends and then printed whole, so tests running together never interleave;
  * tests end, and are reported, in any order. Tests marked TEST_ALONE run
- * last, one at a time, with nothing beside them. The slowest ten come
- * before the last line, which is always "N passed, N failed". */
+ * last, one at a time, with nothing beside them (HARNESS_ALONE=skip or
+ * only runs the others or them alone). The slowest ten come before the
+ * last line, which is always "N passed, N failed". */
 #include "harness.h"
 #include <errno.h>
 #include <fcntl.h>
@@ -197,13 +198,20 @@ static void print_slowest(const long long *ms)
 }
 
 /* The selected tests in the order they run: those that share the machine,
- * then those that run alone. Returns how many. */
+ * then those that run alone. HARNESS_ALONE=skip leaves the second out,
+ * HARNESS_ALONE=only the first: scripts/test.sh runs the client suites
+ * beside the ones that share, and the alone ones after them all. Returns
+ * how many. */
 static int schedule(int *order, int argc, char **argv)
 {
+    const char *alone = getenv("HARNESS_ALONE");
+    bool shared_too = !alone || strcmp(alone, "only") != 0, alone_too = !alone || strcmp(alone, "skip") != 0;
     int n = 0;
-    for (int pass = 0; pass < 2; pass++)
+    for (int pass = 0; pass < 2; pass++) {
+        if (pass == 0 ? !shared_too : !alone_too) continue;
         for (int i = 0; i < ntests; i++)
             if (tests[i].alone == (pass == 1) && selected(tests[i].name, argc, argv)) order[n++] = i;
+    }
     return n;
 }
 
