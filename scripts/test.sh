@@ -1,7 +1,7 @@
 #!/bin/sh
 # make test: unit tests, then integration tests against a throwaway
-# PostgreSQL cluster that this script creates and removes, then the client
-# libraries' suites against it. Each part runs its tests side by side
+# PostgreSQL cluster that this script creates and removes, with the client
+# libraries' suites beside them. Each part runs its tests side by side
 # (SILT_TEST_JOBS at a time, default the online cores). The last line is
 # the total "N passed, N failed"; the exit status is non-zero on any failure.
 set -u
@@ -56,27 +56,35 @@ elif ! make_template; then
     echo "could not create the template database"
 else
     # XDG_STATE_HOME: what silt pop records for silt ack --last stays in
-    # the suite's directory, not the user's home.
-    XDG_STATE_HOME="$dir/state" SILT_TEST_PGDIR="$dir/pg" SILT_TEST_PGPORT="$pgport" SILT_BIN="$build/silt" \
-        "$build/integration_tests" 2>&1 | tee "$dir/integration.out"
+    # the suite's directory, not the user's home. HARNESS_ALONE: skip, or
+    # only, the tests that run alone (TEST_ALONE).
+    integration() {
+        XDG_STATE_HOME="$dir/state" SILT_TEST_PGDIR="$dir/pg" SILT_TEST_PGPORT="$pgport" SILT_BIN="$build/silt" \
+            HARNESS_ALONE="$1" "$build/integration_tests" 2>&1
+    }
     # The client libraries, each against real servers of this build, in
     # databases cloned from the same template; each runner ends with its
-    # own "N passed, N failed". The two run side by side, and each one's
-    # account is shown whole once both have ended.
+    # own "N passed, N failed". They run beside the integration tests that
+    # share the machine (whose waits leave a core idle at times), their
+    # accounts held until the end; the tests that run alone come after all.
     SILT_TEST_PGPORT="$pgport" SILT_BIN="$bin" \
         python3 clients/python/tests/run.py >"$dir/python.out" 2>&1 &
     python=$!
     SILT_TEST_PGPORT="$pgport" SILT_BIN="$bin" \
         node clients/js/test/run.mjs >"$dir/js.out" 2>&1 &
     js=$!
+    integration skip | tee "$dir/integration.out"
     wait "$python" "$js"
+    echo "== integration tests that run alone"
+    integration only | tee "$dir/alone.out"
     echo "== python client (clients/python)"
     cat "$dir/python.out"
     echo "== javascript client (clients/js)"
     cat "$dir/js.out"
 fi
-set -- $(counts "$dir/unit.out") $(counts "$dir/integration.out") $(counts "$dir/python.out") $(counts "$dir/js.out")
-passed=$(( ${1:-0} + ${3:-0} + ${5:-0} + ${7:-0} ))
-failed=$(( ${2:-1} + ${4:-1} + ${6:-1} + ${8:-1} ))
+set -- $(counts "$dir/unit.out") $(counts "$dir/integration.out") $(counts "$dir/alone.out") \
+       $(counts "$dir/python.out") $(counts "$dir/js.out")
+passed=$(( ${1:-0} + ${3:-0} + ${5:-0} + ${7:-0} + ${9:-0} ))
+failed=$(( ${2:-1} + ${4:-1} + ${6:-1} + ${8:-1} + ${10:-1} ))
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
