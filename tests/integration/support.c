@@ -408,7 +408,7 @@ static bool env_sets(const char *const *env, const char *name)
  * first, is not this one's: that one will fail to bind and exit. */
 static int await_ready(silt_server *s)
 {
-    for (int i = 0; i < 400; i++) {   /* up to 20 s */
+    for (int i = 0; i < 2000; i++) {   /* every 10 ms, up to 20 s: a server is up in some 60 ms */
         http_response r;
         http_response_init(&r);
         int ok = http_request(s->http, "GET", "/health", NULL, 0, &r) == 0 && r.status == 200;
@@ -416,7 +416,7 @@ static int await_ready(silt_server *s)
         if (ok && listens_on(s->pid, s->port)) return 1;
         int status;
         if (waitpid(s->pid, &status, WNOHANG) == s->pid) return 0;
-        struct timespec ts = { 0, 50 * 1000000 };
+        struct timespec ts = { 0, 10 * 1000000 };
         nanosleep(&ts, NULL);
     }
     return -1;
