@@ -55,23 +55,29 @@ elif ! make_template; then
     cat "$dir/migrate.err" 2>/dev/null
     echo "could not create the template database"
 else
-    # XDG_STATE_HOME: what silt pop records for silt ack --last stays in
-    # the suite's directory, not the user's home. HARNESS_ALONE: skip, or
-    # only, the tests that run alone (TEST_ALONE).
+    # Each runner of the three: $1 is HARNESS_ALONE, skip (what shares the
+    # machine) or only (what runs alone: TEST_ALONE, a Python class's
+    # alone, run.mjs's ALONE). XDG_STATE_HOME: what silt pop records for
+    # silt ack --last stays in the suite's directory, not the user's home.
     integration() {
         XDG_STATE_HOME="$dir/state" SILT_TEST_PGDIR="$dir/pg" SILT_TEST_PGPORT="$pgport" SILT_BIN="$build/silt" \
             HARNESS_ALONE="$1" "$build/integration_tests" 2>&1
     }
+    python_suite() {
+        SILT_TEST_PGPORT="$pgport" SILT_BIN="$bin" HARNESS_ALONE="$1" python3 clients/python/tests/run.py 2>&1
+    }
+    js_suite() {
+        SILT_TEST_PGPORT="$pgport" SILT_BIN="$bin" HARNESS_ALONE="$1" node clients/js/test/run.mjs 2>&1
+    }
     # The client libraries, each against real servers of this build, in
     # databases cloned from the same template; each runner ends with its
     # own "N passed, N failed". They run beside the integration tests that
-    # share the machine (whose waits leave a core idle at times), their
-    # accounts held until the end; the tests that run alone come after all.
-    SILT_TEST_PGPORT="$pgport" SILT_BIN="$bin" \
-        python3 clients/python/tests/run.py >"$dir/python.out" 2>&1 &
+    # share the machine (whose waits leave a core idle much of the time),
+    # their accounts held until those end. What runs alone in any of the
+    # three runs after all of that, one at a time.
+    python_suite skip >"$dir/python.out" &
     python=$!
-    SILT_TEST_PGPORT="$pgport" SILT_BIN="$bin" \
-        node clients/js/test/run.mjs >"$dir/js.out" 2>&1 &
+    js_suite skip >"$dir/js.out" &
     js=$!
     integration skip | tee "$dir/integration.out"
     wait "$python" "$js"
@@ -79,12 +85,21 @@ else
     integration only | tee "$dir/alone.out"
     echo "== python client (clients/python)"
     cat "$dir/python.out"
+    echo "-- its classes that run alone"
+    python_suite only | tee "$dir/python-alone.out"
     echo "== javascript client (clients/js)"
     cat "$dir/js.out"
+    echo "-- its files that run alone"
+    js_suite only | tee "$dir/js-alone.out"
 fi
-set -- $(counts "$dir/unit.out") $(counts "$dir/integration.out") $(counts "$dir/alone.out") \
-       $(counts "$dir/python.out") $(counts "$dir/js.out")
-passed=$(( ${1:-0} + ${3:-0} + ${5:-0} + ${7:-0} + ${9:-0} ))
-failed=$(( ${2:-1} + ${4:-1} + ${6:-1} + ${8:-1} + ${10:-1} ))
+# Every part's count; a part that printed none (it did not run, or died)
+# counts as one failure.
+passed=0
+failed=0
+for part in unit integration alone python python-alone js js-alone; do
+    set -- $(counts "$dir/$part.out" 2>/dev/null)
+    passed=$((passed + ${1:-0}))
+    failed=$((failed + ${2:-1}))
+done
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

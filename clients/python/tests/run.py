@@ -9,7 +9,11 @@ NAME narrows the run (a module, class or test: ``test_worker``,
 Without NAME, every test class runs in a process of its own (each has its
 own database and server already), ``SILT_TEST_JOBS`` of them at a time
 (default: the online cores); each one's account is printed whole when it
-ends.
+ends. A class with ``alone = True`` (a bound on a delay that a neighbour's
+load would break) runs after the others, one at a time; ``HARNESS_ALONE=skip``
+leaves those out and ``HARNESS_ALONE=only`` runs only them, as for the
+integration tests (scripts/test.sh runs the rest beside the integration
+tests, and these after them).
 """
 
 import logging
@@ -40,17 +44,16 @@ class CountingResult(unittest.TextTestResult):
 
 
 def classes():
-    """The ids of the suite's test classes (``tests.test_worker.WorkerTests``)."""
-    found, pending = [], [unittest.TestLoader().discover(start_dir=HERE, pattern="test_*.py", top_level_dir=ROOT)]
+    """The suite's test classes: id (``tests.test_worker.WorkerTests``) to
+    whether it runs alone."""
+    found, pending = {}, [unittest.TestLoader().discover(start_dir=HERE, pattern="test_*.py", top_level_dir=ROOT)]
     while pending:
         item = pending.pop()
         if isinstance(item, unittest.TestSuite):
             pending.extend(item)
         else:
-            name = f"{type(item).__module__}.{type(item).__qualname__}"
-            if name not in found:
-                found.append(name)
-    return sorted(found)
+            found[f"{type(item).__module__}.{type(item).__qualname__}"] = getattr(type(item), "alone", False)
+    return dict(sorted(found.items()))
 
 
 def run_class(name):
@@ -62,16 +65,31 @@ def run_class(name):
     return out, (int(counts[1]), int(counts[2])) if counts else (0, 1)
 
 
-def main_by_class():
-    """Every class side by side, SILT_TEST_JOBS at a time; the sums last."""
-    jobs = max(1, int(os.environ.get("SILT_TEST_JOBS") or os.cpu_count() or 1))
-    started, passed, failed = time.monotonic(), 0, 0
+def run_classes(names, jobs):
+    """names side by side, jobs at a time, each one's account printed whole
+    as it ends; returns the passed and failed."""
+    passed = failed = 0
     with ThreadPoolExecutor(max_workers=jobs) as pool:
-        runs = {pool.submit(run_class, name): name for name in classes()}
+        runs = {pool.submit(run_class, name): name for name in names}
         for done in as_completed(runs):
             out, (ok, bad) = done.result()
             print(f"-- {runs[done]}\n{out}", end="" if out.endswith("\n") else "\n", flush=True)
             passed, failed = passed + ok, failed + bad
+    return passed, failed
+
+
+def main_by_class():
+    """Every class side by side, SILT_TEST_JOBS at a time, then those that
+    run alone one at a time (HARNESS_ALONE: skip or only those); the sums last."""
+    jobs = max(1, int(os.environ.get("SILT_TEST_JOBS") or os.cpu_count() or 1))
+    which = os.environ.get("HARNESS_ALONE", "")
+    found = classes()
+    started, passed, failed = time.monotonic(), 0, 0
+    if which != "only":
+        passed, failed = run_classes([name for name, alone in found.items() if not alone], jobs)
+    if which != "skip":
+        ok, bad = run_classes([name for name, alone in found.items() if alone], 1)
+        passed, failed = passed + ok, failed + bad
     print(f"python client suite: {time.monotonic() - started:.1f} s")
     print(f"{passed} passed, {failed} failed")
     return 1 if failed or not passed else 0
