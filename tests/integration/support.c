@@ -499,7 +499,8 @@ int64_t srv_metric(silt_server *s, const char *sample)
     http_response_init(&resp);
     if (http_request(s->http, "GET", "/metrics/prometheus", NULL, 0, &resp) < 0)
         harness_failf(__FILE__, __LINE__, "GET /metrics/prometheus: %s", http_client_error(s->http));
-    CHECK_INT(resp.status, 200);
+    if (resp.status != 200)
+        harness_failf(__FILE__, __LINE__, "GET /metrics/prometheus: %d %s", resp.status, resp.body.data ? resp.body.data : "");
     int64_t v = -1;
     size_t n = strlen(sample);
     for (const char *line = resp.body.data; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL)
