@@ -64,26 +64,27 @@ static int free_port(void)
     harness_fail(__FILE__, __LINE__, "no free port");
 }
 
-/* The inode of the socket listening on 127.0.0.1:port, 0 if none. */
+/* The inode of the socket listening on port (on whatever address HOST
+ * gave it), 0 if none. */
 static unsigned long listening_inode(int port)
 {
     FILE *f = fopen("/proc/net/tcp", "r");
     char line[512];
     unsigned long inode = 0;
     while (f && !inode && fgets(line, sizeof line, f)) {
-        unsigned addr, local, state;
+        unsigned local, state;
         unsigned long ino;
-        if (sscanf(line, " %*d: %x:%x %*x:%*x %x %*x:%*x %*x:%*x %*x %*u %*u %lu", &addr, &local, &state, &ino) == 4 &&
-            addr == htonl(INADDR_LOOPBACK) && (int)local == port && state == 0x0A)
+        if (sscanf(line, " %*d: %*x:%x %*x:%*x %x %*x:%*x %*x:%*x %*x %*u %*u %lu", &local, &state, &ino) == 3 &&
+            (int)local == port && state == 0x0A)
             inode = ino;
     }
     if (f) fclose(f);
     return inode;
 }
 
-/* Whether process pid holds the socket listening on 127.0.0.1:port. Local
- * buffers, not sfmt(): a test may still hold a string of its ring across
- * srv_start (a log file's name). */
+/* Whether process pid holds the socket listening on port. Local buffers,
+ * not sfmt(): a test may still hold a string of its ring across srv_start
+ * (a log file's name). */
 static bool listens_on(pid_t pid, int port)
 {
     unsigned long inode = listening_inode(port);

@@ -193,14 +193,13 @@ class Server:
 
 
 def _listens_on(pid, port):
-    """Whether process ``pid`` holds the socket listening on 127.0.0.1:port,
-    from Linux's /proc (true where there is no /proc to ask)."""
+    """Whether process ``pid`` holds the socket listening on ``port`` (on
+    whatever address), from Linux's /proc (true where there is none to ask)."""
     if not os.path.exists("/proc/net/tcp"):
         return True
-    loopback = int.from_bytes(bytes([127, 0, 0, 1]), sys.byteorder)
     with open("/proc/net/tcp") as table:
         inodes = {f"socket:[{fields[9]}]" for fields in (line.split() for line in list(table)[1:])
-                  if fields[1] == f"{loopback:08X}:{port:04X}" and fields[3] == "0A"}
+                  if fields[1].endswith(f":{port:04X}") and fields[3] == "0A"}
     try:
         fds = os.listdir(f"/proc/{pid}/fd")
     except OSError:
