@@ -19,8 +19,10 @@ import { fileURLToPath } from "node:url";
 const here = path.dirname(fileURLToPath(import.meta.url));
 const FILE_TIMEOUT_MS = 120000;
 // Files whose tests bound a delay that a neighbour's load would break.
-// cli.test.mjs: an idle worker process exits within a second of SIGTERM
-// (a node process's exit, some 200-500 ms with other files beside it).
+// cli.test.mjs: an idle worker process exits promptly on SIGTERM (100 ms
+// on a quiet machine; a node process's exit takes some 200-500 ms with
+// other files beside it, over a second at a load of 13, against a bound of
+// 3 s).
 const ALONE = new Set(["cli.test.mjs"]);
 
 /** The files to run: [those side by side, those alone]. */
