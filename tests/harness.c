@@ -35,7 +35,11 @@ typedef struct running {
 
 void harness_register(const char *name, harness_fn fn, bool alone)
 {
-    if (ntests < HARNESS_MAX) { tests[ntests].name = name; tests[ntests].fn = fn; tests[ntests].alone = alone; ntests++; }
+    if (ntests >= HARNESS_MAX) return;
+    tests[ntests].name = name;
+    tests[ntests].fn = fn;
+    tests[ntests].alone = alone;
+    ntests++;
 }
 
 void harness_on_finish(void (*fn)(int pid))

@@ -501,7 +501,8 @@ int64_t srv_metric(silt_server *s, const char *sample)
     if (http_request(s->http, "GET", "/metrics/prometheus", NULL, 0, &resp) < 0)
         harness_failf(__FILE__, __LINE__, "GET /metrics/prometheus: %s", http_client_error(s->http));
     if (resp.status != 200)
-        harness_failf(__FILE__, __LINE__, "GET /metrics/prometheus: %d %s", resp.status, resp.body.data ? resp.body.data : "");
+        harness_failf(__FILE__, __LINE__, "GET /metrics/prometheus: %d %s", resp.status,
+                      resp.body.data ? resp.body.data : "");
     int64_t v = -1;
     size_t n = strlen(sample);
     for (const char *line = resp.body.data; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL)
