@@ -13,12 +13,19 @@ cluster_lib_here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # differ; drawn from /dev/urandom rather than $RANDOM so that a caller's
 # seeded RANDOM (chaos.sh's reproducible kill schedule) neither picks the
 # port (two runs with one seed would collide) nor is consumed by it.
+# CLUSTER_PORTS="FIRST LAST" narrows the choice: the chaos integration test
+# keeps its cluster's and server's ports (which it leaves while it stops
+# them) apart from those the tests beside it pick.
 cluster_free_port() {
-    local p lo
+    local p lo first
     lo=$(awk '{ print $1 }' /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null)
     [ "${lo:-0}" -gt 11000 ] || lo=32768
+    first=10000
+    # shellcheck disable=SC2086  # two words on purpose
+    [ -z "${CLUSTER_PORTS:-}" ] || set -- $CLUSTER_PORTS
+    [ -z "${CLUSTER_PORTS:-}" ] || { first=$1; lo=$(($2 + 1)); }
     for _ in $(seq 1 200); do
-        p=$((10000 + $(od -An -N2 -tu2 /dev/urandom | tr -d ' ') % (lo - 10000)))
+        p=$((first + $(od -An -N2 -tu2 /dev/urandom | tr -d ' ') % (lo - first)))
         { : <>"/dev/tcp/127.0.0.1/$p"; } 2>/dev/null || { echo "$p"; return 0; }
     done
     return 1
