@@ -257,5 +257,13 @@ int  api_query_offset_page(httpd_req *req, api_offset_page *page) __attribute__(
  * classes and leaves). member is static. */
 void api_rows_call(httpd_req *req, server *srv, db_stmt stmt, const char *const *values, const char *member,
                    void (*emit_row)(emit *e, const PGresult *r, int row));
+/* Writes a reply object's members from a statement's result r: srv for
+ * what the answer also announces, flag the handler's choice (pause or
+ * resume, release or heartbeat) given to api_object_call. */
+typedef void (*api_members_fn)(emit *e, server *srv, const PGresult *r, bool flag);
+/* Runs stmt with values and replies 200 with one object, its members
+ * written by members: the answer of a handler with one statement. */
+void api_object_call(httpd_req *req, server *srv, db_stmt stmt, const char *const *values, api_members_fn members,
+                     bool flag);
 
 #endif

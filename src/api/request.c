@@ -250,6 +250,33 @@ void api_rows_call(httpd_req *req, server *srv, db_stmt stmt, const char *const 
     api_submit_stmt(req, srv, stmt, values, rows_listed, c);
 }
 
+/* ---- one object ---- */
+
+typedef struct object_call {
+    httpd_req     *req;
+    server        *srv;
+    api_members_fn members;
+    bool           flag;
+} object_call;
+
+static void object_answered(void *arg, const db_reply *reply)
+{
+    object_call *c = arg;
+    if (reply->error) { api_db_error(c->req, reply); free(c); return; }
+    api_reply out;
+    c->members(api_reply_object(&out), c->srv, reply->results[0], c->flag);
+    api_reply_send(&out, c->req, 200);
+    free(c);
+}
+
+void api_object_call(httpd_req *req, server *srv, db_stmt stmt, const char *const *values, api_members_fn members,
+                     bool flag)
+{
+    object_call *c = xcalloc(1, sizeof *c);
+    *c = (object_call){ req, srv, members, flag };
+    api_submit_stmt(req, srv, stmt, values, object_answered, c);
+}
+
 /* ---- a list, a page at a time ---- */
 
 typedef struct page_call {

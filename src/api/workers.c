@@ -120,12 +120,6 @@ void api_worker_list(httpd_req *req, server *srv)
 
 /* ---- heartbeat and release: a list of (id, claimId) ---- */
 
-typedef struct held_call {
-    httpd_req *req;
-    server    *srv;
-    bool       release;
-} held_call;
-
 static int read_held(httpd_req *req, const json_doc *d, db_array *ids, db_array *claims)
 {
     int v = json_get(d, 0, "tasks");
@@ -154,18 +148,13 @@ static int read_held(httpd_req *req, const json_doc *d, db_array *ids, db_array 
     return 0;
 }
 
-static void held_done(void *arg, const db_reply *reply)
+static void held_done(emit *e, server *srv, const PGresult *r, bool release)
 {
-    held_call *c = arg;
-    if (reply->error) { api_db_error(c->req, reply); free(c); return; }
-    const PGresult *r = reply->results[0];
-    api_reply out;
-    emit *e = api_reply_object(&out);
-    if (c->release) {
+    if (release) {
         int64_t released = 0;
         for (int row = 0; row < PQntuples(r); row++) {
             released += db_int(r, row, 1);
-            task_hub_announce_sent(c->srv->tasks, db_str(r, row, 0));
+            task_hub_announce_sent(srv->tasks, db_str(r, row, 0));
         }
         emit_key(e, "released"); emit_int(e, released);
     } else {
@@ -178,8 +167,6 @@ static void held_done(void *arg, const db_reply *reply)
         }
         emit_end(e);
     }
-    api_reply_send(&out, c->req, 200);
-    free(c);
 }
 
 static void held_call_run(httpd_req *req, server *srv, bool release)
@@ -191,14 +178,8 @@ static void held_call_run(httpd_req *req, server *srv, bool release)
     db_array_init(&ids);
     db_array_init(&claims);
     if (api_read_object(req, srv, &d) == 0 && read_held(req, &d, &ids, &claims) == 0) {
-        held_call *c = xcalloc(1, sizeof *c);
-        c->req = req;
-        c->srv = srv;
-        c->release = release;
         const char *values[3] = { req->params[0], db_array_literal(&ids), db_array_literal(&claims) };
-        db_job *job = db_job_new(held_done, c);
-        db_job_call(job, release ? STMT_TASK_RELEASE : STMT_TASK_HEARTBEAT, values, NULL, NULL);
-        api_submit(req, srv, job);
+        api_object_call(req, srv, release ? STMT_TASK_RELEASE : STMT_TASK_HEARTBEAT, values, held_done, release);
     }
     db_array_fini(&ids);
     db_array_fini(&claims);
