@@ -120,6 +120,15 @@ int cli_run(const cli_cmd *cmd, int argc, char **argv, cli_run_fn run, void *opt
     return rc;
 }
 
+int cli_run_json_only(const char *name, const char *usage, int min_pos, int max_pos, int argc, char **argv,
+                      cli_run_fn run)
+{
+    bool json = false;
+    const cli_opt opts[] = { { "json", CLI_OPT_FLAG, &json } };
+    const cli_cmd cmd = { name, usage, opts, 1, min_pos, max_pos };
+    return cli_run(&cmd, argc, argv, run, &json);
+}
+
 void cli_list_fini(cli_list *l)
 {
     free(l->items);

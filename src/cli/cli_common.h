@@ -77,6 +77,10 @@ typedef int (*cli_run_fn)(const cli_cmd *cmd, const cli_args *args, void *opts);
  * then the arguments freed (a cli_list in opts stays the caller's). The
  * exit status. */
 int  cli_run(const cli_cmd *cmd, int argc, char **argv, cli_run_fn run, void *opts);
+/* The same for a command whose only option is --json, taking min_pos to
+ * max_pos positional arguments: run's opts is a bool *, the flag. */
+int  cli_run_json_only(const char *name, const char *usage, int min_pos, int max_pos, int argc, char **argv,
+                       cli_run_fn run);
 
 /* Prints "silt <cmd>: <message>" and the synopsis to stderr; returns 2. */
 int  cli_usage_error(const cli_cmd *cmd, const char *fmt, ...)

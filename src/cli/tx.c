@@ -124,20 +124,18 @@ static int tx_report(const void *json_flag, const http_response *r)
     return ok ? CLI_EXIT_OK : CLI_EXIT_FAILED;
 }
 
+static int tx_run(const cli_cmd *cmd, const cli_args *a, void *opts)
+{
+    const bool *json = opts;
+    buf body;
+    buf_init(&body);
+    int rc = tx_load(cmd, a->pos[0], &body);
+    if (rc == 0) rc = cli_request_judged("POST", "/api/v1/transaction", &body, 0, tx_report, json);
+    buf_fini(&body);
+    return rc;
+}
+
 int cli_tx(int argc, char **argv)
 {
-    bool json = false;
-    const cli_opt opts[] = { { "json", CLI_OPT_FLAG, &json } };
-    const cli_cmd cmd = { "tx", tx_usage, opts, 1, 1, 1 };
-    cli_args a;
-    int rc;
-    if (cli_parse(&cmd, argc, argv, &a, &rc) == 0) {
-        buf body;
-        buf_init(&body);
-        rc = tx_load(&cmd, a.pos[0], &body);
-        if (rc == 0) rc = cli_request_judged("POST", "/api/v1/transaction", &body, 0, tx_report, &json);
-        buf_fini(&body);
-    }
-    cli_args_fini(&a);
-    return rc;
+    return cli_run_json_only("tx", tx_usage, 1, 1, argc, argv, tx_run);
 }

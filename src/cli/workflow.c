@@ -205,22 +205,20 @@ static int start_post(const buf *body, bool json)
     return rc;
 }
 
+static int start_run(const cli_cmd *cmd, const cli_args *a, void *opts)
+{
+    const bool *json = opts;
+    buf text;
+    buf_init(&text);
+    int rc = read_definition(cmd, a->pos[0], &text);
+    if (rc == 0) rc = start_post(&text, *json);
+    buf_fini(&text);
+    return rc;
+}
+
 static int wf_start(int argc, char **argv)
 {
-    bool json = false;
-    const cli_opt opts[] = { { "json", CLI_OPT_FLAG, &json } };
-    const cli_cmd cmd = { "workflow start", start_usage, opts, 1, 1, 1 };
-    cli_args a;
-    int rc;
-    if (cli_parse(&cmd, argc, argv, &a, &rc) == 0) {
-        buf text;
-        buf_init(&text);
-        rc = read_definition(&cmd, a.pos[0], &text);
-        if (rc == 0) rc = start_post(&text, json);
-        buf_fini(&text);
-    }
-    cli_args_fini(&a);
-    return rc;
+    return cli_run_json_only("workflow start", start_usage, 1, 1, argc, argv, start_run);
 }
 
 /* ---- get -------------------------------------------------------------- */
