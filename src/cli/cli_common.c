@@ -631,6 +631,15 @@ void cli_render_fields(const json_doc *d)
     cli_print_members(d, 0, "FIELD");
 }
 
+void cli_print_deleted(const json_doc *d, const char *member, const char *noun)
+{
+    buf n;
+    buf_init(&n);
+    cli_put_cell(&n, d, json_get(d, 0, member));
+    printf("deleted %s %s%s\n", n.data, noun, strcmp(n.data, "1") == 0 ? "" : "s");
+    buf_fini(&n);
+}
+
 void cli_print_members(const json_doc *d, int obj, const char *key_header)
 {
     const char *const headers[] = { key_header, "VALUE" };

@@ -181,6 +181,9 @@ void cli_table_fini(cli_table *t);
  * none instead when the array is empty or absent. */
 void cli_print_rows(const json_doc *d, const char *member, int ncols, const char *const *headers,
                     const char *const *fields, const char *none);
+/* The line "deleted N <noun>s" ("1 <noun>" alone), N the member of the
+ * reply's object that counts what a delete removed. */
+void cli_print_deleted(const json_doc *d, const char *member, const char *noun);
 /* A two-column table of obj's members: key_header ("FIELD", "OPTION") and
  * VALUE. */
 void cli_print_members(const json_doc *d, int obj, const char *key_header);

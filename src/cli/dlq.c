@@ -127,11 +127,7 @@ static int dlq_replay(int argc, char **argv)
 
 static void dlq_rm_render(const json_doc *d)
 {
-    buf n;
-    buf_init(&n);
-    cli_put_cell(&n, d, json_get(d, 0, "deleted"));
-    printf("deleted %s dead letter%s\n", n.data, strcmp(n.data, "1") == 0 ? "" : "s");
-    buf_fini(&n);
+    cli_print_deleted(d, "deleted", "dead letter");
 }
 
 static int rm_run(const cli_cmd *cmd, const cli_args *a, void *opts)

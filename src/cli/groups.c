@@ -123,11 +123,7 @@ static int groups_show(int argc, char **argv)
 
 static void groups_rm_render(const json_doc *d)
 {
-    buf n;
-    buf_init(&n);
-    cli_put_cell(&n, d, json_get(d, 0, "cursors"));
-    printf("deleted %s cursor%s\n", n.data, strcmp(n.data, "1") == 0 ? "" : "s");
-    buf_fini(&n);
+    cli_print_deleted(d, "cursors", "cursor");
 }
 
 static int groups_rm_run(const char *group, const char *queue, bool metadata, bool json)
