@@ -511,18 +511,40 @@ int cli_call(const char *method, const char *path, const buf *body, bool json,
     return cli_call_within(method, path, body, 0, json, render);
 }
 
-int cli_get_waiting(const char *collection, const char *id, long wait_ms, bool json, cli_render_fn render)
+typedef struct waiting_opts {
+    const char   *collection;
+    cli_render_fn render;
+    long          wait_ms;
+    bool          json;
+} waiting_opts;
+
+static int waiting_run(const cli_cmd *cmd, const cli_args *a, void *opts)
 {
+    const waiting_opts *o = opts;
+    if (o->wait_ms > CLI_MAX_WAIT_MS) return cli_usage_error(cmd, "--wait is at most %d ms", CLI_MAX_WAIT_MS);
     buf path;
     buf_init(&path);
-    buf_puts(&path, collection);
-    cli_path_segment(&path, id);
+    buf_puts(&path, o->collection);
+    cli_path_segment(&path, a->pos[0]);
     char ms[24];
-    snprintf(ms, sizeof ms, "%ld", wait_ms);
-    if (wait_ms > 0) cli_query_param(&path, "wait", ms);
-    int rc = cli_call_within("GET", path.data, NULL, wait_ms > 0 ? (int)wait_ms + CLI_WAIT_SLACK_MS : 0, json, render);
+    snprintf(ms, sizeof ms, "%ld", o->wait_ms);
+    if (o->wait_ms > 0) cli_query_param(&path, "wait", ms);
+    int timeout_ms = o->wait_ms > 0 ? (int)o->wait_ms + CLI_WAIT_SLACK_MS : 0;
+    int rc = cli_call_within("GET", path.data, NULL, timeout_ms, o->json, o->render);
     buf_fini(&path);
     return rc;
+}
+
+int cli_get_item_waiting(const char *name, const char *usage, const char *collection, int argc, char **argv,
+                         cli_render_fn render)
+{
+    waiting_opts o = { collection, render, 0, false };
+    const cli_opt opts[] = {
+        { "wait", CLI_OPT_INT,  &o.wait_ms },
+        { "json", CLI_OPT_FLAG, &o.json },
+    };
+    const cli_cmd cmd = { name, usage, opts, sizeof opts / sizeof opts[0], 1, 1 };
+    return cli_run(&cmd, argc, argv, waiting_run, &o);
 }
 
 /* A page's last line: where the next one starts, when there may be one. */

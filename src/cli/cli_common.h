@@ -225,10 +225,14 @@ int  cli_call(const char *method, const char *path, const buf *body, bool json,
  * the server holds (a ?wait). */
 int  cli_call_within(const char *method, const char *path, const buf *body, int timeout_ms, bool json,
                      cli_render_fn render);
-/* GET collection/id, held by the server up to wait ms (?wait, none when
- * 0) and waited for that long plus a margin: the reply rendered or printed
- * as cli_call does. */
-int  cli_get_waiting(const char *collection, const char *id, long wait_ms, bool json, cli_render_fn render);
+/* A verb reading one item its only argument names, with --wait MS and
+ * --json ("silt task get id --wait 5000"): GET collection/<id>, held by the
+ * server up to MS (?wait, none when 0; at most CLI_MAX_WAIT_MS) for the item
+ * to end, and waited for that long plus a margin. The reply printed or
+ * rendered as cli_call does; the exit status. */
+#define CLI_MAX_WAIT_MS 60000   /* the server's bound on ?wait */
+int  cli_get_item_waiting(const char *name, const char *usage, const char *collection, int argc, char **argv,
+                          cli_render_fn render);
 
 /* A verb on one item its only argument names, with --json as its only
  * option ("silt queues show q", "silt dlq replay id"): method on

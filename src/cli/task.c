@@ -342,20 +342,7 @@ static void get_render(const json_doc *d)
 
 static int task_get(int argc, char **argv)
 {
-    bool json = false;
-    long wait = 0;
-    const cli_opt opts[] = {
-        { "wait", CLI_OPT_INT,  &wait },
-        { "json", CLI_OPT_FLAG, &json },
-    };
-    const cli_cmd cmd = { "task get", get_usage, opts, sizeof opts / sizeof opts[0], 1, 1 };
-    cli_args a;
-    int rc;
-    if (cli_parse(&cmd, argc, argv, &a, &rc) == 0)
-        rc = wait > 60000 ? cli_usage_error(&cmd, "--wait is at most 60000 ms")
-                          : cli_get_waiting("/api/v1/tasks", a.pos[0], wait, json, get_render);
-    cli_args_fini(&a);
-    return rc;
+    return cli_get_item_waiting("task get", get_usage, "/api/v1/tasks", argc, argv, get_render);
 }
 
 /* ---- cancel ----------------------------------------------------------- */

@@ -11,8 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define WF_MAX_WAIT_MS  60000   /* the server's bound on ?wait */
-
 static const char workflow_usage[] =
     "usage: silt workflow <start | get | list | pause | resume | cancel> [options]\n"
     "\n"
@@ -295,20 +293,7 @@ static void get_render(const json_doc *d)
 
 static int wf_get(int argc, char **argv)
 {
-    bool json = false;
-    long wait = 0;
-    const cli_opt opts[] = {
-        { "wait", CLI_OPT_INT,  &wait },
-        { "json", CLI_OPT_FLAG, &json },
-    };
-    const cli_cmd cmd = { "workflow get", get_usage, opts, sizeof opts / sizeof opts[0], 1, 1 };
-    cli_args a;
-    int rc;
-    if (cli_parse(&cmd, argc, argv, &a, &rc) == 0)
-        rc = wait > WF_MAX_WAIT_MS ? cli_usage_error(&cmd, "--wait is at most 60000 ms")
-                                   : cli_get_waiting("/api/v1/workflows", a.pos[0], wait, json, get_render);
-    cli_args_fini(&a);
-    return rc;
+    return cli_get_item_waiting("workflow get", get_usage, "/api/v1/workflows", argc, argv, get_render);
 }
 
 /* ---- list ------------------------------------------------------------- */
