@@ -243,13 +243,23 @@ typedef struct api_page {
  * the page is full (more may follow), else null}. page is static: it
  * outlives the call. */
 void api_list_page(httpd_req *req, server *srv, const api_page *page, const char *const *filters, size_t nfilters);
-/* A whole list a client may ask for a page of, by position: ?limit= (1 to
- * API_PAGE_MAX) and ?offset= (0 on), as GET /api/v1/dlq. Neither given:
- * both NULL, the whole list (what Queen's clients read). -1 after a 400
- * naming the field. limit and offset point into the struct's own text. */
+/* A page by position: ?limit= (1 to API_PAGE_MAX, default_limit when not
+ * given) and ?offset= (0 on, default 0), as numbers (for
+ * api_emit_pagination) and as the text a statement takes. -1 after a 400
+ * naming the field. */
+typedef struct api_position {
+    int64_t limit, offset;
+    char    limit_text[24], offset_text[24];
+} api_position;
+int  api_query_position(httpd_req *req, int64_t default_limit, api_position *pos)
+     __attribute__((warn_unused_result));
+/* A whole list a client may ask for a page of, by position, as the queues
+ * and groups lists. Neither given: both NULL, the whole list (what Queen's
+ * clients read). -1 after a 400 naming the field. limit and offset point
+ * into the struct's own text. */
 typedef struct api_offset_page {
-    const char *limit, *offset;
-    char        limit_text[24], offset_text[24];
+    const char  *limit, *offset;
+    api_position pos;
 } api_offset_page;
 int  api_query_offset_page(httpd_req *req, api_offset_page *page) __attribute__((warn_unused_result));
 /* Runs stmt with values and replies {"<member>": [every row, by emit_row]}:

@@ -134,15 +134,20 @@ int api_query_int(httpd_req *req, const char *key, int64_t fallback, int64_t min
     return 0;
 }
 
+int api_query_position(httpd_req *req, int64_t default_limit, api_position *pos)
+{
+    if (api_query_int(req, "limit", default_limit, 1, API_PAGE_MAX, &pos->limit) < 0 ||
+        api_query_int(req, "offset", 0, 0, INT32_MAX, &pos->offset) < 0) return -1;
+    snprintf(pos->limit_text, sizeof pos->limit_text, "%lld", (long long)pos->limit);
+    snprintf(pos->offset_text, sizeof pos->offset_text, "%lld", (long long)pos->offset);
+    return 0;
+}
+
 int api_query_offset_page(httpd_req *req, api_offset_page *page)
 {
-    int64_t limit, offset;
-    if (api_query_int(req, "limit", 0, 1, API_PAGE_MAX, &limit) < 0 ||
-        api_query_int(req, "offset", 0, 0, INT32_MAX, &offset) < 0) return -1;
-    snprintf(page->limit_text, sizeof page->limit_text, "%lld", (long long)limit);
-    snprintf(page->offset_text, sizeof page->offset_text, "%lld", (long long)offset);
-    page->limit = httpd_query(req, "limit") ? page->limit_text : NULL;
-    page->offset = httpd_query(req, "offset") ? page->offset_text : NULL;
+    if (api_query_position(req, 0, &page->pos) < 0) return -1;
+    page->limit = httpd_query(req, "limit") ? page->pos.limit_text : NULL;
+    page->offset = httpd_query(req, "offset") ? page->pos.offset_text : NULL;
     return 0;
 }
 
