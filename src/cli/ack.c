@@ -51,24 +51,15 @@ static bool ack_status_ok(const char *s)
     return false;
 }
 
-static void ack_field(buf *b, const char *key, const char *value)
-{
-    if (!value) return;
-    buf_putc(b, ',');
-    json_put_cstr(b, key);
-    buf_putc(b, ':');
-    json_put_cstr(b, value);
-}
-
 static void ack_build(buf *b, const char *partition_id, const char *txn, const ack_opts *o)
 {
     buf_puts(b, "{\"partitionId\":");
     json_put_cstr(b, partition_id);
-    ack_field(b, "transactionId", txn);
-    ack_field(b, "status", o->status);
-    ack_field(b, "leaseId", o->lease);
-    ack_field(b, "consumerGroup", o->group);
-    ack_field(b, "error", o->error);
+    cli_put_str_member(b, "transactionId", txn);
+    cli_put_str_member(b, "status", o->status);
+    cli_put_str_member(b, "leaseId", o->lease);
+    cli_put_str_member(b, "consumerGroup", o->group);
+    cli_put_str_member(b, "error", o->error);
     buf_putc(b, '}');
 }
 

@@ -302,6 +302,27 @@ static bool has_control(const char *s, size_t n)
     return false;
 }
 
+void cli_put_key(buf *b, const char *key)
+{
+    if (b->len > 0 && b->data[b->len - 1] != '{') buf_putc(b, ',');
+    json_put_cstr(b, key);
+    buf_putc(b, ':');
+}
+
+void cli_put_str_member(buf *b, const char *key, const char *value)
+{
+    if (!value) return;
+    cli_put_key(b, key);
+    json_put_cstr(b, value);
+}
+
+void cli_put_long_member(buf *b, const char *key, long value)
+{
+    if (value < 0) return;
+    cli_put_key(b, key);
+    buf_printf(b, "%ld", value);
+}
+
 void cli_put_cell(buf *out, const json_doc *d, int tok)
 {
     if (tok < 0) { buf_putc(out, '-'); return; }

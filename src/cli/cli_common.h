@@ -130,6 +130,14 @@ bool cli_is_true(const json_doc *d, int obj, const char *key);
 void cli_print_json(const char *text, size_t len);
 /* Appends a valid JSON text with the whitespace between tokens removed. */
 void cli_put_compact(buf *out, const char *text, size_t len);
+/* A member of a JSON object being written into b: its key, after a comma
+ * unless it is the object's first (b empty or ending in '{'), then ':'.
+ * The value follows. */
+void cli_put_key(buf *b, const char *key);
+/* A string member; nothing when value is NULL (the option not given). */
+void cli_put_str_member(buf *b, const char *key, const char *value);
+/* An integer member; nothing when value is negative (not given). */
+void cli_put_long_member(buf *b, const char *key, long value);
 /* Appends a value as a table cell: strings decoded, other values compact JSON,
  * "-" for an absent value (tok < 0). */
 void cli_put_cell(buf *out, const json_doc *d, int tok);

@@ -36,15 +36,6 @@ typedef struct push_items {
     int count;
 } push_items;
 
-static void push_put_field(buf *b, const char *key, const char *value)
-{
-    if (!value) return;
-    buf_putc(b, ',');
-    json_put_cstr(b, key);
-    buf_putc(b, ':');
-    json_put_cstr(b, value);
-}
-
 /* Validates one payload and appends its item. where names it in errors. */
 static int push_add(const cli_cmd *cmd, const push_opts *o, push_items *items,
                     const char *text, size_t len, const char *where)
@@ -61,9 +52,9 @@ static int push_add(const cli_cmd *cmd, const push_opts *o, push_items *items,
     buf *b = &items->body;
     buf_puts(b, items->count++ ? ",{\"queue\":" : "{\"queue\":");
     json_put_cstr(b, o->queue);
-    push_put_field(b, "partition", o->partition);
-    push_put_field(b, "transactionId", o->txn);
-    push_put_field(b, "traceId", o->trace);
+    cli_put_str_member(b, "partition", o->partition);
+    cli_put_str_member(b, "transactionId", o->txn);
+    cli_put_str_member(b, "traceId", o->trace);
     buf_puts(b, ",\"payload\":");
     buf_append(b, span, n);
     buf_putc(b, '}');
