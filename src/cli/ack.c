@@ -26,13 +26,11 @@ static const char ack_usage[] =
     "  --lease ID     the leaseId the message was popped under\n"
     "  --group G      consumer group (default: queue mode)\n"
     "  --error TEXT   reason, recorded with failed and dlq acks\n"
-    "  --json         print the server's reply as JSON\n"
-    "  --help         show this help\n"
+    CLI_USAGE_JSON_HELP
     "\n"
     "\"silt pop --wide\" prints the ids in the order ack takes them:\n"
     "PARTITION_ID, TRANSACTION_ID, then LEASE_ID.\n"
-    "\n"
-    "The server is SILT_URL (default " CLI_DEFAULT_URL ").\n";
+    CLI_USAGE_SERVER;
 
 typedef struct ack_opts {
     const char *status;

@@ -26,8 +26,7 @@ static const char dlq_usage[] =
     "  --offset N      dead letters to skip (default 0)\n"
     "  --json          print the server's reply as JSON\n"
     "  --help          show this help\n"
-    "\n"
-    "The server is SILT_URL (default " CLI_DEFAULT_URL ").\n";
+    CLI_USAGE_SERVER;
 
 static const char replay_usage[] =
     "usage: silt dlq replay <id> [--json]\n"

@@ -20,8 +20,7 @@ static const char push_usage[] =
     "  --trace UUID    traceId to attach\n"
     "  --json          print the server's reply as JSON\n"
     "  --help          show this help\n"
-    "\n"
-    "The server is SILT_URL (default " CLI_DEFAULT_URL ").\n";
+    CLI_USAGE_SERVER;
 
 typedef struct push_opts {
     const char *queue;

@@ -28,8 +28,7 @@ static const char task_usage[] =
     "\n"
     "\"silt task <verb> --help\" describes each. Tasks are run by \"silt worker\";\n"
     "\"silt workers\" lists the registered workers.\n"
-    "\n"
-    "The server is SILT_URL (default " CLI_DEFAULT_URL ").\n";
+    CLI_USAGE_SERVER;
 
 static const char send_usage[] =
     "usage: silt task send <name> --queue Q [options]\n"

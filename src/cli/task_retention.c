@@ -54,8 +54,7 @@ static const char coverage_usage[] =
     "options:\n"
     "  --json         print the server's reply as JSON (also when red)\n"
     "  --help         show this help\n"
-    "\n"
-    "The server is SILT_URL (default " CLI_DEFAULT_URL ").\n";
+    CLI_USAGE_SERVER;
 
 #define COVERAGE_PATH "/api/v1/task-retention/coverage"
 

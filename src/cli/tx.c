@@ -31,8 +31,7 @@ static const char tx_usage[] =
     "options:\n"
     "  --json          print the server's reply as JSON\n"
     "  --help          show this help\n"
-    "\n"
-    "The server is SILT_URL (default " CLI_DEFAULT_URL ").\n";
+    CLI_USAGE_SERVER;
 
 /* Reads all of f into out, at most TX_MAX_BYTES; 0 ok, -1 too large or
  * a read error (errno set for the latter, 0 for the former). */

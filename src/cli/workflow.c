@@ -25,8 +25,7 @@ static const char workflow_usage[] =
     "\n"
     "\"silt workflow <verb> --help\" describes each. Nodes are tasks, run by\n"
     "\"silt worker\".\n"
-    "\n"
-    "The server is SILT_URL (default " CLI_DEFAULT_URL ").\n";
+    CLI_USAGE_SERVER;
 
 static const char start_usage[] =
     "usage: silt workflow start FILE [--json]\n"
