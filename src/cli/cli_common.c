@@ -674,6 +674,15 @@ void cli_render_fields(const json_doc *d)
     cli_print_members(d, 0, "FIELD");
 }
 
+void cli_print_member(const json_doc *d, const char *before, const char *member, const char *after)
+{
+    buf cell;
+    buf_init(&cell);
+    cli_put_cell(&cell, d, json_get(d, 0, member));
+    printf("%s%s%s", before, cell.data, after);
+    buf_fini(&cell);
+}
+
 void cli_print_deleted(const json_doc *d, const char *member, const char *noun)
 {
     buf n;

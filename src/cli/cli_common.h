@@ -189,6 +189,9 @@ void cli_table_fini(cli_table *t);
  * none instead when the array is empty or absent. */
 void cli_print_rows(const json_doc *d, const char *member, int ncols, const char *const *headers,
                     const char *const *fields, const char *none);
+/* Prints before, the member of the reply's object as a table cell ("-"
+ * when absent), then after: a line that reports one value. */
+void cli_print_member(const json_doc *d, const char *before, const char *member, const char *after);
 /* The line "deleted N <noun>s" ("1 <noun>" alone), N the member of the
  * reply's object that counts what a delete removed. */
 void cli_print_deleted(const json_doc *d, const char *member, const char *noun);

@@ -100,11 +100,7 @@ static void groups_show_subscriptions(const json_doc *d)
 
 static void groups_show_render(const json_doc *d)
 {
-    buf name;
-    buf_init(&name);
-    cli_put_cell(&name, d, json_get(d, 0, "name"));
-    printf("group %s\n\n", name.data);
-    buf_fini(&name);
+    cli_print_member(d, "group ", "name", "\n\n");
     groups_show_cursors(d);
     putchar('\n');
     groups_show_subscriptions(d);

@@ -259,13 +259,9 @@ static int send_body(const cli_cmd *cmd, const char *name, const send_opts *o, b
 
 static void send_render(const json_doc *d)
 {
-    buf id;
-    buf_init(&id);
-    cli_put_cell(&id, d, json_get(d, 0, "id"));
     int created = json_get(d, 0, "created");
     bool existing = created >= 0 && d->tokens[created].type == JSON_FALSE;
-    printf("%s%s\n", id.data, existing ? " (existing task)" : "");
-    buf_fini(&id);
+    cli_print_member(d, "", "id", existing ? " (existing task)\n" : "\n");
 }
 
 static int send_run(const cli_cmd *cmd, const cli_args *a, void *opts)

@@ -88,11 +88,7 @@ static void tx_add_result(cli_table *t, const json_doc *d, int res)
 
 static void tx_table(const json_doc *d)
 {
-    buf id;
-    buf_init(&id);
-    cli_put_cell(&id, d, json_get(d, 0, "transactionId"));
-    printf("transaction %s committed\n\n", id.data);
-    buf_fini(&id);
+    cli_print_member(d, "transaction ", "transactionId", " committed\n\n");
     static const char *const headers[] = {
         "INDEX", "TYPE", "STATUS", "QUEUE", "TRANSACTION_ID", "MESSAGE_ID",
     };

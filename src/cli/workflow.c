@@ -166,11 +166,7 @@ static void report_refusal(const http_response *r)
 
 static void start_render(const json_doc *d)
 {
-    buf id;
-    buf_init(&id);
-    cli_put_cell(&id, d, json_get(d, 0, "id"));
-    printf("%s\n", id.data);
-    buf_fini(&id);
+    cli_print_member(d, "", "id", "\n");
 }
 
 /* POST /api/v1/workflows, by hand: cli_request would report a refusal
