@@ -52,6 +52,16 @@ api_call *api_call_new(httpd_req *req, server *srv);
  * already answered as api_db_error does. */
 int  api_call_end(void *arg, const db_reply *reply, httpd_req **req, server **srv)
      __attribute__((warn_unused_result));
+/* A call whose answer repeats a name the handler read or made (the queue
+ * configured, the worker registered). The call owns name: *name is taken
+ * and set NULL. api_named_call_free frees both. */
+typedef struct api_named_call {
+    httpd_req *req;
+    server    *srv;
+    char      *name;
+} api_named_call;
+api_named_call *api_named_call_new(httpd_req *req, server *srv, char **name);
+void            api_named_call_free(api_named_call *c);
 /* The most common job: one statement with text values, its reply to done
  * (arg passed along), submitted as api_submit does. */
 void api_submit_stmt(httpd_req *req, server *srv, db_stmt stmt, const char *const *values, db_done_fn done,

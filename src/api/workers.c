@@ -20,28 +20,22 @@
 
 /* ---- register and list ---- */
 
-typedef struct reg_call {
-    httpd_req *req;
-    server    *srv;
-    char      *worker;
-} reg_call;
-
+/* The call's name: the worker id. */
 static void registered(void *arg, const db_reply *reply)
 {
-    reg_call *c = arg;
+    api_named_call *c = arg;
     if (reply->error) api_db_error(c->req, reply);
     else {
         const conf_recovery *s = task_hub_recovery(c->srv->tasks);
         api_reply out;
         emit *e = api_reply_object(&out);
-        emit_key(e, "workerId"); emit_str(e, c->worker);
+        emit_key(e, "workerId"); emit_str(e, c->name);
         emit_key(e, "registeredAt"); api_emit_time_col(e, reply->results[0], 0, 0);
         emit_key(e, "claimerHeartbeatIntervalMs"); emit_int(e, s->claimer_heartbeat_interval_ms);
         emit_key(e, "runnerHeartbeatIntervalMs"); emit_int(e, s->runner_heartbeat_interval_ms);
         api_reply_send(&out, c->req, 201);
     }
-    free(c->worker);
-    free(c);
+    api_named_call_free(c);
 }
 
 static int read_registration(httpd_req *req, server *srv, const json_doc *d, char **worker, char **host,
@@ -81,12 +75,8 @@ void api_worker_register(httpd_req *req, server *srv)
         char pids[24], conc[24];
         snprintf(pids, sizeof pids, "%lld", (long long)pid);
         snprintf(conc, sizeof conc, "%lld", (long long)concurrency);
-        reg_call *c = xcalloc(1, sizeof *c);
-        c->req = req;
-        c->srv = srv;
-        c->worker = worker;
-        worker = NULL;
-        const char *values[5] = { c->worker, host ? host : "", pids, db_array_literal(&queues), conc };
+        api_named_call *c = api_named_call_new(req, srv, &worker);
+        const char *values[5] = { c->name, host ? host : "", pids, db_array_literal(&queues), conc };
         api_submit_stmt(req, srv, STMT_WORKER_REGISTER, values, registered, c);
     }
     free(worker);
