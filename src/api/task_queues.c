@@ -8,32 +8,18 @@
 #include <stdlib.h>
 #include <string.h>
 #include "api/api.h"
-#include "base/xalloc.h"
 #include "db/result.h"
 
 enum { P_QUEUE, P_PAUSED, P_AT, P_CHANGED };
 
-typedef struct pause_call {
-    httpd_req *req;
-    server    *srv;
-    bool       pause;
-} pause_call;
-
-static void paused(void *arg, const db_reply *reply)
+static void paused(emit *e, server *srv, const PGresult *r, bool pause)
 {
-    pause_call *c = arg;
-    if (reply->error) { api_db_error(c->req, reply); free(c); return; }
-    const PGresult *r = reply->results[0];
     /* announced even when unchanged: a server that missed it hears it now */
-    task_hub_announce_paused(c->srv->tasks, db_str(r, 0, P_QUEUE), c->pause);
-    api_reply out;
-    emit *e = api_reply_object(&out);
+    task_hub_announce_paused(srv->tasks, db_str(r, 0, P_QUEUE), pause);
     emit_key(e, "queue"); api_emit_text_col(e, r, 0, P_QUEUE);
     emit_key(e, "paused"); emit_bool(e, db_bool(r, 0, P_PAUSED));
     emit_key(e, "pausedAt"); api_emit_time_col(e, r, 0, P_AT);
     emit_key(e, "changed"); emit_bool(e, db_bool(r, 0, P_CHANGED));
-    api_reply_send(&out, c->req, 200);
-    free(c);
 }
 
 /* A queue named in the path: within the name limit and, when silt.conf
@@ -51,12 +37,8 @@ static int read_queue(httpd_req *req, server *srv, const char *queue)
 static void pause_or_resume(httpd_req *req, server *srv, bool pause)
 {
     if (read_queue(req, srv, req->params[0]) < 0) return;
-    pause_call *c = xcalloc(1, sizeof *c);
-    c->req = req;
-    c->srv = srv;
-    c->pause = pause;
     const char *values[2] = { req->params[0], pause ? "true" : "false" };
-    api_submit_stmt(req, srv, STMT_TASK_PAUSE, values, paused, c);
+    api_object_call(req, srv, STMT_TASK_PAUSE, values, paused, pause);
 }
 
 void api_task_queue_pause(httpd_req *req, server *srv) { pause_or_resume(req, srv, true); }

@@ -271,24 +271,12 @@ static int read_filter(httpd_req *req, const json_doc *d, rerun_filter *f)
     return 0;
 }
 
-typedef struct many_call {
-    httpd_req *req;
-    server    *srv;
-    bool       dry_run;
-} many_call;
-
-static void counted(void *arg, const db_reply *reply)
+static void counted(emit *e, server *srv, const PGresult *r, bool dry_run)
 {
-    many_call *c = arg;
-    if (reply->error) { api_db_error(c->req, reply); free(c); return; }
-    const PGresult *r = reply->results[0];
-    api_reply out;
-    emit *e = api_reply_object(&out);
-    emit_key(e, "dryRun"); emit_bool(e, true);
+    (void)srv;
+    emit_key(e, "dryRun"); emit_bool(e, dry_run);
     emit_key(e, "count"); emit_int(e, db_int(r, 0, 0));
     emit_key(e, "more"); emit_bool(e, db_bool(r, 0, 1));
-    api_reply_send(&out, c->req, 200);
-    free(c);
 }
 
 enum { M_RERUN_OF, M_ID, M_CREATED, M_QUEUE, M_MORE };
@@ -306,16 +294,11 @@ static void announce_queues(server *srv, const PGresult *r)
     }
 }
 
-static void rerun_many_done(void *arg, const db_reply *reply)
+static void rerun_many_done(emit *e, server *srv, const PGresult *r, bool dry_run)
 {
-    many_call *c = arg;
-    if (reply->error) { api_db_error(c->req, reply); free(c); return; }
-    const PGresult *r = reply->results[0];
     int n = PQntuples(r), created = 0;
-    announce_queues(c->srv, r);
-    api_reply out;
-    emit *e = api_reply_object(&out);
-    emit_key(e, "dryRun"); emit_bool(e, false);
+    announce_queues(srv, r);
+    emit_key(e, "dryRun"); emit_bool(e, dry_run);
     for (int row = 0; row < n; row++) created += db_bool(r, row, M_CREATED);
     emit_key(e, "count"); emit_int(e, created);
     emit_key(e, "more"); emit_bool(e, n > 0 && db_bool(r, 0, M_MORE));
@@ -327,25 +310,19 @@ static void rerun_many_done(void *arg, const db_reply *reply)
         emit_key(e, "created"); emit_bool(e, db_bool(r, row, M_CREATED));
         emit_end(e);
     }
-    api_reply_send(&out, c->req, 200);
-    free(c);
 }
 
 static void submit_many(httpd_req *req, server *srv, rerun_filter *f, rerun_input *in)
 {
-    many_call *c = xcalloc(1, sizeof *c);
-    c->req = req;
-    c->srv = srv;
-    c->dry_run = f->dry_run;
     const char *v[8 + RERUN_OVERRIDES] = {
         f->queue, f->name, f->code, f->status, f->after, f->before, in->completed ? "true" : "false", f->limit_text,
     };
     if (f->dry_run) {
-        api_submit_stmt(req, srv, STMT_TASK_RERUN_COUNT, v, counted, c);
+        api_object_call(req, srv, STMT_TASK_RERUN_COUNT, v, counted, true);
         return;
     }
     override_values(in, v + 8);
-    api_submit_stmt(req, srv, STMT_TASK_RERUN_MANY, v, rerun_many_done, c);
+    api_object_call(req, srv, STMT_TASK_RERUN_MANY, v, rerun_many_done, false);
 }
 
 void api_task_rerun_many(httpd_req *req, server *srv)

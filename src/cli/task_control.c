@@ -112,27 +112,10 @@ typedef struct rerun_opts {
     bool dry_run, completed, json;
 } rerun_opts;
 
-static void put_str(buf *b, const char *key, const char *value)
-{
-    if (!value) return;
-    buf_putc(b, b->len > 1 ? ',' : ' ');
-    json_put_cstr(b, key);
-    buf_putc(b, ':');
-    json_put_cstr(b, value);
-}
-
 static void put_raw(buf *b, const char *key, const char *text)
 {
-    buf_putc(b, b->len > 1 ? ',' : ' ');
-    json_put_cstr(b, key);
-    buf_printf(b, ":%s", text);
-}
-
-static void put_long(buf *b, const char *key, long v)
-{
-    char text[24];
-    snprintf(text, sizeof text, "%ld", v);
-    if (v >= 0) put_raw(b, key, text);
+    cli_put_key(b, key);
+    buf_puts(b, text);
 }
 
 static bool has_filter(const rerun_opts *o)
@@ -155,16 +138,16 @@ static int rerun_body(const cli_cmd *cmd, bool one, const rerun_opts *o, buf *b)
         if (bad) return cli_usage_error(cmd, "--args is not valid JSON");
     }
     buf_putc(b, '{');
-    put_str(b, "queue", one ? o->to_queue : o->queue);
-    put_str(b, "name", o->name);
-    put_str(b, "errorCode", o->code);
-    put_str(b, "status", o->status);
-    put_str(b, "finishedAfter", o->after);
-    put_str(b, "finishedBefore", o->before);
-    put_str(b, "retentionClassKey", o->class_key);
-    put_long(b, "limit", o->limit);
-    put_long(b, "priority", o->priority);
-    put_long(b, "timeoutMs", o->timeout_ms);
+    cli_put_str_member(b, "queue", one ? o->to_queue : o->queue);
+    cli_put_str_member(b, "name", o->name);
+    cli_put_str_member(b, "errorCode", o->code);
+    cli_put_str_member(b, "status", o->status);
+    cli_put_str_member(b, "finishedAfter", o->after);
+    cli_put_str_member(b, "finishedBefore", o->before);
+    cli_put_str_member(b, "retentionClassKey", o->class_key);
+    cli_put_long_member(b, "limit", o->limit);
+    cli_put_long_member(b, "priority", o->priority);
+    cli_put_long_member(b, "timeoutMs", o->timeout_ms);
     if (o->args) put_raw(b, "args", o->args);
     if (o->dry_run) put_raw(b, "dryRun", "true");
     if (o->completed) put_raw(b, "includeCompleted", "true");
