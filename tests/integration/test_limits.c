@@ -335,12 +335,19 @@ TEST_ALONE(limits_client_connections_leave_the_fd_reserve_so_the_pool_reconnects
     /* the pool reconnects with every client slot taken: a kept connection pushes */
     int kept = 0;
     while (fds[kept] < 0) kept++;
-    raw_send_str(fds[kept], "GET /health HTTP/1.1\r\nHost: t\r\n\r\n");
-    CHECK_INT(raw_status(raw_response(fds[kept], 5000)), 200);
-    const char *q = uniq("reserve");
-    const char *push = sfmt("{\"items\":[{\"queue\":\"%s\",\"payload\":1}]}", q);
+    /* /health says 503 until the pool has its connections again: answered
+     * on the kept connection, it turns 200 */
     int64_t deadline = now_ms() + 10000;
     int status = 0;
+    while (now_ms() < deadline) {
+        raw_send_str(fds[kept], "GET /health HTTP/1.1\r\nHost: t\r\n\r\n");
+        if ((status = raw_status(raw_response(fds[kept], 5000))) != 503) break;
+        pause_ms(50);
+    }
+    CHECK_INT(status, 200);
+    const char *q = uniq("reserve");
+    const char *push = sfmt("{\"items\":[{\"queue\":\"%s\",\"payload\":1}]}", q);
+    deadline = now_ms() + 10000;
     while (now_ms() < deadline) {
         raw_send_str(fds[kept], sfmt("POST /api/v1/push HTTP/1.1\r\nHost: t\r\nContent-Length: %zu\r\n\r\n%s", strlen(push),
                                   push));
