@@ -57,7 +57,7 @@ void emit_key(emit *e, const char *key)
     if (d < 0 || !e->in_object[d] || !e->key_due) { e->broken = true; return; }
     if (e->wrote[d]) buf_putc(e->out, ',');
     e->wrote[d] = true;
-    json_put_str(e->out, key, strlen(key));
+    json_put_cstr(e->out, key);
     buf_putc(e->out, ':');
     e->key_due = false;
 }
