@@ -34,7 +34,7 @@ endif
 CHARTJS ?= /usr/share/javascript/chart.js/chart.min.js
 WEB      := $(sort $(wildcard web/*)) $(CHARTJS)
 
-.PHONY: all deps run test test-unit bench bench-wrk clean fuzz fuzz-build chaos FORCE
+.PHONY: all deps run test test-unit bench bench-wrk bench-peers clean fuzz fuzz-build chaos FORCE
 all: deps
 	@$(MAKE) --no-print-directory $(BUILD)/silt
 
@@ -105,6 +105,12 @@ bench: all
 bench-wrk: all
 	@scripts/deps.sh bench
 	@scripts/bench-wrk.sh $(BUILD)/silt
+
+# make bench-peers: silt beside graphile-worker and pg-boss (installed from
+# npm into a scratch folder outside the tree), same scenarios, same cluster
+# (docs/performance.md); BENCH_PEERS_ROUNDS, BENCH_PEERS_QUICK=1, ...
+bench-peers: all
+	@scripts/bench-peers.sh $(BUILD)/silt
 
 # make chaos: the long crash-safety run (docs/reliability.md). CHAOS_SECONDS,
 # CHAOS_KILLS, CHAOS_MESSAGES, CHAOS_FAST, CHAOS_SEED and CHAOS_ARGS tune it;

@@ -3,7 +3,7 @@
 #   scripts/bench.sh BINARY          (BENCH_ARGS="--seconds 5 ..." passes options on)
 # The cluster runs with PostgreSQL's durable defaults (fsync on,
 # synchronous_commit on): the numbers are for commits that survive a crash.
-# Its WAL is warmed first, as a cluster in service has it (warm_wal).
+# Its WAL is warmed first, as a cluster in service has it (cluster_warm_wal).
 # Everything it starts is stopped and its directory removed on any exit,
 # Ctrl-C included. Exits with the status of `BINARY bench`.
 set -u
@@ -55,23 +55,6 @@ describe_machine() {
     echo
 }
 
-# A new cluster has no WAL files to recycle: it makes each 16 MB one when the
-# WAL reaches it and, with wal_init_zero on (the default), writes it full of
-# zeros first, about 40 ms that a commit waits for every second or so at
-# 50,000 msg/s. A cluster in service does not: each checkpoint renames the
-# files it no longer needs into the next ones, as many as its WAL rate asks
-# for (up to max_wal_size). warm_wal puts the throwaway cluster in that state
-# before the bench starts: ~900 MB of WAL written and dropped, then a
-# checkpoint, which leaves ~55 files ready (docs/performance.md, "The tail at
-# half load"). BENCH_COLD_WAL=1 skips it, for the first minutes of a new
-# cluster.
-warm_wal() {
-    [ "${BENCH_COLD_WAL:-0}" = 1 ] && return 0
-    cluster_psql "$pg_port" -d postgres \
-        -c "CREATE TABLE bench_wal_warm AS SELECT g, repeat('w', 200) AS pad FROM generate_series(1, 3500000) g" \
-        -c "DROP TABLE bench_wal_warm" -c "CHECKPOINT"
-}
-
 # WAL files ready for reuse, for the machine line: the files past the one
 # being written.
 recycled_wal_files() {
@@ -93,7 +76,7 @@ apply_pg_settings() {
 status=1
 pg_port=$(cluster_start "$dir") || { echo "bench: could not start PostgreSQL" >&2; exit 1; }
 apply_pg_settings || { echo "bench: could not apply BENCH_PG_SETTINGS" >&2; exit 1; }
-warm_wal || { echo "bench: could not warm the cluster's WAL" >&2; exit 1; }
+cluster_warm_wal "$pg_port" || { echo "bench: could not warm the cluster's WAL" >&2; exit 1; }
 http_port=$(cluster_free_port) || { echo "bench: no free port for the server" >&2; exit 1; }
 PG_HOST=127.0.0.1 PG_PORT="$pg_port" PORT="$http_port" LOG_LEVEL=warn \
     "$bin" server >"$dir/server.log" 2>&1 &

@@ -13,12 +13,19 @@ cluster_lib_here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # differ; drawn from /dev/urandom rather than $RANDOM so that a caller's
 # seeded RANDOM (chaos.sh's reproducible kill schedule) neither picks the
 # port (two runs with one seed would collide) nor is consumed by it.
+# CLUSTER_PORTS="FIRST LAST" narrows the choice: the chaos integration test
+# keeps its cluster's and server's ports (which it leaves while it stops
+# them) apart from those the tests beside it pick.
 cluster_free_port() {
-    local p lo
+    local p lo first
     lo=$(awk '{ print $1 }' /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null)
     [ "${lo:-0}" -gt 11000 ] || lo=32768
+    first=10000
+    # shellcheck disable=SC2086  # two words on purpose
+    [ -z "${CLUSTER_PORTS:-}" ] || set -- $CLUSTER_PORTS
+    [ -z "${CLUSTER_PORTS:-}" ] || { first=$1; lo=$(($2 + 1)); }
     for _ in $(seq 1 200); do
-        p=$((10000 + $(od -An -N2 -tu2 /dev/urandom | tr -d ' ') % (lo - 10000)))
+        p=$((first + $(od -An -N2 -tu2 /dev/urandom | tr -d ' ') % (lo - first)))
         { : <>"/dev/tcp/127.0.0.1/$p"; } 2>/dev/null || { echo "$p"; return 0; }
     done
     return 1
@@ -71,4 +78,20 @@ server_wait_healthy() {
     done
     echo "$3: the server did not become healthy within 60 s" >&2
     return 1
+}
+
+# cluster_warm_wal PORT: gives the cluster on PORT the WAL files a cluster in
+# service has. A new cluster has none to recycle: it makes each 16 MB one
+# when the WAL reaches it and, with wal_init_zero on (the default), writes it
+# full of zeros first, about 40 ms that a commit waits for every second or so
+# at 50,000 msg/s. A cluster in service does not: each checkpoint renames the
+# files it no longer needs into the next ones, as many as its WAL rate asks
+# for (up to max_wal_size). ~900 MB of WAL written and dropped, then a
+# checkpoint, leaves ~55 files ready (docs/performance.md, "The tail at half
+# load"). BENCH_COLD_WAL=1 skips it, for the first minutes of a new cluster.
+cluster_warm_wal() {
+    [ "${BENCH_COLD_WAL:-0}" = 1 ] && return 0
+    cluster_psql "$1" -d postgres \
+        -c "CREATE TABLE bench_wal_warm AS SELECT g, repeat('w', 200) AS pad FROM generate_series(1, 3500000) g" \
+        -c "DROP TABLE bench_wal_warm" -c "CHECKPOINT"
 }

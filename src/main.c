@@ -75,7 +75,7 @@ static const subcommand subcommands[] = {
     { "seek",      cli_seek,      "move a consumer group's cursors" },
     { "tx",        cli_tx,        "run a transaction from a JSON file" },
     { "retention", cli_retention, "explain log retention, run a pass; task history classes, leaves, coverage" },
-    { "task",      cli_task,      "send a task, show, cancel or list tasks" },
+    { "task",      cli_task,      "send a task, show, cancel, list or rerun tasks; pause a queue" },
     { "worker",    cli_worker,    "run a command once per task claimed from queues" },
     { "workers",   cli_workers,   "list the registered workers" },
     { "workflow",  cli_workflow,  "start a workflow, show, list, pause, resume or cancel one" },

@@ -1,9 +1,16 @@
 /* harness: runs registered tests, each in its own forked process with a
- * timeout (HARNESS_TIMEOUT seconds, default 60). Arguments filter tests by
- * substring. The last line is always "N passed, N failed". */
+ * timeout (HARNESS_TIMEOUT seconds, default 60), SILT_TEST_JOBS of them at
+ * a time (default: the online cores; 1 runs them one after another).
+ * Arguments filter tests by substring. A test's output is held until it
+ * ends and then printed whole, so tests running together never interleave;
+ * tests end, and are reported, in any order. Tests marked TEST_ALONE run
+ * last, one at a time, with nothing beside them (HARNESS_ALONE=skip or
+ * only runs the others or them alone). The slowest ten come before the
+ * last line, which is always "N passed, N failed". */
 #include "harness.h"
+#include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
-#include <stdbool.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,14 +19,27 @@
 #include <unistd.h>
 
 #define HARNESS_MAX 1024
+#define JOBS_MAX 64
 
-static struct { const char *name; harness_fn fn; } tests[HARNESS_MAX];
+static struct { const char *name; harness_fn fn; bool alone; } tests[HARNESS_MAX];
 static int ntests;
 static void (*on_finish)(int pid);
 
-void harness_register(const char *name, harness_fn fn)
+/* A test's process while it runs: where its output goes until it ends. */
+typedef struct running {
+    pid_t     pid;
+    int       test;
+    int       out, err;   /* its standard output and error, held in files */
+    long long t0;
+} running;
+
+void harness_register(const char *name, harness_fn fn, bool alone)
 {
-    if (ntests < HARNESS_MAX) { tests[ntests].name = name; tests[ntests].fn = fn; ntests++; }
+    if (ntests >= HARNESS_MAX) return;
+    tests[ntests].name = name;
+    tests[ntests].fn = fn;
+    tests[ntests].alone = alone;
+    ntests++;
 }
 
 void harness_on_finish(void (*fn)(int pid))
@@ -46,6 +66,11 @@ void harness_failf(const char *file, int line, const char *fmt, ...)
     _exit(1);
 }
 
+void harness_allow_seconds(unsigned seconds)
+{
+    alarm(seconds);   /* the test runs in its own process: this is its alarm */
+}
+
 static int selected(const char *name, int argc, char **argv)
 {
     if (argc < 2) return 1;
@@ -61,54 +86,105 @@ static long long elapsed_ms(void)
     return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-/* A test's standard error (its failed checks, and the logs of the servers
- * it starts, which inherit it) goes to a file, shown only if the test fails:
- * the deliberate faults of passing tests would read like failures. */
-static int capture_stderr(void)
+/* SILT_TEST_JOBS, or one test per online core. */
+static int jobs_wanted(void)
 {
-    char path[] = "/tmp/harness-stderr-XXXXXX";
-    int fd = mkstemp(path);
+    const char *env = getenv("SILT_TEST_JOBS");
+    long n = env && *env ? atol(env) : sysconf(_SC_NPROCESSORS_ONLN);
+    return n < 1 ? 1 : n > JOBS_MAX ? JOBS_MAX : (int)n;
+}
+
+/* An unlinked file: gone with its last descriptor. Close-on-exec, so the
+ * servers a test starts hold only the copies on their standard streams. */
+static int capture_file(void)
+{
+    char path[] = "/tmp/harness-out-XXXXXX";
+    int fd = mkostemp(path, O_CLOEXEC);
     if (fd >= 0) unlink(path);
     return fd;
 }
 
-static void show_captured(int fd)
+static void close_capture(running *r)
+{
+    if (r->out >= 0) close(r->out);
+    if (r->err >= 0) close(r->err);
+    r->out = r->err = -1;
+}
+
+static void copy_out(int fd, FILE *to)
 {
     char chunk[4096];
     ssize_t n;
+    fflush(to);
     lseek(fd, 0, SEEK_SET);
-    while ((n = read(fd, chunk, sizeof chunk)) > 0) fwrite(chunk, 1, (size_t)n, stderr);
-    fflush(stderr);
+    while ((n = read(fd, chunk, sizeof chunk)) > 0) fwrite(chunk, 1, (size_t)n, to);
+    fflush(to);
 }
 
-void harness_allow_seconds(unsigned seconds)
+/* In the test's process: nothing of the runner's but its own files, and
+ * the signal mask the runner started with. */
+static _Noreturn void run_child(running *self, const running *others, int nothers, const sigset_t *mask, int timeout)
 {
-    alarm(seconds);   /* the test runs in its own process: this is its alarm */
+    for (int i = 0; i < nothers; i++)
+        if (others[i].pid > 0) { close(others[i].out); close(others[i].err); }
+    sigprocmask(SIG_SETMASK, mask, NULL);
+    if (self->out >= 0) dup2(self->out, STDOUT_FILENO);
+    if (self->err >= 0) dup2(self->err, STDERR_FILENO);
+    close_capture(self);
+    alarm((unsigned)timeout);
+    tests[self->test].fn();
+    fflush(NULL);
+    _exit(0);
 }
 
-static int run_one(int i, int timeout)
+/* Starts test i in slot r; others are the slots running (or free, pid 0). */
+static void start_test(running *r, int i, const running *others, int nothers, const sigset_t *mask, int timeout)
 {
     fflush(stdout);
     fflush(stderr);
-    int err = capture_stderr();
-    pid_t pid = fork();
-    if (pid == 0) {
-        if (err >= 0) dup2(err, STDERR_FILENO);
-        alarm((unsigned)timeout);
-        tests[i].fn();
-        _exit(0);
+    r->test = i;
+    r->out = capture_file();
+    r->err = capture_file();
+    r->t0 = elapsed_ms();
+    r->pid = fork();
+    if (r->pid == 0) run_child(r, others, nothers, mask, timeout);
+    if (r->pid < 0) { perror("harness: fork"); exit(2); }
+}
+
+/* Waits until one of the running tests ends: its slot, and its status in
+ * *status. Reaps only the runner's tests (the on_finish hook may have
+ * children of its own). SIGCHLD is blocked in the runner, so one that
+ * arrives between the look and the wait is still pending for the wait. */
+static int await_any(running *slots, int n, int *status)
+{
+    sigset_t chld;
+    sigemptyset(&chld);
+    sigaddset(&chld, SIGCHLD);
+    for (;;) {
+        for (int i = 0; i < n; i++)
+            if (slots[i].pid > 0 && waitpid(slots[i].pid, status, WNOHANG) == slots[i].pid) return i;
+        struct timespec tick = { 0, 200 * 1000000 };   /* a backstop: any child's end wakes it sooner */
+        if (sigtimedwait(&chld, NULL, &tick) < 0 && errno != EAGAIN && errno != EINTR) perror("harness: sigtimedwait");
     }
-    int status = 0;
-    waitpid(pid, &status, 0);
-    if (on_finish) on_finish((int)pid);
+}
+
+/* Prints what the test wrote (its standard error, which holds the logs of
+ * the servers it started and its failed checks, only if it failed: the
+ * deliberate faults of passing tests would read like failures), then its
+ * result line. Returns 1 when it passed. */
+static int report(running *r, int status, long long took)
+{
     bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
-    if (!ok && err >= 0) show_captured(err);
-    if (err >= 0) close(err);
-    if (ok) return 1;
+    if (r->out >= 0) copy_out(r->out, stdout);
+    if (!ok && r->err >= 0) copy_out(r->err, stderr);
     if (WIFSIGNALED(status))
         fprintf(stderr, "    killed by signal %d%s\n", WTERMSIG(status),
                 WTERMSIG(status) == SIGALRM ? " (timeout)" : "");
-    return 0;
+    fflush(stderr);
+    printf("%s %s (%lld ms)\n", ok ? "ok  " : "FAIL", tests[r->test].name, took);
+    fflush(stdout);
+    close_capture(r);
+    return ok;
 }
 
 /* The slowest ten, before the last line: where the suite's minutes go. */
@@ -125,21 +201,59 @@ static void print_slowest(const long long *ms)
     for (int i = 0; i < n && i < 10 && n > 1; i++) printf("  %6lld ms  %s\n", ms[order[i]], tests[order[i]].name);
 }
 
+/* The selected tests in the order they run: those that share the machine,
+ * then those that run alone. HARNESS_ALONE=skip leaves the second out,
+ * HARNESS_ALONE=only the first: scripts/test.sh runs the client suites
+ * beside the ones that share, and the alone ones after them all. Returns
+ * how many. */
+static int schedule(int *order, int argc, char **argv)
+{
+    const char *alone = getenv("HARNESS_ALONE");
+    bool shared_too = !alone || strcmp(alone, "only") != 0, alone_too = !alone || strcmp(alone, "skip") != 0;
+    int n = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        if (pass == 0 ? !shared_too : !alone_too) continue;
+        for (int i = 0; i < ntests; i++)
+            if (tests[i].alone == (pass == 1) && selected(tests[i].name, argc, argv)) order[n++] = i;
+    }
+    return n;
+}
+
 int main(int argc, char **argv)
 {
     const char *t = getenv("HARNESS_TIMEOUT");
-    int timeout = t ? atoi(t) : 60, passed = 0, failed = 0;
+    int timeout = t ? atoi(t) : 60, jobs = jobs_wanted(), passed = 0, failed = 0;
     static long long took[HARNESS_MAX];
+    static int order[HARNESS_MAX];
+    running slots[JOBS_MAX] = { 0 };
+    int nrun = schedule(order, argc, argv), next = 0, busy = 0;
+    sigset_t chld, mask;
+    sigemptyset(&chld);
+    sigaddset(&chld, SIGCHLD);
+    sigprocmask(SIG_BLOCK, &chld, &mask);
     setvbuf(stdout, NULL, _IOLBF, 0);
-    for (int i = 0; i < ntests; i++) {
-        took[i] = -1;
-        if (!selected(tests[i].name, argc, argv)) continue;
-        long long t0 = elapsed_ms();
-        int ok = run_one(i, timeout);
+    for (int i = 0; i < ntests; i++) took[i] = -1;
+    while (next < nrun || busy > 0) {
+        /* An alone test starts only once every other has ended, and holds
+         * back the ones after it until it has ended itself. */
+        bool may_start = next < nrun && (tests[order[next]].alone ? busy == 0 : busy < jobs);
+        if (may_start) {
+            int s = 0;
+            while (slots[s].pid > 0) s++;
+            start_test(&slots[s], order[next++], slots, jobs, &mask, timeout);
+            busy++;
+            continue;
+        }
+        int status = 0;
+        int s = await_any(slots, jobs, &status);
+        running *r = &slots[s];
+        took[r->test] = elapsed_ms() - r->t0;
+        if (on_finish) on_finish((int)r->pid);
+        int ok = report(r, status, took[r->test]);
         passed += ok;
         failed += !ok;
-        took[i] = elapsed_ms() - t0;
-        printf("%s %s (%lld ms)\n", ok ? "ok  " : "FAIL", tests[i].name, took[i]);
+        r->pid = 0;
+        busy--;
     }
     print_slowest(took);
     printf("%d passed, %d failed\n", passed, failed);

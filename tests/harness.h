@@ -1,16 +1,20 @@
 /* harness: a tiny test runner. Each TEST is a plain function registered at load
  * time; the runner forks one process per test with a timeout so a crash or a
- * hang fails that test only, then prints "N passed, N failed". */
+ * hang fails that test only, runs several such processes at once, then
+ * prints "N passed, N failed". */
 #ifndef SILT_HARNESS_H
 #define SILT_HARNESS_H
+#include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
 
 typedef void (*harness_fn)(void);
-void harness_register(const char *name, harness_fn fn);
+/* alone: the test runs with no other test beside it (see TEST_ALONE). */
+void harness_register(const char *name, harness_fn fn, bool alone);
 /* Called in the runner after each test's process has ended (whatever its
  * outcome), with that process's id: for what a test leaves outside itself,
- * such as a database. One hook; registering again replaces it. */
+ * such as a database. One hook; registering again replaces it. Other tests
+ * may be running when it is called. */
 void harness_on_finish(void (*fn)(int pid));
 /* Gives the running test seconds from now instead of the runner's timeout:
  * for a test whose setup is heavy by design (100,000 rows), so that a
@@ -20,11 +24,19 @@ _Noreturn void harness_fail(const char *file, int line, const char *what);
 _Noreturn void harness_failf(const char *file, int line, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
-#define TEST(name)                                                        \
+#define HARNESS_TEST(name, alone)                                         \
     static void name(void);                                               \
     __attribute__((constructor)) static void register_##name(void)        \
-    { harness_register(#name, name); }                                    \
+    { harness_register(#name, name, alone); }                             \
     static void name(void)
+
+/* A test that shares the machine with the others. */
+#define TEST(name) HARNESS_TEST(name, false)
+/* A test that needs the machine, or the suite's PostgreSQL, to itself:
+ * it stops the shared cluster, measures CPU, or bounds how long something
+ * takes tightly enough that a neighbour's load would fail it. These run
+ * after the others, one at a time. Say at the test why it is one. */
+#define TEST_ALONE(name) HARNESS_TEST(name, true)
 
 #define CHECK(cond) \
     do { if (!(cond)) harness_fail(__FILE__, __LINE__, #cond); } while (0)

@@ -837,10 +837,10 @@ function taskLink(id) {
 const tasksPage = {
   live: true,
   title: () => 'Tasks',
-  async load(args) {
+  async load(args, state) {
     const q = new URLSearchParams({ limit: String(TASK_PAGE) });
     for (const k of ['queue', 'status', 'cursor']) if (args[k]) q.set(k, args[k]);
-    const d = await apiOk('/api/v1/tasks?' + q.toString());
+    const [d, pauses] = await Promise.all([apiOk('/api/v1/tasks?' + q.toString()), apiOk('/api/v1/task-queues')]);
     const queue = h('input', { id: 'task-queue', placeholder: 'queue', value: args.queue || '' });
     const status = h('select', { id: 'task-status', 'aria-label': 'status' }, TASK_STATUSES.map((st) =>
       h('option', { value: st, selected: st === (args.status || '') }, st || 'any status')));
@@ -850,6 +850,7 @@ const tasksPage = {
       h('h1', {}, 'Tasks'),
       h('form', { class: 'pager', onsubmit: (e) => { e.preventDefault(); location.hash = hashOf(); } },
         h('label', { for: 'task-queue' }, 'queue'), queue, status, h('button', { type: 'submit' }, 'filter')),
+      pausedQueues(pauses.paused, args.queue, state),
       table([['id'], ['name'], ['queue'], ['status'], ['attempt', 1], ['sent'], ['finished'], ['error']],
         d.tasks.map((t) => h('tr', { 'data-row': t.id },
           h('td', { 'data-k': 'id' }, taskLink(t.id)), cell('name', t.name), cell('queue', t.queue),
@@ -862,6 +863,38 @@ const tasksPage = {
 };
 
 const TASK_ENDED = ['COMPLETED', 'FAILED', 'CANCELLED', 'EXPIRED'];
+
+/* Pausing a task queue (docs/tasks.md, "Pausing a queue"): sends go on,
+ * nothing is claimed until it is resumed. The paused queues are listed
+ * above the tasks; to an admin token each has resume, and the queue
+ * filtered on, when running, has pause. */
+function pauseQueue(queue, verb) {
+  return confirmedPost(verb + ' task queue ' + queue + '?',
+    '/api/v1/task-queues/' + encodeURIComponent(queue) + '/' + verb, verb,
+    (b) => 'task queue ' + b.queue + (b.paused ? ' paused: nothing is claimed until it is resumed' : ' resumed'));
+}
+
+function pausedQueues(paused, filtered, state) {
+  const admin = may(state, 'admin');
+  const rows = paused.map((p) => h('li', { 'data-paused': p.queue }, 'queue ', h('b', {}, p.queue),
+    ' paused since ' + p.pausedAt + ' ', admin ? h('button', { 'data-action': 'resume',
+      onclick: () => pauseQueue(p.queue, 'resume') }, 'resume') : null));
+  const running = admin && filtered && !paused.some((p) => p.queue === filtered);
+  return h('div', { id: 'task-queue-pauses' }, rows.length ? h('ul', { class: 'bad' }, rows) : null,
+    running ? h('button', { 'data-action': 'pause', onclick: () => pauseQueue(filtered, 'pause') },
+      'pause queue ' + filtered) : null);
+}
+
+/* A finished task sent again as a new task naming it (rerunOf); a
+ * completed one only on request. Opens the rerun's page. */
+async function rerunTask(t) {
+  if (!confirm('Rerun task ' + t.id + ' as a new task?')) return;
+  const body = t.status === 'COMPLETED' ? '{"includeCompleted":true}' : '{}';
+  const r = await api('/api/v1/tasks/' + encodeURIComponent(t.id) + '/rerun', { method: 'POST', body });
+  if (r.status !== 200 && r.status !== 201) { notice('rerun failed: ' + ((r.body && r.body.error) || r.status), true); return; }
+  notice(r.body.created ? 'rerun sent: task ' + r.body.id : 'task ' + t.id + ' was already rerun as ' + r.body.id, false);
+  location.hash = '#/tasks/' + encodeURIComponent(r.body.id);
+}
 
 /* An action's POST (with body, a JSON value, when given), once confirm()
  * said yes: the notice says what the API answered (said(body) on 200,
@@ -884,10 +917,15 @@ function cancelTask(id) {
         : 'task ' + id + ' had already ended ' + b.status);
 }
 
-/* Cancel, for a task that has not ended and is not already being
- * cancelled, to a token that may (read-write). */
+/* For an ended task, rerun; for one that has not ended and is not already
+ * being cancelled, cancel; each to a token that may (read-write). */
 function taskActions(t, state) {
-  if (TASK_ENDED.includes(t.status) || !may(state, 'read-write')) return null;
+  const writer = may(state, 'read-write');
+  if (TASK_ENDED.includes(t.status)) {
+    return h('div', { class: 'pager' }, t.rerunOf ? h('span', {}, 'rerun of ', taskLink(t.rerunOf), ' ') : null,
+      writer ? h('button', { 'data-action': 'rerun', onclick: () => rerunTask(t) }, 'rerun') : null);
+  }
+  if (!writer) return null;
   if (t.cancelRequested) return h('p', { class: 'muted' }, 'cancel requested: its worker stops it at its next heartbeat');
   return h('div', { class: 'pager' }, h('button', { 'data-action': 'cancel', onclick: () => cancelTask(t.id) }, 'cancel'));
 }
@@ -961,7 +999,7 @@ const STATE_CLASS = { COMPLETED: 'ok', FAILED: 'bad', CANCELLED: 'bad', SKIPPED:
 const workflowsPage = {
   live: true,
   title: () => 'Workflows',
-  async load(args) {
+  async load(args, state) {
     const q = new URLSearchParams({ limit: String(TASK_PAGE) });
     for (const k of ['status', 'name', 'cursor']) if (args[k]) q.set(k, args[k]);
     const d = await apiOk('/api/v1/workflows?' + q.toString());

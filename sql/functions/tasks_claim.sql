@@ -21,6 +21,11 @@ BEGIN
               WHERE x.cap > 0 ORDER BY x.queue LOOP
         PERFORM pg_advisory_xact_lock(hashtextextended('silt.task_queue:' || r.queue, 0));
     END LOOP;
+    -- Every queue's pause lock, shared, in name order, before any claim
+    -- reads whether its queues are paused (see tasks.claim).
+    PERFORM pg_advisory_xact_lock_shared(hashtextextended('silt.task_pause:' || x.queue, 0))
+       FROM (SELECT DISTINCT x.queue FROM unnest(p_queues) AS u(queues), unnest(u.queues::text[]) AS x(queue)
+              ORDER BY 1) x;
     FOR r IN SELECT u.* FROM unnest(p_workers, p_queues, p_caps, p_max, p_start)
                     WITH ORDINALITY AS u(worker, queues, caps, max, start, ord) LOOP
         RETURN QUERY SELECT (r.ord - 1)::integer, c.id, c.task_name, c.queue_name, c.args, c.priority, c.claim_id,
@@ -38,6 +43,11 @@ END $$;
 -- order, so two claimers never wait on each other in a circle), count, and
 -- take what is left. SKIP LOCKED: concurrent claimers never wait on each
 -- other's rows and never take the same task. p_start starts what it takes.
+-- A paused queue (tasks.paused_queues) gives nothing: it is left out of the
+-- loop's own query. The caller holds each queue's pause lock shared before
+-- that query runs (claim_many takes them once per batch), so
+-- tasks.queue_pause, which takes it exclusively, waits for the claims
+-- already reading the queue, and every claim after it sees the pause.
 CREATE OR REPLACE FUNCTION tasks.claim(p_worker text, p_queues text[], p_caps integer[], p_max integer,
                             p_start boolean DEFAULT false)
 RETURNS SETOF horsies_tasks LANGUAGE plpgsql AS $$
@@ -50,7 +60,9 @@ BEGIN
     FOR q IN SELECT u.queue FROM unnest(p_queues, p_caps) AS u(queue, cap) WHERE u.cap > 0 ORDER BY u.queue LOOP
         PERFORM pg_advisory_xact_lock(hashtextextended('silt.task_queue:' || q.queue, 0));
     END LOOP;
-    FOR q IN SELECT u.queue, u.cap FROM unnest(p_queues, p_caps) WITH ORDINALITY AS u(queue, cap, ord) ORDER BY u.ord LOOP
+    FOR q IN SELECT u.queue, u.cap FROM unnest(p_queues, p_caps) WITH ORDINALITY AS u(queue, cap, ord)
+              WHERE NOT EXISTS (SELECT 1 FROM tasks.paused_queues p WHERE p.queue_name = u.queue)
+              ORDER BY u.ord LOOP
         EXIT WHEN left_n <= 0;
         room := left_n;
         IF q.cap > 0 THEN
@@ -89,10 +101,12 @@ END $$;
 -- at its next periodic look. Tasks already due are not counted: one that
 -- is due but not claimable (locked by another claimer, or its queue at its
 -- cap) would otherwise have a parked claimer look again at once, forever.
+-- A paused queue's tasks are not counted: nothing of it is claimable.
 CREATE OR REPLACE FUNCTION tasks.next_run_at(p_queues text[]) RETURNS timestamptz
 LANGUAGE sql STABLE AS $$
     SELECT min(run_at) FROM horsies_tasks
      WHERE queue_name = ANY (p_queues) AND status = 'PENDING' AND run_at > now()
+       AND queue_name NOT IN (SELECT p.queue_name FROM tasks.paused_queues p)
 $$;
 
 -- Takes back what a claim took for a client that was gone before the reply

@@ -45,10 +45,14 @@ BEGIN
     kept AS (
         INSERT INTO horsies_task_history (id, task_name, queue_name, args, priority, status, sent_at, enqueued_at,
                                           good_until, max_retries, retry_count, attempt, idempotency_key,
-                                          retention_class_key, worker_id, claimed_at, started_at, result)
+                                          retention_class_key, worker_id, claimed_at, started_at, result,
+                                          timeout_ms, retry_delays_ms, retry_base_ms, retry_cap_ms, retry_jitter,
+                                          retry_on, rerun_of)
         SELECT g.id, g.task_name, g.queue_name, g.args, g.priority, 'COMPLETED', g.sent_at, g.enqueued_at,
                g.good_until, g.max_retries, g.retry_count, g.attempt, g.idempotency_key,
-               g.retention_class_key, g.worker_id, g.claimed_at, g.started_at, g.item_result::json
+               g.retention_class_key, g.worker_id, g.claimed_at, g.started_at, g.item_result::json,
+               g.timeout_ms, g.retry_delays_ms, g.retry_base_ms, g.retry_cap_ms, g.retry_jitter, g.retry_on,
+               g.rerun_of
           FROM gone g RETURNING id, queue_name)
     SELECT array_agg(x.id), array_agg(x.queue_name) INTO done, dq FROM kept x;
     FOR f IN SELECT u.* FROM unnest(p_ids, p_claims, p_outcomes, p_codes, p_messages)
@@ -132,7 +136,8 @@ $$;
 
 -- Moves live tasks to history in one statement: the rows of p_ids (already
 -- decided terminal) leave horsies_tasks and enter horsies_task_history with
--- the given status, result and error.
+-- the given status, result and error, keeping their retry policy and
+-- timeout (a rerun copies them) and the task they rerun.
 CREATE OR REPLACE FUNCTION tasks.terminalize(p_ids uuid[], p_status text, p_result json, p_code text, p_message text)
 RETURNS integer LANGUAGE plpgsql AS $$
 DECLARE
@@ -142,10 +147,12 @@ BEGIN
     INSERT INTO horsies_task_history (id, task_name, queue_name, args, priority, status, sent_at, enqueued_at,
                                       good_until, max_retries, retry_count, attempt, idempotency_key,
                                       retention_class_key, worker_id, claimed_at, started_at, result, error_code,
-                                      error_message)
+                                      error_message, timeout_ms, retry_delays_ms, retry_base_ms, retry_cap_ms,
+                                      retry_jitter, retry_on, rerun_of)
     SELECT g.id, g.task_name, g.queue_name, g.args, g.priority, p_status, g.sent_at, g.enqueued_at,
            g.good_until, g.max_retries, g.retry_count, g.attempt, g.idempotency_key,
-           g.retention_class_key, g.worker_id, g.claimed_at, g.started_at, p_result, p_code, p_message
+           g.retention_class_key, g.worker_id, g.claimed_at, g.started_at, p_result, p_code, p_message,
+           g.timeout_ms, g.retry_delays_ms, g.retry_base_ms, g.retry_cap_ms, g.retry_jitter, g.retry_on, g.rerun_of
       FROM gone g;
     GET DIAGNOSTICS n = ROW_COUNT;
     RETURN n;
@@ -180,13 +187,13 @@ CREATE OR REPLACE VIEW tasks.all_tasks AS
            timeout_ms, max_retries, retry_count, attempt, idempotency_key, retention_class_key, worker_id,
            claimed_at, started_at, NULL::timestamptz AS finished_at, cancel_requested,
            NULL::json AS result, last_error_code AS error_code, last_error_message AS error_message,
-           workflow_id, workflow_node
+           workflow_id, workflow_node, rerun_of
       FROM horsies_tasks
     UNION ALL
     SELECT id, task_name, queue_name, args, priority, status, sent_at, enqueued_at, NULL, good_until,
-           NULL, max_retries, retry_count, attempt, idempotency_key, retention_class_key, worker_id,
+           timeout_ms, max_retries, retry_count, attempt, idempotency_key, retention_class_key, worker_id,
            claimed_at, started_at, finished_at, false, result, error_code, error_message,
-           workflow_id, workflow_node
+           workflow_id, workflow_node, rerun_of
       FROM horsies_task_history;
 
 CREATE OR REPLACE FUNCTION tasks.attempts(p_id uuid)

@@ -17,11 +17,13 @@ CREATE OR REPLACE FUNCTION tasks.uuid7_time(p_id uuid) RETURNS timestamptz LANGU
                 ELSE '-infinity'::timestamptz END
 $$;
 
+-- Sends a batch, one element per task in each array. p_rerun_of names the
+-- task each one reruns (tasks_rerun.sql), NULL for a plain send.
 CREATE OR REPLACE FUNCTION tasks.send(p_ids uuid[], p_names text[], p_queues text[], p_args text[],
                            p_priorities integer[], p_run_at timestamptz[], p_delays_ms bigint[],
                            p_good_until timestamptz[], p_timeouts integer[], p_max_retries integer[],
                            p_retry_delays text[], p_bases integer[], p_caps integer[], p_jitters real[],
-                           p_retry_on text[], p_keys text[], p_classes text[])
+                           p_retry_on text[], p_keys text[], p_classes text[], p_rerun_of uuid[] DEFAULT NULL)
 RETURNS TABLE (idx integer, id uuid, created boolean) LANGUAGE plpgsql AS $$
 #variable_conflict use_column
 BEGIN
@@ -34,15 +36,16 @@ BEGIN
     ON CONFLICT DO NOTHING;
     INSERT INTO horsies_tasks (id, task_name, queue_name, args, priority, status, run_at, good_until,
                                timeout_ms, max_retries, retry_delays_ms, retry_base_ms, retry_cap_ms,
-                               retry_jitter, retry_on, idempotency_key, retention_class_key)
+                               retry_jitter, retry_on, idempotency_key, retention_class_key, rerun_of)
     SELECT u.id, u.name, u.queue, u.args::json, u.priority, 'PENDING',
            coalesce(u.run_at, now() + make_interval(secs => coalesce(u.delay, 0) / 1000.0)), u.good_until,
-           u.timeout, u.retries, u.delays::integer[], u.base, u.cap, u.jitter, u.retry_on::text[], u.key, u.class
+           u.timeout, u.retries, u.delays::integer[], u.base, u.cap, u.jitter, u.retry_on::text[], u.key, u.class,
+           u.rerun_of
       FROM unnest(p_ids, p_names, p_queues, p_args, p_priorities, p_run_at, p_delays_ms, p_good_until,
                   p_timeouts, p_max_retries, p_retry_delays, p_bases, p_caps, p_jitters, p_retry_on, p_keys,
-                  p_classes)
+                  p_classes, p_rerun_of)
            AS u(id, name, queue, args, priority, run_at, delay, good_until, timeout, retries,
-                delays, base, cap, jitter, retry_on, key, class)
+                delays, base, cap, jitter, retry_on, key, class, rerun_of)
       LEFT JOIN horsies_task_idempotency k ON k.idempotency_key = u.key
      WHERE u.key IS NULL OR k.task_id = u.id;
     RETURN QUERY

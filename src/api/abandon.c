@@ -49,6 +49,20 @@ int api_call_end(void *arg, const db_reply *reply, httpd_req **req, server **srv
     return -1;
 }
 
+api_named_call *api_named_call_new(httpd_req *req, server *srv, char **name)
+{
+    api_named_call *c = xcalloc(1, sizeof *c);
+    *c = (api_named_call){ req, srv, *name };
+    *name = NULL;
+    return c;
+}
+
+void api_named_call_free(api_named_call *c)
+{
+    free(c->name);
+    free(c);
+}
+
 void api_submit_stmt(httpd_req *req, server *srv, db_stmt stmt, const char *const *values, db_done_fn done,
                      void *arg)
 {

@@ -52,6 +52,16 @@ api_call *api_call_new(httpd_req *req, server *srv);
  * already answered as api_db_error does. */
 int  api_call_end(void *arg, const db_reply *reply, httpd_req **req, server **srv)
      __attribute__((warn_unused_result));
+/* A call whose answer repeats a name the handler read or made (the queue
+ * configured, the worker registered). The call owns name: *name is taken
+ * and set NULL. api_named_call_free frees both. */
+typedef struct api_named_call {
+    httpd_req *req;
+    server    *srv;
+    char      *name;
+} api_named_call;
+api_named_call *api_named_call_new(httpd_req *req, server *srv, char **name);
+void            api_named_call_free(api_named_call *c);
 /* The most common job: one statement with text values, its reply to done
  * (arg passed along), submitted as api_submit does. */
 void api_submit_stmt(httpd_req *req, server *srv, db_stmt stmt, const char *const *values, db_done_fn done,
@@ -61,7 +71,6 @@ void api_submit_stmt(httpd_req *req, server *srv, db_stmt stmt, const char *cons
 void api_client_left(httpd_req *req, void *srv);
 
 void api_health(httpd_req *req, server *srv);
-void api_task_queue_list(httpd_req *req, server *srv);
 void api_whoami(httpd_req *req, server *srv);
 void api_dashboard_index(httpd_req *req, server *srv);
 void api_dashboard_asset(httpd_req *req, server *srv);
@@ -122,6 +131,13 @@ void api_workflow_pause(httpd_req *req, server *srv);
 void api_workflow_resume(httpd_req *req, server *srv);
 void api_workflow_cancel(httpd_req *req, server *srv);
 void api_schedule_list(httpd_req *req, server *srv);
+/* task_queues.c */
+void api_task_queue_list(httpd_req *req, server *srv);
+void api_task_queue_pause(httpd_req *req, server *srv);
+void api_task_queue_resume(httpd_req *req, server *srv);
+/* task_rerun.c */
+void api_task_rerun(httpd_req *req, server *srv);
+void api_task_rerun_many(httpd_req *req, server *srv);
 /* task_sweep.c */
 void api_task_sweep(httpd_req *req, server *srv);
 /* task_retention.c */
@@ -238,13 +254,23 @@ typedef struct api_page {
  * the page is full (more may follow), else null}. page is static: it
  * outlives the call. */
 void api_list_page(httpd_req *req, server *srv, const api_page *page, const char *const *filters, size_t nfilters);
-/* A whole list a client may ask for a page of, by position: ?limit= (1 to
- * API_PAGE_MAX) and ?offset= (0 on), as GET /api/v1/dlq. Neither given:
- * both NULL, the whole list (what Queen's clients read). -1 after a 400
- * naming the field. limit and offset point into the struct's own text. */
+/* A page by position: ?limit= (1 to API_PAGE_MAX, default_limit when not
+ * given) and ?offset= (0 on, default 0), as numbers (for
+ * api_emit_pagination) and as the text a statement takes. -1 after a 400
+ * naming the field. */
+typedef struct api_position {
+    int64_t limit, offset;
+    char    limit_text[24], offset_text[24];
+} api_position;
+int  api_query_position(httpd_req *req, int64_t default_limit, api_position *pos)
+     __attribute__((warn_unused_result));
+/* A whole list a client may ask for a page of, by position, as the queues
+ * and groups lists. Neither given: both NULL, the whole list (what Queen's
+ * clients read). -1 after a 400 naming the field. limit and offset point
+ * into the struct's own text. */
 typedef struct api_offset_page {
-    const char *limit, *offset;
-    char        limit_text[24], offset_text[24];
+    const char  *limit, *offset;
+    api_position pos;
 } api_offset_page;
 int  api_query_offset_page(httpd_req *req, api_offset_page *page) __attribute__((warn_unused_result));
 /* Runs stmt with values and replies {"<member>": [every row, by emit_row]}:
@@ -252,5 +278,13 @@ int  api_query_offset_page(httpd_req *req, api_offset_page *page) __attribute__(
  * classes and leaves). member is static. */
 void api_rows_call(httpd_req *req, server *srv, db_stmt stmt, const char *const *values, const char *member,
                    void (*emit_row)(emit *e, const PGresult *r, int row));
+/* Writes a reply object's members from a statement's result r: srv for
+ * what the answer also announces, flag the handler's choice (pause or
+ * resume, release or heartbeat) given to api_object_call. */
+typedef void (*api_members_fn)(emit *e, server *srv, const PGresult *r, bool flag);
+/* Runs stmt with values and replies 200 with one object, its members
+ * written by members: the answer of a handler with one statement. */
+void api_object_call(httpd_req *req, server *srv, db_stmt stmt, const char *const *values, api_members_fn members,
+                     bool flag);
 
 #endif

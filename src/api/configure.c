@@ -3,19 +3,13 @@
 #include <string.h>
 #include "api/api.h"
 #include "base/emit.h"
-#include "base/xalloc.h"
 #include "streams/encryption.h"
 #include "db/result.h"
 
-typedef struct configure_call {
-    httpd_req *req;
-    server    *srv;
-    char      *queue;
-} configure_call;
-
+/* The call's name: the queue. */
 static void configure_done(void *arg, const db_reply *reply)
 {
-    configure_call *c = arg;
+    api_named_call *c = arg;
     if (reply->error) {
         api_db_error(c->req, reply);
     } else {
@@ -23,7 +17,7 @@ static void configure_done(void *arg, const db_reply *reply)
         api_reply out;
         emit *e = api_reply_object(&out);
         emit_key(e, "configured"); emit_bool(e, true);
-        emit_key(e, "queue"); emit_str(e, c->queue);
+        emit_key(e, "queue"); emit_str(e, c->name);
         emit_key(e, "namespace"); emit_str(e, db_null(r, 0, 0) ? NULL : db_str(r, 0, 0));
         emit_key(e, "task"); emit_str(e, db_null(r, 0, 1) ? NULL : db_str(r, 0, 1));
         emit_key(e, "options");
@@ -31,11 +25,10 @@ static void configure_done(void *arg, const db_reply *reply)
         const char *options = db_json(r, 0, 2, &n);
         if (emit_json(e, options, n) < 0) emit_null(e);
         emit_end(e);
-        encryption_set_queue(c->queue, db_bool(r, 0, 3));
+        encryption_set_queue(c->name, db_bool(r, 0, 3));
         api_reply_send(&out, c->req, 200);
     }
-    free(c->queue);
-    free(c);
+    api_named_call_free(c);
 }
 
 /* namespace and task are tags; Queen's C++ client sends "" for "none" on
@@ -76,12 +69,8 @@ void api_configure(httpd_req *req, server *srv)
                           "server: 64 hex characters, e.g. from openssl rand -hex 32");
         goto out;
     }
-    configure_call *c = xcalloc(1, sizeof *c);
-    c->req = req;
-    c->srv = srv;
-    c->queue = queue;
-    queue = NULL;
-    const char *values[4] = { c->queue, ns, task, patch.data };
+    api_named_call *c = api_named_call_new(req, srv, &queue);
+    const char *values[4] = { c->name, ns, task, patch.data };
     api_submit_stmt(req, srv, STMT_CONFIGURE, values, configure_done, c);
 out:
     free(queue); free(ns); free(task);

@@ -12,19 +12,17 @@
 #include "streams/push_plan.h"
 #include "streams/segment.h"
 
-#define DLQ_MAX_LIMIT 1000
-
 /* Indexes into DLQ_COLUMNS. */
 enum { D_ID, D_QUEUE, D_PARTITION_ID, D_PARTITION, D_GROUP, D_OFFSET, D_MESSAGE_ID, D_TXN, D_TRACE,
        D_PAYLOAD, D_ERROR, D_RETRIES, D_CREATED, D_FAILED, D_ENCRYPTED, D_PRODUCER_SUB };
 
 typedef struct dlq_call {
-    httpd_req *req;
-    server    *srv;
-    char       id[IDS_UUID_TEXT];
-    char      *txn;          /* message calls: the transactionId */
-    push_item  item;         /* replay: the message going back */
-    int64_t    limit, offset;
+    httpd_req   *req;
+    server      *srv;
+    char         id[IDS_UUID_TEXT];
+    char        *txn;        /* message calls: the transactionId */
+    push_item    item;       /* replay: the message going back */
+    api_position page;       /* list: the page asked for */
 } dlq_call;
 
 static dlq_call *call_new(httpd_req *req, server *srv)
@@ -96,7 +94,7 @@ static void list_done(void *arg, const db_reply *reply)
     emit *e = api_reply_list(&out, "messages");
     for (int row = 0; row < PQntuples(page); row++) dlq_row_json(e, page, row);
     emit_end(e);
-    api_emit_pagination(e, db_int(reply->results[0], 0, 0), c->limit, c->offset);
+    api_emit_pagination(e, db_int(reply->results[0], 0, 0), c->page.limit, c->page.offset);
     api_reply_send(&out, c->req, 200);
     call_free(c);
 }
@@ -104,13 +102,9 @@ static void list_done(void *arg, const db_reply *reply)
 void api_dlq_list(httpd_req *req, server *srv)
 {
     dlq_call *c = call_new(req, srv);
-    if (api_query_int(req, "limit", 100, 1, DLQ_MAX_LIMIT, &c->limit) < 0 ||
-        api_query_int(req, "offset", 0, 0, INT32_MAX, &c->offset) < 0) { call_free(c); return; }
-    char limit[24], offset[24];
-    snprintf(limit, sizeof limit, "%lld", (long long)c->limit);
-    snprintf(offset, sizeof offset, "%lld", (long long)c->offset);
+    if (api_query_position(req, 100, &c->page) < 0) { call_free(c); return; }
     const char *values[5] = { httpd_query(req, "queue"), httpd_query(req, "consumerGroup"),
-                              httpd_query(req, "partition"), limit, offset };
+                              httpd_query(req, "partition"), c->page.limit_text, c->page.offset_text };
     db_job *job = db_job_new(list_done, c);
     db_job_call(job, STMT_DLQ_COUNT, values, NULL, NULL);
     db_job_call(job, STMT_DLQ_PAGE, values, NULL, NULL);

@@ -53,9 +53,32 @@ static void put_payload(emit *e, struct evbuffer *body, pop_hold *hold, const po
     if (evbuffer_add_reference(body, m->payload, m->payload_len, hold_release, hold) < 0) abort();
 }
 
-static void put_message(emit *e, struct evbuffer *body, pop_hold *hold, const pop_request *p, const pop_msg *m)
+/* What every message of a claimed partition repeats (its queue, partition,
+ * lease and group), rendered once per partition as emit_members takes it. */
+static buf *part_members(const pop_request *p)
 {
-    const pop_part *part = &p->parts[m->part];
+    buf *members = xcalloc(p->nparts, sizeof *members);
+    for (size_t i = 0; i < p->nparts; i++) {
+        buf object;
+        buf_init(&object);
+        emit e;
+        emit_init(&e, &object);
+        emit_object(&e);
+        emit_key(&e, "queue"); emit_str(&e, p->parts[i].queue);
+        emit_key(&e, "partitionId"); emit_str(&e, p->parts[i].id);
+        emit_key(&e, "partition"); emit_str(&e, p->parts[i].name);
+        emit_key(&e, "leaseId"); emit_str(&e, p->lease_id);
+        emit_key(&e, "consumerGroup"); emit_str(&e, p->group);
+        emit_end(&e);
+        buf_init(&members[i]);
+        buf_append(&members[i], object.data + 1, object.len - 2);
+        buf_fini(&object);
+    }
+    return members;
+}
+
+static void put_message(emit *e, struct evbuffer *body, pop_hold *hold, const buf *members, const pop_msg *m)
+{
     emit_object(e);
     emit_key(e, "id"); emit_uuid(e, m->message_id);
     emit_key(e, "transactionId"); emit_strn(e, m->txn, m->txn_len);
@@ -63,11 +86,7 @@ static void put_message(emit *e, struct evbuffer *body, pop_hold *hold, const po
     if (m->has_trace) emit_uuid(e, m->trace_id); else emit_null(e);
     emit_key(e, "data"); put_payload(e, body, hold, m);
     emit_key(e, "createdAt"); emit_time(e, m->created_us);
-    emit_key(e, "queue"); emit_str(e, part->queue);
-    emit_key(e, "partitionId"); emit_str(e, part->id);
-    emit_key(e, "partition"); emit_str(e, part->name);
-    emit_key(e, "leaseId"); emit_str(e, p->lease_id);
-    emit_key(e, "consumerGroup"); emit_str(e, p->group);
+    emit_members(e, members[m->part].data, members[m->part].len);
     emit_key(e, "producerSub");   /* stamped at push from the token, never from a body */
     if (m->sub) emit_strn(e, m->sub, m->sub_len); else emit_null(e);
     emit_key(e, "offset"); emit_int(e, m->offset);
@@ -99,7 +118,10 @@ static void reply_messages(httpd_req *req, pop_request *p)
     emit_key(&e, "partitionsClaimed"); emit_int(&e, (int64_t)p->nparts);
     emit_key(&e, "messages");
     emit_array(&e);
-    for (size_t i = 0; i < p->nmsgs; i++) put_message(&e, body, hold, p, &p->msgs[i]);
+    buf *members = part_members(p);
+    for (size_t i = 0; i < p->nmsgs; i++) put_message(&e, body, hold, members, &p->msgs[i]);
+    for (size_t i = 0; i < p->nparts; i++) buf_fini(&members[i]);
+    free(members);
     emit_end(&e);
     emit_end(&e);
     evbuffer_add(body, out.data, out.len);

@@ -134,15 +134,20 @@ int api_query_int(httpd_req *req, const char *key, int64_t fallback, int64_t min
     return 0;
 }
 
+int api_query_position(httpd_req *req, int64_t default_limit, api_position *pos)
+{
+    if (api_query_int(req, "limit", default_limit, 1, API_PAGE_MAX, &pos->limit) < 0 ||
+        api_query_int(req, "offset", 0, 0, INT32_MAX, &pos->offset) < 0) return -1;
+    snprintf(pos->limit_text, sizeof pos->limit_text, "%lld", (long long)pos->limit);
+    snprintf(pos->offset_text, sizeof pos->offset_text, "%lld", (long long)pos->offset);
+    return 0;
+}
+
 int api_query_offset_page(httpd_req *req, api_offset_page *page)
 {
-    int64_t limit, offset;
-    if (api_query_int(req, "limit", 0, 1, API_PAGE_MAX, &limit) < 0 ||
-        api_query_int(req, "offset", 0, 0, INT32_MAX, &offset) < 0) return -1;
-    snprintf(page->limit_text, sizeof page->limit_text, "%lld", (long long)limit);
-    snprintf(page->offset_text, sizeof page->offset_text, "%lld", (long long)offset);
-    page->limit = httpd_query(req, "limit") ? page->limit_text : NULL;
-    page->offset = httpd_query(req, "offset") ? page->offset_text : NULL;
+    if (api_query_position(req, 0, &page->pos) < 0) return -1;
+    page->limit = httpd_query(req, "limit") ? page->pos.limit_text : NULL;
+    page->offset = httpd_query(req, "offset") ? page->pos.offset_text : NULL;
     return 0;
 }
 
@@ -248,6 +253,33 @@ void api_rows_call(httpd_req *req, server *srv, db_stmt stmt, const char *const 
     c->member = member;
     c->emit_row = emit_row;
     api_submit_stmt(req, srv, stmt, values, rows_listed, c);
+}
+
+/* ---- one object ---- */
+
+typedef struct object_call {
+    httpd_req     *req;
+    server        *srv;
+    api_members_fn members;
+    bool           flag;
+} object_call;
+
+static void object_answered(void *arg, const db_reply *reply)
+{
+    object_call *c = arg;
+    if (reply->error) { api_db_error(c->req, reply); free(c); return; }
+    api_reply out;
+    c->members(api_reply_object(&out), c->srv, reply->results[0], c->flag);
+    api_reply_send(&out, c->req, 200);
+    free(c);
+}
+
+void api_object_call(httpd_req *req, server *srv, db_stmt stmt, const char *const *values, api_members_fn members,
+                     bool flag)
+{
+    object_call *c = xcalloc(1, sizeof *c);
+    *c = (object_call){ req, srv, members, flag };
+    api_submit_stmt(req, srv, stmt, values, object_answered, c);
 }
 
 /* ---- a list, a page at a time ---- */

@@ -191,7 +191,7 @@ static const char *const retry_fields[] = { "maxRetries", "delaysMs", "backoff",
 static const char *const backoff_fields[] = { "baseMs", "capMs", NULL };
 
 /* retry: {"maxRetries", "delaysMs": [...] | "backoff": {"baseMs", "capMs"}, "jitter", "retryOn": [...]} */
-static int read_retry(httpd_req *req, const json_doc *d, uint32_t obj, const char *where, task_retry *r)
+int api_task_retry(httpd_req *req, const json_doc *d, uint32_t obj, const char *where, task_retry *r)
 {
     int v = json_get(d, obj, "retry");
     if (v < 0 || d->tokens[v].type == JSON_NULL) return 0;
@@ -240,7 +240,7 @@ int api_task_read(httpd_req *req, server *srv, const json_doc *d, uint32_t obj, 
         read_int_field(req, d, obj, where, "priority", TASK_PRIORITY_MIN, TASK_PRIORITY_MAX, &t->priority) < 0 ||
         read_when(req, d, obj, where, t) < 0 ||
         read_int_field(req, d, obj, where, "timeoutMs", 1, TASK_MAX_TIMEOUT_MS, &t->timeout_ms) < 0 ||
-        read_retry(req, d, obj, where, &t->retry) < 0 ||
+        api_task_retry(req, d, obj, where, &t->retry) < 0 ||
         read_idempotency_key(req, d, obj, where, &t->idempotency_key) < 0 ||
         read_class(req, srv, d, obj, where, t) < 0)
         return -1;

@@ -27,6 +27,11 @@ int api_task_read(httpd_req *req, server *srv, const json_doc *d, uint32_t obj, 
 int api_task_spec(httpd_req *req, server *srv, const json_doc *d, uint32_t obj, const char *where, task_spec *t)
     __attribute__((warn_unused_result));
 
+/* The "retry" member of obj, when present and not null, read into r (its
+ * retryOn codes are heap copies): 0, or -1 after a 400 naming the field. */
+int api_task_retry(httpd_req *req, const json_doc *d, uint32_t obj, const char *where, task_retry *r)
+    __attribute__((warn_unused_result));
+
 /* A worker id from the path: at most TASK_WORKER_ID_MAX characters. */
 #define TASK_WORKER_ID_MAX 200
 int  api_task_worker_id(httpd_req *req, const char *id) __attribute__((warn_unused_result));

@@ -15,10 +15,10 @@
 #define TRACE_QUEUE_MODE      "__QUEUE_MODE__"   /* what Queen's client sends outside a group */
 
 typedef struct trace_call {
-    httpd_req *req;
-    server    *srv;
-    char       id[IDS_UUID_TEXT];
-    int64_t    limit, offset;
+    httpd_req   *req;
+    server      *srv;
+    char         id[IDS_UUID_TEXT];
+    api_position page;   /* the lists by name: the page asked for */
 } trace_call;
 
 static trace_call *call_new(httpd_req *req, server *srv)
@@ -263,20 +263,11 @@ static void by_name_done(void *arg, const db_reply *reply)
     reply_traces(arg, reply, cols, 10, put_message);
 }
 
-static int read_page(httpd_req *req, trace_call *c, int64_t default_limit)
-{
-    if (api_query_int(req, "limit", default_limit, 1, 1000, &c->limit) < 0) return -1;
-    return api_query_int(req, "offset", 0, 0, 2147483647, &c->offset);
-}
-
 void api_traces_by_name(httpd_req *req, server *srv)
 {
     trace_call *c = call_new(req, srv);
-    if (read_page(req, c, 100) < 0) { free(c); return; }
-    char limit[24], offset[24];
-    snprintf(limit, sizeof limit, "%lld", (long long)c->limit);
-    snprintf(offset, sizeof offset, "%lld", (long long)c->offset);
-    const char *values[3] = { req->params[0], limit, offset };
+    if (api_query_position(req, 100, &c->page) < 0) { free(c); return; }
+    const char *values[3] = { req->params[0], c->page.limit_text, c->page.offset_text };
     submit(c, by_name_done, STMT_TRACES_BY_NAME, values, NULL, NULL);
 }
 
@@ -296,7 +287,7 @@ static void names_done(void *arg, const db_reply *reply)
         emit_end(e);
     }
     emit_end(e);
-    api_emit_pagination(e, db_int(reply->results[1], 0, 0), c->limit, c->offset);
+    api_emit_pagination(e, db_int(reply->results[1], 0, 0), c->page.limit, c->page.offset);
     api_reply_send(&out, c->req, 200);
     free(c);
 }
@@ -304,11 +295,8 @@ static void names_done(void *arg, const db_reply *reply)
 void api_trace_names(httpd_req *req, server *srv)
 {
     trace_call *c = call_new(req, srv);
-    if (read_page(req, c, 50) < 0) { free(c); return; }
-    char limit[24], offset[24];
-    snprintf(limit, sizeof limit, "%lld", (long long)c->limit);
-    snprintf(offset, sizeof offset, "%lld", (long long)c->offset);
-    const char *values[2] = { limit, offset };
+    if (api_query_position(req, 50, &c->page) < 0) { free(c); return; }
+    const char *values[2] = { c->page.limit_text, c->page.offset_text };
     db_job *job = db_job_new(names_done, c);
     db_job_call(job, STMT_TRACE_NAMES, values, NULL, NULL);
     db_job_call(job, STMT_TRACE_NAME_COUNT, NULL, NULL, NULL);

@@ -20,28 +20,22 @@
 
 /* ---- register and list ---- */
 
-typedef struct reg_call {
-    httpd_req *req;
-    server    *srv;
-    char      *worker;
-} reg_call;
-
+/* The call's name: the worker id. */
 static void registered(void *arg, const db_reply *reply)
 {
-    reg_call *c = arg;
+    api_named_call *c = arg;
     if (reply->error) api_db_error(c->req, reply);
     else {
         const conf_recovery *s = task_hub_recovery(c->srv->tasks);
         api_reply out;
         emit *e = api_reply_object(&out);
-        emit_key(e, "workerId"); emit_str(e, c->worker);
+        emit_key(e, "workerId"); emit_str(e, c->name);
         emit_key(e, "registeredAt"); api_emit_time_col(e, reply->results[0], 0, 0);
         emit_key(e, "claimerHeartbeatIntervalMs"); emit_int(e, s->claimer_heartbeat_interval_ms);
         emit_key(e, "runnerHeartbeatIntervalMs"); emit_int(e, s->runner_heartbeat_interval_ms);
         api_reply_send(&out, c->req, 201);
     }
-    free(c->worker);
-    free(c);
+    api_named_call_free(c);
 }
 
 static int read_registration(httpd_req *req, server *srv, const json_doc *d, char **worker, char **host,
@@ -81,12 +75,8 @@ void api_worker_register(httpd_req *req, server *srv)
         char pids[24], conc[24];
         snprintf(pids, sizeof pids, "%lld", (long long)pid);
         snprintf(conc, sizeof conc, "%lld", (long long)concurrency);
-        reg_call *c = xcalloc(1, sizeof *c);
-        c->req = req;
-        c->srv = srv;
-        c->worker = worker;
-        worker = NULL;
-        const char *values[5] = { c->worker, host ? host : "", pids, db_array_literal(&queues), conc };
+        api_named_call *c = api_named_call_new(req, srv, &worker);
+        const char *values[5] = { c->name, host ? host : "", pids, db_array_literal(&queues), conc };
         api_submit_stmt(req, srv, STMT_WORKER_REGISTER, values, registered, c);
     }
     free(worker);
@@ -132,12 +122,6 @@ void api_worker_list(httpd_req *req, server *srv)
 
 /* ---- heartbeat and release: a list of (id, claimId) ---- */
 
-typedef struct held_call {
-    httpd_req *req;
-    server    *srv;
-    bool       release;
-} held_call;
-
 static int read_held(httpd_req *req, const json_doc *d, db_array *ids, db_array *claims)
 {
     int v = json_get(d, 0, "tasks");
@@ -166,18 +150,13 @@ static int read_held(httpd_req *req, const json_doc *d, db_array *ids, db_array 
     return 0;
 }
 
-static void held_done(void *arg, const db_reply *reply)
+static void held_done(emit *e, server *srv, const PGresult *r, bool release)
 {
-    held_call *c = arg;
-    if (reply->error) { api_db_error(c->req, reply); free(c); return; }
-    const PGresult *r = reply->results[0];
-    api_reply out;
-    emit *e = api_reply_object(&out);
-    if (c->release) {
+    if (release) {
         int64_t released = 0;
         for (int row = 0; row < PQntuples(r); row++) {
             released += db_int(r, row, 1);
-            task_hub_announce_sent(c->srv->tasks, db_str(r, row, 0));
+            task_hub_announce_sent(srv->tasks, db_str(r, row, 0));
         }
         emit_key(e, "released"); emit_int(e, released);
     } else {
@@ -190,8 +169,6 @@ static void held_done(void *arg, const db_reply *reply)
         }
         emit_end(e);
     }
-    api_reply_send(&out, c->req, 200);
-    free(c);
 }
 
 static void held_call_run(httpd_req *req, server *srv, bool release)
@@ -203,14 +180,8 @@ static void held_call_run(httpd_req *req, server *srv, bool release)
     db_array_init(&ids);
     db_array_init(&claims);
     if (api_read_object(req, srv, &d) == 0 && read_held(req, &d, &ids, &claims) == 0) {
-        held_call *c = xcalloc(1, sizeof *c);
-        c->req = req;
-        c->srv = srv;
-        c->release = release;
         const char *values[3] = { req->params[0], db_array_literal(&ids), db_array_literal(&claims) };
-        db_job *job = db_job_new(held_done, c);
-        db_job_call(job, release ? STMT_TASK_RELEASE : STMT_TASK_HEARTBEAT, values, NULL, NULL);
-        api_submit(req, srv, job);
+        api_object_call(req, srv, release ? STMT_TASK_RELEASE : STMT_TASK_HEARTBEAT, values, held_done, release);
     }
     db_array_fini(&ids);
     db_array_fini(&claims);

@@ -36,7 +36,6 @@ void buf_append(buf *b, const void *p, size_t n)
 
 void buf_puts(buf *b, const char *s) { buf_append(b, s, strlen(s)); }
 
-void buf_putc(buf *b, char c) { buf_append(b, &c, 1); }
 
 /* One formatting pass when the text fits the spare room (the common case),
  * a second one only after growing. */

@@ -18,7 +18,13 @@ void  buf_reset(buf *b);                      /* len = 0, keeps memory */
 void  buf_reserve(buf *b, size_t extra);      /* room for extra more bytes */
 void  buf_append(buf *b, const void *p, size_t n);
 void  buf_puts(buf *b, const char *s);
-void  buf_putc(buf *b, char c);
+/* One byte: inline, since the JSON emitter writes many (a pop's reply). */
+static inline void buf_putc(buf *b, char c)
+{
+    if (b->len + 2 > b->cap) { buf_append(b, &c, 1); return; }
+    b->data[b->len++] = c;
+    b->data[b->len] = '\0';
+}
 void  buf_printf(buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void  buf_vprintf(buf *b, const char *fmt, va_list ap) __attribute__((format(printf, 2, 0)));
 char *buf_steal(buf *b);                      /* hands the memory to the caller, resets b */

@@ -46,6 +46,10 @@ void emit_null(emit *e);
 void emit_raw(emit *e, const char *json, size_t n);  /* one JSON value, as is */
 void emit_time(emit *e, int64_t unix_us);            /* ISO 8601 UTC, milliseconds */
 void emit_uuid(emit *e, const uint8_t id[16]);
+/* Members of the open object rendered once beforehand and repeated, e.g.
+ * in every message of a pop: the inside of an object another emitter wrote
+ * ("k":v,"k2":v2, its braces left out). Where a key is due. */
+void emit_members(emit *e, const char *members, size_t n);
 /* Re-emits a JSON text (e.g. jsonb from PostgreSQL) in this voice: spacing
  * removed, strings re-escaped one way. -1 when it does not parse. */
 int  emit_json(emit *e, const char *text, size_t len) __attribute__((warn_unused_result));

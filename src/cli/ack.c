@@ -26,13 +26,11 @@ static const char ack_usage[] =
     "  --lease ID     the leaseId the message was popped under\n"
     "  --group G      consumer group (default: queue mode)\n"
     "  --error TEXT   reason, recorded with failed and dlq acks\n"
-    "  --json         print the server's reply as JSON\n"
-    "  --help         show this help\n"
+    CLI_USAGE_JSON_HELP
     "\n"
     "\"silt pop --wide\" prints the ids in the order ack takes them:\n"
     "PARTITION_ID, TRANSACTION_ID, then LEASE_ID.\n"
-    "\n"
-    "The server is SILT_URL (default " CLI_DEFAULT_URL ").\n";
+    CLI_USAGE_SERVER;
 
 typedef struct ack_opts {
     const char *status;
@@ -51,24 +49,15 @@ static bool ack_status_ok(const char *s)
     return false;
 }
 
-static void ack_field(buf *b, const char *key, const char *value)
-{
-    if (!value) return;
-    buf_putc(b, ',');
-    json_put_cstr(b, key);
-    buf_putc(b, ':');
-    json_put_cstr(b, value);
-}
-
 static void ack_build(buf *b, const char *partition_id, const char *txn, const ack_opts *o)
 {
     buf_puts(b, "{\"partitionId\":");
     json_put_cstr(b, partition_id);
-    ack_field(b, "transactionId", txn);
-    ack_field(b, "status", o->status);
-    ack_field(b, "leaseId", o->lease);
-    ack_field(b, "consumerGroup", o->group);
-    ack_field(b, "error", o->error);
+    cli_put_str_member(b, "transactionId", txn);
+    cli_put_str_member(b, "status", o->status);
+    cli_put_str_member(b, "leaseId", o->lease);
+    cli_put_str_member(b, "consumerGroup", o->group);
+    cli_put_str_member(b, "error", o->error);
     buf_putc(b, '}');
 }
 

@@ -109,6 +109,28 @@ bool chaos_past(int64_t deadline_ms)
     return clock_mono_ms() >= deadline_ms;
 }
 
+void chaos_spread_start(chaos_spread *s, void *(*fn)(void *), void *arg, int64_t t_end_ms, int64_t t_drain_ms)
+{
+    s->t_begin_ms = clock_mono_ms();
+    s->t_end_ms = t_end_ms;
+    s->t_drain_ms = t_drain_ms;
+    if (pthread_create(&s->thread, NULL, fn, arg) != 0) abort();
+    s->started = true;
+}
+
+void chaos_spread_join(chaos_spread *s)
+{
+    if (s->started) pthread_join(s->thread, NULL);
+    s->started = false;
+}
+
+bool chaos_spread_wait(const chaos_spread *s, long i, long n)
+{
+    int64_t due = s->t_begin_ms + (s->t_end_ms - s->t_begin_ms) * i / (n > 0 ? n : 1);
+    while (clock_mono_ms() < due && !chaos_past(s->t_end_ms)) chaos_sleep_ms(10);
+    return !chaos_past(s->t_end_ms);
+}
+
 int chaos_call(http_client *h, const char *method, const char *path, const buf *body, http_response *r,
                json_doc *d)
 {
@@ -151,15 +173,28 @@ void chaos_str(const json_doc *d, int obj, const char *key, char *out, size_t ca
 
 /* ---- producers ---- */
 
-static void push_body(const chaos_run *run, long first, long n, buf *b)
+void chaos_batch_body(buf *b, const char *key, long first, long n, void (*put)(buf *, const void *, long),
+                      const void *ctx)
 {
     buf_reset(b);
-    buf_puts(b, "{\"items\":[");
-    for (long i = first; i < first + n; i++)
-        buf_printf(b, "%s{\"queue\":\"%s\",\"partition\":\"p%ld\",\"transactionId\":\"m%ld\","
-                   "\"payload\":{\"i\":%ld,\"s\":\"chaos\"}}",
-                   i > first ? "," : "", run->queue, i % run->partitions, i, i);
+    buf_printf(b, "{\"%s\":[", key);
+    for (long i = first; i < first + n; i++) {
+        if (i > first) buf_putc(b, ',');
+        put(b, ctx, i);
+    }
     buf_puts(b, "]}");
+}
+
+static void put_message(buf *b, const void *ctx, long i)
+{
+    const chaos_run *run = ctx;
+    buf_printf(b, "{\"queue\":\"%s\",\"partition\":\"p%ld\",\"transactionId\":\"m%ld\","
+               "\"payload\":{\"i\":%ld,\"s\":\"chaos\"}}", run->queue, i % run->partitions, i, i);
+}
+
+static void push_body(const chaos_run *run, long first, long n, buf *b)
+{
+    chaos_batch_body(b, "items", first, n, put_message, run);
 }
 
 /* Acknowledged: 201, one result per item, each queued or duplicate. */

@@ -10,6 +10,7 @@
 #ifndef SILT_CLI_CHAOS_H
 #define SILT_CLI_CHAOS_H
 #include <stdatomic.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include "base/buf.h"
@@ -31,6 +32,23 @@ int  chaos_call_until(http_client *h, const char *method, const char *path, cons
                       http_response *r, json_doc *d);
 void chaos_sleep_ms(int ms);
 bool chaos_past(int64_t deadline_ms);
+
+/* b := {"<key>":[item first, ..., item first+n-1]}, each written by put. */
+void chaos_batch_body(buf *b, const char *key, long first, long n, void (*put)(buf *, const void *, long),
+                      const void *ctx);
+
+/* A thread that spreads a workload's items evenly from its start to
+ * t_end_ms (tasks sent, workflows started), so that they go on through
+ * every kill; t_drain_ms bounds the resends after it. */
+typedef struct chaos_spread {
+    pthread_t thread;
+    bool      started;
+    int64_t   t_begin_ms, t_end_ms, t_drain_ms;
+} chaos_spread;
+void chaos_spread_start(chaos_spread *s, void *(*fn)(void *), void *arg, int64_t t_end_ms, int64_t t_drain_ms);
+void chaos_spread_join(chaos_spread *s);
+/* Waits until item i of n is due: false once t_end_ms has passed. */
+bool chaos_spread_wait(const chaos_spread *s, long i, long n);
 http_client *chaos_client(const char *url);
 /* The string value of key in object obj copied into out ("" when absent). */
 void chaos_str(const json_doc *d, int obj, const char *key, char *out, size_t cap);

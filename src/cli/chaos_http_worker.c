@@ -167,19 +167,28 @@ static void put_held(const chaos_http_worker *w, buf *b, bool result)
     buf_puts(b, "]}");
 }
 
+/* Posts every held task (with a result for ends) to /workers/:id/<verb>:
+ * the index of the reply's "tasks" list in y, or -1 when it failed. */
+static int post_held(chaos_http_worker *w, const char *verb, bool result, hw_reply *y)
+{
+    char path[128];
+    snprintf(path, sizeof path, "/api/v1/workers/%s/%s", w->id, verb);
+    buf b;
+    buf_init(&b);
+    put_held(w, &b, result);
+    int list = post(w, path, &b, y) == 0 && y->d.ntokens ? json_get(&y->d, 0, "tasks") : -1;
+    buf_fini(&b);
+    return list;
+}
+
 /* Every answered end (a status, or "not the current claim") is done with. */
 static void finish(chaos_http_worker *w)
 {
-    char path[128];
-    snprintf(path, sizeof path, "/api/v1/workers/%s/finish", w->id);
-    buf b;
-    buf_init(&b);
-    put_held(w, &b, true);
     hw_reply y;
     reply_init(&y);
     w->finishes++;
     const json_doc *d = &y.d;
-    int list = post(w, path, &b, &y) == 0 && d->ntokens ? json_get(d, 0, "tasks") : -1;
+    int list = post_held(w, "finish", true, &y);
     if (list < 0) w->finishes_failed++;
     for (uint32_t k = 0; list >= 0 && k < d->tokens[list].count; k++) {
         char id[IDS_UUID_TEXT];
@@ -187,20 +196,15 @@ static void finish(chaos_http_worker *w)
         drop_held(w, id);
     }
     reply_fini(&y);
-    buf_fini(&b);
 }
 
+/* A task the server says is lost (its claim was retired) is dropped. */
 static void heartbeat(chaos_http_worker *w)
 {
-    char path[128];
-    snprintf(path, sizeof path, "/api/v1/workers/%s/heartbeat", w->id);
-    buf b;
-    buf_init(&b);
-    put_held(w, &b, false);
     hw_reply y;
     reply_init(&y);
     const json_doc *d = &y.d;
-    int list = post(w, path, &b, &y) == 0 && d->ntokens ? json_get(d, 0, "tasks") : -1;
+    int list = post_held(w, "heartbeat", false, &y);
     for (uint32_t k = 0; list >= 0 && k < d->tokens[list].count; k++) {
         int it = json_at(d, (uint32_t)list, k), st = json_get(d, (uint32_t)it, "state");
         char id[IDS_UUID_TEXT];
@@ -208,7 +212,6 @@ static void heartbeat(chaos_http_worker *w)
         if (st >= 0 && json_str_eq(d, (uint32_t)st, "lost")) { w->lost++; drop_held(w, id); }
     }
     reply_fini(&y);
-    buf_fini(&b);
 }
 
 /* ---- the loop ---- */

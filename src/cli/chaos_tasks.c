@@ -42,9 +42,7 @@ struct chaos_tasks {
     const char     *url, *queue;
     long            n;
     chaos_task     *tasks;
-    int64_t         t_end_ms, t_drain_ms;
-    pthread_t       sender;
-    bool            started;
+    chaos_spread    sender;
     _Atomic uint64_t requests, failed_requests;
 };
 
@@ -67,15 +65,16 @@ void chaos_tasks_free(chaos_tasks *t)
 
 /* ---- sending ---- */
 
+static void put_task(buf *b, const void *ctx, long i)
+{
+    const chaos_tasks *t = ctx;
+    buf_printf(b, "{\"name\":\"chaos\",\"queue\":\"%s\",\"args\":{\"i\":%ld},\"idempotencyKey\":\"%s-t%ld\","
+               "\"retry\":{\"maxRetries\":5,\"retryOn\":[\"WORKER_CRASHED\"]}}", t->queue, i, t->queue, i);
+}
+
 static void send_body(const chaos_tasks *t, long first, long n, buf *b)
 {
-    buf_reset(b);
-    buf_puts(b, "{\"tasks\":[");
-    for (long i = first; i < first + n; i++)
-        buf_printf(b, "%s{\"name\":\"chaos\",\"queue\":\"%s\",\"args\":{\"i\":%ld},\"idempotencyKey\":\"%s-t%ld\","
-                   "\"retry\":{\"maxRetries\":5,\"retryOn\":[\"WORKER_CRASHED\"]}}",
-                   i > first ? "," : "", t->queue, i, t->queue, i);
-    buf_puts(b, "]}");
+    chaos_batch_body(b, "tasks", first, n, put_task, t);
 }
 
 /* Acknowledged: one id per task sent; the ids are kept. */
@@ -102,7 +101,7 @@ static void send_until_acked(chaos_tasks *t, http_client *h, long first, long n,
     http_response_init(&r);
     json_doc_init(&d);
     send_body(t, first, n, body);
-    while (!chaos_past(t->t_drain_ms)) {
+    while (!chaos_past(t->sender.t_drain_ms)) {
         for (long i = first; i < first + n; i++) t->tasks[i].sent = TASK_UNKNOWN;
         t->requests++;
         if (chaos_call(h, "POST", "/api/v1/tasks", body, &r, &d) == 0 && send_acked(t, &d, first, n)) {
@@ -125,12 +124,8 @@ static void *sender_main(void *arg)
     http_client_set_timeout(h, CHAOS_TIMEOUT_MS);
     buf body;
     buf_init(&body);
-    int64_t start = clock_mono_ms(), span = t->t_end_ms - start;
-    for (long i = 0; i < t->n && !chaos_past(t->t_end_ms); i += TASK_BATCH) {
-        int64_t due = start + span * i / (t->n > 0 ? t->n : 1);
-        while (clock_mono_ms() < due && !chaos_past(t->t_end_ms)) chaos_sleep_ms(10);
+    for (long i = 0; i < t->n && chaos_spread_wait(&t->sender, i, t->n); i += TASK_BATCH)
         send_until_acked(t, h, i, t->n - i < TASK_BATCH ? t->n - i : TASK_BATCH, &body);
-    }
     buf_fini(&body);
     http_client_free(h);
     return NULL;
@@ -138,16 +133,12 @@ static void *sender_main(void *arg)
 
 void chaos_tasks_start(chaos_tasks *t, int64_t t_end_ms, int64_t t_drain_ms)
 {
-    t->t_end_ms = t_end_ms;
-    t->t_drain_ms = t_drain_ms;
-    if (pthread_create(&t->sender, NULL, sender_main, t) != 0) abort();
-    t->started = true;
+    chaos_spread_start(&t->sender, sender_main, t, t_end_ms, t_drain_ms);
 }
 
 void chaos_tasks_join(chaos_tasks *t)
 {
-    if (t->started) pthread_join(t->sender, NULL);
-    t->started = false;
+    chaos_spread_join(&t->sender);
 }
 
 /* ---- checking ---- */
@@ -289,7 +280,7 @@ int chaos_task_ids(http_client *h, const char *queue, int64_t deadline, char (**
 void chaos_tasks_await(chaos_tasks *t)
 {
     http_client *h = chaos_client(t->url);
-    int64_t deadline = t->t_drain_ms + CHAOS_GRACE_MS;
+    int64_t deadline = t->sender.t_drain_ms + CHAOS_GRACE_MS;
     for (long i = 0; i < t->n; i++)
         if (t->tasks[i].sent == TASK_ACKED) chaos_task_await(h, &t->tasks[i].end, deadline);
     http_client_free(h);

@@ -41,9 +41,7 @@ struct chaos_workflows {
     const char      *url, *queue;
     long             n;
     chaos_wf        *wfs;
-    int64_t          t_end_ms, t_drain_ms;
-    pthread_t        starter;
-    bool             started;
+    chaos_spread     starter;
     uint64_t         requests, failed_requests, adopted;
     long             queue_tasks;   /* tasks of the queue, at the check; -1 unread */
     long             foreign_tasks; /* of them, no node's */
@@ -110,7 +108,7 @@ static void start_until_known(chaos_workflows *w, http_client *h, long i, buf *b
     http_response_init(&r);
     json_doc_init(&d);
     definition(w, i, body);
-    while (!chaos_past(w->t_drain_ms) && w->wfs[i].sent != WF_ACKED) {
+    while (!chaos_past(w->starter.t_drain_ms) && w->wfs[i].sent != WF_ACKED) {
         char ids[1][IDS_UUID_TEXT];
         int found = w->wfs[i].sent == WF_UNKNOWN ? find_by_name(h, w->queue, i, ids, 1) : 0;
         if (found > 0) { w->wfs[i].sent = WF_ACKED; w->adopted++; break; }
@@ -133,12 +131,8 @@ static void *starter_main(void *arg)
     http_client *h = chaos_client(w->url);
     buf body;
     buf_init(&body);
-    int64_t start = clock_mono_ms(), span = w->t_end_ms - start;
-    for (long i = 0; i < w->n && !chaos_past(w->t_end_ms); i++) {
-        int64_t due = start + span * i / w->n;
-        while (clock_mono_ms() < due && !chaos_past(w->t_end_ms)) chaos_sleep_ms(10);
+    for (long i = 0; i < w->n && chaos_spread_wait(&w->starter, i, w->n); i++)
         start_until_known(w, h, i, &body);
-    }
     buf_fini(&body);
     http_client_free(h);
     return NULL;
@@ -146,16 +140,12 @@ static void *starter_main(void *arg)
 
 void chaos_workflows_start(chaos_workflows *w, int64_t t_end_ms, int64_t t_drain_ms)
 {
-    w->t_end_ms = t_end_ms;
-    w->t_drain_ms = t_drain_ms;
-    if (pthread_create(&w->starter, NULL, starter_main, w) != 0) abort();
-    w->started = true;
+    chaos_spread_start(&w->starter, starter_main, w, t_end_ms, t_drain_ms);
 }
 
 void chaos_workflows_join(chaos_workflows *w)
 {
-    if (w->started) pthread_join(w->starter, NULL);
-    w->started = false;
+    chaos_spread_join(&w->starter);
 }
 
 /* ---- checking ---- */
@@ -230,7 +220,7 @@ static void count_queue(chaos_workflows *w, http_client *h, int64_t deadline)
 void chaos_workflows_await(chaos_workflows *w)
 {
     http_client *h = chaos_client(w->url);
-    int64_t deadline = w->t_drain_ms + CHAOS_GRACE_MS;
+    int64_t deadline = w->starter.t_drain_ms + CHAOS_GRACE_MS;
     for (long i = 0; i < w->n; i++)
         if (w->wfs[i].sent != WF_UNSENT) await_one(w, h, i, deadline);
     count_queue(w, h, deadline);

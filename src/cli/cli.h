@@ -22,6 +22,11 @@ int cli_task_retention_classes(int argc, char **argv);
 int cli_task_retention_leaves(int argc, char **argv);
 int cli_task_retention_coverage(int argc, char **argv);
 int cli_task(int argc, char **argv);
+/* The verbs of `silt task` that hold and resend work (task_control.c). */
+int cli_task_pause(int argc, char **argv);
+int cli_task_resume(int argc, char **argv);
+int cli_task_paused(int argc, char **argv);
+int cli_task_rerun(int argc, char **argv);
 int cli_workers(int argc, char **argv);
 int cli_worker(int argc, char **argv);
 int cli_workflow(int argc, char **argv);

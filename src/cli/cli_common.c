@@ -120,6 +120,15 @@ int cli_run(const cli_cmd *cmd, int argc, char **argv, cli_run_fn run, void *opt
     return rc;
 }
 
+int cli_run_json_only(const char *name, const char *usage, int min_pos, int max_pos, int argc, char **argv,
+                      cli_run_fn run)
+{
+    bool json = false;
+    const cli_opt opts[] = { { "json", CLI_OPT_FLAG, &json } };
+    const cli_cmd cmd = { name, usage, opts, 1, min_pos, max_pos };
+    return cli_run(&cmd, argc, argv, run, &json);
+}
+
 void cli_list_fini(cli_list *l)
 {
     free(l->items);
@@ -291,6 +300,27 @@ static bool has_control(const char *s, size_t n)
     for (size_t i = 0; i < n; i++)
         if ((unsigned char)s[i] < 0x20) return true;
     return false;
+}
+
+void cli_put_key(buf *b, const char *key)
+{
+    if (b->len > 0 && b->data[b->len - 1] != '{') buf_putc(b, ',');
+    json_put_cstr(b, key);
+    buf_putc(b, ':');
+}
+
+void cli_put_str_member(buf *b, const char *key, const char *value)
+{
+    if (!value) return;
+    cli_put_key(b, key);
+    json_put_cstr(b, value);
+}
+
+void cli_put_long_member(buf *b, const char *key, long value)
+{
+    if (value < 0) return;
+    cli_put_key(b, key);
+    buf_printf(b, "%ld", value);
 }
 
 void cli_put_cell(buf *out, const json_doc *d, int tok)
@@ -502,18 +532,40 @@ int cli_call(const char *method, const char *path, const buf *body, bool json,
     return cli_call_within(method, path, body, 0, json, render);
 }
 
-int cli_get_waiting(const char *collection, const char *id, long wait_ms, bool json, cli_render_fn render)
+typedef struct waiting_opts {
+    const char   *collection;
+    cli_render_fn render;
+    long          wait_ms;
+    bool          json;
+} waiting_opts;
+
+static int waiting_run(const cli_cmd *cmd, const cli_args *a, void *opts)
 {
+    const waiting_opts *o = opts;
+    if (o->wait_ms > CLI_MAX_WAIT_MS) return cli_usage_error(cmd, "--wait is at most %d ms", CLI_MAX_WAIT_MS);
     buf path;
     buf_init(&path);
-    buf_puts(&path, collection);
-    cli_path_segment(&path, id);
+    buf_puts(&path, o->collection);
+    cli_path_segment(&path, a->pos[0]);
     char ms[24];
-    snprintf(ms, sizeof ms, "%ld", wait_ms);
-    if (wait_ms > 0) cli_query_param(&path, "wait", ms);
-    int rc = cli_call_within("GET", path.data, NULL, wait_ms > 0 ? (int)wait_ms + CLI_WAIT_SLACK_MS : 0, json, render);
+    snprintf(ms, sizeof ms, "%ld", o->wait_ms);
+    if (o->wait_ms > 0) cli_query_param(&path, "wait", ms);
+    int timeout_ms = o->wait_ms > 0 ? (int)o->wait_ms + CLI_WAIT_SLACK_MS : 0;
+    int rc = cli_call_within("GET", path.data, NULL, timeout_ms, o->json, o->render);
     buf_fini(&path);
     return rc;
+}
+
+int cli_get_item_waiting(const char *name, const char *usage, const char *collection, int argc, char **argv,
+                         cli_render_fn render)
+{
+    waiting_opts o = { collection, render, 0, false };
+    const cli_opt opts[] = {
+        { "wait", CLI_OPT_INT,  &o.wait_ms },
+        { "json", CLI_OPT_FLAG, &o.json },
+    };
+    const cli_cmd cmd = { name, usage, opts, sizeof opts / sizeof opts[0], 1, 1 };
+    return cli_run(&cmd, argc, argv, waiting_run, &o);
 }
 
 /* A page's last line: where the next one starts, when there may be one. */
@@ -620,6 +672,24 @@ int cli_get_page(const char *path, const cli_param *filters, size_t nfilters, lo
 void cli_render_fields(const json_doc *d)
 {
     cli_print_members(d, 0, "FIELD");
+}
+
+void cli_print_member(const json_doc *d, const char *before, const char *member, const char *after)
+{
+    buf cell;
+    buf_init(&cell);
+    cli_put_cell(&cell, d, json_get(d, 0, member));
+    printf("%s%s%s", before, cell.data, after);
+    buf_fini(&cell);
+}
+
+void cli_print_deleted(const json_doc *d, const char *member, const char *noun)
+{
+    buf n;
+    buf_init(&n);
+    cli_put_cell(&n, d, json_get(d, 0, member));
+    printf("deleted %s %s%s\n", n.data, noun, strcmp(n.data, "1") == 0 ? "" : "s");
+    buf_fini(&n);
 }
 
 void cli_print_members(const json_doc *d, int obj, const char *key_header)

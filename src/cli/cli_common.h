@@ -77,6 +77,10 @@ typedef int (*cli_run_fn)(const cli_cmd *cmd, const cli_args *args, void *opts);
  * then the arguments freed (a cli_list in opts stays the caller's). The
  * exit status. */
 int  cli_run(const cli_cmd *cmd, int argc, char **argv, cli_run_fn run, void *opts);
+/* The same for a command whose only option is --json, taking min_pos to
+ * max_pos positional arguments: run's opts is a bool *, the flag. */
+int  cli_run_json_only(const char *name, const char *usage, int min_pos, int max_pos, int argc, char **argv,
+                       cli_run_fn run);
 
 /* Prints "silt <cmd>: <message>" and the synopsis to stderr; returns 2. */
 int  cli_usage_error(const cli_cmd *cmd, const char *fmt, ...)
@@ -126,6 +130,14 @@ bool cli_is_true(const json_doc *d, int obj, const char *key);
 void cli_print_json(const char *text, size_t len);
 /* Appends a valid JSON text with the whitespace between tokens removed. */
 void cli_put_compact(buf *out, const char *text, size_t len);
+/* A member of a JSON object being written into b: its key, after a comma
+ * unless it is the object's first (b empty or ending in '{'), then ':'.
+ * The value follows. */
+void cli_put_key(buf *b, const char *key);
+/* A string member; nothing when value is NULL (the option not given). */
+void cli_put_str_member(buf *b, const char *key, const char *value);
+/* An integer member; nothing when value is negative (not given). */
+void cli_put_long_member(buf *b, const char *key, long value);
 /* Appends a value as a table cell: strings decoded, other values compact JSON,
  * "-" for an absent value (tok < 0). */
 void cli_put_cell(buf *out, const json_doc *d, int tok);
@@ -177,6 +189,12 @@ void cli_table_fini(cli_table *t);
  * none instead when the array is empty or absent. */
 void cli_print_rows(const json_doc *d, const char *member, int ncols, const char *const *headers,
                     const char *const *fields, const char *none);
+/* Prints before, the member of the reply's object as a table cell ("-"
+ * when absent), then after: a line that reports one value. */
+void cli_print_member(const json_doc *d, const char *before, const char *member, const char *after);
+/* The line "deleted N <noun>s" ("1 <noun>" alone), N the member of the
+ * reply's object that counts what a delete removed. */
+void cli_print_deleted(const json_doc *d, const char *member, const char *noun);
 /* A two-column table of obj's members: key_header ("FIELD", "OPTION") and
  * VALUE. */
 void cli_print_members(const json_doc *d, int obj, const char *key_header);
@@ -218,10 +236,14 @@ int  cli_call(const char *method, const char *path, const buf *body, bool json,
  * the server holds (a ?wait). */
 int  cli_call_within(const char *method, const char *path, const buf *body, int timeout_ms, bool json,
                      cli_render_fn render);
-/* GET collection/id, held by the server up to wait ms (?wait, none when
- * 0) and waited for that long plus a margin: the reply rendered or printed
- * as cli_call does. */
-int  cli_get_waiting(const char *collection, const char *id, long wait_ms, bool json, cli_render_fn render);
+/* A verb reading one item its only argument names, with --wait MS and
+ * --json ("silt task get id --wait 5000"): GET collection/<id>, held by the
+ * server up to MS (?wait, none when 0; at most CLI_MAX_WAIT_MS) for the item
+ * to end, and waited for that long plus a margin. The reply printed or
+ * rendered as cli_call does; the exit status. */
+#define CLI_MAX_WAIT_MS 60000   /* the server's bound on ?wait */
+int  cli_get_item_waiting(const char *name, const char *usage, const char *collection, int argc, char **argv,
+                          cli_render_fn render);
 
 /* A verb on one item its only argument names, with --json as its only
  * option ("silt queues show q", "silt dlq replay id"): method on

@@ -21,8 +21,7 @@ static const char configure_usage[] =
     "                     null returns an option to its default\n"
     "  --json             print the server's reply as JSON\n"
     "  --help             show this help\n"
-    "\n"
-    "The server is SILT_URL (default " CLI_DEFAULT_URL ").\n";
+    CLI_USAGE_SERVER;
 
 typedef struct configure_opts {
     const char *namespace_;

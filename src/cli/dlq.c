@@ -26,8 +26,7 @@ static const char dlq_usage[] =
     "  --offset N      dead letters to skip (default 0)\n"
     "  --json          print the server's reply as JSON\n"
     "  --help          show this help\n"
-    "\n"
-    "The server is SILT_URL (default " CLI_DEFAULT_URL ").\n";
+    CLI_USAGE_SERVER;
 
 static const char replay_usage[] =
     "usage: silt dlq replay <id> [--json]\n"
@@ -127,31 +126,26 @@ static int dlq_replay(int argc, char **argv)
 
 static void dlq_rm_render(const json_doc *d)
 {
-    buf n;
-    buf_init(&n);
-    cli_put_cell(&n, d, json_get(d, 0, "deleted"));
-    printf("deleted %s dead letter%s\n", n.data, strcmp(n.data, "1") == 0 ? "" : "s");
-    buf_fini(&n);
+    cli_print_deleted(d, "deleted", "dead letter");
+}
+
+static int rm_run(const cli_cmd *cmd, const cli_args *a, void *opts)
+{
+    const bool *json = opts;
+    (void)cmd;
+    buf path;
+    buf_init(&path);
+    buf_puts(&path, "/api/v1/messages");
+    cli_path_segment(&path, a->pos[0]);
+    cli_path_segment(&path, a->pos[1]);
+    int rc = cli_call("DELETE", path.data, NULL, *json, dlq_rm_render);
+    buf_fini(&path);
+    return rc;
 }
 
 static int dlq_rm(int argc, char **argv)
 {
-    bool json = false;
-    const cli_opt opts[] = { { "json", CLI_OPT_FLAG, &json } };
-    const cli_cmd cmd = { "dlq rm", rm_usage, opts, 1, 2, 2 };
-    cli_args a;
-    int rc;
-    if (cli_parse(&cmd, argc, argv, &a, &rc) == 0) {
-        buf path;
-        buf_init(&path);
-        buf_puts(&path, "/api/v1/messages");
-        cli_path_segment(&path, a.pos[0]);
-        cli_path_segment(&path, a.pos[1]);
-        rc = cli_call("DELETE", path.data, NULL, json, dlq_rm_render);
-        buf_fini(&path);
-    }
-    cli_args_fini(&a);
-    return rc;
+    return cli_run_json_only("dlq rm", rm_usage, 2, 2, argc, argv, rm_run);
 }
 
 int cli_dlq(int argc, char **argv)

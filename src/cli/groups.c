@@ -100,11 +100,7 @@ static void groups_show_subscriptions(const json_doc *d)
 
 static void groups_show_render(const json_doc *d)
 {
-    buf name;
-    buf_init(&name);
-    cli_put_cell(&name, d, json_get(d, 0, "name"));
-    printf("group %s\n\n", name.data);
-    buf_fini(&name);
+    cli_print_member(d, "group ", "name", "\n\n");
     groups_show_cursors(d);
     putchar('\n');
     groups_show_subscriptions(d);
@@ -123,11 +119,7 @@ static int groups_show(int argc, char **argv)
 
 static void groups_rm_render(const json_doc *d)
 {
-    buf n;
-    buf_init(&n);
-    cli_put_cell(&n, d, json_get(d, 0, "cursors"));
-    printf("deleted %s cursor%s\n", n.data, strcmp(n.data, "1") == 0 ? "" : "s");
-    buf_fini(&n);
+    cli_print_deleted(d, "cursors", "cursor");
 }
 
 static int groups_rm_run(const char *group, const char *queue, bool metadata, bool json)

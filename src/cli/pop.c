@@ -37,8 +37,7 @@ static const char pop_usage[] =
     "recorded in $XDG_STATE_HOME/silt/last-pop (~/.local/state/silt/last-pop\n"
     "when XDG_STATE_HOME is unset) for \"silt ack --last\"; a pop that leases\n"
     "nothing (no messages, or --auto-ack) removes the record.\n"
-    "\n"
-    "The server is SILT_URL (default " CLI_DEFAULT_URL ").\n";
+    CLI_USAGE_SERVER;
 
 typedef struct pop_opts {
     const char *partition;

@@ -20,8 +20,7 @@ static const char push_usage[] =
     "  --trace UUID    traceId to attach\n"
     "  --json          print the server's reply as JSON\n"
     "  --help          show this help\n"
-    "\n"
-    "The server is SILT_URL (default " CLI_DEFAULT_URL ").\n";
+    CLI_USAGE_SERVER;
 
 typedef struct push_opts {
     const char *queue;
@@ -35,15 +34,6 @@ typedef struct push_items {
     buf body;    /* {"items":[ ... so far */
     int count;
 } push_items;
-
-static void push_put_field(buf *b, const char *key, const char *value)
-{
-    if (!value) return;
-    buf_putc(b, ',');
-    json_put_cstr(b, key);
-    buf_putc(b, ':');
-    json_put_cstr(b, value);
-}
 
 /* Validates one payload and appends its item. where names it in errors. */
 static int push_add(const cli_cmd *cmd, const push_opts *o, push_items *items,
@@ -61,9 +51,9 @@ static int push_add(const cli_cmd *cmd, const push_opts *o, push_items *items,
     buf *b = &items->body;
     buf_puts(b, items->count++ ? ",{\"queue\":" : "{\"queue\":");
     json_put_cstr(b, o->queue);
-    push_put_field(b, "partition", o->partition);
-    push_put_field(b, "transactionId", o->txn);
-    push_put_field(b, "traceId", o->trace);
+    cli_put_str_member(b, "partition", o->partition);
+    cli_put_str_member(b, "transactionId", o->txn);
+    cli_put_str_member(b, "traceId", o->trace);
     buf_puts(b, ",\"payload\":");
     buf_append(b, span, n);
     buf_putc(b, '}');

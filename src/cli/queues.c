@@ -21,8 +21,7 @@ static const char queues_usage[] =
     "options:\n"
     "  --json         print the server's reply as JSON\n"
     "  --help         show this help (\"silt queues show --help\" for show)\n"
-    "\n"
-    "The server is SILT_URL (default " CLI_DEFAULT_URL ").\n";
+    CLI_USAGE_SERVER;
 
 static const char show_usage[] =
     "usage: silt queues show <queue> [--json]\n"

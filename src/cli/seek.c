@@ -20,8 +20,7 @@ static const char seek_usage[] =
     "  --partition P     only partition P\n"
     "  --json            print the server's reply as JSON\n"
     "  --help            show this help\n"
-    "\n"
-    "The server is SILT_URL (default " CLI_DEFAULT_URL ").\n";
+    CLI_USAGE_SERVER;
 
 typedef struct seek_opts {
     const char *partition;

@@ -12,7 +12,7 @@
 
 
 static const char task_usage[] =
-    "usage: silt task <send | get | cancel | list> [options]\n"
+    "usage: silt task <send | get | cancel | list | rerun | pause | resume | paused> [options]\n"
     "\n"
     "The task engine from the command line:\n"
     "\n"
@@ -21,11 +21,14 @@ static const char task_usage[] =
     "  cancel <id>                       cancel a task (a running one is told\n"
     "                                    on its worker's next heartbeat)\n"
     "  list [--queue Q] [--status S]     tasks, oldest first, a page at a time\n"
+    "  rerun <id> | --queue Q ...        send finished tasks again, as new tasks\n"
+    "  pause <queue>                     claim nothing from a queue (sends go on)\n"
+    "  resume <queue>                    claim from it again\n"
+    "  paused                            the paused queues\n"
     "\n"
     "\"silt task <verb> --help\" describes each. Tasks are run by \"silt worker\";\n"
     "\"silt workers\" lists the registered workers.\n"
-    "\n"
-    "The server is SILT_URL (default " CLI_DEFAULT_URL ").\n";
+    CLI_USAGE_SERVER;
 
 static const char send_usage[] =
     "usage: silt task send <name> --queue Q [options]\n"
@@ -106,27 +109,6 @@ typedef struct send_opts {
     bool json;
 } send_opts;
 
-static void put_key(buf *b, const char *key)
-{
-    buf_putc(b, ',');
-    json_put_cstr(b, key);
-    buf_putc(b, ':');
-}
-
-static void put_str(buf *b, const char *key, const char *value)
-{
-    if (!value) return;
-    put_key(b, key);
-    json_put_cstr(b, value);
-}
-
-static void put_long(buf *b, const char *key, long value)
-{
-    if (value < 0) return;
-    put_key(b, key);
-    buf_printf(b, "%ld", value);
-}
-
 static int read_file(const char *path, buf *out)
 {
     FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
@@ -157,7 +139,7 @@ static int put_args(const cli_cmd *cmd, const send_opts *o, buf *b)
         else {
             size_t n;
             const char *span = json_span(&d, 0, &n);
-            put_key(b, "args");
+            cli_put_key(b, "args");
             buf_append(b, span, n);
         }
     }
@@ -169,7 +151,7 @@ static int put_args(const cli_cmd *cmd, const send_opts *o, buf *b)
 /* "1000,5000" as a JSON array of integers. */
 static int put_delays(const cli_cmd *cmd, const char *list, buf *b)
 {
-    put_key(b, "delaysMs");
+    cli_put_key(b, "delaysMs");
     buf_putc(b, '[');
     for (const char *p = list; ; p++) {
         char *end;
@@ -188,7 +170,7 @@ bad:
 
 static int put_codes(const cli_cmd *cmd, const char *list, buf *b)
 {
-    put_key(b, "retryOn");
+    cli_put_key(b, "retryOn");
     buf_putc(b, '[');
     for (const char *p = list; ; ) {
         size_t n = strcspn(p, ",");
@@ -208,7 +190,7 @@ static int put_jitter(const cli_cmd *cmd, const char *text, buf *b)
     double j = strtod(text, &end);
     if (!isdigit((unsigned char)*text) || *end || !(j >= 0 && j <= 1))
         return cli_usage_error(cmd, "--jitter needs a number from 0 to 1, got \"%s\"", text);
-    put_key(b, "jitter");
+    cli_put_key(b, "jitter");
     buf_puts(b, text);
     return 0;
 }
@@ -218,8 +200,7 @@ static bool has_retry(const send_opts *o)
     return o->max_retries >= 0 || o->delays || o->base_ms >= 0 || o->cap_ms >= 0 || o->jitter || o->retry_on;
 }
 
-/* "retry": {...}, when any retry option was given. Its members are
- * written with a leading comma each, the first one dropped. */
+/* "retry": {...}, when any retry option was given. */
 static int put_retry(const cli_cmd *cmd, const send_opts *o, buf *b)
 {
     if (!has_retry(o)) return 0;
@@ -228,10 +209,10 @@ static int put_retry(const cli_cmd *cmd, const send_opts *o, buf *b)
     if (o->cap_ms >= 0 && o->base_ms < 0) return cli_usage_error(cmd, "--backoff-cap-ms needs --backoff-base-ms");
     buf m;
     buf_init(&m);
-    put_long(&m, "maxRetries", o->max_retries);
+    cli_put_long_member(&m, "maxRetries", o->max_retries);
     int rc = o->delays ? put_delays(cmd, o->delays, &m) : 0;
     if (rc == 0 && o->base_ms >= 0) {
-        put_key(&m, "backoff");
+        cli_put_key(&m, "backoff");
         buf_printf(&m, "{\"baseMs\":%ld", o->base_ms);
         if (o->cap_ms >= 0) buf_printf(&m, ",\"capMs\":%ld", o->cap_ms);
         buf_putc(&m, '}');
@@ -239,9 +220,9 @@ static int put_retry(const cli_cmd *cmd, const send_opts *o, buf *b)
     if (rc == 0 && o->jitter) rc = put_jitter(cmd, o->jitter, &m);
     if (rc == 0 && o->retry_on) rc = put_codes(cmd, o->retry_on, &m);
     if (rc != 0 || m.len == 0) { buf_fini(&m); return rc; }
-    put_key(b, "retry");
+    cli_put_key(b, "retry");
     buf_putc(b, '{');
-    buf_puts(b, m.data + 1);
+    buf_puts(b, m.data);
     buf_putc(b, '}');
     buf_fini(&m);
     return rc;
@@ -262,15 +243,15 @@ static int send_body(const cli_cmd *cmd, const char *name, const send_opts *o, b
     if (rc) return rc;
     buf_puts(b, "{\"name\":");
     json_put_cstr(b, name);
-    put_str(b, "queue", o->queue);
+    cli_put_str_member(b, "queue", o->queue);
     rc = put_args(cmd, o, b);
-    put_long(b, "priority", o->priority);
-    put_long(b, "delayMs", o->delay_ms);
-    put_str(b, "runAt", o->run_at);
-    put_str(b, "goodUntil", o->good_until);
-    put_long(b, "timeoutMs", o->timeout_ms);
-    put_str(b, "idempotencyKey", o->key);
-    put_str(b, "retentionClassKey", o->class_key);
+    cli_put_long_member(b, "priority", o->priority);
+    cli_put_long_member(b, "delayMs", o->delay_ms);
+    cli_put_str_member(b, "runAt", o->run_at);
+    cli_put_str_member(b, "goodUntil", o->good_until);
+    cli_put_long_member(b, "timeoutMs", o->timeout_ms);
+    cli_put_str_member(b, "idempotencyKey", o->key);
+    cli_put_str_member(b, "retentionClassKey", o->class_key);
     if (rc == 0) rc = put_retry(cmd, o, b);
     buf_putc(b, '}');
     return rc;
@@ -278,13 +259,9 @@ static int send_body(const cli_cmd *cmd, const char *name, const send_opts *o, b
 
 static void send_render(const json_doc *d)
 {
-    buf id;
-    buf_init(&id);
-    cli_put_cell(&id, d, json_get(d, 0, "id"));
     int created = json_get(d, 0, "created");
     bool existing = created >= 0 && d->tokens[created].type == JSON_FALSE;
-    printf("%s%s\n", id.data, existing ? " (existing task)" : "");
-    buf_fini(&id);
+    cli_print_member(d, "", "id", existing ? " (existing task)\n" : "\n");
 }
 
 static int send_run(const cli_cmd *cmd, const cli_args *a, void *opts)
@@ -331,27 +308,14 @@ static void get_render(const json_doc *d)
     static const char *const fields[] = {
         "id", "name", "queue", "status", "attempt", "retryCount", "maxRetries", "priority", "args", "result",
         "errorCode", "errorMessage", "workerId", "sentAt", "runAt", "claimedAt", "startedAt", "finishedAt",
-        "goodUntil", "timeoutMs", "cancelRequested", "idempotencyKey", "retentionClassKey",
+        "goodUntil", "timeoutMs", "cancelRequested", "idempotencyKey", "retentionClassKey", "rerunOf",
     };
     cli_print_named_fields(d, fields, sizeof fields / sizeof fields[0]);
 }
 
 static int task_get(int argc, char **argv)
 {
-    bool json = false;
-    long wait = 0;
-    const cli_opt opts[] = {
-        { "wait", CLI_OPT_INT,  &wait },
-        { "json", CLI_OPT_FLAG, &json },
-    };
-    const cli_cmd cmd = { "task get", get_usage, opts, sizeof opts / sizeof opts[0], 1, 1 };
-    cli_args a;
-    int rc;
-    if (cli_parse(&cmd, argc, argv, &a, &rc) == 0)
-        rc = wait > 60000 ? cli_usage_error(&cmd, "--wait is at most 60000 ms")
-                          : cli_get_waiting("/api/v1/tasks", a.pos[0], wait, json, get_render);
-    cli_args_fini(&a);
-    return rc;
+    return cli_get_item_waiting("task get", get_usage, "/api/v1/tasks", argc, argv, get_render);
 }
 
 /* ---- cancel ----------------------------------------------------------- */
@@ -422,7 +386,8 @@ static int task_list(int argc, char **argv)
 /* "silt task" alone: the usage, as a mistake. */
 static int task_none(int argc, char **argv)
 {
-    return cli_no_verb("task", task_usage, "which verb? send, get, cancel or list", argc, argv);
+    return cli_no_verb("task", task_usage, "which verb? send, get, cancel, list, rerun, pause, resume or paused",
+                       argc, argv);
 }
 
 int cli_task(int argc, char **argv)
@@ -433,6 +398,10 @@ int cli_task(int argc, char **argv)
         { "get",    task_get },
         { "cancel", task_cancel },
         { "list",   task_list },
+        { "pause",  cli_task_pause },
+        { "resume", cli_task_resume },
+        { "paused", cli_task_paused },
+        { "rerun",  cli_task_rerun },
     };
     return cli_dispatch("task", task_usage, verbs, sizeof verbs / sizeof verbs[0], argc, argv);
 }

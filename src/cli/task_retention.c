@@ -54,8 +54,7 @@ static const char coverage_usage[] =
     "options:\n"
     "  --json         print the server's reply as JSON (also when red)\n"
     "  --help         show this help\n"
-    "\n"
-    "The server is SILT_URL (default " CLI_DEFAULT_URL ").\n";
+    CLI_USAGE_SERVER;
 
 #define COVERAGE_PATH "/api/v1/task-retention/coverage"
 
@@ -244,23 +243,23 @@ static int coverage_answer(const http_response *r, json_doc *d, bool json)
     return d->tokens[healthy].type == JSON_TRUE ? CLI_EXIT_OK : CLI_EXIT_FAILED;
 }
 
+static int coverage_run(const cli_cmd *cmd, const cli_args *a, void *opts)
+{
+    const bool *json = opts;
+    (void)cmd;
+    (void)a;
+    http_response r;
+    http_response_init(&r);
+    json_doc d;
+    json_doc_init(&d);
+    int rc = cli_request_any("GET", COVERAGE_PATH, NULL, 0, &r) == 0 ? coverage_answer(&r, &d, *json)
+                                                                       : CLI_EXIT_FAILED;
+    json_doc_fini(&d);
+    http_response_fini(&r);
+    return rc;
+}
+
 int cli_task_retention_coverage(int argc, char **argv)
 {
-    bool json = false;
-    const cli_opt opts[] = { { "json", CLI_OPT_FLAG, &json } };
-    const cli_cmd cmd = { "retention coverage", coverage_usage, opts, 1, 0, 0 };
-    cli_args a;
-    int rc;
-    if (cli_parse(&cmd, argc, argv, &a, &rc) == 0) {
-        http_response r;
-        http_response_init(&r);
-        json_doc d;
-        json_doc_init(&d);
-        rc = cli_request_any("GET", COVERAGE_PATH, NULL, 0, &r) == 0 ? coverage_answer(&r, &d, json)
-                                                                       : CLI_EXIT_FAILED;
-        json_doc_fini(&d);
-        http_response_fini(&r);
-    }
-    cli_args_fini(&a);
-    return rc;
+    return cli_run_json_only("retention coverage", coverage_usage, 0, 0, argc, argv, coverage_run);
 }

@@ -31,8 +31,7 @@ static const char tx_usage[] =
     "options:\n"
     "  --json          print the server's reply as JSON\n"
     "  --help          show this help\n"
-    "\n"
-    "The server is SILT_URL (default " CLI_DEFAULT_URL ").\n";
+    CLI_USAGE_SERVER;
 
 /* Reads all of f into out, at most TX_MAX_BYTES; 0 ok, -1 too large or
  * a read error (errno set for the latter, 0 for the former). */
@@ -89,11 +88,7 @@ static void tx_add_result(cli_table *t, const json_doc *d, int res)
 
 static void tx_table(const json_doc *d)
 {
-    buf id;
-    buf_init(&id);
-    cli_put_cell(&id, d, json_get(d, 0, "transactionId"));
-    printf("transaction %s committed\n\n", id.data);
-    buf_fini(&id);
+    cli_print_member(d, "transaction ", "transactionId", " committed\n\n");
     static const char *const headers[] = {
         "INDEX", "TYPE", "STATUS", "QUEUE", "TRANSACTION_ID", "MESSAGE_ID",
     };
@@ -124,20 +119,18 @@ static int tx_report(const void *json_flag, const http_response *r)
     return ok ? CLI_EXIT_OK : CLI_EXIT_FAILED;
 }
 
+static int tx_run(const cli_cmd *cmd, const cli_args *a, void *opts)
+{
+    const bool *json = opts;
+    buf body;
+    buf_init(&body);
+    int rc = tx_load(cmd, a->pos[0], &body);
+    if (rc == 0) rc = cli_request_judged("POST", "/api/v1/transaction", &body, 0, tx_report, json);
+    buf_fini(&body);
+    return rc;
+}
+
 int cli_tx(int argc, char **argv)
 {
-    bool json = false;
-    const cli_opt opts[] = { { "json", CLI_OPT_FLAG, &json } };
-    const cli_cmd cmd = { "tx", tx_usage, opts, 1, 1, 1 };
-    cli_args a;
-    int rc;
-    if (cli_parse(&cmd, argc, argv, &a, &rc) == 0) {
-        buf body;
-        buf_init(&body);
-        rc = tx_load(&cmd, a.pos[0], &body);
-        if (rc == 0) rc = cli_request_judged("POST", "/api/v1/transaction", &body, 0, tx_report, &json);
-        buf_fini(&body);
-    }
-    cli_args_fini(&a);
-    return rc;
+    return cli_run_json_only("tx", tx_usage, 1, 1, argc, argv, tx_run);
 }

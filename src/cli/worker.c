@@ -57,8 +57,7 @@ static const char worker_usage[] =
     "  --heartbeat-ms MS  heartbeat at least this often (default: the server's\n"
     "                     runnerHeartbeatIntervalMs); a cancel is noticed on one\n"
     "  --help             show this help\n"
-    "\n"
-    "The server is SILT_URL (default " CLI_DEFAULT_URL ").\n";
+    CLI_USAGE_SERVER;
 
 /* Signals, counted for the loop; a second one kills every command's group
  * from the handler and exits. Each signal also writes a byte to the wake

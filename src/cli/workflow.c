@@ -11,8 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define WF_MAX_WAIT_MS  60000   /* the server's bound on ?wait */
-
 static const char workflow_usage[] =
     "usage: silt workflow <start | get | list | pause | resume | cancel> [options]\n"
     "\n"
@@ -27,8 +25,7 @@ static const char workflow_usage[] =
     "\n"
     "\"silt workflow <verb> --help\" describes each. Nodes are tasks, run by\n"
     "\"silt worker\".\n"
-    "\n"
-    "The server is SILT_URL (default " CLI_DEFAULT_URL ").\n";
+    CLI_USAGE_SERVER;
 
 static const char start_usage[] =
     "usage: silt workflow start FILE [--json]\n"
@@ -169,11 +166,7 @@ static void report_refusal(const http_response *r)
 
 static void start_render(const json_doc *d)
 {
-    buf id;
-    buf_init(&id);
-    cli_put_cell(&id, d, json_get(d, 0, "id"));
-    printf("%s\n", id.data);
-    buf_fini(&id);
+    cli_print_member(d, "", "id", "\n");
 }
 
 /* POST /api/v1/workflows, by hand: cli_request would report a refusal
@@ -205,22 +198,20 @@ static int start_post(const buf *body, bool json)
     return rc;
 }
 
+static int start_run(const cli_cmd *cmd, const cli_args *a, void *opts)
+{
+    const bool *json = opts;
+    buf text;
+    buf_init(&text);
+    int rc = read_definition(cmd, a->pos[0], &text);
+    if (rc == 0) rc = start_post(&text, *json);
+    buf_fini(&text);
+    return rc;
+}
+
 static int wf_start(int argc, char **argv)
 {
-    bool json = false;
-    const cli_opt opts[] = { { "json", CLI_OPT_FLAG, &json } };
-    const cli_cmd cmd = { "workflow start", start_usage, opts, 1, 1, 1 };
-    cli_args a;
-    int rc;
-    if (cli_parse(&cmd, argc, argv, &a, &rc) == 0) {
-        buf text;
-        buf_init(&text);
-        rc = read_definition(&cmd, a.pos[0], &text);
-        if (rc == 0) rc = start_post(&text, json);
-        buf_fini(&text);
-    }
-    cli_args_fini(&a);
-    return rc;
+    return cli_run_json_only("workflow start", start_usage, 1, 1, argc, argv, start_run);
 }
 
 /* ---- get -------------------------------------------------------------- */
@@ -297,20 +288,7 @@ static void get_render(const json_doc *d)
 
 static int wf_get(int argc, char **argv)
 {
-    bool json = false;
-    long wait = 0;
-    const cli_opt opts[] = {
-        { "wait", CLI_OPT_INT,  &wait },
-        { "json", CLI_OPT_FLAG, &json },
-    };
-    const cli_cmd cmd = { "workflow get", get_usage, opts, sizeof opts / sizeof opts[0], 1, 1 };
-    cli_args a;
-    int rc;
-    if (cli_parse(&cmd, argc, argv, &a, &rc) == 0)
-        rc = wait > WF_MAX_WAIT_MS ? cli_usage_error(&cmd, "--wait is at most 60000 ms")
-                                   : cli_get_waiting("/api/v1/workflows", a.pos[0], wait, json, get_render);
-    cli_args_fini(&a);
-    return rc;
+    return cli_get_item_waiting("workflow get", get_usage, "/api/v1/workflows", argc, argv, get_render);
 }
 
 /* ---- list ------------------------------------------------------------- */

@@ -174,7 +174,7 @@ static int apply_migration(PGconn *pg, const embed_file *f, char *err, size_t er
  * others, and the bundle's hash recorded. Function bodies are not checked
  * as they are made (check_function_bodies): a SQL function may call one a
  * later file defines; the suite runs every one. */
-static int apply_all(PGconn *pg, const bool *pending, bool bundle_stale, char *err, size_t errlen)
+static int apply_all(PGconn *pg, const bool *pending, char *err, size_t errlen)
 {
     char record[160];
     snprintf(record, sizeof record, "DELETE FROM queen.schema_functions;"
@@ -183,7 +183,7 @@ static int apply_all(PGconn *pg, const bool *pending, bool bundle_stale, char *e
     if (rc == 0) rc = apply_files(pg, embed_functions_before, err, errlen);
     for (int i = 0; rc == 0 && embed_migrations[i].name; i++)
         if (pending[i]) rc = apply_migration(pg, &embed_migrations[i], err, errlen);
-    if (rc == 0 && bundle_stale) rc = apply_files(pg, embed_functions, err, errlen);
+    if (rc == 0) rc = apply_files(pg, embed_functions, err, errlen);
     if (rc == 0) rc = exec_ok(pg, record, err, errlen);
     return rc;
 }
@@ -198,7 +198,7 @@ static int migrate_locked(PGconn *pg, char *err, size_t errlen)
     char have[32];
     query_text(pg, "SELECT bundle FROM queen.schema_functions", have, sizeof have);
     bool stale = strcmp(have, migrate_bundle_hash()) != 0;
-    if ((any || stale) && apply_all(pg, pending, any || stale, err, errlen) < 0) goto fail;
+    if ((any || stale) && apply_all(pg, pending, err, errlen) < 0) goto fail;
     if (exec_ok(pg, "COMMIT", err, errlen) < 0) goto fail;
     for (int i = 0; embed_migrations[i].name; i++)
         if (pending[i]) log_info("applied migration %s", embed_migrations[i].name);

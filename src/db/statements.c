@@ -132,6 +132,17 @@ const db_statement db_statements[STMT_COUNT] = {
     [STMT_TASK_RECOVER] = { "task_recover", "SELECT id, action, status, queue FROM tasks.recover_if_owner($1, $2, $3, $4)", 4 },
     /* after the commits it speaks of, in a transaction of its own (tasks/hub.c) */
     [STMT_TASK_NOTIFY]  = { "task_notify", "SELECT count(pg_notify('silt_tasks', x)) FROM unnest($1::text[]) x", 1 },
+    /* pausing a queue, rerunning finished tasks (sql/functions/tasks_pause.sql, tasks_rerun.sql): rows in
+     * the order api/task_queues.c and api/task_rerun.c read them */
+    [STMT_TASK_PAUSE]   = { "task_pause", "SELECT queue_name, paused, paused_at, changed FROM tasks.queue_pause($1, $2)", 2 },
+    [STMT_TASK_PAUSED]  = { "task_paused", "SELECT queue_name, paused_at FROM tasks.paused_queues ORDER BY queue_name", 0 },
+    [STMT_TASK_RERUN]   = { "task_rerun", "SELECT status, workflow_id, id, created, queue FROM tasks.rerun($1, $2, $3,"
+        " $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)", 15 },
+    [STMT_TASK_RERUN_MANY] = { "task_rerun_many", "SELECT rerun_of, id, created, queue, more FROM tasks.rerun_many($1,"
+        " $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)", 18 },
+    /* a bulk rerun's dry run: how many it would send (at most the limit), and whether more match */
+    [STMT_TASK_RERUN_COUNT] = { "task_rerun_count", "SELECT least(count(*), $8::integer), count(*) > $8::integer"
+        " FROM tasks.rerun_candidates($1, $2, $3, $4, $5, $6, $7, $8::integer + 1)", 8 },
     /* workflows (sql/migrations/020_workflows.sql): rows in the order api/workflows.c reads them */
     [STMT_WF_CREATE]    = { "wf_create", "SELECT tasks.workflow_create($1, $2, $3, $4, $5, $6, $7, $8, $9, $10,"
         " $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23)", 23 },
@@ -170,6 +181,9 @@ const db_statement db_statements[STMT_COUNT] = {
         " FROM horsies_workers w CROSS JOIN LATERAL (SELECT"
         " count(*) FILTER (WHERE t.status = 'CLAIMED') AS claimed, count(*) FILTER (WHERE t.status = 'RUNNING') AS running"
         " FROM horsies_tasks t WHERE t.worker_id = w.worker_id) c) x ORDER BY worker_id", 2 },
-    /* $1: the declared queues (sql/functions/tasks_claim.sql) */
-    [STMT_TASK_QUEUES]  = { "task_queues", "SELECT queue, held, waiting FROM tasks.queue_load($1)", 1 },
+    /* $1: the declared queues, their load (sql/functions/tasks_claim.sql) in
+     * their order, then any other paused queue; each with since when paused */
+    [STMT_TASK_QUEUES]  = { "task_queues", "SELECT coalesce(l.queue, p.queue_name), l.held, l.waiting, p.paused_at"
+        " FROM tasks.queue_load($1) WITH ORDINALITY AS l(queue, held, waiting, ord)"
+        " FULL JOIN tasks.paused_queues p ON p.queue_name = l.queue ORDER BY l.ord NULLS LAST, 1", 1 },
 };

@@ -54,6 +54,11 @@ struct task_hub {
     bool               notifying;
     task_log_wake_fn   log_wake;                /* the other servers' log commits */
     void              *log_arg;
+    char             **paused;                  /* queues paused, as last heard (see task_hub_announce_paused) */
+    size_t             npaused;
+    uint64_t           pause_news;              /* pause announcements heard, to know a reload is stale */
+    uint64_t           pause_news_at_load;      /* pause_news when the load in flight was sent */
+    bool               loading_paused;
 };
 
 /* ---- parks ---- */
@@ -186,10 +191,76 @@ static bool park_matches(const task_park *p, const announcement *a)
     return false;
 }
 
+/* ---- paused queues ---- */
+
+static bool queue_paused(const task_hub *h, const char *queue)
+{
+    for (size_t i = 0; i < h->npaused; i++)
+        if (strcmp(h->paused[i], queue) == 0) return true;
+    return false;
+}
+
+static void set_paused(task_hub *h, const char *queue, bool paused)
+{
+    h->pause_news++;
+    for (size_t i = 0; i < h->npaused; i++) {
+        if (strcmp(h->paused[i], queue) != 0) continue;
+        if (paused) return;
+        free(h->paused[i]);
+        h->paused[i] = h->paused[--h->npaused];
+        return;
+    }
+    if (!paused) return;
+    h->paused = xrealloc(h->paused, (h->npaused + 1) * sizeof *h->paused);
+    h->paused[h->npaused++] = xstrdup(queue);
+}
+
+static void clear_paused(task_hub *h)
+{
+    for (size_t i = 0; i < h->npaused; i++) free(h->paused[i]);
+    free(h->paused);
+    h->paused = NULL;
+    h->npaused = 0;
+}
+
+static void load_paused(task_hub *h);
+
+static void paused_loaded(void *arg, const db_reply *reply)
+{
+    task_hub *h = arg;
+    h->loading_paused = false;
+    if (reply->error) { log_warn("paused task queues: %s", reply->error); return; }
+    if (h->pause_news_at_load != h->pause_news) { load_paused(h); return; }   /* news came meanwhile: read again */
+    const PGresult *r = reply->results[0];
+    clear_paused(h);
+    for (int row = 0; row < PQntuples(r); row++) set_paused(h, db_str(r, row, 0), true);
+    h->pause_news = h->pause_news_at_load;
+}
+
+/* What is paused, read whole: once the channel is heard (at start, and
+ * after a reconnect, which may have missed announcements). */
+static void load_paused(task_hub *h)
+{
+    if (h->loading_paused || h->stopped) return;
+    h->loading_paused = true;
+    db_job *job = db_job_new(paused_loaded, h);
+    h->pause_news_at_load = h->pause_news;
+    db_job_call(job, STMT_TASK_PAUSED, NULL, NULL, NULL);
+    db_submit(h->pool, job);
+}
+
 static void wake(task_hub *h, const char *payload)
 {
+    if (payload && strncmp(payload, "paused:", 7) == 0) { set_paused(h, payload + 7, true); return; }
+    char resumed[8 + NAMES_MAX_BYTES];
+    if (payload && strncmp(payload, "resumed:", 8) == 0) {   /* claimable again: its claimers look */
+        set_paused(h, payload + 8, false);
+        snprintf(resumed, sizeof resumed, "sent:%s", payload + 8);
+        payload = resumed;
+    }
     announcement a;
     if (!read_announcement(payload, &a)) return;
+    if (!a.all && a.kind == PARK_SENT && queue_paused(h, a.queue)) return;   /* nothing of it is claimable */
     for (task_park *p = h->parks; p; p = p->next) {
         if (p->woken || !park_matches(p, &a)) continue;
         p->woken = true;
@@ -220,6 +291,7 @@ static void on_notify(void *arg, const char *payload)
 {
     task_hub *h = arg;
     if (!payload) {
+        load_paused(h);
         wake(h, NULL);
         if (h->log_wake) h->log_wake(h->log_arg, NULL, NULL, NULL, 0);
         return;
@@ -320,6 +392,13 @@ void task_hub_announce_end(task_hub *h, const uint8_t id[16], const char *queue)
     bool known;
     const conf_queue *q = queue ? task_hub_queue(h, queue, &known) : NULL;
     if (q && q->max_concurrency > 0) task_hub_announce_sent(h, queue);
+}
+
+void task_hub_announce_paused(task_hub *h, const char *queue, bool paused)
+{
+    char what[16 + NAMES_MAX_BYTES];
+    snprintf(what, sizeof what, "%s:%s", paused ? "paused" : "resumed", queue);
+    task_hub_announce(h, what);
 }
 
 void task_hub_announce_done(task_hub *h, const uint8_t id[16])
@@ -430,8 +509,8 @@ gather *task_hub_claims(task_hub *h) { return h->claims; }
 
 bool task_hub_idle(const task_hub *h)
 {
-    return !h->recovering && !h->notifying && !h->parks && gather_idle(h->sends) && gather_idle(h->finishes) &&
-           gather_idle(h->claims);
+    return !h->recovering && !h->notifying && !h->loading_paused && !h->parks && gather_idle(h->sends) &&
+           gather_idle(h->finishes) && gather_idle(h->claims);
 }
 
 void task_hub_drain(task_hub *h)
@@ -451,5 +530,6 @@ void task_hub_free(task_hub *h)
     gather_free(h->finishes);
     gather_free(h->claims);
     db_array_fini(&h->outbox);
+    clear_paused(h);
     free(h);
 }

@@ -54,6 +54,14 @@ void      task_hub_drain(task_hub *h);
 void      task_hub_announce(task_hub *h, const char *what);
 void      task_hub_announce_sent(task_hub *h, const char *queue);
 void      task_hub_announce_done(task_hub *h, const uint8_t id[16]);
+/* A queue was paused or resumed (committed): "paused:<queue>" or
+ * "resumed:<queue>". Every server keeps the paused queues it last heard of
+ * (read whole from tasks.paused_queues whenever its channel is heard
+ * again) and wakes no claimer for a send to one of them; a resume wakes the
+ * queue's claimers. The database decides what a claim takes (tasks.claim
+ * skips paused queues): a stale view here costs a look or a wait of at most
+ * TASK_RECHECK_MS, never a task claimed from a paused queue. */
+void      task_hub_announce_paused(task_hub *h, const char *queue, bool paused);
 /* done, and sent for a capped queue (a slot came free). */
 void      task_hub_announce_end(task_hub *h, const uint8_t id[16], const char *queue);
 

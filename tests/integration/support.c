@@ -1,5 +1,6 @@
 /* support: integration-test helpers (see support.h). */
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -7,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/random.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -30,15 +32,74 @@ static char *ring_put(char *s)
     return s;
 }
 
-static int free_port(void)
+static bool port_free(int port)
 {
     int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-    socklen_t len = sizeof a;
-    if (bind(fd, (struct sockaddr *)&a, sizeof a) < 0 || getsockname(fd, (struct sockaddr *)&a, &len) < 0)
-        harness_fail(__FILE__, __LINE__, "no free port");
-    close(fd);
-    return ntohs(a.sin_port);
+    struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+                             .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+    bool ok = fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof a) == 0;
+    if (fd >= 0) close(fd);
+    return ok;
+}
+
+/* A port nobody holds, for a server to bind in a moment. Tests run side by
+ * side, so where it comes from matters:
+ *  - not the kernel's ephemeral range (32768 and up): there the kernel
+ *    hands ports to every outgoing connection, and to the JavaScript
+ *    suite's servers, so one could take it before the server binds it, or
+ *    while a restarted server is away from it;
+ *  - not the Python suite's 20000-32000, which it picks at random;
+ *  - random, from a seed of the kernel's, so that tests starting in the
+ *    same millisecond look at different ones.
+ * Another test can still pick it before this server binds it: await_ready
+ * checks that the server answering is this test's own. */
+static int free_port(void)
+{
+    static unsigned seed;
+    if (!seed && getrandom(&seed, sizeof seed, 0) != sizeof seed) seed = (unsigned)getpid() ^ (unsigned)now_ms();
+    for (int attempt = 0; attempt < 1000; attempt++) {
+        int port = 15000 + rand_r(&seed) % 5000;
+        if (port_free(port)) return port;
+    }
+    harness_fail(__FILE__, __LINE__, "no free port");
+}
+
+/* The inode of the socket listening on port (on whatever address HOST
+ * gave it), 0 if none. */
+static unsigned long listening_inode(int port)
+{
+    FILE *f = fopen("/proc/net/tcp", "r");
+    char line[512];
+    unsigned long inode = 0;
+    while (f && !inode && fgets(line, sizeof line, f)) {
+        unsigned local, state;
+        unsigned long ino;
+        if (sscanf(line, " %*d: %*x:%x %*x:%*x %x %*x:%*x %*x:%*x %*x %*u %*u %lu", &local, &state, &ino) == 3 &&
+            (int)local == port && state == 0x0A)
+            inode = ino;
+    }
+    if (f) fclose(f);
+    return inode;
+}
+
+/* Whether process pid holds the socket listening on port. Local buffers,
+ * not sfmt(): a test may still hold a string of its ring across srv_start
+ * (a log file's name). */
+static bool listens_on(pid_t pid, int port)
+{
+    unsigned long inode = listening_inode(port);
+    char want[48], dir[48], path[320], link[64];
+    snprintf(want, sizeof want, "socket:[%lu]", inode);
+    snprintf(dir, sizeof dir, "/proc/%d/fd", (int)pid);
+    DIR *d = opendir(dir);
+    bool found = false;
+    for (struct dirent *e; inode && d && !found && (e = readdir(d));) {
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        ssize_t n = readlink(path, link, sizeof link - 1);
+        found = n > 0 && (link[n] = '\0', strcmp(link, want) == 0);
+    }
+    if (d) closedir(d);
+    return found;
 }
 
 const char *pg_port(void)
@@ -61,9 +122,12 @@ const char *silt_bin(void)
 
 /* scripts/test.sh builds it once per run; template_build is for runs by hand. */
 #define TEMPLATE_DB "silt_template"
-/* A clone the runner makes ahead while a test runs: the next test takes it
- * by renaming it, at no cost, rather than waiting for a clone of its own. */
-#define SPARE_DB "silt_spare"
+/* Clones the runner makes ahead while tests run: a starting test takes one
+ * by renaming it, at no cost, rather than waiting for a clone of its own.
+ * A few names, as several tests run at once: silt_spare_0, _1, ... (no
+ * test's process id is that small, so clean-up by id never takes one). */
+#define SPARE_DB "silt_spare_%d"
+#define SPARES 4
 
 /* CREATE and DROP DATABASE cannot run in the database they act on: these
  * statements go to the maintenance database. */
@@ -155,13 +219,19 @@ static const char *clone_template(PGconn *pg, const char *name, char why[256])
     return out;
 }
 
-/* Fails (there is none, or not yet) when the runner has not made one since
- * the last test took it. */
+/* Fails when there is none (the runner has not made one since the last
+ * tests took them, or another test starting now took the last). A rename
+ * of a name that is not there fails at once. */
 static bool take_spare(PGconn *pg, const char *name)
 {
-    PGresult *r = PQexec(pg, sfmt("ALTER DATABASE " SPARE_DB " RENAME TO \"%s\"", name));
-    bool taken = PQresultStatus(r) == PGRES_COMMAND_OK;
-    PQclear(r);
+    bool taken = false;
+    for (int i = 0; i < SPARES && !taken; i++) {
+        char rename[128];   /* not sfmt(): a test may hold a string of its ring across its first srv_start */
+        snprintf(rename, sizeof rename, "ALTER DATABASE " SPARE_DB " RENAME TO \"%s\"", i, name);
+        PGresult *r = PQexec(pg, rename);
+        taken = PQresultStatus(r) == PGRES_COMMAND_OK;
+        PQclear(r);
+    }
     return taken;
 }
 
@@ -216,38 +286,68 @@ static void drop_databases_of(PGconn *pg, int pid)
     PQclear(r);
 }
 
-/* Fails harmlessly when there is one already (the test now running was
- * too quick to have taken it) or no template yet. */
+/* One more spare under the first free name; none when every name is
+ * taken (the tests now running were too quick to take them: one that
+ * starts no server and runs no SQL takes none), nor without a template.
+ * A name being made by another housekeeper is taken too: that CREATE
+ * waits for it and fails. */
 static void make_spare(PGconn *pg)
 {
-    PQclear(PQexec(pg, "CREATE DATABASE " SPARE_DB " TEMPLATE " TEMPLATE_DB " STRATEGY FILE_COPY"));
+    PGresult *r = PQexec(pg, "SELECT datname FROM pg_database WHERE datname LIKE 'silt\\_spare\\_%'");
+    for (int i = 0; i < SPARES && PQresultStatus(r) == PGRES_TUPLES_OK; i++) {
+        char name[32];
+        snprintf(name, sizeof name, SPARE_DB, i);
+        bool exists = false;
+        for (int row = 0; row < PQntuples(r); row++) exists = exists || strcmp(PQgetvalue(r, row, 0), name) == 0;
+        if (exists) continue;
+        PGresult *c = PQexec(pg, sfmt("CREATE DATABASE %s TEMPLATE " TEMPLATE_DB " STRATEGY FILE_COPY", name));
+        bool made = PQresultStatus(c) == PGRES_COMMAND_OK;
+        PQclear(c);
+        if (made) break;
+    }
+    PQclear(r);
 }
 
-/* The runner's process tidying up after the last test, if still running. */
-static pid_t housekeeper;
+/* The runner's processes tidying up after tests that ended, while others
+ * run: a drop waits for the connections of the test's server to go, and a
+ * clone for a checkpoint, and neither should hold the next test back. */
+#define HOUSEKEEPERS 8
+static pid_t housekeepers[HOUSEKEEPERS];
+static bool any_test_ended;
 
-static void await_housekeeper(void)
+/* A free place in housekeepers: the ones done are reaped; when all are
+ * busy, the first is waited for. */
+static int housekeeper_slot(bool wait_all)
 {
-    if (housekeeper > 0) waitpid(housekeeper, NULL, 0);
-    housekeeper = 0;
+    int free_slot = -1;
+    for (int i = 0; i < HOUSEKEEPERS; i++) {
+        if (housekeepers[i] > 0 && waitpid(housekeepers[i], NULL, wait_all ? 0 : WNOHANG) != 0) housekeepers[i] = 0;
+        if (housekeepers[i] == 0 && free_slot < 0) free_slot = i;
+    }
+    if (free_slot < 0) {
+        waitpid(housekeepers[0], NULL, 0);
+        housekeepers[0] = 0;
+        free_slot = 0;
+    }
+    return free_slot;
 }
 
-/* In the runner, after each test. A process of its own drops the test's
- * databases and makes the next spare while the next test starts: a drop
- * waits for the connections of the test's server to go, and a clone for a
- * checkpoint. One at a time. */
+/* In the runner, after each test: a process of its own drops the test's
+ * databases and makes a spare while the runner starts the next test. */
 static void after_test(int pid)
 {
-    await_housekeeper();
+    int slot = housekeeper_slot(false);
+    any_test_ended = true;
     fflush(NULL);
-    housekeeper = fork();
-    if (housekeeper == 0) {
+    pid_t keeper = fork();
+    if (keeper == 0) {
         PGconn *pg = admin_connect();
         drop_databases_of(pg, pid);
         make_spare(pg);
         PQfinish(pg);
         _exit(0);
     }
+    housekeepers[slot] = keeper > 0 ? keeper : 0;
 }
 
 static pid_t runner;
@@ -258,13 +358,13 @@ __attribute__((constructor)) static void register_after_test(void)
     harness_on_finish(after_test);
 }
 
-/* The runner leaves once the last test's databases and the spare are gone. */
+/* The runner leaves once the last tests' databases and the spares are gone. */
 __attribute__((destructor)) static void at_runner_exit(void)
 {
-    if (getpid() != runner || !housekeeper) return;   /* a test's process, or no test ran */
-    await_housekeeper();
+    if (getpid() != runner || !any_test_ended) return;   /* a test's process, or no test ran */
+    housekeeper_slot(true);
     PGconn *pg = admin_connect();
-    PQclear(PQexec(pg, "DROP DATABASE IF EXISTS " SPARE_DB));
+    for (int i = 0; i < SPARES; i++) PQclear(PQexec(pg, sfmt("DROP DATABASE IF EXISTS " SPARE_DB, i)));
     PQfinish(pg);
 }
 
@@ -303,19 +403,21 @@ static bool env_sets(const char *const *env, const char *name)
     return false;
 }
 
-/* Waits for /health; 1 ready, 0 the server exited (its port may have been
- * taken between free_port and its bind), -1 never ready. */
+/* Waits for /health from this server; 1 ready, 0 the server exited (its
+ * port may have been taken between free_port and its bind), -1 never
+ * ready. A /health answered by another test's server, which took the port
+ * first, is not this one's: that one will fail to bind and exit. */
 static int await_ready(silt_server *s)
 {
-    for (int i = 0; i < 400; i++) {   /* up to 20 s */
+    for (int i = 0; i < 2000; i++) {   /* every 10 ms, up to 20 s: a server is up in some 60 ms */
         http_response r;
         http_response_init(&r);
         int ok = http_request(s->http, "GET", "/health", NULL, 0, &r) == 0 && r.status == 200;
         http_response_fini(&r);
-        if (ok) return 1;
+        if (ok && listens_on(s->pid, s->port)) return 1;
         int status;
         if (waitpid(s->pid, &status, WNOHANG) == s->pid) return 0;
-        struct timespec ts = { 0, 50 * 1000000 };
+        struct timespec ts = { 0, 10 * 1000000 };
         nanosleep(&ts, NULL);
     }
     return -1;
@@ -398,7 +500,9 @@ int64_t srv_metric(silt_server *s, const char *sample)
     http_response_init(&resp);
     if (http_request(s->http, "GET", "/metrics/prometheus", NULL, 0, &resp) < 0)
         harness_failf(__FILE__, __LINE__, "GET /metrics/prometheus: %s", http_client_error(s->http));
-    CHECK_INT(resp.status, 200);
+    if (resp.status != 200)
+        harness_failf(__FILE__, __LINE__, "GET /metrics/prometheus: %d %s", resp.status,
+                      resp.body.data ? resp.body.data : "");
     int64_t v = -1;
     size_t n = strlen(sample);
     for (const char *line = resp.body.data; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL)

@@ -45,6 +45,12 @@ static void start_in_the_second_half_of_a_minute(void)
     }
 }
 
+/* scripts/chaos.sh brings its clusters and servers back on the ports they
+ * had, so these come from a range no test beside it picks from (the
+ * integration tests' 15000-19999, the client suites' 10000-14999 and
+ * 20000-32000): CLUSTER_PORTS narrows scripts/cluster_lib.sh's choice. */
+#define CHAOS_PORTS "CLUSTER_PORTS='7000 9999' "
+
 TEST(chaos_kill9_and_immediate_stops_lose_skip_and_duplicate_nothing)
 {
     if (access("scripts/chaos.sh", X_OK) != 0) {
@@ -54,7 +60,8 @@ TEST(chaos_kill9_and_immediate_stops_lose_skip_and_duplicate_nothing)
     alarm(CHAOS_TEST_TIMEOUT_S);
     start_in_the_second_half_of_a_minute();
     static char out[1 << 16];
-    int code = run_cmd(sfmt("CHAOS_SECONDS=20 CHAOS_KILLS=4 CHAOS_MESSAGES=20000 CHAOS_TASKS=600 CHAOS_WORKFLOWS=60 CHAOS_FAST=1 "
+    int code = run_cmd(sfmt(CHAOS_PORTS "CHAOS_SECONDS=20 CHAOS_KILLS=4 CHAOS_MESSAGES=20000 CHAOS_TASKS=600 "
+                            "CHAOS_WORKFLOWS=60 CHAOS_FAST=1 "
                             "CHAOS_ARGS='--producers 8 --batch 100 --drain 60' scripts/chaos.sh '%s' 2>&1",
                             silt_bin()), out, sizeof out);
     fputs(out, stderr);   /* shown when the test fails */
@@ -73,8 +80,8 @@ TEST(chaos_failovers_to_a_synchronous_standby_lose_skip_and_duplicate_nothing)
      * message again, to a synchronous standby) drains within the drain; the
      * tasks and workflows are spread over the 20 s, so both failovers
      * happen in the workload even when the pushes end before them. */
-    int code = run_cmd(sfmt("CHAOS_FAILOVER=1 CHAOS_SECONDS=20 CHAOS_KILLS=2 CHAOS_MESSAGES=60000 CHAOS_TASKS=400 "
-                            "CHAOS_WORKFLOWS=40 CHAOS_FAST=1 "
+    int code = run_cmd(sfmt(CHAOS_PORTS "CHAOS_FAILOVER=1 CHAOS_SECONDS=20 CHAOS_KILLS=2 CHAOS_MESSAGES=60000 "
+                            "CHAOS_TASKS=400 CHAOS_WORKFLOWS=40 CHAOS_FAST=1 "
                             "CHAOS_ARGS='--producers 8 --batch 100 --drain 60' scripts/chaos.sh '%s' 2>&1",
                             silt_bin()), out, sizeof out);
     fputs(out, stderr);   /* shown when the test fails */

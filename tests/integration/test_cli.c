@@ -323,14 +323,14 @@ static double json_num(const json_doc *d, int obj, const char *key)
     return strtod(json_span(d, (uint32_t)t, &n), NULL);
 }
 
-TEST(bench_half_load_row_offers_half_of_the_flat_out_rate_and_gets_it)
+/* One run of push1@50% (which runs push1 first): its offered rate is half
+ * of push1's measured one, always; whether it got most of that depends on
+ * the machine's second as well (the return value). */
+static bool half_load_run(const silt_server *s)
 {
-    silt_server s;
-    srv_start(&s, NULL);
     static char out[CLI_OUT];
-    /* push1@50% alone selects push1: the rate it halves is measured first */
     CHECK_INT(run_cmd(sfmt("SILT_URL='%s' '%s' bench --scenarios push1@50%% --seconds 1 "
-                           "--connections 4 --json 2>/dev/null", s.url, silt_bin()), out, CLI_OUT), 0);
+                           "--connections 4 --json 2>/dev/null", s->url, silt_bin()), out, CLI_OUT), 0);
     json_doc d;
     json_doc_init(&d);
     CHECK(json_parse(&d, out, strlen(out), 1u << 16) == 0);
@@ -343,12 +343,25 @@ TEST(bench_half_load_row_offers_half_of_the_flat_out_rate_and_gets_it)
     double max = json_num(&d, flat, "msgPerSec"), offered = json_num(&d, half, "offeredMsgPerSec");
     CHECK(max > 0);
     CHECK(offered > max / 2 - 1 && offered < max / 2 + 1);
-    /* paced, not flat out: never more than offered; at half load it takes most of it
-     * (the lower bound leaves room for a stall of the shared machine in one second) */
     double got = json_num(&d, half, "msgPerSec");
-    CHECK(got > offered * 0.5 && got < offered * 1.1);
+    CHECK(got < offered * 1.1);   /* paced, not flat out: never more than offered */
     CHECK(json_num(&d, half, "p99Ms") > 0);
     json_doc_fini(&d);
+    printf("    push1 %.0f msg/s, push1@50%% offered %.0f, got %.0f\n", max, offered, got);
+    return got > offered * 0.5;
+}
+
+/* At half load it takes most of what it offers. One second on a shared
+ * machine can stall (the flat-out second was a calm one, the paced one
+ * not): three runs, one must get it; a pacer that sends too little fails
+ * all three. */
+TEST(bench_half_load_row_offers_half_of_the_flat_out_rate_and_gets_it)
+{
+    silt_server s;
+    srv_start(&s, NULL);
+    bool got = false;
+    for (int run = 0; run < 3 && !got; run++) got = half_load_run(&s);
+    CHECK(got);
     srv_stop(&s);
 }
 

@@ -162,6 +162,51 @@ TEST(dashboard_task_cancel_asks_then_the_api_says_cancelled)
     srv_stop(&s);
 }
 
+/* Rerun on an ended task: asked first, then the rerun's page opens, and it
+ * names the task it reruns. */
+TEST(dashboard_task_rerun_asks_then_opens_the_rerun)
+{
+    silt_server s;
+    if (!dashboard_start(&s, NULL)) return;
+    char id[96];
+    keep_str(id, task_send(&s, "{\"name\":\"resize\",\"queue\":\"images\"}"));
+    reply r;
+    rq(&s, "POST", sfmt("/api/v1/tasks/%s/cancel", id), NULL, &r);
+    reply_fini(&r);
+    browser b;
+    browser_open(&b, sfmt("%s/#/tasks/%s", s.url, id));
+    browser_await(&b, "document.querySelector('[data-action=rerun]') !== null", 20000);
+    browser_confirm_click(&b, "[data-action=rerun]");
+    browser_await(&b, "typeof window.siltConfirmed === 'string'", 5000);
+    browser_await(&b, "document.getElementById('notice').textContent.startsWith('rerun sent: task ')", 10000);
+    char again[96];
+    keep_str(again, sql("SELECT id FROM horsies_tasks WHERE rerun_of = '%s'", id));
+    browser_await(&b, sfmt("location.hash === '#/tasks/%s'", again), 10000);
+    browser_close(&b);
+    srv_stop(&s);
+}
+
+/* Pause from the tasks page filtered on a queue: the queue is listed as
+ * paused, and its resume button brings it back. */
+TEST(dashboard_tasks_page_pauses_the_queue_it_shows_and_resumes_it)
+{
+    silt_server s;
+    if (!dashboard_start(&s, NULL)) return;
+    task_send(&s, "{\"name\":\"resize\",\"queue\":\"images\"}");
+    browser b;
+    browser_open(&b, sfmt("%s/#/tasks?queue=images", s.url));
+    browser_await(&b, "document.querySelector('[data-action=pause]') !== null", 20000);
+    browser_confirm_click(&b, "[data-action=pause]");
+    browser_await(&b, "document.querySelector('[data-paused=images] [data-action=resume]') !== null", 10000);
+    CHECK_STR(sql("SELECT queue_name FROM tasks.paused_queues"), "images");
+    browser_confirm_click(&b, "[data-paused=images] [data-action=resume]");
+    browser_await(&b, "document.querySelector('[data-paused=images]') === null"
+                  " && document.querySelector('[data-action=pause]') !== null", 10000);
+    CHECK_STR(sql("SELECT count(*) FROM tasks.paused_queues"), "0");
+    browser_close(&b);
+    srv_stop(&s);
+}
+
 /* A workflow as a graph: each node in the column of its depth, in the
  * state the API gives it; the list shows the workflow. */
 TEST(dashboard_workflow_page_draws_nodes_by_depth_in_their_states)

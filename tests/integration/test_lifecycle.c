@@ -540,7 +540,8 @@ TEST(long_poll_whose_client_left_does_not_lease_a_later_push)
 
 /* ---- PostgreSQL restarts ---------------------------------------------- */
 
-TEST(server_reconnects_after_postgresql_restarts)
+/* Alone: it stops the suite's PostgreSQL, which every other test uses. */
+TEST_ALONE(server_reconnects_after_postgresql_restarts)
 {
     const char *dir = getenv("SILT_TEST_PGDIR");
     if (!dir || !*dir || access("scripts/pgcluster.sh", X_OK) != 0) {

@@ -237,8 +237,10 @@ TEST(limits_a_body_trickled_under_http_body_min_rate_is_answered_408_and_closed)
 }
 
 /* A body that keeps above the minimum rate may take far longer than the
- * body timeout as a whole. */
-TEST(limits_a_slow_steady_body_above_the_minimum_rate_is_served)
+ * body timeout as a whole. Alone: the rate is the test's own sends, 100
+ * bytes every 50 ms against a minimum of half that, and a neighbour's load
+ * stalling the test can drop it under. */
+TEST_ALONE(limits_a_slow_steady_body_above_the_minimum_rate_is_served)
 {
     silt_server s;
     srv_start(&s, (const char *[]){ "HTTP_BODY_TIMEOUT_MS=300", "HTTP_BODY_MIN_RATE=1000", NULL });
@@ -290,7 +292,8 @@ static int64_t cpu_over_a_second(silt_server *s)
     return proc_cpu_ms(s->pid) - before;
 }
 
-TEST(limits_out_of_descriptors_the_server_backs_off_accepting_logs_once_and_recovers)
+/* Alone: it bounds the CPU the server uses in a second. */
+TEST_ALONE(limits_out_of_descriptors_the_server_backs_off_accepting_logs_once_and_recovers)
 {
     const char *log = log_file();
     silt_server s;
@@ -316,7 +319,8 @@ TEST(limits_out_of_descriptors_the_server_backs_off_accepting_logs_once_and_reco
     unlink(log);
 }
 
-TEST(limits_client_connections_leave_the_fd_reserve_so_the_pool_reconnects_while_clients_hold_every_slot)
+/* Alone: it bounds the CPU the server uses in a second. */
+TEST_ALONE(limits_client_connections_leave_the_fd_reserve_so_the_pool_reconnects_while_clients_hold_every_slot)
 {
     silt_server s;
     srv_start(&s, (const char *[]){ "SILT_TEST_NOFILE=100", "HTTP_FD_RESERVE=50", ALL_FROM_ONE_ADDRESS, NULL });
@@ -331,12 +335,19 @@ TEST(limits_client_connections_leave_the_fd_reserve_so_the_pool_reconnects_while
     /* the pool reconnects with every client slot taken: a kept connection pushes */
     int kept = 0;
     while (fds[kept] < 0) kept++;
-    raw_send_str(fds[kept], "GET /health HTTP/1.1\r\nHost: t\r\n\r\n");
-    CHECK_INT(raw_status(raw_response(fds[kept], 5000)), 200);
-    const char *q = uniq("reserve");
-    const char *push = sfmt("{\"items\":[{\"queue\":\"%s\",\"payload\":1}]}", q);
+    /* /health says 503 until the pool has its connections again: answered
+     * on the kept connection, it turns 200 */
     int64_t deadline = now_ms() + 10000;
     int status = 0;
+    while (now_ms() < deadline) {
+        raw_send_str(fds[kept], "GET /health HTTP/1.1\r\nHost: t\r\n\r\n");
+        if ((status = raw_status(raw_response(fds[kept], 5000))) != 503) break;
+        pause_ms(50);
+    }
+    CHECK_INT(status, 200);
+    const char *q = uniq("reserve");
+    const char *push = sfmt("{\"items\":[{\"queue\":\"%s\",\"payload\":1}]}", q);
+    deadline = now_ms() + 10000;
     while (now_ms() < deadline) {
         raw_send_str(fds[kept], sfmt("POST /api/v1/push HTTP/1.1\r\nHost: t\r\nContent-Length: %zu\r\n\r\n%s", strlen(push),
                                   push));

@@ -1416,8 +1416,8 @@ TEST(retention_run_while_a_pass_is_running_is_409_and_one_runner_serves_all_repl
         int rc = http_request(c, "POST", "/api/v1/system/retention/run", NULL, 0, &resp);
         _exit(rc == 0 && resp.status == 200 && strstr(resp.body.data, q) ? 0 : 1);
     }
-    wait_until("select count(*) from pg_stat_activity where wait_event_type = 'Lock' "
-               "and query like '%retention_step%'", "1");
+    wait_until("select count(*) from pg_stat_activity where datname = current_database() "
+               "and wait_event_type = 'Lock' and query like '%retention_step%'", "1");
     reply r;
     rq(&a, "POST", "/api/v1/system/retention/run", NULL, &r);
     CHECK_INT(r.status, 409);

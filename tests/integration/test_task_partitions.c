@@ -689,7 +689,8 @@ TEST(a_pass_asked_of_a_server_already_running_one_is_409)
     PQclear(PQexec(reader, "SELECT count(*) FROM horsies_task_history_q_emails_7d"));
     bg_req running;
     bg_start(&running, &s, "POST", "/api/v1/system/task-retention/run", NULL);
-    sql_await("1", 15000, "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'silt partition pass'"
+    sql_await("1", 15000, "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
+                          " AND application_name = 'silt partition pass'"
                           " AND query LIKE 'ALTER TABLE%%DETACH%%' AND state = 'active'");
     reply r;
     rq(&s, "POST", "/api/v1/system/task-retention/run", NULL, &r);

@@ -413,6 +413,40 @@ TEST(history_rows_from_before_partitioning_survive_the_upgrade_each_in_its_class
     srv_stop(&s);
 }
 
+/* A record that ended before sql/039 kept only maxRetries of its retry
+ * policy: it reruns with that and nothing else, and a task live across the
+ * upgrade ends into history with its policy and timeout kept. */
+TEST(records_from_before_reruns_rerun_with_their_max_retries_and_live_tasks_keep_their_policy)
+{
+    char db[96], out[4096];
+    database_from("38", db);   /* the version before 039 */
+    sql_in(db, "SELECT tasks.history_leaf_ensure('standard_30d', (now() AT TIME ZONE 'UTC')::date)");
+    char old_id[96], live[96];
+    keep_str(old_id, sql_in(db, "INSERT INTO horsies_task_history (id, task_name, queue_name, args, priority, status,"
+                                " sent_at, enqueued_at, max_retries, retry_count, attempt, retention_class_key, error_code)"
+                                " VALUES (tasks.uuid7(), 't', 'q', '{\"a\": 1}', 5, 'FAILED', now(), now(), 2, 2, 3,"
+                                " 'standard_30d', 'BOOM') RETURNING id"));
+    keep_str(live, sql_in(db, "INSERT INTO horsies_tasks (id, task_name, queue_name, args, priority, status, timeout_ms,"
+                              " max_retries, retry_delays_ms, retry_on) VALUES (tasks.uuid7(), 't', 'q2', 'null', 100,"
+                              " 'PENDING', 900, 1, '{5}', '{X}') RETURNING id"));
+    CHECK_INT(migrate_output(db, out, sizeof out), 0);
+    silt_server s;
+    srv_start(&s, (const char *const[]){ sfmt("PG_DB=%s", db), NULL });
+    reply r;
+    rq(&s, "POST", sfmt("/api/v1/tasks/%s/rerun", old_id), NULL, &r);
+    CHECK_INT(r.status, 201);
+    reply_fini(&r);
+    CHECK_STR(sql_in(db, "SELECT format('%%s %%s %%s %%s %%s', task_name, args, priority, max_retries,"
+                         " retry_delays_ms IS NULL AND timeout_ms IS NULL) FROM horsies_tasks WHERE rerun_of = '%s'",
+                     old_id), "t {\"a\": 1} 5 2 t");
+    rq(&s, "POST", sfmt("/api/v1/tasks/%s/cancel", live), NULL, &r);
+    CHECK_INT(r.status, 200);
+    reply_fini(&r);
+    CHECK_STR(sql_in(db, "SELECT format('%%s %%s %%s', timeout_ms, retry_delays_ms, retry_on) FROM horsies_task_history"
+                         " WHERE id = '%s'", live), "900 {5} {X}");
+    CHECK_INT(srv_stop(&s), 0);
+}
+
 /* A dead letter stored before sql/030 has no producerSub (its frame may be
  * gone): it reads null, its other fields as they were, and a hand-off after
  * the upgrade goes through the replaced functions. */

@@ -1,6 +1,7 @@
 /* test_emit: the one JSON emitter: commas, nesting, escaping, the one
  * timestamp format, verbatim values, re-emitting foreign JSON, misuse. */
 #include "harness.h"
+#include <stdint.h>
 #include "base/emit.h"
 #include "base/json.h"
 
@@ -71,6 +72,51 @@ TEST(emit_raw_and_uuid)
     emit_key(&e, "id"); emit_uuid(&e, id);
     emit_end(&e);
     CHECK_STR(out_of(&b), "{\"data\":{ \"kept\" : [1, 2] },\"id\":\"019a0000-0000-7000-8000-0000000000ff\"}");
+    buf_fini(&b);
+}
+
+/* Integers by hand: both ends of int64 and zero. A time repeated and then
+ * changed (the per-thread cache of the last millisecond) reads right. */
+TEST(emit_int_extremes_and_the_time_cache)
+{
+    buf b;
+    buf_init(&b);
+    emit e;
+    emit_init(&e, &b);
+    emit_array(&e);
+    emit_int(&e, 0); emit_int(&e, INT64_MAX); emit_int(&e, INT64_MIN); emit_int(&e, 7);
+    emit_time(&e, 1796108670501000LL); emit_time(&e, 1796108670501000LL); emit_time(&e, 1796108670502000LL);
+    emit_time(&e, -1000);   /* the millisecond before the epoch */
+    emit_end(&e);
+    CHECK(emit_ok(&e));
+    CHECK_STR(out_of(&b), "[0,9223372036854775807,-9223372036854775808,7,\"2026-12-01T07:04:30.501Z\","
+                          "\"2026-12-01T07:04:30.501Z\",\"2026-12-01T07:04:30.502Z\",\"1969-12-31T23:59:59.999Z\"]");
+    buf_fini(&b);
+}
+
+/* Members rendered once go where a key is due, with the comma the emitter
+ * owes; anywhere else they mark it misused. */
+TEST(emit_members_repeats_members_rendered_once)
+{
+    buf b;
+    buf_init(&b);
+    emit e;
+    emit_init(&e, &b);
+    emit_array(&e);
+    for (int i = 0; i < 2; i++) {
+        emit_object(&e);
+        emit_key(&e, "i"); emit_int(&e, i);
+        emit_members(&e, "\"q\":\"x\",\"n\":1", 13);
+        emit_key(&e, "last"); emit_bool(&e, true);
+        emit_end(&e);
+    }
+    emit_object(&e); emit_members(&e, "\"q\":1", 5); emit_end(&e);   /* first member */
+    emit_end(&e);
+    CHECK(emit_ok(&e));
+    CHECK_STR(out_of(&b), "[{\"i\":0,\"q\":\"x\",\"n\":1,\"last\":true},{\"i\":1,\"q\":\"x\",\"n\":1,\"last\":true},"
+                          "{\"q\":1}]");
+    emit_members(&e, "\"q\":1", 5);   /* outside any object */
+    CHECK(!emit_ok(&e));
     buf_fini(&b);
 }
 

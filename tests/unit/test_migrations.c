@@ -60,7 +60,7 @@ TEST(every_function_trigger_and_view_is_defined_in_one_function_file)
             for (char *line = mine, *end; *line; line = end + 1) {
                 end = strchr(line, '\n');
                 *end = '\0';
-                char key[256];
+                char key[sizeof mine + 2];   /* "\n", a line of mine, " " */
                 snprintf(key, sizeof key, "\n%s ", line);
                 const char *other = strstr(seen, key);
                 if (other && strncmp(other + strlen(key), f->name, strlen(f->name)) != 0)

@@ -44,15 +44,32 @@ export async function queryRow(db, sql) {
     return stdout.trim().split("|");
 }
 
-/** A free TCP port on 127.0.0.1 (the kernel's choice, released for the server to take). */
+/**
+ * A free TCP port on 127.0.0.1, released for a server to take in a moment:
+ * random in 10000-14999, below the kernel's ephemeral range (where every
+ * outgoing connection on the machine gets its port, and one could take this
+ * one before the server binds it) and apart from the ports the integration
+ * tests and the Python suite pick (15000-19999, 20000-32000), which run
+ * beside this suite.
+ */
 export async function freePort() {
+    for (;;) {
+        const port = 10000 + Math.floor(Math.random() * 5000);
+        if (await bindable(port)) return port;
+    }
+}
+
+async function bindable(port) {
     const server = net.createServer();
-    server.listen(0, "127.0.0.1");
-    await once(server, "listening");
-    const { port } = server.address();
+    try {
+        server.listen(port, "127.0.0.1");
+        await once(server, "listening");
+    } catch {
+        return false;
+    }
     server.close();
     await once(server, "close");
-    return port;
+    return true;
 }
 
 /**

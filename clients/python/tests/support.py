@@ -146,7 +146,10 @@ class Server:
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
                 return False
-            if _health(port) == 200:
+            # Another test's server may have taken the port first (classes
+            # run side by side): its /health is not this one's, which will
+            # fail to bind and exit.
+            if _health(port) == 200 and _listens_on(self.proc.pid, port):
                 return True
             time.sleep(0.02)
         self.kill()
@@ -187,6 +190,27 @@ class Server:
             conn.close()
         match = re.search(rf"^{re.escape(name)}(?:{{[^}}]*}})? (\S+)$", text, re.M)
         return float(match.group(1)) if match else None
+
+
+def _listens_on(pid, port):
+    """Whether process ``pid`` holds the socket listening on ``port`` (on
+    whatever address), from Linux's /proc (true where there is none to ask)."""
+    if not os.path.exists("/proc/net/tcp"):
+        return True
+    with open("/proc/net/tcp") as table:
+        inodes = {f"socket:[{fields[9]}]" for fields in (line.split() for line in list(table)[1:])
+                  if fields[1].endswith(f":{port:04X}") and fields[3] == "0A"}
+    try:
+        fds = os.listdir(f"/proc/{pid}/fd")
+    except OSError:
+        return False   # gone
+    for fd in fds:
+        try:
+            if os.readlink(f"/proc/{pid}/fd/{fd}") in inodes:
+                return True
+        except OSError:
+            pass       # closed since the listing
+    return False
 
 
 def _health(port):
