@@ -99,6 +99,9 @@ void api_seek_queue(httpd_req *req, server *srv);
 void api_seek_partition(httpd_req *req, server *srv);
 void api_dlq_list(httpd_req *req, server *srv);
 void api_dlq_replay(httpd_req *req, server *srv);
+/* dlq_bulk.c */
+void api_dlq_replay_matching(httpd_req *req, server *srv);
+void api_dlq_delete_matching(httpd_req *req, server *srv);
 void api_message_get(httpd_req *req, server *srv);
 void api_message_delete(httpd_req *req, server *srv);
 void api_transaction(httpd_req *req, server *srv);

@@ -48,6 +48,8 @@ static const route routes[] = {
     { HTTPD_POST,   AUTH_ADMIN,      "/api/v1/consumer-groups/:group/queues/:queue/partitions/:partition/seek", api_seek_partition },
     { HTTPD_GET,    AUTH_READ_ONLY,  "/api/v1/dlq", api_dlq_list },
     { HTTPD_POST,   AUTH_ADMIN,      "/api/v1/dlq/:id/replay", api_dlq_replay },
+    { HTTPD_POST,   AUTH_ADMIN,      "/api/v1/dlq/replay", api_dlq_replay_matching },
+    { HTTPD_POST,   AUTH_ADMIN,      "/api/v1/dlq/delete", api_dlq_delete_matching },
     { HTTPD_GET,    AUTH_READ_ONLY,  "/api/v1/messages/:partitionId/:transactionId", api_message_get },
     { HTTPD_DELETE, AUTH_ADMIN,      "/api/v1/messages/:partitionId/:transactionId", api_message_delete },
     { HTTPD_POST,   AUTH_READ_WRITE, "/api/v1/traces", api_trace_record },

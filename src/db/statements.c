@@ -61,6 +61,14 @@ const db_statement db_statements[STMT_COUNT] = {
     [STMT_DLQ_DELETE_MESSAGE] = { "dlq_delete_message",
         "WITH gone AS (DELETE FROM queen.log_dlq WHERE partition_id = $1 AND transaction_id = $2 RETURNING 1)"
         " SELECT count(*)::integer FROM gone", 2 },
+    /* bulk replay and delete: $1..$6 the filter (queen.dlq_matching) */
+    [STMT_DLQ_MATCH_COUNT] = { "dlq_match_count",
+        "SELECT count(*) FROM queen.dlq_matching($1, $2, $3, $4, $5, $6)", 6 },
+    [STMT_DLQ_MATCH_PAGE] = { "dlq_match_page", "SELECT " DLQ_COLUMNS " FROM queen.dlq_matching($1, $2, $3, $4, $5, $6)"
+        " ORDER BY failed_at, id LIMIT $7", 7 },
+    [STMT_DLQ_DELETE_MATCHING] = { "dlq_delete_matching",
+        "SELECT deleted, more FROM queen.dlq_delete_matching($1, $2, $3, $4, $5, $6, $7)", 7 },
+    [STMT_DLQ_TAKE_MANY] = { "dlq_take_many", "SELECT queen.dlq_take_many($1::uuid[])", 1 },
     [STMT_MESSAGE_LOOKUP] = { "message_lookup", "SELECT queue, partition, message_offset, seg_base, seg_created,"
         " seg_blob FROM queen.message_lookup($1, $2) WHERE message_offset IS NOT NULL", 2 },
     /* transactions */
