@@ -90,6 +90,8 @@ void api_queue_list(httpd_req *req, server *srv);
 void api_queue_detail(httpd_req *req, server *srv);
 void api_queue_delete(httpd_req *req, server *srv);
 void api_overview(httpd_req *req, server *srv);
+/* stats_history.c */
+void api_stats_history(httpd_req *req, server *srv);
 void api_group_list(httpd_req *req, server *srv);
 void api_group_detail(httpd_req *req, server *srv);
 void api_group_delete(httpd_req *req, server *srv);

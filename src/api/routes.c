@@ -39,6 +39,7 @@ static const route routes[] = {
     { HTTPD_GET,    AUTH_READ_ONLY,  "/api/v1/resources/queues/:queue", api_queue_detail },
     { HTTPD_DELETE, AUTH_ADMIN,      "/api/v1/resources/queues/:queue", api_queue_delete },
     { HTTPD_GET,    AUTH_READ_ONLY,  "/api/v1/resources/overview", api_overview },
+    { HTTPD_GET,    AUTH_READ_ONLY,  "/api/v1/stats/history", api_stats_history },
     { HTTPD_GET,    AUTH_READ_ONLY,  "/api/v1/consumer-groups", api_group_list },
     { HTTPD_GET,    AUTH_READ_ONLY,  "/api/v1/consumer-groups/:group", api_group_detail },
     { HTTPD_DELETE, AUTH_ADMIN,      "/api/v1/consumer-groups/:group", api_group_delete },

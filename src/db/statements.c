@@ -69,6 +69,10 @@ const db_statement db_statements[STMT_COUNT] = {
     [STMT_DLQ_DELETE_MATCHING] = { "dlq_delete_matching",
         "SELECT deleted, more FROM queen.dlq_delete_matching($1, $2, $3, $4, $5, $6, $7)", 7 },
     [STMT_DLQ_TAKE_MANY] = { "dlq_take_many", "SELECT queen.dlq_take_many($1::uuid[])", 1 },
+    /* the dashboard's history (sql/functions/history.sql) */
+    [STMT_HISTORY_ROLL] = { "history_roll", "SELECT queen.minute_stats_roll(now())", 0 },
+    [STMT_HISTORY]      = { "history", "SELECT minute, seconds, pushed, consumed, dead_lettered"
+        " FROM queen.minute_history($1, $2)", 2 },
     [STMT_MESSAGE_LOOKUP] = { "message_lookup", "SELECT queue, partition, message_offset, seg_base, seg_created,"
         " seg_blob FROM queen.message_lookup($1, $2) WHERE message_offset IS NOT NULL", 2 },
     /* transactions */
