@@ -29,3 +29,8 @@ CREATE TABLE queen.minute_counters (
     written  numeric NOT NULL,
     consumed numeric NOT NULL
 );
+
+-- The queue and group lists take ?search= and ?sort= (issue 36): their
+-- functions have new arguments, so the old ones go.
+DROP FUNCTION IF EXISTS queen.queue_list(integer, integer);
+DROP FUNCTION IF EXISTS queen.group_list(integer, integer, text, integer, integer);

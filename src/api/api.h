@@ -231,7 +231,9 @@ int  api_query_bool(httpd_req *req, const char *key, bool fallback, bool *out) _
 void api_engine_error(httpd_req *req, const char *error, const char *sqlstate, bool unavailable);
 void api_db_error(httpd_req *req, const db_reply *reply);
 /* Runs a statement whose one value is a JSON document and replies with it:
- * 200, or 404 with not_found when the value is NULL. */
+ * 200, or 404 with not_found when the value is NULL. A second column, when
+ * the statement has one, is the size of the whole list the document is a
+ * page of: the reply's X-Total-Count header. */
 void api_json_call(httpd_req *req, server *srv, db_stmt stmt, const char *const *values, const char *not_found);
 /* The same for a statement that may leave group more to take (a seek):
  * once it answered, the group's parked pops are told (server_group_released). */
@@ -252,7 +254,13 @@ typedef struct api_page {
     /* Checks the filters (a 400 and -1 for a bad one) once the limit is
      * read, before the cursor is; NULL: any value goes. */
     int       (*check)(httpd_req *req, const char *const *filters);
+    /* counted: count_stmt, with the filters alone, answers "total": how
+     * many rows they match, up to API_PAGE_COUNT_CAP, and "totalCapped":
+     * true past it (a count that reads no further than that). */
+    bool        counted;
+    db_stmt     count_stmt;
 } api_page;
+#define API_PAGE_COUNT_CAP 10000
 /* Reads the limit and the cursor (a 400 for a bad one), runs page->stmt
  * with the nfilters filters (NULL: not given; at most API_PAGE_FILTERS)
  * and replies {"<member>": [rows], "nextCursor": the last row's id when
@@ -278,6 +286,16 @@ typedef struct api_offset_page {
     api_position pos;
 } api_offset_page;
 int  api_query_offset_page(httpd_req *req, api_offset_page *page) __attribute__((warn_unused_result));
+/* ?search=, ?sort= and ?order= of a list the server sorts (queues,
+ * groups). search: absent or empty for every name, else a substring of
+ * the names listed (case aside; at most 255 bytes). sort: one of sorts
+ * (NULL-terminated; absent: the first, the name). order: asc or desc;
+ * absent, a to z by name and largest first by any other key. desc is "t"
+ * or "f", a statement's value. -1 after a 400 naming the parameter. */
+typedef struct api_find {
+    const char *search, *sort, *desc;
+} api_find;
+int  api_query_find(httpd_req *req, const char *const *sorts, api_find *out) __attribute__((warn_unused_result));
 /* Runs stmt with values and replies {"<member>": [every row, by emit_row]}:
  * a whole list, for lists a server keeps short (workers, retention
  * classes and leaves). member is static. */

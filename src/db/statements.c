@@ -38,12 +38,14 @@ const db_statement db_statements[STMT_COUNT] = {
     [STMT_CONFIGURE]    = { "configure",
         "SELECT namespace, task, options, (options->>'encryptionEnabled')::boolean FROM queen.configure($1, $2, $3, $4)", 4 },
     /* administration: one jsonb value each (NULL: not found) */
-    [STMT_QUEUE_LIST]   = { "queue_list", "SELECT queen.queue_list($1, $2)", 2 },
+    /* a list's second column: how many the filter matches in all (X-Total-Count) */
+    [STMT_QUEUE_LIST]   = { "queue_list", "SELECT queen.queue_list($1, $2, $3, $4, $5), queen.queue_count($3)", 5 },
     [STMT_QUEUE_DETAIL] = { "queue_detail", "SELECT queen.queue_detail($1, $2, $3)", 3 },
     [STMT_QUEUE_DELETE] = { "queue_delete",   /* NULL (404) when there was no such queue */
         "SELECT CASE WHEN queen.queue_delete($1) THEN jsonb_build_object('deleted', true) END", 1 },
     [STMT_OVERVIEW]     = { "overview", "SELECT queen.overview()", 0 },
-    [STMT_GROUP_LIST]   = { "group_list", "SELECT queen.group_list($1, $2, $3, $4, $5)", 5 },
+    [STMT_GROUP_LIST]   = { "group_list",
+        "SELECT queen.group_list($1, $2, $3, $4, $5, $6, $7, $8), queen.group_count($3, $6)", 8 },
     [STMT_GROUP_DETAIL] = { "group_detail", "SELECT queen.group_detail($1, $2, $3, $4, $5)", 5 },
     [STMT_GROUP_DELETE] = { "group_delete",   /* NULL (404) when the group has nothing there */
         "SELECT CASE WHEN queen.group_known($1, $2)"
@@ -122,9 +124,16 @@ const db_statement db_statements[STMT_COUNT] = {
      * leaves of that day and later (sql/024) */
     [STMT_TASK_GET]     = { "task_get", "SELECT " TASK_COLUMNS " FROM tasks.all_tasks WHERE id = $1"
         " AND (finished_at IS NULL OR finished_at >= tasks.history_floor($1))", 1 },
-    [STMT_TASK_LIST]    = { "task_list", "SELECT " TASK_COLUMNS " FROM tasks.all_tasks"
-        " WHERE ($1::text IS NULL OR queue_name = $1) AND ($2::text IS NULL OR status = $2)"
-        " AND ($3::uuid IS NULL OR id > $3) ORDER BY id LIMIT $4", 4 },
+    /* $1 queue, $2 status, $3 a substring of the name (queen.name_matches) */
+#define TASK_FILTER " FROM tasks.all_tasks WHERE ($1::text IS NULL OR queue_name = $1)" \
+        " AND ($2::text IS NULL OR status = $2) AND queen.name_matches(task_name, $3)"
+    [STMT_TASK_LIST]    = { "task_list", "SELECT " TASK_COLUMNS TASK_FILTER
+        " AND ($4::uuid IS NULL OR id > $4) ORDER BY id LIMIT $5", 5 },
+    [STMT_TASK_LIST_DESC] = { "task_list_desc", "SELECT " TASK_COLUMNS TASK_FILTER
+        " AND ($4::uuid IS NULL OR id < $4) ORDER BY id DESC LIMIT $5", 5 },
+    /* counted up to API_PAGE_COUNT_CAP + 1: a rare name's count reads no further than its list */
+    [STMT_TASK_COUNT]   = { "task_count", "SELECT count(*) FROM (SELECT 1" TASK_FILTER " LIMIT 10001) t", 3 },
+#undef TASK_FILTER
     [STMT_TASK_CANCEL]  = { "task_cancel", "SELECT tasks.cancel($1)", 1 },
     /* sql/027: rows in the order api/tasks.c reads them */
     [STMT_TASK_ATTEMPTS] = { "task_attempts", "SELECT attempt, worker_id, claim_id, started_at, finished_at, outcome,"
