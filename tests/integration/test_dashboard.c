@@ -589,6 +589,14 @@ TEST(dashboard_screenshots_of_the_main_pages)
     CHECK_INT(task_call(&s, "complete", &fetch, "\"result\":{\"rows\":1200}"), 200);
     CHECK(task_claim_one(&s, "worker-1", "etl", &parse));
     CHECK_INT(task_call(&s, "start", &parse, NULL), 200);
+    /* three hours of history for the charts: a day's swell of orders, a steadier stream of emails */
+    sql("insert into queen.minute_rolls select date_trunc('minute', now()) - interval '1 minute' * i, now(), 60"
+        " from generate_series(1, 180) i");
+    sql("insert into queen.minute_stats (minute, queue, pushed, consumed, dead_lettered)"
+        " select date_trunc('minute', now()) - interval '1 minute' * i, q,"
+        " (CASE q WHEN 'orders' THEN 1800 + 1200 * sin(i / 25.0) ELSE 600 END)::bigint,"
+        " (CASE q WHEN 'orders' THEN 1700 + 1100 * sin((i + 6) / 25.0) ELSE 590 END)::bigint,"
+        " (i %% 37 = 0)::integer from generate_series(1, 180) i, unnest(array['orders', 'emails']) q");
     browser b;
     browser_open(&b, "about:blank");
     reply m;
