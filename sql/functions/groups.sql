@@ -144,7 +144,7 @@ $$;
 -- Those groups in the order of p_sort: name, lag (totalLag) or age
 -- (maxTimeLag: the oldest message not consumed), largest first when
 -- p_desc; name breaks ties. The lag is read only when sorting by it
--- (PL/pgSQL, as queue_list).
+-- (gated by p_sort, as in queue_list).
 CREATE OR REPLACE FUNCTION queen.group_list(p_lagging_seconds integer, p_dead_seconds integer, p_queue text,
                                  p_limit integer, p_offset integer, p_search text, p_sort text, p_desc boolean)
 RETURNS jsonb LANGUAGE plpgsql STABLE AS $$

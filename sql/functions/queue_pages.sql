@@ -58,9 +58,9 @@ $$;
 -- Queues whose name holds p_search, in the order of p_sort: name, lag
 -- (every group's, summed), age (created first when p_desc), failures
 -- (dead letters) or messages (retained), largest first when p_desc; name
--- breaks ties. A key is computed only when it is the one sorted by
--- (PL/pgSQL: each call's plan knows p_sort, and the others' joins are
--- never run).
+-- breaks ties. A key is computed only when it is the one sorted by: each
+-- key's join is gated by a condition on p_sort alone, which PostgreSQL
+-- checks once (a one-time filter) before running that join.
 CREATE OR REPLACE FUNCTION queen.queue_list(p_limit integer, p_offset integer, p_search text, p_sort text,
                                             p_desc boolean) RETURNS jsonb LANGUAGE plpgsql STABLE AS $$
 BEGIN
@@ -78,7 +78,8 @@ BEGIN
                                   WHERE p_sort = 'lag' GROUP BY g.queue) l ON l.queue = q.name
                       LEFT JOIN (SELECT x.queue, count(*) AS n FROM queen.log_dlq x
                                   WHERE p_sort = 'failures' GROUP BY x.queue) d ON d.queue = q.name
-                      LEFT JOIN LATERAL queen.queue_partition_totals(q.name) t ON p_sort = 'messages'
+                      LEFT JOIN LATERAL (SELECT x.messages FROM queen.queue_partition_totals(q.name) x
+                                          WHERE p_sort = 'messages') t ON true
                      WHERE queen.name_matches(q.name, p_search)) k
              ORDER BY rank LIMIT p_limit OFFSET coalesce(p_offset, 0)) o
       JOIN queen.queues q ON q.name = o.name);
