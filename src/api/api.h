@@ -220,6 +220,10 @@ char *api_member_json(const json_doc *d, uint32_t obj, const char *key);
  * null; 400 naming the field (after where) otherwise. */
 int  api_member_int(httpd_req *req, const json_doc *d, uint32_t obj, const char *where, const char *key,
                     int64_t min, int64_t max, int64_t *out) __attribute__((warn_unused_result));
+/* Optional boolean member: *out untouched when absent or null; 400 naming
+ * the field (after where) otherwise. */
+int  api_member_bool(httpd_req *req, const json_doc *d, uint32_t obj, const char *where, const char *key, bool *out)
+     __attribute__((warn_unused_result));
 /* Query parameters. */
 int  api_query_int(httpd_req *req, const char *key, int64_t fallback, int64_t min, int64_t max, int64_t *out)
      __attribute__((warn_unused_result));

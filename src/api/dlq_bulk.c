@@ -54,21 +54,6 @@ static void call_free(bulk_call *c)
     free(c);
 }
 
-static int bad(httpd_req *req, const char *field, const char *msg)
-{
-    httpd_error_field(req, 400, "field", field, "%s %s", field, msg);
-    return -1;
-}
-
-static int read_bool(httpd_req *req, const json_doc *d, const char *key, bool *out)
-{
-    int v = json_get(d, 0, key);
-    if (v < 0 || d->tokens[v].type == JSON_NULL) return 0;
-    if (d->tokens[v].type != JSON_TRUE && d->tokens[v].type != JSON_FALSE) return bad(req, key, "must be true or false");
-    *out = d->tokens[v].type == JSON_TRUE;
-    return 0;
-}
-
 static int read_name(httpd_req *req, const json_doc *d, const char *key, char **out)
 {
     if (api_member_string(req, d, 0, "", key, out) < 0) return -1;
@@ -91,9 +76,12 @@ static int read_filter(httpd_req *req, server *srv, json_doc *d, bulk_call *c)
         api_member_string(req, d, 0, "", "error", &c->filter[F_ERROR]) < 0 ||
         read_time(req, d, "from", &c->filter[F_FROM]) < 0 || read_time(req, d, "to", &c->filter[F_TO]) < 0 ||
         api_member_int(req, d, 0, "", "limit", 1, BULK_LIMIT_MAX, &c->limit) < 0 ||
-        read_bool(req, d, "dryRun", &c->dry_run) < 0)
+        api_member_bool(req, d, 0, "", "dryRun", &c->dry_run) < 0)
         return -1;
-    if (c->filter[F_ERROR] && strlen(c->filter[F_ERROR]) > 1024) return bad(req, "error", "must be at most 1024 bytes");
+    if (c->filter[F_ERROR] && strlen(c->filter[F_ERROR]) > 1024) {
+        httpd_error_field(req, 400, "field", "error", "error must be at most 1024 bytes");
+        return -1;
+    }
     snprintf(c->limit_text, sizeof c->limit_text, "%lld", (long long)c->limit);
     snprintf(c->fetch_text, sizeof c->fetch_text, "%lld", (long long)c->limit + 1);   /* one more: is there more? */
     return 0;

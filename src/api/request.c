@@ -98,6 +98,18 @@ int api_member_int(httpd_req *req, const json_doc *d, uint32_t obj, const char *
     return 0;
 }
 
+int api_member_bool(httpd_req *req, const json_doc *d, uint32_t obj, const char *where, const char *key, bool *out)
+{
+    int v = json_get(d, obj, key);
+    if (v < 0 || d->tokens[v].type == JSON_NULL) return 0;
+    if (d->tokens[v].type != JSON_TRUE && d->tokens[v].type != JSON_FALSE) {
+        httpd_error_field(req, 400, "field", key, "%s%s must be true or false", where, key);
+        return -1;
+    }
+    *out = d->tokens[v].type == JSON_TRUE;
+    return 0;
+}
+
 int api_read_uuid(httpd_req *req, const char *text, char out[IDS_UUID_TEXT], const char *what)
 {
     uint8_t id[16];

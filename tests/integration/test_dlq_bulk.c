@@ -137,6 +137,8 @@ TEST(dlq_bulk_bad_input_is_a_400_naming_the_field_and_changes_nothing)
     char longname[300];
     memset(longname, 'x', sizeof longname - 1);
     longname[sizeof longname - 1] = '\0';
+    char long_group[400];   /* not in sfmt's ring: the loop's requests reuse it */
+    snprintf(long_group, sizeof long_group, "{\"consumerGroup\":\"%s\"}", longname);
     const char *cases[][2] = {
         { "{\"limit\":0}", "limit" },
         { "{\"limit\":1001}", "limit" },
@@ -144,18 +146,13 @@ TEST(dlq_bulk_bad_input_is_a_400_naming_the_field_and_changes_nothing)
         { "{\"to\":12}", "to" },
         { "{\"dryRun\":\"yes\"}", "dryRun" },
         { "{\"queue\":\"\"}", "queue" },
-        { sfmt("{\"consumerGroup\":\"%s\"}", longname), "consumerGroup" },
+        { long_group, "consumerGroup" },
         { "{\"error\":[1]}", "error" },
         { "{\"queues\":\"a\"}", "queues" },
     };
     for (int route = 0; route < 2; route++)
-        for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-            reply r;
-            rq(&s, "POST", route ? "/api/v1/dlq/delete" : "/api/v1/dlq/replay", cases[i][0], &r);
-            CHECK_INT(r.status, 400);
-            CHECK_STR(jstr(&r, "field"), cases[i][1]);
-            reply_fini(&r);
-        }
+        for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+            rq_refused(&s, "POST", route ? "/api/v1/dlq/delete" : "/api/v1/dlq/replay", cases[i][0], cases[i][1]);
     reply r;
     rq(&s, "POST", "/api/v1/dlq/delete", "[1]", &r);
     CHECK_INT(r.status, 400);

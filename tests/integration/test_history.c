@@ -90,18 +90,14 @@ TEST(history_bad_hours_or_queue_is_a_400_naming_it)
     char longname[300];
     memset(longname, 'q', sizeof longname - 1);
     longname[sizeof longname - 1] = '\0';
+    char long_queue[400];   /* not in sfmt's ring: the loop's requests reuse it */
+    snprintf(long_queue, sizeof long_queue, "/api/v1/stats/history?queue=%s", longname);
     const char *cases[][2] = {
         { "/api/v1/stats/history?hours=0", "hours" },
         { "/api/v1/stats/history?hours=25", "hours" },
         { "/api/v1/stats/history?hours=day", "hours" },
-        { sfmt("/api/v1/stats/history?queue=%s", longname), "queue" },
+        { long_queue, "queue" },
     };
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        reply r;
-        rq(&s, "GET", cases[i][0], NULL, &r);
-        CHECK_INT(r.status, 400);
-        CHECK_STR(jstr(&r, "field"), cases[i][1]);
-        reply_fini(&r);
-    }
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) rq_refused(&s, "GET", cases[i][0], NULL, cases[i][1]);
     srv_stop(&s);
 }

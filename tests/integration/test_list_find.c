@@ -170,21 +170,18 @@ TEST(list_search_sort_and_order_refuse_bad_values_naming_the_parameter)
     char longname[300];
     memset(longname, 's', sizeof longname - 1);
     longname[sizeof longname - 1] = '\0';
+    char long_groups[400], long_tasks[400];   /* not in sfmt's ring: the loop's requests reuse it */
+    snprintf(long_groups, sizeof long_groups, "/api/v1/consumer-groups?search=%s", longname);
+    snprintf(long_tasks, sizeof long_tasks, "/api/v1/tasks?search=%s", longname);
     const char *cases[][2] = {
         { "/api/v1/resources/queues?sort=size", "sort" },
         { "/api/v1/resources/queues?sort=lag&order=up", "order" },
         { "/api/v1/consumer-groups?sort=failures", "sort" },
         { "/api/v1/consumer-groups?order=DESC", "order" },
-        { sfmt("/api/v1/consumer-groups?search=%s", longname), "search" },
+        { long_groups, "search" },
         { "/api/v1/tasks?order=newest", "order" },
-        { sfmt("/api/v1/tasks?search=%s", longname), "search" },
+        { long_tasks, "search" },
     };
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        reply r;
-        rq(&s, "GET", cases[i][0], NULL, &r);
-        CHECK_INT(r.status, 400);
-        CHECK_STR(jstr(&r, "field"), cases[i][1]);
-        reply_fini(&r);
-    }
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) rq_refused(&s, "GET", cases[i][0], NULL, cases[i][1]);
     srv_stop(&s);
 }
