@@ -1141,19 +1141,41 @@ const workflowPage = {
   },
 };
 
+/* Pausing a schedule made through the API (docs/workflows.md, "Schedules
+ * at run time"): it fires nothing until resumed, and the slots of the
+ * pause are skipped. silt.conf's schedules (origin config) cannot be
+ * paused through the API, so they have no button. */
+function pauseSchedule(name, verb) {
+  return confirmedPost(verb + ' schedule ' + name + '?',
+    '/api/v1/schedules/' + encodeURIComponent(name) + '/' + verb, verb,
+    (b) => 'schedule ' + b.name + (b.paused ? ' paused: it fires nothing until resumed' : ' resumed'));
+}
+
+function scheduleAction(x, admin) {
+  if (!admin || x.origin !== 'api') return h('td', { 'data-k': 'action' });
+  const verb = x.paused ? 'resume' : 'pause';
+  return h('td', { 'data-k': 'action' },
+    h('button', { 'data-action': verb, onclick: () => pauseSchedule(x.name, verb) }, verb));
+}
+
 const schedulesPage = {
   live: true,
   title: () => 'Schedules',
-  async load() {
+  async load(args, state) {
     const d = await apiOk('/api/v1/schedules');
+    const admin = may(state, 'admin');   /* pause and resume need the admin role */
     return h('div', { id: 'page-schedules' },
       h('h1', {}, 'Schedules'),
-      h('p', { class: 'muted' }, 'The schedules of the silt.conf of the server this page was loaded from.'),
-      table([['name'], ['cron'], ['timezone'], ['task'], ['queue'], ['next fire'], ['last fired'], ['last task']],
-        d.schedules.map((x) => h('tr', { 'data-row': x.name },
-          cell('name', x.name), cell('cron', x.cron), cell('timezone', x.timezone), cell('task', x.task),
+      h('p', { class: 'muted' }, 'Every schedule: those of silt.conf (origin config) and those made through the API ' +
+        '(origin api, which an admin may pause and resume).'),
+      table([['name'], ['origin'], ['paused'], ['cron'], ['timezone'], ['task'], ['queue'], ['next fire'],
+        ['last fired'], ['last task'], ['']],
+        d.schedules.map((x) => h('tr', { 'data-row': x.name, class: x.paused ? 'bad' : '' },
+          cell('name', x.name), cell('origin', x.origin), cell('paused', x.paused ? 'paused' : 'no'),
+          cell('cron', x.cron), cell('timezone', x.timezone), cell('task', x.task),
           cell('queue', x.queue), cell('nextFire', x.nextFire), cell('lastFiredAt', x.lastFiredAt),
-          h('td', { 'data-k': 'lastTaskId' }, x.lastTaskId ? taskLink(x.lastTaskId) : '—')))));
+          h('td', { 'data-k': 'lastTaskId' }, x.lastTaskId ? taskLink(x.lastTaskId) : '—'),
+          scheduleAction(x, admin)))));
   },
 };
 

@@ -85,6 +85,11 @@ typedef enum db_stmt {
     STMT_EXPIRE_PAUSED,
     STMT_SCHEDULE_STATE,
     STMT_SCHEDULE_FIRE,
+    STMT_SCHEDULE_LIST,     /* every schedule ($1 NULL) or one, with its state */
+    STMT_SCHEDULE_CREATE,   /* these four answer an outcome (sql/functions/schedules.sql) */
+    STMT_SCHEDULE_CHANGE,
+    STMT_SCHEDULE_PAUSE,
+    STMT_SCHEDULE_DELETE,
     STMT_WORKER_REGISTER,
     STMT_WORKER_LIST,
     STMT_TASK_QUEUES,

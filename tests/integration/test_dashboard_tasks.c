@@ -394,3 +394,41 @@ TEST(dashboard_schedules_page_shows_each_schedule_and_its_next_fire)
     srv_stop(&s);
     unlink(path);
 }
+
+/* The schedules page shows each schedule's origin and whether it is
+ * paused; an API schedule has pause (then resume) for an admin, silt.conf's
+ * has no button: the API would refuse it. */
+TEST(dashboard_schedules_page_shows_the_origin_and_pauses_and_resumes_an_api_schedule)
+{
+    if (!browser_available()) return;
+    char path[128];
+    snprintf(path, sizeof path, "/tmp/silt-dash-sched-api-%d.conf", (int)getpid());
+    FILE *f = fopen(path, "w");
+    CHECK(f != NULL);
+    fprintf(f, "[schedule.nightly]\ncron = 0 3 * * *\ntask = cleanup\nqueue = maintenance\n");
+    fclose(f);
+    silt_server s;
+    if (!dashboard_start(&s, (const char *const[]){ sfmt("SILT_CONFIG=%s", path), NULL })) return;
+    reply r;
+    rq(&s, "POST", "/api/v1/schedules", "{\"name\":\"hourly\",\"cron\":\"0 * * * *\",\"task\":\"t\",\"queue\":\"q\"}", &r);
+    CHECK_INT(r.status, 201);
+    reply_fini(&r);
+    browser b;
+    browser_open(&b, sfmt("%s/#/schedules", s.url));
+    browser_await(&b, "document.querySelector('[data-row=hourly] [data-action=pause]') !== null", 20000);
+    CHECK_STR(browser_eval(&b, "document.querySelector('[data-row=nightly] [data-k=origin]').textContent"),
+              "\"config\"");
+    CHECK_STR(browser_eval(&b, "document.querySelector('[data-row=nightly] button') === null"), "true");
+    CHECK_STR(browser_eval(&b, "document.querySelector('[data-row=hourly] [data-k=origin]').textContent"), "\"api\"");
+    browser_confirm_click(&b, "[data-row=hourly] [data-action=pause]");
+    browser_await(&b, "document.querySelector('[data-row=hourly] [data-action=resume]') !== null", 10000);
+    CHECK_STR(browser_eval(&b, "document.querySelector('[data-row=hourly] [data-k=paused]').textContent"),
+              "\"paused\"");
+    CHECK_STR(sql("SELECT paused_at IS NOT NULL FROM tasks.schedules WHERE name = 'hourly'"), "t");
+    browser_confirm_click(&b, "[data-row=hourly] [data-action=resume]");
+    browser_await(&b, "document.querySelector('[data-row=hourly] [data-action=pause]') !== null", 10000);
+    CHECK_STR(sql("SELECT paused_at IS NULL FROM tasks.schedules WHERE name = 'hourly'"), "t");
+    browser_close(&b);
+    srv_stop(&s);
+    unlink(path);
+}
