@@ -68,6 +68,23 @@ TEST(a_running_tasks_progress_is_stored_with_its_time_and_shown_by_get_and_list)
     srv_stop(&s);
 }
 
+/* silt task get and list show the report. */
+TEST(silt_task_get_and_list_show_a_tasks_progress)
+{
+    silt_server s;
+    srv_start(&s, NULL);
+    task_claimed c;
+    running_task(&s, NULL, &c);
+    CHECK_INT(report(&s, &c, "\"progress\":42.5,\"progressInfo\":{\"step\":\"copy\"}", NULL), 200);
+    static char out[65536];
+    CHECK_INT(run_cmd(sfmt("SILT_URL='%s' '%s' task get %s 2>&1", s.url, silt_bin(), c.id), out, sizeof out), 0);
+    CHECK(strstr(out, "progress ") && strstr(out, "42.5"));
+    CHECK(strstr(out, "{\"step\":\"copy\"}") != NULL);
+    CHECK_INT(run_cmd(sfmt("SILT_URL='%s' '%s' task list --queue q 2>&1", s.url, silt_bin()), out, sizeof out), 0);
+    CHECK(strstr(out, "PROGRESS") != NULL && strstr(out, " RUNNING ") && strstr(out, " 42.5 "));
+    srv_stop(&s);
+}
+
 TEST(a_stale_claims_progress_is_answered_lost_and_a_claimed_tasks_ignored)
 {
     silt_server s;
