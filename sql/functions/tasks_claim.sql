@@ -83,13 +83,7 @@ BEGIN
                                    AND (c.good_until IS NULL OR c.good_until >= now())   -- expired: recovery's
                                  ORDER BY c.priority, c.enqueued_at
                                  LIMIT room FOR UPDATE SKIP LOCKED)
-                RETURNING t.*),
-            attempts AS (   -- started with the claim: the attempt and first runner heartbeat commit with it
-                INSERT INTO horsies_task_attempts (task_id, attempt, worker_id, claim_id)
-                SELECT k.id, k.attempt, p_worker, k.claim_id FROM taken k WHERE p_start),
-            beats AS (
-                INSERT INTO horsies_heartbeats (task_id, worker_id, role)
-                SELECT k.id, p_worker, 'runner' FROM taken k WHERE p_start)
+                RETURNING t.*)
             SELECT * FROM taken;
         GET DIAGNOSTICS got = ROW_COUNT;
         left_n := left_n - got;
@@ -111,17 +105,15 @@ $$;
 
 -- Takes back what a claim took for a client that was gone before the reply
 -- reached it: the tasks go back to PENDING as if never claimed (a start
--- made by the claim itself is undone with its attempt row), so nobody's
--- retries are spent on a reply nobody read. Returns how many, per queue.
+-- made by the claim itself is undone: its attempt is taken back), so
+-- nobody's retries are spent on a reply nobody read. Returns how many, per
+-- queue.
 CREATE OR REPLACE FUNCTION tasks.unclaim(p_ids uuid[], p_claims uuid[])
 RETURNS TABLE (queue text, released bigint) LANGUAGE sql AS $$
     WITH mine AS (
-        SELECT t.id, t.attempt, t.status FROM horsies_tasks t, unnest(p_ids, p_claims) AS u(id, claim)
+        SELECT t.id, t.status FROM horsies_tasks t, unnest(p_ids, p_claims) AS u(id, claim)
          WHERE t.id = u.id AND t.claim_id = u.claim AND t.status IN ('CLAIMED', 'RUNNING')
          ORDER BY t.id FOR UPDATE OF t),
-    undone AS (
-        DELETE FROM horsies_task_attempts a USING mine m
-         WHERE m.status = 'RUNNING' AND a.task_id = m.id AND a.attempt = m.attempt),
     back AS (
         UPDATE horsies_tasks t
            SET status = 'PENDING', attempt = t.attempt - CASE WHEN m.status = 'RUNNING' THEN 1 ELSE 0 END,
@@ -144,22 +136,15 @@ RETURNS TABLE (queue text, released bigint) LANGUAGE sql AS $$
     SELECT queue_name, count(*) FROM back GROUP BY queue_name
 $$;
 
--- CLAIMED -> RUNNING under the claim; the attempt row and the first runner
--- heartbeat commit with the transition. NULL when the claim is not (or no
--- longer) this task's: the caller answers 409.
+-- CLAIMED -> RUNNING under the claim: the attempt begins (it is the task
+-- row's until it ends, when tasks.end_attempts writes its row). NULL when
+-- the claim is not (or no longer) this task's: the caller answers 409.
 CREATE OR REPLACE FUNCTION tasks.start(p_id uuid, p_claim uuid) RETURNS integer
-LANGUAGE plpgsql AS $$
-DECLARE
-    t horsies_tasks;
-BEGIN
+LANGUAGE sql AS $$
     UPDATE horsies_tasks SET status = 'RUNNING', attempt = attempt + 1, started_at = now(), last_heartbeat_at = now()
      WHERE id = p_id AND claim_id = p_claim AND status = 'CLAIMED'
-    RETURNING * INTO t;
-    IF t.id IS NULL THEN RETURN NULL; END IF;
-    INSERT INTO horsies_task_attempts (task_id, attempt, worker_id, claim_id) VALUES (t.id, t.attempt, t.worker_id, p_claim);
-    INSERT INTO horsies_heartbeats (task_id, worker_id, role) VALUES (t.id, t.worker_id, 'runner');
-    RETURN t.attempt;
-END $$;
+    RETURNING attempt
+$$;
 
 -- A heartbeat answers each (task, claim) it names, in the order named: a
 -- worker that names a task twice, under an old claim (an end it still

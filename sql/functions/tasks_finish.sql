@@ -1,25 +1,13 @@
 -- Ending tasks: finish, fail, retry, cancel; and reading them back.
 
-CREATE OR REPLACE FUNCTION tasks.finish_many(p_ids uuid[], p_claims uuid[], p_outcomes text[], p_results text[],
-                                  p_codes text[], p_messages text[])
-RETURNS TABLE (idx integer, id uuid, status text, queue text) LANGUAGE plpgsql AS $$
-#variable_conflict use_column
-BEGIN
-    PERFORM 1 FROM horsies_tasks t WHERE t.id = ANY (p_ids) ORDER BY t.id FOR UPDATE;
-    PERFORM 1 FROM horsies_workflows w
-      WHERE w.id IN (SELECT t.workflow_id FROM horsies_tasks t WHERE t.id = ANY (p_ids))
-      ORDER BY w.id FOR UPDATE;
-    RETURN QUERY SELECT * FROM tasks.finish_many_tasks(p_ids, p_claims, p_outcomes, p_results, p_codes, p_messages);
-END $$;
-
 -- Ends a batch of running attempts (the completions and failures gathered
 -- from concurrent requests): one row per item, in batch order, with the
 -- task's status afterwards, or NULL where the claim is not the task's
--- running one (fenced), and its queue. Completions are set-based: their attempts end, and
--- they leave horsies_tasks for horsies_task_history, in three statements
--- whatever their number; failures take tasks.finish one by one (a retry
--- decision each).
-CREATE OR REPLACE FUNCTION tasks.finish_many_tasks(p_ids uuid[], p_claims uuid[], p_outcomes text[], p_results text[],
+-- running one (fenced), and its queue. Completions are set-based: their
+-- attempts' rows are written, and they leave horsies_tasks for
+-- horsies_task_history, in three statements whatever their number;
+-- failures take tasks.fail one by one (a retry decision each).
+CREATE OR REPLACE FUNCTION tasks.finish_many(p_ids uuid[], p_claims uuid[], p_outcomes text[], p_results text[],
                                   p_codes text[], p_messages text[])
 RETURNS TABLE (idx integer, id uuid, status text, queue text) LANGUAGE plpgsql AS $$
 #variable_conflict use_column
@@ -31,7 +19,13 @@ DECLARE
     st   text[] := array_fill(NULL::text, ARRAY[cardinality(p_ids)]);
     qs   text[] := array_fill(NULL::text, ARRAY[cardinality(p_ids)]);
 BEGIN
-    PERFORM 1 FROM horsies_tasks t WHERE t.id = ANY (p_ids) ORDER BY t.id FOR UPDATE;   -- see tasks.heartbeat
+    -- The tasks in id order, as every batch that ends tasks and every
+    -- heartbeat locks them (see tasks.heartbeat), then their workflows in
+    -- id order: two batches never wait on each other in a circle.
+    PERFORM 1 FROM horsies_tasks t WHERE t.id = ANY (p_ids) ORDER BY t.id FOR UPDATE;
+    PERFORM 1 FROM horsies_workflows w
+      WHERE w.id IN (SELECT t.workflow_id FROM horsies_tasks t WHERE t.id = ANY (p_ids))
+      ORDER BY w.id FOR UPDATE;
     WITH items AS (
         SELECT u.id, u.claim, u.result, u.ord FROM unnest(p_ids, p_claims, p_outcomes, p_results)
                WITH ORDINALITY AS u(id, claim, outcome, result, ord) WHERE u.outcome = 'COMPLETED'),
@@ -39,20 +33,21 @@ BEGIN
         DELETE FROM horsies_tasks t USING items i
          WHERE t.id = i.id AND t.claim_id = i.claim AND t.status = 'RUNNING'
         RETURNING t.*, i.result AS item_result),
-    ended AS (
-        UPDATE horsies_task_attempts a SET finished_at = now(), outcome = 'COMPLETED'
-          FROM gone g WHERE a.task_id = g.id AND a.attempt = g.attempt),
+    ended AS (   -- as tasks.end_attempt, for the batch
+        INSERT INTO horsies_task_attempts (task_id, attempt, worker_id, claim_id, started_at, finished_at, outcome)
+        SELECT g.id, g.attempt, g.worker_id, g.claim_id, g.started_at, now(), 'COMPLETED' FROM gone g),
     kept AS (
         INSERT INTO horsies_task_history (id, task_name, queue_name, args, priority, status, sent_at, enqueued_at,
                                           good_until, max_retries, retry_count, attempt, idempotency_key,
                                           retention_class_key, worker_id, claimed_at, started_at, result,
                                           timeout_ms, retry_delays_ms, retry_base_ms, retry_cap_ms, retry_jitter,
-                                          retry_on, rerun_of, progress, progress_info, progress_at)
+                                          retry_on, rerun_of, workflow_id, workflow_node, progress, progress_info,
+                                          progress_at)
         SELECT g.id, g.task_name, g.queue_name, g.args, g.priority, 'COMPLETED', g.sent_at, g.enqueued_at,
                g.good_until, g.max_retries, g.retry_count, g.attempt, g.idempotency_key,
                g.retention_class_key, g.worker_id, g.claimed_at, g.started_at, g.item_result::json,
                g.timeout_ms, g.retry_delays_ms, g.retry_base_ms, g.retry_cap_ms, g.retry_jitter, g.retry_on,
-               g.rerun_of, g.progress, g.progress_info, g.progress_at
+               g.rerun_of, g.workflow_id, g.workflow_node, g.progress, g.progress_info, g.progress_at
           FROM gone g RETURNING id, queue_name)
     SELECT array_agg(x.id), array_agg(x.queue_name) INTO done, dq FROM kept x;
     FOR f IN SELECT u.* FROM unnest(p_ids, p_claims, p_outcomes, p_codes, p_messages)
@@ -64,32 +59,35 @@ BEGIN
             END IF;
         ELSE
             qs[f.ord] := (SELECT t.queue_name FROM horsies_tasks t WHERE t.id = f.id);
-            st[f.ord] := tasks.finish(f.id, f.claim, 'FAILED', NULL, f.code, f.message);
+            st[f.ord] := tasks.fail(f.id, f.claim, f.code, f.message);
         END IF;
     END LOOP;
     RETURN QUERY SELECT (k - 1)::integer, p_ids[k], st[k], qs[k] FROM generate_subscripts(p_ids, 1) k ORDER BY k;
 END $$;
 
--- A worker reports the end of a running attempt under its claim:
--- p_outcome 'COMPLETED' (with p_result) or 'FAILED' (with a code and a
--- message; a failure of a task whose cancel was asked ends CANCELLED).
--- Returns the task's status afterwards, or NULL when the claim is not this
--- task's running one (fenced: recovered, cancelled or finished already).
-CREATE OR REPLACE FUNCTION tasks.finish(p_id uuid, p_claim uuid, p_outcome text, p_result json, p_code text, p_message text)
+-- A worker reports the failure of a running attempt under its claim (a
+-- failure of a task whose cancel was asked ends CANCELLED). Returns the
+-- task's status afterwards, or NULL when the claim is not this task's
+-- running one (fenced: recovered, cancelled or finished already).
+CREATE OR REPLACE FUNCTION tasks.fail(p_id uuid, p_claim uuid, p_code text, p_message text)
 RETURNS text LANGUAGE plpgsql AS $$
 DECLARE
     t horsies_tasks;
 BEGIN
     SELECT * INTO t FROM horsies_tasks WHERE id = p_id AND claim_id = p_claim AND status = 'RUNNING' FOR UPDATE;
     IF t.id IS NULL THEN RETURN NULL; END IF;
-    IF p_outcome = 'COMPLETED' THEN
-        UPDATE horsies_task_attempts SET finished_at = now(), outcome = 'COMPLETED'
-         WHERE task_id = t.id AND attempt = t.attempt;
-        PERFORM tasks.terminalize(ARRAY[t.id], 'COMPLETED', p_result, NULL, NULL);
-        RETURN 'COMPLETED';
-    END IF;
     RETURN tasks.fail_running(t, p_code, p_message);
 END $$;
+
+-- Writes the row of t's running attempt, ended now with p_outcome. While it
+-- runs, an attempt is the task row's (tasks.attempts shows it from there):
+-- its row is written once, when it ends.
+CREATE OR REPLACE FUNCTION tasks.end_attempt(t horsies_tasks, p_outcome text, p_code text, p_message text)
+RETURNS void LANGUAGE sql AS $$
+    INSERT INTO horsies_task_attempts (task_id, attempt, worker_id, claim_id, started_at, finished_at, outcome,
+                                       error_code, error_message)
+    VALUES (t.id, t.attempt, t.worker_id, t.claim_id, t.started_at, now(), p_outcome, p_code, p_message)
+$$;
 
 -- The end of a running attempt, decided by the policy: t failed with p_code.
 -- A task whose cancel was asked ends CANCELLED, whoever reports the failure
@@ -100,13 +98,11 @@ CREATE OR REPLACE FUNCTION tasks.fail_running(t horsies_tasks, p_code text, p_me
 LANGUAGE plpgsql AS $$
 BEGIN
     IF t.cancel_requested THEN
-        UPDATE horsies_task_attempts SET finished_at = now(), outcome = 'CANCELLED', error_code = p_code,
-               error_message = p_message WHERE task_id = t.id AND attempt = t.attempt;
+        PERFORM tasks.end_attempt(t, 'CANCELLED', p_code, p_message);
         PERFORM tasks.terminalize(ARRAY[t.id], 'CANCELLED', NULL, 'CANCELLED', 'cancelled while running');
         RETURN 'CANCELLED';
     END IF;
-    UPDATE horsies_task_attempts SET finished_at = now(), outcome = 'FAILED', error_code = p_code, error_message = p_message
-     WHERE task_id = t.id AND attempt = t.attempt;
+    PERFORM tasks.end_attempt(t, 'FAILED', p_code, p_message);
     IF t.retry_count < t.max_retries AND (t.retry_on IS NULL OR p_code = ANY (t.retry_on)) THEN
         UPDATE horsies_tasks
            SET status = 'PENDING', retry_count = retry_count + 1, enqueued_at = now(),
@@ -150,12 +146,12 @@ BEGIN
                                       good_until, max_retries, retry_count, attempt, idempotency_key,
                                       retention_class_key, worker_id, claimed_at, started_at, result, error_code,
                                       error_message, timeout_ms, retry_delays_ms, retry_base_ms, retry_cap_ms,
-                                      retry_jitter, retry_on, rerun_of, progress, progress_info, progress_at)
+                                      retry_jitter, retry_on, rerun_of, workflow_id, workflow_node, progress, progress_info, progress_at)
     SELECT g.id, g.task_name, g.queue_name, g.args, g.priority, p_status, g.sent_at, g.enqueued_at,
            g.good_until, g.max_retries, g.retry_count, g.attempt, g.idempotency_key,
            g.retention_class_key, g.worker_id, g.claimed_at, g.started_at, p_result, p_code, p_message,
            g.timeout_ms, g.retry_delays_ms, g.retry_base_ms, g.retry_cap_ms, g.retry_jitter, g.retry_on, g.rerun_of,
-           g.progress, g.progress_info, g.progress_at
+           g.workflow_id, g.workflow_node, g.progress, g.progress_info, g.progress_at
       FROM gone g;
     GET DIAGNOSTICS n = ROW_COUNT;
     RETURN n;
@@ -199,6 +195,8 @@ CREATE OR REPLACE VIEW tasks.all_tasks AS
            workflow_id, workflow_node, rerun_of, progress, progress_info, progress_at
       FROM horsies_task_history;
 
+-- A task's attempts, oldest first: those that ended, from their rows, and
+-- the one running now, from the task's row (tasks.end_attempt).
 CREATE OR REPLACE FUNCTION tasks.attempts(p_id uuid)
 RETURNS TABLE (attempt integer, worker_id text, claim_id uuid, started_at timestamptz, finished_at timestamptz,
                outcome text, error_code text, error_message text)
@@ -206,5 +204,9 @@ LANGUAGE sql STABLE AS $$
     SELECT a.attempt, a.worker_id, a.claim_id, a.started_at, a.finished_at, a.outcome, a.error_code, a.error_message
       FROM horsies_task_attempts a
      WHERE a.task_id = p_id
-     ORDER BY a.attempt
+    UNION ALL
+    SELECT t.attempt, t.worker_id, t.claim_id, t.started_at, NULL, NULL, NULL, NULL
+      FROM horsies_tasks t
+     WHERE t.id = p_id AND t.status = 'RUNNING'
+     ORDER BY 1
 $$;

@@ -318,20 +318,6 @@ BEGIN
     RETURN QUERY SELECT unnest(wfs);
 END $$;
 
--- A node task's history row names its workflow and node (the live row is
--- gone by the time the row is written, so they are found by task id).
-CREATE OR REPLACE FUNCTION tasks.history_names_node() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-    SELECT w.workflow_id, w.node_id INTO NEW.workflow_id, NEW.workflow_node
-      FROM horsies_workflow_tasks w WHERE w.task_id = NEW.id;
-    RETURN NEW;
-END $$;
-
--- 020's triggers, on the new parent (after the copy: the rows kept were
--- already named and advanced).
-CREATE OR REPLACE TRIGGER history_names_node BEFORE INSERT ON horsies_task_history
-    FOR EACH ROW EXECUTE FUNCTION tasks.history_names_node();
-
 -- As 020's, and the outbox row also says where the node's history lies.
 CREATE OR REPLACE FUNCTION tasks.history_advances_workflows() RETURNS trigger LANGUAGE plpgsql AS $$
 DECLARE

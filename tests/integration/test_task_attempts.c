@@ -1,6 +1,7 @@
 /* Integration: GET /api/v1/tasks/:id/attempts — one task's attempts, oldest
- * first, as horsies_task_attempts holds them (sql/027). Whether the task
- * exists is decided as GET /api/v1/tasks/:id decides it. */
+ * first: those that ended as horsies_task_attempts holds them, the running
+ * one from the task's row (its attempt row is written once, when it ends).
+ * Whether the task exists is decided as GET /api/v1/tasks/:id decides it. */
 #include <string.h>
 #include "harness.h"
 #include "support.h"
@@ -14,8 +15,8 @@ static const char *attempt_col(const char *id, int attempt, const char *expr)
     return sql("SELECT %s FROM horsies_task_attempts WHERE task_id = '%s' AND attempt = %d", expr, id, attempt);
 }
 
-/* attempts.<i> of the reply matches the row horsies_task_attempts holds:
- * its number, worker, claim and times (JSON text, null while it runs). */
+/* attempts.<i> of the reply matches the row horsies_task_attempts holds for
+ * an attempt that ended: its number, worker, claim and times (JSON text). */
 static void check_attempt(const reply *r, int i, const char *id, const char *worker, const char *claim)
 {
     char at[96];
@@ -89,9 +90,22 @@ TEST(a_task_never_started_has_no_attempts_and_a_running_one_its_open_attempt)
     CHECK_INT(task_call(&s, "start", &c, NULL), 200);
     rq(&s, "GET", sfmt("/api/v1/tasks/%s/attempts", pending), NULL, &r);
     CHECK_INT(r.status, 200);
-    check_attempt(&r, 0, pending, "w", c.claim);
+    CHECK_INT(jint(&r, "attempts.0.attempt"), 1);
+    CHECK_STR(jstr(&r, "attempts.0.workerId"), "w");
+    CHECK_STR(jstr(&r, "attempts.0.claimId"), c.claim);
+    CHECK_STR(jraw(&r, "attempts.0.startedAt"),
+              sql("SELECT '\"' || queen.iso_ms(started_at) || '\"' FROM horsies_tasks WHERE id = '%s'", pending));
     CHECK_STR(jraw(&r, "attempts.0.finishedAt"), "null");
     CHECK_STR(jraw(&r, "attempts.0.outcome"), "null");
+    CHECK(jpath(&r, "attempts.1") < 0);
+    reply_fini(&r);
+    /* the running attempt is the task row's: its own row is written when it ends */
+    CHECK_STR(attempt_col(pending, 1, "count(*)"), "0");
+    CHECK_INT(task_call(&s, "complete", &c, NULL), 200);
+    rq(&s, "GET", sfmt("/api/v1/tasks/%s/attempts", pending), NULL, &r);
+    check_attempt(&r, 0, pending, "w", c.claim);
+    CHECK_STR(jstr(&r, "attempts.0.outcome"), "COMPLETED");
+    CHECK(jpath(&r, "attempts.1") < 0);
     reply_fini(&r);
     srv_stop(&s);
 }

@@ -91,15 +91,17 @@ TEST(a_task_runs_claim_start_complete_and_leaves_live_for_history_in_one_step)
     CHECK_STR(sql("SELECT status || ' ' || worker_id FROM horsies_tasks WHERE id = '%s'", id), "CLAIMED w1");
     CHECK_INT(task_call(&s, "start", &c, NULL), 200);
     CHECK_STR(sql("SELECT status FROM horsies_tasks WHERE id = '%s'", id), "RUNNING");
-    /* the first runner heartbeat and the attempt commit with the transition */
-    CHECK_STR(sql("SELECT count(*) FROM horsies_heartbeats WHERE task_id = '%s' AND role = 'runner'", id), "1");
-    CHECK_STR(sql("SELECT attempt || ' ' || coalesce(outcome, '-') FROM horsies_task_attempts WHERE task_id = '%s'",
-                  id), "1 -");
+    /* the attempt is the task row's while it runs: the start writes no other row */
+    CHECK_STR(sql("SELECT attempt || ' ' || (started_at = last_heartbeat_at) FROM horsies_tasks WHERE id = '%s'", id),
+              "1 true");
+    CHECK_STR(sql("SELECT count(*) FROM horsies_task_attempts WHERE task_id = '%s'", id), "0");
+    CHECK_STR(sql("SELECT count(*) FROM horsies_heartbeats WHERE task_id = '%s'", id), "0");
     CHECK_INT(task_call(&s, "complete", &c, "\"result\":{\"sum\":3}"), 200);
     CHECK_STR(sql("SELECT count(*) FROM horsies_tasks"), "0");
     CHECK_STR(sql("SELECT status || ' ' || result::text FROM horsies_task_history WHERE id = '%s'", id),
               "COMPLETED {\"sum\":3}");
-    CHECK_STR(sql("SELECT outcome FROM horsies_task_attempts WHERE task_id = '%s'", id), "COMPLETED");
+    CHECK_STR(sql("SELECT attempt || ' ' || outcome || ' ' || worker_id || ' ' || (finished_at >= started_at)"
+                  " FROM horsies_task_attempts WHERE task_id = '%s'", id), "1 COMPLETED w1 true");
     reply r;
     rq(&s, "GET", sfmt("/api/v1/tasks/%s", id), NULL, &r);
     CHECK_STR(jstr(&r, "status"), "COMPLETED");
@@ -628,7 +630,7 @@ TEST(task_and_queue_names_of_255_bytes_are_taken_and_of_256_refused_writing_noth
     srv_stop(&s);
 }
 
-TEST(a_claim_that_starts_commits_the_attempt_and_first_runner_heartbeat_with_it)
+TEST(a_claim_that_starts_begins_the_attempt_on_the_task_row_and_its_end_writes_the_attempt_row)
 {
     silt_server s;
     srv_start(&s, NULL);
@@ -643,11 +645,13 @@ TEST(a_claim_that_starts_commits_the_attempt_and_first_runner_heartbeat_with_it)
     keep_str(c.id, jstr(&r, "tasks.0.id"));
     keep_str(c.claim, jstr(&r, "tasks.0.claimId"));
     reply_fini(&r);
-    CHECK_STR(sql("SELECT status FROM horsies_tasks WHERE id = '%s'", id), "RUNNING");
-    CHECK_STR(sql("SELECT count(*) FROM horsies_task_attempts WHERE task_id = '%s' AND outcome IS NULL", id), "1");
-    CHECK_STR(sql("SELECT role FROM horsies_heartbeats WHERE task_id = '%s'", id), "runner");
+    CHECK_STR(sql("SELECT status || ' ' || attempt || ' ' || (started_at = last_heartbeat_at) FROM horsies_tasks"
+                  " WHERE id = '%s'", id), "RUNNING 1 true");
+    CHECK_STR(sql("SELECT count(*) FROM horsies_task_attempts WHERE task_id = '%s'", id), "0");
     CHECK_INT(task_call(&s, "start", &c, NULL), 409);   /* already running */
     CHECK_INT(task_call(&s, "complete", &c, NULL), 200);
+    CHECK_STR(sql("SELECT attempt || ' ' || outcome || ' ' || claim_id FROM horsies_task_attempts WHERE task_id = '%s'",
+                  id), sfmt("1 COMPLETED %s", c.claim));
     srv_stop(&s);
 }
 
