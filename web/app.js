@@ -832,6 +832,28 @@ function taskLink(id) {
   return h('a', { href: '#/tasks/' + encodeURIComponent(id) }, id);
 }
 
+/* A task's last progress report (docs/tasks.md, "Progress"), in short: its
+ * number, then its info cut to 60 characters; '' when it made none. */
+function progressText(t) {
+  const parts = [];
+  if (t.progress !== null && t.progress !== undefined) parts.push(String(t.progress));
+  if (t.progressInfo !== null && t.progressInfo !== undefined) {
+    const info = JSON.stringify(t.progressInfo);
+    parts.push(info.length > 60 ? info.slice(0, 59) + '…' : info);
+  }
+  return parts.join(' · ');
+}
+
+/* Above a task's fields: its report, with a bar when the number reads as a
+ * percentage, and when it came. */
+function taskProgress(t) {
+  if (!t.progressAt) return null;
+  const pct = typeof t.progress === 'number' && t.progress >= 0 && t.progress <= 100;
+  return h('p', { id: 'task-progress' }, 'progress ',
+    pct ? h('progress', { max: '100', value: String(t.progress) }) : null, ' ',
+    h('b', { 'data-k': 'progress' }, progressText(t)), ' reported ' + t.progressAt);
+}
+
 /* Pages on the server: the list answers nextCursor when full, and the
  * page's hash carries it, so "next" is a link and "back" is the browser's. */
 const tasksPage = {
@@ -851,11 +873,11 @@ const tasksPage = {
       h('form', { class: 'pager', onsubmit: (e) => { e.preventDefault(); location.hash = hashOf(); } },
         h('label', { for: 'task-queue' }, 'queue'), queue, status, h('button', { type: 'submit' }, 'filter')),
       pausedQueues(pauses.paused, args.queue, state),
-      table([['id'], ['name'], ['queue'], ['status'], ['attempt', 1], ['sent'], ['finished'], ['error']],
+      table([['id'], ['name'], ['queue'], ['status'], ['progress'], ['attempt', 1], ['sent'], ['finished'], ['error']],
         d.tasks.map((t) => h('tr', { 'data-row': t.id },
           h('td', { 'data-k': 'id' }, taskLink(t.id)), cell('name', t.name), cell('queue', t.queue),
           cell('status', t.status, t.status === 'FAILED' || t.status === 'EXPIRED' ? 'bad' : ''),
-          cell('attempt', t.attempt), cell('sentAt', t.sentAt), cell('finishedAt', t.finishedAt),
+          cell('progress', progressText(t)), cell('attempt', t.attempt), cell('sentAt', t.sentAt), cell('finishedAt', t.finishedAt),
           cell('errorMessage', t.errorMessage)))),
       h('div', { class: 'pager' }, d.nextCursor
         ? h('a', { id: 'tasks-next', href: hashOf({ cursor: d.nextCursor }) }, 'next ' + TASK_PAGE + ' ›') : null));
@@ -950,6 +972,7 @@ const taskPage = {
     return h('div', { id: 'page-task' },
       h('h1', {}, 'Task ', h('span', { 'data-k': 'id' }, r.body.id)),
       taskActions(r.body, state),
+      taskProgress(r.body),
       h('h2', {}, 'Attempts'), h('div', { id: 'task-attempts' }, attemptsTable(attempts.body.attempts)),
       h('h2', {}, 'Fields'),
       table([['field'], ['value']], Object.entries(r.body).map(([k, v]) => h('tr', { 'data-row': k },
@@ -988,7 +1011,7 @@ const workersPage = {
         cell('running', x.running), cell('heartbeatIntervalMs', x.heartbeatIntervalMs), cell('lastSeenAt', x.lastSeenAt),
         cell('lastSeenAgeMs', x.lastSeenAgeMs), cell('late', x.late ? 'late' : 'no', x.late ? 'bad' : ''),
         h('td', { 'data-k': 'tasks' }, (tasks[x.workerId] || []).map((t, i) => [i ? ', ' : '', taskLink(t.id),
-          ' (' + t.status + ')']))))));
+          ' (' + [t.status, progressText(t)].filter(Boolean).join(' ') + ')']))))));
   },
 };
 

@@ -63,6 +63,7 @@ typedef struct worker {
     bool         reports_in_flight;     /* a finish call awaits its answer */
     char        *id;
     int64_t      hb_interval_ms, next_hb_ms, next_claim_ms, grace_until_ms;
+    int64_t      last_hb_ms;            /* when the last heartbeat was sent: progress waits a second from it */
     wk_task     *slots;
     int          running;
     bool         stopping;
@@ -97,8 +98,9 @@ int  wk_register(worker *w);
  * signals (a stop gives it up at once, a command's end after
  * WK_CLAIM_ANSWER_MS); sets w->next_claim_ms. */
 void wk_claim(worker *w, int64_t wait_ms);
-/* Names every held task (running, or its end undelivered); stops the
- * cancelled, kills the lost. Sets w->next_hb_ms. */
+/* Names every held task (running, or its end undelivered), with the
+ * progress reports read since the last; stops the cancelled, kills the
+ * lost. Sets w->next_hb_ms. */
 void wk_heartbeat(worker *w);
 /* Makes the pollfds of the wake pipe and the commands' pipes (caller frees). */
 struct pollfd *wk_watch_fds(worker *w, int *n);

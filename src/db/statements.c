@@ -124,7 +124,7 @@ const db_statement db_statements[STMT_COUNT] = {
     [STMT_TASK_NEXT_RUN] = { "task_next_run",
         "SELECT ceil(extract(epoch FROM tasks.next_run_at($1) - now()) * 1000)::bigint", 1 },
     [STMT_TASK_START]   = { "task_start", "SELECT tasks.start($1, $2)", 2 },
-    [STMT_TASK_HEARTBEAT] = { "task_heartbeat", "SELECT id, state FROM tasks.heartbeat($1, $2, $3)", 3 },
+    [STMT_TASK_HEARTBEAT] = { "task_heartbeat", "SELECT id, state FROM tasks.heartbeat($1, $2, $3, $4, $5, $6)", 6 },
     [STMT_TASK_FINISH_MANY] = { "task_finish_many",
         "SELECT idx, id, status, queue FROM tasks.finish_many($1, $2, $3, $4, $5, $6)", 6 },
     [STMT_TASK_RELEASE] = { "task_release", "SELECT queue, released FROM tasks.release($1, $2, $3)", 3 },

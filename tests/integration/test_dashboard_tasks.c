@@ -99,6 +99,50 @@ TEST(dashboard_task_page_shows_a_tasks_stored_fields)
     srv_stop(&s);
 }
 
+/* A running task's progress report (docs/tasks.md, "Progress"): in the
+ * list, its number and info in short; on its page, with a bar and when it
+ * came. */
+static void running_with_progress(silt_server *s, task_claimed *c)
+{
+    task_send(s, "{\"name\":\"resize\",\"queue\":\"images\"}");
+    CHECK(task_claim_one(s, "w", "images", c));
+    CHECK_INT(task_call(s, "start", c, NULL), 200);
+    reply r;
+    rq(s, "POST", "/api/v1/workers/w/heartbeat",
+       sfmt("{\"tasks\":[{\"id\":\"%s\",\"claimId\":\"%s\",\"progress\":42.5,"
+            "\"progressInfo\":{\"step\":\"copy\"}}]}", c->id, c->claim), &r);
+    CHECK_INT(r.status, 200);
+    reply_fini(&r);
+}
+
+TEST(dashboard_tasks_page_shows_a_running_tasks_progress)
+{
+    silt_server s;
+    if (!dashboard_start(&s, NULL)) return;
+    task_claimed c;
+    running_with_progress(&s, &c);
+    const char *dom = browser_dump_dom(&s, "/tasks?status=RUNNING");
+    CHECK_STR(dom_cell(dom, c.id, "progress"), "42.5 · {\"step\":\"copy\"}");
+    srv_stop(&s);
+}
+
+TEST(dashboard_task_page_shows_its_progress_with_a_bar_and_when_it_came)
+{
+    silt_server s;
+    if (!dashboard_start(&s, NULL)) return;
+    task_claimed c;
+    running_with_progress(&s, &c);
+    const char *dom = browser_dump_dom(&s, sfmt("/tasks/%s", c.id));
+    CHECK(strstr(dom, "id=\"task-progress\"") != NULL);
+    CHECK(strstr(dom, "<progress max=\"100\" value=\"42.5\">") != NULL);
+    CHECK(strstr(dom, "<b data-k=\"progress\">42.5 · {\"step\":\"copy\"}</b>") != NULL);
+    reply r;
+    rq(&s, "GET", sfmt("/api/v1/tasks/%s", c.id), NULL, &r);
+    CHECK(strstr(dom, sfmt(" reported %s", jstr(&r, "progressAt"))) != NULL);
+    reply_fini(&r);
+    srv_stop(&s);
+}
+
 /* A task that failed once, then completed: its page shows both attempts
  * with the values the attempts route answers, and no cancel (it ended). */
 TEST(dashboard_task_page_shows_a_tasks_attempts_as_the_api_holds_them)
