@@ -324,8 +324,12 @@ static int worker_main(const cli_cmd *cmd, const cli_args *a, void *opts)
 {
     worker *w = opts;
     int rc = worker_check(cmd, w);
+    if (rc) return rc;
     w->argv = a->pos;
-    return rc ? rc : worker_run(w);
+    w->program = wk_child_find(w->argv[0]);
+    rc = worker_run(w);
+    free(w->program);
+    return rc;
 }
 
 int cli_worker(int argc, char **argv)

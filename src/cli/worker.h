@@ -58,6 +58,7 @@ typedef struct worker {
     long         concurrency, timeout_s, grace_s, heartbeat_ms;
     const char  *worker_id;
     char *const *argv;
+    char        *program;               /* the file argv[0] names (wk_child_find), NULL: looked up at each start */
     http_client *http;                  /* register, claims, heartbeats */
     http_client *ends_http;             /* finish calls, in flight beside a claim */
     bool         reports_in_flight;     /* a finish call awaits its answer */

@@ -146,7 +146,7 @@ static void task_start(worker *w, wk_task *t, const json_doc *d, int tok)
     const char *text = args >= 0 ? json_span(d, (uint32_t)args, &n) : "null";
     const wk_child_env env = { t->id, t->name, t->queue, t->attempt };
     char err[256];
-    if (wk_child_start(&t->child, w->argv, text, n, &env, err, sizeof err) < 0) {
+    if (wk_child_start(&t->child, w->program, w->argv, text, n, &env, err, sizeof err) < 0) {
         log_warn("task %s %s: cannot start %s: %s", t->id, t->name, w->argv[0], err);
         t->end = WK_NOT_STARTED;
         buf_printf(&t->child.last, "cannot start %s: %s", w->argv[0], err);

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -83,8 +84,8 @@ static void say(const char *s) { if (write(2, s, strlen(s)) < 0) { /* nothing mo
  * descriptor 3, the one the command inherits beside stdio (every other
  * descriptor of the worker is close-on-exec, and dup2 clears that flag on
  * its copy; when the pipe is 3 already, the flag is cleared by hand). */
-__attribute__((noinline)) static _Noreturn void child_exec(char *const *argv, int in, int out, int err, int prog,
-                                                          char **envp, pid_t worker)
+__attribute__((noinline)) static _Noreturn void child_exec(const char *path, char *const *argv, int in, int out,
+                                                          int err, int prog, char **envp, pid_t worker)
 {
     setpgid(0, 0);
     wk_guard_enter(getpid());
@@ -100,6 +101,7 @@ __attribute__((noinline)) static _Noreturn void child_exec(char *const *argv, in
     sigset_t none;
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, NULL);
+    if (path) execve(path, argv, envp);   /* gone since the worker found it: looked up again */
     execvpe(argv[0], argv, envp);
     int e = errno;
     say("silt worker: cannot run ");
@@ -116,8 +118,31 @@ static void close_fd(int *fd)
     *fd = -1;
 }
 
-int wk_child_start(wk_child *c, char *const *argv, const char *args, size_t len, const wk_child_env *env,
-                   char *err, size_t errlen)
+char *wk_child_find(const char *name)
+{
+    if (strchr(name, '/')) return xstrdup(name);
+    const char *dirs = getenv("PATH");
+    buf file;
+    buf_init(&file);
+    for (const char *d = dirs ? dirs : ""; d && *d; ) {
+        const char *end = strchr(d, ':');
+        size_t n = end ? (size_t)(end - d) : strlen(d);
+        buf_reset(&file);
+        buf_printf(&file, "%.*s/%s", (int)n, n ? d : ".", name);   /* an empty entry is the current directory */
+        struct stat st;
+        if (stat(file.data, &st) == 0 && S_ISREG(st.st_mode) && access(file.data, X_OK) == 0) {
+            char *found = xstrdup(file.data);
+            buf_fini(&file);
+            return found;
+        }
+        d = end ? end + 1 : NULL;
+    }
+    buf_fini(&file);
+    return NULL;
+}
+
+int wk_child_start(wk_child *c, const char *path, char *const *argv, const char *args, size_t len,
+                   const wk_child_env *env, char *err, size_t errlen)
 {
     memset(c, 0, sizeof *c);
     c->out_fd = c->err_fd = -1;
@@ -149,7 +174,7 @@ int wk_child_start(wk_child *c, char *const *argv, const char *args, size_t len,
     sigprocmask(SIG_SETMASK, &all, &was);
     fflush(NULL);
     pid_t worker = getpid(), pid = vfork();
-    if (pid == 0) child_exec(argv, in, out[1], errp[1], prog[1], envp, worker);
+    if (pid == 0) child_exec(path, argv, in, out[1], errp[1], prog[1], envp, worker);
     int fork_errno = errno;
     sigprocmask(SIG_SETMASK, &was, NULL);
     environ_free(envp);

@@ -41,10 +41,18 @@ typedef struct wk_child_env {
     int         attempt;
 } wk_child_env;
 
-/* Starts argv with args (a JSON text, len bytes) on stdin. 0, or -1 with
- * the reason in err (nothing left running). */
-int  wk_child_start(wk_child *c, char *const *argv, const char *args, size_t len, const wk_child_env *env,
-                    char *err, size_t errlen);
+/* The file a command named name runs, looked up in PATH once (when the
+ * worker starts) when name has no slash: a malloc'd path, or NULL when
+ * none is found (each start then looks again and says why it cannot run).
+ * Looking up at each start would try every PATH directory before the one
+ * holding it, each a failed exec while the worker waits on the vfork. */
+char *wk_child_find(const char *name);
+
+/* Starts argv with args (a JSON text, len bytes) on stdin: the file path
+ * (wk_child_find's), or argv[0] looked up in PATH when path is NULL. 0, or
+ * -1 with the reason in err (nothing left running). */
+int  wk_child_start(wk_child *c, const char *path, char *const *argv, const char *args, size_t len,
+                    const wk_child_env *env, char *err, size_t errlen);
 /* Pipes a command has (stdout, stderr, progress): pollfds per child, at most. */
 #define WK_CHILD_FDS 3
 /* Appends a pollfd per open pipe; returns how many. */
