@@ -79,7 +79,8 @@ static const subcommand subcommands[] = {
     { "worker",    cli_worker,    "run a command once per task claimed from queues" },
     { "workers",   cli_workers,   "list the registered workers" },
     { "workflow",  cli_workflow,  "start a workflow, show, list, pause, resume or cancel one" },
-    { "schedules", cli_schedules, "list silt.conf's schedules, their last and next fires" },
+    { "schedules", cli_schedules, "list the schedules, their origin, last and next fires" },
+    { "schedule",  cli_schedule,  "list, show, create, change, pause, resume or delete a schedule" },
     { "bench",     cli_bench,     "measure a running server's throughput" },
     { "chaos",     cli_chaos,     "a push/pop/ack workload that checks crash safety (scripts/chaos.sh)" },
 };

@@ -1004,6 +1004,28 @@ function taskLink(id) {
   return h('a', { href: '#/tasks/' + encodeURIComponent(id) }, id);
 }
 
+/* A task's last progress report (docs/tasks.md, "Progress"), in short: its
+ * number, then its info cut to 60 characters; '' when it made none. */
+function progressText(t) {
+  const parts = [];
+  if (t.progress !== null && t.progress !== undefined) parts.push(String(t.progress));
+  if (t.progressInfo !== null && t.progressInfo !== undefined) {
+    const info = JSON.stringify(t.progressInfo);
+    parts.push(info.length > 60 ? info.slice(0, 59) + '…' : info);
+  }
+  return parts.join(' · ');
+}
+
+/* Above a task's fields: its report, with a bar when the number reads as a
+ * percentage, and when it came. */
+function taskProgress(t) {
+  if (!t.progressAt) return null;
+  const pct = typeof t.progress === 'number' && t.progress >= 0 && t.progress <= 100;
+  return h('p', { id: 'task-progress' }, 'progress ',
+    pct ? h('progress', { max: '100', value: String(t.progress) }) : null, ' ',
+    h('b', { 'data-k': 'progress' }, progressText(t)), ' reported ' + t.progressAt);
+}
+
 /* Pages on the server: the list answers nextCursor when full, and the
  * page's hash carries it, so "next" is a link and "back" is the browser's. */
 const tasksPage = {
@@ -1030,11 +1052,11 @@ const tasksPage = {
       h('p', { class: 'muted', id: 'tasks-total' }, h('span', { 'data-k': 'total' }, String(d.total)),
         d.totalCapped ? ' or more' : '', ' tasks match'),
       pausedQueues(pauses.paused, args.queue, state),
-      table([['id'], ['name'], ['queue'], ['status'], ['attempt', 1], ['sent'], ['finished'], ['error']],
+      table([['id'], ['name'], ['queue'], ['status'], ['progress'], ['attempt', 1], ['sent'], ['finished'], ['error']],
         d.tasks.map((t) => h('tr', { 'data-row': t.id },
           h('td', { 'data-k': 'id' }, taskLink(t.id)), cell('name', t.name), cell('queue', t.queue),
           cell('status', t.status, t.status === 'FAILED' || t.status === 'EXPIRED' ? 'bad' : ''),
-          cell('attempt', t.attempt), cell('sentAt', t.sentAt), cell('finishedAt', t.finishedAt),
+          cell('progress', progressText(t)), cell('attempt', t.attempt), cell('sentAt', t.sentAt), cell('finishedAt', t.finishedAt),
           cell('errorMessage', t.errorMessage)))),
       h('div', { class: 'pager' }, d.nextCursor
         ? h('a', { id: 'tasks-next', href: hashOf({ cursor: d.nextCursor }) }, 'next ' + TASK_PAGE + ' ›') : null));
@@ -1129,6 +1151,7 @@ const taskPage = {
     return h('div', { id: 'page-task' },
       h('h1', {}, 'Task ', h('span', { 'data-k': 'id' }, r.body.id)),
       taskActions(r.body, state),
+      taskProgress(r.body),
       h('h2', {}, 'Attempts'), h('div', { id: 'task-attempts' }, attemptsTable(attempts.body.attempts)),
       h('h2', {}, 'Fields'),
       table([['field'], ['value']], Object.entries(r.body).map(([k, v]) => h('tr', { 'data-row': k },
@@ -1167,7 +1190,7 @@ const workersPage = {
         cell('running', x.running), cell('heartbeatIntervalMs', x.heartbeatIntervalMs), cell('lastSeenAt', x.lastSeenAt),
         cell('lastSeenAgeMs', x.lastSeenAgeMs), cell('late', x.late ? 'late' : 'no', x.late ? 'bad' : ''),
         h('td', { 'data-k': 'tasks' }, (tasks[x.workerId] || []).map((t, i) => [i ? ', ' : '', taskLink(t.id),
-          ' (' + t.status + ')']))))));
+          ' (' + [t.status, progressText(t)].filter(Boolean).join(' ') + ')']))))));
   },
 };
 
@@ -1320,19 +1343,41 @@ const workflowPage = {
   },
 };
 
+/* Pausing a schedule made through the API (docs/workflows.md, "Schedules
+ * at run time"): it fires nothing until resumed, and the slots of the
+ * pause are skipped. silt.conf's schedules (origin config) cannot be
+ * paused through the API, so they have no button. */
+function pauseSchedule(name, verb) {
+  return confirmedPost(verb + ' schedule ' + name + '?',
+    '/api/v1/schedules/' + encodeURIComponent(name) + '/' + verb, verb,
+    (b) => 'schedule ' + b.name + (b.paused ? ' paused: it fires nothing until resumed' : ' resumed'));
+}
+
+function scheduleAction(x, admin) {
+  if (!admin || x.origin !== 'api') return h('td', { 'data-k': 'action' });
+  const verb = x.paused ? 'resume' : 'pause';
+  return h('td', { 'data-k': 'action' },
+    h('button', { 'data-action': verb, onclick: () => pauseSchedule(x.name, verb) }, verb));
+}
+
 const schedulesPage = {
   live: true,
   title: () => 'Schedules',
-  async load() {
+  async load(args, state) {
     const d = await apiOk('/api/v1/schedules');
+    const admin = may(state, 'admin');   /* pause and resume need the admin role */
     return h('div', { id: 'page-schedules' },
       h('h1', {}, 'Schedules'),
-      h('p', { class: 'muted' }, 'The schedules of the silt.conf of the server this page was loaded from.'),
-      table([['name'], ['cron'], ['timezone'], ['task'], ['queue'], ['next fire'], ['last fired'], ['last task']],
-        d.schedules.map((x) => h('tr', { 'data-row': x.name },
-          cell('name', x.name), cell('cron', x.cron), cell('timezone', x.timezone), cell('task', x.task),
+      h('p', { class: 'muted' }, 'Every schedule: those of silt.conf (origin config) and those made through the API ' +
+        '(origin api, which an admin may pause and resume).'),
+      table([['name'], ['origin'], ['paused'], ['cron'], ['timezone'], ['task'], ['queue'], ['next fire'],
+        ['last fired'], ['last task'], ['']],
+        d.schedules.map((x) => h('tr', { 'data-row': x.name, class: x.paused ? 'bad' : '' },
+          cell('name', x.name), cell('origin', x.origin), cell('paused', x.paused ? 'paused' : 'no'),
+          cell('cron', x.cron), cell('timezone', x.timezone), cell('task', x.task),
           cell('queue', x.queue), cell('nextFire', x.nextFire), cell('lastFiredAt', x.lastFiredAt),
-          h('td', { 'data-k': 'lastTaskId' }, x.lastTaskId ? taskLink(x.lastTaskId) : '—')))));
+          h('td', { 'data-k': 'lastTaskId' }, x.lastTaskId ? taskLink(x.lastTaskId) : '—'),
+          scheduleAction(x, admin)))));
   },
 };
 

@@ -73,6 +73,11 @@ export interface TaskRecord<R = Json, A = Json> {
     errorMessage: string | null;
     idempotencyKey: string | null;
     retentionClassKey: string | null;
+    /** the last progress report of the running attempt (kept when it ends), or null */
+    progress: number | null;
+    progressInfo: Json | null;
+    /** when that report came, or null for none */
+    progressAt: string | null;
 }
 
 export interface Attempt {
@@ -202,6 +207,14 @@ export interface TaskContext {
     retryCount: number;
     name: string;
     queue: string;
+    /**
+     * Reports how far the task is: `value` a finite number (or null), `info`
+     * any JSON value of at most 4096 bytes (or null). Each report replaces the
+     * last; the latest goes with the next heartbeat, brought forward to at most
+     * one a second, and the last one made before the function settles is sent
+     * before its end. Throws TypeError or RangeError on a bad value.
+     */
+    progress(value?: number | null, info?: unknown): void;
 }
 
 export type TaskFunction<A = any, R = any> = (args: A, ctx: TaskContext) => R | Promise<R>;

@@ -150,7 +150,13 @@ $$;
 -- worker that names a task twice, under an old claim (an end it still
 -- holds) and the current one, hears 'lost' for the old. 019's answered by
 -- task id alone, so both heard the current claim's state.
-CREATE OR REPLACE FUNCTION tasks.heartbeat(p_worker text, p_ids uuid[], p_claims uuid[])
+-- p_reported[i] true: item i carries a progress report (p_progress[i],
+-- p_infos[i], either NULL), which replaces the task's last one, with the
+-- time, when the claim is the task's and it is RUNNING; a stale claim's
+-- report is dropped with its heartbeat ('lost'), a CLAIMED task's ignored.
+-- The arrays may be NULL when no item reports.
+CREATE OR REPLACE FUNCTION tasks.heartbeat(p_worker text, p_ids uuid[], p_claims uuid[],
+                                           p_reported boolean[], p_progress double precision[], p_infos text[])
 RETURNS TABLE (id uuid, state text) LANGUAGE plpgsql AS $$
 #variable_conflict use_column
 BEGIN
@@ -159,9 +165,14 @@ BEGIN
     -- circle.
     PERFORM 1 FROM horsies_tasks t WHERE t.id = ANY (p_ids) ORDER BY t.id FOR UPDATE;
     RETURN QUERY
-    WITH named AS (SELECT u.id, u.claim, u.ord FROM unnest(p_ids, p_claims) WITH ORDINALITY AS u(id, claim, ord)),
+    WITH named AS (SELECT u.id, u.claim, u.ord, coalesce(p_reported[u.ord], false) AS reported,
+                          p_progress[u.ord] AS progress, p_infos[u.ord]::json AS info
+                     FROM unnest(p_ids, p_claims) WITH ORDINALITY AS u(id, claim, ord)),
     held AS (
-        UPDATE horsies_tasks t SET last_heartbeat_at = now()
+        UPDATE horsies_tasks t SET last_heartbeat_at = now(),
+               progress      = CASE WHEN n.reported AND t.status = 'RUNNING' THEN n.progress ELSE t.progress END,
+               progress_info = CASE WHEN n.reported AND t.status = 'RUNNING' THEN n.info ELSE t.progress_info END,
+               progress_at   = CASE WHEN n.reported AND t.status = 'RUNNING' THEN now() ELSE t.progress_at END
           FROM named n WHERE t.id = n.id AND t.claim_id = n.claim AND t.worker_id = p_worker
         RETURNING t.id, t.claim_id, t.status, t.cancel_requested),
     beats AS (

@@ -41,12 +41,13 @@ BEGIN
                                           good_until, max_retries, retry_count, attempt, idempotency_key,
                                           retention_class_key, worker_id, claimed_at, started_at, result,
                                           timeout_ms, retry_delays_ms, retry_base_ms, retry_cap_ms, retry_jitter,
-                                          retry_on, rerun_of, workflow_id, workflow_node)
+                                          retry_on, rerun_of, workflow_id, workflow_node, progress, progress_info,
+                                          progress_at)
         SELECT g.id, g.task_name, g.queue_name, g.args, g.priority, 'COMPLETED', g.sent_at, g.enqueued_at,
                g.good_until, g.max_retries, g.retry_count, g.attempt, g.idempotency_key,
                g.retention_class_key, g.worker_id, g.claimed_at, g.started_at, g.item_result::json,
                g.timeout_ms, g.retry_delays_ms, g.retry_base_ms, g.retry_cap_ms, g.retry_jitter, g.retry_on,
-               g.rerun_of, g.workflow_id, g.workflow_node
+               g.rerun_of, g.workflow_id, g.workflow_node, g.progress, g.progress_info, g.progress_at
           FROM gone g RETURNING id, queue_name)
     SELECT array_agg(x.id), array_agg(x.queue_name) INTO done, dq FROM kept x;
     FOR f IN SELECT u.* FROM unnest(p_ids, p_claims, p_outcomes, p_codes, p_messages)
@@ -107,7 +108,8 @@ BEGIN
            SET status = 'PENDING', retry_count = retry_count + 1, enqueued_at = now(),
                run_at = now() + make_interval(secs => tasks.retry_delay_ms(t, t.retry_count + 1) / 1000.0),
                worker_id = NULL, claim_id = NULL, claimed_at = NULL, started_at = NULL, last_heartbeat_at = NULL,
-               last_error_code = p_code, last_error_message = p_message
+               last_error_code = p_code, last_error_message = p_message,
+               progress = NULL, progress_info = NULL, progress_at = NULL   -- a report is its attempt's
          WHERE id = t.id;
         RETURN 'PENDING';
     END IF;
@@ -132,7 +134,8 @@ $$;
 -- Moves live tasks to history in one statement: the rows of p_ids (already
 -- decided terminal) leave horsies_tasks and enter horsies_task_history with
 -- the given status, result and error, keeping their retry policy and
--- timeout (a rerun copies them) and the task they rerun.
+-- timeout (a rerun copies them), the task they rerun and their last
+-- progress report.
 CREATE OR REPLACE FUNCTION tasks.terminalize(p_ids uuid[], p_status text, p_result json, p_code text, p_message text)
 RETURNS integer LANGUAGE plpgsql AS $$
 DECLARE
@@ -143,12 +146,12 @@ BEGIN
                                       good_until, max_retries, retry_count, attempt, idempotency_key,
                                       retention_class_key, worker_id, claimed_at, started_at, result, error_code,
                                       error_message, timeout_ms, retry_delays_ms, retry_base_ms, retry_cap_ms,
-                                      retry_jitter, retry_on, rerun_of, workflow_id, workflow_node)
+                                      retry_jitter, retry_on, rerun_of, workflow_id, workflow_node, progress, progress_info, progress_at)
     SELECT g.id, g.task_name, g.queue_name, g.args, g.priority, p_status, g.sent_at, g.enqueued_at,
            g.good_until, g.max_retries, g.retry_count, g.attempt, g.idempotency_key,
            g.retention_class_key, g.worker_id, g.claimed_at, g.started_at, p_result, p_code, p_message,
            g.timeout_ms, g.retry_delays_ms, g.retry_base_ms, g.retry_cap_ms, g.retry_jitter, g.retry_on, g.rerun_of,
-           g.workflow_id, g.workflow_node
+           g.workflow_id, g.workflow_node, g.progress, g.progress_info, g.progress_at
       FROM gone g;
     GET DIAGNOSTICS n = ROW_COUNT;
     RETURN n;
@@ -183,13 +186,13 @@ CREATE OR REPLACE VIEW tasks.all_tasks AS
            timeout_ms, max_retries, retry_count, attempt, idempotency_key, retention_class_key, worker_id,
            claimed_at, started_at, NULL::timestamptz AS finished_at, cancel_requested,
            NULL::json AS result, last_error_code AS error_code, last_error_message AS error_message,
-           workflow_id, workflow_node, rerun_of
+           workflow_id, workflow_node, rerun_of, progress, progress_info, progress_at
       FROM horsies_tasks
     UNION ALL
     SELECT id, task_name, queue_name, args, priority, status, sent_at, enqueued_at, NULL, good_until,
            timeout_ms, max_retries, retry_count, attempt, idempotency_key, retention_class_key, worker_id,
            claimed_at, started_at, finished_at, false, result, error_code, error_message,
-           workflow_id, workflow_node, rerun_of
+           workflow_id, workflow_node, rerun_of, progress, progress_info, progress_at
       FROM horsies_task_history;
 
 -- A task's attempts, oldest first: those that ended, from their rows, and

@@ -135,7 +135,14 @@ void api_workflow_list(httpd_req *req, server *srv);
 void api_workflow_pause(httpd_req *req, server *srv);
 void api_workflow_resume(httpd_req *req, server *srv);
 void api_workflow_cancel(httpd_req *req, server *srv);
+/* schedules.c */
 void api_schedule_list(httpd_req *req, server *srv);
+void api_schedule_get(httpd_req *req, server *srv);
+void api_schedule_create(httpd_req *req, server *srv);
+void api_schedule_change(httpd_req *req, server *srv);
+void api_schedule_pause(httpd_req *req, server *srv);
+void api_schedule_resume(httpd_req *req, server *srv);
+void api_schedule_delete(httpd_req *req, server *srv);
 /* task_queues.c */
 void api_task_queue_list(httpd_req *req, server *srv);
 void api_task_queue_pause(httpd_req *req, server *srv);

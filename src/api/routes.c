@@ -93,6 +93,12 @@ static const route routes[] = {
     { HTTPD_POST,   AUTH_READ_WRITE, "/api/v1/workflows/:id/resume", api_workflow_resume },
     { HTTPD_POST,   AUTH_READ_WRITE, "/api/v1/workflows/:id/cancel", api_workflow_cancel },
     { HTTPD_GET,    AUTH_READ_ONLY,  "/api/v1/schedules", api_schedule_list },
+    { HTTPD_POST,   AUTH_ADMIN,      "/api/v1/schedules", api_schedule_create },
+    { HTTPD_GET,    AUTH_READ_ONLY,  "/api/v1/schedules/:name", api_schedule_get },
+    { HTTPD_PATCH,  AUTH_ADMIN,      "/api/v1/schedules/:name", api_schedule_change },
+    { HTTPD_DELETE, AUTH_ADMIN,      "/api/v1/schedules/:name", api_schedule_delete },
+    { HTTPD_POST,   AUTH_ADMIN,      "/api/v1/schedules/:name/pause", api_schedule_pause },
+    { HTTPD_POST,   AUTH_ADMIN,      "/api/v1/schedules/:name/resume", api_schedule_resume },
 };
 
 static void clear_params(httpd_req *req)

@@ -143,7 +143,7 @@ static int check_encryption(server *srv, const char *conninfo)
 
 /* The classes of silt.conf registered, or the start refused naming each
  * key the database holds with another duration (silt.conf's report); then
- * their leaves made. */
+ * their leaves made and its schedules written. */
 static int prepare_task_storage(server *srv, const char *conninfo)
 {
     PGconn *pg = PQconnectdb(conninfo);
@@ -154,6 +154,7 @@ static int prepare_task_storage(server *srv, const char *conninfo)
     else if (rc == CLASS_REGISTRY_DB_ERROR) log_error("%s", report.data);
     buf_fini(&report);
     if (rc == 0) rc = partition_cover_now(pg, &srv->conf);   /* a task that ends needs its leaf */
+    if (rc == 0) rc = scheduler_declare(pg, &srv->conf);      /* listed by every server, refused to the API */
     PQfinish(pg);
     return rc == 0 ? 0 : -1;
 }

@@ -43,6 +43,9 @@ void api_emit_task(emit *e, const PGresult *r, int row)
     emit_key(e, "idempotencyKey"); api_emit_text_col(e, r, row, TASK_C_KEY);
     emit_key(e, "retentionClassKey"); api_emit_text_col(e, r, row, TASK_C_CLASS);
     emit_key(e, "rerunOf"); api_emit_uuid_col(e, r, row, TASK_C_RERUN_OF);
+    emit_key(e, "progress"); api_emit_stored_json_col(e, r, row, TASK_C_PROGRESS);   /* to_json(float8) */
+    emit_key(e, "progressInfo"); api_emit_stored_json_col(e, r, row, TASK_C_PROGRESS_INFO);
+    emit_key(e, "progressAt"); api_emit_time_col(e, r, row, TASK_C_PROGRESS_AT);
     emit_end(e);
 }
 

@@ -1,9 +1,12 @@
 /* workers: the registry of workers and their heartbeats.
  *   POST /api/v1/workers                       register
  *   GET  /api/v1/workers                       list
- *   POST /api/v1/workers/:workerId/heartbeat   heartbeats; says what was cancelled or lost
+ *   POST /api/v1/workers/:workerId/heartbeat   heartbeats, with running tasks' progress; says what
+ *                                              was cancelled or lost
  *   POST /api/v1/workers/:workerId/release     hand claimed, unstarted tasks back
  * Claims are claims.c; the calls that start and end attempts attempts.c. */
+#include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -122,7 +125,88 @@ void api_worker_list(httpd_req *req, server *srv)
 
 /* ---- heartbeat and release: a list of (id, claimId) ---- */
 
-static int read_held(httpd_req *req, const json_doc *d, db_array *ids, db_array *claims)
+/* A heartbeat item's progress report, one array per field (tasks.heartbeat):
+ * whether the item reports, its number and its JSON value. */
+typedef struct held_reports {
+    db_array reported, progress, infos;
+    bool     any;   /* some item reports: else the arrays go as NULL */
+} held_reports;
+
+static void held_reports_init(held_reports *h)
+{
+    db_array_init(&h->reported);
+    db_array_init(&h->progress);
+    db_array_init(&h->infos);
+    h->any = false;
+}
+
+static void held_reports_fini(held_reports *h)
+{
+    db_array_fini(&h->reported);
+    db_array_fini(&h->progress);
+    db_array_fini(&h->infos);
+}
+
+/* "progress": a finite number (sent as %.17g, which float8 reads back
+ * exactly), or null. Out of double's range is refused, not rounded to
+ * infinity. */
+static int read_progress_number(httpd_req *req, const json_doc *d, int v, const char *where, char out[32])
+{
+    out[0] = '\0';
+    if (v < 0 || d->tokens[v].type == JSON_NULL) return 0;
+    double x = 0;
+    if (d->tokens[v].type == JSON_NUMBER) {
+        size_t n;
+        const char *span = json_span(d, (uint32_t)v, &n);
+        char text[64];
+        if (n < sizeof text) {
+            memcpy(text, span, n);
+            text[n] = '\0';
+            errno = 0;
+            x = strtod(text, NULL);
+            if (errno == 0 && isfinite(x)) { snprintf(out, 32, "%.17g", x); return 0; }
+        }
+    }
+    httpd_error_field(req, 400, "field", "progress", "%sprogress must be a finite number or null", where);
+    return -1;
+}
+
+/* "progressInfo": any JSON value of at most TASK_PROGRESS_INFO_MAX bytes
+ * as sent (stored byte for byte, like args); null stores none. */
+static int read_progress_info(httpd_req *req, const json_doc *d, int v, const char *where, const char **info,
+                              size_t *n)
+{
+    *info = NULL;
+    if (v < 0 || d->tokens[v].type == JSON_NULL) return 0;
+    *info = json_span(d, (uint32_t)v, n);
+    if (*n <= TASK_PROGRESS_INFO_MAX) return 0;
+    httpd_error_field(req, 400, "field", "progressInfo", "%sprogressInfo must be at most %d bytes of JSON", where,
+                      TASK_PROGRESS_INFO_MAX);
+    return -1;
+}
+
+/* An item reports when it names progress or progressInfo (null included:
+ * a report of nothing clears the last one). */
+static int read_report(httpd_req *req, const json_doc *d, uint32_t e, const char *where, held_reports *h)
+{
+    int p = json_get(d, e, "progress"), i = json_get(d, e, "progressInfo");
+    char number[32];
+    const char *info;
+    size_t n = 0;
+    if (read_progress_number(req, d, p, where, number) < 0 || read_progress_info(req, d, i, where, &info, &n) < 0)
+        return -1;
+    bool reported = p >= 0 || i >= 0;
+    h->any = h->any || reported;
+    db_array_bool(&h->reported, reported);
+    db_array_text(&h->progress, number[0] ? number : NULL);
+    if (!info) { db_array_text(&h->infos, NULL); return 0; }
+    char *copy = xstrndup(info, n);
+    db_array_text(&h->infos, copy);
+    free(copy);
+    return 0;
+}
+
+static int read_held(httpd_req *req, const json_doc *d, db_array *ids, db_array *claims, held_reports *reports)
 {
     int v = json_get(d, 0, "tasks");
     if (v < 0 || d->tokens[v].type != JSON_ARRAY || d->tokens[v].count > TASK_MAX_CLAIM) {
@@ -141,6 +225,7 @@ static int read_held(httpd_req *req, const json_doc *d, db_array *ids, db_array 
         if (rc == 0 && (!id || !claim)) { httpd_error(req, 400, "%sid and claimId are required", where); rc = -1; }
         if (rc == 0) rc = api_read_uuid(req, id, idn, "id");
         if (rc == 0) rc = api_read_uuid(req, claim, claimn, "claimId");
+        if (rc == 0 && reports) rc = read_report(req, d, e, where, reports);
         free(id);
         free(claim);
         if (rc < 0) return -1;
@@ -179,10 +264,17 @@ static void held_call_run(httpd_req *req, server *srv, bool release)
     db_array ids, claims;
     db_array_init(&ids);
     db_array_init(&claims);
-    if (api_read_object(req, srv, &d) == 0 && read_held(req, &d, &ids, &claims) == 0) {
-        const char *values[3] = { req->params[0], db_array_literal(&ids), db_array_literal(&claims) };
+    held_reports reports;
+    held_reports_init(&reports);
+    if (api_read_object(req, srv, &d) == 0 && read_held(req, &d, &ids, &claims, release ? NULL : &reports) == 0) {
+        bool any = reports.any;
+        const char *values[6] = { req->params[0], db_array_literal(&ids), db_array_literal(&claims),
+                                  any ? db_array_literal(&reports.reported) : NULL,
+                                  any ? db_array_literal(&reports.progress) : NULL,
+                                  any ? db_array_literal(&reports.infos) : NULL };
         api_object_call(req, srv, release ? STMT_TASK_RELEASE : STMT_TASK_HEARTBEAT, values, held_done, release);
     }
+    held_reports_fini(&reports);
     db_array_fini(&ids);
     db_array_fini(&claims);
     json_doc_fini(&d);

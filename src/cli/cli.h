@@ -31,6 +31,7 @@ int cli_workers(int argc, char **argv);
 int cli_worker(int argc, char **argv);
 int cli_workflow(int argc, char **argv);
 int cli_schedules(int argc, char **argv);
+int cli_schedule(int argc, char **argv);
 /* Needs no server: checks silt.conf (base/conffile.h). */
 int cli_check_config(int argc, char **argv);
 

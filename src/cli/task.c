@@ -306,8 +306,8 @@ static int task_send(int argc, char **argv)
 static void get_render(const json_doc *d)
 {
     static const char *const fields[] = {
-        "id", "name", "queue", "status", "attempt", "retryCount", "maxRetries", "priority", "args", "result",
-        "errorCode", "errorMessage", "workerId", "sentAt", "runAt", "claimedAt", "startedAt", "finishedAt",
+        "id", "name", "queue", "status", "progress", "progressInfo", "progressAt", "attempt", "retryCount",
+        "maxRetries", "priority", "args", "result", "errorCode", "errorMessage", "workerId", "sentAt", "runAt", "claimedAt", "startedAt", "finishedAt",
         "goodUntil", "timeoutMs", "cancelRequested", "idempotencyKey", "retentionClassKey", "rerunOf",
     };
     cli_print_named_fields(d, fields, sizeof fields / sizeof fields[0]);
@@ -346,9 +346,9 @@ static int task_cancel(int argc, char **argv)
 
 static void list_render(const json_doc *d)
 {
-    static const char *const headers[] = { "ID", "NAME", "QUEUE", "STATUS", "ATTEMPT", "SENT_AT" };
-    static const char *const fields[] = { "id", "name", "queue", "status", "attempt", "sentAt" };
-    cli_print_rows(d, "tasks", 6, headers, fields, "(no tasks)");
+    static const char *const headers[] = { "ID", "NAME", "QUEUE", "STATUS", "PROGRESS", "ATTEMPT", "SENT_AT" };
+    static const char *const fields[] = { "id", "name", "queue", "status", "progress", "attempt", "sentAt" };
+    cli_print_rows(d, "tasks", 7, headers, fields, "(no tasks)");
 }
 
 static int list_run(const char *queue, const char *status, long limit, const char *cursor, bool json)

@@ -20,6 +20,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 #include "cli/worker_guard.h"
+#include "cli/worker_progress.h"
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -40,6 +41,13 @@ static const char worker_usage[] =
     "fails it with EXIT_<N> and the last line of stderr as the message; death\n"
     "by signal N with SIGNAL_<N>; a timeout with TASK_TIMEOUT; a cancel (told\n"
     "on a heartbeat) stops CMD and fails it with CANCELLED.\n"
+    "\n"
+    "CMD may report progress: one line per report to descriptor 3 (also in\n"
+    "SILT_PROGRESS_FD), a number (`echo 40 >&3`) or an object with progress\n"
+    "and/or progressInfo (JSON, at most 4096 bytes). The latest goes with the\n"
+    "next heartbeat, brought forward to at most one a second; a bad line is\n"
+    "logged and ignored. The pipe never blocks: a write that finds it full\n"
+    "fails (EAGAIN) and is lost, the next report superseding it.\n"
     "\n"
     "On SIGTERM or SIGINT the worker claims nothing more, waits up to --grace\n"
     "seconds for running tasks, then kills them (WORKER_CRASHED), delivers the\n"
@@ -125,18 +133,42 @@ static void pump(worker *w, int64_t timeout_ms)
         if (w->slots[i].used) wk_child_read(&w->slots[i].child);
 }
 
+/* A command that ended with a report not yet sent (often its last, "100"
+ * before it exits) has it sent before its end, in a heartbeat of its own,
+ * so the finished task shows where it ended. */
 static void reap(worker *w)
 {
     if (!w->child_ended) return;
     w->child_ended = false;
+    bool *ended = xcalloc((size_t)w->concurrency, sizeof *ended), last_reports = false;
     for (long i = 0; i < w->concurrency; i++) {
         wk_task *t = &w->slots[i];
-        if (!t->used || !wk_child_reap(&t->child)) continue;
+        ended[i] = t->used && wk_child_reap(&t->child);
+        last_reports = last_reports || (ended[i] && t->child.progress_new && t->end == WK_RUN);
+    }
+    if (last_reports) wk_heartbeat(w);
+    for (long i = 0; i < w->concurrency; i++) {
+        wk_task *t = &w->slots[i];
+        if (!ended[i]) continue;
         wk_pids[i] = 0;
         w->running--;
         wk_report_add(w, t);
         wk_task_free(t);
     }
+    free(ended);
+}
+
+/* A report read brings the next heartbeat forward, to at most one a
+ * WK_PROGRESS_EVERY_MS: a chatty command costs the server one heartbeat a
+ * second, carrying the latest report of each task. */
+static void progress_due(worker *w)
+{
+    bool any = false;
+    for (long i = 0; i < w->concurrency && !any; i++) any = w->slots[i].used && w->slots[i].child.progress_new;
+    if (!any) return;
+    int64_t at = w->last_hb_ms + WK_PROGRESS_EVERY_MS, now = clock_mono_ms();
+    if (at < now) at = now;
+    if (at < w->next_hb_ms) w->next_hb_ms = at;
 }
 
 /* Timeouts, the SIGKILL after a cancel's SIGTERM, and the end of the grace. */
@@ -216,6 +248,7 @@ static int worker_loop(worker *w)
         /* the ends go out on their own connection while this one claims:
          * one round trip per turn instead of two */
         if (w->nreports && !w->reports_in_flight && clock_mono_ms() >= w->next_report_ms) wk_reports_send(w);
+        progress_due(w);
         if (clock_mono_ms() >= w->next_hb_ms) wk_heartbeat(w);
         int64_t now = clock_mono_ms(), wait = next_duty(w) - now;
         bool may_claim = may_claim_now(w);
@@ -291,8 +324,12 @@ static int worker_main(const cli_cmd *cmd, const cli_args *a, void *opts)
 {
     worker *w = opts;
     int rc = worker_check(cmd, w);
+    if (rc) return rc;
     w->argv = a->pos;
-    return rc ? rc : worker_run(w);
+    w->program = wk_child_find(w->argv[0]);
+    rc = worker_run(w);
+    free(w->program);
+    return rc;
 }
 
 int cli_worker(int argc, char **argv)

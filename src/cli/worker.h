@@ -58,11 +58,13 @@ typedef struct worker {
     long         concurrency, timeout_s, grace_s, heartbeat_ms;
     const char  *worker_id;
     char *const *argv;
+    char        *program;               /* the file argv[0] names (wk_child_find), NULL: looked up at each start */
     http_client *http;                  /* register, claims, heartbeats */
     http_client *ends_http;             /* finish calls, in flight beside a claim */
     bool         reports_in_flight;     /* a finish call awaits its answer */
     char        *id;
     int64_t      hb_interval_ms, next_hb_ms, next_claim_ms, grace_until_ms;
+    int64_t      last_hb_ms;            /* when the last heartbeat was sent: progress waits a second from it */
     wk_task     *slots;
     int          running;
     bool         stopping;
@@ -97,8 +99,9 @@ int  wk_register(worker *w);
  * signals (a stop gives it up at once, a command's end after
  * WK_CLAIM_ANSWER_MS); sets w->next_claim_ms. */
 void wk_claim(worker *w, int64_t wait_ms);
-/* Names every held task (running, or its end undelivered); stops the
- * cancelled, kills the lost. Sets w->next_hb_ms. */
+/* Names every held task (running, or its end undelivered), with the
+ * progress reports read since the last; stops the cancelled, kills the
+ * lost. Sets w->next_hb_ms. */
 void wk_heartbeat(worker *w);
 /* Makes the pollfds of the wake pipe and the commands' pipes (caller frees). */
 struct pollfd *wk_watch_fds(worker *w, int *n);

@@ -45,12 +45,14 @@ int wk_call(worker *w, const char *what, const char *path, const buf *body, int 
     return wk_reply(w->http, what, rc, r, d);
 }
 
-static void put_held(buf *b, const char *id, const char *claim, bool first)
+/* One heartbeat item; progress: a report's members (NULL: none). */
+static void put_held(buf *b, const char *id, const char *claim, const buf *progress, bool first)
 {
     buf_puts(b, first ? "{\"id\":" : ",{\"id\":");
     json_put_cstr(b, id);
     buf_puts(b, ",\"claimId\":");
     json_put_cstr(b, claim);
+    if (progress && progress->len) { buf_putc(b, ','); buf_append(b, progress->data, progress->len); }
     buf_putc(b, '}');
 }
 
@@ -124,7 +126,7 @@ static wk_task *free_slot(worker *w)
 static void task_start(worker *w, wk_task *t, const json_doc *d, int tok)
 {
     char *id = cli_get_str(d, tok, "id"), *claim = cli_get_str(d, tok, "claimId");
-    t->child.out_fd = t->child.err_fd = -1;   /* nothing to close until it starts */
+    t->child.out_fd = t->child.err_fd = t->child.prog_fd = -1;   /* nothing to close until it starts */
     snprintf(t->id, sizeof t->id, "%s", id ? id : "");
     snprintf(t->claim, sizeof t->claim, "%s", claim ? claim : "");
     free(id); free(claim);
@@ -144,7 +146,7 @@ static void task_start(worker *w, wk_task *t, const json_doc *d, int tok)
     const char *text = args >= 0 ? json_span(d, (uint32_t)args, &n) : "null";
     const wk_child_env env = { t->id, t->name, t->queue, t->attempt };
     char err[256];
-    if (wk_child_start(&t->child, w->argv, text, n, &env, err, sizeof err) < 0) {
+    if (wk_child_start(&t->child, w->program, w->argv, text, n, &env, err, sizeof err) < 0) {
         log_warn("task %s %s: cannot start %s: %s", t->id, t->name, w->argv[0], err);
         t->end = WK_NOT_STARTED;
         buf_printf(&t->child.last, "cannot start %s: %s", w->argv[0], err);
@@ -171,7 +173,7 @@ void wk_drain_wake(worker *w)
 
 struct pollfd *wk_watch_fds(worker *w, int *n)
 {
-    struct pollfd *fds = xcalloc((size_t)w->concurrency * 2 + 1, sizeof *fds);
+    struct pollfd *fds = xcalloc((size_t)w->concurrency * WK_CHILD_FDS + 1, sizeof *fds);
     fds[0] = (struct pollfd){ .fd = w->wake_fd, .events = POLLIN };
     *n = 1;
     for (long i = 0; i < w->concurrency; i++)
@@ -188,7 +190,7 @@ static void unwatch_closed(worker *w)
         bool open = false;
         for (long j = 0; j < w->concurrency && !open; j++) {
             const wk_child *c = &w->slots[j].child;
-            open = w->slots[j].used && (c->out_fd == fd || c->err_fd == fd);
+            open = w->slots[j].used && (c->out_fd == fd || c->err_fd == fd || c->prog_fd == fd);
         }
         if (!open) w->watch[i].fd = -1;
     }
@@ -210,9 +212,9 @@ static int watch_claim(void *arg)
     for (long i = 0; i < w->concurrency; i++) {
         wk_child *c = &w->slots[i].child;
         if (!w->slots[i].used) continue;
-        int open = (c->out_fd >= 0) + (c->err_fd >= 0);
+        int open = (c->out_fd >= 0) + (c->err_fd >= 0) + (c->prog_fd >= 0);
         wk_child_read(c);
-        if ((c->out_fd >= 0) + (c->err_fd >= 0) < open) closed = true;
+        if ((c->out_fd >= 0) + (c->err_fd >= 0) + (c->prog_fd >= 0) < open) closed = true;
     }
     if (closed) unwatch_closed(w);
     if (wk_signals) return HTTP_WATCH_ABANDON;
@@ -325,13 +327,18 @@ void wk_heartbeat(worker *w)
     buf_init(&body); buf_init(&path);
     buf_puts(&body, "{\"tasks\":[");
     wk_task **slots = xcalloc((size_t)w->concurrency, sizeof *slots);
+    bool *reporting = xcalloc((size_t)w->concurrency, sizeof *reporting);
     int nslots = 0, nreports = w->nreports;
     for (long i = 0; i < w->concurrency; i++)
         if (w->slots[i].used) {
-            put_held(&body, w->slots[i].id, w->slots[i].claim, nslots == 0);
+            wk_child *c = &w->slots[i].child;
+            reporting[nslots] = c->progress_new;   /* a report goes once; again only if this call fails */
+            c->progress_new = false;
+            put_held(&body, w->slots[i].id, w->slots[i].claim, reporting[nslots] ? &c->progress : NULL, nslots == 0);
             slots[nslots++] = &w->slots[i];
         }
-    for (int i = 0; i < nreports; i++) put_held(&body, w->reports[i].id, w->reports[i].claim, nslots + i == 0);
+    for (int i = 0; i < nreports; i++)
+        put_held(&body, w->reports[i].id, w->reports[i].claim, NULL, nslots + i == 0);
     buf_puts(&body, "]}");
     worker_path(&path, w, "heartbeat");
     http_response r;
@@ -339,8 +346,12 @@ void wk_heartbeat(worker *w)
     json_doc d;
     json_doc_init(&d);
     if (wk_call(w, "heartbeat", path.data, &body, 0, &r, &d) == 200) heard(w, &d, slots, nslots, nreports);
+    else
+        for (int i = 0; i < nslots; i++) slots[i]->child.progress_new |= reporting[i];
     free(slots);
-    w->next_hb_ms = clock_mono_ms() + w->hb_interval_ms;
+    free(reporting);
+    w->last_hb_ms = clock_mono_ms();
+    w->next_hb_ms = w->last_hb_ms + w->hb_interval_ms;
     json_doc_fini(&d);
     http_response_fini(&r);
     buf_fini(&body); buf_fini(&path);

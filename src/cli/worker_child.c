@@ -1,6 +1,7 @@
 /* worker_child: one run of the worker's command (see worker_child.h). */
 #include "cli/worker_child.h"
 #include "cli/worker_guard.h"
+#include "cli/worker_progress.h"
 #include "base/log.h"
 #include "base/xalloc.h"
 #include <errno.h>
@@ -11,6 +12,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -36,16 +38,18 @@ static int args_file(const char *args, size_t len, char *err, size_t errlen)
 }
 
 /* The environment a command gets: the worker's own, without any SILT_TASK_*
- * it inherited, and the task's four variables. Built before the vfork: the
- * child may not allocate. */
+ * or SILT_PROGRESS_FD it inherited, and the task's four variables and the
+ * progress descriptor's number. Built before the vfork: the child may not
+ * allocate. */
 static char **task_environ(const wk_child_env *env)
 {
     extern char **environ;
     size_t n = 0, k = 0;
     while (environ[n]) n++;
-    char **envp = xcalloc(n + 5, sizeof *envp);
+    char **envp = xcalloc(n + 6, sizeof *envp);
     for (size_t i = 0; i < n; i++)
-        if (strncmp(environ[i], "SILT_TASK_", 10) != 0) envp[k++] = xstrdup(environ[i]);
+        if (strncmp(environ[i], "SILT_TASK_", 10) != 0 && strncmp(environ[i], "SILT_PROGRESS_FD=", 17) != 0)
+            envp[k++] = xstrdup(environ[i]);
     buf b;
     buf_init(&b);
     const char *names[4] = { "SILT_TASK_ID", "SILT_TASK_ATTEMPT", "SILT_TASK_NAME", "SILT_TASK_QUEUE" };
@@ -55,6 +59,9 @@ static char **task_environ(const wk_child_env *env)
         else buf_printf(&b, "%s=%s", names[i], (i == 0 ? env->id : i == 2 ? env->name : env->queue) ?: "");
         envp[k++] = xstrdup(b.data);
     }
+    buf_reset(&b);
+    buf_printf(&b, "SILT_PROGRESS_FD=%d", WK_PROGRESS_FD);
+    envp[k++] = xstrdup(b.data);
     buf_fini(&b);
     return envp;
 }
@@ -73,14 +80,19 @@ static void say(const char *s) { if (write(2, s, strlen(s)) < 0) { /* nothing mo
  * killed with the worker (the guard kills the group; PR_SET_PDEATHSIG is a
  * second line for the leader, and the getppid() check covers a worker that
  * died before the call); the pipes and the file as stdio, default signal
- * dispositions and no signal blocked; then exec. */
-__attribute__((noinline)) static _Noreturn void child_exec(char *const *argv, int in, int out, int err, char **envp, pid_t worker)
+ * dispositions and no signal blocked; then exec. The progress pipe becomes
+ * descriptor 3, the one the command inherits beside stdio (every other
+ * descriptor of the worker is close-on-exec, and dup2 clears that flag on
+ * its copy; when the pipe is 3 already, the flag is cleared by hand). */
+__attribute__((noinline)) static _Noreturn void child_exec(const char *path, char *const *argv, int in, int out,
+                                                          int err, int prog, char **envp, pid_t worker)
 {
     setpgid(0, 0);
     wk_guard_enter(getpid());
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (getppid() != worker) _exit(127);
     if (dup2(in, 0) < 0 || dup2(out, 1) < 0 || dup2(err, 2) < 0) _exit(127);
+    if (prog == WK_PROGRESS_FD ? fcntl(prog, F_SETFD, 0) < 0 : dup2(prog, WK_PROGRESS_FD) < 0) _exit(127);
     struct sigaction dfl;
     memset(&dfl, 0, sizeof dfl);
     dfl.sa_handler = SIG_DFL;
@@ -89,6 +101,7 @@ __attribute__((noinline)) static _Noreturn void child_exec(char *const *argv, in
     sigset_t none;
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, NULL);
+    if (path) execve(path, argv, envp);   /* gone since the worker found it: looked up again */
     execvpe(argv[0], argv, envp);
     int e = errno;
     say("silt worker: cannot run ");
@@ -105,19 +118,50 @@ static void close_fd(int *fd)
     *fd = -1;
 }
 
-int wk_child_start(wk_child *c, char *const *argv, const char *args, size_t len, const wk_child_env *env,
-                   char *err, size_t errlen)
+char *wk_child_find(const char *name)
+{
+    if (strchr(name, '/')) return xstrdup(name);
+    const char *dirs = getenv("PATH");
+    buf file;
+    buf_init(&file);
+    for (const char *d = dirs ? dirs : ""; d && *d; ) {
+        const char *end = strchr(d, ':');
+        size_t n = end ? (size_t)(end - d) : strlen(d);
+        buf_reset(&file);
+        buf_printf(&file, "%.*s/%s", (int)n, n ? d : ".", name);   /* an empty entry is the current directory */
+        struct stat st;
+        if (stat(file.data, &st) == 0 && S_ISREG(st.st_mode) && access(file.data, X_OK) == 0) {
+            char *found = xstrdup(file.data);
+            buf_fini(&file);
+            return found;
+        }
+        d = end ? end + 1 : NULL;
+    }
+    buf_fini(&file);
+    return NULL;
+}
+
+int wk_child_start(wk_child *c, const char *path, char *const *argv, const char *args, size_t len,
+                   const wk_child_env *env, char *err, size_t errlen)
 {
     memset(c, 0, sizeof *c);
     c->out_fd = c->err_fd = -1;
     buf_init(&c->out);
     buf_init(&c->line);
     buf_init(&c->last);
-    int in = args_file(args, len, err, errlen), out[2] = { -1, -1 }, errp[2] = { -1, -1 };
+    c->prog_fd = -1;
+    buf_init(&c->prog_line);
+    buf_init(&c->progress);
+    snprintf(c->task_id, sizeof c->task_id, "%s", env->id ? env->id : "");
+    int in = args_file(args, len, err, errlen), out[2] = { -1, -1 }, errp[2] = { -1, -1 }, prog[2] = { -1, -1 };
     if (in < 0) return -1;
-    if (pipe2(out, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0) {
+    /* the progress pipe is non-blocking at both ends: a command never waits
+     * on a worker that is slow to read (a write to a full pipe fails with
+     * EAGAIN, and the next report supersedes the one lost) */
+    if (pipe2(out, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0 || pipe2(prog, O_CLOEXEC | O_NONBLOCK) < 0) {
         snprintf(err, errlen, "pipe: %s", strerror(errno));
-        close_fd(&in); close_fd(&out[0]); close_fd(&out[1]); close_fd(&errp[0]);
+        close_fd(&in); close_fd(&out[0]); close_fd(&out[1]); close_fd(&errp[0]); close_fd(&errp[1]);
+        close_fd(&prog[0]);
         return -1;
     }
     /* vfork: the worker's address space is not copied for a child that only
@@ -130,20 +174,21 @@ int wk_child_start(wk_child *c, char *const *argv, const char *args, size_t len,
     sigprocmask(SIG_SETMASK, &all, &was);
     fflush(NULL);
     pid_t worker = getpid(), pid = vfork();
-    if (pid == 0) child_exec(argv, in, out[1], errp[1], envp, worker);
+    if (pid == 0) child_exec(path, argv, in, out[1], errp[1], prog[1], envp, worker);
     int fork_errno = errno;
     sigprocmask(SIG_SETMASK, &was, NULL);
     environ_free(envp);
-    close_fd(&in); close_fd(&out[1]); close_fd(&errp[1]);
+    close_fd(&in); close_fd(&out[1]); close_fd(&errp[1]); close_fd(&prog[1]);
     if (pid < 0) {
         snprintf(err, errlen, "fork: %s", strerror(fork_errno));
-        close_fd(&out[0]); close_fd(&errp[0]);
+        close_fd(&out[0]); close_fd(&errp[0]); close_fd(&prog[0]);
         return -1;
     }
     setpgid(pid, pid);   /* as the child does: whichever runs first, the group exists before any kill */
     c->pid = pid;
     c->out_fd = out[0];
     c->err_fd = errp[0];
+    c->prog_fd = prog[0];
     fcntl(c->out_fd, F_SETFL, O_NONBLOCK);
     fcntl(c->err_fd, F_SETFL, O_NONBLOCK);
     return 0;
@@ -154,6 +199,7 @@ int wk_child_fds(const wk_child *c, struct pollfd *fds)
     int n = 0;
     if (c->out_fd >= 0) fds[n++] = (struct pollfd){ .fd = c->out_fd, .events = POLLIN };
     if (c->err_fd >= 0) fds[n++] = (struct pollfd){ .fd = c->err_fd, .events = POLLIN };
+    if (c->prog_fd >= 0) fds[n++] = (struct pollfd){ .fd = c->prog_fd, .events = POLLIN };
     return n;
 }
 
@@ -187,6 +233,38 @@ static void keep_stderr(wk_child *c, const char *p, size_t n)
     }
 }
 
+/* A complete progress line: the last good one is kept; a bad one is told
+ * and dropped (the task runs on). */
+static void progress_line(wk_child *c)
+{
+    char err[160];
+    if (c->prog_too_long) {
+        log_warn("task %s: progress line ignored: longer than %d bytes", c->task_id, WK_PROGRESS_LINE_MAX);
+    } else if (!blank(c->prog_line.data, c->prog_line.len)) {
+        buf members;
+        buf_init(&members);
+        if (wk_progress_parse(c->prog_line.data, c->prog_line.len, &members, err, sizeof err) < 0) {
+            log_warn("task %s: progress line ignored: %s", c->task_id, err);
+        } else {
+            buf_reset(&c->progress);
+            buf_append(&c->progress, members.data, members.len);
+            c->progress_new = true;
+        }
+        buf_fini(&members);
+    }
+    buf_reset(&c->prog_line);
+    c->prog_too_long = false;
+}
+
+static void keep_progress(wk_child *c, const char *p, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (p[i] == '\n') progress_line(c);
+        else if (c->prog_line.len < WK_PROGRESS_LINE_MAX) buf_putc(&c->prog_line, p[i]);
+        else c->prog_too_long = true;
+    }
+}
+
 /* Reads fd until it would block; closes it at end of file. */
 static void drain(wk_child *c, int *fd, void (*keep)(wk_child *, const char *, size_t))
 {
@@ -204,6 +282,7 @@ void wk_child_read(wk_child *c)
 {
     drain(c, &c->out_fd, keep_stdout);
     drain(c, &c->err_fd, keep_stderr);
+    drain(c, &c->prog_fd, keep_progress);
 }
 
 /* Once the process is gone, what it wrote is in the pipes: read it, and stop
@@ -232,7 +311,9 @@ bool wk_child_reap(wk_child *c)
     wk_child_read(c);
     close_fd(&c->out_fd);
     close_fd(&c->err_fd);
+    close_fd(&c->prog_fd);
     if (c->line.len) end_line(c);
+    if (c->prog_line.len) progress_line(c);   /* a last line without its newline counts */
     return true;
 }
 
@@ -250,7 +331,10 @@ void wk_child_fini(wk_child *c)
 {
     close_fd(&c->out_fd);
     close_fd(&c->err_fd);
+    close_fd(&c->prog_fd);
     buf_fini(&c->out);
+    buf_fini(&c->prog_line);
+    buf_fini(&c->progress);
     buf_fini(&c->line);
     buf_fini(&c->last);
 }

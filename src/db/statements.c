@@ -145,7 +145,7 @@ const db_statement db_statements[STMT_COUNT] = {
     [STMT_TASK_NEXT_RUN] = { "task_next_run",
         "SELECT ceil(extract(epoch FROM tasks.next_run_at($1) - now()) * 1000)::bigint", 1 },
     [STMT_TASK_START]   = { "task_start", "SELECT tasks.start($1, $2)", 2 },
-    [STMT_TASK_HEARTBEAT] = { "task_heartbeat", "SELECT id, state FROM tasks.heartbeat($1, $2, $3)", 3 },
+    [STMT_TASK_HEARTBEAT] = { "task_heartbeat", "SELECT id, state FROM tasks.heartbeat($1, $2, $3, $4, $5, $6)", 6 },
     [STMT_TASK_FINISH_MANY] = { "task_finish_many",
         "SELECT idx, id, status, queue FROM tasks.finish_many($1, $2, $3, $4, $5, $6)", 6 },
     [STMT_TASK_RELEASE] = { "task_release", "SELECT queue, released FROM tasks.release($1, $2, $3)", 3 },
@@ -177,7 +177,16 @@ const db_statement db_statements[STMT_COUNT] = {
     [STMT_WF_CONTROL]   = { "wf_control", "SELECT tasks.workflow_control($1, $2)", 2 },
     [STMT_SCHEDULE_STATE] = { "schedule_state", "SELECT schedule_name, last_slot, last_fired_at, last_task_id"
         " FROM horsies_schedule_state ORDER BY schedule_name", 0 },
-    [STMT_SCHEDULE_FIRE] = { "schedule_fire", "SELECT tasks.schedule_fire($1, $2, $3, $4, $5, $6, $7, $8)", 8 },
+    [STMT_SCHEDULE_FIRE] = { "schedule_fire", "SELECT tasks.schedule_fire($1, $2, $3, $4, $5, $6, $7, $8, $9)", 9 },
+    [STMT_SCHEDULE_LIST] = { "schedule_list", "SELECT name, origin, cron, timezone, task_name, queue_name, args,"
+        " catch_up, priority, retention_class_key, paused_at, version, created_at, updated_at, last_slot,"
+        " last_fired_at, last_task_id FROM tasks.schedule_list($1)", 1 },
+    [STMT_SCHEDULE_CREATE] = { "schedule_create",
+        "SELECT tasks.schedule_create($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)", 10 },
+    [STMT_SCHEDULE_CHANGE] = { "schedule_change",
+        "SELECT tasks.schedule_change($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)", 10 },
+    [STMT_SCHEDULE_PAUSE] = { "schedule_pause", "SELECT tasks.schedule_pause($1, $2)", 2 },
+    [STMT_SCHEDULE_DELETE] = { "schedule_delete", "SELECT tasks.schedule_delete($1)", 1 },
     [STMT_WF_OUTBOX]    = { "wf_outbox", "SELECT workflow_id FROM tasks.apply_outbox($1)", 1 },
     /* partitions of task records (sql/025) */
     [STMT_TR_CLASSES]   = { "tr_classes", "SELECT class_key, duration_s, origin, registered_at, leaves, bytes, records,"

@@ -35,13 +35,14 @@ static httpd_method method_of(struct evhttp_request *ev)
     case EVHTTP_REQ_GET: case EVHTTP_REQ_HEAD: return HTTPD_GET;
     case EVHTTP_REQ_POST: return HTTPD_POST;
     case EVHTTP_REQ_DELETE: return HTTPD_DELETE;
+    case EVHTTP_REQ_PATCH: return HTTPD_PATCH;
     default: return HTTPD_OTHER;
     }
 }
 
 static const char *method_name(httpd_method m)
 {
-    static const char *const names[] = { "GET", "POST", "DELETE", "OTHER" };
+    static const char *const names[] = { "GET", "POST", "DELETE", "PATCH", "OTHER" };
     return names[m];
 }
 

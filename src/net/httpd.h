@@ -32,7 +32,7 @@ typedef struct httpd httpd;
 typedef struct httpd_req httpd_req;
 typedef struct httpd_conn httpd_conn;
 
-typedef enum httpd_method { HTTPD_GET, HTTPD_POST, HTTPD_DELETE, HTTPD_OTHER } httpd_method;
+typedef enum httpd_method { HTTPD_GET, HTTPD_POST, HTTPD_DELETE, HTTPD_PATCH, HTTPD_OTHER } httpd_method;
 
 struct httpd_req {
     httpd                 *server;

@@ -33,6 +33,7 @@
 #define TASK_MAX_CLAIM        1000        /* tasks in one claim */
 #define TASK_MAX_RETRY_CODES  16
 #define TASK_CODE_MAX         64
+#define TASK_PROGRESS_INFO_MAX 4096       /* bytes of a progress report's JSON value */
 
 /* The error codes the engine itself writes. */
 #define TASK_WORKER_CRASHED "WORKER_CRASHED"

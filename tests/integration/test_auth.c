@@ -240,6 +240,34 @@ TEST(auth_roles_below_admin_are_refused_403_and_admin_may)
     CHECK_INT(srv_stop(&s), 0);
 }
 
+/* Schedules: read by read-only, made, changed, paused, resumed and deleted
+ * only by admin (a schedule sends tasks on its own, for ever). */
+TEST(auth_schedules_are_read_by_read_only_and_changed_by_admin_only)
+{
+    silt_server s;
+    srv_start(&s, hs_env);
+    char admin[1024], ro[1024], rw[1024];
+    snprintf(admin, sizeof admin, "%s", hs("ops", "admin"));
+    snprintf(ro, sizeof ro, "%s", hs("viewer", "read-only"));
+    snprintf(rw, sizeof rw, "%s", hs("app", "read-write"));
+    const char *def = "{\"name\":\"tick\",\"cron\":\"* * * * *\",\"task\":\"t\",\"queue\":\"q\"}";
+    CHECK_INT(status_as(&s, rw, "POST", "/api/v1/schedules", def), 403);
+    CHECK_INT(status_as(&s, admin, "POST", "/api/v1/schedules", def), 201);
+    CHECK_INT(status_as(&s, ro, "GET", "/api/v1/schedules", NULL), 200);
+    CHECK_INT(status_as(&s, ro, "GET", "/api/v1/schedules/tick", NULL), 200);
+    const char *changes[][3] = {
+        { "PATCH", "/api/v1/schedules/tick", "{\"task\":\"u\"}" },
+        { "POST", "/api/v1/schedules/tick/pause", NULL },
+        { "POST", "/api/v1/schedules/tick/resume", NULL },
+        { "DELETE", "/api/v1/schedules/tick", NULL },
+    };
+    for (size_t i = 0; i < sizeof changes / sizeof changes[0]; i++) {
+        CHECK_INT(status_as(&s, rw, changes[i][0], changes[i][1], changes[i][2]), 403);
+        CHECK_INT(status_as(&s, admin, changes[i][0], changes[i][1], changes[i][2]), 200);
+    }
+    CHECK_INT(srv_stop(&s), 0);
+}
+
 TEST(auth_bad_tokens_are_refused_401_and_clock_skew_is_honoured)
 {
     silt_server s;

@@ -272,6 +272,30 @@ TEST(dashboard_offers_admin_actions_only_to_an_admin_token)
     srv_stop(&s);
 }
 
+/* A schedule made through the API has pause for an admin token only; a
+ * read-only token sees the page and its origin column, no button. */
+TEST(dashboard_offers_a_schedules_pause_only_to_an_admin_token)
+{
+    silt_server s;
+    if (!dashboard_start(&s, jwt_env)) return;
+    char admin[1024], viewer[1024];
+    snprintf(admin, sizeof admin, "%s", token("admin"));
+    snprintf(viewer, sizeof viewer, "%s", token("read-only"));
+    http_client_set_token(s.http, admin);
+    reply r;
+    rq(&s, "POST", "/api/v1/schedules", "{\"name\":\"hourly\",\"cron\":\"0 * * * *\",\"task\":\"t\",\"queue\":\"q\"}", &r);
+    CHECK_INT(r.status, 201);
+    reply_fini(&r);
+    http_client_set_token(s.http, NULL);
+    browser b;
+    open_as(&b, &s, viewer, "/schedules", "[data-row=hourly] [data-k=origin]");
+    CHECK_STR(browser_eval(&b, "document.querySelector('[data-row=hourly] button') === null"), "true");
+    browser_close(&b);
+    open_as(&b, &s, admin, "/schedules", "[data-row=hourly] [data-action=pause]");   /* waits for the button */
+    browser_close(&b);
+    srv_stop(&s);
+}
+
 /* "maintenance mode gets a switch (with confirmation) for admins" */
 TEST(dashboard_maintenance_switch_asks_then_turns_maintenance_mode_on_and_off)
 {

@@ -99,6 +99,50 @@ TEST(dashboard_task_page_shows_a_tasks_stored_fields)
     srv_stop(&s);
 }
 
+/* A running task's progress report (docs/tasks.md, "Progress"): in the
+ * list, its number and info in short; on its page, with a bar and when it
+ * came. */
+static void running_with_progress(silt_server *s, task_claimed *c)
+{
+    task_send(s, "{\"name\":\"resize\",\"queue\":\"images\"}");
+    CHECK(task_claim_one(s, "w", "images", c));
+    CHECK_INT(task_call(s, "start", c, NULL), 200);
+    reply r;
+    rq(s, "POST", "/api/v1/workers/w/heartbeat",
+       sfmt("{\"tasks\":[{\"id\":\"%s\",\"claimId\":\"%s\",\"progress\":42.5,"
+            "\"progressInfo\":{\"step\":\"copy\"}}]}", c->id, c->claim), &r);
+    CHECK_INT(r.status, 200);
+    reply_fini(&r);
+}
+
+TEST(dashboard_tasks_page_shows_a_running_tasks_progress)
+{
+    silt_server s;
+    if (!dashboard_start(&s, NULL)) return;
+    task_claimed c;
+    running_with_progress(&s, &c);
+    const char *dom = browser_dump_dom(&s, "/tasks?status=RUNNING");
+    CHECK_STR(dom_cell(dom, c.id, "progress"), "42.5 · {\"step\":\"copy\"}");
+    srv_stop(&s);
+}
+
+TEST(dashboard_task_page_shows_its_progress_with_a_bar_and_when_it_came)
+{
+    silt_server s;
+    if (!dashboard_start(&s, NULL)) return;
+    task_claimed c;
+    running_with_progress(&s, &c);
+    const char *dom = browser_dump_dom(&s, sfmt("/tasks/%s", c.id));
+    CHECK(strstr(dom, "id=\"task-progress\"") != NULL);
+    CHECK(strstr(dom, "<progress max=\"100\" value=\"42.5\">") != NULL);
+    CHECK(strstr(dom, "<b data-k=\"progress\">42.5 · {\"step\":\"copy\"}</b>") != NULL);
+    reply r;
+    rq(&s, "GET", sfmt("/api/v1/tasks/%s", c.id), NULL, &r);
+    CHECK(strstr(dom, sfmt(" reported %s", jstr(&r, "progressAt"))) != NULL);
+    reply_fini(&r);
+    srv_stop(&s);
+}
+
 /* A task that failed once, then completed: its page shows both attempts
  * with the values the attempts route answers, and no cancel (it ended). */
 TEST(dashboard_task_page_shows_a_tasks_attempts_as_the_api_holds_them)
@@ -392,6 +436,44 @@ TEST(dashboard_schedules_page_shows_each_schedule_and_its_next_fire)
     CHECK_STR(dom_cell(dom, "nightly", "queue"), "maintenance");
     CHECK_STR(dom_title(dom, "nightly", "nextFire"), jstr(&r, "schedules.0.nextFire"));   /* its words: "in 14 h" */
     reply_fini(&r);
+    srv_stop(&s);
+    unlink(path);
+}
+
+/* The schedules page shows each schedule's origin and whether it is
+ * paused; an API schedule has pause (then resume) for an admin, silt.conf's
+ * has no button: the API would refuse it. */
+TEST(dashboard_schedules_page_shows_the_origin_and_pauses_and_resumes_an_api_schedule)
+{
+    if (!browser_available()) return;
+    char path[128];
+    snprintf(path, sizeof path, "/tmp/silt-dash-sched-api-%d.conf", (int)getpid());
+    FILE *f = fopen(path, "w");
+    CHECK(f != NULL);
+    fprintf(f, "[schedule.nightly]\ncron = 0 3 * * *\ntask = cleanup\nqueue = maintenance\n");
+    fclose(f);
+    silt_server s;
+    if (!dashboard_start(&s, (const char *const[]){ sfmt("SILT_CONFIG=%s", path), NULL })) return;
+    reply r;
+    rq(&s, "POST", "/api/v1/schedules", "{\"name\":\"hourly\",\"cron\":\"0 * * * *\",\"task\":\"t\",\"queue\":\"q\"}", &r);
+    CHECK_INT(r.status, 201);
+    reply_fini(&r);
+    browser b;
+    browser_open(&b, sfmt("%s/#/schedules", s.url));
+    browser_await(&b, "document.querySelector('[data-row=hourly] [data-action=pause]') !== null", 20000);
+    CHECK_STR(browser_eval(&b, "document.querySelector('[data-row=nightly] [data-k=origin]').textContent"),
+              "\"config\"");
+    CHECK_STR(browser_eval(&b, "document.querySelector('[data-row=nightly] button') === null"), "true");
+    CHECK_STR(browser_eval(&b, "document.querySelector('[data-row=hourly] [data-k=origin]').textContent"), "\"api\"");
+    browser_confirm_click(&b, "[data-row=hourly] [data-action=pause]");
+    browser_await(&b, "document.querySelector('[data-row=hourly] [data-action=resume]') !== null", 10000);
+    CHECK_STR(browser_eval(&b, "document.querySelector('[data-row=hourly] [data-k=paused]').textContent"),
+              "\"paused\"");
+    CHECK_STR(sql("SELECT paused_at IS NOT NULL FROM tasks.schedules WHERE name = 'hourly'"), "t");
+    browser_confirm_click(&b, "[data-row=hourly] [data-action=resume]");
+    browser_await(&b, "document.querySelector('[data-row=hourly] [data-action=pause]') !== null", 10000);
+    CHECK_STR(sql("SELECT paused_at IS NULL FROM tasks.schedules WHERE name = 'hourly'"), "t");
+    browser_close(&b);
     srv_stop(&s);
     unlink(path);
 }

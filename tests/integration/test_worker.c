@@ -171,21 +171,26 @@ TEST(worker_reports_death_by_signal_as_signal_n)
     srv_stop(&s);
 }
 
+/* A path that names nothing, and a bare name PATH does not hold (looked
+ * up once when the worker starts, and again at each run when not found). */
 TEST(worker_fails_a_command_that_cannot_run_with_exit_127_saying_why)
 {
     silt_server s;
     srv_start(&s, NULL);
-    char id[96];
-    keep_str(id, task_send(&s, "{\"name\":\"t\",\"queue\":\"jobs\"}"));
-    test_worker w;
-    worker_start_cmd(&w, &s, "jobs", NULL, (const char *const[]){ "/nonexistent/silt-task-cmd", NULL });
-    reply r;
-    await_task(&s, id, "FAILED", &r);
-    CHECK_STR(jstr(&r, "errorCode"), "EXIT_127");
-    CHECK_STR(jstr(&r, "errorMessage"), "silt worker: cannot run /nonexistent/silt-task-cmd: No such file or directory");
-    reply_fini(&r);
-    CHECK_INT(worker_stop(&w, DEADLINE_MS), 0);
-    worker_cleanup(&w);
+    const char *commands[] = { "/nonexistent/silt-task-cmd", "silt-no-such-task-cmd" };
+    for (int i = 0; i < 2; i++) {
+        char id[96];
+        keep_str(id, task_send(&s, "{\"name\":\"t\",\"queue\":\"jobs\"}"));
+        test_worker w;
+        worker_start_cmd(&w, &s, "jobs", NULL, (const char *const[]){ commands[i], NULL });
+        reply r;
+        await_task(&s, id, "FAILED", &r);
+        CHECK_STR(jstr(&r, "errorCode"), "EXIT_127");
+        CHECK_STR(jstr(&r, "errorMessage"), sfmt("silt worker: cannot run %s: No such file or directory", commands[i]));
+        reply_fini(&r);
+        CHECK_INT(worker_stop(&w, DEADLINE_MS), 0);
+        worker_cleanup(&w);
+    }
     srv_stop(&s);
 }
 

@@ -17,7 +17,10 @@ import { TaskAbortedError } from "./errors.js";
  * @property {number} retryCount retries used before this attempt
  * @property {string} name
  * @property {string} queue
+ * @property {(value?: number | null, info?: unknown) => void} progress reports how far the task is
  */
+
+const PROGRESS_INFO_MAX = 4096;   // bytes of a report's JSON value, as the server bounds it
 
 /** A task this worker claimed (and the server started). */
 export class Job {
@@ -42,6 +45,34 @@ export class Job {
         this.lost = false;
         /** its function has returned or thrown */
         this.settled = false;
+        /** the progress report not yet sent: {progress, progressInfo} */
+        this.report = null;
+        /** set by the worker: brings the next heartbeat forward */
+        this.onProgress = null;
+    }
+
+    /** Checks and keeps a report (ctx.progress); throws TypeError or RangeError, keeping nothing. */
+    progress(value = null, info = null) {
+        if (value !== null && typeof value !== "number") throw new TypeError("progress must be a number or null");
+        if (value !== null && !Number.isFinite(value)) throw new RangeError("progress must be a finite number");
+        const text = info === null || info === undefined ? null : JSON.stringify(info);
+        if (text === undefined) throw new TypeError("progress info must be a JSON value");
+        if (text !== null && Buffer.byteLength(text) > PROGRESS_INFO_MAX)
+            throw new RangeError(`progress info must be at most ${PROGRESS_INFO_MAX} bytes of JSON`);
+        this.report = { progress: value, progressInfo: text === null ? null : JSON.parse(text) };
+        this.onProgress?.();
+    }
+
+    /** The report not yet sent, taken (the heartbeat's side), or null. */
+    takeReport() {
+        const report = this.report;
+        this.report = null;
+        return report;
+    }
+
+    /** A report whose heartbeat failed goes again, unless a newer one came. */
+    giveBackReport(report) {
+        if (!this.report) this.report = report;
     }
 
     /** @returns {TaskContext} */
@@ -56,6 +87,7 @@ export class Job {
             retryCount: this.retryCount,
             name: this.name,
             queue: this.queue,
+            progress: (value, info) => job.progress(value, info),
         };
     }
 

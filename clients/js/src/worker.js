@@ -221,6 +221,7 @@ export class Worker {
 
     start(job) {
         const fn = this.app.functionOf(job.name);
+        job.onProgress = () => this.heartbeats.progressed();
         this.held.set(job.id, job);
         if (!fn) {
             this.end(job, failedItem(job.id, job.claimId, "UNKNOWN_TASK", `this worker has no function for task ${job.name}`));
@@ -249,7 +250,8 @@ export class Worker {
 
     end(job, text) {
         job.ended = true;
-        this.finisher.add(job, text);
+        if (job.report) this.heartbeats.endAfterReport(() => this.finisher.add(job, text));   // its last report first
+        else this.finisher.add(job, text);
     }
 
     /** The server's answer for an end: the task is no longer held. */
@@ -283,6 +285,7 @@ export class Worker {
         await this.graceOver();
         for (const job of this.held.values())
             this.endEarly(job, "WORKER_CRASHED", `the worker stopped and the task was still running after ${this.graceMs} ms`);
+        await this.heartbeats.endingSent();   // ends held back for their last progress report
         await this.finisher.drained();
         await this.heartbeats.stop();
         this.logger.info(`stopped (${this.stats.claimed} tasks claimed)`);

@@ -127,6 +127,40 @@ test("cancelling_a_running_task_aborts_its_signal_and_ends_it_cancelled", async 
     assert.equal((await h.get()).attempt, 1, "a cancelled task is not retried");
 });
 
+test("progress_goes_early_and_rate_limited_get_shows_it_and_the_last_report_outlives_the_end", async (t) => {
+    // heartbeats half a minute apart: only a report brings one forward
+    const { app, queue, start } = setup(t, { heartbeatMs: 30000 });
+    const counts = countRoutes(app);
+    const reported = gate(), release = gate();
+    const refused = [];
+    const copy = app.task("copy", { queue }, async ({ rows }, ctx) => {
+        for (const bad of ["half", NaN, Infinity, true])
+            try { ctx.progress(bad); } catch (err) { refused.push(err.name); }
+        try { ctx.progress(1, "x".repeat(5000)); } catch (err) { refused.push(err.name); }
+        for (let i = 0; i <= 1000; i++) ctx.progress(i / 25, { rows, step: "copy" });   // chatty
+        reported.open();
+        await release.opened;
+        ctx.progress(100);   // the last, just before the end: sent before it
+        return rows;
+    });
+    start();
+    const h = await copy.send({ rows: 7 });
+    await reported.opened;
+    const running = await waitFor("the progress report", async () => {
+        const task = await h.get();
+        return task.progress === 40 && task;
+    }, { timeoutMs: 10000 });
+    assert.equal(running.status, "RUNNING");
+    assert.deepEqual(running.progressInfo, { rows: 7, step: "copy" });
+    assert.ok(running.progressAt);
+    assert.deepEqual(refused, ["TypeError", "RangeError", "RangeError", "TypeError", "RangeError"]);
+    assert.ok(counts.heartbeat <= 2, `a thousand reports, ${counts.heartbeat} heartbeats`);
+    release.open();
+    assert.equal(await h.result({ timeoutMs: 10000 }), 7);
+    const done = await h.get();
+    assert.deepEqual([done.status, done.progress, done.progressInfo], ["COMPLETED", 100, null]);
+});
+
 test("timeout_ms_aborts_the_signal_and_fails_task_timeout_at_once_while_the_function_runs_on", async (t) => {
     const { app, queue, start } = setup(t, { concurrency: 1 });
     const release = gate();

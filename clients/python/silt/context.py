@@ -13,6 +13,8 @@ cancelled for real: the worker cancels its asyncio task.
 """
 
 import contextvars
+import json
+import math
 import threading
 
 from .errors import Cancelled
@@ -31,6 +33,8 @@ TIMEOUT = "timeout"       # the task ran past its timeoutMs
 LOST = "lost"             # the claim is no longer this worker's (recovery took it back)
 SHUTDOWN = "shutdown"     # the worker stopped and its grace ran out
 
+PROGRESS_INFO_MAX = 4096  # bytes of a progress report's JSON value, as the server bounds it
+
 
 def current_task():
     """The TaskContext of the task running in this thread or asyncio task,
@@ -44,11 +48,11 @@ class TaskContext:
     Attributes: ``id``, ``name``, ``queue``, ``args`` (as sent),
     ``attempt`` (1 for the first run), ``retry_count``, ``timeout``
     (seconds, or None), ``worker_id``; ``cancelled`` and ``reason`` (see
-    ``wait``).
+    ``wait``). ``progress(value, info)`` reports how far it is.
     """
 
     __slots__ = ("id", "name", "queue", "args", "attempt", "retry_count", "timeout", "worker_id",
-                 "reason", "_event", "_on_cancel")
+                 "reason", "_event", "_on_cancel", "_report", "_on_progress")
 
     def __init__(self, task, worker_id):
         self.id = task["id"]
@@ -63,6 +67,8 @@ class TaskContext:
         self.reason = None
         self._event = None          # made on the first wait(): most tasks never need one
         self._on_cancel = None      # set by the async runner: cancels the asyncio task
+        self._report = None         # the report not yet sent: {"progress": ..., "progressInfo": ...}
+        self._on_progress = None    # set by the worker: brings the next heartbeat forward
 
     @property
     def cancelled(self):
@@ -84,6 +90,37 @@ class TaskContext:
         """Raises ``silt.Cancelled`` when the cancel flag is set."""
         if self.reason is not None:
             raise Cancelled(self.reason)
+
+    def progress(self, value=None, info=None):
+        """Reports how far the task is: ``value`` a finite number (say 0 to
+        100, or items done) or None, ``info`` any JSON value of at most
+        4096 bytes or None. Each report replaces the last; the latest goes
+        with the next heartbeat, brought forward to at most one a second,
+        and the last one made before the function returns is sent before
+        its end. GET /api/v1/tasks/:id shows it as ``progress``,
+        ``progressInfo`` and ``progressAt``. A bad value raises ValueError
+        or TypeError, and nothing is reported."""
+        report = {"progress": _progress_value(value), "progressInfo": _progress_info(info)}
+        with _event_lock:
+            self._report = report
+            hook = self._on_progress
+        if hook is not None:
+            hook()
+
+    def _take_report(self):
+        """The report not yet sent, taken (the worker's side), or None."""
+        with _event_lock:
+            report, self._report = self._report, None
+            return report
+
+    def _give_back_report(self, report):
+        """A report whose heartbeat failed goes again, unless a newer one came."""
+        with _event_lock:
+            if self._report is None:
+                self._report = report
+
+    def _has_report(self):
+        return self._report is not None
 
     def _flag(self):
         with _event_lock:
@@ -108,3 +145,26 @@ class TaskContext:
     def __repr__(self):
         return f"<TaskContext {self.name} {self.id} attempt {self.attempt}{' ' + self.reason if self.reason else ''}>"
 
+
+
+def _progress_value(value):
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"progress must be a number or None, not {type(value).__name__}")
+    try:
+        finite = math.isfinite(float(value))
+    except OverflowError:   # an int past a double's range
+        finite = False
+    if not finite:
+        raise ValueError("progress must be a finite number")
+    return value
+
+
+def _progress_info(info):
+    if info is None:
+        return None
+    text = json.dumps(info, separators=(",", ":"), allow_nan=False)
+    if len(text.encode()) > PROGRESS_INFO_MAX:
+        raise ValueError(f"progress info must be at most {PROGRESS_INFO_MAX} bytes of JSON")
+    return info

@@ -272,6 +272,7 @@ class Worker:
 
     def _accept(self, task):
         held = Held(task, TaskContext(task, self.worker_id))
+        held.ctx._on_progress = self._supervisor.progressed
         self._held.add(held)
         if held.ctx.timeout:
             held.deadline = time.monotonic() + held.ctx.timeout
@@ -288,7 +289,10 @@ class Worker:
         """Makes ``end`` the attempt's end if nothing else did first."""
         if not self._held.decide(held, end):
             return False
-        self._outbox.put(held)
+        if held.ctx._has_report():   # its last report goes before its end
+            self._supervisor.end_after_report(held, self._outbox.put)
+        else:
+            self._outbox.put(held)
         return True
 
     def _stop_function(self, held, reason, code, message):
@@ -323,6 +327,7 @@ class Worker:
                 self._stop_function(held, SHUTDOWN, "WORKER_CRASHED",
                                     f"the worker stopped and its grace of {self.grace:g} s ran out")
         deadline = max(stop_at + self.grace, time.monotonic() + END_DELIVERY_MIN_S)
+        self._supervisor.wait_ending(deadline)   # ends held back for their last progress report
         self._outbox.drain(deadline, time.monotonic)
         self._supervisor.stop()
         self._outbox.close()

@@ -196,6 +196,40 @@ class WorkerTests(ServerCase):
         release.set()
         self.assertIsNone(h.result(timeout=15))
 
+    def test_a_function_reports_progress_get_shows_it_and_the_last_report_outlives_the_end(self):
+        reported, release, refused = threading.Event(), threading.Event(), []
+
+        @self.app.task(queue=self.queue)
+        def copying(rows):
+            ctx = current_task()
+            for bad in ("half", float("nan"), True, 10 ** 400):
+                try:
+                    ctx.progress(bad)
+                except (TypeError, ValueError) as exc:
+                    refused.append(type(exc).__name__)
+            try:
+                ctx.progress(1, "x" * 5000)
+            except ValueError:
+                refused.append("info")
+            ctx.progress(40, {"rows": rows, "step": "copy"})
+            reported.set()
+            release.wait(30)
+            ctx.progress(100)   # the last, just before the end: sent before it
+            return rows
+
+        self.start_worker(self.app)
+        h = copying.send(7)
+        self.assertTrue(reported.wait(15))
+        wait_until(lambda: h.get().get("progress") == 40, timeout=15, what="the progress report")
+        task = h.get()
+        self.assertEqual((task["status"], task["progressInfo"]), ("RUNNING", {"rows": 7, "step": "copy"}))
+        self.assertIsNotNone(task["progressAt"])
+        self.assertEqual(refused, ["TypeError", "ValueError", "TypeError", "ValueError", "info"])
+        release.set()
+        self.assertEqual(h.result(timeout=15), 7)
+        done = h.get()
+        self.assertEqual((done["status"], done["progress"], done["progressInfo"]), ("COMPLETED", 100, None))
+
     def test_async_functions_run_on_the_event_loop_and_a_cancel_cancels_them(self):
         saw = []
 
