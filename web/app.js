@@ -2,13 +2,16 @@
  * Every number shown comes from an API reply; nothing here computes state
  * the server does not publish. Rendering builds DOM nodes with textContent
  * only (never innerHTML), so queue names and payloads cannot inject markup.
- * Values keep the API's own text (offsets, ISO times) so what a page shows
+ * Values keep the API's own text (offsets, names) so what a page shows
  * can be compared with what the API answers; each value cell carries
- * data-k="<API key>" and each row data-row="<name>" for that purpose. */
+ * data-k="<API key>" and each row data-row="<name>" for that purpose.
+ * Times and byte counts are the exception (readable(), below): their words
+ * are "3 min ago" and "1.2 MB", and the API's own text is the cell's title. */
 'use strict';
 
 const REFRESH_MS = 2000;      /* live pages re-read the API this often */
-const RATE_SAMPLES = 60;      /* points kept on the overview's rate chart */
+const RATE_SAMPLES = 900;     /* live points kept on the overview's rate chart (half an hour), after its history */
+const HISTORY_HOURS = 24;     /* what the charts show first: the server's per-minute history */
 const DLQ_PAGE = 50;
 const PARTITION_PAGE = 50;    /* a queue's partitions a page at a time: a queue may have 100,000 */
 const LIST_PAGE = 50;         /* queues and consumer groups a page at a time */
@@ -35,10 +38,40 @@ function show(v) {
   return String(v);
 }
 
+/* Times as the API writes them (ISO 8601) are said as how long ago (or
+ * how soon) they are, byte counts (a key "bytes" or "...Bytes") in KB, MB
+ * or GB; the exact value, the API's own text, is the title (on hover). */
+const ISO_TIME = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:?\d\d)$/;
+const AGO_UNITS = [[86400, 'd'], [3600, 'h'], [60, 'min'], [1, 's']];
+
+function relativeTime(iso, now) {
+  const s = Math.round(((now === undefined ? Date.now() : now) - Date.parse(iso)) / 1000);
+  if (Math.abs(s) < 5) return 'just now';
+  const [unit, name] = AGO_UNITS.find(([u]) => Math.abs(s) >= u);
+  const n = Math.floor(Math.abs(s) / unit) + ' ' + name;
+  return s > 0 ? n + ' ago' : 'in ' + n;
+}
+
+function sizeText(bytes) {
+  if (bytes < 1024) return bytes + ' B';
+  const units = ['KB', 'MB', 'GB', 'TB'];
+  let v = bytes / 1024, i = 0;
+  while (v >= 1024 && i < units.length - 1) { v /= 1024; i++; }
+  return (v < 10 ? v.toFixed(1) : String(Math.round(v))) + ' ' + units[i];
+}
+
+/* A value's words, and its exact text as a title where the words are not it. */
+function readable(key, v) {
+  if (typeof v === 'string' && ISO_TIME.test(v)) return { text: relativeTime(v), title: v };
+  if (typeof v === 'number' && /(^|\.)bytes$|Bytes$/.test(key)) return { text: sizeText(v), title: v + ' bytes' };
+  return { text: show(v), title: null };
+}
+
 /* A value cell: numbers right-aligned, the API key in data-k. */
 function cell(key, v, cls) {
   const num = typeof v === 'number';
-  return h('td', { 'data-k': key, class: [num ? 'num' : '', cls || ''].join(' ').trim() || null }, show(v));
+  const r = readable(key, v);
+  return h('td', { 'data-k': key, title: r.title, class: [num ? 'num' : '', cls || ''].join(' ').trim() || null }, r.text);
 }
 
 /* In a box that scrolls sideways on a narrow screen, so no page is wider
@@ -50,8 +83,9 @@ function table(headers, rows) {
 }
 
 function card(label, key, v, cls) {
+  const r = readable(key, v);
   return h('div', { class: 'card' }, h('div', { class: 'label' }, label),
-    h('div', { class: cls ? 'value ' + cls : 'value', 'data-k': key }, show(v)));
+    h('div', { class: cls ? 'value ' + cls : 'value', 'data-k': key, title: r.title }, r.text));
 }
 
 function queueLink(name) {
@@ -133,7 +167,9 @@ async function api(path, options) {
   /* a 401 for a token no longer kept (a request sent before one was pasted) asks nothing */
   if (res.status === 401 && token === localStorage.getItem(TOKEN_KEY))
     tokenPrompt((body && body.error) || 'authentication required');
-  return { status: res.status, body };
+  /* total: a list's whole size, where its body is only a page (X-Total-Count) */
+  const total = res.headers.get('X-Total-Count');
+  return { status: res.status, body, total: total === null ? null : Number(total) };
 }
 
 function failed(path, r) {
@@ -303,20 +339,58 @@ function lastRate(k) {
   return rates[k].length ? Math.round(rates[k][rates[k].length - 1]) : null;
 }
 
-function drawRates(state) {
-  const canvas = document.getElementById('rates');
-  if (!canvas || typeof Chart === 'undefined') return;
+/* The server's history (GET /api/v1/stats/history): each rolled minute
+ * of the last HISTORY_HOURS, every queue's or one queue's. Read once per
+ * visit; with again, also once a minute has passed (a new minute is
+ * rolled a little after it ends), for a chart that extends by the minute
+ * rather than by live points. A server that cannot answer it leaves the
+ * chart without history rather than failing the page. */
+async function readHistory(state, queue, again) {
+  if (state.history && (!again || Date.now() - state.historyAt < 60e3)) return;
+  const q = new URLSearchParams({ hours: String(HISTORY_HOURS) });
+  if (queue) q.set('queue', queue);
+  const r = await api('/api/v1/stats/history?' + q.toString());
+  state.history = r.status === 200 ? r.body.minutes : [];
+  state.historyAt = Date.now();
+}
+
+/* A rolled minute's counts as rates per second over the span they cover. */
+function historySeries(minutes) {
+  const per = (m, k) => m.seconds > 0 ? m[k] / m.seconds : 0;
+  return {
+    labels: minutes.map((m) => new Date(m.minute).toLocaleTimeString([], { hour: '2-digit', minute: '2-digit' })),
+    written: minutes.map((m) => per(m, 'pushed')), consumed: minutes.map((m) => per(m, 'consumed')),
+    dead: minutes.map((m) => per(m, 'deadLettered')),
+  };
+}
+
+/* In and out per second on canvas id: the stored minutes, then live
+ * points (labels, written, consumed) when given. data-history-points
+ * says how many stored minutes it drew. */
+function drawRateChart(state, id, live) {
+  const canvas = document.getElementById(id);
+  if (!canvas) return;
+  const hist = historySeries(state.history || []);
+  canvas.dataset.historyPoints = String(hist.labels.length);
+  if (typeof Chart === 'undefined') return;
+  const tail = live || { labels: [], written: [], consumed: [] };
   const data = {
-    labels: rates.labels.slice(),
+    labels: hist.labels.concat(tail.labels),
     datasets: [
-      { label: 'in (offsets written)/s', data: rates.written.slice(), borderColor: '#2d6cdf', pointRadius: 0 },
-      { label: 'out (offsets consumed)/s', data: rates.consumed.slice(), borderColor: '#2e7d32', pointRadius: 0 },
+      { label: 'in (offsets written)/s', data: hist.written.concat(tail.written), borderColor: '#2d6cdf', pointRadius: 0 },
+      { label: 'out (offsets consumed)/s', data: hist.consumed.concat(tail.consumed), borderColor: '#2e7d32',
+        pointRadius: 0 },
+      { label: 'dead-lettered/s', data: hist.dead, borderColor: '#c62828', pointRadius: 0 },
     ],
   };
   if (state.chart) state.chart.destroy();
   state.chart = new Chart(canvas, { type: 'line', data,
     options: { animation: false, responsive: true, maintainAspectRatio: false,
       scales: { y: { beginAtZero: true } } } });
+}
+
+function drawRates(state) {
+  drawRateChart(state, 'rates', rates);
 }
 
 /* The maintenance switch, for an admin: asks, then POSTs the other state. */
@@ -423,6 +497,7 @@ const overviewPage = {
     if (cov.status !== 200 && !(cov.status === 503 && cov.body && 'healthy' in cov.body))
       throw failed('/api/v1/task-retention/coverage', cov);
     sampleRates(ov);
+    await readHistory(state, null, false);
     return h('div', { id: 'page-overview' },
       h('h1', {}, 'Overview'),
       attentionList(attentionItems({ groups, workers: workers.workers, coverage: cov.body, failed: failed.tasks,
@@ -437,7 +512,7 @@ const overviewPage = {
         card('active leases', 'activeLeases', ov.activeLeases),
         card('dead letters', 'deadLetters', ov.deadLetters), card('last write', 'lastWriteAt', ov.lastWriteAt)),
       h('h2', {}, 'Health'), healthCard(hr), maintenanceSwitch(hr, state),
-      h('h2', {}, 'Messages per second (every server)'),
+      h('h2', {}, 'Messages per second (every server): the last ' + HISTORY_HOURS + ' hours, then live'),
       h('div', { class: 'chart' }, h('canvas', { id: 'rates' })),
       h('h2', {}, 'Queues'), queueTable(queues),
       ov.queues > queues.length ? h('p', {}, h('a', { id: 'all-queues', href: '#/queues' }, 'all ' + ov.queues + ' queues ›')) : null,
@@ -468,14 +543,63 @@ function nextPager(offset, shown, hashFor) {
     shown === LIST_PAGE ? h('a', { 'data-action': 'page-forth', href: hashFor(offset + LIST_PAGE) }, 'next ›') : null);
 }
 
+/* ---- finding in a list ---------------------------------------------- */
+
+/* The queue and group lists are searched, sorted and paged by the server
+ * (?search=&sort=&order=, docs/api.md): the page's hash carries them, and
+ * the total is the filtered set's (X-Total-Count). */
+const FIND_KEYS = ['search', 'sort', 'order'];
+const QUEUE_SORTS = [['name', 'name'], ['lag', 'lag'], ['age', 'age'], ['failures', 'dead letters'],
+  ['messages', 'messages']];
+const GROUP_SORTS = [['name', 'name'], ['lag', 'total lag'], ['age', 'oldest unread']];
+const ORDERS = [['', 'usual order'], ['asc', 'ascending'], ['desc', 'descending']];
+
+function findParams(args) {
+  return Object.fromEntries(FIND_KEYS.filter((k) => args[k]).map((k) => [k, args[k]]));
+}
+
+function select(id, label, choices, chosen) {
+  return [h('label', { for: id }, label), h('select', { id }, choices.map(([v, words]) =>
+    h('option', { value: v, selected: v === chosen }, words)))];
+}
+
+/* Search box, sort and order; submitting (or choosing a sort) goes to
+ * hashOf({search, sort, order}), the first page. */
+function findForm(id, args, sorts, hashOf) {
+  const search = h('input', { id: id + '-search', type: 'search', value: args.search || '', placeholder: 'part of a name' });
+  const [sortLabel, sort] = select(id + '-sort', 'sort by', sorts, args.sort || sorts[0][0]);
+  const [orderLabel, order] = select(id + '-order', 'order', ORDERS, args.order || '');
+  const go = () => { location.hash = hashOf({ search: search.value, sort: sort.value, order: order.value }); };
+  sort.addEventListener('change', go);
+  order.addEventListener('change', go);
+  return h('form', { class: 'pager', role: 'search', id: id + '-find', onsubmit: (e) => { e.preventDefault(); go(); } },
+    h('label', { for: id + '-search' }, 'search'), search, sortLabel, sort, orderLabel, order,
+    h('button', { type: 'submit' }, 'find'));
+}
+
+/* A searched list's page: the route's reply and the pager over its total. */
+async function foundPage(route, args, hashBase, noun, extra) {
+  const offset = Math.max(0, Number(args.offset) || 0);
+  const find = findParams(args);
+  const path = route + '?' + new URLSearchParams(Object.assign({}, extra || {}, find,
+    { limit: String(LIST_PAGE), offset: String(offset) }));
+  const r = await api(path);
+  if (r.status !== 200) throw failed(path, r);
+  const hashOf = (values) => hashBase + '?' + new URLSearchParams(Object.fromEntries(
+    Object.entries(values).filter(([, v]) => v !== '' && v !== undefined)));
+  const pageHash = (o) => hashOf(Object.assign({}, find, { offset: String(o) }));
+  const pager = r.total === null ? nextPager(offset, r.body.length, pageHash)
+    : offsetPager(r.total, noun, offset, r.body.length, LIST_PAGE, pageHash, '‹ previous', 'next ›');
+  return { rows: r.body, pager, hashOf };
+}
+
 const queuesPage = {
   live: true,
   title: () => 'Queues',
   async load(args) {
-    const offset = Math.max(0, Number(args.offset) || 0);
-    const queues = await apiOk('/api/v1/resources/queues?limit=' + LIST_PAGE + '&offset=' + offset);
+    const f = await foundPage('/api/v1/resources/queues', args, '#/queues', 'queues');
     return h('div', { id: 'page-queues' }, h('h1', {}, 'Queues'),
-      nextPager(offset, queues.length, (o) => '#/queues?offset=' + o), queueTable(queues));
+      findForm('queues', args, QUEUE_SORTS, f.hashOf), f.pager, queueTable(f.rows));
   },
 };
 
@@ -499,7 +623,7 @@ function partitionRow(p) {
 const queuePage = {
   live: true,
   title: (args) => 'Queue ' + args.name,
-  async load(args) {
+  async load(args, state) {
     const offset = Math.max(0, Number(args.offset) || 0);
     const path = '/api/v1/resources/queues/' + encodeURIComponent(args.name);
     const r = await api(path + '?' + new URLSearchParams({ limit: String(PARTITION_PAGE), offset: String(offset) }));
@@ -507,6 +631,7 @@ const queuePage = {
     if (r.status !== 200) throw failed(path, r);
     const q = r.body;
     const groups = await apiOk('/api/v1/consumer-groups?' + new URLSearchParams({ queue: q.name, limit: String(LIST_PAGE) }));
+    await readHistory(state, q.name, true);
     const pending = q.messages.pending || {};
     return h('div', { id: 'page-queue', 'data-queue': q.name },
       h('h1', {}, 'Queue ', h('span', { 'data-k': 'name' }, q.name)),
@@ -517,6 +642,8 @@ const queuePage = {
         card('partitions', 'partitions', q.partitions), card('messages retained', 'messages.total', q.messages.total),
         card('dead letters', 'messages.deadLetters', q.messages.deadLetters), card('created', 'createdAt', q.createdAt),
         card('last write', 'lastWriteAt', q.lastWriteAt)),
+      h('h2', {}, 'Messages per second: the last ' + HISTORY_HOURS + ' hours, by the minute'),
+      h('div', { class: 'chart' }, h('canvas', { id: 'queue-rates' })),
       h('h2', {}, 'Options'),
       table([['option'], ['value']], Object.entries(q.options || {}).map(([k, v]) =>
         h('tr', { 'data-row': k }, h('td', {}, k), cell(k, v)))),
@@ -532,16 +659,17 @@ const queuePage = {
         cell('state', g.state, g.state === 'Stable' ? '' : 'bad'), cell('members', g.members),
         cell('totalLag', g.totalLag), cell('maxTimeLag', g.maxTimeLag), cell('lastActivityAt', g.lastActivityAt)))));
   },
+  after: (state) => drawRateChart(state, 'queue-rates', null),
+  teardown(state) { if (state.chart) state.chart.destroy(); },
 };
 
 const groupsPage = {
   live: true,
   title: () => 'Consumer groups',
   async load(args) {
-    const offset = Math.max(0, Number(args.offset) || 0);
-    const groups = await apiOk('/api/v1/consumer-groups?limit=' + LIST_PAGE + '&offset=' + offset);
+    const f = await foundPage('/api/v1/consumer-groups', args, '#/groups', 'consumer groups');
     return h('div', { id: 'page-groups' }, h('h1', {}, 'Consumer groups'),
-      nextPager(offset, groups.length, (o) => '#/groups?offset=' + o), groupTable(groups));
+      findForm('groups', args, GROUP_SORTS, f.hashOf), f.pager, groupTable(f.rows));
   },
 };
 
@@ -787,20 +915,28 @@ const dlqPage = {
   title: () => 'Dead letters',
   async load(args, state) {
     const offset = Math.max(0, Number(args.offset) || 0);
-    const q = new URLSearchParams({ limit: String(DLQ_PAGE), offset: String(offset) });
-    if (args.queue) q.set('queue', args.queue);
+    const listed = dlqFilter(args);   /* what the list shows is what the bulk actions take */
+    const q = new URLSearchParams(Object.assign({ limit: String(DLQ_PAGE), offset: String(offset) }, listed));
     const d = await apiOk('/api/v1/dlq?' + q.toString());
-    const nav = (o) => '#/dead-letters?' + new URLSearchParams(Object.assign(
-      args.queue ? { queue: args.queue } : {}, { offset: String(o) })).toString();
+    const nav = (o) => '#/dead-letters?' + new URLSearchParams(Object.assign({}, listed, { offset: String(o) })).toString();
     const filter = h('input', { id: 'dlq-queue', placeholder: 'queue', value: args.queue || '' });
+    const group = h('input', { id: 'dlq-group', placeholder: 'consumer group', value: args.consumerGroup || '' });
     const admin = may(state, 'admin');   /* replay and delete need it */
     return h('div', { id: 'page-dead-letters' },
       h('h1', {}, 'Dead letters'),
       h('form', { class: 'pager', onsubmit: (e) => {
         e.preventDefault();
-        location.hash = '#/dead-letters' + (filter.value ? '?' + new URLSearchParams({ queue: filter.value }) : '');
-      } }, h('label', { for: 'dlq-queue' }, 'queue'), filter, h('button', { type: 'submit' }, 'filter')),
+        const f = dlqFilter({ queue: filter.value, consumerGroup: group.value });
+        location.hash = '#/dead-letters' + (Object.keys(f).length ? '?' + new URLSearchParams(f) : '');
+      } }, h('label', { for: 'dlq-queue' }, 'queue'), filter, h('label', { for: 'dlq-group' }, 'group'), group,
+        h('button', { type: 'submit' }, 'filter')),
       offsetPager(d.total, 'dead letters', offset, d.messages.length, DLQ_PAGE, nav, '‹ newer', 'older ›'),
+      admin && d.total > 0 ? h('div', { class: 'pager', id: 'dlq-bulk' },
+        h('button', { 'data-action': 'replay-matching', onclick: () => bulkDeadLetters('replay', listed) },
+          'replay all matching'),
+        h('button', { 'data-action': 'delete-matching', onclick: () => bulkDeadLetters('delete', listed) },
+          'delete all matching'),
+        h('span', { id: 'dlq-preview', class: 'muted' })) : null,
       table([['failed'], ['queue'], ['partition'], ['offset', 1], ['group'], ['producer'], ['retries', 1], ['error'],
         ['data'], ['']],
         d.messages.map((m) => h('tr', { 'data-row': m.id },
@@ -814,6 +950,42 @@ const dlqPage = {
                 'delete')] : null)))));
   },
 };
+
+/* The page's filter as the list and the bulk routes take it. */
+function dlqFilter(args) {
+  return Object.fromEntries(['queue', 'consumerGroup'].filter((k) => args[k]).map((k) => [k, args[k]]));
+}
+
+const BULK_LIMIT = 500;   /* dead letters per call: the server bounds each call, the page calls again */
+
+/* Replays or deletes every dead letter the filter matches: first a dry
+ * run, whose count is shown on the page and asked about, then calls of
+ * BULK_LIMIT until the server says none is left (or a call did nothing:
+ * what remains cannot be replayed here). */
+async function bulkDeadLetters(action, filter) {
+  const post = (body) => api('/api/v1/dlq/' + action, { method: 'POST', headers: { 'Content-Type': 'application/json' },
+    body: JSON.stringify(Object.assign(body, filter)) });
+  const why = (r) => (r.body && r.body.error) || r.status;
+  const preview = await post({ dryRun: true });
+  if (preview.status !== 200) { notice(action + ' failed: ' + why(preview), true); return; }
+  const n = preview.body.matching;
+  const where = Object.entries(filter).map(([k, v]) => k + ' ' + v).join(', ') || 'every queue';
+  const shown = document.getElementById('dlq-preview');
+  if (shown) shown.replaceChildren(h('span', { 'data-k': 'matching' }, String(n)), ' match (' + where + ')');
+  if (n === 0) { notice('no dead letters match', false); return; }
+  const verb = action === 'replay' ? 'Replay' : 'Delete';
+  if (!confirm(verb + ' ' + count(n, 'dead letter') + ' (' + where + ')?' +
+    (action === 'replay' ? ' Each goes back onto its partition as a new message.' : ' They cannot be recovered.'))) return;
+  let done = 0;
+  for (;;) {
+    const r = await post({ limit: BULK_LIMIT });
+    if (r.status !== 200) { notice(action + ' stopped after ' + count(done, 'dead letter') + ': ' + why(r), true); route(); return; }
+    done += r.body.count;
+    if (!r.body.more || r.body.count === 0) break;
+  }
+  notice((action === 'replay' ? 'replayed ' : 'deleted ') + count(done, 'dead letter'), false);
+  route();
+}
 
 async function replay(m) {
   if (!confirm('Replay dead letter ' + m.id + ' onto ' + m.queue + '/' + m.partition + '?')) return;
@@ -861,17 +1033,24 @@ const tasksPage = {
   title: () => 'Tasks',
   async load(args, state) {
     const q = new URLSearchParams({ limit: String(TASK_PAGE) });
-    for (const k of ['queue', 'status', 'cursor']) if (args[k]) q.set(k, args[k]);
+    for (const k of ['queue', 'status', 'search', 'order', 'cursor']) if (args[k]) q.set(k, args[k]);
     const [d, pauses] = await Promise.all([apiOk('/api/v1/tasks?' + q.toString()), apiOk('/api/v1/task-queues')]);
     const queue = h('input', { id: 'task-queue', placeholder: 'queue', value: args.queue || '' });
     const status = h('select', { id: 'task-status', 'aria-label': 'status' }, TASK_STATUSES.map((st) =>
       h('option', { value: st, selected: st === (args.status || '') }, st || 'any status')));
+    const search = h('input', { id: 'task-search', type: 'search', placeholder: 'part of a name', value: args.search || '' });
+    const [orderLabel, order] = select('task-order', 'order', [['', 'oldest first'], ['desc', 'newest first']],
+      args.order || '');
     const hashOf = (extra) => '#/tasks?' + new URLSearchParams(Object.assign({},
-      queue.value ? { queue: queue.value } : {}, status.value ? { status: status.value } : {}, extra || {})).toString();
+      queue.value ? { queue: queue.value } : {}, status.value ? { status: status.value } : {},
+      search.value ? { search: search.value } : {}, order.value ? { order: order.value } : {}, extra || {})).toString();
     return h('div', { id: 'page-tasks' },
       h('h1', {}, 'Tasks'),
       h('form', { class: 'pager', onsubmit: (e) => { e.preventDefault(); location.hash = hashOf(); } },
-        h('label', { for: 'task-queue' }, 'queue'), queue, status, h('button', { type: 'submit' }, 'filter')),
+        h('label', { for: 'task-queue' }, 'queue'), queue, status, h('label', { for: 'task-search' }, 'name'), search,
+        orderLabel, order, h('button', { type: 'submit' }, 'filter')),
+      h('p', { class: 'muted', id: 'tasks-total' }, h('span', { 'data-k': 'total' }, String(d.total)),
+        d.totalCapped ? ' or more' : '', ' tasks match'),
       pausedQueues(pauses.paused, args.queue, state),
       table([['id'], ['name'], ['queue'], ['status'], ['progress'], ['attempt', 1], ['sent'], ['finished'], ['error']],
         d.tasks.map((t) => h('tr', { 'data-row': t.id },

@@ -59,6 +59,49 @@ BEGIN
     END IF;
 END $$;
 
+-- The dead letters a bulk replay or delete picks (POST /api/v1/dlq/replay,
+-- /api/v1/dlq/delete): every filter NULL-or-equal, p_error a
+-- case-insensitive substring of the error, failed_at in [p_from, p_to).
+-- SQL so that it inlines into each caller's query.
+CREATE OR REPLACE FUNCTION queen.dlq_matching(p_queue text, p_partition text, p_group text, p_error text,
+                                              p_from timestamptz, p_to timestamptz)
+RETURNS SETOF queen.log_dlq LANGUAGE sql STABLE AS $$
+    SELECT * FROM queen.log_dlq d
+     WHERE (p_queue IS NULL OR d.queue = p_queue) AND (p_partition IS NULL OR d.partition = p_partition)
+       AND (p_group IS NULL OR d.consumer_group = p_group)
+       AND (p_error IS NULL OR strpos(lower(d.error_message), lower(p_error)) > 0)
+       AND (p_from IS NULL OR d.failed_at >= p_from) AND (p_to IS NULL OR d.failed_at < p_to)
+$$;
+
+-- Deletes at most p_limit matching dead letters, oldest failure first; more:
+-- some matching ones are left for the next call. Rows another transaction
+-- holds are skipped, not waited for.
+CREATE OR REPLACE FUNCTION queen.dlq_delete_matching(p_queue text, p_partition text, p_group text, p_error text,
+                                                     p_from timestamptz, p_to timestamptz, p_limit integer,
+                                                     OUT deleted integer, OUT more boolean)
+LANGUAGE plpgsql AS $$
+BEGIN
+    DELETE FROM queen.log_dlq WHERE id IN (
+        SELECT m.id FROM queen.dlq_matching(p_queue, p_partition, p_group, p_error, p_from, p_to) m
+         ORDER BY m.failed_at, m.id LIMIT p_limit FOR UPDATE SKIP LOCKED);
+    GET DIAGNOSTICS deleted = ROW_COUNT;
+    more := EXISTS (SELECT 1 FROM queen.dlq_matching(p_queue, p_partition, p_group, p_error, p_from, p_to));
+END $$;
+
+-- dlq_take for a bulk replay's dead letters: all of them or, when one is
+-- gone (replayed or deleted by another call since it was read), an error
+-- that rolls back the replay's pushes.
+CREATE OR REPLACE FUNCTION queen.dlq_take_many(p_ids uuid[]) RETURNS void LANGUAGE plpgsql AS $$
+DECLARE
+    n integer;
+BEGIN
+    DELETE FROM queen.log_dlq WHERE id = ANY (p_ids);
+    GET DIAGNOSTICS n = ROW_COUNT;
+    IF n < cardinality(p_ids) THEN
+        RAISE EXCEPTION 'dead letter not found' USING ERRCODE = 'SLN01';
+    END IF;
+END $$;
+
 -- A retained message by transactionId hash: its offset and covering segment
 -- (GET /api/v1/messages/:partitionId/:transactionId).
 CREATE OR REPLACE FUNCTION queen.message_lookup(p_partition uuid, p_hash bytea,

@@ -129,18 +129,45 @@ LANGUAGE sql STABLE AS $$
             HAVING count(*) > 0) g
 $$;
 
--- Groups in name order: every group that reads a queue (p_queue's only
--- when given), by a subscription or by cursors.
+-- The groups that read a queue (p_queue's only when given), by a
+-- subscription or by cursors, whose name holds p_search.
+CREATE OR REPLACE FUNCTION queen.group_names(p_queue text, p_search text) RETURNS SETOF text
+LANGUAGE sql STABLE AS $$
+    SELECT n.consumer_group FROM (
+        SELECT c.consumer_group FROM queen.log_consumers c
+         WHERE p_queue IS NULL OR c.partition_id IN (SELECT p.id FROM queen.log_partitions p WHERE p.queue = p_queue)
+         UNION
+        SELECT s.consumer_group FROM queen.subscriptions s WHERE p_queue IS NULL OR s.queue = p_queue) n
+     WHERE queen.name_matches(n.consumer_group, p_search)
+$$;
+
+-- Those groups in the order of p_sort: name, lag (totalLag) or age
+-- (maxTimeLag: the oldest message not consumed), largest first when
+-- p_desc; name breaks ties. The lag is read only when sorting by it
+-- (gated by p_sort, as in queue_list).
 CREATE OR REPLACE FUNCTION queen.group_list(p_lagging_seconds integer, p_dead_seconds integer, p_queue text,
-                                 p_limit integer, p_offset integer)
-RETURNS jsonb LANGUAGE sql STABLE AS $$
-    SELECT coalesce(jsonb_agg(queen.group_summary(n.consumer_group, p_lagging_seconds, p_dead_seconds)
-                              ORDER BY n.consumer_group), '[]')
-      FROM (SELECT c.consumer_group FROM queen.log_consumers c
-             WHERE p_queue IS NULL OR c.partition_id IN (SELECT p.id FROM queen.log_partitions p WHERE p.queue = p_queue)
-             UNION
-            SELECT s.consumer_group FROM queen.subscriptions s WHERE p_queue IS NULL OR s.queue = p_queue
-             ORDER BY 1 LIMIT p_limit OFFSET coalesce(p_offset, 0)) n
+                                 p_limit integer, p_offset integer, p_search text, p_sort text, p_desc boolean)
+RETURNS jsonb LANGUAGE plpgsql STABLE AS $$
+BEGIN
+    RETURN (SELECT coalesce(jsonb_agg(queen.group_summary(o.name, p_lagging_seconds, p_dead_seconds)
+                                      ORDER BY o.rank), '[]')
+      FROM (SELECT k.name, row_number() OVER (ORDER BY CASE WHEN p_desc THEN k.key END DESC NULLS LAST,
+                                                       CASE WHEN NOT p_desc THEN k.key END ASC NULLS LAST,
+                                                       CASE WHEN p_desc AND p_sort = 'name' THEN k.name END DESC,
+                                                       k.name) AS rank
+              FROM (SELECT n.name, CASE p_sort WHEN 'lag' THEN l.lag WHEN 'age' THEN l.time_lag END AS key
+                      FROM queen.group_names(p_queue, p_search) n(name)
+                      LEFT JOIN (SELECT g.consumer_group, sum(g.lag) AS lag, max(g.time_lag) AS time_lag
+                                   FROM queen.group_lag(NULL, NULL) g
+                                  WHERE p_sort IN ('lag', 'age') GROUP BY g.consumer_group) l
+                        ON l.consumer_group = n.name) k
+             ORDER BY rank LIMIT p_limit OFFSET coalesce(p_offset, 0)) o);
+END $$;
+
+-- How many groups group_list(p_queue, p_search) lists in all.
+CREATE OR REPLACE FUNCTION queen.group_count(p_queue text, p_search text) RETURNS bigint
+LANGUAGE sql STABLE AS $$
+    SELECT count(*) FROM queen.group_names(p_queue, p_search)
 $$;
 
 CREATE OR REPLACE FUNCTION queen.group_detail(p_group text, p_lagging_seconds integer, p_dead_seconds integer,

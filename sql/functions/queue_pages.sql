@@ -48,9 +48,46 @@ LANGUAGE sql STABLE AS $$
       FROM queen.queue_partition_totals(q.name) t
 $$;
 
-CREATE OR REPLACE FUNCTION queen.queue_list(p_limit integer, p_offset integer) RETURNS jsonb LANGUAGE sql STABLE AS $$
-    SELECT coalesce(jsonb_agg(queen.queue_json(q, false) ORDER BY q.name), '[]')
-      FROM (SELECT * FROM queen.queues ORDER BY name LIMIT p_limit OFFSET coalesce(p_offset, 0)) q
+-- Whether name holds p_search, case aside (NULL: every name): how every
+-- list's ?search= matches.
+CREATE OR REPLACE FUNCTION queen.name_matches(p_name text, p_search text) RETURNS boolean
+LANGUAGE sql IMMUTABLE AS $$
+    SELECT p_search IS NULL OR strpos(lower(p_name), lower(p_search)) > 0
+$$;
+
+-- Queues whose name holds p_search, in the order of p_sort: name, lag
+-- (every group's, summed), age (created first when p_desc), failures
+-- (dead letters) or messages (retained), largest first when p_desc; name
+-- breaks ties. A key is computed only when it is the one sorted by: each
+-- key's join is gated by a condition on p_sort alone, which PostgreSQL
+-- checks once (a one-time filter) before running that join.
+CREATE OR REPLACE FUNCTION queen.queue_list(p_limit integer, p_offset integer, p_search text, p_sort text,
+                                            p_desc boolean) RETURNS jsonb LANGUAGE plpgsql STABLE AS $$
+BEGIN
+    RETURN (SELECT coalesce(jsonb_agg(queen.queue_json(q, false) ORDER BY o.rank), '[]')
+      FROM (SELECT k.name, row_number() OVER (ORDER BY CASE WHEN p_desc THEN k.key END DESC NULLS LAST,
+                                                       CASE WHEN NOT p_desc THEN k.key END ASC NULLS LAST,
+                                                       CASE WHEN p_desc AND p_sort = 'name' THEN k.name END DESC,
+                                                       k.name) AS rank
+              FROM (SELECT q.name, CASE p_sort WHEN 'lag' THEN coalesce(l.lag, 0)
+                                               WHEN 'age' THEN -extract(epoch FROM q.created_at)
+                                               WHEN 'failures' THEN coalesce(d.n, 0)
+                                               WHEN 'messages' THEN t.messages END AS key
+                      FROM queen.queues q
+                      LEFT JOIN (SELECT g.queue, sum(g.lag) AS lag FROM queen.group_lag(NULL, NULL) g
+                                  WHERE p_sort = 'lag' GROUP BY g.queue) l ON l.queue = q.name
+                      LEFT JOIN (SELECT x.queue, count(*) AS n FROM queen.log_dlq x
+                                  WHERE p_sort = 'failures' GROUP BY x.queue) d ON d.queue = q.name
+                      LEFT JOIN LATERAL (SELECT x.messages FROM queen.queue_partition_totals(q.name) x
+                                          WHERE p_sort = 'messages') t ON true
+                     WHERE queen.name_matches(q.name, p_search)) k
+             ORDER BY rank LIMIT p_limit OFFSET coalesce(p_offset, 0)) o
+      JOIN queen.queues q ON q.name = o.name);
+END $$;
+
+-- How many queues queue_list(p_search) lists in all.
+CREATE OR REPLACE FUNCTION queen.queue_count(p_search text) RETURNS bigint LANGUAGE sql STABLE AS $$
+    SELECT count(*) FROM queen.queues q WHERE queen.name_matches(q.name, p_search)
 $$;
 
 CREATE OR REPLACE FUNCTION queen.queue_detail(p_queue text, p_limit integer, p_offset integer) RETURNS jsonb

@@ -90,6 +90,8 @@ void api_queue_list(httpd_req *req, server *srv);
 void api_queue_detail(httpd_req *req, server *srv);
 void api_queue_delete(httpd_req *req, server *srv);
 void api_overview(httpd_req *req, server *srv);
+/* stats_history.c */
+void api_stats_history(httpd_req *req, server *srv);
 void api_group_list(httpd_req *req, server *srv);
 void api_group_detail(httpd_req *req, server *srv);
 void api_group_delete(httpd_req *req, server *srv);
@@ -99,6 +101,9 @@ void api_seek_queue(httpd_req *req, server *srv);
 void api_seek_partition(httpd_req *req, server *srv);
 void api_dlq_list(httpd_req *req, server *srv);
 void api_dlq_replay(httpd_req *req, server *srv);
+/* dlq_bulk.c */
+void api_dlq_replay_matching(httpd_req *req, server *srv);
+void api_dlq_delete_matching(httpd_req *req, server *srv);
 void api_message_get(httpd_req *req, server *srv);
 void api_message_delete(httpd_req *req, server *srv);
 void api_transaction(httpd_req *req, server *srv);
@@ -222,6 +227,10 @@ char *api_member_json(const json_doc *d, uint32_t obj, const char *key);
  * null; 400 naming the field (after where) otherwise. */
 int  api_member_int(httpd_req *req, const json_doc *d, uint32_t obj, const char *where, const char *key,
                     int64_t min, int64_t max, int64_t *out) __attribute__((warn_unused_result));
+/* Optional boolean member: *out untouched when absent or null; 400 naming
+ * the field (after where) otherwise. */
+int  api_member_bool(httpd_req *req, const json_doc *d, uint32_t obj, const char *where, const char *key, bool *out)
+     __attribute__((warn_unused_result));
 /* Query parameters. */
 int  api_query_int(httpd_req *req, const char *key, int64_t fallback, int64_t min, int64_t max, int64_t *out)
      __attribute__((warn_unused_result));
@@ -233,7 +242,9 @@ int  api_query_bool(httpd_req *req, const char *key, bool fallback, bool *out) _
 void api_engine_error(httpd_req *req, const char *error, const char *sqlstate, bool unavailable);
 void api_db_error(httpd_req *req, const db_reply *reply);
 /* Runs a statement whose one value is a JSON document and replies with it:
- * 200, or 404 with not_found when the value is NULL. */
+ * 200, or 404 with not_found when the value is NULL. A second column, when
+ * the statement has one, is the size of the whole list the document is a
+ * page of: the reply's X-Total-Count header. */
 void api_json_call(httpd_req *req, server *srv, db_stmt stmt, const char *const *values, const char *not_found);
 /* The same for a statement that may leave group more to take (a seek):
  * once it answered, the group's parked pops are told (server_group_released). */
@@ -254,7 +265,13 @@ typedef struct api_page {
     /* Checks the filters (a 400 and -1 for a bad one) once the limit is
      * read, before the cursor is; NULL: any value goes. */
     int       (*check)(httpd_req *req, const char *const *filters);
+    /* counted: count_stmt, with the filters alone, answers "total": how
+     * many rows they match, up to API_PAGE_COUNT_CAP, and "totalCapped":
+     * true past it (a count that reads no further than that). */
+    bool        counted;
+    db_stmt     count_stmt;
 } api_page;
+#define API_PAGE_COUNT_CAP 10000
 /* Reads the limit and the cursor (a 400 for a bad one), runs page->stmt
  * with the nfilters filters (NULL: not given; at most API_PAGE_FILTERS)
  * and replies {"<member>": [rows], "nextCursor": the last row's id when
@@ -280,6 +297,16 @@ typedef struct api_offset_page {
     api_position pos;
 } api_offset_page;
 int  api_query_offset_page(httpd_req *req, api_offset_page *page) __attribute__((warn_unused_result));
+/* ?search=, ?sort= and ?order= of a list the server sorts (queues,
+ * groups). search: absent or empty for every name, else a substring of
+ * the names listed (case aside; at most 255 bytes). sort: one of sorts
+ * (NULL-terminated; absent: the first, the name). order: asc or desc;
+ * absent, a to z by name and largest first by any other key. desc is "t"
+ * or "f", a statement's value. -1 after a 400 naming the parameter. */
+typedef struct api_find {
+    const char *search, *sort, *desc;
+} api_find;
+int  api_query_find(httpd_req *req, const char *const *sorts, api_find *out) __attribute__((warn_unused_result));
 /* Runs stmt with values and replies {"<member>": [every row, by emit_row]}:
  * a whole list, for lists a server keeps short (workers, retention
  * classes and leaves). member is static. */

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "api/api.h"
+#include "api/dead_letters.h"
 #include "base/ids.h"
 #include "base/xalloc.h"
 #include "db/result.h"
@@ -36,11 +37,7 @@ static dlq_call *call_new(httpd_req *req, server *srv)
 static void call_free(dlq_call *c)
 {
     free(c->txn);
-    free(c->item.queue);
-    free(c->item.partition);
-    free(c->item.txn);
-    free(c->item.sub);
-    free((char *)c->item.payload);
+    api_dlq_item_free(&c->item);
     free(c);
 }
 
@@ -53,7 +50,7 @@ static int dlq_payload(const PGresult *r, int row, buf *out)
     return encryption_open(db_uuid(r, row, D_MESSAGE_ID), p, n, out);
 }
 
-static void dlq_row_json(emit *e, const PGresult *r, int row)
+void api_dlq_row_json(emit *e, const PGresult *r, int row)
 {
     emit_object(e);
     emit_key(e, "id"); api_emit_uuid_col(e, r, row, D_ID);
@@ -92,7 +89,7 @@ static void list_done(void *arg, const db_reply *reply)
     const PGresult *page = reply->results[1];
     api_reply out;
     emit *e = api_reply_list(&out, "messages");
-    for (int row = 0; row < PQntuples(page); row++) dlq_row_json(e, page, row);
+    for (int row = 0; row < PQntuples(page); row++) api_dlq_row_json(e, page, row);
     emit_end(e);
     api_emit_pagination(e, db_int(reply->results[0], 0, 0), c->page.limit, c->page.offset);
     api_reply_send(&out, c->req, 200);
@@ -145,30 +142,40 @@ static void replay_done(void *arg, const db_reply *reply)
  * It keeps the producerSub of the message that failed, not the sub of the
  * admin replaying it: a consumer reads who produced the data, and the
  * replay changes where it sits, not what it is or where it came from. */
-static int build_item(dlq_call *c, const PGresult *r)
+int api_dlq_replay_item(const PGresult *r, int row, push_item *it)
 {
     size_t n;
-    push_item *it = &c->item;
-    const char *p = db_text(r, 0, D_QUEUE, &n);
+    const char *p = db_text(r, row, D_QUEUE, &n);
     it->queue = xstrndup(p, n);
-    p = db_text(r, 0, D_PARTITION, &n);
+    p = db_text(r, row, D_PARTITION, &n);
     it->partition = xstrndup(p, n);
+    char id[IDS_UUID_TEXT];
+    ids_uuid_format(db_uuid(r, row, D_ID), id);
     it->txn = xmalloc(IDS_UUID_TEXT + 4);
-    snprintf(it->txn, IDS_UUID_TEXT + 4, "dlq:%s", c->id);
+    snprintf(it->txn, IDS_UUID_TEXT + 4, "dlq:%s", id);
     it->txn_given = true;
     buf payload;
     buf_init(&payload);
-    if (dlq_payload(r, 0, &payload) < 0) { buf_fini(&payload); return -1; }
+    if (dlq_payload(r, row, &payload) < 0) { buf_fini(&payload); return -1; }
     it->payload_len = payload.len;
     it->payload = buf_steal(&payload);
-    it->has_trace = !db_null(r, 0, D_TRACE);
-    if (it->has_trace) memcpy(it->trace_id, db_uuid(r, 0, D_TRACE), 16);
-    if (!db_null(r, 0, D_PRODUCER_SUB)) {
-        p = db_text(r, 0, D_PRODUCER_SUB, &n);
+    it->has_trace = !db_null(r, row, D_TRACE);
+    if (it->has_trace) memcpy(it->trace_id, db_uuid(r, row, D_TRACE), 16);
+    if (!db_null(r, row, D_PRODUCER_SUB)) {
+        p = db_text(r, row, D_PRODUCER_SUB, &n);
         it->sub = xstrndup(p, n);
     }
     push_item_prepare(it);
     return 0;
+}
+
+void api_dlq_item_free(push_item *it)
+{
+    free(it->queue);
+    free(it->partition);
+    free(it->txn);
+    free(it->sub);
+    free((char *)it->payload);
 }
 
 static void replay_fetched(void *arg, const db_reply *reply)
@@ -176,7 +183,7 @@ static void replay_fetched(void *arg, const db_reply *reply)
     dlq_call *c = arg;
     if (reply->error) { api_db_error(c->req, reply); call_free(c); return; }
     if (PQntuples(reply->results[0]) == 0) { httpd_error(c->req, 404, "dead letter not found"); call_free(c); return; }
-    if (build_item(c, reply->results[0]) < 0) {
+    if (api_dlq_replay_item(reply->results[0], 0, &c->item) < 0) {
         httpd_error(c->req, 500, "cannot decrypt the dead letter: missing or wrong QUEEN_ENCRYPTION_KEY");
         call_free(c);
         return;
@@ -251,7 +258,7 @@ static void message_done(void *arg, const db_reply *reply)
         emit_init(&e, &out);
         emit_object(&e);
         emit_key(&e, "status"); emit_str(&e, "dead-lettered");
-        emit_key(&e, "deadLetter"); dlq_row_json(&e, dead, 0);
+        emit_key(&e, "deadLetter"); api_dlq_row_json(&e, dead, 0);
         emit_end(&e);
         httpd_reply_buf(c->req, 200, &out);
     } else {

@@ -17,13 +17,18 @@ static void thresholds_of(const server *srv, group_thresholds *t)
     snprintf(t->dead, sizeof t->dead, "%lld", (long long)srv->cfg.group_dead_s);
 }
 
+/* The keys ?sort= takes, the name first (queen.group_list). */
+static const char *const group_sorts[] = { "name", "lag", "age", NULL };
+
 void api_group_list(httpd_req *req, server *srv)
 {
     api_offset_page page;
-    if (api_query_offset_page(req, &page) < 0) return;
+    api_find find;
+    if (api_query_offset_page(req, &page) < 0 || api_query_find(req, group_sorts, &find) < 0) return;
     group_thresholds t;
     thresholds_of(srv, &t);
-    const char *values[5] = { t.lagging, t.dead, httpd_query(req, "queue"), page.limit, page.offset };
+    const char *values[8] = { t.lagging, t.dead, httpd_query(req, "queue"), page.limit, page.offset,
+                              find.search, find.sort, find.desc };
     api_json_call(req, srv, STMT_GROUP_LIST, values, "no groups");
 }
 

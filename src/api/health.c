@@ -160,6 +160,8 @@ static void put_task_metrics(buf *out, server *srv)
           (double)gather_flushes(task_hub_sends(srv->tasks)) },
         { "silt_task_flushes_total", "kind=\"finish\"", COUNTER, NULL, (double)gather_flushes(task_hub_finishes(srv->tasks)) },
         { "silt_task_flushes_total", "kind=\"claim\"", COUNTER, NULL, (double)gather_flushes(task_hub_claims(srv->tasks)) },
+        { "silt_history_rolls_total", NULL, COUNTER, "minutes of the dashboard's history this server rolled",
+          (double)history_rolls(srv->history) },
         { "silt_task_sweeps_total", NULL, COUNTER, "rounds of the row-delete sweep this server ran", (double)sw->rounds },
         { "silt_task_sweep_rows_deleted_total", "kind=\"workflows\"", COUNTER, "rows the row-delete sweep deleted",
           (double)sw->workflows_deleted },

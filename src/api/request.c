@@ -98,6 +98,18 @@ int api_member_int(httpd_req *req, const json_doc *d, uint32_t obj, const char *
     return 0;
 }
 
+int api_member_bool(httpd_req *req, const json_doc *d, uint32_t obj, const char *where, const char *key, bool *out)
+{
+    int v = json_get(d, obj, key);
+    if (v < 0 || d->tokens[v].type == JSON_NULL) return 0;
+    if (d->tokens[v].type != JSON_TRUE && d->tokens[v].type != JSON_FALSE) {
+        httpd_error_field(req, 400, "field", key, "%s%s must be true or false", where, key);
+        return -1;
+    }
+    *out = d->tokens[v].type == JSON_TRUE;
+    return 0;
+}
+
 int api_read_uuid(httpd_req *req, const char *text, char out[IDS_UUID_TEXT], const char *what)
 {
     uint8_t id[16];
@@ -203,6 +215,11 @@ static void json_call_done(void *arg, const db_reply *reply)
         size_t n;
         const char *json = db_json(r, 0, 0, &n);
         if (c->wake_group) server_group_released(c->srv, c->wake_group);
+        if (PQnfields(r) > 1 && !db_null(r, 0, 1)) {   /* a list's whole size: the body stays Queen's array */
+            char total[24];
+            snprintf(total, sizeof total, "%lld", (long long)db_int(r, 0, 1));
+            httpd_header(c->req, "X-Total-Count", total);
+        }
         reply_in_one_voice(c->req, json, n);
     }
     free(c->wake_group);
@@ -290,6 +307,13 @@ typedef struct page_call {
     int64_t         limit;
 } page_call;
 
+static void emit_total(emit *e, const PGresult *counted)
+{
+    int64_t n = db_int(counted, 0, 0);
+    emit_key(e, "total"); emit_int(e, n > API_PAGE_COUNT_CAP ? API_PAGE_COUNT_CAP : n);
+    emit_key(e, "totalCapped"); emit_bool(e, n > API_PAGE_COUNT_CAP);
+}
+
 static void page_listed(void *arg, const db_reply *reply)
 {
     page_call *c = arg;
@@ -304,6 +328,7 @@ static void page_listed(void *arg, const db_reply *reply)
     emit_key(e, "nextCursor");
     if (n == c->limit && n > 0) api_emit_uuid_col(e, r, n - 1, c->page->id_col);
     else emit_null(e);
+    if (c->page->counted) emit_total(e, reply->results[1]);
     api_reply_send(&out, c->req, 200);
     free(c);
 }
@@ -326,5 +351,39 @@ void api_list_page(httpd_req *req, server *srv, const api_page *page, const char
     c->req = req;
     c->page = page;
     c->limit = limit;
-    api_submit_stmt(req, srv, page->stmt, values, page_listed, c);
+    db_job *job = db_job_new(page_listed, c);
+    db_job_call(job, page->stmt, values, NULL, NULL);
+    if (page->counted) db_job_call(job, page->count_stmt, filters, NULL, NULL);
+    api_submit(req, srv, job);
+}
+
+/* ---- search and sort ---- */
+
+int api_query_find(httpd_req *req, const char *const *sorts, api_find *out)
+{
+    const char *search = httpd_query(req, "search"), *sort = httpd_query(req, "sort"),
+               *order = httpd_query(req, "order");
+    out->search = search && *search ? search : NULL;
+    if (out->search && api_check_name(req, "", "search", out->search) < 0) return -1;
+    out->sort = sorts[0];
+    if (sort) {
+        size_t i = 0;
+        while (sorts[i] && strcmp(sorts[i], sort) != 0) i++;
+        if (!sorts[i]) {
+            char list[256] = "";
+            for (size_t k = 0; sorts[k]; k++)
+                snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", k ? ", " : "", sorts[k]);
+            httpd_error_field(req, 400, "field", "sort", "sort must be one of %s", list);
+            return -1;
+        }
+        out->sort = sorts[i];
+    }
+    bool desc = out->sort != sorts[0];   /* a figure: largest first; the name: a to z */
+    if (order && strcmp(order, "asc") != 0 && strcmp(order, "desc") != 0) {
+        httpd_error_field(req, 400, "field", "order", "order must be asc or desc");
+        return -1;
+    }
+    if (order) desc = strcmp(order, "desc") == 0;
+    out->desc = desc ? "t" : "f";
+    return 0;
 }

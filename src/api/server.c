@@ -61,7 +61,8 @@ static bool drained(const server *srv)
     return httpd_arriving(srv->http) == 0 && httpd_inflight(srv->http) == 0 && pusher_idle(srv->push) &&
            db_pool_busy(srv->pool) == 0 && retention_engine_idle(srv->retention) &&
            maintenance_idle(srv->maintenance) && task_hub_idle(srv->tasks) && scheduler_idle(srv->schedules) &&
-           task_sweeper_idle(srv->sweeper) && partition_pass_idle(srv->partitions);
+           task_sweeper_idle(srv->sweeper) && partition_pass_idle(srv->partitions) &&
+           history_roller_idle(srv->history);
 }
 
 static void drain_check(evutil_socket_t fd, short what, void *arg)
@@ -111,6 +112,7 @@ static void on_signal(evutil_socket_t sig, short what, void *arg)
     task_hub_drain(srv->tasks);
     scheduler_stop(srv->schedules);
     task_sweeper_stop(srv->sweeper);
+    history_roller_stop(srv->history);
     partition_pass_stop(srv->partitions);
     drain_check(-1, 0, srv);
 }
@@ -187,6 +189,7 @@ int server_build(server *srv, const char *conninfo)
     task_hub_on_log(srv->tasks, on_log_commit, srv);
     srv->schedules = scheduler_new(srv->base, srv->pool, srv->tasks, &srv->conf);
     srv->sweeper = task_sweeper_new(srv->base, srv->pool, &srv->conf.retention);
+    srv->history = history_roller_new(srv->base, srv->pool);
     srv->partitions = partition_pass_new(srv->base, conninfo, &srv->conf, srv->cfg.detach_timeout_ms);
     const silt_config *c = &srv->cfg;
     httpd_limits limits_http = { (size_t)c->max_body_bytes, (int)c->http_max_connections, (int)c->http_fd_reserve,
@@ -236,6 +239,7 @@ static void stop(server *srv)
     maintenance_free(srv->maintenance);
     scheduler_free(srv->schedules);
     task_sweeper_free(srv->sweeper);
+    history_roller_free(srv->history);
     partition_pass_free(srv->partitions);
     task_hub_free(srv->tasks);
     pusher_free(srv->push);

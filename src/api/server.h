@@ -15,6 +15,7 @@
 #include "streams/pop.h"
 #include "streams/push.h"
 #include "retention/engine.h"
+#include "streams/history.h"
 #include "streams/maintenance.h"
 #include "tasks/hub.h"
 #include "tasks/schedule.h"
@@ -50,6 +51,7 @@ typedef struct server {
     scheduler         *schedules;
     task_sweeper      *sweeper;
     partition_pass    *partitions;
+    history_roller    *history;           /* the dashboard's per-minute rollup */
     bool               draining;
     int64_t            drain_deadline_us;
     int                first_signal;      /* the signal that started the drain */

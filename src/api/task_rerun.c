@@ -56,16 +56,6 @@ static int bad(httpd_req *req, const char *field, const char *msg)
     return -1;
 }
 
-static int read_bool(httpd_req *req, const json_doc *d, const char *key, bool *out)
-{
-    int v = json_get(d, 0, key);
-    if (v < 0 || d->tokens[v].type == JSON_NULL) return 0;
-    if (d->tokens[v].type != JSON_TRUE && d->tokens[v].type != JSON_FALSE)
-        return bad(req, key, "must be true or false");
-    *out = d->tokens[v].type == JSON_TRUE;
-    return 0;
-}
-
 /* retentionClassKey: absent, the original's; null, forever; else a key of
  * this server's silt.conf. */
 static int read_class(httpd_req *req, server *srv, const json_doc *d, rerun_input *in)
@@ -91,7 +81,7 @@ static int read_overrides(httpd_req *req, server *srv, const json_doc *d, rerun_
     if (api_member_int(req, d, 0, "", "priority", TASK_PRIORITY_MIN, TASK_PRIORITY_MAX, &in->priority) < 0 ||
         api_member_int(req, d, 0, "", "timeoutMs", 1, TASK_MAX_TIMEOUT_MS, &in->timeout_ms) < 0 ||
         api_task_retry(req, d, 0, "", &in->retry) < 0 || read_class(req, srv, d, in) < 0 ||
-        read_bool(req, d, "includeCompleted", &in->completed) < 0)
+        api_member_bool(req, d, 0, "", "includeCompleted", &in->completed) < 0)
         return -1;
     return 0;
 }
@@ -264,7 +254,7 @@ static int read_filter(httpd_req *req, const json_doc *d, rerun_filter *f)
         api_member_string(req, d, 0, "", "finishedBefore", &f->before) < 0 ||
         api_check_time(req, "finishedBefore", f->before) < 0 ||
         api_member_int(req, d, 0, "", "limit", 1, RERUN_LIMIT_MAX, &f->limit) < 0 ||
-        read_bool(req, d, "dryRun", &f->dry_run) < 0)
+        api_member_bool(req, d, 0, "", "dryRun", &f->dry_run) < 0)
         return -1;
     if (f->code && strlen(f->code) > TASK_CODE_MAX) return bad(req, "errorCode", "must be at most 64 characters");
     snprintf(f->limit_text, sizeof f->limit_text, "%lld", (long long)f->limit);

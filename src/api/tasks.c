@@ -268,11 +268,24 @@ static int check_status(httpd_req *req, const char *const *filters)
     return -1;
 }
 
+/* ?order=asc (oldest first, the default) or desc (newest first): ids are
+ * UUIDv7, so id order is the order tasks were sent in; ?search= a
+ * substring of the task's name. */
 void api_task_list(httpd_req *req, server *srv)
 {
-    static const api_page page = { "tasks", STMT_TASK_LIST, TASK_C_ID, api_emit_task, check_status };
-    const char *filters[] = { httpd_query(req, "queue"), httpd_query(req, "status") };
-    api_list_page(req, srv, &page, filters, 2);
+    static const api_page oldest = { "tasks", STMT_TASK_LIST, TASK_C_ID, api_emit_task, check_status,
+                                     true, STMT_TASK_COUNT };
+    static const api_page newest = { "tasks", STMT_TASK_LIST_DESC, TASK_C_ID, api_emit_task, check_status,
+                                     true, STMT_TASK_COUNT };
+    const char *order = httpd_query(req, "order"), *search = httpd_query(req, "search");
+    if (order && strcmp(order, "asc") != 0 && strcmp(order, "desc") != 0) {
+        httpd_error_field(req, 400, "field", "order", "order must be asc or desc");
+        return;
+    }
+    if (search && !*search) search = NULL;
+    if (search && api_check_name(req, "", "search", search) < 0) return;
+    const char *filters[] = { httpd_query(req, "queue"), httpd_query(req, "status"), search };
+    api_list_page(req, srv, order && strcmp(order, "desc") == 0 ? &newest : &oldest, filters, 3);
 }
 
 /* ---- cancel ---- */

@@ -385,7 +385,7 @@ static int check_status(httpd_req *req, const char *const *filters)
 
 void api_workflow_list(httpd_req *req, server *srv)
 {
-    static const api_page page = { "workflows", STMT_WF_LIST, 0, emit_workflow_row, check_status };
+    static const api_page page = { "workflows", STMT_WF_LIST, 0, emit_workflow_row, check_status, false, STMT_COUNT };
     const char *filters[] = { httpd_query(req, "status"), httpd_query(req, "name") };
     api_list_page(req, srv, &page, filters, 2);
 }

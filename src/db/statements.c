@@ -38,12 +38,14 @@ const db_statement db_statements[STMT_COUNT] = {
     [STMT_CONFIGURE]    = { "configure",
         "SELECT namespace, task, options, (options->>'encryptionEnabled')::boolean FROM queen.configure($1, $2, $3, $4)", 4 },
     /* administration: one jsonb value each (NULL: not found) */
-    [STMT_QUEUE_LIST]   = { "queue_list", "SELECT queen.queue_list($1, $2)", 2 },
+    /* a list's second column: how many the filter matches in all (X-Total-Count) */
+    [STMT_QUEUE_LIST]   = { "queue_list", "SELECT queen.queue_list($1, $2, $3, $4, $5), queen.queue_count($3)", 5 },
     [STMT_QUEUE_DETAIL] = { "queue_detail", "SELECT queen.queue_detail($1, $2, $3)", 3 },
     [STMT_QUEUE_DELETE] = { "queue_delete",   /* NULL (404) when there was no such queue */
         "SELECT CASE WHEN queen.queue_delete($1) THEN jsonb_build_object('deleted', true) END", 1 },
     [STMT_OVERVIEW]     = { "overview", "SELECT queen.overview()", 0 },
-    [STMT_GROUP_LIST]   = { "group_list", "SELECT queen.group_list($1, $2, $3, $4, $5)", 5 },
+    [STMT_GROUP_LIST]   = { "group_list",
+        "SELECT queen.group_list($1, $2, $3, $4, $5, $6, $7, $8), queen.group_count($3, $6)", 8 },
     [STMT_GROUP_DETAIL] = { "group_detail", "SELECT queen.group_detail($1, $2, $3, $4, $5)", 5 },
     [STMT_GROUP_DELETE] = { "group_delete",   /* NULL (404) when the group has nothing there */
         "SELECT CASE WHEN queen.group_known($1, $2)"
@@ -61,6 +63,18 @@ const db_statement db_statements[STMT_COUNT] = {
     [STMT_DLQ_DELETE_MESSAGE] = { "dlq_delete_message",
         "WITH gone AS (DELETE FROM queen.log_dlq WHERE partition_id = $1 AND transaction_id = $2 RETURNING 1)"
         " SELECT count(*)::integer FROM gone", 2 },
+    /* bulk replay and delete: $1..$6 the filter (queen.dlq_matching) */
+    [STMT_DLQ_MATCH_COUNT] = { "dlq_match_count",
+        "SELECT count(*) FROM queen.dlq_matching($1, $2, $3, $4, $5, $6)", 6 },
+    [STMT_DLQ_MATCH_PAGE] = { "dlq_match_page", "SELECT " DLQ_COLUMNS " FROM queen.dlq_matching($1, $2, $3, $4, $5, $6)"
+        " ORDER BY failed_at, id LIMIT $7", 7 },
+    [STMT_DLQ_DELETE_MATCHING] = { "dlq_delete_matching",
+        "SELECT deleted, more FROM queen.dlq_delete_matching($1, $2, $3, $4, $5, $6, $7)", 7 },
+    [STMT_DLQ_TAKE_MANY] = { "dlq_take_many", "SELECT queen.dlq_take_many($1::uuid[])", 1 },
+    /* the dashboard's history (sql/functions/history.sql) */
+    [STMT_HISTORY_ROLL] = { "history_roll", "SELECT queen.minute_stats_roll(now())", 0 },
+    [STMT_HISTORY]      = { "history", "SELECT minute, seconds, pushed, consumed, dead_lettered"
+        " FROM queen.minute_history($1, $2)", 2 },
     [STMT_MESSAGE_LOOKUP] = { "message_lookup", "SELECT queue, partition, message_offset, seg_base, seg_created,"
         " seg_blob FROM queen.message_lookup($1, $2) WHERE message_offset IS NOT NULL", 2 },
     /* transactions */
@@ -110,9 +124,16 @@ const db_statement db_statements[STMT_COUNT] = {
      * leaves of that day and later (sql/024) */
     [STMT_TASK_GET]     = { "task_get", "SELECT " TASK_COLUMNS " FROM tasks.all_tasks WHERE id = $1"
         " AND (finished_at IS NULL OR finished_at >= tasks.history_floor($1))", 1 },
-    [STMT_TASK_LIST]    = { "task_list", "SELECT " TASK_COLUMNS " FROM tasks.all_tasks"
-        " WHERE ($1::text IS NULL OR queue_name = $1) AND ($2::text IS NULL OR status = $2)"
-        " AND ($3::uuid IS NULL OR id > $3) ORDER BY id LIMIT $4", 4 },
+    /* $1 queue, $2 status, $3 a substring of the name (queen.name_matches) */
+#define TASK_FILTER " FROM tasks.all_tasks WHERE ($1::text IS NULL OR queue_name = $1)" \
+        " AND ($2::text IS NULL OR status = $2) AND queen.name_matches(task_name, $3)"
+    [STMT_TASK_LIST]    = { "task_list", "SELECT " TASK_COLUMNS TASK_FILTER
+        " AND ($4::uuid IS NULL OR id > $4) ORDER BY id LIMIT $5", 5 },
+    [STMT_TASK_LIST_DESC] = { "task_list_desc", "SELECT " TASK_COLUMNS TASK_FILTER
+        " AND ($4::uuid IS NULL OR id < $4) ORDER BY id DESC LIMIT $5", 5 },
+    /* counted up to API_PAGE_COUNT_CAP + 1: a rare name's count reads no further than its list */
+    [STMT_TASK_COUNT]   = { "task_count", "SELECT count(*) FROM (SELECT 1" TASK_FILTER " LIMIT 10001) t", 3 },
+#undef TASK_FILTER
     [STMT_TASK_CANCEL]  = { "task_cancel", "SELECT tasks.cancel($1)", 1 },
     /* sql/027: rows in the order api/tasks.c reads them */
     [STMT_TASK_ATTEMPTS] = { "task_attempts", "SELECT attempt, worker_id, claim_id, started_at, finished_at, outcome,"

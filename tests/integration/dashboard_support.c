@@ -50,6 +50,21 @@ const char *dom_value(const char *dom, const char *k)
     return e ? sfmt("%.*s", (int)(e - c), c) : "";
 }
 
+const char *dom_title(const char *dom, const char *row, const char *k)
+{
+    const char *r = row ? strstr(dom, sfmt("data-row=\"%s\"", row)) : dom;
+    if (!r) return "";
+    const char *end = row ? strstr(r, "</tr>") : NULL;
+    const char *c = strstr(r, sfmt("data-k=\"%s\"", k));
+    if (!c || (end && c > end)) return "";
+    while (c > dom && *c != '<') c--;   /* the element's tag, whatever the attributes' order */
+    const char *close = strchr(c, '>'), *t = strstr(c, " title=\"");
+    if (!close || !t || t > close) return "";
+    t += strlen(" title=\"");
+    const char *q = strchr(t, '"');
+    return q ? sfmt("%.*s", (int)(q - t), t) : "";
+}
+
 bool dom_chart_drawn(const char *dom, const char *id)
 {
     const char *canvas = strstr(dom, sfmt("id=\"%s\"", id));

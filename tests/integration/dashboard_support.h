@@ -15,6 +15,10 @@ bool dashboard_start(silt_server *s, const char *const *env);
 const char *dom_cell(const char *dom, const char *row, const char *k);
 /* The text of the first element with data-k="k" (a card's value). */
 const char *dom_value(const char *dom, const char *k);
+/* The title of that cell (row NULL: of the first element with data-k="k"):
+ * a time's or a size's exact text, the API's, where the cell says "3 min
+ * ago" or "1.2 MB"; "" when it has none. */
+const char *dom_title(const char *dom, const char *row, const char *k);
 /* Chart.js styles the canvas it draws on (box-sizing, size): the library
  * loaded and drew, rather than the canvas merely being in the markup. */
 bool dom_chart_drawn(const char *dom, const char *id);

@@ -539,6 +539,16 @@ void reply_fini(reply *r)
     json_doc_fini(&r->doc);
 }
 
+void rq_refused(silt_server *s, const char *method, const char *path, const char *body, const char *field)
+{
+    reply r;
+    rq(s, method, path, body, &r);
+    if (r.status != 400 || !jstr(&r, "field") || strcmp(jstr(&r, "field"), field) != 0)
+        harness_failf(__FILE__, __LINE__, "%s %s %s: %d %s, expected 400 naming %s", method, path, body ? body : "",
+                      r.status, r.raw.body.data ? r.raw.body.data : "", field);
+    reply_fini(&r);
+}
+
 int jpath(const reply *r, const char *path)
 {
     if (r->doc.ntokens == 0) return -1;

@@ -60,6 +60,8 @@ typedef struct reply {
 
 void rq(silt_server *s, const char *method, const char *path, const char *body, reply *out);
 void reply_fini(reply *r);
+/* Bad input: the request must answer 400 naming field ("field": field). */
+void rq_refused(silt_server *s, const char *method, const char *path, const char *body, const char *field);
 /* JSON paths like "messages.0.data" or "0.status" into a reply; -1 if absent. */
 int         jpath(const reply *r, const char *path);
 const char *jstr(const reply *r, const char *path);     /* decoded copy, static ring */

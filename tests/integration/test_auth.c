@@ -217,6 +217,9 @@ TEST(auth_roles_below_admin_are_refused_403_and_admin_may)
     CHECK_STR(jstr(&r, "required"), "admin");
     reply_fini(&r);
     CHECK_INT(status_as(&s, rw, "POST", sfmt("/api/v1/dlq/%s/replay", id), NULL), 403);
+    CHECK_INT(status_as(&s, rw, "POST", "/api/v1/dlq/replay", sfmt("{\"queue\":\"%s\"}", q)), 403);   /* by filter */
+    CHECK_INT(status_as(&s, rw, "POST", "/api/v1/dlq/delete", sfmt("{\"queue\":\"%s\",\"dryRun\":true}", q)), 403);
+    CHECK_INT(status_as(&s, ro, "GET", "/api/v1/stats/history", NULL), 200);
     CHECK_INT(status_as(&s, rw, "POST", sfmt("/api/v1/consumer-groups/g/queues/%s/seek", q), "{\"toEnd\":true}"), 403);
     CHECK_INT(status_as(&s, rw, "DELETE", sfmt("/api/v1/resources/queues/%s", q), NULL), 403);
     /* read-only reads; read-write pops, pushes and acks; a role array counts its highest */

@@ -196,7 +196,7 @@ TEST(dashboard_queue_page_shows_the_options_partitions_and_groups_the_api_holds)
                   sfmt("%lld", (long long)jint(&r, sfmt("partitionList.%d.lastOffset", i))));
         CHECK_STR(dom_cell(dom, part, "logStart"),
                   sfmt("%lld", (long long)jint(&r, sfmt("partitionList.%d.logStart", i))));
-        CHECK_STR(dom_cell(dom, part, "lastWriteAt"), jstr(&r, sfmt("partitionList.%d.lastWriteAt", i)));
+        CHECK_STR(dom_title(dom, part, "lastWriteAt"), jstr(&r, sfmt("partitionList.%d.lastWriteAt", i)));
     }
     CHECK_STR(dom_cell(dom, "p2", "lastOffset"), "2");
     CHECK_STR(dom_cell(dom, "billing", "pending"), sfmt("%lld", (long long)jint(&r, "messages.pending.billing")));
@@ -216,7 +216,7 @@ TEST(dashboard_overview_shows_totals_queues_health_and_draws_its_chart)
     rq(&s, "GET", "/api/v1/resources/overview", NULL, &r);
     CHECK_STR(dom_value(dom, "messages"), sfmt("%lld", (long long)jint(&r, "messages")));
     CHECK_STR(dom_value(dom, "partitions"), sfmt("%lld", (long long)jint(&r, "partitions")));
-    CHECK_STR(dom_value(dom, "lastWriteAt"), jstr(&r, "lastWriteAt"));
+    CHECK_STR(dom_title(dom, NULL, "lastWriteAt"), jstr(&r, "lastWriteAt"));
     reply_fini(&r);
     CHECK_STR(dom_cell(dom, q, "messages.total"), "4");
     CHECK_STR(dom_cell(dom, q, "partitions"), "2");
@@ -254,7 +254,7 @@ TEST(dashboard_dead_letters_page_shows_a_dead_letters_payload_and_offers_replay)
     CHECK_STR(dom_cell(dom, id, "consumerGroup"), "billing");
     CHECK_STR(jraw(&r, "messages.0.producerSub"), "null");   /* pushed without a token */
     CHECK_STR(dom_cell(dom, id, "producerSub"), "—");
-    CHECK_STR(dom_cell(dom, id, "failedAt"), jstr(&r, "messages.0.failedAt"));
+    CHECK_STR(dom_title(dom, id, "failedAt"), jstr(&r, "messages.0.failedAt"));
     CHECK(strstr(dom, "data-action=\"replay\"") != NULL);
     reply_fini(&r);
     srv_stop(&s);
@@ -589,6 +589,14 @@ TEST(dashboard_screenshots_of_the_main_pages)
     CHECK_INT(task_call(&s, "complete", &fetch, "\"result\":{\"rows\":1200}"), 200);
     CHECK(task_claim_one(&s, "worker-1", "etl", &parse));
     CHECK_INT(task_call(&s, "start", &parse, NULL), 200);
+    /* three hours of history for the charts: a day's swell of orders, a steadier stream of emails */
+    sql("insert into queen.minute_rolls select date_trunc('minute', now()) - interval '1 minute' * i, now(), 60"
+        " from generate_series(1, 180) i");
+    sql("insert into queen.minute_stats (minute, queue, pushed, consumed, dead_lettered)"
+        " select date_trunc('minute', now()) - interval '1 minute' * i, q,"
+        " (CASE q WHEN 'orders' THEN 1800 + 1200 * sin(i / 25.0) ELSE 600 END)::bigint,"
+        " (CASE q WHEN 'orders' THEN 1700 + 1100 * sin((i + 6) / 25.0) ELSE 590 END)::bigint,"
+        " (i %% 37 = 0)::integer from generate_series(1, 180) i, unnest(array['orders', 'emails']) q");
     browser b;
     browser_open(&b, "about:blank");
     reply m;
