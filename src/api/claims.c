@@ -8,6 +8,7 @@
 #include <string.h>
 #include "api/api.h"
 #include "api/task_input.h"
+#include "base/buf.h"
 #include "base/clock.h"
 #include "base/log.h"
 #include "base/xalloc.h"
@@ -26,6 +27,7 @@ typedef struct claim_call {
     char     **queues;
     size_t     nqueues;
     char      *names, *caps;   /* array literals */
+    char      *rates;          /* the queues' rate limits (rate_literal), NULL: none has one */
     int64_t    max;
     bool       start;          /* claim and start in one: RUNNING at once */
     int64_t    deadline_us;
@@ -42,6 +44,7 @@ static void claim_free(claim_call *c)
     api_task_queues_free(c->queues, c->nqueues);
     free(c->names);
     free(c->caps);
+    free(c->rates);
     free(c);
 }
 
@@ -149,6 +152,16 @@ static bool any_cap(const char *caps)
     return false;
 }
 
+/* When a claim naming a rate-limited queue should look again: the moment a
+ * full window of one of its queues reopens, or the next delayed task of the
+ * others is due (tasks.claim_wake_at). */
+static void look_again_at_reopening(claim_call *c)
+{
+    c->querying = true;
+    const char *values[3] = { c->names, c->caps, c->rates };
+    db_submit_stmt(c->srv->pool, STMT_TASK_CLAIM_WAKE, values, next_run_known, c);
+}
+
 static void claimed(void *arg, const db_reply *reply, const PGresult *r, int first, int n)
 {
     claim_call *c = arg;
@@ -156,6 +169,10 @@ static void claimed(void *arg, const db_reply *reply, const PGresult *r, int fir
     bool waiting = c->park && !c->gone && c->deadline_us > clock_mono_us() && !c->srv->draining;
     if (reply->error || n > 0 || !waiting) {
         claim_end(c, reply, reply->error ? NULL : r, first, n);
+        return;
+    }
+    if (c->rates) {
+        look_again_at_reopening(c);
         return;
     }
     if (any_cap(c->caps)) {   /* see any_cap */
@@ -199,7 +216,32 @@ static void claim_now(claim_call *c)
     db_array_text(&a[2], c->caps);
     db_array_int(&a[3], c->max);
     db_array_bool(&a[4], c->start);
+    db_array_text(&a[5], c->rates);
     gather_add(g, 1, NULL, NULL, claimed, c);   /* a claim whose client left hands back what it took (claimed) */
+}
+
+/* The rate limits of the claim's queues as tasks.claim takes them: an
+ * int[][] literal, one row per queue in claim order, {limit, period_ms,
+ * limit_per_key, key_period_ms}, 0 for none ("{{0,0,0,0},{100,1000,0,0}}").
+ * NULL when no queue of the claim has one: its claim sends, locks and
+ * records nothing more than one without rate limits ever did. */
+static char *rate_literal(server *srv, char *const *queues, size_t n)
+{
+    buf lit;
+    buf_init(&lit);
+    buf_putc(&lit, '{');
+    bool any = false;
+    for (size_t i = 0; i < n; i++) {
+        bool known;
+        const conf_queue *q = task_hub_queue(srv->tasks, queues[i], &known);
+        rate_limit none = { 0, 0 }, r = q ? q->rate : none, k = q ? q->rate_per_key : none;
+        any = any || r.limit > 0 || k.limit > 0;
+        buf_printf(&lit, "%s{%d,%d,%d,%d}", i ? "," : "", r.limit, r.period_ms, k.limit, k.period_ms);
+    }
+    buf_putc(&lit, '}');
+    char *out = any ? xstrdup(lit.data) : NULL;
+    buf_fini(&lit);
+    return out;
 }
 
 void api_worker_claim(httpd_req *req, server *srv)
@@ -221,6 +263,7 @@ void api_worker_claim(httpd_req *req, server *srv)
              api_member_int(req, &d, 0, "", "waitMs", 0, CLAIM_MAX_WAIT_MS, &wait_ms) < 0 ? -1 : 0;
     c->names = xstrdup(db_array_literal(&names));
     c->caps = xstrdup(db_array_literal(&caps));
+    if (rc == 0) c->rates = rate_literal(srv, c->queues, c->nqueues);
     db_array_fini(&names);
     db_array_fini(&caps);
     if (rc < 0) { json_doc_fini(&d); claim_free(c); return; }

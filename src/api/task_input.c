@@ -40,6 +40,16 @@ static int read_idempotency_key(httpd_req *req, const json_doc *d, uint32_t obj,
     return 0;
 }
 
+/* rateKey: absent or null (none), or a name within the one name limit.
+ * Accepted on any queue: counted only where the queue sets
+ * rate_limit_per_key, and kept with the task either way. */
+static int read_rate_key(httpd_req *req, const json_doc *d, uint32_t obj, const char *where, char **out)
+{
+    if (api_member_string(req, d, obj, where, "rateKey", out) < 0) return -1;
+    if (*out && !**out) return bad(req, where, "rateKey", "must not be empty");
+    return *out ? api_check_name(req, where, "rateKey", *out) : 0;
+}
+
 static int read_queue(httpd_req *req, server *srv, const json_doc *d, uint32_t obj, const char *where,
                       task_spec *t)
 {
@@ -185,7 +195,7 @@ int api_only_known(httpd_req *req, const json_doc *d, uint32_t obj, const char *
 
 static const char *const task_fields[] = {
     "name", "queue", "args", "priority", "delayMs", "runAt", "goodUntil", "timeoutMs", "retry", "idempotencyKey",
-    "retentionClassKey", NULL,
+    "retentionClassKey", "rateKey", NULL,
 };
 static const char *const retry_fields[] = { "maxRetries", "delaysMs", "backoff", "jitter", "retryOn", NULL };
 static const char *const backoff_fields[] = { "baseMs", "capMs", NULL };
@@ -242,6 +252,7 @@ int api_task_read(httpd_req *req, server *srv, const json_doc *d, uint32_t obj, 
         read_int_field(req, d, obj, where, "timeoutMs", 1, TASK_MAX_TIMEOUT_MS, &t->timeout_ms) < 0 ||
         api_task_retry(req, d, obj, where, &t->retry) < 0 ||
         read_idempotency_key(req, d, obj, where, &t->idempotency_key) < 0 ||
+        read_rate_key(req, d, obj, where, &t->rate_key) < 0 ||
         read_class(req, srv, d, obj, where, t) < 0)
         return -1;
     return 0;

@@ -43,6 +43,7 @@ void api_emit_task(emit *e, const PGresult *r, int row)
     emit_key(e, "idempotencyKey"); api_emit_text_col(e, r, row, TASK_C_KEY);
     emit_key(e, "retentionClassKey"); api_emit_text_col(e, r, row, TASK_C_CLASS);
     emit_key(e, "rerunOf"); api_emit_uuid_col(e, r, row, TASK_C_RERUN_OF);
+    emit_key(e, "rateKey"); api_emit_text_col(e, r, row, TASK_C_RATE_KEY);
     emit_end(e);
 }
 

@@ -35,7 +35,7 @@ static const char bad_conf[] =
 static const char bad_report[] =
     "error[HRS-203]: unknown key `colour` in [queue.emails]\n"
     "  --> %s:2\n"
-    "   = help: the keys of [queue.NAME] are priority, max_concurrency\n"
+    "   = help: the keys of [queue.NAME] are priority, max_concurrency, rate_limit, rate_limit_per_key\n"
     "error[HRS-204]: claimed_stale_after_ms must be at least twice the claimer heartbeat interval\n"
     "  --> %s:5\n"
     "   = note: claimed_stale_after_ms = 50000, claimer_heartbeat_interval_ms = 30000\n"
