@@ -8,7 +8,6 @@
 #include <string.h>
 #include "api/api.h"
 #include "api/task_input.h"
-#include "base/buf.h"
 #include "base/clock.h"
 #include "base/log.h"
 #include "base/xalloc.h"
@@ -220,30 +219,6 @@ static void claim_now(claim_call *c)
     gather_add(g, 1, NULL, NULL, claimed, c);   /* a claim whose client left hands back what it took (claimed) */
 }
 
-/* The rate limits of the claim's queues as tasks.claim takes them: an
- * int[][] literal, one row per queue in claim order, {limit, period_ms,
- * limit_per_key, key_period_ms}, 0 for none ("{{0,0,0,0},{100,1000,0,0}}").
- * NULL when no queue of the claim has one: its claim sends, locks and
- * records nothing more than one without rate limits ever did. */
-static char *rate_literal(server *srv, char *const *queues, size_t n)
-{
-    buf lit;
-    buf_init(&lit);
-    buf_putc(&lit, '{');
-    bool any = false;
-    for (size_t i = 0; i < n; i++) {
-        bool known;
-        const conf_queue *q = task_hub_queue(srv->tasks, queues[i], &known);
-        rate_limit none = { 0, 0 }, r = q ? q->rate : none, k = q ? q->rate_per_key : none;
-        any = any || r.limit > 0 || k.limit > 0;
-        buf_printf(&lit, "%s{%d,%d,%d,%d}", i ? "," : "", r.limit, r.period_ms, k.limit, k.period_ms);
-    }
-    buf_putc(&lit, '}');
-    char *out = any ? xstrdup(lit.data) : NULL;
-    buf_fini(&lit);
-    return out;
-}
-
 void api_worker_claim(httpd_req *req, server *srv)
 {
     if (api_task_worker_id(req, req->params[0]) < 0) return;
@@ -263,7 +238,7 @@ void api_worker_claim(httpd_req *req, server *srv)
              api_member_int(req, &d, 0, "", "waitMs", 0, CLAIM_MAX_WAIT_MS, &wait_ms) < 0 ? -1 : 0;
     c->names = xstrdup(db_array_literal(&names));
     c->caps = xstrdup(db_array_literal(&caps));
-    if (rc == 0) c->rates = rate_literal(srv, c->queues, c->nqueues);
+    if (rc == 0) c->rates = api_task_rates(srv, (const char *const *)c->queues, c->nqueues, false);
     db_array_fini(&names);
     db_array_fini(&caps);
     if (rc < 0) { json_doc_fini(&d); claim_free(c); return; }

@@ -186,7 +186,9 @@ const db_statement db_statements[STMT_COUNT] = {
         " FROM horsies_tasks t WHERE t.worker_id = w.worker_id) c) x ORDER BY worker_id", 2 },
     /* $1: the declared queues, their load (sql/functions/tasks_claim.sql) in
      * their order, then any other paused queue; each with since when paused */
-    [STMT_TASK_QUEUES]  = { "task_queues", "SELECT coalesce(l.queue, p.queue_name), l.held, l.waiting, p.paused_at"
+    /* $2: the queues' rate limits (api_task_rates): whether a queue's rate window is full now */
+    [STMT_TASK_QUEUES]  = { "task_queues", "SELECT coalesce(l.queue, p.queue_name), l.held, l.waiting, p.paused_at,"
+        " tasks.rate_reopens_at(l.queue, ($2::integer[])[l.ord][1], ($2::integer[])[l.ord][2], false) IS NOT NULL"
         " FROM tasks.queue_load($1) WITH ORDINALITY AS l(queue, held, waiting, ord)"
-        " FULL JOIN tasks.paused_queues p ON p.queue_name = l.queue ORDER BY l.ord NULLS LAST, 1", 1 },
+        " FULL JOIN tasks.paused_queues p ON p.queue_name = l.queue ORDER BY l.ord NULLS LAST, 1", 2 },
 };

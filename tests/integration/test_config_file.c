@@ -298,7 +298,7 @@ TEST(check_config_accepts_the_example_of_docs_configuration)
     CHECK(example.len > 0);
     const char *path = conf_file("good.conf", example.data);
     CHECK_INT(run_cmd(sfmt("%s check-config %s 2>&1", silt_bin(), path), out, sizeof out), 0);
-    CHECK_STR(out, sfmt("%s: ok (3 queues)\n", path));
+    CHECK_STR(out, sfmt("%s: ok (4 queues)\n", path));
     buf_fini(&example);
     remove_files();
 }

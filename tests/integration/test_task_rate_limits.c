@@ -126,7 +126,7 @@ TEST(a_rate_limit_holds_every_window_against_many_claimers_on_two_servers)
     /* 8 windows' worth: the last claims come 7 periods after the first, and
      * not much later (each reopening is claimed as it comes) */
     int span = claims_span_ms("rated");
-    fprintf(stderr, "    40 tasks claimed over %d ms\n", span);
+    printf("    40 tasks claimed over %d ms\n", span);
     CHECK(span >= (TASKS / LIMIT - 1) * PERIOD_MS);
     CHECK(span < (TASKS / LIMIT - 1) * PERIOD_MS + 2000);
     srv_stop(&a);
@@ -155,7 +155,7 @@ TEST(a_limit_per_key_holds_each_key_and_never_the_others_on_two_servers)
     CHECK_INT(most_in_a_window("keyed", "c", PERIOD_MS), KEY_LIMIT);
     /* the keys ran side by side: 6 of each is three windows, not nine */
     int span = claims_span_ms("keyed");
-    fprintf(stderr, "    24 tasks of 3 keys claimed over %d ms\n", span);
+    printf("    24 tasks of 3 keys claimed over %d ms\n", span);
     CHECK(span >= 2 * PERIOD_MS);
     CHECK(span < 2 * PERIOD_MS + 2000);
     /* the tasks without a key were not held back by the keys' windows */
@@ -206,8 +206,7 @@ TEST_ALONE(a_parked_claim_takes_a_waiting_task_as_soon_as_the_window_reopens)
         CHECK(task_claim_waiting(&b, "w2", "slow", 5000, &second));
         int gap = atoi(sql("SELECT round(extract(epoch FROM s.claimed_at - f.claimed_at) * 1000) FROM"
                            " horsies_tasks f, horsies_tasks s WHERE f.id = '%s' AND s.id = '%s'", first.id, second.id));
-        fprintf(stderr, "    round %d: the second claim came %d ms after the first (window %d ms)\n", round, gap,
-                PERIOD_MS);
+        printf("    round %d: the second claim came %d ms after the first (window %d ms)\n", round, gap, PERIOD_MS);
         CHECK(gap >= PERIOD_MS);
         CHECK(gap <= PERIOD_MS + BOUND_MS);
         sql("DELETE FROM horsies_tasks");
@@ -217,7 +216,19 @@ TEST_ALONE(a_parked_claim_takes_a_waiting_task_as_soon_as_the_window_reopens)
     srv_stop(&b);
 }
 
-/* A queue with both: its claims stay within the cap and within the rate. */
+/* GET /api/v1/task-queues: is queue 0 at its rate limit, and held back by it? */
+static void check_rate_state(silt_server *s, bool at_rate, bool held_back)
+{
+    reply r;
+    rq(s, "GET", "/api/v1/task-queues", NULL, &r);
+    CHECK_INT(r.status, 200);
+    CHECK(jbool(&r, "queues.0.atRateLimit") == at_rate);
+    CHECK(jbool(&r, "queues.0.heldBackByRateLimit") == held_back);
+    reply_fini(&r);
+}
+
+/* A queue with both: its claims stay within the cap and within the rate;
+ * the queue list says when the rate, not the cap, holds its tasks back. */
 TEST(a_cap_and_a_rate_limit_together_hold_both)
 {
     silt_server s;
@@ -226,6 +237,12 @@ TEST(a_cap_and_a_rate_limit_together_hold_both)
     srv_start(&s, env);
     send_tasks(&s, "both", 6, NULL);
     reply r;
+    rq(&s, "GET", "/api/v1/task-queues", NULL, &r);
+    CHECK_INT(jint(&r, "queues.0.rateLimit.limit"), 3);
+    CHECK_INT(jint(&r, "queues.0.rateLimit.periodMs"), 60000);
+    CHECK(strcmp(jraw(&r, "queues.0.rateLimitPerKey"), "null") == 0);
+    reply_fini(&r);
+    check_rate_state(&s, false, false);
     rq(&s, "POST", "/api/v1/workers/w/claim", "{\"queues\":[\"both\"],\"max\":10,\"start\":true}", &r);
     CHECK(jpath(&r, "tasks.1") >= 0 && jpath(&r, "tasks.2") < 0);   /* the cap: 2 */
     reply_fini(&r);
@@ -239,6 +256,9 @@ TEST(a_cap_and_a_rate_limit_together_hold_both)
     task_claimed c;
     CHECK(!task_claim_one(&s, "w", "both", &c));   /* nothing held, and still the rate says no */
     CHECK_STR(sql("SELECT count(*) FROM horsies_tasks WHERE queue_name = 'both'"), "3");
+    check_rate_state(&s, true, true);
+    sql("UPDATE horsies_tasks SET run_at = now() + interval '1 hour'");   /* nothing due: at the limit, held back by nothing */
+    check_rate_state(&s, true, false);
     srv_stop(&s);
 }
 
@@ -302,7 +322,7 @@ TEST(a_bad_rate_key_is_400_naming_it_and_nothing_is_written)
     memset(longest, 'k', 256);
     longest[256] = '\0';
     refused(&s, "{\"name\":\"t\",\"queue\":\"q\",\"rateKey\":7}", "rateKey");
-    refused(&s, "{\"name\":\"t\",\"queue\":\"q\",\"rateKey\":\"\"}", "rateKey must not be empty");
+    refused(&s, "{\"name\":\"t\",\"queue\":\"q\",\"rateKey\":\"\"}", "rateKey must be a non-empty string");
     refused(&s, "{\"name\":\"t\",\"queue\":\"q\",\"rateKey\":{\"a\":1}}", "rateKey");
     refused(&s, sfmt("{\"name\":\"t\",\"queue\":\"q\",\"rateKey\":\"%s\"}", longest), "longer than 255 bytes");
     refused(&s, "{\"tasks\":[{\"name\":\"t\",\"queue\":\"q\",\"rateKey\":\"ok\"},"
