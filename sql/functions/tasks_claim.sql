@@ -172,7 +172,8 @@ BEGIN
                  GROUP BY r.rate_key),
             chosen AS (
                 SELECT k.id FROM (SELECT c.id, c.rate_key,
-                                         row_number() OVER (PARTITION BY c.rate_key ORDER BY c.priority, c.enqueued_at) AS nth
+                                         row_number() OVER (PARTITION BY c.rate_key
+                                                            ORDER BY c.priority, c.enqueued_at) AS nth
                                     FROM candidates c) k
                   LEFT JOIN spent s ON s.rate_key = k.rate_key
                  WHERE k.rate_key IS NULL OR p_key_limit = 0 OR k.nth <= p_key_limit - coalesce(s.n, 0)),

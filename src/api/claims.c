@@ -26,7 +26,7 @@ typedef struct claim_call {
     char     **queues;
     size_t     nqueues;
     char      *names, *caps;   /* array literals */
-    char      *rates;          /* the queues' rate limits (rate_literal), NULL: none has one */
+    char      *rates;          /* the queues' rate limits (api_task_rates), NULL: none has one */
     int64_t    max;
     bool       start;          /* claim and start in one: RUNNING at once */
     int64_t    deadline_us;

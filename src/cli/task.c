@@ -105,7 +105,8 @@ static const char workers_usage[] =
 /* ---- send ------------------------------------------------------------- */
 
 typedef struct send_opts {
-    const char *queue, *args, *args_file, *run_at, *good_until, *delays, *jitter, *retry_on, *key, *class_key, *rate_key;
+    const char *queue, *args, *args_file, *run_at, *good_until, *delays, *jitter, *retry_on, *key, *class_key;
+    const char *rate_key;
     long priority, delay_ms, timeout_ms, max_retries, base_ms, cap_ms;   /* -1: not given */
     bool json;
 } send_opts;
