@@ -17,16 +17,24 @@
 #include "task_support.h"
 #include "net/http_client.h"
 
-/* A config file for this test (its path in a static buffer). */
+static char conf_path[128];
+
+/* A config file for this test (its path in a static buffer); remove_conf
+ * removes it. */
 static const char *write_conf(const char *text)
 {
-    static char path[128];
-    snprintf(path, sizeof path, "/tmp/silt-test-rate-%d.conf", (int)getpid());
+    char *path = conf_path;
+    snprintf(conf_path, sizeof conf_path, "/tmp/silt-test-rate-%d.conf", (int)getpid());
     FILE *f = fopen(path, "w");
     CHECK(f != NULL);
     fputs(text, f);
     fclose(f);
     return path;
+}
+
+static void remove_conf(void)
+{
+    unlink(conf_path);
 }
 
 /* Two servers on the test's one database, both reading conf. */
@@ -131,6 +139,7 @@ TEST(a_rate_limit_holds_every_window_against_many_claimers_on_two_servers)
     CHECK(span < (TASKS / LIMIT - 1) * PERIOD_MS + 2000);
     srv_stop(&a);
     srv_stop(&b);
+    remove_conf();
 }
 
 static const char *three_keys(int i)
@@ -163,6 +172,7 @@ TEST(a_limit_per_key_holds_each_key_and_never_the_others_on_two_servers)
                   " WHERE queue_name = 'keyed' AND rate_key IS NULL", PERIOD_MS), "t");
     srv_stop(&a);
     srv_stop(&b);
+    remove_conf();
 }
 
 /* One claim takes a full key's budget and goes on to the other keys (it
@@ -187,6 +197,7 @@ TEST(one_claim_takes_each_keys_budget_and_passes_over_a_full_keys_backlog)
     task_claimed c;
     CHECK(!task_claim_one(&s, "w", "k", &c));   /* big waits for its window */
     srv_stop(&s);
+    remove_conf();
 }
 
 /* A parked claim on one server takes the next task when the window opened
@@ -214,6 +225,7 @@ TEST_ALONE(a_parked_claim_takes_a_waiting_task_as_soon_as_the_window_reopens)
     }
     srv_stop(&a);
     srv_stop(&b);
+    remove_conf();
 }
 
 /* GET /api/v1/task-queues: is queue 0 at its rate limit, and held back by it? */
@@ -260,6 +272,7 @@ TEST(a_cap_and_a_rate_limit_together_hold_both)
     sql("UPDATE horsies_tasks SET run_at = now() + interval '1 hour'");   /* nothing due: held back by nothing */
     check_rate_state(&s, true, false);
     srv_stop(&s);
+    remove_conf();
 }
 
 /* A queue without a rate limit claims as it always did: a rateKey on it is
@@ -302,6 +315,7 @@ TEST(a_queue_without_a_rate_limit_keeps_rate_keys_and_records_nothing)
     reply_fini(&r);
     CHECK_STR(sql("SELECT queue_name || ' ' || claims FROM tasks.rate_claims"), "rated 3");
     srv_stop(&s);
+    remove_conf();
 }
 
 static void refused(silt_server *s, const char *body, const char *message)
@@ -334,6 +348,7 @@ TEST(a_bad_rate_key_is_400_naming_it_and_nothing_is_written)
     CHECK_STR(sql("SELECT string_agg(coalesce(length(rate_key)::text, '-'), ' ' ORDER BY id) FROM horsies_tasks"),
               "255 -");
     srv_stop(&s);
+    remove_conf();
 }
 
 /* silt check-config reports a bad rate limit with its line, in the seed's
@@ -347,5 +362,5 @@ TEST(check_config_reports_a_bad_rate_limit_at_its_line)
     CHECK(strstr(out, "error[HRS-205]: rate_limit in [queue.q] must be N/PERIOD") != NULL);
     CHECK(strstr(out, sfmt("--> %s:2", path)) != NULL);
     CHECK(strstr(out, "found rate_limit = 10 per second: not N/PERIOD") != NULL);
-    unlink(path);
+    remove_conf();
 }
