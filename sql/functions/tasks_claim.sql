@@ -12,16 +12,26 @@ RETURNS TABLE (idx integer, id uuid, task_name text, queue_name text, args json,
                claim_id uuid, attempt integer, retry_count integer, timeout_ms integer, status text)
 LANGUAGE plpgsql AS $$
 DECLARE
-    r record;
+    r     record;
+    rated boolean := cardinality(array_remove(p_rates, NULL)) > 0;
 BEGIN
     -- Every capped or rate-limited queue of every request, locked once in
     -- name order before any claim: two batches never hold one queue's lock
-    -- while waiting for another's.
-    FOR r IN SELECT DISTINCT x.queue FROM unnest(p_queues, p_caps, p_rates) AS u(queues, caps, rates),
-                    unnest(u.queues::text[], u.caps::integer[]) WITH ORDINALITY AS x(queue, cap, i)
-              WHERE x.cap > 0 OR tasks.rate_limited(u.rates::integer[], x.i::integer) ORDER BY x.queue LOOP
-        PERFORM pg_advisory_xact_lock(hashtextextended('silt.task_queue:' || r.queue, 0));
-    END LOOP;
+    -- while waiting for another's. A batch without rate limits runs the
+    -- statement it ran before they existed (its plans, its cost).
+    IF rated THEN
+        FOR r IN SELECT DISTINCT x.queue FROM unnest(p_queues, p_caps, p_rates) AS u(queues, caps, rates),
+                        unnest(u.queues::text[], u.caps::integer[]) WITH ORDINALITY AS x(queue, cap, i)
+                  WHERE x.cap > 0 OR tasks.rate_limited(u.rates::integer[], x.i::integer) ORDER BY x.queue LOOP
+            PERFORM pg_advisory_xact_lock(hashtextextended('silt.task_queue:' || r.queue, 0));
+        END LOOP;
+    ELSE
+        FOR r IN SELECT DISTINCT x.queue FROM unnest(p_queues, p_caps) AS u(queues, caps),
+                        unnest(u.queues::text[], u.caps::integer[]) AS x(queue, cap)
+                  WHERE x.cap > 0 ORDER BY x.queue LOOP
+            PERFORM pg_advisory_xact_lock(hashtextextended('silt.task_queue:' || r.queue, 0));
+        END LOOP;
+    END IF;
     -- Every queue's pause lock, shared, in name order, before any claim
     -- reads whether its queues are paused (see tasks.claim).
     PERFORM pg_advisory_xact_lock_shared(hashtextextended('silt.task_pause:' || x.queue, 0))
@@ -70,10 +80,16 @@ DECLARE
     left_n integer := p_max;
     got    integer;
 BEGIN
-    FOR q IN SELECT u.queue FROM unnest(p_queues, p_caps) WITH ORDINALITY AS u(queue, cap, i)
-              WHERE u.cap > 0 OR tasks.rate_limited(p_rates, u.i::integer) ORDER BY u.queue LOOP
-        PERFORM pg_advisory_xact_lock(hashtextextended('silt.task_queue:' || q.queue, 0));
-    END LOOP;
+    IF p_rates IS NULL THEN   -- no rate limit: the statement of before (see claim_many)
+        FOR q IN SELECT u.queue FROM unnest(p_queues, p_caps) AS u(queue, cap) WHERE u.cap > 0 ORDER BY u.queue LOOP
+            PERFORM pg_advisory_xact_lock(hashtextextended('silt.task_queue:' || q.queue, 0));
+        END LOOP;
+    ELSE
+        FOR q IN SELECT u.queue FROM unnest(p_queues, p_caps) WITH ORDINALITY AS u(queue, cap, i)
+                  WHERE u.cap > 0 OR tasks.rate_limited(p_rates, u.i::integer) ORDER BY u.queue LOOP
+            PERFORM pg_advisory_xact_lock(hashtextextended('silt.task_queue:' || q.queue, 0));
+        END LOOP;
+    END IF;
     FOR q IN SELECT u.queue, u.cap, u.ord FROM unnest(p_queues, p_caps) WITH ORDINALITY AS u(queue, cap, ord)
               WHERE NOT EXISTS (SELECT 1 FROM tasks.paused_queues p WHERE p.queue_name = u.queue)
               ORDER BY u.ord LOOP
