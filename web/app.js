@@ -1182,6 +1182,9 @@ const workersPage = {
       queues.queues.filter((x) => x.heldBack).map((x) => h('p', { class: 'note', 'data-held-back': x.queue },
         'Queue ' + x.queue + ' has tasks due that wait for its concurrency cap: ' + x.claimedOrRunning +
         ' claimed or running of max_concurrency ' + x.maxConcurrency + ' (silt.conf of this server).')),
+      queues.queues.filter((x) => x.heldBackByRateLimit).map((x) => h('p', { class: 'note', 'data-rate-held': x.queue },
+        'Queue ' + x.queue + ' has tasks due that wait for its rate limit: ' + x.rateLimit.limit + ' claims per ' +
+        x.rateLimit.periodMs + ' ms (rate_limit in silt.conf of this server).')),
       table([['worker'], ['host'], ['pid', 1], ['queues'], ['concurrency', 1], ['claimed', 1], ['running', 1],
         ['heartbeat every (ms)', 1], ['last heard'], ['unheard for (ms)', 1], ['late'], ['tasks held']],
       w.workers.map((x) => h('tr', { 'data-row': x.workerId, class: x.late ? 'bad' : null },

@@ -3,36 +3,57 @@
 -- The claims of concurrent requests, gathered: one tasks.claim per request,
 -- in request order, in one transaction. One statement at a time takes from
 -- a queue's head, instead of several claimers each stepping over the rows
--- the others hold locked. p_queues and p_caps hold array literals, one per
--- request.
+-- the others hold locked. p_queues, p_caps and p_rates hold array literals,
+-- one per request (p_rates: NULL for a request naming no rate-limited
+-- queue, and p_rates itself NULL when no request does).
 CREATE OR REPLACE FUNCTION tasks.claim_many(p_workers text[], p_queues text[], p_caps text[], p_max integer[],
-                                 p_start boolean[])
+                                 p_start boolean[], p_rates text[] DEFAULT NULL)
 RETURNS TABLE (idx integer, id uuid, task_name text, queue_name text, args json, priority integer,
                claim_id uuid, attempt integer, retry_count integer, timeout_ms integer, status text)
 LANGUAGE plpgsql AS $$
 DECLARE
-    r record;
+    r     record;
+    rated boolean := cardinality(array_remove(p_rates, NULL)) > 0;
 BEGIN
-    -- Every capped queue of every request, locked once in name order before
-    -- any claim: two batches never hold one queue's lock while waiting for
-    -- another's.
-    FOR r IN SELECT DISTINCT x.queue FROM unnest(p_queues, p_caps) AS u(queues, caps),
-                    unnest(u.queues::text[], u.caps::integer[]) AS x(queue, cap)
-              WHERE x.cap > 0 ORDER BY x.queue LOOP
-        PERFORM pg_advisory_xact_lock(hashtextextended('silt.task_queue:' || r.queue, 0));
-    END LOOP;
+    -- Every capped or rate-limited queue of every request, locked once in
+    -- name order before any claim: two batches never hold one queue's lock
+    -- while waiting for another's. A batch without rate limits runs the
+    -- statement it ran before they existed (its plans, its cost).
+    IF rated THEN
+        FOR r IN SELECT DISTINCT x.queue FROM unnest(p_queues, p_caps, p_rates) AS u(queues, caps, rates),
+                        unnest(u.queues::text[], u.caps::integer[]) WITH ORDINALITY AS x(queue, cap, i)
+                  WHERE x.cap > 0 OR tasks.rate_limited(u.rates::integer[], x.i::integer) ORDER BY x.queue LOOP
+            PERFORM pg_advisory_xact_lock(hashtextextended('silt.task_queue:' || r.queue, 0));
+        END LOOP;
+    ELSE
+        FOR r IN SELECT DISTINCT x.queue FROM unnest(p_queues, p_caps) AS u(queues, caps),
+                        unnest(u.queues::text[], u.caps::integer[]) AS x(queue, cap)
+                  WHERE x.cap > 0 ORDER BY x.queue LOOP
+            PERFORM pg_advisory_xact_lock(hashtextextended('silt.task_queue:' || r.queue, 0));
+        END LOOP;
+    END IF;
     -- Every queue's pause lock, shared, in name order, before any claim
     -- reads whether its queues are paused (see tasks.claim).
     PERFORM pg_advisory_xact_lock_shared(hashtextextended('silt.task_pause:' || x.queue, 0))
        FROM (SELECT DISTINCT x.queue FROM unnest(p_queues) AS u(queues), unnest(u.queues::text[]) AS x(queue)
               ORDER BY 1) x;
-    FOR r IN SELECT u.* FROM unnest(p_workers, p_queues, p_caps, p_max, p_start)
-                    WITH ORDINALITY AS u(worker, queues, caps, max, start, ord) LOOP
+    FOR r IN SELECT u.* FROM unnest(p_workers, p_queues, p_caps, p_max, p_start, p_rates)
+                    WITH ORDINALITY AS u(worker, queues, caps, max, start, rates, ord) LOOP
         RETURN QUERY SELECT (r.ord - 1)::integer, c.id, c.task_name, c.queue_name, c.args, c.priority, c.claim_id,
                             c.attempt, c.retry_count, c.timeout_ms, c.status
-                       FROM tasks.claim(r.worker, r.queues::text[], r.caps::integer[], r.max, r.start) c;
+                       FROM tasks.claim(r.worker, r.queues::text[], r.caps::integer[], r.max, r.start,
+                                        r.rates::integer[]) c;
     END LOOP;
 END $$;
+
+-- Whether queue i of a claim has a rate limit: p_rates holds one row per
+-- queue, {limit, period_ms, limit_per_key, key_period_ms}, 0 for none (the
+-- whole array NULL when no queue of the claim has one). An SQL expression,
+-- inlined: a claim without rate limits pays no call.
+CREATE OR REPLACE FUNCTION tasks.rate_limited(p_rates integer[], i integer) RETURNS boolean
+LANGUAGE sql IMMUTABLE AS $$
+    SELECT coalesce(p_rates[i][1] > 0 OR p_rates[i][3] > 0, false)
+$$;
 
 -- Claims up to p_max tasks for worker p_worker from p_queues, taken in the
 -- order given (the server orders them by their declared priority, most
@@ -41,7 +62,9 @@ END $$;
 -- RUNNING across the cluster: claimers of a capped queue take turns on a
 -- transaction-scoped advisory lock (every capped queue's lock first, in name
 -- order, so two claimers never wait on each other in a circle), count, and
--- take what is left. SKIP LOCKED: concurrent claimers never wait on each
+-- take what is left. A rate-limited queue (p_rates, see tasks.rate_limited)
+-- takes the same lock and is claimed by tasks.claim_rated, within both its
+-- cap and its rate. SKIP LOCKED: concurrent claimers never wait on each
 -- other's rows and never take the same task. p_start starts what it takes.
 -- A paused queue (tasks.paused_queues) gives nothing: it is left out of the
 -- loop's own query. The caller holds each queue's pause lock shared before
@@ -49,7 +72,7 @@ END $$;
 -- tasks.queue_pause, which takes it exclusively, waits for the claims
 -- already reading the queue, and every claim after it sees the pause.
 CREATE OR REPLACE FUNCTION tasks.claim(p_worker text, p_queues text[], p_caps integer[], p_max integer,
-                            p_start boolean DEFAULT false)
+                            p_start boolean DEFAULT false, p_rates integer[] DEFAULT NULL)
 RETURNS SETOF horsies_tasks LANGUAGE plpgsql AS $$
 DECLARE
     q      record;
@@ -57,10 +80,17 @@ DECLARE
     left_n integer := p_max;
     got    integer;
 BEGIN
-    FOR q IN SELECT u.queue FROM unnest(p_queues, p_caps) AS u(queue, cap) WHERE u.cap > 0 ORDER BY u.queue LOOP
-        PERFORM pg_advisory_xact_lock(hashtextextended('silt.task_queue:' || q.queue, 0));
-    END LOOP;
-    FOR q IN SELECT u.queue, u.cap FROM unnest(p_queues, p_caps) WITH ORDINALITY AS u(queue, cap, ord)
+    IF p_rates IS NULL THEN   -- no rate limit: the statement of before (see claim_many)
+        FOR q IN SELECT u.queue FROM unnest(p_queues, p_caps) AS u(queue, cap) WHERE u.cap > 0 ORDER BY u.queue LOOP
+            PERFORM pg_advisory_xact_lock(hashtextextended('silt.task_queue:' || q.queue, 0));
+        END LOOP;
+    ELSE
+        FOR q IN SELECT u.queue FROM unnest(p_queues, p_caps) WITH ORDINALITY AS u(queue, cap, i)
+                  WHERE u.cap > 0 OR tasks.rate_limited(p_rates, u.i::integer) ORDER BY u.queue LOOP
+            PERFORM pg_advisory_xact_lock(hashtextextended('silt.task_queue:' || q.queue, 0));
+        END LOOP;
+    END IF;
+    FOR q IN SELECT u.queue, u.cap, u.ord FROM unnest(p_queues, p_caps) WITH ORDINALITY AS u(queue, cap, ord)
               WHERE NOT EXISTS (SELECT 1 FROM tasks.paused_queues p WHERE p.queue_name = u.queue)
               ORDER BY u.ord LOOP
         EXIT WHEN left_n <= 0;
@@ -71,6 +101,13 @@ BEGIN
             room := least(room, left_n);
         END IF;
         CONTINUE WHEN room <= 0;
+        IF p_rates IS NOT NULL AND tasks.rate_limited(p_rates, q.ord::integer) THEN
+            RETURN QUERY SELECT * FROM tasks.claim_rated(p_worker, q.queue, room, p_start, p_rates[q.ord][1],
+                                                         p_rates[q.ord][2], p_rates[q.ord][3], p_rates[q.ord][4]);
+            GET DIAGNOSTICS got = ROW_COUNT;
+            left_n := left_n - got;
+            CONTINUE;
+        END IF;
         RETURN QUERY
             WITH taken AS (
                 UPDATE horsies_tasks t
@@ -89,6 +126,141 @@ BEGIN
         left_n := left_n - got;
     END LOOP;
 END $$;
+
+-- Claims up to p_room tasks of one rate-limited queue, within its rate: in
+-- any window of p_period_ms at most p_limit claims of the queue (0: no
+-- limit), and at most p_key_limit of each rateKey in any window of
+-- p_key_period_ms (0: no limit per key; tasks without a key count only
+-- toward the queue's). The caller holds the queue's advisory lock, so the
+-- claims of a queue are made and recorded (tasks.rate_claims) one after
+-- another, across every server, and the time each is recorded at is read
+-- once the lock is held: a later claim never records an earlier time, and
+-- each counts every claim recorded before it. A claim spends budget as it
+-- is made, whether its tasks start at once or later, and keeps it spent
+-- when they are given back. The tasks' claimed_at (and started_at, with
+-- p_start) is that same time, so the rows show what the limit counted.
+--
+-- Per key, a round locks up to the room left of the queue's head, leaving
+-- out keys whose window is full, then takes from each key no more than its
+-- budget left (FOR UPDATE SKIP LOCKED and a window function cannot share
+-- one SELECT: the candidates are locked in one CTE, chosen in another). A
+-- round that passed over a key's tasks beyond its budget made that key
+-- full, so the next round looks past it; rounds end when one takes nothing
+-- or the room is filled.
+CREATE OR REPLACE FUNCTION tasks.claim_rated(p_worker text, p_queue text, p_room integer, p_start boolean,
+                                  p_limit integer, p_period_ms integer, p_key_limit integer,
+                                  p_key_period_ms integer)
+RETURNS SETOF horsies_tasks LANGUAGE plpgsql AS $$
+DECLARE
+    claim_at  timestamptz := clock_timestamp();
+    period    interval := make_interval(secs => p_period_ms / 1000.0);
+    key_since timestamptz := claim_at - make_interval(secs => p_key_period_ms / 1000.0);
+    room      integer := p_room;
+    full_keys text[];
+    got       integer;
+BEGIN
+    DELETE FROM tasks.rate_claims r
+     WHERE r.queue_name = p_queue
+       AND r.claimed_at <= claim_at - make_interval(secs => greatest(p_period_ms, p_key_period_ms) / 1000.0);
+    IF p_limit > 0 THEN
+        SELECT least(room, p_limit - coalesce(sum(r.claims), 0)) INTO room FROM tasks.rate_claims r
+         WHERE r.queue_name = p_queue AND r.claimed_at > claim_at - period;
+    END IF;
+    WHILE room > 0 LOOP
+        IF p_key_limit > 0 THEN
+            SELECT array_agg(f.rate_key) INTO full_keys FROM (
+                SELECT r.rate_key FROM tasks.rate_claims r
+                 WHERE r.queue_name = p_queue AND r.rate_key IS NOT NULL AND r.claimed_at > key_since
+                 GROUP BY r.rate_key HAVING sum(r.claims) >= p_key_limit) f;
+        END IF;
+        RETURN QUERY
+            WITH candidates AS (
+                SELECT c.id, c.rate_key, c.priority, c.enqueued_at FROM horsies_tasks c
+                 WHERE c.queue_name = p_queue AND c.status = 'PENDING' AND c.run_at <= now()
+                   AND (c.good_until IS NULL OR c.good_until >= now())
+                   AND (c.rate_key IS NULL OR full_keys IS NULL OR c.rate_key <> ALL (full_keys))
+                 ORDER BY c.priority, c.enqueued_at
+                 LIMIT room FOR UPDATE SKIP LOCKED),
+            spent AS (
+                SELECT r.rate_key, sum(r.claims) AS n FROM tasks.rate_claims r
+                 WHERE p_key_limit > 0 AND r.queue_name = p_queue AND r.claimed_at > key_since
+                   AND r.rate_key IN (SELECT c.rate_key FROM candidates c)
+                 GROUP BY r.rate_key),
+            chosen AS (
+                SELECT k.id FROM (SELECT c.id, c.rate_key,
+                                         row_number() OVER (PARTITION BY c.rate_key
+                                                            ORDER BY c.priority, c.enqueued_at) AS nth
+                                    FROM candidates c) k
+                  LEFT JOIN spent s ON s.rate_key = k.rate_key
+                 WHERE k.rate_key IS NULL OR p_key_limit = 0 OR k.nth <= p_key_limit - coalesce(s.n, 0)),
+            taken AS (
+                UPDATE horsies_tasks t
+                   SET status = CASE WHEN p_start THEN 'RUNNING' ELSE 'CLAIMED' END, worker_id = p_worker,
+                       claim_id = gen_random_uuid(), claimed_at = claim_at, last_heartbeat_at = claim_at,
+                       attempt = t.attempt + CASE WHEN p_start THEN 1 ELSE 0 END,
+                       started_at = CASE WHEN p_start THEN claim_at END
+                  FROM chosen k WHERE t.id = k.id
+                RETURNING t.*),
+            noted AS (
+                INSERT INTO tasks.rate_claims (queue_name, rate_key, claimed_at, claims)
+                SELECT p_queue, CASE WHEN p_key_limit > 0 THEN t.rate_key END, claim_at, count(*) FROM taken t
+                 GROUP BY 2)
+            SELECT * FROM taken;
+        GET DIAGNOSTICS got = ROW_COUNT;
+        room := room - got;
+        EXIT WHEN got = 0 OR p_key_limit = 0;
+    END LOOP;
+END $$;
+
+-- When a parked claim of these queues (with their caps and rate limits, as
+-- tasks.claim takes them) should look again: the earliest of the moment a
+-- full rate window of one of its queues lets a claim through again
+-- (tasks.rate_reopens_at) and the moment the earliest delayed task of its
+-- other queues is due (tasks.next_run_at; a capped queue, or one with a
+-- full window, is left out, as its backlog would be read at every look: a
+-- delayed task of it is seen at the reopening or the periodic look).
+-- NULL: nothing known, the periodic look stands.
+CREATE OR REPLACE FUNCTION tasks.claim_wake_at(p_queues text[], p_caps integer[], p_rates integer[])
+RETURNS timestamptz LANGUAGE plpgsql AS $$
+DECLARE
+    q       record;
+    wake    timestamptz;
+    reopens timestamptz;
+    plain   text[] := '{}';
+BEGIN
+    FOR q IN SELECT u.queue, u.cap, u.i FROM unnest(p_queues, p_caps) WITH ORDINALITY AS u(queue, cap, i) LOOP
+        reopens := NULL;
+        IF tasks.rate_limited(p_rates, q.i::integer) THEN
+            reopens := least(tasks.rate_reopens_at(q.queue, p_rates[q.i][1], p_rates[q.i][2], false),
+                             tasks.rate_reopens_at(q.queue, p_rates[q.i][3], p_rates[q.i][4], true));
+            wake := least(wake, reopens);
+        END IF;
+        IF q.cap = 0 AND reopens IS NULL THEN plain := plain || q.queue; END IF;
+    END LOOP;
+    RETURN least(wake, tasks.next_run_at(plain));
+END $$;
+
+-- When a full rate window of the queue lets a claim through again (NULL:
+-- it is not full, or p_limit is 0): per key (p_per_key), the earliest
+-- moment any full key's window does. A window holds the claims of the last
+-- p_period_ms; it is full while they add up to p_limit, and stops being
+-- full when the claim that made it so leaves it: the newest one from which,
+-- counting back from the newest, they reach the limit.
+CREATE OR REPLACE FUNCTION tasks.rate_reopens_at(p_queue text, p_limit integer, p_period_ms integer,
+                                      p_per_key boolean)
+RETURNS timestamptz LANGUAGE sql AS $$
+    SELECT min(k.filled_at) + make_interval(secs => p_period_ms / 1000.0)
+      FROM (SELECT max(w.claimed_at) AS filled_at
+              FROM (SELECT CASE WHEN p_per_key THEN r.rate_key END AS rate_key, r.claimed_at,
+                           sum(r.claims) OVER (PARTITION BY CASE WHEN p_per_key THEN r.rate_key END
+                                               ORDER BY r.claimed_at DESC ROWS UNBOUNDED PRECEDING) AS newer
+                      FROM tasks.rate_claims r
+                     WHERE p_limit > 0 AND r.queue_name = p_queue
+                       AND r.claimed_at > clock_timestamp() - make_interval(secs => p_period_ms / 1000.0)
+                       AND (r.rate_key IS NOT NULL OR NOT p_per_key)) w
+             WHERE w.newer >= p_limit
+             GROUP BY w.rate_key) k
+$$;
 
 -- When the earliest delayed PENDING task of these queues becomes claimable
 -- (NULL: none), so a parked claimer looks again at that moment rather than

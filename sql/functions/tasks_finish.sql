@@ -42,12 +42,12 @@ BEGIN
                                           retention_class_key, worker_id, claimed_at, started_at, result,
                                           timeout_ms, retry_delays_ms, retry_base_ms, retry_cap_ms, retry_jitter,
                                           retry_on, rerun_of, workflow_id, workflow_node, progress, progress_info,
-                                          progress_at)
+                                          progress_at, rate_key)
         SELECT g.id, g.task_name, g.queue_name, g.args, g.priority, 'COMPLETED', g.sent_at, g.enqueued_at,
                g.good_until, g.max_retries, g.retry_count, g.attempt, g.idempotency_key,
                g.retention_class_key, g.worker_id, g.claimed_at, g.started_at, g.item_result::json,
                g.timeout_ms, g.retry_delays_ms, g.retry_base_ms, g.retry_cap_ms, g.retry_jitter, g.retry_on,
-               g.rerun_of, g.workflow_id, g.workflow_node, g.progress, g.progress_info, g.progress_at
+               g.rerun_of, g.workflow_id, g.workflow_node, g.progress, g.progress_info, g.progress_at, g.rate_key
           FROM gone g RETURNING id, queue_name)
     SELECT array_agg(x.id), array_agg(x.queue_name) INTO done, dq FROM kept x;
     FOR f IN SELECT u.* FROM unnest(p_ids, p_claims, p_outcomes, p_codes, p_messages)
@@ -146,12 +146,12 @@ BEGIN
                                       good_until, max_retries, retry_count, attempt, idempotency_key,
                                       retention_class_key, worker_id, claimed_at, started_at, result, error_code,
                                       error_message, timeout_ms, retry_delays_ms, retry_base_ms, retry_cap_ms,
-                                      retry_jitter, retry_on, rerun_of, workflow_id, workflow_node, progress, progress_info, progress_at)
+                                      retry_jitter, retry_on, rerun_of, workflow_id, workflow_node, progress, progress_info, progress_at, rate_key)
     SELECT g.id, g.task_name, g.queue_name, g.args, g.priority, p_status, g.sent_at, g.enqueued_at,
            g.good_until, g.max_retries, g.retry_count, g.attempt, g.idempotency_key,
            g.retention_class_key, g.worker_id, g.claimed_at, g.started_at, p_result, p_code, p_message,
            g.timeout_ms, g.retry_delays_ms, g.retry_base_ms, g.retry_cap_ms, g.retry_jitter, g.retry_on, g.rerun_of,
-           g.workflow_id, g.workflow_node, g.progress, g.progress_info, g.progress_at
+           g.workflow_id, g.workflow_node, g.progress, g.progress_info, g.progress_at, g.rate_key
       FROM gone g;
     GET DIAGNOSTICS n = ROW_COUNT;
     RETURN n;
@@ -186,13 +186,13 @@ CREATE OR REPLACE VIEW tasks.all_tasks AS
            timeout_ms, max_retries, retry_count, attempt, idempotency_key, retention_class_key, worker_id,
            claimed_at, started_at, NULL::timestamptz AS finished_at, cancel_requested,
            NULL::json AS result, last_error_code AS error_code, last_error_message AS error_message,
-           workflow_id, workflow_node, rerun_of, progress, progress_info, progress_at
+           workflow_id, workflow_node, rerun_of, progress, progress_info, progress_at, rate_key
       FROM horsies_tasks
     UNION ALL
     SELECT id, task_name, queue_name, args, priority, status, sent_at, enqueued_at, NULL, good_until,
            timeout_ms, max_retries, retry_count, attempt, idempotency_key, retention_class_key, worker_id,
            claimed_at, started_at, finished_at, false, result, error_code, error_message,
-           workflow_id, workflow_node, rerun_of, progress, progress_info, progress_at
+           workflow_id, workflow_node, rerun_of, progress, progress_info, progress_at, rate_key
       FROM horsies_task_history;
 
 -- A task's attempts, oldest first: those that ended, from their rows, and

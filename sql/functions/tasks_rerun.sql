@@ -1,7 +1,7 @@
 -- Rerunning finished tasks: a terminal task (FAILED, CANCELLED, EXPIRED;
 -- COMPLETED when asked) is sent again as a new task that names it
--- (rerun_of), with its name, queue, args, priority, retry policy, timeout
--- and retention class unless the request overrides them. A task is rerun
+-- (rerun_of), with its name, queue, args, priority, retry policy, timeout,
+-- retention class and rate key unless the request overrides them. A task is rerun
 -- at most once: its rerun carries the idempotency key tasks.rerun_key(id),
 -- so a request made again (a client's retry, a bulk rerun repeated) gets
 -- the rerun already made (created false) and sends nothing, and two made at
@@ -38,14 +38,16 @@ BEGIN
                      ORDER BY u.ord) AS jitters,
            array_agg(CASE WHEN p_retry THEN p_retry_on ELSE h.retry_on::text END ORDER BY u.ord) AS retry_on,
            array_agg(tasks.rerun_key(h.id) ORDER BY u.ord) AS keys,
-           array_agg(coalesce(p_class, h.retention_class_key) ORDER BY u.ord) AS classes
+           array_agg(coalesce(p_class, h.retention_class_key) ORDER BY u.ord) AS classes,
+           array_agg(h.rate_key ORDER BY u.ord) AS rate_keys
       INTO s
       FROM unnest(p_ids) WITH ORDINALITY AS u(id, ord)
       JOIN horsies_task_history h ON h.id = u.id AND h.finished_at >= tasks.history_floor(u.id);
     RETURN QUERY
         SELECT x.idx, s.originals[x.idx + 1], x.id, x.created, s.queues[x.idx + 1]
           FROM tasks.send(s.ids, s.names, s.queues, s.args, s.priorities, NULL, NULL, NULL, s.timeouts, s.retries,
-                          s.delays, s.bases, s.caps, s.jitters, s.retry_on, s.keys, s.classes, s.originals) x
+                          s.delays, s.bases, s.caps, s.jitters, s.retry_on, s.keys, s.classes, s.originals,
+                          s.rate_keys) x
          ORDER BY x.idx;
 END $$;
 

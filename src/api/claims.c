@@ -26,6 +26,7 @@ typedef struct claim_call {
     char     **queues;
     size_t     nqueues;
     char      *names, *caps;   /* array literals */
+    char      *rates;          /* the queues' rate limits (api_task_rates), NULL: none has one */
     int64_t    max;
     bool       start;          /* claim and start in one: RUNNING at once */
     int64_t    deadline_us;
@@ -42,6 +43,7 @@ static void claim_free(claim_call *c)
     api_task_queues_free(c->queues, c->nqueues);
     free(c->names);
     free(c->caps);
+    free(c->rates);
     free(c);
 }
 
@@ -149,6 +151,16 @@ static bool any_cap(const char *caps)
     return false;
 }
 
+/* When a claim naming a rate-limited queue should look again: the moment a
+ * full window of one of its queues reopens, or the next delayed task of the
+ * others is due (tasks.claim_wake_at). */
+static void look_again_at_reopening(claim_call *c)
+{
+    c->querying = true;
+    const char *values[3] = { c->names, c->caps, c->rates };
+    db_submit_stmt(c->srv->pool, STMT_TASK_CLAIM_WAKE, values, next_run_known, c);
+}
+
 static void claimed(void *arg, const db_reply *reply, const PGresult *r, int first, int n)
 {
     claim_call *c = arg;
@@ -156,6 +168,10 @@ static void claimed(void *arg, const db_reply *reply, const PGresult *r, int fir
     bool waiting = c->park && !c->gone && c->deadline_us > clock_mono_us() && !c->srv->draining;
     if (reply->error || n > 0 || !waiting) {
         claim_end(c, reply, reply->error ? NULL : r, first, n);
+        return;
+    }
+    if (c->rates) {
+        look_again_at_reopening(c);
         return;
     }
     if (any_cap(c->caps)) {   /* see any_cap */
@@ -199,6 +215,7 @@ static void claim_now(claim_call *c)
     db_array_text(&a[2], c->caps);
     db_array_int(&a[3], c->max);
     db_array_bool(&a[4], c->start);
+    db_array_text(&a[5], c->rates);
     gather_add(g, 1, NULL, NULL, claimed, c);   /* a claim whose client left hands back what it took (claimed) */
 }
 
@@ -221,6 +238,7 @@ void api_worker_claim(httpd_req *req, server *srv)
              api_member_int(req, &d, 0, "", "waitMs", 0, CLAIM_MAX_WAIT_MS, &wait_ms) < 0 ? -1 : 0;
     c->names = xstrdup(db_array_literal(&names));
     c->caps = xstrdup(db_array_literal(&caps));
+    if (rc == 0) c->rates = api_task_rates(srv, (const char *const *)c->queues, c->nqueues, false);
     db_array_fini(&names);
     db_array_fini(&caps);
     if (rc < 0) { json_doc_fini(&d); claim_free(c); return; }

@@ -7,6 +7,7 @@
 #include <string.h>
 #include "api/api.h"
 #include "api/task_input.h"
+#include "base/buf.h"
 #include "base/iso_time.h"
 #include "base/names.h"
 #include "base/xalloc.h"
@@ -38,6 +39,15 @@ static int read_idempotency_key(httpd_req *req, const json_doc *d, uint32_t obj,
         return bad(req, where, "idempotencyKey", msg);
     }
     return 0;
+}
+
+/* rateKey: absent or null (none), or a non-empty string within the one
+ * name limit. Accepted on any queue: counted only where the queue sets
+ * rate_limit_per_key, and kept with the task either way. */
+static int read_rate_key(httpd_req *req, const json_doc *d, uint32_t obj, const char *where, char **out)
+{
+    if (api_member_string(req, d, obj, where, "rateKey", out) < 0) return -1;
+    return *out ? api_check_name(req, where, "rateKey", *out) : 0;
 }
 
 static int read_queue(httpd_req *req, server *srv, const json_doc *d, uint32_t obj, const char *where,
@@ -185,7 +195,7 @@ int api_only_known(httpd_req *req, const json_doc *d, uint32_t obj, const char *
 
 static const char *const task_fields[] = {
     "name", "queue", "args", "priority", "delayMs", "runAt", "goodUntil", "timeoutMs", "retry", "idempotencyKey",
-    "retentionClassKey", NULL,
+    "retentionClassKey", "rateKey", NULL,
 };
 static const char *const retry_fields[] = { "maxRetries", "delaysMs", "backoff", "jitter", "retryOn", NULL };
 static const char *const backoff_fields[] = { "baseMs", "capMs", NULL };
@@ -242,6 +252,7 @@ int api_task_read(httpd_req *req, server *srv, const json_doc *d, uint32_t obj, 
         read_int_field(req, d, obj, where, "timeoutMs", 1, TASK_MAX_TIMEOUT_MS, &t->timeout_ms) < 0 ||
         api_task_retry(req, d, obj, where, &t->retry) < 0 ||
         read_idempotency_key(req, d, obj, where, &t->idempotency_key) < 0 ||
+        read_rate_key(req, d, obj, where, &t->rate_key) < 0 ||
         read_class(req, srv, d, obj, where, t) < 0)
         return -1;
     return 0;
@@ -309,6 +320,25 @@ int api_task_queues(httpd_req *req, server *srv, const json_doc *d, db_array *na
         if (caps) db_array_int(caps, q ? q->max_concurrency : 0);
     }
     return 0;
+}
+
+char *api_task_rates(server *srv, const char *const *queues, size_t n, bool always)
+{
+    buf lit;
+    buf_init(&lit);
+    buf_putc(&lit, '{');
+    bool any = always;
+    for (size_t i = 0; i < n; i++) {
+        bool known;
+        const conf_queue *q = task_hub_queue(srv->tasks, queues[i], &known);
+        rate_limit none = { 0, 0 }, r = q ? q->rate : none, k = q ? q->rate_per_key : none;
+        any = any || r.limit > 0 || k.limit > 0;
+        buf_printf(&lit, "%s{%d,%d,%d,%d}", i ? "," : "", r.limit, r.period_ms, k.limit, k.period_ms);
+    }
+    buf_putc(&lit, '}');
+    char *out = any ? xstrdup(lit.data) : NULL;
+    buf_fini(&lit);
+    return out;
 }
 
 void api_task_queues_free(char **list, size_t n)

@@ -7,7 +7,8 @@
  * or running (what the cap counts) and whether a task is due. A queue at
  * its cap with a task due is held back by the cap (heldBack), which the
  * dashboard's workers page says: idle workers and waiting tasks are then
- * not a fault of the workers. "paused" lists every paused queue.
+ * not a fault of the workers; so is a queue whose rate window is full now
+ * with a task due (heldBackByRateLimit). "paused" lists every paused queue.
  *
  * A paused queue accepts sends and hands nothing out; what is claimed or
  * running goes on. The state is a row of tasks.paused_queues
@@ -15,13 +16,26 @@
  * restarts; the server that changed it tells the others
  * (task_hub_announce_paused), and a resume wakes the queue's parked
  * claimers on every server. */
+#include <stdlib.h>
 #include "api/api.h"
+#include "api/task_input.h"
 #include "base/emit.h"
+#include "base/xalloc.h"
 #include "db/array.h"
 #include "db/result.h"
 #include "tasks/hub.h"
 
-enum { L_QUEUE, L_HELD, L_WAITING, L_PAUSED_AT };
+enum { L_QUEUE, L_HELD, L_WAITING, L_PAUSED_AT, L_RATE_FULL };
+
+/* {"limit", "periodMs"}, or null for none. */
+static void emit_rate(emit *e, rate_limit rate)
+{
+    if (rate.limit == 0) { emit_null(e); return; }
+    emit_object(e);
+    emit_key(e, "limit"); emit_int(e, rate.limit);
+    emit_key(e, "periodMs"); emit_int(e, rate.period_ms);
+    emit_end(e);
+}
 
 static void emit_queue(emit *e, const conf_queue *q, const PGresult *r, int row)
 {
@@ -36,6 +50,11 @@ static void emit_queue(emit *e, const conf_queue *q, const PGresult *r, int row)
     emit_key(e, "due"); emit_bool(e, waiting);
     emit_key(e, "atCap"); emit_bool(e, at_cap);
     emit_key(e, "heldBack"); emit_bool(e, at_cap && waiting);
+    bool at_rate = !db_null(r, row, L_RATE_FULL) && db_bool(r, row, L_RATE_FULL);
+    emit_key(e, "rateLimit"); emit_rate(e, q->rate);
+    emit_key(e, "rateLimitPerKey"); emit_rate(e, q->rate_per_key);
+    emit_key(e, "atRateLimit"); emit_bool(e, at_rate);
+    emit_key(e, "heldBackByRateLimit"); emit_bool(e, at_rate && waiting);
     emit_key(e, "paused"); emit_bool(e, !db_null(r, row, L_PAUSED_AT));
     emit_end(e);
 }
@@ -78,10 +97,17 @@ void api_task_queue_list(httpd_req *req, server *srv)
 {
     db_array names;
     db_array_init(&names);
-    for (size_t i = 0; i < srv->conf.nqueues; i++) db_array_text(&names, srv->conf.queues[i].name);
-    const char *values[1] = { db_array_literal(&names) };
+    const char **list = xcalloc(srv->conf.nqueues + 1, sizeof *list);
+    for (size_t i = 0; i < srv->conf.nqueues; i++) {
+        db_array_text(&names, srv->conf.queues[i].name);
+        list[i] = srv->conf.queues[i].name;
+    }
+    char *rates = api_task_rates(srv, list, srv->conf.nqueues, true);
+    const char *values[2] = { db_array_literal(&names), rates };
     api_submit_stmt(req, srv, STMT_TASK_QUEUES, values, loaded, api_call_new(req, srv));
     db_array_fini(&names);
+    free(rates);
+    free(list);
 }
 
 enum { P_QUEUE, P_PAUSED, P_AT, P_CHANGED };

@@ -46,6 +46,7 @@ void api_emit_task(emit *e, const PGresult *r, int row)
     emit_key(e, "progress"); api_emit_stored_json_col(e, r, row, TASK_C_PROGRESS);   /* to_json(float8) */
     emit_key(e, "progressInfo"); api_emit_stored_json_col(e, r, row, TASK_C_PROGRESS_INFO);
     emit_key(e, "progressAt"); api_emit_time_col(e, r, row, TASK_C_PROGRESS_AT);
+    emit_key(e, "rateKey"); api_emit_text_col(e, r, row, TASK_C_RATE_KEY);
     emit_end(e);
 }
 

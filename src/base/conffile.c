@@ -45,9 +45,13 @@ struct key_def {
     key_setter  set;      /* NULL: an int within lo..hi */
 };
 
+static void set_rate(parser *p, const key_def *k, const char *value);
+
 static const key_def queue_keys[] = {
-    { "priority",        offsetof(conf_queue, priority),        1, 100,    NULL },
-    { "max_concurrency", offsetof(conf_queue, max_concurrency), 0, 100000, NULL },
+    { "priority",           offsetof(conf_queue, priority),        1, 100,    NULL },
+    { "max_concurrency",    offsetof(conf_queue, max_concurrency), 0, 100000, NULL },
+    { "rate_limit",         offsetof(conf_queue, rate),            0, 0,      set_rate },
+    { "rate_limit_per_key", offsetof(conf_queue, rate_per_key),    0, 0,      set_rate },
 };
 
 static void set_cron(parser *p, const key_def *k, const char *value);
@@ -154,6 +158,7 @@ static void queue_defaults(conf_queue *q, int line)
     q->name = NULL;
     q->priority = 100;
     q->max_concurrency = 0;
+    q->rate = q->rate_per_key = (rate_limit){ 0, 0 };
     q->line = line;
 }
 
@@ -563,6 +568,26 @@ static void check_schedule_queues(parser *p)
         confreport_help(&p->rep, "declare [queue.%s], or send to one of those", s->queue);
         buf_fini(&names);
     }
+}
+
+/* ---- the values of [queue.NAME] -------------------------------------------- */
+
+static const char *const rate_faults[] = {
+    [-RATE_E_FORM] = "not N/PERIOD",
+    [-RATE_E_LIMIT] = "N must be from 1 to 1000000",
+    [-RATE_E_PERIOD] = "PERIOD must be from 1ms to 24h",
+};
+
+/* rate_limit, rate_limit_per_key: N/PERIOD (base/rate.h). */
+static void set_rate(parser *p, const key_def *k, const char *value)
+{
+    rate_fault f = rate_parse(value, (rate_limit *)((char *)p->target + k->offset));
+    if (f == RATE_OK) return;
+    confreport_error_at(&p->rep, CONFREPORT_E_VALUE, p->line, "%s in [%s] must be N/PERIOD, at most N claims in any "
+                        "window of PERIOD", k->name, p->section);
+    confreport_note(&p->rep, "found %s = %s: %s", k->name, shown(value), rate_faults[-f]);
+    confreport_help(&p->rep, "N from 1 to %d, PERIOD a whole number and ms, s, m or h, from 1ms to 24h: "
+                    "e.g. %s = 100/1s, 20/1m or 5/500ms", RATE_MAX_LIMIT, k->name);
 }
 
 /* Records where a [recovery] key was set, for the checks across keys. */

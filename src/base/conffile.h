@@ -16,6 +16,7 @@
 #include "base/names.h"
 #include "base/conf_retention.h"
 #include "base/confreport.h"
+#include "base/rate.h"
 
 #define CONFFILE_QUEUE_NAME_MAX NAMES_CONF_MAX   /* characters of a queue or schedule name */
 #define CONFFILE_CATCH_UP_MAX   1000      /* missed slots a schedule may run at most */
@@ -27,6 +28,8 @@ typedef struct conf_queue {
     int   priority;         /* 1 is most urgent, 100 least (default 100): claims take lower first */
     int   max_concurrency;  /* tasks RUNNING or CLAIMED at once across the whole cluster;
                              * 0 (default) unlimited; 0..100000 */
+    rate_limit rate;        /* claims of the queue in any window, across the cluster; none by default */
+    rate_limit rate_per_key;   /* claims of each rateKey of the queue in any window; none by default */
     int   line;             /* the section's line */
 } conf_queue;
 

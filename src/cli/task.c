@@ -55,6 +55,7 @@ static const char send_usage[] =
     "  --retention-class-key K   how long its record is kept: standard_30d, forever,\n"
     "                            or a class of the server's silt.conf (default: the\n"
     "                            queue's queue_retention mapping, else standard_30d)\n"
+    "  --rate-key K              its key for the queue's rate_limit_per_key\n"
     "  --json                    print the server's reply as JSON\n"
     "  --help                    show this help\n";
 
@@ -105,6 +106,7 @@ static const char workers_usage[] =
 
 typedef struct send_opts {
     const char *queue, *args, *args_file, *run_at, *good_until, *delays, *jitter, *retry_on, *key, *class_key;
+    const char *rate_key;
     long priority, delay_ms, timeout_ms, max_retries, base_ms, cap_ms;   /* -1: not given */
     bool json;
 } send_opts;
@@ -252,6 +254,7 @@ static int send_body(const cli_cmd *cmd, const char *name, const send_opts *o, b
     cli_put_long_member(b, "timeoutMs", o->timeout_ms);
     cli_put_str_member(b, "idempotencyKey", o->key);
     cli_put_str_member(b, "retentionClassKey", o->class_key);
+    cli_put_str_member(b, "rateKey", o->rate_key);
     if (rc == 0) rc = put_retry(cmd, o, b);
     buf_putc(b, '}');
     return rc;
@@ -295,6 +298,7 @@ static int task_send(int argc, char **argv)
         { "retry-on",        CLI_OPT_STR,  &o.retry_on },
         { "idempotency-key", CLI_OPT_STR,  &o.key },
         { "retention-class-key", CLI_OPT_STR, &o.class_key },
+        { "rate-key",        CLI_OPT_STR,  &o.rate_key },
         { "json",            CLI_OPT_FLAG, &o.json },
     };
     const cli_cmd cmd = { "task send", send_usage, opts, sizeof opts / sizeof opts[0], 1, 1 };
@@ -309,6 +313,7 @@ static void get_render(const json_doc *d)
         "id", "name", "queue", "status", "progress", "progressInfo", "progressAt", "attempt", "retryCount",
         "maxRetries", "priority", "args", "result", "errorCode", "errorMessage", "workerId", "sentAt", "runAt", "claimedAt", "startedAt", "finishedAt",
         "goodUntil", "timeoutMs", "cancelRequested", "idempotencyKey", "retentionClassKey", "rerunOf",
+        "rateKey",
     };
     cli_print_named_fields(d, fields, sizeof fields / sizeof fields[0]);
 }

@@ -119,7 +119,7 @@ const db_statement db_statements[STMT_COUNT] = {
         "SELECT count(DISTINCT trace_name) FROM queen.message_trace_names", 0 },
     /* tasks (each function's live file: docs/schema.md) */
     [STMT_TASK_SEND]    = { "task_send", "SELECT idx, id, created FROM tasks.send($1, $2, $3, $4, $5, $6, $7, $8,"
-        " $9, $10, $11, $12, $13, $14, $15, $16, $17)", 17 },
+        " $9, $10, $11, $12, $13, $14, $15, $16, $17, p_rate_keys => $18)", 18 },
     /* finished_at from the id's birth on: PostgreSQL reads only the history
      * leaves of that day and later (sql/024) */
     [STMT_TASK_GET]     = { "task_get", "SELECT " TASK_COLUMNS " FROM tasks.all_tasks WHERE id = $1"
@@ -140,10 +140,13 @@ const db_statement db_statements[STMT_COUNT] = {
         " error_code, error_message FROM tasks.attempts($1)", 1 },
     /* rows in the order api/workers.c reads them */
     [STMT_TASK_CLAIM_MANY] = { "task_claim_many", "SELECT idx, id, task_name, queue_name, args, priority, claim_id,"
-        " attempt, retry_count, timeout_ms, status FROM tasks.claim_many($1, $2, $3, $4, $5)", 5 },
+        " attempt, retry_count, timeout_ms, status FROM tasks.claim_many($1, $2, $3, $4, $5, $6)", 6 },
     /* milliseconds until the earliest delayed task of these queues is due (NULL: none) */
     [STMT_TASK_NEXT_RUN] = { "task_next_run",
         "SELECT ceil(extract(epoch FROM tasks.next_run_at($1) - now()) * 1000)::bigint", 1 },
+    /* milliseconds until a parked claim naming a rate-limited queue should look again (NULL: none known) */
+    [STMT_TASK_CLAIM_WAKE] = { "task_claim_wake",
+        "SELECT ceil(extract(epoch FROM tasks.claim_wake_at($1, $2, $3) - clock_timestamp()) * 1000)::bigint", 3 },
     [STMT_TASK_START]   = { "task_start", "SELECT tasks.start($1, $2)", 2 },
     [STMT_TASK_HEARTBEAT] = { "task_heartbeat", "SELECT id, state FROM tasks.heartbeat($1, $2, $3, $4, $5, $6)", 6 },
     [STMT_TASK_FINISH_MANY] = { "task_finish_many",
@@ -213,7 +216,9 @@ const db_statement db_statements[STMT_COUNT] = {
         " FROM horsies_tasks t WHERE t.worker_id = w.worker_id) c) x ORDER BY worker_id", 2 },
     /* $1: the declared queues, their load (sql/functions/tasks_claim.sql) in
      * their order, then any other paused queue; each with since when paused */
-    [STMT_TASK_QUEUES]  = { "task_queues", "SELECT coalesce(l.queue, p.queue_name), l.held, l.waiting, p.paused_at"
+    /* $2: the queues' rate limits (api_task_rates): whether a queue's rate window is full now */
+    [STMT_TASK_QUEUES]  = { "task_queues", "SELECT coalesce(l.queue, p.queue_name), l.held, l.waiting, p.paused_at,"
+        " tasks.rate_reopens_at(l.queue, ($2::integer[])[l.ord][1], ($2::integer[])[l.ord][2], false) IS NOT NULL"
         " FROM tasks.queue_load($1) WITH ORDINALITY AS l(queue, held, waiting, ord)"
-        " FULL JOIN tasks.paused_queues p ON p.queue_name = l.queue ORDER BY l.ord NULLS LAST, 1", 1 },
+        " FULL JOIN tasks.paused_queues p ON p.queue_name = l.queue ORDER BY l.ord NULLS LAST, 1", 2 },
 };

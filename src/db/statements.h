@@ -67,6 +67,7 @@ typedef enum db_stmt {
     STMT_TASK_ATTEMPTS,
     STMT_TASK_CLAIM_MANY,
     STMT_TASK_NEXT_RUN,
+    STMT_TASK_CLAIM_WAKE,
     STMT_TASK_START,
     STMT_TASK_HEARTBEAT,
     STMT_TASK_FINISH_MANY,
@@ -113,13 +114,13 @@ typedef enum db_stmt {
 #define TASK_COLUMNS "id, task_name, queue_name, status, args, priority, attempt, retry_count, max_retries," \
     " sent_at, run_at, good_until, timeout_ms, worker_id, claimed_at, started_at, finished_at," \
     " cancel_requested, result, error_code, error_message, idempotency_key, retention_class_key, rerun_of," \
-    " to_json(progress), progress_info, progress_at"
+    " to_json(progress), progress_info, progress_at, rate_key"
 enum {
     TASK_C_ID, TASK_C_NAME, TASK_C_QUEUE, TASK_C_STATUS, TASK_C_ARGS, TASK_C_PRIORITY, TASK_C_ATTEMPT,
     TASK_C_RETRIES, TASK_C_MAX_RETRIES, TASK_C_SENT, TASK_C_RUN_AT, TASK_C_GOOD_UNTIL, TASK_C_TIMEOUT,
     TASK_C_WORKER, TASK_C_CLAIMED, TASK_C_STARTED, TASK_C_FINISHED, TASK_C_CANCEL, TASK_C_RESULT,
     TASK_C_CODE, TASK_C_MESSAGE, TASK_C_KEY, TASK_C_CLASS, TASK_C_RERUN_OF, TASK_C_PROGRESS,
-    TASK_C_PROGRESS_INFO, TASK_C_PROGRESS_AT
+    TASK_C_PROGRESS_INFO, TASK_C_PROGRESS_AT, TASK_C_RATE_KEY
 };
 
 /* Columns of a workflow, in the order api/workflows.c reads them. */

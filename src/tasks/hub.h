@@ -42,9 +42,10 @@ gather   *task_hub_sends(task_hub *h);
 gather   *task_hub_finishes(task_hub *h);
 #define TASK_FINISH_ARRAYS 6
 /* Claims gather too (tasks.claim_many: workers, queue-list literals, cap
- * literals, maxima, start flags), one batch in flight. */
+ * literals, maxima, start flags, rate-limit literals or NULL), one batch in
+ * flight. */
 gather   *task_hub_claims(task_hub *h);
-#define TASK_CLAIM_ARRAYS 5
+#define TASK_CLAIM_ARRAYS 6
 /* No recovery pass in flight, nothing gathered and nobody parked. */
 bool      task_hub_idle(const task_hub *h);
 /* Shutdown: stop recovery and wake every parked caller (timed out). */

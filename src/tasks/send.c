@@ -5,7 +5,7 @@
 #include "db/array.h"
 
 enum { S_IDS, S_NAMES, S_QUEUES, S_ARGS, S_PRIORITIES, S_RUN_AT, S_DELAYS, S_GOOD_UNTIL, S_TIMEOUTS,
-       S_MAX_RETRIES, S_RETRY_DELAYS, S_BASES, S_CAPS, S_JITTERS, S_RETRY_ON, S_KEYS, S_CLASSES, S_COUNT };
+       S_MAX_RETRIES, S_RETRY_DELAYS, S_BASES, S_CAPS, S_JITTERS, S_RETRY_ON, S_KEYS, S_CLASSES, S_RATE_KEYS, S_COUNT };
 _Static_assert(S_COUNT == TASK_SEND_ARRAYS, "one array per parameter of tasks.send");
 
 /* An int[] literal of the fixed delays, NULL for none. */
@@ -60,4 +60,5 @@ void task_send_add(db_array *a, const task_spec *t)
     task_add_retry_on(&a[S_RETRY_ON], &t->retry);
     db_array_text(&a[S_KEYS], t->idempotency_key);
     db_array_text(&a[S_CLASSES], t->retention_class);
+    db_array_text(&a[S_RATE_KEYS], t->rate_key);
 }

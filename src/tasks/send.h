@@ -11,7 +11,7 @@
 #include "tasks/tasks.h"
 
 /* The arrays of one call: TASK_SEND_ARRAYS of them (a gather's). */
-#define TASK_SEND_ARRAYS 17
+#define TASK_SEND_ARRAYS 18
 void task_send_add(db_array *arrays, const task_spec *t);
 /* Elements of a retry policy (workflow nodes carry them too): the fixed
  * delays as an int[] literal, the codes that retry as a text[] literal

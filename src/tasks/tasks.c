@@ -31,6 +31,7 @@ void task_spec_fini(task_spec *t)
     free(t->run_at);
     free(t->good_until);
     free(t->idempotency_key);
+    free(t->rate_key);
     for (int i = 0; i < t->retry.nretry_on; i++) free(t->retry.retry_on[i]);
     memset(t, 0, sizeof *t);
 }

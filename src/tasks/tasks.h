@@ -71,6 +71,7 @@ typedef struct task_spec {
     int        timeout_ms;     /* 0: none */
     task_retry retry;
     char      *idempotency_key;
+    char      *rate_key;       /* NULL: none; counted by its queue's rate_limit_per_key */
     const char *retention_class;   /* resolved at enqueue (base/retention_class.h); owned by silt.conf */
 } task_spec;
 

@@ -35,7 +35,7 @@ static const char bad_conf[] =
 static const char bad_report[] =
     "error[HRS-203]: unknown key `colour` in [queue.emails]\n"
     "  --> %s:2\n"
-    "   = help: the keys of [queue.NAME] are priority, max_concurrency\n"
+    "   = help: the keys of [queue.NAME] are priority, max_concurrency, rate_limit, rate_limit_per_key\n"
     "error[HRS-204]: claimed_stale_after_ms must be at least twice the claimer heartbeat interval\n"
     "  --> %s:5\n"
     "   = note: claimed_stale_after_ms = 50000, claimer_heartbeat_interval_ms = 30000\n"
@@ -298,7 +298,7 @@ TEST(check_config_accepts_the_example_of_docs_configuration)
     CHECK(example.len > 0);
     const char *path = conf_file("good.conf", example.data);
     CHECK_INT(run_cmd(sfmt("%s check-config %s 2>&1", silt_bin(), path), out, sizeof out), 0);
-    CHECK_STR(out, sfmt("%s: ok (3 queues)\n", path));
+    CHECK_STR(out, sfmt("%s: ok (4 queues)\n", path));
     buf_fini(&example);
     remove_files();
 }

@@ -196,7 +196,7 @@ TEST(conffile_bom_and_crlf_keep_values_and_lines)
     load("\xEF\xBB\xBF[queue.a]\r\npriority = 3\r\n\r\ncolour = red\r\n", &l);
     check_only_error(&l, "error[HRS-203]: unknown key `colour` in [queue.a]\n"
                          "  --> silt.conf:4\n"
-                         "   = help: the keys of [queue.NAME] are priority, max_concurrency\n");
+                         "   = help: the keys of [queue.NAME] are priority, max_concurrency, rate_limit, rate_limit_per_key\n");
     CHECK_INT(l.conf.queues[0].priority, 3);
     CHECK_INT(l.conf.queues[0].line, 1);
     loaded_fini(&l);
@@ -1610,7 +1610,7 @@ TEST(conffile_every_problem_is_reported_together_in_line_order_with_the_count)
     CHECK_STR(l.report.data,
               "error[HRS-203]: unknown key `colour` in [queue.emails]\n"
               "  --> silt.conf:3\n"
-              "   = help: the keys of [queue.NAME] are priority, max_concurrency\n"
+              "   = help: the keys of [queue.NAME] are priority, max_concurrency, rate_limit, rate_limit_per_key\n"
               "error[HRS-205]: priority in [queue.emails] must be an integer from 1 to 100\n"
               "  --> silt.conf:4\n"
               "   = note: found priority = 500\n"
@@ -1693,6 +1693,60 @@ TEST(conffile_random_files_never_crash_and_the_count_matches_the_report)
             size_t ll = strlen(last);
             CHECK(l.report.len >= ll && strcmp(l.report.data + l.report.len - ll, last) == 0);
         }
+        loaded_fini(&l);
+    }
+}
+
+/* rate_limit and rate_limit_per_key: N/PERIOD, the period's number 1 when
+ * left out; none by default. */
+TEST(conffile_rate_limits_are_n_per_period_in_ms_s_m_or_h)
+{
+    loaded l;
+    load("[queue.a]\n"
+         "rate_limit = 100/1s\n"
+         "rate_limit_per_key = 5/500ms\n"
+         "[queue.b]\n"
+         "rate_limit = 20/m\n"
+         "rate_limit_per_key = 1000000/24h\n"
+         "[queue.c]\n", &l);
+    CHECK_INT(l.errors, 0);
+    CHECK_INT(l.conf.queues[0].rate.limit, 100);
+    CHECK_INT(l.conf.queues[0].rate.period_ms, 1000);
+    CHECK_INT(l.conf.queues[0].rate_per_key.limit, 5);
+    CHECK_INT(l.conf.queues[0].rate_per_key.period_ms, 500);
+    CHECK_INT(l.conf.queues[1].rate.limit, 20);
+    CHECK_INT(l.conf.queues[1].rate.period_ms, 60000);
+    CHECK_INT(l.conf.queues[1].rate_per_key.limit, 1000000);
+    CHECK_INT(l.conf.queues[1].rate_per_key.period_ms, 86400000);
+    CHECK_INT(l.conf.queues[2].rate.limit, 0);   /* none */
+    CHECK_INT(l.conf.queues[2].rate_per_key.limit, 0);
+    loaded_fini(&l);
+}
+
+TEST(conffile_hrs_205_a_bad_rate_limit_says_which_part_is_wrong)
+{
+    static const struct { const char *value, *why; } bad[] = {
+        { "100", "not N/PERIOD" }, { "100/", "not N/PERIOD" }, { "1.5/s", "not N/PERIOD" },
+        { "100/1 s", "not N/PERIOD" }, { "100/1d", "not N/PERIOD" }, { "-1/s", "not N/PERIOD" },
+        { "", "not N/PERIOD" }, { "10/1S", "not N/PERIOD" },
+        { "0/1s", "N must be from 1 to 1000000" }, { "1000001/1s", "N must be from 1 to 1000000" },
+        { "5/0ms", "PERIOD must be from 1ms to 24h" }, { "5/25h", "PERIOD must be from 1ms to 24h" },
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char text[128];
+        snprintf(text, sizeof text, "[queue.q]\nmax_concurrency = 2\nrate_limit_per_key = %s\n", bad[i].value);
+        loaded l;
+        load(text, &l);
+        char want[768];
+        snprintf(want, sizeof want, "error[HRS-205]: rate_limit_per_key in [queue.q] must be N/PERIOD, at most N "
+                 "claims in any window of PERIOD\n"
+                 "  --> silt.conf:3\n"
+                 "   = note: found rate_limit_per_key = %s: %s\n"
+                 "   = help: N from 1 to 1000000, PERIOD a whole number and ms, s, m or h, from 1ms to 24h: "
+                 "e.g. rate_limit_per_key = 100/1s, 20/1m or 5/500ms\n",
+                 *bad[i].value ? bad[i].value : "(nothing)", bad[i].why);
+        check_only_error(&l, want);
+        CHECK_INT(l.conf.queues[0].rate_per_key.limit, 0);   /* none: the default stays */
         loaded_fini(&l);
     }
 }
