@@ -19,7 +19,12 @@ $$;
 
 -- Sends a batch, one element per task in each array. p_rerun_of names the
 -- task each one reruns (tasks_rerun.sql), NULL for a plain send; p_rate_keys
--- holds each task's rateKey (NULL: none; tasks.claim_rated counts them).
+-- holds each task's rateKey (NULL: none; tasks.claim_rated counts them). A
+-- NULL element takes silt's default, here for every sender: a priority the
+-- queue's (tasks.send_queues, else 100), a class the queue's mapping (else
+-- standard_30d; 'forever' keeps the record for ever), a backoff's cap a
+-- day, args JSON null, a delay, maxRetries or jitter 0. What a client
+-- sends is checked first (tasks.enqueue).
 CREATE OR REPLACE FUNCTION tasks.send(p_ids uuid[], p_names text[], p_queues text[], p_args text[],
                            p_priorities integer[], p_run_at timestamptz[], p_delays_ms bigint[],
                            p_good_until timestamptz[], p_timeouts integer[], p_max_retries integer[],
@@ -39,20 +44,159 @@ BEGIN
     INSERT INTO horsies_tasks (id, task_name, queue_name, args, priority, status, run_at, good_until,
                                timeout_ms, max_retries, retry_delays_ms, retry_base_ms, retry_cap_ms,
                                retry_jitter, retry_on, idempotency_key, retention_class_key, rerun_of, rate_key)
-    SELECT u.id, u.name, u.queue, u.args::json, u.priority, 'PENDING',
-           coalesce(u.run_at, now() + make_interval(secs => coalesce(u.delay, 0) / 1000.0)), u.good_until,
-           u.timeout, u.retries, u.delays::integer[], u.base, u.cap, u.jitter, u.retry_on::text[], u.key, u.class,
-           u.rerun_of, u.rate_key
+    SELECT u.id, u.name, u.queue, coalesce(u.args, 'null')::json, coalesce(u.priority, q.priority, 100),
+           'PENDING', coalesce(u.run_at, now() + make_interval(secs => coalesce(u.delay, 0) / 1000.0)),
+           u.good_until, u.timeout, coalesce(u.retries, 0), u.delays::integer[], u.base,
+           CASE WHEN u.base IS NOT NULL THEN coalesce(u.cap, 86400000) END, coalesce(u.jitter, 0),
+           u.retry_on::text[], u.key, coalesce(u.class, q.retention_class, 'standard_30d'), u.rerun_of, u.rate_key
       FROM unnest(p_ids, p_names, p_queues, p_args, p_priorities, p_run_at, p_delays_ms, p_good_until,
                   p_timeouts, p_max_retries, p_retry_delays, p_bases, p_caps, p_jitters, p_retry_on, p_keys,
-                  p_classes, p_rerun_of, p_rate_keys)
+                  p_classes, p_rerun_of, p_rate_keys) WITH ORDINALITY
            AS u(id, name, queue, args, priority, run_at, delay, good_until, timeout, retries,
-                delays, base, cap, jitter, retry_on, key, class, rerun_of, rate_key)
+                delays, base, cap, jitter, retry_on, key, class, rerun_of, rate_key, ord)
+      LEFT JOIN tasks.send_queues q ON q.queue = u.queue
       LEFT JOIN horsies_task_idempotency k ON k.idempotency_key = u.key
-     WHERE u.key IS NULL OR k.task_id = u.id;
+     WHERE u.key IS NULL OR k.task_id = u.id
+     ORDER BY u.ord;   -- in batch order: a claim takes equal priority and enqueued_at in index (insertion) order
     RETURN QUERY
         SELECT (u.ord - 1)::integer, coalesce(k.task_id, u.id), u.key IS NULL OR k.task_id = u.id
           FROM unnest(p_ids, p_keys) WITH ORDINALITY AS u(id, key, ord)
           LEFT JOIN horsies_task_idempotency k ON k.idempotency_key = u.key
          ORDER BY u.ord;
+END $$;
+
+-- ---- The rules of a send ------------------------------------------------------
+--
+-- Every send by a client goes through tasks.enqueue: POST /api/v1/tasks
+-- (src/api/tasks.c, gathered into one call per flush) and the SQL API
+-- (sql_api.sql). It checks each task and sends the batch through
+-- tasks.send, which gives a task its queue's priority and retention class
+-- when the send names none. What they read of silt.conf is in
+-- tasks.send_settings and tasks.send_queues (migration 045), written at
+-- each server's start.
+
+-- Stores a server's silt.conf settings of sends (src/tasks/send_settings.c),
+-- replacing what was there. p_queues with p_declared, p_priorities and
+-- p_classes: one element per queue the file names.
+CREATE OR REPLACE FUNCTION tasks.send_settings_store(p_queues text[], p_declared boolean[], p_priorities integer[],
+                                                     p_classes text[], p_queues_declared boolean,
+                                                     p_class_keys text[]) RETURNS void
+LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM pg_advisory_xact_lock(hashtext('silt.send_settings'));   -- servers starting together
+    INSERT INTO tasks.send_settings (queues_declared, class_keys) VALUES (p_queues_declared, p_class_keys)
+    ON CONFLICT (only_row) DO UPDATE
+       SET queues_declared = excluded.queues_declared, class_keys = excluded.class_keys, updated_at = now();
+    DELETE FROM tasks.send_queues q WHERE q.queue <> ALL (p_queues);
+    INSERT INTO tasks.send_queues (queue, declared, priority, retention_class)
+    SELECT u.q, u.d, u.p, u.c FROM unnest(p_queues, p_declared, p_priorities, p_classes) AS u(q, d, p, c)
+    ON CONFLICT (queue) DO UPDATE
+       SET declared = excluded.declared, priority = excluded.priority, retention_class = excluded.retention_class;
+END $$;
+
+-- The first problem of a retry policy's lists, as send_problem's, or NULL.
+CREATE OR REPLACE FUNCTION tasks.send_lists_problem(p_delays integer[], p_retry_on text[]) RETURNS text
+LANGUAGE sql IMMUTABLE AS $$
+    SELECT CASE
+        WHEN p_delays IS NOT NULL AND coalesce(cardinality(p_delays), 0) NOT BETWEEN 1 AND 20
+            THEN 'retry.delaysMs|retry.delaysMs must be an array of 1 to 20 integers'
+        WHEN EXISTS (SELECT 1 FROM unnest(p_delays) AS d WHERE d IS NULL OR d NOT BETWEEN 0 AND 86400000)
+            THEN 'retry.delaysMs|retry.delaysMs must hold integers from 0 to 86400000'
+        WHEN p_retry_on IS NOT NULL AND coalesce(cardinality(p_retry_on), 0) NOT BETWEEN 1 AND 16
+            THEN 'retry.retryOn|retry.retryOn must be an array of 1 to 16 error codes'
+        WHEN EXISTS (SELECT 1 FROM unnest(p_retry_on) AS c WHERE coalesce(char_length(c), 0) NOT BETWEEN 1 AND 64)
+            THEN 'retry.retryOn|retry.retryOn must hold non-empty strings of at most 64 characters'
+    END
+$$;
+
+-- The first problem of one task to send, as "field|message" in the words
+-- of POST /api/v1/tasks's 400 (docs/tasks.md), or NULL. The settings are
+-- tasks.send_settings's; p_declared the queue's row's (NULL: silt.conf
+-- names no such queue). No subquery: the planner inlines it into
+-- tasks.enqueue's one pass over a batch (a call per task cost a send of
+-- 1,000 as much again in PostgreSQL); the lists' elements are looked at
+-- in a call of their own, only when a task has lists.
+CREATE OR REPLACE FUNCTION tasks.send_problem(p_name text, p_queue text, p_priority integer, p_run_at timestamptz,
+                                              p_delay bigint, p_timeout integer, p_retries integer,
+                                              p_delays integer[], p_base integer, p_cap integer, p_jitter real,
+                                              p_retry_on text[], p_key text, p_class text,
+                                              p_queues_declared boolean, p_declared boolean, p_class_keys text[])
+RETURNS text LANGUAGE sql STABLE AS $$
+    SELECT CASE
+        WHEN p_name IS NULL THEN 'name|name is required'
+        WHEN p_name = '' THEN 'name|name must be a non-empty string'
+        WHEN octet_length(p_name) > 255 THEN 'name|name is longer than 255 bytes'
+        WHEN p_queue IS NULL THEN 'queue|queue is required'
+        WHEN p_queue = '' THEN 'queue|queue must be a non-empty string'
+        WHEN octet_length(p_queue) > 255 THEN 'queue|queue is longer than 255 bytes'
+        WHEN p_queues_declared AND p_declared IS NOT TRUE
+            THEN format('queue|queue "%s" is not declared in the configuration file', p_queue)
+        WHEN p_priority NOT BETWEEN 1 AND 100 THEN 'priority|priority must be an integer from 1 to 100'
+        WHEN p_delay NOT BETWEEN 0 AND 31622400000 THEN 'delayMs|delayMs must be an integer from 0 to 31622400000'
+        WHEN p_run_at IS NOT NULL AND p_delay > 0 THEN 'runAt|runAt and delayMs cannot both be given'
+        WHEN p_timeout NOT BETWEEN 1 AND 86400000 THEN 'timeoutMs|timeoutMs must be an integer from 1 to 86400000'
+        WHEN p_retries NOT BETWEEN 0 AND 20 THEN 'maxRetries|maxRetries must be an integer from 0 to 20'
+        WHEN (p_delays IS NOT NULL OR p_retry_on IS NOT NULL) AND tasks.send_lists_problem(p_delays, p_retry_on) IS NOT NULL
+            THEN tasks.send_lists_problem(p_delays, p_retry_on)
+        WHEN NOT (p_jitter BETWEEN 0 AND 1) THEN 'retry.jitter|retry.jitter must be a number from 0 to 1'
+        WHEN p_base IS NOT NULL AND p_delays IS NOT NULL
+            THEN 'retry.backoff|retry.backoff and retry.delaysMs cannot both be given'
+        WHEN p_base NOT BETWEEN 1 AND 86400000 THEN 'baseMs|baseMs must be an integer from 1 to 86400000'
+        WHEN p_cap NOT BETWEEN 1 AND 86400000 THEN 'capMs|capMs must be an integer from 1 to 86400000'
+        WHEN p_cap IS NOT NULL AND p_base IS NULL THEN 'retry.backoff.baseMs|retry.backoff.baseMs is required'
+        WHEN p_cap < p_base THEN 'retry.backoff.capMs|retry.backoff.capMs must be at least baseMs'
+        WHEN p_key = '' THEN 'idempotencyKey|idempotencyKey must be a non-empty string'
+        WHEN octet_length(p_key) > 200 THEN 'idempotencyKey|idempotencyKey must be at most 200 characters'
+        WHEN p_class = 'heartbeats' THEN 'retentionClassKey|retention class heartbeats is silt''s own, for '
+                                         'heartbeat partitions: a task cannot use it'
+        WHEN p_class <> ALL (p_class_keys)
+            THEN format('retentionClassKey|unknown retention class %s: this server''s silt.conf knows %s',
+                        p_class, array_to_string(p_class_keys, ', '))
+    END
+$$;
+
+-- Checks a batch and sends it through tasks.send (which gives each task
+-- the defaults it does not name): one element per task in each array, as
+-- tasks.send's. The first task with a problem raises 22023 with its
+-- message (prefixed "tasks[i]: " when p_batch) and DETAIL
+-- "<index>:<field>" (0-based, the HTTP path's field for its 400), and
+-- nothing is written. Rows as tasks.send's.
+CREATE OR REPLACE FUNCTION tasks.enqueue(p_ids uuid[], p_names text[], p_queues text[], p_args text[],
+                                         p_priorities integer[], p_run_at timestamptz[], p_delays_ms bigint[],
+                                         p_good_until timestamptz[], p_timeouts integer[], p_max_retries integer[],
+                                         p_retry_delays text[], p_bases integer[], p_caps integer[],
+                                         p_jitters real[], p_retry_on text[], p_keys text[], p_classes text[],
+                                         p_batch boolean, p_rate_keys text[] DEFAULT NULL)
+RETURNS TABLE (idx integer, id uuid, created boolean) LANGUAGE plpgsql AS $$
+#variable_conflict use_column
+DECLARE
+    s       tasks.send_settings;
+    problem text;
+    at      bigint;
+BEGIN
+    SELECT * INTO s FROM tasks.send_settings;
+    IF NOT FOUND THEN   -- no server has started on this database: silt.conf's defaults
+        s := ROW(true, false, ARRAY['standard_30d', 'forever'], now());
+    END IF;
+    SELECT u.ord, p.problem INTO at, problem
+      FROM unnest(p_names, p_queues, p_priorities, p_run_at, p_delays_ms, p_timeouts, p_max_retries, p_retry_delays,
+                  p_bases, p_caps, p_jitters, p_retry_on, p_keys, p_classes)
+           WITH ORDINALITY AS u(name, queue, priority, run_at, delay, timeout, retries, delays, base, cap, jitter,
+                                retry_on, key, class, ord)
+      LEFT JOIN tasks.send_queues q ON q.queue = u.queue
+     CROSS JOIN LATERAL (SELECT tasks.send_problem(u.name, u.queue, u.priority, u.run_at, u.delay, u.timeout,
+                                                   u.retries, u.delays::integer[], u.base, u.cap, u.jitter,
+                                                   u.retry_on::text[], u.key, u.class, s.queues_declared,
+                                                   q.declared, s.class_keys) AS problem) p
+     WHERE p.problem IS NOT NULL
+     ORDER BY u.ord
+     LIMIT 1;
+    IF at IS NOT NULL THEN
+        RAISE EXCEPTION '%', (CASE WHEN p_batch THEN format('tasks[%s]: ', at - 1) ELSE '' END)
+                             || substr(problem, strpos(problem, '|') + 1)
+              USING ERRCODE = '22023', DETAIL = (at - 1) || ':' || split_part(problem, '|', 1);
+    END IF;
+    RETURN QUERY SELECT * FROM tasks.send(p_ids, p_names, p_queues, p_args, p_priorities, p_run_at, p_delays_ms,
+                                          p_good_until, p_timeouts, p_max_retries, p_retry_delays, p_bases, p_caps,
+                                          p_jitters, p_retry_on, p_keys, p_classes, p_rate_keys => p_rate_keys);
 END $$;

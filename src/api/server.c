@@ -14,6 +14,7 @@
 #include "base/xalloc.h"
 #include "db/migrate.h"
 #include "tasks/class_registry.h"
+#include "tasks/send_settings.h"
 #include "streams/encryption.h"
 #include "db/result.h"
 
@@ -152,6 +153,10 @@ static int prepare_task_storage(server *srv, const char *conninfo)
     int rc = class_registry_register(pg, &srv->conf, &report);
     if (rc == CLASS_REGISTRY_CONFLICT) fputs(report.data, stderr);
     else if (rc == CLASS_REGISTRY_DB_ERROR) log_error("%s", report.data);
+    if (rc == 0 && send_settings_store(pg, &srv->conf, &report) < 0) {   /* before any send: tasks.enqueue reads them */
+        log_error("%s", report.data);
+        rc = -1;
+    }
     buf_fini(&report);
     if (rc == 0) rc = partition_cover_now(pg, &srv->conf);   /* a task that ends needs its leaf */
     if (rc == 0) rc = scheduler_declare(pg, &srv->conf);      /* listed by every server, refused to the API */

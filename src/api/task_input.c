@@ -11,6 +11,7 @@
 #include "base/iso_time.h"
 #include "base/names.h"
 #include "base/xalloc.h"
+#include "base/class_key.h"
 #include "base/retention_class.h"
 
 #define TASK_MAX_DELAY_BEFORE_RUN_MS (366LL * 86400000LL)   /* delayMs: a year at most */
@@ -51,9 +52,10 @@ static int read_rate_key(httpd_req *req, const json_doc *d, uint32_t obj, const 
 }
 
 static int read_queue(httpd_req *req, server *srv, const json_doc *d, uint32_t obj, const char *where,
-                      task_spec *t)
+                      const task_form *form, task_spec *t)
 {
     if (read_name(req, d, obj, where, "queue", &t->queue) < 0) return -1;
+    if (form->rules_in_sql) { t->priority = 0; return 0; }
     bool known;
     const conf_queue *q = task_hub_queue(srv->tasks, t->queue, &known);
     if (!known) {
@@ -68,7 +70,8 @@ static int read_queue(httpd_req *req, server *srv, const json_doc *d, uint32_t o
 /* retentionClassKey: absent (the queue's mapping, else standard_30d), null
  * (kept forever) or a key this server's silt.conf knows; resolved now, at
  * enqueue, for the task's queue. */
-static int read_class(httpd_req *req, server *srv, const json_doc *d, uint32_t obj, const char *where, task_spec *t)
+static int read_class(httpd_req *req, server *srv, const json_doc *d, uint32_t obj, const char *where,
+                      const task_form *form, task_spec *t)
 {
     int v = json_get(d, obj, "retentionClassKey");
     retention_ask ask = v < 0 ? RETENTION_ASK_NOTHING
@@ -76,6 +79,11 @@ static int read_class(httpd_req *req, server *srv, const json_doc *d, uint32_t o
     if (ask == RETENTION_ASK_KEY && d->tokens[v].type != JSON_STRING)
         return bad(req, where, "retentionClassKey", "must be a retention class key or null");
     char *key = ask == RETENTION_ASK_KEY ? json_str_dup(d, (uint32_t)v) : NULL;
+    if (form->rules_in_sql) {   /* the key as named: tasks.enqueue knows the classes */
+        t->retention_key = key;
+        t->retention_class = ask == RETENTION_ASK_NONE ? CLASS_KEY_FOREVER : key;
+        return 0;
+    }
     char err[512];
     t->retention_class = retention_class_for(&srv->conf.retention, t->queue, ask, key, err, sizeof err);
     free(key);
@@ -228,7 +236,7 @@ int api_task_retry(httpd_req *req, const json_doc *d, uint32_t obj, const char *
     return 0;
 }
 
-const task_form TASK_FORM_SEND = { "a task", "name", task_fields };
+const task_form TASK_FORM_SEND = { "a task", "name", task_fields, true };
 
 int api_task_spec(httpd_req *req, server *srv, const json_doc *d, uint32_t obj, const char *where, task_spec *t)
 {
@@ -246,14 +254,14 @@ int api_task_read(httpd_req *req, server *srv, const json_doc *d, uint32_t obj, 
     ids_uuid7(t->id);
     t->args = api_member_json(d, obj, "args");   /* any JSON value, stored verbatim */
     if (read_name(req, d, obj, where, form->name_key, &t->name) < 0 ||
-        read_queue(req, srv, d, obj, where, t) < 0 ||
+        read_queue(req, srv, d, obj, where, form, t) < 0 ||
         read_int_field(req, d, obj, where, "priority", TASK_PRIORITY_MIN, TASK_PRIORITY_MAX, &t->priority) < 0 ||
         read_when(req, d, obj, where, t) < 0 ||
         read_int_field(req, d, obj, where, "timeoutMs", 1, TASK_MAX_TIMEOUT_MS, &t->timeout_ms) < 0 ||
         api_task_retry(req, d, obj, where, &t->retry) < 0 ||
         read_idempotency_key(req, d, obj, where, &t->idempotency_key) < 0 ||
         read_rate_key(req, d, obj, where, &t->rate_key) < 0 ||
-        read_class(req, srv, d, obj, where, t) < 0)
+        read_class(req, srv, d, obj, where, form, t) < 0)
         return -1;
     return 0;
 }

@@ -11,6 +11,11 @@ typedef struct task_form {
     const char        *what;
     const char        *name_key;
     const char *const *fields;
+    /* The queue's defaults and silt.conf's checks (declared queue, known
+     * class) are left to tasks.enqueue, which applies them for every send
+     * (HTTP and the SQL API alike): priority stays 0 ("the queue's") unless
+     * given, retention_class NULL ("the queue's") unless named. */
+    bool               rules_in_sql;
 } task_form;
 extern const task_form TASK_FORM_SEND;   /* POST /api/v1/tasks */
 

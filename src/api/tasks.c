@@ -104,10 +104,23 @@ static void emit_sent(emit *e, const PGresult *r, int row)
     emit_key(e, "created"); emit_bool(e, db_bool(r, row, 2));
 }
 
+/* A task tasks.enqueue refused (22023, DETAIL "<index>:<field>"): the
+ * 400 names the field, and the task when the request was a batch. Alone
+ * in its call by then (a batch that fails is sent again request by request:
+ * tasks/gather.c), so the index is the request's. */
+static void refused(send_call *c, const db_reply *reply)
+{
+    const char *colon = strchr(reply->detail, ':');
+    if (strcmp(reply->sqlstate, "22023") != 0 || !colon) { api_db_error(c->req, reply); return; }
+    char where[32] = "";
+    if (c->batch) snprintf(where, sizeof where, "tasks[%.*s]: ", (int)(colon - reply->detail), reply->detail);
+    httpd_error_field(c->req, 400, "field", colon + 1, "%s%s", where, reply->error);
+}
+
 static void sent(void *arg, const db_reply *reply, const PGresult *r, int first, int n)
 {
     send_call *c = arg;
-    if (reply->error) { api_db_error(c->req, reply); send_call_free(c); return; }
+    if (reply->error) { refused(c, reply); send_call_free(c); return; }
     for (size_t i = 0; i < c->nqueues; i++) task_hub_announce_sent(c->srv->tasks, c->queues[i]);
     api_reply out;
     emit *e = api_reply_object(&out);

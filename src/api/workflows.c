@@ -23,7 +23,7 @@ static const char *const node_fields[] = {
     "id", "task", "queue", "args", "priority", "goodUntil", "timeoutMs", "retry", "waitsFor", "join", "minSuccess",
     "allowFailedDeps", "argsFrom", "retentionClassKey", NULL,
 };
-static const task_form node_form = { "a node", "task", node_fields };
+static const task_form node_form = { "a node", "task", node_fields, false };
 static const char *const workflow_fields[] = { "name", "onError", "output", "nodes", NULL };
 
 /* One node as read: its task, and its place in the graph. */

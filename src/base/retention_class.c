@@ -25,14 +25,26 @@ static const char *known(const conf_retention *r, const char *key)
     return NULL;
 }
 
+void retention_class_each_key(const conf_retention *r, void (*fn)(void *arg, const char *key), void *arg)
+{
+    fn(arg, CLASS_KEY_STANDARD);
+    fn(arg, CLASS_KEY_FOREVER);
+    for (size_t i = 0; i < r->nclasses; i++) fn(arg, r->classes[i].key);
+    for (size_t i = 0; i < r->nqueues; i++)
+        if (r->queues[i].class_key && strcmp(r->queues[i].class_key, CLASS_KEY_FOREVER) != 0)
+            fn(arg, r->queues[i].class_key);
+}
+
+static void list_one(void *arg, const char *key)
+{
+    buf *out = arg;
+    buf_printf(out, "%s%s", out->len ? ", " : "", key);
+}
+
 /* "standard_30d, forever, audit_1y, q_emails_7d": every key a send may name. */
 static void list_known(const conf_retention *r, buf *out)
 {
-    buf_puts(out, CLASS_KEY_STANDARD ", " CLASS_KEY_FOREVER);
-    for (size_t i = 0; i < r->nclasses; i++) buf_printf(out, ", %s", r->classes[i].key);
-    for (size_t i = 0; i < r->nqueues; i++)
-        if (r->queues[i].class_key && strcmp(r->queues[i].class_key, CLASS_KEY_FOREVER) != 0)
-            buf_printf(out, ", %s", r->queues[i].class_key);
+    retention_class_each_key(r, list_one, out);
 }
 
 const char *retention_class_for(const conf_retention *r, const char *queue, retention_ask ask, const char *key,

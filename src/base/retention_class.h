@@ -19,6 +19,11 @@ typedef enum retention_ask {
     RETENTION_ASK_KEY,       /* a key */
 } retention_ask;
 
+/* Every key a send may name, in the order a refusal lists them: silt's
+ * (standard_30d, forever), the declared classes, the mappings' derived
+ * keys. src/tasks/send_settings.c stores them for tasks.enqueue. */
+void retention_class_each_key(const conf_retention *r, void (*fn)(void *arg, const char *key), void *arg);
+
 /* The class of a task enqueued on queue: a string owned by r or static.
  * NULL for a key this process cannot use, with the reason in err. */
 const char *retention_class_for(const conf_retention *r, const char *queue, retention_ask ask, const char *key,

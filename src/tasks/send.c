@@ -47,7 +47,7 @@ void task_send_add(db_array *a, const task_spec *t)
     db_array_text(&a[S_NAMES], t->name);
     db_array_text(&a[S_QUEUES], t->queue);
     db_array_text(&a[S_ARGS], t->args);
-    db_array_int(&a[S_PRIORITIES], t->priority);
+    task_add_optional_int(&a[S_PRIORITIES], t->priority);   /* 0: the queue's */
     db_array_text(&a[S_RUN_AT], t->run_at);
     db_array_int(&a[S_DELAYS], t->delay_ms);
     db_array_text(&a[S_GOOD_UNTIL], t->good_until);

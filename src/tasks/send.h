@@ -1,4 +1,6 @@
-/* send: a batch of tasks as one call of tasks.send (sql/migrations/019_tasks.sql): one
+/* send: a batch of tasks as one call of tasks.enqueue (sql/functions/tasks_send.sql), which
+ * checks them against silt's rules, gives each its queue's defaults and
+ * sends them through tasks.send: one
  * typed array per field, parallel, like every batch between C and SQL
  * (docs/architecture.md, "Between C and SQL"). The call's rows are (idx,
  * id, created), one per task in batch order; created is false when an

@@ -72,7 +72,9 @@ typedef struct task_spec {
     task_retry retry;
     char      *idempotency_key;
     char      *rate_key;       /* NULL: none; counted by its queue's rate_limit_per_key */
-    const char *retention_class;   /* resolved at enqueue (base/retention_class.h); owned by silt.conf */
+    const char *retention_class;   /* resolved at enqueue (base/retention_class.h); owned by silt.conf,
+                                    * or retention_key; NULL: the queue's (tasks.enqueue resolves it) */
+    char       *retention_key;     /* the key a send named, owned (TASK_FORM_SEND) */
 } task_spec;
 
 void task_spec_init(task_spec *t);

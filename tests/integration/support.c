@@ -755,7 +755,9 @@ void bg_start(bg_req *b, const silt_server *s, const char *method, const char *p
         int64_t t0 = now_ms();
         int rc = http_request(c, method, path, body, body ? strlen(body) : 0, &r);
         char out[64];
-        int n = snprintf(out, sizeof out, "%d %lld\n", rc < 0 ? -1 : r.status, (long long)(now_ms() - t0));
+        int64_t t1 = now_ms();
+        int n = snprintf(out, sizeof out, "%d %lld %lld\n", rc < 0 ? -1 : r.status, (long long)(t1 - t0),
+                         (long long)t1);
         if (write(p[1], out, (size_t)n) != n) _exit(2);
         _exit(0);
     }
@@ -770,8 +772,9 @@ void bg_wait(bg_req *b, int *status, int64_t *elapsed_ms)
     for (ssize_t n; got < sizeof in - 1 && (n = read(b->fd, in + got, sizeof in - 1 - got)) > 0;) got += (size_t)n;
     close(b->fd);
     waitpid(b->pid, NULL, 0);
-    long long st = -2, ms = -1;
-    CHECK(sscanf(in, "%lld %lld", &st, &ms) == 2);
+    long long st = -2, ms = -1, ended = -1;
+    CHECK(sscanf(in, "%lld %lld %lld", &st, &ms, &ended) == 3);
+    b->ended_ms = ended;
     *status = (int)st;
     *elapsed_ms = ms;
 }

@@ -116,8 +116,10 @@ int64_t now_ms(void);            /* monotonic */
 void pause_ms(int ms);
 
 /* A request made from a forked child with its own connection, so the test
- * can act while it is pending; the child reports status and elapsed ms. */
-typedef struct bg_req { pid_t pid; int fd; } bg_req;
+ * can act while it is pending; the child reports status and elapsed ms,
+ * and bg_wait leaves in ended_ms when its reply came (now_ms()'s clock,
+ * which every process shares). */
+typedef struct bg_req { pid_t pid; int fd; int64_t ended_ms; } bg_req;
 void bg_start(bg_req *b, const silt_server *s, const char *method, const char *path, const char *body);
 void bg_wait(bg_req *b, int *status, int64_t *elapsed_ms);
 

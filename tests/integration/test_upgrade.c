@@ -314,7 +314,9 @@ static void check_upgraded(const char *version_or_commit, const char *fresh)
     database_from(what, db);
     seed_rows(db);
     row_counts(db, rows);
-    CHECK_INT(migrate_output(db, out, sizeof out), 0);
+    int rc = migrate_output(db, out, sizeof out);
+    if (rc != 0) fprintf(stderr, "    migrate of %s (%s) said:\n%s\n", db, what, out);   /* why, in the failure */
+    CHECK_INT(rc, 0);
     char got[2048], expect[2048];
     snprintf(got, sizeof got, "%s", versions(db, false));
     snprintf(expect, sizeof expect, "%s", all_versions());
