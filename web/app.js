@@ -550,7 +550,7 @@ function nextPager(offset, shown, hashFor) {
  * the total is the filtered set's (X-Total-Count). */
 const FIND_KEYS = ['search', 'sort', 'order'];
 const QUEUE_SORTS = [['name', 'name'], ['lag', 'lag'], ['age', 'age'], ['failures', 'dead letters'],
-  ['messages', 'messages']];
+  ['messages', 'messages'], ['rate', 'push rate']];
 const GROUP_SORTS = [['name', 'name'], ['lag', 'total lag'], ['age', 'oldest unread']];
 const ORDERS = [['', 'usual order'], ['asc', 'ascending'], ['desc', 'descending']];
 

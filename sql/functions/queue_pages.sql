@@ -57,7 +57,9 @@ $$;
 
 -- Queues whose name holds p_search, in the order of p_sort: name, lag
 -- (every group's, summed), age (created first when p_desc), failures
--- (dead letters) or messages (retained), largest first when p_desc; name
+-- (dead letters), messages (retained) or rate (messages pushed per second
+-- in the last minute the server rolled, queen.minute_stats: 0 for a queue
+-- that pushed nothing then), largest first when p_desc; name
 -- breaks ties. A key is computed only when it is the one sorted by: each
 -- key's join is gated by a condition on p_sort alone, which PostgreSQL
 -- checks once (a one-time filter) before running that join.
@@ -72,7 +74,8 @@ BEGIN
               FROM (SELECT q.name, CASE p_sort WHEN 'lag' THEN coalesce(l.lag, 0)
                                                WHEN 'age' THEN -extract(epoch FROM q.created_at)
                                                WHEN 'failures' THEN coalesce(d.n, 0)
-                                               WHEN 'messages' THEN t.messages END AS key
+                                               WHEN 'messages' THEN t.messages
+                                               WHEN 'rate' THEN coalesce(r.rate, 0) END AS key
                       FROM queen.queues q
                       LEFT JOIN (SELECT g.queue, sum(g.lag) AS lag FROM queen.group_lag(NULL, NULL) g
                                   WHERE p_sort = 'lag' GROUP BY g.queue) l ON l.queue = q.name
@@ -80,6 +83,11 @@ BEGIN
                                   WHERE p_sort = 'failures' GROUP BY x.queue) d ON d.queue = q.name
                       LEFT JOIN LATERAL (SELECT x.messages FROM queen.queue_partition_totals(q.name) x
                                           WHERE p_sort = 'messages') t ON true
+                      LEFT JOIN (SELECT s.queue, s.pushed::numeric / m.seconds AS rate
+                                   FROM queen.minute_stats s
+                                   JOIN (SELECT minute, greatest(seconds, 1) AS seconds FROM queen.minute_rolls
+                                          ORDER BY minute DESC LIMIT 1) m ON m.minute = s.minute
+                                  WHERE p_sort = 'rate') r ON r.queue = q.name
                      WHERE queen.name_matches(q.name, p_search)) k
              ORDER BY rank LIMIT p_limit OFFSET coalesce(p_offset, 0)) o
       JOIN queen.queues q ON q.name = o.name);

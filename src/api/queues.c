@@ -2,7 +2,7 @@
 #include "api/api.h"
 
 /* The keys ?sort= takes, the name first (queen.queue_list). */
-static const char *const queue_sorts[] = { "name", "lag", "age", "failures", "messages", NULL };
+static const char *const queue_sorts[] = { "name", "lag", "age", "failures", "messages", "rate", NULL };
 
 void api_queue_list(httpd_req *req, server *srv)
 {

@@ -72,6 +72,18 @@ TEST(queue_list_is_searched_and_sorted_by_the_server_with_the_filtered_total)
     CHECK_STR(names(&s, sfmt("/api/v1/resources/queues?search=%s&sort=lag", search)), sfmt("%s,%s,%s", b, a, c));
     CHECK_STR(names(&s, sfmt("/api/v1/resources/queues?search=%s&sort=failures", search)), sfmt("%s,%s,%s", a, b, c));
     CHECK_STR(names(&s, sfmt("/api/v1/resources/queues?search=%s&sort=age", search)), sfmt("%s,%s,%s", c, a, b));
+    /* rate: the last rolled minute's pushes per second (a later minute than
+     * any the server rolls in this test); an earlier minute does not count */
+    sql("insert into queen.minute_rolls (minute, read_at, seconds) values"
+        " (date_trunc('minute', now()) + interval '1 hour', now(), 60),"
+        " (date_trunc('minute', now()) + interval '59 minutes', now(), 60)");
+    sql("insert into queen.minute_stats (minute, queue, pushed) values"
+        " (date_trunc('minute', now()) + interval '1 hour', '%s', 120),"
+        " (date_trunc('minute', now()) + interval '1 hour', '%s', 60),"
+        " (date_trunc('minute', now()) + interval '59 minutes', '%s', 100000)", b, c, a);
+    CHECK_STR(names(&s, sfmt("/api/v1/resources/queues?search=%s&sort=rate", search)), sfmt("%s,%s,%s", b, c, a));
+    CHECK_STR(names(&s, sfmt("/api/v1/resources/queues?search=%s&sort=rate&order=asc", search)),
+              sfmt("%s,%s,%s", a, c, b));
     /* a page of the sorted set, and the set's size beside it */
     CHECK_STR(names(&s, sfmt("/api/v1/resources/queues?search=%s&sort=messages&limit=1&offset=1", search)), c);
     const char *resp = raw_get(&s, sfmt("/api/v1/resources/queues?search=%s&limit=1", search));
