@@ -20,7 +20,10 @@ $$;
 -- HTTP: the queue's priority (else 100), claimable now, no retries, the
 -- queue's retention class (else standard_30d; 'forever' keeps it for
 -- ever). Returns its id; with an idempotency_key sent before, the id of
--- the task that key named, and nothing is written.
+-- the task that key named, and nothing is written. The unique_*
+-- arguments are the members of HTTP's "unique" object (key, byArgs,
+-- forMs, while, onConflict): with a unique key held, the id of the task
+-- holding it (changed as unique_on_conflict says).
 CREATE OR REPLACE FUNCTION tasks.send_task(name text, queue text, args json DEFAULT NULL,
                                            priority integer DEFAULT NULL, delay_ms bigint DEFAULT NULL,
                                            run_at timestamptz DEFAULT NULL, good_until timestamptz DEFAULT NULL,
@@ -28,11 +31,20 @@ CREATE OR REPLACE FUNCTION tasks.send_task(name text, queue text, args json DEFA
                                            retry_delays_ms integer[] DEFAULT NULL,
                                            backoff_base_ms integer DEFAULT NULL, backoff_cap_ms integer DEFAULT NULL,
                                            jitter real DEFAULT NULL, retry_on text[] DEFAULT NULL,
-                                           idempotency_key text DEFAULT NULL, retention_class_key text DEFAULT NULL)
+                                           idempotency_key text DEFAULT NULL, retention_class_key text DEFAULT NULL,
+                                           unique_key text DEFAULT NULL, unique_by_args boolean DEFAULT NULL,
+                                           unique_for_ms bigint DEFAULT NULL, unique_while text DEFAULT NULL,
+                                           unique_on_conflict text DEFAULT NULL)
 RETURNS uuid LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, public, pg_temp AS $$
 DECLARE
-    sent uuid;
+    sent   uuid;
+    uniq   json;
 BEGIN
+    IF num_nonnulls(unique_key, unique_by_args, unique_for_ms, unique_while, unique_on_conflict) > 0 THEN
+        uniq := json_strip_nulls(json_build_object('key', unique_key, 'byArgs', unique_by_args,
+                                                   'forMs', unique_for_ms, 'while', unique_while,
+                                                   'onConflict', unique_on_conflict));
+    END IF;
     SELECT e.id INTO sent
       FROM tasks.enqueue(ARRAY[tasks.uuid7()], ARRAY[send_task.name], ARRAY[send_task.queue],
                          ARRAY[send_task.args::text], ARRAY[send_task.priority], ARRAY[send_task.run_at],
@@ -40,7 +52,7 @@ BEGIN
                          ARRAY[send_task.max_retries], ARRAY[send_task.retry_delays_ms::text],
                          ARRAY[send_task.backoff_base_ms], ARRAY[send_task.backoff_cap_ms], ARRAY[send_task.jitter],
                          ARRAY[send_task.retry_on::text], ARRAY[send_task.idempotency_key],
-                         ARRAY[send_task.retention_class_key], false) e;
+                         ARRAY[send_task.retention_class_key], ARRAY[uniq::text], false) e;
     PERFORM tasks.api_announce(ARRAY[send_task.queue]);
     RETURN sent;
 END $$;
@@ -120,7 +132,7 @@ CREATE OR REPLACE FUNCTION tasks.api_json_task(t json, at text,
     OUT name text, OUT queue text, OUT args text, OUT priority integer, OUT run_at timestamptz,
     OUT delay_ms bigint, OUT good_until timestamptz, OUT timeout_ms integer, OUT max_retries integer,
     OUT retry_delays text, OUT base_ms integer, OUT cap_ms integer, OUT jitter real, OUT retry_on text,
-    OUT idempotency_key text, OUT retention_class text)
+    OUT idempotency_key text, OUT retention_class text, OUT uniq text)
 LANGUAGE plpgsql STABLE AS $$
 DECLARE
     r json;
@@ -131,10 +143,12 @@ BEGIN
         RAISE EXCEPTION '%task must be an object', at USING ERRCODE = '22023';
     END IF;
     PERFORM tasks.api_json_known(t, ARRAY['name', 'queue', 'args', 'priority', 'delayMs', 'runAt', 'goodUntil',
-                                          'timeoutMs', 'retry', 'idempotencyKey', 'retentionClassKey'], 'a task', at);
+                                          'timeoutMs', 'retry', 'idempotencyKey', 'retentionClassKey', 'unique'],
+                                    'a task', at);
     name := tasks.api_json_text(t, 'name', at);
     queue := tasks.api_json_text(t, 'queue', at);
     args := (t -> 'args')::text;
+    uniq := (t -> 'unique')::text;   -- checked by tasks.enqueue
     priority := tasks.api_json_int(t, 'priority', 1, 100, at);
     delay_ms := tasks.api_json_int(t, 'delayMs', 0, 31622400000, at);
     run_at := tasks.api_json_time(t, 'runAt', at);
@@ -189,11 +203,13 @@ END $$;
 -- A batch: a JSON array of 1 to 1,000 task objects, each as the body of
 -- POST /api/v1/tasks takes it (docs/tasks.md). One row per task in its
 -- order: its id and whether it was created (false: its idempotencyKey
--- named an earlier task, whose id it is; within the batch the first item
--- with a key wins). A bad task raises naming it ("tasks[2]: ...") and
+-- or its unique key named an earlier task, whose id it is; within the
+-- batch the first item with a key wins), and for a task sent with
+-- "unique" whether the send changed that task (onConflict "replace" or
+-- "debounce"; NULL without "unique"). A bad task raises naming it ("tasks[2]: ...") and
 -- nothing of the batch is written.
 CREATE OR REPLACE FUNCTION tasks.send_tasks(tasks json)
-RETURNS TABLE (id uuid, created boolean) LANGUAGE plpgsql SECURITY DEFINER
+RETURNS TABLE (id uuid, created boolean, changed boolean) LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = pg_catalog, public, pg_temp AS $$
 DECLARE
     n   integer;
@@ -220,14 +236,14 @@ BEGIN
                array_agg(t.retry_delays ORDER BY t.ord) AS retry_delays, array_agg(t.base_ms ORDER BY t.ord) AS bases,
                array_agg(t.cap_ms ORDER BY t.ord) AS caps, array_agg(t.jitter ORDER BY t.ord) AS jitters,
                array_agg(t.retry_on ORDER BY t.ord) AS retry_on, array_agg(t.idempotency_key ORDER BY t.ord) AS keys,
-               array_agg(t.retention_class ORDER BY t.ord) AS classes
+               array_agg(t.retention_class ORDER BY t.ord) AS classes, array_agg(t.uniq ORDER BY t.ord) AS uniq
           FROM t),
     sent AS MATERIALIZED (
-        SELECT s.idx, s.id, s.created
+        SELECT s.idx, s.id, s.created, s.changed
           FROM a, tasks.enqueue(a.ids, a.names, a.queues, a.args, a.priorities, a.run_at, a.delays, a.good_until,
                                 a.timeouts, a.retries, a.retry_delays, a.bases, a.caps, a.jitters, a.retry_on, a.keys,
-                                a.classes, true) s)
-    SELECT sent.id, sent.created FROM sent ORDER BY sent.idx;
+                                a.classes, a.uniq, true) s)
+    SELECT sent.id, sent.created, sent.changed FROM sent ORDER BY sent.idx;
     PERFORM tasks.api_announce(ARRAY(SELECT e ->> 'queue' FROM json_array_elements(send_tasks.tasks) e));
 END $$;
 
@@ -239,6 +255,7 @@ END $$;
 -- function added later is covered too; silt_producer gets the public API.
 REVOKE EXECUTE ON ALL FUNCTIONS IN SCHEMA tasks, queen FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION tasks.send_task(text, text, json, integer, bigint, timestamptz, timestamptz, integer,
-                                          integer, integer[], integer, integer, real, text[], text, text),
+                                          integer, integer[], integer, integer, real, text[], text, text, text, boolean,
+                                          bigint, text, text),
                           tasks.send_tasks(json)
    TO silt_producer;

@@ -24,15 +24,23 @@ $$;
 -- queue's (tasks.send_queues, else 100), a class the queue's mapping (else
 -- standard_30d; 'forever' keeps the record for ever), a backoff's cap a
 -- day, args JSON null, a delay, maxRetries or jitter 0. What a client
--- sends is checked first (tasks.enqueue).
+-- sends is checked first (tasks.enqueue). p_scopes, p_unique_for_ms and
+-- p_on_conflict are the tasks' uniqueness (tasks.unique_hold), NULL
+-- arrays when no task of the batch has any: such a batch takes the same
+-- statements as before uniqueness existed. changed is NULL for a task sent
+-- without uniqueness; else whether this send changed the task it got back.
 CREATE OR REPLACE FUNCTION tasks.send(p_ids uuid[], p_names text[], p_queues text[], p_args text[],
                            p_priorities integer[], p_run_at timestamptz[], p_delays_ms bigint[],
                            p_good_until timestamptz[], p_timeouts integer[], p_max_retries integer[],
                            p_retry_delays text[], p_bases integer[], p_caps integer[], p_jitters real[],
                            p_retry_on text[], p_keys text[], p_classes text[], p_rerun_of uuid[] DEFAULT NULL,
-                           p_rate_keys text[] DEFAULT NULL)
-RETURNS TABLE (idx integer, id uuid, created boolean) LANGUAGE plpgsql AS $$
+                           p_rate_keys text[] DEFAULT NULL, p_scopes text[] DEFAULT NULL,
+                           p_unique_for_ms bigint[] DEFAULT NULL, p_on_conflict text[] DEFAULT NULL)
+RETURNS TABLE (idx integer, id uuid, created boolean, changed boolean) LANGUAGE plpgsql AS $$
 #variable_conflict use_column
+DECLARE
+    refused uuid[];       -- tasks not inserted: their unique key is held by another
+    changed_at bigint[];  -- ordinals of the sends that changed the holder
 BEGIN
     -- The first send of each key wins (in this batch: the first item). A
     -- concurrent send of the same key is waited for, then seen by the
@@ -41,6 +49,9 @@ BEGIN
     SELECT DISTINCT ON (u.key) u.key, u.id FROM unnest(p_keys, p_ids) WITH ORDINALITY AS u(key, id, ord)
      WHERE u.key IS NOT NULL ORDER BY u.key, u.ord
     ON CONFLICT DO NOTHING;
+    IF p_scopes IS NOT NULL THEN
+        refused := tasks.unique_hold(p_ids, p_names, p_scopes, p_unique_for_ms);
+    END IF;
     INSERT INTO horsies_tasks (id, task_name, queue_name, args, priority, status, run_at, good_until,
                                timeout_ms, max_retries, retry_delays_ms, retry_base_ms, retry_cap_ms,
                                retry_jitter, retry_on, idempotency_key, retention_class_key, rerun_of, rate_key)
@@ -56,14 +67,111 @@ BEGIN
                 delays, base, cap, jitter, retry_on, key, class, rerun_of, rate_key, ord)
       LEFT JOIN tasks.send_queues q ON q.queue = u.queue
       LEFT JOIN horsies_task_idempotency k ON k.idempotency_key = u.key
-     WHERE u.key IS NULL OR k.task_id = u.id
+     WHERE (u.key IS NULL OR k.task_id = u.id) AND (refused IS NULL OR u.id <> ALL (refused))
      ORDER BY u.ord;   -- in batch order: a claim takes equal priority and enqueued_at in index (insertion) order
+    IF p_scopes IS NULL THEN
+        RETURN QUERY
+            SELECT (u.ord - 1)::integer, coalesce(k.task_id, u.id), u.key IS NULL OR k.task_id = u.id, NULL::boolean
+              FROM unnest(p_ids, p_keys) WITH ORDINALITY AS u(id, key, ord)
+              LEFT JOIN horsies_task_idempotency k ON k.idempotency_key = u.key
+             ORDER BY u.ord;
+        RETURN;
+    END IF;
+    changed_at := tasks.unique_change(p_ids, p_names, p_args, p_run_at, p_delays_ms, p_scopes, p_on_conflict, refused);
     RETURN QUERY
-        SELECT (u.ord - 1)::integer, coalesce(k.task_id, u.id), u.key IS NULL OR k.task_id = u.id
-          FROM unnest(p_ids, p_keys) WITH ORDINALITY AS u(id, key, ord)
+        SELECT (u.ord - 1)::integer, coalesce(k.task_id, h.task_id, u.id),
+               (u.key IS NULL OR k.task_id = u.id) AND (u.scope IS NULL OR h.task_id = u.id),
+               CASE WHEN u.scope IS NOT NULL THEN u.ord = ANY (changed_at) END
+          FROM unnest(p_ids, p_keys, p_names, p_scopes) WITH ORDINALITY AS u(id, key, name, scope, ord)
           LEFT JOIN horsies_task_idempotency k ON k.idempotency_key = u.key
+          LEFT JOIN tasks.unique_keys h ON h.task_name = u.name AND h.scope = u.scope
          ORDER BY u.ord;
 END $$;
+
+-- ---- Uniqueness (migration 046) ----
+--
+-- A task sent with "unique" holds its key, a row of tasks.unique_keys
+-- (task name, scope), for a period (expires_at) or while it is live
+-- (expires_at NULL: while its row is in horsies_tasks). The row is the
+-- lock between servers: whoever inserts it first holds the key, a
+-- concurrent insert waits for that transaction and then finds the row.
+-- A row whose period ended or whose task ended is taken over by the next
+-- send of its key, compare-and-swap on the holder that send saw, so of two
+-- sends taking over one key only one succeeds (the other finds the new
+-- holder when PostgreSQL re-checks the locked row). Each step is its own
+-- statement: each sees what committed before it (READ COMMITTED), where
+-- one statement's subquery would still see the key's old holder.
+
+-- Holds the keys of a batch's tasks (p_scopes NULL: no uniqueness; the
+-- first task of a key in the batch holds it). Returns the ids of the tasks
+-- that must not be inserted: their key is held by another task.
+CREATE OR REPLACE FUNCTION tasks.unique_hold(p_ids uuid[], p_names text[], p_scopes text[], p_for_ms bigint[])
+RETURNS uuid[] LANGUAGE plpgsql AS $$
+DECLARE
+    missing boolean;
+BEGIN
+    FOR attempt IN 1 .. 3 LOOP   -- a free row the sweep deleted between the two steps: once more
+        INSERT INTO tasks.unique_keys AS h (task_name, scope, task_id, expires_at)
+        SELECT DISTINCT ON (u.name, u.scope) u.name, u.scope, u.id,
+               now() + make_interval(secs => u.for_ms / 1000.0)
+          FROM unnest(p_names, p_scopes, p_ids, p_for_ms) WITH ORDINALITY AS u(name, scope, id, for_ms, ord)
+         WHERE u.scope IS NOT NULL
+         ORDER BY u.name, u.scope, u.ord
+        ON CONFLICT DO NOTHING;
+        WITH first AS (
+            SELECT DISTINCT ON (u.name, u.scope) u.name, u.scope, u.id, u.for_ms
+              FROM unnest(p_names, p_scopes, p_ids, p_for_ms) WITH ORDINALITY AS u(name, scope, id, for_ms, ord)
+             WHERE u.scope IS NOT NULL
+             ORDER BY u.name, u.scope, u.ord),
+        free AS MATERIALIZED (
+            SELECT f.name, f.scope, f.id, f.for_ms, h.task_id AS holder
+              FROM first f JOIN tasks.unique_keys h ON h.task_name = f.name AND h.scope = f.scope
+             WHERE h.task_id <> f.id
+               AND (h.expires_at <= now()
+                    OR (h.expires_at IS NULL AND NOT EXISTS (SELECT 1 FROM horsies_tasks t WHERE t.id = h.task_id))))
+        UPDATE tasks.unique_keys h
+           SET task_id = f.id, expires_at = now() + make_interval(secs => f.for_ms / 1000.0), held_at = now()
+          FROM free f
+         WHERE h.task_name = f.name AND h.scope = f.scope AND h.task_id = f.holder;
+        SELECT EXISTS (SELECT 1 FROM unnest(p_names, p_scopes) AS u(name, scope)
+                        WHERE u.scope IS NOT NULL
+                          AND NOT EXISTS (SELECT 1 FROM tasks.unique_keys h
+                                           WHERE h.task_name = u.name AND h.scope = u.scope))
+          INTO missing;
+        EXIT WHEN NOT missing;
+    END LOOP;
+    RETURN ARRAY(SELECT u.id FROM unnest(p_ids, p_names, p_scopes) AS u(id, name, scope)
+                   LEFT JOIN tasks.unique_keys h ON h.task_name = u.name AND h.scope = u.scope
+                  WHERE u.scope IS NOT NULL AND h.task_id IS DISTINCT FROM u.id);
+END $$;
+
+-- Applies onConflict of the refused sends to the tasks holding their keys:
+-- "replace" gives the holder the send's args, "debounce" its run time (its
+-- runAt, else now plus its delayMs), only while the holder is PENDING and
+-- has never started (attempt 0); otherwise it stays as it is, as with
+-- "existing". Of several sends of one key in a batch, the last applies.
+-- Returns the ordinals (from 1) of the sends that changed their holder.
+CREATE OR REPLACE FUNCTION tasks.unique_change(p_ids uuid[], p_names text[], p_args text[], p_run_at timestamptz[],
+                                               p_delays_ms bigint[], p_scopes text[], p_on_conflict text[],
+                                               p_refused uuid[]) RETURNS bigint[]
+LANGUAGE sql AS $$
+    WITH c AS (
+        SELECT DISTINCT ON (u.name, u.scope) u.ord, h.task_id, u.on_conflict, u.args,
+               coalesce(u.run_at, now() + make_interval(secs => coalesce(u.delay, 0) / 1000.0)) AS run_at
+          FROM unnest(p_ids, p_names, p_args, p_run_at, p_delays_ms, p_scopes, p_on_conflict) WITH ORDINALITY
+               AS u(id, name, args, run_at, delay, scope, on_conflict, ord)
+          JOIN tasks.unique_keys h ON h.task_name = u.name AND h.scope = u.scope
+         WHERE u.on_conflict IN ('replace', 'debounce') AND u.id = ANY (p_refused)
+         ORDER BY u.name, u.scope, u.ord DESC),
+    done AS (
+        UPDATE horsies_tasks t
+           SET args = CASE WHEN c.on_conflict = 'replace' THEN coalesce(c.args, 'null')::json ELSE t.args END,
+               run_at = CASE WHEN c.on_conflict = 'debounce' THEN c.run_at ELSE t.run_at END
+          FROM c
+         WHERE t.id = c.task_id AND t.status = 'PENDING' AND t.attempt = 0
+        RETURNING c.ord)
+    SELECT coalesce(array_agg(done.ord), '{}') FROM done
+$$;
 
 -- ---- The rules of a send ------------------------------------------------------
 --
@@ -155,9 +263,61 @@ RETURNS text LANGUAGE sql STABLE AS $$
     END
 $$;
 
+-- The first problem of a task's "unique" object (docs/tasks.md,
+-- "Uniqueness"), as send_problem's "field|message", or NULL. p_key is the
+-- task's idempotencyKey: the two cannot be combined.
+CREATE OR REPLACE FUNCTION tasks.unique_problem(p_spec json, p_key text) RETURNS text
+LANGUAGE sql IMMUTABLE AS $$
+    SELECT CASE
+        WHEN json_typeof(p_spec) = 'null' THEN NULL
+        WHEN json_typeof(p_spec) <> 'object' THEN 'unique|unique must be an object'
+        WHEN EXISTS (SELECT 1 FROM json_object_keys(p_spec) k
+                      WHERE k <> ALL (ARRAY['key', 'byArgs', 'forMs', 'while', 'onConflict']))
+            THEN (SELECT format('unique.%s|unknown field "%s" in unique', k, k) FROM json_object_keys(p_spec) k
+                   WHERE k <> ALL (ARRAY['key', 'byArgs', 'forMs', 'while', 'onConflict']) LIMIT 1)
+        WHEN p_key IS NOT NULL THEN 'unique|unique and idempotencyKey cannot both be given'
+        WHEN p_spec -> 'key' IS NOT NULL AND p_spec -> 'byArgs' IS NOT NULL
+            THEN 'unique|unique.key and unique.byArgs cannot both be given'
+        WHEN p_spec -> 'key' IS NULL AND p_spec -> 'byArgs' IS NULL
+            THEN 'unique|unique needs unique.key or unique.byArgs'
+        WHEN p_spec -> 'key' IS NOT NULL AND (json_typeof(p_spec -> 'key') <> 'string' OR p_spec ->> 'key' = ''
+                                              OR octet_length(p_spec ->> 'key') > 200)
+            THEN 'unique.key|unique.key must be a non-empty string of at most 200 bytes'
+        WHEN p_spec -> 'byArgs' IS NOT NULL AND (p_spec -> 'byArgs')::text <> 'true'
+            THEN 'unique.byArgs|unique.byArgs must be true'
+        WHEN p_spec -> 'forMs' IS NOT NULL AND p_spec -> 'while' IS NOT NULL
+            THEN 'unique.while|unique.forMs and unique.while cannot both be given'
+        WHEN p_spec -> 'forMs' IS NOT NULL AND ((p_spec -> 'forMs')::text !~ '^[0-9]{1,12}$'
+                                                OR (p_spec ->> 'forMs')::bigint NOT BETWEEN 1 AND 31622400000)
+            THEN 'unique.forMs|unique.forMs must be an integer from 1 to 31622400000'
+        WHEN p_spec -> 'while' IS NOT NULL AND (p_spec -> 'while')::text <> '"live"'
+            THEN 'unique.while|unique.while must be "live"'
+        WHEN p_spec -> 'onConflict' IS NOT NULL
+             AND (p_spec -> 'onConflict')::text NOT IN ('"existing"', '"replace"', '"debounce"')
+            THEN 'unique.onConflict|unique.onConflict must be "existing", "replace" or "debounce"'
+        WHEN p_spec ->> 'onConflict' = 'replace' AND p_spec -> 'byArgs' IS NOT NULL
+            THEN 'unique.onConflict|unique.onConflict "replace" needs unique.key: with byArgs the args are the key'
+    END
+$$;
+
+-- The scope of a checked "unique" object within its task name (NULL:
+-- none): its key, or its args compared as jsonb (so neither the order of
+-- an object's members nor white space nor 1.0 against 1 tells two apart;
+-- of duplicate members the last counts), hashed to bound the key's size.
+CREATE OR REPLACE FUNCTION tasks.unique_scope(p_spec json, p_args text) RETURNS text
+LANGUAGE sql IMMUTABLE AS $$
+    SELECT CASE
+        WHEN p_spec IS NULL OR json_typeof(p_spec) = 'null' THEN NULL
+        WHEN p_spec -> 'key' IS NOT NULL THEN 'key:' || (p_spec ->> 'key')
+        ELSE 'args:' || md5(coalesce(p_args, 'null')::jsonb::text)
+    END
+$$;
+
 -- Checks a batch and sends it through tasks.send (which gives each task
 -- the defaults it does not name): one element per task in each array, as
--- tasks.send's. The first task with a problem raises 22023 with its
+-- tasks.send's; p_unique holds each task's "unique" object as JSON text
+-- (NULL or JSON null: none), checked and turned into tasks.send's
+-- uniqueness arrays only when some task has one. The first task with a problem raises 22023 with its
 -- message (prefixed "tasks[i]: " when p_batch) and DETAIL
 -- "<index>:<field>" (0-based, the HTTP path's field for its 400), and
 -- nothing is written. Rows as tasks.send's.
@@ -166,13 +326,16 @@ CREATE OR REPLACE FUNCTION tasks.enqueue(p_ids uuid[], p_names text[], p_queues 
                                          p_good_until timestamptz[], p_timeouts integer[], p_max_retries integer[],
                                          p_retry_delays text[], p_bases integer[], p_caps integer[],
                                          p_jitters real[], p_retry_on text[], p_keys text[], p_classes text[],
-                                         p_batch boolean, p_rate_keys text[] DEFAULT NULL)
-RETURNS TABLE (idx integer, id uuid, created boolean) LANGUAGE plpgsql AS $$
+                                         p_unique text[], p_batch boolean, p_rate_keys text[] DEFAULT NULL)
+RETURNS TABLE (idx integer, id uuid, created boolean, changed boolean) LANGUAGE plpgsql AS $$
 #variable_conflict use_column
 DECLARE
     s       tasks.send_settings;
     problem text;
     at      bigint;
+    scopes  text[];     -- uniqueness: NULL when no task of the batch has any
+    for_ms  bigint[];
+    on_conflict text[];
 BEGIN
     SELECT * INTO s FROM tasks.send_settings;
     IF NOT FOUND THEN   -- no server has started on this database: silt.conf's defaults
@@ -191,6 +354,22 @@ BEGIN
      WHERE p.problem IS NOT NULL
      ORDER BY u.ord
      LIMIT 1;
+    IF at IS NULL AND p_unique IS NOT NULL AND cardinality(array_remove(p_unique, NULL)) > 0 THEN
+        SELECT u.ord, tasks.unique_problem(u.spec::json, u.key) INTO at, problem
+          FROM unnest(p_unique, p_keys) WITH ORDINALITY AS u(spec, key, ord)
+         WHERE u.spec IS NOT NULL AND tasks.unique_problem(u.spec::json, u.key) IS NOT NULL
+         ORDER BY u.ord
+         LIMIT 1;
+        SELECT array_agg(tasks.unique_scope(u.spec::json, u.args) ORDER BY u.ord),
+               array_agg((u.spec::json ->> 'forMs')::bigint ORDER BY u.ord),
+               array_agg(coalesce(u.spec::json ->> 'onConflict', 'existing') ORDER BY u.ord)
+          INTO scopes, for_ms, on_conflict
+          FROM unnest(p_unique, p_args) WITH ORDINALITY AS u(spec, args, ord)
+         WHERE at IS NULL;
+        IF at IS NULL AND NOT EXISTS (SELECT 1 FROM unnest(scopes) c WHERE c IS NOT NULL) THEN
+            scopes := NULL;   -- every "unique" was JSON null
+        END IF;
+    END IF;
     IF at IS NOT NULL THEN
         RAISE EXCEPTION '%', (CASE WHEN p_batch THEN format('tasks[%s]: ', at - 1) ELSE '' END)
                              || substr(problem, strpos(problem, '|') + 1)
@@ -198,5 +377,6 @@ BEGIN
     END IF;
     RETURN QUERY SELECT * FROM tasks.send(p_ids, p_names, p_queues, p_args, p_priorities, p_run_at, p_delays_ms,
                                           p_good_until, p_timeouts, p_max_retries, p_retry_delays, p_bases, p_caps,
-                                          p_jitters, p_retry_on, p_keys, p_classes, p_rate_keys => p_rate_keys);
+                                          p_jitters, p_retry_on, p_keys, p_classes, NULL, p_rate_keys, scopes,
+                                          for_ms, on_conflict);
 END $$;

@@ -203,7 +203,7 @@ int api_only_known(httpd_req *req, const json_doc *d, uint32_t obj, const char *
 
 static const char *const task_fields[] = {
     "name", "queue", "args", "priority", "delayMs", "runAt", "goodUntil", "timeoutMs", "retry", "idempotencyKey",
-    "retentionClassKey", "rateKey", NULL,
+    "retentionClassKey", "rateKey", "unique", NULL,
 };
 static const char *const retry_fields[] = { "maxRetries", "delaysMs", "backoff", "jitter", "retryOn", NULL };
 static const char *const backoff_fields[] = { "baseMs", "capMs", NULL };
@@ -236,6 +236,15 @@ int api_task_retry(httpd_req *req, const json_doc *d, uint32_t obj, const char *
     return 0;
 }
 
+/* unique: passed on as its JSON text (absent or null: none); tasks.enqueue
+ * checks it (docs/tasks.md, "Uniqueness"), so the SQL API's sends obey
+ * the same rules. */
+static void read_unique(const json_doc *d, uint32_t obj, task_spec *t)
+{
+    int v = json_get(d, obj, "unique");
+    if (v >= 0 && d->tokens[v].type != JSON_NULL) t->unique = api_member_json(d, obj, "unique");
+}
+
 const task_form TASK_FORM_SEND = { "a task", "name", task_fields, true };
 
 int api_task_spec(httpd_req *req, server *srv, const json_doc *d, uint32_t obj, const char *where, task_spec *t)
@@ -253,6 +262,7 @@ int api_task_read(httpd_req *req, server *srv, const json_doc *d, uint32_t obj, 
     if (api_only_known(req, d, obj, where, form->what, form->fields) < 0) return -1;
     ids_uuid7(t->id);
     t->args = api_member_json(d, obj, "args");   /* any JSON value, stored verbatim */
+    read_unique(d, obj, t);   /* a form without the field has none: api_only_known refused it */
     if (read_name(req, d, obj, where, form->name_key, &t->name) < 0 ||
         read_queue(req, srv, d, obj, where, form, t) < 0 ||
         read_int_field(req, d, obj, where, "priority", TASK_PRIORITY_MIN, TASK_PRIORITY_MAX, &t->priority) < 0 ||

@@ -102,6 +102,7 @@ static void emit_sent(emit *e, const PGresult *r, int row)
 {
     emit_key(e, "id"); api_emit_uuid_col(e, r, row, 1);
     emit_key(e, "created"); emit_bool(e, db_bool(r, row, 2));
+    if (!PQgetisnull(r, row, 3)) { emit_key(e, "changed"); emit_bool(e, db_bool(r, row, 3)); }   /* sent with "unique" */
 }
 
 /* A task tasks.enqueue refused (22023, DETAIL "<index>:<field>"): the

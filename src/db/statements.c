@@ -118,8 +118,8 @@ const db_statement db_statements[STMT_COUNT] = {
     [STMT_TRACE_NAME_COUNT] = { "trace_name_count",
         "SELECT count(DISTINCT trace_name) FROM queen.message_trace_names", 0 },
     /* tasks (each function's live file: docs/schema.md) */
-    [STMT_TASK_SEND]    = { "task_send", "SELECT idx, id, created FROM tasks.enqueue($1, $2, $3, $4, $5, $6, $7, $8,"
-        " $9, $10, $11, $12, $13, $14, $15, $16, $17, false, p_rate_keys => $18)", 18 },
+    [STMT_TASK_SEND]    = { "task_send", "SELECT idx, id, created, changed FROM tasks.enqueue($1, $2, $3, $4, $5, $6, $7,"
+        " $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $19, false, p_rate_keys => $18)", 19 },
     /* finished_at from the id's birth on: PostgreSQL reads only the history
      * leaves of that day and later (sql/024) */
     [STMT_TASK_GET]     = { "task_get", "SELECT " TASK_COLUMNS " FROM tasks.all_tasks WHERE id = $1"

@@ -5,7 +5,8 @@
 #include "db/array.h"
 
 enum { S_IDS, S_NAMES, S_QUEUES, S_ARGS, S_PRIORITIES, S_RUN_AT, S_DELAYS, S_GOOD_UNTIL, S_TIMEOUTS,
-       S_MAX_RETRIES, S_RETRY_DELAYS, S_BASES, S_CAPS, S_JITTERS, S_RETRY_ON, S_KEYS, S_CLASSES, S_RATE_KEYS, S_COUNT };
+       S_MAX_RETRIES, S_RETRY_DELAYS, S_BASES, S_CAPS, S_JITTERS, S_RETRY_ON, S_KEYS, S_CLASSES, S_RATE_KEYS,
+       S_UNIQUE, S_COUNT };
 _Static_assert(S_COUNT == TASK_SEND_ARRAYS, "one array per parameter of tasks.send");
 
 /* An int[] literal of the fixed delays, NULL for none. */
@@ -61,4 +62,5 @@ void task_send_add(db_array *a, const task_spec *t)
     db_array_text(&a[S_KEYS], t->idempotency_key);
     db_array_text(&a[S_CLASSES], t->retention_class);
     db_array_text(&a[S_RATE_KEYS], t->rate_key);
+    db_array_text(&a[S_UNIQUE], t->unique);
 }

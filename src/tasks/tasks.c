@@ -32,6 +32,7 @@ void task_spec_fini(task_spec *t)
     free(t->good_until);
     free(t->idempotency_key);
     free(t->rate_key);
+    free(t->unique);
     free(t->retention_key);
     for (int i = 0; i < t->retry.nretry_on; i++) free(t->retry.retry_on[i]);
     memset(t, 0, sizeof *t);

@@ -72,6 +72,7 @@ typedef struct task_spec {
     task_retry retry;
     char      *idempotency_key;
     char      *rate_key;       /* NULL: none; counted by its queue's rate_limit_per_key */
+    char      *unique;         /* the send's "unique" object as JSON text, NULL: none (checked in SQL) */
     const char *retention_class;   /* resolved at enqueue (base/retention_class.h); owned by silt.conf,
                                     * or retention_key; NULL: the queue's (tasks.enqueue resolves it) */
     char       *retention_key;     /* the key a send named, owned (TASK_FORM_SEND) */

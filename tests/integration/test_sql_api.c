@@ -260,11 +260,16 @@ TEST(a_bad_sql_send_raises_silts_message_and_writes_nothing)
         { "tasks.send_tasks('[{\"name\":\"t\",\"queue\":\"plain\",\"runAt\":\"tomorrow\"}]')",
           "tasks[0]: runAt must be an ISO 8601 timestamp, e.g. 2026-12-01T07:04:30.501Z" },
         { "tasks.send_tasks('[]')", "tasks must be an array of 1 to 1000 tasks" },
+        { "tasks.send_task('t', 'plain', unique_key => 'k', unique_while => 'pending')",
+          "unique.while must be \"live\"" },
+        { "tasks.send_tasks('[{\"name\":\"t\",\"queue\":\"plain\",\"unique\":{\"byArgs\":true,\"forMs\":-1}}]')",
+          "tasks[0]: unique.forMs must be an integer from 1 to 31622400000" },
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         CHECK_STR(refused(pg, sfmt("SELECT * FROM %s", cases[i].call), "22023"), cases[i].message);
     CHECK_STR(sql("SELECT count(*) FROM horsies_tasks"), "0");
     CHECK_STR(sql("SELECT count(*) FROM horsies_task_idempotency"), "0");
+    CHECK_STR(sql("SELECT count(*) FROM tasks.unique_keys"), "0");
     /* the same rule answers over HTTP, as a 400 naming the field */
     reply r;
     rq(&s, "POST", "/api/v1/tasks", "{\"tasks\":[{\"name\":\"t\",\"queue\":\"plain\"},{\"name\":\"t\","
