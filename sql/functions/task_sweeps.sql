@@ -81,3 +81,27 @@ BEGIN
     END LOOP;
     RETURN n;
 END $$;
+
+-- Deletes up to p_batch keys of tasks.unique_keys that hold nothing any
+-- more (migration 044): a period over for p_after_s seconds or more, or a
+-- "while live" key whose task ended. A send would take such a row over;
+-- the sweep keeps the table near the size of the keys held. Compare and
+-- delete on the holder read: a send that took the row over meanwhile
+-- keeps it. Returns how many; -1: another server is sweeping.
+CREATE OR REPLACE FUNCTION tasks.sweep_unique_keys(p_after_s integer, p_batch integer) RETURNS integer
+LANGUAGE plpgsql AS $$
+DECLARE
+    n integer;
+BEGIN
+    IF NOT tasks.sweep_lock() THEN RETURN -1; END IF;
+    WITH free AS MATERIALIZED (
+        SELECT k.task_name, k.scope, k.task_id FROM tasks.unique_keys k
+         WHERE k.expires_at <= now() - make_interval(secs => p_after_s)
+            OR (k.expires_at IS NULL AND NOT EXISTS (SELECT 1 FROM horsies_tasks t WHERE t.id = k.task_id))
+         LIMIT p_batch)
+    DELETE FROM tasks.unique_keys k USING free f
+     WHERE k.task_name = f.task_name AND k.scope = f.scope AND k.task_id = f.task_id
+       AND (k.expires_at IS NULL OR k.expires_at <= now());
+    GET DIAGNOSTICS n = ROW_COUNT;
+    RETURN n;
+END $$;

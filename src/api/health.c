@@ -166,6 +166,7 @@ static void put_task_metrics(buf *out, server *srv)
         { "silt_task_sweep_rows_deleted_total", "kind=\"workflows\"", COUNTER, "rows the row-delete sweep deleted",
           (double)sw->workflows_deleted },
         { "silt_task_sweep_rows_deleted_total", "kind=\"worker_states\"", COUNTER, NULL, (double)sw->worker_states_deleted },
+        { "silt_task_sweep_rows_deleted_total", "kind=\"unique_keys\"", COUNTER, NULL, (double)sw->unique_keys_deleted },
         { "silt_workflows_expired_total", NULL, COUNTER, "PAUSED workflows expired by paused_workflow_auto_cancel_after",
           (double)sw->workflows_expired },
         { "silt_task_partition_passes_total", NULL, COUNTER, "partition passes this server ran (not those it yielded)",

@@ -12,6 +12,7 @@ static void swept(void *arg, const sweep_result *r)
     emit_key(e, "workflowsDeleted"); emit_int(e, r->workflows_deleted);
     emit_key(e, "workerStatesDeleted"); emit_int(e, r->worker_states_deleted);
     emit_key(e, "workflowsExpired"); emit_int(e, r->workflows_expired);
+    emit_key(e, "uniqueKeysDeleted"); emit_int(e, r->unique_keys_deleted);
     emit_key(e, "yielded"); emit_bool(e, r->yielded);   /* another server was sweeping */
     api_reply_send(&out, req, 200);
 }

@@ -202,6 +202,7 @@ const db_statement db_statements[STMT_COUNT] = {
     [STMT_SWEEP_WORKFLOWS]     = { "sweep_workflows", "SELECT tasks.sweep_workflows($1, $2)", 2 },
     [STMT_SWEEP_WORKER_STATES] = { "sweep_worker_states", "SELECT tasks.sweep_worker_states($1, $2)", 2 },
     [STMT_EXPIRE_PAUSED]       = { "expire_paused", "SELECT tasks.expire_paused_workflows($1, $2)", 2 },
+    [STMT_SWEEP_UNIQUE_KEYS]   = { "sweep_unique_keys", "SELECT tasks.sweep_unique_keys($1, $2)", 2 },
     [STMT_WORKER_REGISTER] = { "worker_register", "SELECT tasks.register_worker($1, $2, $3, $4, $5)", 5 },
     /* $1, $2: the claimer and runner heartbeat intervals (ms); a worker
      * holding tasks is late when it has not been seen for two of its

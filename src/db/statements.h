@@ -92,6 +92,7 @@ typedef enum db_stmt {
     STMT_SWEEP_WORKFLOWS,
     STMT_SWEEP_WORKER_STATES,
     STMT_EXPIRE_PAUSED,
+    STMT_SWEEP_UNIQUE_KEYS,
     STMT_SCHEDULE_STATE,
     STMT_SCHEDULE_FIRE,
     STMT_SCHEDULE_LIST,     /* every schedule ($1 NULL) or one, with its state */

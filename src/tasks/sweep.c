@@ -11,7 +11,7 @@
 #define SWEEP_FIRST_MS 2000   /* the first round, this long after start (once the database answers) */
 #define SWEEP_RETRY_MS 1000   /* the database not ready yet: look again */
 
-enum { STEP_WORKFLOWS, STEP_WORKER_STATES, STEP_EXPIRE, STEP_COUNT };
+enum { STEP_WORKFLOWS, STEP_WORKER_STATES, STEP_EXPIRE, STEP_UNIQUE_KEYS, STEP_COUNT };
 
 struct task_sweeper {
     db_pool              *pool;
@@ -25,23 +25,32 @@ struct task_sweeper {
     sweep_totals          totals;
 };
 
-static const db_stmt step_stmt[STEP_COUNT] = { STMT_SWEEP_WORKFLOWS, STMT_SWEEP_WORKER_STATES, STMT_EXPIRE_PAUSED };
-static const char *const step_what[STEP_COUNT] = { "workflows", "worker states", "paused workflows" };
+static const db_stmt step_stmt[STEP_COUNT] = {
+    STMT_SWEEP_WORKFLOWS, STMT_SWEEP_WORKER_STATES, STMT_EXPIRE_PAUSED, STMT_SWEEP_UNIQUE_KEYS,
+};
+static const char *const step_what[STEP_COUNT] = { "workflows", "worker states", "paused workflows", "unique keys" };
 
-/* The step's age (hours, or seconds for the expiry); CONF_NONE: skipped. */
+/* The step's age (hours, or seconds for the expiry and the unique keys);
+ * CONF_NONE: skipped. Unique keys go as soon as they hold nothing: a send
+ * would take them over anyway, so no setting keeps them. */
 static int64_t step_age(const task_sweeper *s, int step)
 {
     switch (step) {
     case STEP_WORKFLOWS:     return s->conf->terminal_record_retention_hours;
     case STEP_WORKER_STATES: return s->conf->worker_state_retention_hours;
+    case STEP_UNIQUE_KEYS:   return 0;
     default:                 return s->conf->paused_workflow_auto_cancel_after_s;
     }
 }
 
 static int64_t *step_count(sweep_result *r, int step)
 {
-    return step == STEP_WORKFLOWS ? &r->workflows_deleted
-         : step == STEP_WORKER_STATES ? &r->worker_states_deleted : &r->workflows_expired;
+    switch (step) {
+    case STEP_WORKFLOWS:     return &r->workflows_deleted;
+    case STEP_WORKER_STATES: return &r->worker_states_deleted;
+    case STEP_EXPIRE:        return &r->workflows_expired;
+    default:                 return &r->unique_keys_deleted;
+    }
 }
 
 static void arm(task_sweeper *s, int64_t ms)
@@ -59,9 +68,11 @@ static void round_end(task_sweeper *s)
     s->totals.workflows_deleted += (uint64_t)r->workflows_deleted;
     s->totals.worker_states_deleted += (uint64_t)r->worker_states_deleted;
     s->totals.workflows_expired += (uint64_t)r->workflows_expired;
-    if (r->workflows_deleted || r->worker_states_deleted || r->workflows_expired)
-        log_info("task sweep: %lld workflows and %lld worker states deleted, %lld paused workflows expired",
-                 (long long)r->workflows_deleted, (long long)r->worker_states_deleted,
+    s->totals.unique_keys_deleted += (uint64_t)r->unique_keys_deleted;
+    if (r->workflows_deleted || r->worker_states_deleted || r->workflows_expired || r->unique_keys_deleted)
+        log_info("task sweep: %lld workflows, %lld worker states and %lld free unique keys deleted,"
+                 " %lld paused workflows expired", (long long)r->workflows_deleted,
+                 (long long)r->worker_states_deleted, (long long)r->unique_keys_deleted,
                  (long long)r->workflows_expired);
     if (s->done) {
         sweep_done_fn fn = s->done;

@@ -4,8 +4,9 @@
  * terminal workflow records older than terminal_record_retention_hours
  * (their nodes and outbox evidence with them) and worker-state snapshots
  * older than worker_state_retention_hours, then expires workflows PAUSED
- * longer than paused_workflow_auto_cancel_after. A setting at None skips
- * its part. Every server runs a sweeper; one sweeps at a time (an advisory
+ * longer than paused_workflow_auto_cancel_after, and deletes unique keys
+ * that hold nothing any more (a period over, a task ended). A setting at
+ * None skips its part. Every server runs a sweeper; one sweeps at a time (an advisory
  * lock per batch, sql/021), the others find it taken and wait for their
  * next round. Terminal task records and heartbeats age by partition drop,
  * not here. */
@@ -24,13 +25,14 @@ typedef struct sweep_result {
     int64_t workflows_deleted;
     int64_t worker_states_deleted;   /* snapshots, and registrations not seen for as long */
     int64_t workflows_expired;
+    int64_t unique_keys_deleted;     /* keys of tasks.unique_keys that held nothing any more */
     bool    yielded;                 /* another server was sweeping: this round stopped */
     bool    failed;                  /* a database error ended it (logged) */
 } sweep_result;
 
 /* Totals since start, for /metrics. */
 typedef struct sweep_totals {
-    uint64_t rounds, workflows_deleted, worker_states_deleted, workflows_expired;
+    uint64_t rounds, workflows_deleted, worker_states_deleted, workflows_expired, unique_keys_deleted;
 } sweep_totals;
 
 typedef void (*sweep_done_fn)(void *arg, const sweep_result *r);

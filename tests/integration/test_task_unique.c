@@ -316,3 +316,29 @@ TEST(bad_unique_input_is_a_400_naming_the_field_and_writes_nothing)
     CHECK_STR(sql("SELECT count(*) FROM horsies_task_idempotency"), "0");
     srv_stop(&s);
 }
+
+/* The sweep deletes keys that hold nothing (a task ended, a period over)
+ * and keeps the held ones. */
+TEST(the_sweep_deletes_unique_keys_that_hold_nothing_and_keeps_the_held)
+{
+    silt_server s;
+    srv_start(&s, NULL);
+    reply r;
+    char ended[96];
+    send_unique(&s, "{\"name\":\"a\",\"queue\":\"q\",\"unique\":{\"key\":\"ended\"}}", &r);
+    keep_str(ended, jstr(&r, "id"));
+    reply_fini(&r);
+    run_to_completion(&s, "q", ended);
+    send_unique(&s, "{\"name\":\"a\",\"queue\":\"q\",\"unique\":{\"key\":\"held\"}}", &r);
+    reply_fini(&r);
+    send_unique(&s, "{\"name\":\"a\",\"queue\":\"q\",\"unique\":{\"key\":\"period\",\"forMs\":600000}}", &r);
+    reply_fini(&r);
+    sql("UPDATE tasks.unique_keys SET expires_at = now() - interval '1 s' WHERE scope = 'key:period'");
+    rq(&s, "POST", "/api/v1/system/task-retention/sweep", NULL, &r);
+    CHECK_INT(r.status, 200);
+    CHECK_INT(jint(&r, "uniqueKeysDeleted"), 2);
+    reply_fini(&r);
+    CHECK_STR(sql("SELECT string_agg(scope, ',') FROM tasks.unique_keys"), "key:held");
+    CHECK(srv_metric(&s, "silt_task_sweep_rows_deleted_total{kind=\"unique_keys\"}") == 2);
+    srv_stop(&s);
+}
