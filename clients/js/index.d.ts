@@ -39,6 +39,19 @@ export interface SendOptions {
     idempotencyKey?: string | null;
     /** the retention class of the task's record; null: kept forever */
     retentionClassKey?: string | null;
+    /** one task per key at a time (docs/tasks.md, "Uniqueness"): a send of a held key answers the holder */
+    unique?: UniqueOptions | null;
+}
+
+/** The key (a string, or the name with the args), how long it is held, what a send of a held key does. */
+export interface UniqueOptions {
+    key?: string;
+    byArgs?: true;
+    /** held this long from the send; else while the task is live */
+    forMs?: number;
+    while?: "live";
+    /** existing (default); replace: the holder's args; debounce: its start. Only while it has not started */
+    onConflict?: "existing" | "replace" | "debounce";
 }
 
 /** One task to send through a Client. */

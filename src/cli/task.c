@@ -34,7 +34,8 @@ static const char send_usage[] =
     "usage: silt task send <name> --queue Q [options]\n"
     "\n"
     "Sends one task and prints its id, followed by \"(existing task)\" when an\n"
-    "earlier send with the same --idempotency-key made it.\n"
+    "earlier send with the same --idempotency-key or unique key made it\n"
+    "(\"(existing task, changed)\" when --on-conflict replace or debounce changed it).\n"
     "\n"
     "options:\n"
     "  --queue Q                 the queue whose workers run it (required)\n"
@@ -52,6 +53,13 @@ static const char send_usage[] =
     "  --jitter F                vary each delay by up to ±F (0 to 1)\n"
     "  --retry-on CODE,...       retry only these error codes (default: any)\n"
     "  --idempotency-key K       a second send with K returns the first task\n"
+    "  --unique-key K            one task of this name and key at a time: a send of\n"
+    "                            a held key returns the task holding it\n"
+    "  --unique-by-args          the same, the key being the name and the args\n"
+    "  --unique-for-ms N         the key is held N ms from the send ...\n"
+    "  --unique-while live       ... or while its task is live (the default)\n"
+    "  --on-conflict WHAT        existing (default), replace (its args) or debounce\n"
+    "                            (its start: this send's), while it has not started\n"
     "  --retention-class-key K   how long its record is kept: standard_30d, forever,\n"
     "                            or a class of the server's silt.conf (default: the\n"
     "                            queue's queue_retention mapping, else standard_30d)\n"
@@ -106,9 +114,9 @@ static const char workers_usage[] =
 
 typedef struct send_opts {
     const char *queue, *args, *args_file, *run_at, *good_until, *delays, *jitter, *retry_on, *key, *class_key;
-    const char *rate_key;
-    long priority, delay_ms, timeout_ms, max_retries, base_ms, cap_ms;   /* -1: not given */
-    bool json;
+    const char *rate_key, *unique_key, *unique_while, *on_conflict;
+    long priority, delay_ms, timeout_ms, max_retries, base_ms, cap_ms, unique_for_ms;   /* -1: not given */
+    bool json, unique_by_args;
 } send_opts;
 
 static int read_file(const char *path, buf *out)
@@ -230,6 +238,21 @@ static int put_retry(const cli_cmd *cmd, const send_opts *o, buf *b)
     return rc;
 }
 
+/* "unique": {...} when any --unique-* or --on-conflict is given; the
+ * server checks the combination (docs/tasks.md, "Uniqueness"). */
+static void put_unique(const send_opts *o, buf *b)
+{
+    if (!o->unique_key && !o->unique_by_args && o->unique_for_ms < 0 && !o->unique_while && !o->on_conflict) return;
+    cli_put_key(b, "unique");
+    buf_putc(b, '{');
+    cli_put_str_member(b, "key", o->unique_key);
+    if (o->unique_by_args) { cli_put_key(b, "byArgs"); buf_puts(b, "true"); }
+    cli_put_long_member(b, "forMs", o->unique_for_ms);
+    cli_put_str_member(b, "while", o->unique_while);
+    cli_put_str_member(b, "onConflict", o->on_conflict);
+    buf_putc(b, '}');
+}
+
 static int send_check(const cli_cmd *cmd, const send_opts *o)
 {
     if (!o->queue || !*o->queue) return cli_usage_error(cmd, "--queue is required");
@@ -255,6 +278,7 @@ static int send_body(const cli_cmd *cmd, const char *name, const send_opts *o, b
     cli_put_str_member(b, "idempotencyKey", o->key);
     cli_put_str_member(b, "retentionClassKey", o->class_key);
     cli_put_str_member(b, "rateKey", o->rate_key);
+    put_unique(o, b);
     if (rc == 0) rc = put_retry(cmd, o, b);
     buf_putc(b, '}');
     return rc;
@@ -262,9 +286,10 @@ static int send_body(const cli_cmd *cmd, const char *name, const send_opts *o, b
 
 static void send_render(const json_doc *d)
 {
-    int created = json_get(d, 0, "created");
+    int created = json_get(d, 0, "created"), changed = json_get(d, 0, "changed");
     bool existing = created >= 0 && d->tokens[created].type == JSON_FALSE;
-    cli_print_member(d, "", "id", existing ? " (existing task)\n" : "\n");
+    bool was_changed = changed >= 0 && d->tokens[changed].type == JSON_TRUE;
+    cli_print_member(d, "", "id", !existing ? "\n" : was_changed ? " (existing task, changed)\n" : " (existing task)\n");
 }
 
 static int send_run(const cli_cmd *cmd, const cli_args *a, void *opts)
@@ -280,7 +305,8 @@ static int send_run(const cli_cmd *cmd, const cli_args *a, void *opts)
 
 static int task_send(int argc, char **argv)
 {
-    send_opts o = { .priority = -1, .delay_ms = -1, .timeout_ms = -1, .max_retries = -1, .base_ms = -1, .cap_ms = -1 };
+    send_opts o = { .priority = -1, .delay_ms = -1, .timeout_ms = -1, .max_retries = -1, .base_ms = -1, .cap_ms = -1,
+                    .unique_for_ms = -1 };
     const cli_opt opts[] = {
         { "queue",           CLI_OPT_STR,  &o.queue },
         { "args",            CLI_OPT_STR,  &o.args },
@@ -299,6 +325,11 @@ static int task_send(int argc, char **argv)
         { "idempotency-key", CLI_OPT_STR,  &o.key },
         { "retention-class-key", CLI_OPT_STR, &o.class_key },
         { "rate-key",        CLI_OPT_STR,  &o.rate_key },
+        { "unique-key",      CLI_OPT_STR,  &o.unique_key },
+        { "unique-by-args",  CLI_OPT_FLAG, &o.unique_by_args },
+        { "unique-for-ms",   CLI_OPT_INT,  &o.unique_for_ms },
+        { "unique-while",    CLI_OPT_STR,  &o.unique_while },
+        { "on-conflict",     CLI_OPT_STR,  &o.on_conflict },
         { "json",            CLI_OPT_FLAG, &o.json },
     };
     const cli_cmd cmd = { "task send", send_usage, opts, sizeof opts / sizeof opts[0], 1, 1 };

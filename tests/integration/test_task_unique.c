@@ -342,3 +342,25 @@ TEST(the_sweep_deletes_unique_keys_that_hold_nothing_and_keeps_the_held)
     CHECK(srv_metric(&s, "silt_task_sweep_rows_deleted_total{kind=\"unique_keys\"}") == 2);
     srv_stop(&s);
 }
+
+/* silt task send --unique-*: the first send prints the id, a second the
+ * holder's with "(existing task, changed)" after a replace; a bad
+ * combination is the server's 400: a failed command, nothing sent. */
+TEST(cli_task_send_takes_unique_options)
+{
+    silt_server s;
+    srv_start(&s, NULL);
+    char out[4096], first[96];
+    const char *send = sfmt("SILT_URL=%s %s task send a --queue q --unique-key k --on-conflict replace", s.url,
+                            silt_bin());
+    CHECK_INT(run_cmd(sfmt("%s --args 1 2>&1", send), out, sizeof out), 0);
+    keep_str(first, strtok(out, "\n"));
+    CHECK_INT(run_cmd(sfmt("%s --args 2 2>&1", send), out, sizeof out), 0);
+    CHECK_STR(out, sfmt("%s (existing task, changed)\n", first));
+    CHECK_STR(sql("SELECT args::text FROM horsies_tasks"), "2");
+    CHECK(run_cmd(sfmt("SILT_URL=%s %s task send a --queue q --unique-by-args --unique-for-ms 5000"
+                       " --unique-while live 2>&1", s.url, silt_bin()), out, sizeof out) != 0);
+    CHECK(strstr(out, "unique.forMs and unique.while cannot both be given") != NULL);
+    CHECK_STR(sql("SELECT count(*) FROM horsies_tasks"), "1");
+    srv_stop(&s);
+}

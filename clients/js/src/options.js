@@ -31,6 +31,7 @@ const CHECKS = {
     retry: (v) => checkRetry(v),
     idempotencyKey: (v) => checkKey(v),
     retentionClassKey: (v) => checkClass(v),
+    unique: (v) => checkUnique(v),
 };
 
 /** The names of the send options, for messages and for the declarations. */
@@ -112,6 +113,16 @@ function checkKey(v) {
     if (typeof v !== "string" || v.length === 0) throw new TypeError("idempotencyKey must be a non-empty string");
     if (Buffer.byteLength(v) > KEY_MAX_BYTES) throw new RangeError(`idempotencyKey must be at most ${KEY_MAX_BYTES} bytes`);
     return v;
+}
+
+/** unique: the server's object as is (docs/tasks.md, "Uniqueness"); its
+ * members are known here, their rules the server's (a 400 naming one). */
+function checkUnique(v) {
+    if (typeof v !== "object" || v === null || Array.isArray(v)) throw new TypeError("unique must be an object");
+    for (const key of Object.keys(v))
+        if (!["key", "byArgs", "forMs", "while", "onConflict"].includes(key))
+            throw new TypeError(`unknown option "unique.${key}" (known: key, byArgs, forMs, while, onConflict)`);
+    return { ...v };
 }
 
 function checkClass(v) {

@@ -73,6 +73,17 @@ test("an_idempotency_key_returns_the_first_task", async () => {
     assert.equal((await client.list({ queue })).tasks.length, 1);
 });
 
+test("a_unique_send_passes_through_and_answers_the_holder", async () => {
+    const queue = uniqueQueue("uniq");
+    const unique = { key: "k", onConflict: "replace" };
+    const first = await client.send({ name: `u-${queue}`, queue, args: 1, unique });
+    const again = await client.send({ name: `u-${queue}`, queue, args: 2, unique });
+    assert.equal(again.id, first.id);
+    assert.equal(again.created, false);
+    assert.deepEqual((await again.get()).args, 2);
+    await assert.rejects(client.send({ name: "u", queue, unique: { kye: "k" } }), /unknown option "unique.kye"/);
+});
+
 test("with_options_sends_the_retention_class_and_overrides_and_keeps_the_defaults", async () => {
     const queue = uniqueQueue("with");
     const app = new App({ client });

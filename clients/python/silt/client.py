@@ -83,14 +83,17 @@ class Client:
 
     def send(self, name, queue, args=None, **options):
         """Sends one task; returns ``{"id", "created"}`` (``created`` False
-        when ``idempotency_key`` named an earlier task).
+        when ``idempotency_key`` or a ``unique`` key named an earlier task;
+        with ``unique``, also ``changed``).
 
         Options: priority (1 most urgent .. 100), delay (seconds or
         timedelta), run_at (aware datetime), good_until (aware datetime, or
         timedelta from now), timeout (seconds or timedelta), retry (the wire
         policy: ``{"maxRetries", "delaysMs", "backoff": {"baseMs", "capMs"},
         "jitter", "retryOn"}``), idempotency_key, retention_class_key (a
-        class key, or None to keep the record forever)."""
+        class key, or None to keep the record forever), unique (the wire
+        object: ``{"key": ...}`` or ``{"byArgs": True}``, with ``"forMs"``
+        or ``"while": "live"`` and ``"onConflict"``: docs/tasks.md)."""
         return self._call("POST", "/api/v1/tasks", task_body(name, queue, args, **options))
 
     def send_many(self, tasks):

@@ -30,10 +30,11 @@ MAX_KEY_CHARS = 200                    # idempotencyKey
 MAX_NAME_BYTES = 255                   # the one limit of names (docs/api.md)
 
 OPTION_NAMES = ("queue", "priority", "delay", "run_at", "good_until", "timeout", "retry",
-                "idempotency_key", "retention_class_key")
+                "idempotency_key", "retention_class_key", "unique")
 
 _RETRY_FIELDS = ("maxRetries", "delaysMs", "backoff", "jitter", "retryOn")
 _BACKOFF_FIELDS = ("baseMs", "capMs")
+_UNIQUE_FIELDS = ("key", "byArgs", "forMs", "while", "onConflict")
 
 
 def _is_int(v):
@@ -116,6 +117,15 @@ def _check_key(v):
     return v
 
 
+def _check_unique(v):
+    """unique: the server's object as is (docs/tasks.md, "Uniqueness"):
+    ``{"key": ...} | {"byArgs": True}``, ``"forMs"`` or ``"while": "live"``,
+    ``"onConflict"``. Its members are known here; their rules are the
+    server's (a 400 naming the member)."""
+    _check_known("unique", v, _UNIQUE_FIELDS)
+    return dict(v)
+
+
 def _check_class(v):
     if v is not None and (not isinstance(v, str) or not v):
         raise TypeError(f"retention_class_key must be a retention class key or None (forever), not {v!r}")
@@ -183,6 +193,7 @@ _CHECKS = {
     "retry": _check_retry,
     "idempotency_key": _check_key,
     "retention_class_key": _check_class,
+    "unique": _check_unique,
 }
 
 
@@ -230,4 +241,6 @@ def to_wire(options, now=None):
         wire["idempotencyKey"] = options["idempotency_key"]
     if "retention_class_key" in options:
         wire["retentionClassKey"] = options["retention_class_key"]
+    if "unique" in options:
+        wire["unique"] = options["unique"]
     return wire

@@ -86,6 +86,17 @@ class ClientTests(ServerCase):
         self.assertEqual((first["created"], second["created"]), (True, False))
         self.assertEqual(self.client.get(first["id"])["args"], 1)
 
+    def test_a_unique_send_passes_through_and_answers_the_holder(self):
+        unique = {"key": "k", "onConflict": "replace"}
+        name = f"u-{self.queue}"
+        first = self.client.send(name, self.queue, 1, unique=unique)
+        second = self.client.send(name, self.queue, 2, unique=unique)
+        self.assertEqual(second["id"], first["id"])
+        self.assertEqual((first["created"], second["created"], second["changed"]), (True, False, True))
+        self.assertEqual(self.client.get(first["id"])["args"], 2)
+        with self.assertRaises(ValueError):
+            self.client.send("u", self.queue, unique={"kye": "k"})
+
     def test_list_pages_with_a_cursor_and_filters_by_status(self):
         ids = [s["id"] for s in self.client.send_many([{"name": "t", "queue": self.queue}] * 5)]
         page = self.client.list(queue=self.queue, limit=2)
