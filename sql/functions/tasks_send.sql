@@ -140,6 +140,9 @@ BEGIN
           INTO missing;
         EXIT WHEN NOT missing;
     END LOOP;
+    IF missing THEN   -- the sweep kept deleting what was free: never seen, but not a task without its key
+        RAISE EXCEPTION 'a unique key of this send kept changing hands: send again' USING ERRCODE = '40001';
+    END IF;
     RETURN ARRAY(SELECT u.id FROM unnest(p_ids, p_names, p_scopes) AS u(id, name, scope)
                    LEFT JOIN tasks.unique_keys h ON h.task_name = u.name AND h.scope = u.scope
                   WHERE u.scope IS NOT NULL AND h.task_id IS DISTINCT FROM u.id);

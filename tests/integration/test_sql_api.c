@@ -307,7 +307,8 @@ TEST(a_role_granted_silt_producer_may_send_and_do_nothing_else)
     refused(pg, sfmt("SELECT tasks.cancel('%s')", id), "42501");
     refused(pg, "SELECT tasks.uuid7()", "42501");
     refused(pg, "SELECT * FROM tasks.enqueue('{}', '{}', '{}', '{}', '{}', '{}', '{}', '{}', '{}', '{}', '{}', '{}',"
-                " '{}', '{}', '{}', '{}', '{}', false)", "42501");
+                " '{}', '{}', '{}', '{}', '{}', '{}', false)", "42501");
+    refused(pg, "DELETE FROM tasks.unique_keys", "42501");
     refused(pg, "SELECT tasks.send_settings_store('{}', '{}', '{}', '{}', true, '{}')", "42501");
     refused(pg, "SELECT * FROM queen.push_flush('{}', '{}', '{}', '', '{}', '', '', '{}', '{}')", "42501");
     CHECK_STR(sql("SELECT count(*) FROM horsies_tasks WHERE id = '%s'", id), "1");
