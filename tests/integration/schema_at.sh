@@ -9,13 +9,25 @@
 set -e
 what="$1"; db="$2"; port="$3"
 psql="psql -X -q -v ON_ERROR_STOP=1 -h 127.0.0.1 -p $port -U postgres -d $db"
+# Warnings and errors only: the migrations' DROP ... IF EXISTS notices run
+# to pages, and a caller reading a bounded reply (run_cmd) stops reading,
+# which would kill this script on a full pipe.
+export PGOPTIONS="${PGOPTIONS:-} -c client_min_messages=warning"
 
 # The last commit whose newest migration is version $1 (of those that
 # changed the schema: the commits after it until the next one have its).
+# When HEAD has that version's file, the commit's newest file must be it: a
+# branch whose migration was renumbered before it landed (its number taken
+# by another's meanwhile) left commits with that number under another
+# name, a schema no release ran.
 commit_of_version() {
+    number=$(printf '%03d' "$1")
+    want=$(git ls-tree --name-only HEAD sql/migrations/ | grep -o "/${number}_[^/]*\.sql\$" || true)
     for c in $(git rev-list HEAD -- sql/); do
-        newest=$(git ls-tree --name-only "$c" sql/ sql/migrations/ | grep -o '/[0-9][0-9][0-9]_' | sort | tail -n 1)
-        [ "$newest" = "/$(printf '%03d' "$1")_" ] && { echo "$c"; return; }
+        newest=$(git ls-tree --name-only "$c" sql/ sql/migrations/ | grep -o '/[0-9][0-9][0-9]_[^/]*\.sql$' | sort | tail -n 1)
+        case "$newest" in "/${number}_"*) ;; *) continue ;; esac
+        [ -z "$want" ] || [ "$newest" = "$want" ] || continue
+        echo "$c"; return
     done
     echo HEAD
 }

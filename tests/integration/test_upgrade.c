@@ -314,9 +314,7 @@ static void check_upgraded(const char *version_or_commit, const char *fresh)
     database_from(what, db);
     seed_rows(db);
     row_counts(db, rows);
-    int rc = migrate_output(db, out, sizeof out);
-    if (rc != 0) fprintf(stderr, "    migrate of %s (%s) said:\n%s\n", db, what, out);   /* why, in the failure */
-    CHECK_INT(rc, 0);
+    if (migrate_output(db, out, sizeof out) != 0) harness_failf(__FILE__, __LINE__, "%s: %s", what, out);
     char got[2048], expect[2048];
     snprintf(got, sizeof got, "%s", versions(db, false));
     snprintf(expect, sizeof expect, "%s", all_versions());
