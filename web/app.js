@@ -1078,8 +1078,8 @@ function pauseQueue(queue, verb) {
 function pausedQueues(paused, filtered, state) {
   const admin = may(state, 'admin');
   const rows = paused.map((p) => h('li', { 'data-paused': p.queue }, 'queue ', h('b', {}, p.queue),
-    ' paused since ' + p.pausedAt + ' ', admin ? h('button', { 'data-action': 'resume',
-      onclick: () => pauseQueue(p.queue, 'resume') }, 'resume') : null));
+    ' paused ', h('span', { title: p.pausedAt }, relativeTime(p.pausedAt)), ' ',
+    admin ? h('button', { 'data-action': 'resume', onclick: () => pauseQueue(p.queue, 'resume') }, 'resume') : null));
   const running = admin && filtered && !paused.some((p) => p.queue === filtered);
   return h('div', { id: 'task-queue-pauses' }, rows.length ? h('ul', { class: 'bad' }, rows) : null,
     running ? h('button', { 'data-action': 'pause', onclick: () => pauseQueue(filtered, 'pause') },
