@@ -3,10 +3,11 @@
  * a time (default: the online cores; 1 runs them one after another).
  * Arguments filter tests by substring. A test's output is held until it
  * ends and then printed whole, so tests running together never interleave;
- * tests end, and are reported, in any order. Tests marked TEST_ALONE run
- * last, one at a time, with nothing beside them (HARNESS_ALONE=skip or
- * only runs the others or them alone). The slowest ten come before the
- * last line, which is always "N passed, N failed". */
+ * tests end, and are reported, in any order. Tests marked TEST_LONG start
+ * first; tests marked TEST_ALONE run last, one at a time, with nothing
+ * beside them (HARNESS_ALONE=skip or only runs the others or them alone).
+ * The slowest ten come before the last line, which is always
+ * "N passed, N failed". */
 #include "harness.h"
 #include <errno.h>
 #include <fcntl.h>
@@ -21,7 +22,7 @@
 #define HARNESS_MAX 1024
 #define JOBS_MAX 64
 
-static struct { const char *name; harness_fn fn; bool alone; } tests[HARNESS_MAX];
+static struct { const char *name; harness_fn fn; harness_kind kind; } tests[HARNESS_MAX];
 static int ntests;
 static void (*on_finish)(int pid);
 
@@ -33,12 +34,12 @@ typedef struct running {
     long long t0;
 } running;
 
-void harness_register(const char *name, harness_fn fn, bool alone)
+void harness_register(const char *name, harness_fn fn, harness_kind kind)
 {
     if (ntests >= HARNESS_MAX) return;
     tests[ntests].name = name;
     tests[ntests].fn = fn;
-    tests[ntests].alone = alone;
+    tests[ntests].kind = kind;
     ntests++;
 }
 
@@ -201,20 +202,21 @@ static void print_slowest(const long long *ms)
     for (int i = 0; i < n && i < 10 && n > 1; i++) printf("  %6lld ms  %s\n", ms[order[i]], tests[order[i]].name);
 }
 
-/* The selected tests in the order they run: those that share the machine,
- * then those that run alone. HARNESS_ALONE=skip leaves the second out,
- * HARNESS_ALONE=only the first: scripts/test.sh runs the client suites
- * beside the ones that share, and the alone ones after them all. Returns
- * how many. */
+/* The selected tests in the order they run: the long ones that share the
+ * machine, the other ones that share it, then those that run alone.
+ * HARNESS_ALONE=skip leaves the alone ones out, HARNESS_ALONE=only the
+ * others: scripts/test.sh runs the client suites beside the ones that
+ * share, and the alone ones after them all. Returns how many. */
 static int schedule(int *order, int argc, char **argv)
 {
     const char *alone = getenv("HARNESS_ALONE");
     bool shared_too = !alone || strcmp(alone, "only") != 0, alone_too = !alone || strcmp(alone, "skip") != 0;
     int n = 0;
-    for (int pass = 0; pass < 2; pass++) {
-        if (pass == 0 ? !shared_too : !alone_too) continue;
+    static const harness_kind passes[] = { HARNESS_LONG, HARNESS_SHARED, HARNESS_ALONE };
+    for (int pass = 0; pass < 3; pass++) {
+        if (passes[pass] == HARNESS_ALONE ? !alone_too : !shared_too) continue;
         for (int i = 0; i < ntests; i++)
-            if (tests[i].alone == (pass == 1) && selected(tests[i].name, argc, argv)) order[n++] = i;
+            if (tests[i].kind == passes[pass] && selected(tests[i].name, argc, argv)) order[n++] = i;
     }
     return n;
 }
@@ -236,7 +238,7 @@ int main(int argc, char **argv)
     while (next < nrun || busy > 0) {
         /* An alone test starts only once every other has ended, and holds
          * back the ones after it until it has ended itself. */
-        bool may_start = next < nrun && (tests[order[next]].alone ? busy == 0 : busy < jobs);
+        bool may_start = next < nrun && (tests[order[next]].kind == HARNESS_ALONE ? busy == 0 : busy < jobs);
         if (may_start) {
             int s = 0;
             while (slots[s].pid > 0) s++;

@@ -9,8 +9,10 @@
 #include <string.h>
 
 typedef void (*harness_fn)(void);
-/* alone: the test runs with no other test beside it (see TEST_ALONE). */
-void harness_register(const char *name, harness_fn fn, bool alone);
+/* When a test runs: among the others, before them (TEST_LONG), or after
+ * them with nothing beside it (TEST_ALONE). */
+typedef enum harness_kind { HARNESS_SHARED, HARNESS_LONG, HARNESS_ALONE } harness_kind;
+void harness_register(const char *name, harness_fn fn, harness_kind kind);
 /* Called in the runner after each test's process has ended (whatever its
  * outcome), with that process's id: for what a test leaves outside itself,
  * such as a database. One hook; registering again replaces it. Other tests
@@ -24,19 +26,23 @@ _Noreturn void harness_fail(const char *file, int line, const char *what);
 _Noreturn void harness_failf(const char *file, int line, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
-#define HARNESS_TEST(name, alone)                                         \
+#define HARNESS_TEST(name, kind)                                          \
     static void name(void);                                               \
     __attribute__((constructor)) static void register_##name(void)        \
-    { harness_register(#name, name, alone); }                             \
+    { harness_register(#name, name, kind); }                              \
     static void name(void)
 
 /* A test that shares the machine with the others. */
-#define TEST(name) HARNESS_TEST(name, false)
+#define TEST(name) HARNESS_TEST(name, HARNESS_SHARED)
+/* A test that shares the machine and takes tens of seconds by design (a
+ * chaos run, upgrades from many schemas): these start before the others,
+ * so that none of them is still running alone when the rest have ended. */
+#define TEST_LONG(name) HARNESS_TEST(name, HARNESS_LONG)
 /* A test that needs the machine, or the suite's PostgreSQL, to itself:
  * it stops the shared cluster, measures CPU, or bounds how long something
  * takes tightly enough that a neighbour's load would fail it. These run
  * after the others, one at a time. Say at the test why it is one. */
-#define TEST_ALONE(name) HARNESS_TEST(name, true)
+#define TEST_ALONE(name) HARNESS_TEST(name, HARNESS_ALONE)
 
 #define CHECK(cond) \
     do { if (!(cond)) harness_fail(__FILE__, __LINE__, #cond); } while (0)

@@ -49,19 +49,18 @@ functions() {
 layered=false
 git cat-file -e "$commit:sql/functions/ORDER" 2>/dev/null && layered=true
 
-$psql -c "CREATE SCHEMA IF NOT EXISTS queen; CREATE TABLE IF NOT EXISTS queen.schema_migrations (
-          version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())"
-if $layered; then
-    { echo 'SET check_function_bodies = off;'; functions '^before '; } | $psql -f - >/dev/null
-fi
+# One session for all of it (a psql per file was most of the time): each
+# migration in its own transaction with its version row, as migrate ran it.
 migrations=$(git ls-tree --name-only "$commit" sql/ sql/migrations/ | grep '/[0-9][0-9][0-9]_.*\.sql$' | sort)
-for f in $migrations; do
-    name=$(basename "$f")
-    { echo 'BEGIN;'; git show "$commit:$f"; echo ';'
-      echo "INSERT INTO queen.schema_migrations (version, name) VALUES (${name%%_*} + 0, '$name'); COMMIT;"; } |
-        $psql -f - >/dev/null
-done
-if $layered; then
-    { echo 'SET check_function_bodies = off;'; functions '^[^#b]'; } | $psql -f - >/dev/null
-fi
+{
+    echo "CREATE SCHEMA IF NOT EXISTS queen; CREATE TABLE IF NOT EXISTS queen.schema_migrations (
+          version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now());"
+    if $layered; then echo 'SET check_function_bodies = off;'; functions '^before '; echo 'RESET check_function_bodies;'; fi
+    for f in $migrations; do
+        name=$(basename "$f")
+        echo 'BEGIN;'; git show "$commit:$f"; echo ';'
+        echo "INSERT INTO queen.schema_migrations (version, name) VALUES (${name%%_*} + 0, '$name'); COMMIT;"
+    done
+    if $layered; then echo 'SET check_function_bodies = off;'; functions '^[^#b]'; fi
+} | $psql -f - >/dev/null
 git rev-parse --short "$commit"

@@ -51,7 +51,7 @@ static void start_in_the_second_half_of_a_minute(void)
  * 20000-32000): CLUSTER_PORTS narrows scripts/cluster_lib.sh's choice. */
 #define CHAOS_PORTS "CLUSTER_PORTS='7000 9999' "
 
-TEST(chaos_kill9_and_immediate_stops_lose_skip_and_duplicate_nothing)
+TEST_LONG(chaos_kill9_and_immediate_stops_lose_skip_and_duplicate_nothing)
 {
     if (access("scripts/chaos.sh", X_OK) != 0) {
         printf("    note: scripts/chaos.sh not here (run from the repository root): not checked\n");
@@ -68,7 +68,7 @@ TEST(chaos_kill9_and_immediate_stops_lose_skip_and_duplicate_nothing)
     CHECK_INT(code, 0);
 }
 
-TEST(chaos_failovers_to_a_synchronous_standby_lose_skip_and_duplicate_nothing)
+TEST_LONG(chaos_failovers_to_a_synchronous_standby_lose_skip_and_duplicate_nothing)
 {
     if (access("scripts/chaos.sh", X_OK) != 0) {
         printf("    note: scripts/chaos.sh not here (run from the repository root): not checked\n");
