@@ -39,6 +39,8 @@ export interface SendOptions {
     idempotencyKey?: string | null;
     /** the retention class of the task's record; null: kept forever */
     retentionClassKey?: string | null;
+    /** a key the queue's rate_limit_per_key counts separately (1 to 255 bytes); kept with the task on any queue */
+    rateKey?: string | null;
     /** one task per key at a time (docs/tasks.md, "Uniqueness"): a send of a held key answers the holder */
     unique?: UniqueOptions | null;
 }
@@ -86,6 +88,10 @@ export interface TaskRecord<R = Json, A = Json> {
     errorMessage: string | null;
     idempotencyKey: string | null;
     retentionClassKey: string | null;
+    /** the id of the task this one reruns; null for a task sent by a send */
+    rerunOf: string | null;
+    /** the key the queue's rate_limit_per_key counts it under, or null */
+    rateKey: string | null;
     /** the last progress report of the running attempt (kept when it ends), or null */
     progress: number | null;
     progressInfo: Json | null;
@@ -102,6 +108,163 @@ export interface Attempt {
     outcome: "COMPLETED" | "FAILED" | "CANCELLED" | null;
     errorCode: string | null;
     errorMessage: string | null;
+}
+
+/** The overrides of a rerun (the original's value for any left out). */
+export interface RerunOverrides {
+    priority?: number;
+    timeoutMs?: number;
+    /** the whole policy; {}: no retries */
+    retry?: RetryPolicy;
+    /** null: kept forever */
+    retentionClassKey?: string | null;
+}
+
+export interface RerunReply {
+    /** the rerun's id */
+    id: string;
+    /** the task it reruns */
+    rerunOf: string;
+    /** false: the task had been rerun already, and this is that rerun */
+    created: boolean;
+}
+
+/** The filters of a rerun by filter (all given must match), with its overrides. */
+export interface RerunFilter extends RerunOverrides {
+    queue?: string;
+    name?: string;
+    errorCode?: string;
+    status?: "FAILED" | "CANCELLED" | "EXPIRED" | "COMPLETED";
+    finishedAfter?: Date | string;
+    finishedBefore?: Date | string;
+    /** 1 to 1,000 (default 100): the most one call reruns */
+    limit?: number;
+    /** only count */
+    dryRun?: boolean;
+    /** COMPLETED tasks too */
+    includeCompleted?: boolean;
+}
+
+export interface RerunManyReply {
+    dryRun: boolean;
+    /** how many were (or would be) rerun, at most limit */
+    count: number;
+    /** further tasks match: call again to go on */
+    more: boolean;
+    /** absent with dryRun */
+    tasks?: RerunReply[];
+}
+
+/** A rate limit of a queue: at most `limit` claims in any window of `periodMs`. */
+export interface RateLimit {
+    limit: number;
+    periodMs: number;
+}
+
+/** A queue silt.conf declares, with its load now. */
+export interface TaskQueueInfo {
+    queue: string;
+    priority: number;
+    maxConcurrency: number;
+    claimedOrRunning: number;
+    /** a task of it is due */
+    due: boolean;
+    atCap: boolean;
+    heldBack: boolean;
+    rateLimit: RateLimit | null;
+    rateLimitPerKey: RateLimit | null;
+    atRateLimit: boolean;
+    heldBackByRateLimit: boolean;
+    paused: boolean;
+}
+
+export interface QueuePauseReply {
+    queue: string;
+    paused: boolean;
+    /** when it was paused; null once resumed */
+    pausedAt: string | null;
+    /** false: it already was so */
+    changed: boolean;
+}
+
+/** The task queues: client.queues. */
+export declare class TaskQueues {
+    /** The declared queues with their load, and every paused queue. */
+    list(): Promise<{ queues: TaskQueueInfo[]; paused: Array<{ queue: string; pausedAt: string }> }>;
+    /** Pauses a queue (admin; idempotent): sends are accepted, nothing is handed out. */
+    pause(queue: string): Promise<QueuePauseReply>;
+    /** Resumes a queue (admin; idempotent). */
+    resume(queue: string): Promise<QueuePauseReply>;
+}
+
+/** A schedule as the server shows it. */
+export interface ScheduleRecord {
+    name: string;
+    /** config: a [schedule.NAME] of silt.conf (read-only here); api: made through the API */
+    origin: "config" | "api";
+    paused: boolean;
+    pausedAt: string | null;
+    cron: string;
+    timezone: string;
+    task: string;
+    queue: string;
+    args: Json;
+    /** 0: missed slots skipped; 1 to 1,000: that many fired */
+    catchUp: number;
+    /** null: the queue's */
+    priority: number | null;
+    /** null: the queue's */
+    retentionClassKey: string | null;
+    createdAt: string;
+    updatedAt: string;
+    lastSlot: string | null;
+    lastFiredAt: string | null;
+    lastTaskId: string | null;
+    /** null while paused */
+    nextFire: string | null;
+}
+
+/** What a create takes (checked by the server: a 400 names the field). */
+export interface ScheduleSpec {
+    /** 1 to 48 characters of A-Z a-z 0-9 _ - */
+    name: string;
+    cron: string;
+    task: string;
+    queue: string;
+    /** default UTC */
+    timezone?: string;
+    args?: Json;
+    /** 0 (default) to 1,000 */
+    catchUp?: number;
+    /** 1 to 100; default the queue's */
+    priority?: number;
+    retentionClassKey?: string;
+    /** created paused */
+    paused?: boolean;
+}
+
+/** A change: the fields given change; null sets timezone, args, catchUp, priority, retentionClassKey to their default. */
+export interface ScheduleChange {
+    cron?: string;
+    task?: string;
+    queue?: string;
+    timezone?: string | null;
+    args?: Json;
+    catchUp?: number | null;
+    priority?: number | null;
+    retentionClassKey?: string | null;
+}
+
+/** The schedules: client.schedules. Changes are admin calls; a config schedule refuses them (409). */
+export declare class Schedules {
+    /** Every schedule, by name. */
+    list(): Promise<ScheduleRecord[]>;
+    get(name: string): Promise<ScheduleRecord>;
+    create(schedule: ScheduleSpec): Promise<ScheduleRecord>;
+    change(name: string, changes: ScheduleChange): Promise<ScheduleRecord>;
+    pause(name: string): Promise<ScheduleRecord>;
+    resume(name: string): Promise<ScheduleRecord>;
+    delete(name: string): Promise<{ name: string; deleted: true }>;
 }
 
 export interface CancelReply {
@@ -123,8 +286,10 @@ export interface ClientOptions {
 /** A sent task. */
 export declare class TaskHandle<R = Json> {
     readonly id: string;
-    /** false when an idempotencyKey named an earlier task: this is that task */
+    /** false when an idempotencyKey or a unique key named an earlier task: this is that task */
     readonly created: boolean;
+    /** a send with unique: true when replace or debounce changed the task holding the key; otherwise undefined */
+    readonly changed?: boolean;
     /**
      * Waits for the end: COMPLETED answers the result; FAILED, CANCELLED and
      * EXPIRED throw TaskFailedError; past timeoutMs (default: no limit), WaitTimeoutError.
@@ -133,6 +298,8 @@ export declare class TaskHandle<R = Json> {
     get(): Promise<TaskRecord<R>>;
     cancel(): Promise<CancelReply>;
     attempts(): Promise<Attempt[]>;
+    /** Reruns the ended task (see Client.rerun); a handle on the rerun. */
+    rerun(overrides?: RerunOverrides & { name?: string; queue?: string; args?: Json; includeCompleted?: boolean }): Promise<TaskHandle>;
 }
 
 export interface WorkflowNode {
@@ -197,16 +364,24 @@ export declare class Client {
     constructor(options: ClientOptions);
     readonly url: string;
     readonly workflows: Workflows;
+    readonly queues: TaskQueues;
+    readonly schedules: Schedules;
     send<A = Json, R = Json>(task: TaskSpec<A>): Promise<TaskHandle<R>>;
     /** 1 to 1,000 tasks in one request: all written, or none. */
     sendBatch(tasks: TaskSpec[]): Promise<TaskHandle[]>;
     get(id: string, options?: { waitMs?: number }): Promise<TaskRecord>;
     /** Waits until the task has ended (any terminal status) and answers it. */
     wait(id: string, options?: { timeoutMs?: number }): Promise<TaskRecord>;
-    list(filter?: { queue?: string; status?: TaskStatus; limit?: number; cursor?: string }):
-        Promise<{ tasks: TaskRecord[]; nextCursor: string | null }>;
+    /** search: names holding it (case aside); order desc: newest first. total counts up to 10,000 (totalCapped past it). */
+    list(filter?: { queue?: string; status?: TaskStatus; search?: string; order?: "asc" | "desc"; limit?: number; cursor?: string }):
+        Promise<{ tasks: TaskRecord[]; nextCursor: string | null; total: number; totalCapped: boolean }>;
     cancel(id: string): Promise<CancelReply>;
     attempts(id: string, options?: { waitMs?: number }): Promise<Attempt[]>;
+    /** Sends an ended task again as a new task (at most once per task: again, created false and that rerun). */
+    rerun(id: string, overrides?: RerunOverrides & { name?: string; queue?: string; args?: Json; includeCompleted?: boolean }):
+        Promise<RerunReply>;
+    /** Reruns the ended tasks matching every filter, up to limit (admin); dryRun only counts. */
+    rerunMany(filter?: RerunFilter): Promise<RerunManyReply>;
     handle(id: string): TaskHandle;
 }
 

@@ -15,14 +15,17 @@ export class TaskHandle {
     /**
      * @param {import("./client.js").Client} client
      * @param {string} id
-     * @param {boolean} created false when an idempotencyKey named an earlier task
+     * @param {boolean} created false when an idempotencyKey or a unique key named an earlier task
+     * @param {boolean} [changed] with unique: true when replace or debounce changed that task
      */
-    constructor(client, id, created) {
+    constructor(client, id, created, changed) {
         this.client = client;
         /** the task's id (a UUIDv7) */
         this.id = id;
-        /** false when the idempotencyKey named an earlier task: this is that task */
+        /** false when the idempotencyKey or unique key named an earlier task: this is that task */
         this.created = created;
+        /** a send with unique: true when its onConflict (replace, debounce) changed the task holding the key; else undefined */
+        this.changed = changed;
     }
 
     /**
@@ -52,7 +55,17 @@ export class TaskHandle {
         return this.client.attempts(this.id);
     }
 
+    /**
+     * Sends the finished task again as a new task (see Client.rerun);
+     * answers a handle on the rerun (created false: the rerun made before).
+     * @param {object} [overrides]
+     */
+    async rerun(overrides) {
+        const reply = await this.client.rerun(this.id, overrides);
+        return new TaskHandle(this.client, reply.id, reply.created);
+    }
+
     toJSON() {
-        return { id: this.id, created: this.created };
+        return this.changed === undefined ? { id: this.id, created: this.created } : { id: this.id, created: this.created, changed: this.changed };
     }
 }

@@ -8,5 +8,7 @@ export { Task } from "./task.js";
 export { TaskHandle } from "./handle.js";
 export { Worker } from "./worker.js";
 export { Workflows } from "./workflows.js";
+export { TaskQueues } from "./queues.js";
+export { Schedules } from "./schedules.js";
 export { SiltError, TransportError, TaskFailedError, WaitTimeoutError, TaskAbortedError } from "./errors.js";
 export { SEND_OPTIONS } from "./options.js";

@@ -30,6 +30,7 @@ const CHECKS = {
     timeoutMs: (v) => checkInt("timeoutMs", v, 1, MAX_TIMEOUT_MS),
     retry: (v) => checkRetry(v),
     idempotencyKey: (v) => checkKey(v),
+    rateKey: (v) => checkRateKey(v),
     retentionClassKey: (v) => checkClass(v),
     unique: (v) => checkUnique(v),
 };
@@ -99,7 +100,8 @@ export function checkInt(what, v, min, max) {
     return v;
 }
 
-function checkTime(what, v) {
+/** A Date or an ISO 8601 string, answered as the string the server reads. */
+export function checkTime(what, v) {
     if (v instanceof Date) {
         if (Number.isNaN(v.getTime())) throw new RangeError(`${what} is an invalid Date`);
         return v.toISOString();
@@ -115,6 +117,13 @@ function checkKey(v) {
     return v;
 }
 
+/** rateKey: the key the queue's rate_limit_per_key counts separately, 1 to 255 bytes. */
+function checkRateKey(v) {
+    if (typeof v !== "string" || v.length === 0) throw new TypeError(`rateKey must be a non-empty string, not ${describe(v)}`);
+    if (Buffer.byteLength(v) > NAME_MAX_BYTES) throw new RangeError(`rateKey must be at most ${NAME_MAX_BYTES} bytes`);
+    return v;
+}
+
 /** unique: the server's object as is (docs/tasks.md, "Uniqueness"); its
  * members are known here, their rules the server's (a 400 naming one). */
 function checkUnique(v) {
@@ -125,7 +134,8 @@ function checkUnique(v) {
     return { ...v };
 }
 
-function checkClass(v) {
+/** A retention class key, or null (kept forever). */
+export function checkClass(v) {
     if (v !== null && (typeof v !== "string" || v.length === 0))
         throw new TypeError("retentionClassKey must be a retention class key or null (kept forever)");
     return v;
@@ -150,8 +160,9 @@ const RETRY_CHECKS = {
     retryOn: (v) => checkRetryOn(v),
 };
 
-function checkRetry(v) {
-    if (typeof v !== "object" || Array.isArray(v)) throw new TypeError("retry must be an object");
+/** A retry policy as a send takes it (checked; null and undefined members left out). */
+export function checkRetry(v) {
+    if (v === null || typeof v !== "object" || Array.isArray(v)) throw new TypeError("retry must be an object");
     const out = {};
     for (const [key, value] of Object.entries(v)) {
         const check = RETRY_CHECKS[key];
@@ -205,6 +216,19 @@ function describe(v) {
     if (typeof v === "string") return JSON.stringify(v.length > 40 ? `${v.slice(0, 40)}...` : v);
     if (typeof v === "number" || typeof v === "boolean" || typeof v === "bigint") return `${typeof v} ${String(v)}`;
     return `a ${typeof v}`;
+}
+
+/** A value of a path segment (a queue's or a schedule's name): a non-empty
+ * string; what else it must be is the server's to say (a 400 naming it). */
+export function checkSegment(what, v) {
+    if (typeof v !== "string" || v.length === 0) throw new TypeError(`${what} must be a non-empty string, not ${describe(v)}`);
+    return v;
+}
+
+/** A boolean option, when given. */
+export function checkBool(what, v) {
+    if (v !== undefined && typeof v !== "boolean") throw new TypeError(`${what} must be true or false, not ${describe(v)}`);
+    return v;
 }
 
 /** A task's or workflow's id, as a path segment will carry it. */

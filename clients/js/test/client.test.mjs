@@ -262,3 +262,137 @@ test("a_bad_workflow_is_refused_with_every_problem", async () => {
         return true;
     });
 });
+
+test("a_rate_key_is_sent_kept_and_listed_and_a_bad_one_is_refused_before_sending", async () => {
+    const queue = uniqueQueue("ratekey");
+    const h = await client.send({ name: "hook", queue, rateKey: "customer-7" });
+    assert.equal((await h.get()).rateKey, "customer-7");
+    const plain = await client.send({ name: "hook", queue });
+    assert.equal((await plain.get()).rateKey, null);
+    const app = new App({ client });
+    const batch = await app.task("hook", { queue, rateKey: "customer-8" }).sendMany([1]);
+    assert.deepEqual((await client.list({ queue })).tasks.map((t) => t.rateKey), ["customer-7", null, "customer-8"]);
+    assert.equal(batch.length, 1);
+    const requests = await countRequests(async () => {
+        await assert.rejects(client.send({ name: "hook", queue, rateKey: "" }), (err) => err instanceof TypeError && /rateKey/.test(err.message));
+        await assert.rejects(client.send({ name: "hook", queue, rateKey: "k".repeat(256) }), (err) => err instanceof RangeError && /rateKey/.test(err.message));
+        await assert.rejects(client.send({ name: "hook", queue, rateKey: 7 }), (err) => err instanceof TypeError && /rateKey/.test(err.message));
+    });
+    assert.equal(requests, 0, "nothing was sent");
+});
+
+test("unique_debounce_reports_changed_on_the_handle_and_a_bad_unique_is_the_servers_400_naming_the_member", async () => {
+    const queue = uniqueQueue("uniqdeb");
+    const name = `d-${queue}`;
+    const unique = { key: "site-3", onConflict: "debounce" };
+    const first = await client.send({ name, queue, delayMs: 60000, unique });
+    assert.deepEqual([first.created, first.changed], [true, false]);
+    const before = Date.parse((await first.get()).runAt);
+    const again = await client.send({ name, queue, delayMs: 120000, unique });
+    assert.deepEqual([again.id, again.created, again.changed], [first.id, false, true]);
+    assert.ok(Date.parse((await again.get()).runAt) > before + 50000, "debounce moved runAt");
+    const timed = await client.send({ name, queue, unique: { byArgs: true, forMs: 60000 }, args: { a: 1 } });
+    const timedAgain = await client.send({ name, queue, unique: { byArgs: true, forMs: 60000 }, args: { a: 1 } });
+    assert.deepEqual([timedAgain.id, timedAgain.created, timedAgain.changed], [timed.id, false, false]);
+    const plain = await client.send({ name, queue });
+    assert.equal(plain.changed, undefined);
+    await assert.rejects(client.send({ name, queue, unique: { byArgs: true, onConflict: "replace" } }), (err) => {
+        assert.ok(err instanceof SiltError);
+        assert.equal(err.status, 400);
+        assert.equal(err.field, "unique.onConflict");
+        return true;
+    });
+    await assert.rejects(client.send({ name, queue, unique: { key: "k", while: "forever" } }),
+        (err) => err instanceof SiltError && err.status === 400 && err.field === "unique.while");
+    await assert.rejects(client.send({ name, queue, unique: { key: "k" }, idempotencyKey: "i" }),
+        (err) => err instanceof SiltError && err.status === 400 && err.field === "unique");
+    assert.equal((await client.list({ queue })).tasks.length, 3);
+});
+
+test("rerun_sends_an_ended_task_again_once_with_overrides_and_rerun_of", async () => {
+    const queue = uniqueQueue("rerun");
+    const h = await client.send({ name: "r", queue, args: { n: 1 }, rateKey: "rk", priority: 50, retry: { maxRetries: 2 } });
+    await assert.rejects(client.rerun(h.id), (err) => err instanceof SiltError && err.status === 409);
+    await h.cancel();
+    const rerun = await client.rerun(h.id, { priority: 10 });
+    assert.equal(rerun.rerunOf, h.id);
+    assert.equal(rerun.created, true);
+    assert.notEqual(rerun.id, h.id);
+    const t = await client.get(rerun.id);
+    assert.deepEqual([t.rerunOf, t.status, t.priority, t.maxRetries, t.rateKey, t.name, t.queue, t.attempt],
+        [h.id, "PENDING", 10, 2, "rk", "r", queue, 0]);
+    assert.deepEqual(t.args, { n: 1 });
+    assert.equal((await client.get(h.id)).rerunOf, null);
+    const again = await client.rerun(h.id, { priority: 99 });
+    assert.deepEqual(again, { id: rerun.id, rerunOf: h.id, created: false });
+    const viaHandle = await h.rerun();
+    assert.deepEqual([viaHandle.id, viaHandle.created], [rerun.id, false]);
+    // overrides of name, queue, args (null included) and retry, on a rerun of the rerun
+    await client.cancel(rerun.id);
+    const other = uniqueQueue("rerun-to");
+    const moved = await client.handle(rerun.id).rerun({ name: "r2", queue: other, args: null, retry: {}, retentionClassKey: null });
+    const m = await moved.get();
+    assert.deepEqual([m.name, m.queue, m.args, m.maxRetries, m.retentionClassKey, m.rerunOf], ["r2", other, null, 0, "forever", rerun.id]);
+    // a bad override: the server's 400 naming it, nothing written
+    await client.cancel(moved.id);
+    await assert.rejects(client.rerun(moved.id, { retentionClassKey: "no_such_class" }), (err) => {
+        assert.ok(err instanceof SiltError);
+        assert.equal(err.status, 400);
+        assert.equal(err.field, "retentionClassKey");
+        return true;
+    });
+    await assert.rejects(client.rerun("not-a-uuid"), (err) => err instanceof SiltError && err.status === 400 && err.field === "id");
+    assert.equal((await client.list({ queue: other })).tasks.length, 1);
+    const requests = await countRequests(async () => {
+        await assert.rejects(client.rerun(moved.id, { prio: 1 }), (err) => err instanceof TypeError && /prio/.test(err.message));
+        await assert.rejects(client.rerun(moved.id, { priority: 0 }), RangeError);
+        await assert.rejects(client.rerun(moved.id, { includeCompleted: "yes" }), TypeError);
+    });
+    assert.equal(requests, 0);
+});
+
+test("rerun_many_counts_with_dry_run_then_reruns_a_limit_at_a_time", async () => {
+    const queue = uniqueQueue("rerunmany");
+    const sent = await client.sendBatch([1, 2, 3].map((i) => ({ name: "m", queue, args: i })));
+    const kept = await client.send({ name: "m", queue, args: 4 });
+    for (const h of sent) await h.cancel();
+    const dry = await client.rerunMany({ queue, status: "CANCELLED", dryRun: true });
+    assert.deepEqual(dry, { dryRun: true, count: 3, more: false });
+    assert.equal((await client.list({ queue })).tasks.length, 4, "a dry run writes nothing");
+    const first = await client.rerunMany({ queue, limit: 2, priority: 3, finishedAfter: new Date(Date.now() - 3600000) });
+    assert.deepEqual([first.dryRun, first.count, first.more], [false, 2, true]);
+    assert.deepEqual(first.tasks.map((t) => t.rerunOf), [sent[0].id, sent[1].id]);
+    assert.ok(first.tasks.every((t) => t.created));
+    assert.equal((await client.get(first.tasks[0].id)).priority, 3);
+    const second = await client.rerunMany({ queue, limit: 2 });
+    assert.deepEqual([second.count, second.more, second.tasks.map((t) => t.rerunOf)], [1, false, [sent[2].id]]);
+    assert.deepEqual(await client.rerunMany({ queue, dryRun: true }), { dryRun: true, count: 0, more: false });
+    assert.equal((await client.list({ queue })).tasks.length, 7);
+    assert.equal((await kept.get()).status, "PENDING");
+    await assert.rejects(client.rerunMany({ queue, finishedBefore: "2026-02-30" }), (err) => {
+        assert.ok(err instanceof SiltError);
+        assert.equal(err.status, 400);
+        assert.equal(err.field, "finishedBefore");
+        return true;
+    });
+    const requests = await countRequests(async () => {
+        await assert.rejects(client.rerunMany({ queue, status: "RUNNING" }), RangeError);
+        await assert.rejects(client.rerunMany({ queue, limit: 0 }), RangeError);
+        await assert.rejects(client.rerunMany({ queue, error_code: "X" }), TypeError);
+    });
+    assert.equal(requests, 0);
+});
+
+test("list_searches_names_orders_newest_first_and_counts_the_total", async () => {
+    const queue = uniqueQueue("search");
+    const sent = await client.sendBatch(["alpha-one", "beta", "Alpha-two"].map((name) => ({ name, queue })));
+    const found = await client.list({ queue, search: "ALPHA" });
+    assert.deepEqual(found.tasks.map((t) => t.id), [sent[0].id, sent[2].id]);
+    assert.equal(found.total, 2);
+    assert.equal(found.totalCapped, false);
+    const newest = await client.list({ queue, order: "desc", limit: 2 });
+    assert.deepEqual(newest.tasks.map((t) => t.id), [sent[2].id, sent[1].id]);
+    const rest = await client.list({ queue, order: "desc", limit: 2, cursor: newest.nextCursor });
+    assert.deepEqual(rest.tasks.map((t) => t.id), [sent[0].id]);
+    await assert.rejects(client.list({ order: "newest" }), RangeError);
+});

@@ -181,3 +181,11 @@ claimed_stale_after_ms = 2000
 running_stale_after_ms = 2000
 check_interval_ms = 1000
 `;
+
+/** The first sample of a metric of GET /metrics/prometheus, or null. */
+export async function metric(url, name) {
+    const res = await fetch(`${url}/metrics/prometheus`);
+    const text = await res.text();
+    const line = text.split("\n").find((l) => l.startsWith(`${name} `) || l.startsWith(`${name}{`));
+    return line ? Number(line.slice(line.lastIndexOf(" ") + 1)) : null;
+}

@@ -45,6 +45,40 @@ def _id(value):
     return urllib.parse.quote(value, safe="")
 
 
+def _segment(what, value):
+    """A queue's or schedule's name for a path, quoted; what else it must
+    be is the server's to say (a 400 naming it, or a 404)."""
+    if not isinstance(value, str) or not value:
+        raise TypeError(f"{what} must be a non-empty string, not {value!r}")
+    return urllib.parse.quote(value, safe="")
+
+
+class _Unset:
+    """A parameter not given (None is a value there: null on the wire)."""
+
+    def __repr__(self):
+        return "<unset>"
+
+
+UNSET = _Unset()
+_ENDED = ("FAILED", "CANCELLED", "EXPIRED", "COMPLETED")
+
+
+def _bool(name, v):
+    if not isinstance(v, bool):
+        raise TypeError(f"{name} must be True or False, not {v!r}")
+    return v
+
+
+def _overrides(priority, timeout, retry, retention_class_key):
+    """The overrides a rerun of one task and one by filter share, checked
+    as a send's options and in their wire form."""
+    given = {"priority": priority, "timeout": timeout, "retry": retry}
+    if retention_class_key is not UNSET:
+        given["retention_class_key"] = retention_class_key
+    return _options.to_wire(_options.check_options(given))
+
+
 def task_body(name, queue, args=None, **options):
     """One task of POST /api/v1/tasks, its options checked (TypeError or
     ValueError naming the option) and its args JSON-encodable."""
@@ -93,7 +127,8 @@ class Client:
         "jitter", "retryOn"}``), idempotency_key, retention_class_key (a
         class key, or None to keep the record forever), unique (the wire
         object: ``{"key": ...}`` or ``{"byArgs": True}``, with ``"forMs"``
-        or ``"while": "live"`` and ``"onConflict"``: docs/tasks.md)."""
+        or ``"while": "live"`` and ``"onConflict"``: docs/tasks.md), rate_key
+        (the key the queue's ``rate_limit_per_key`` counts separately)."""
         return self._call("POST", "/api/v1/tasks", task_body(name, queue, args, **options))
 
     def send_many(self, tasks):
@@ -125,15 +160,22 @@ class Client:
         path = _query(f"/api/v1/tasks/{_id(task_id)}", wait=ms)
         return self._call("GET", path, wait_s=wait or 0.0)
 
-    def list(self, queue=None, status=None, limit=None, cursor=None):
-        """One page of tasks in send order: ``{"tasks": [...], "nextCursor"}``."""
-        return self._call("GET", _query("/api/v1/tasks", queue=queue, status=status, limit=limit, cursor=cursor))
+    def list(self, queue=None, status=None, limit=None, cursor=None, search=None, order=None):
+        """One page of tasks in send order (``order="desc"``: newest first):
+        ``{"tasks": [...], "nextCursor", "total", "totalCapped"}``. ``search``
+        keeps the tasks whose name holds it (case aside); ``total`` counts
+        the matches up to 10,000 (``totalCapped`` past it)."""
+        if order is not None and order not in ("asc", "desc"):
+            raise ValueError(f"order must be 'asc' or 'desc', not {order!r}")
+        path = _query("/api/v1/tasks", queue=queue, status=status, search=search, order=order, limit=limit,
+                      cursor=cursor)
+        return self._call("GET", path)
 
-    def iter_tasks(self, queue=None, status=None, page_size=1000):
+    def iter_tasks(self, queue=None, status=None, page_size=1000, search=None, order=None):
         """Every task matching the filters, following ``nextCursor``."""
         cursor = None
         while True:
-            page = self.list(queue=queue, status=status, limit=page_size, cursor=cursor)
+            page = self.list(queue=queue, status=status, limit=page_size, cursor=cursor, search=search, order=order)
             yield from page["tasks"]
             cursor = page.get("nextCursor")
             if not cursor:
@@ -151,6 +193,146 @@ class Client:
         ms = _wait_ms(wait)
         path = _query(f"/api/v1/tasks/{_id(task_id)}/attempts", wait=ms)
         return self._call("GET", path, wait_s=wait or 0.0)["attempts"]
+
+    def rerun(self, task_id, *, name=None, queue=None, args=UNSET, priority=None, timeout=None, retry=None,
+              retention_class_key=UNSET, include_completed=False):
+        """Sends a finished task again as a new task that names it in
+        ``rerunOf`` (docs/tasks.md, "Rerunning finished tasks"); returns
+        ``{"id", "rerunOf", "created"}``. A task is rerun at most once:
+        asked again, ``created`` is False and ``id`` the rerun made before.
+        FAILED, CANCELLED and EXPIRED tasks are rerun, COMPLETED ones with
+        ``include_completed``; 409 (SiltError) for one that has not ended.
+
+        The rerun keeps the original's name, queue, args, priority, retry
+        policy, timeout, retention class and rate key, except what is given:
+        ``args`` (None is JSON null), ``priority``, ``timeout`` (seconds or a
+        timedelta), ``retry`` (the whole policy; ``{}``: no retries),
+        ``retention_class_key`` (None: forever)."""
+        body = _overrides(priority, timeout, retry, retention_class_key)
+        if name is not None:
+            body["name"] = _options.check_name("name", name)
+        if queue is not None:
+            body["queue"] = _options.check_name("queue", queue)
+        if args is not UNSET:
+            try:
+                json.dumps(args, allow_nan=False)
+            except (TypeError, ValueError) as exc:
+                raise TypeError(f"args must be JSON-serialisable: {exc}") from None
+            body["args"] = args
+        if _bool("include_completed", include_completed):
+            body["includeCompleted"] = True
+        return self._call("POST", f"/api/v1/tasks/{_id(task_id)}/rerun", body)
+
+    def rerun_many(self, *, queue=None, name=None, error_code=None, status=None, finished_after=None,
+                   finished_before=None, limit=None, dry_run=False, include_completed=False, priority=None,
+                   timeout=None, retry=None, retention_class_key=UNSET):
+        """Reruns (admin) the tasks that ended FAILED, CANCELLED or EXPIRED
+        (COMPLETED too with ``include_completed`` or ``status="COMPLETED"``)
+        and match every filter given, oldest first, up to ``limit`` (1 to
+        1,000, default 100), in one transaction; tasks with a rerun already
+        and workflow nodes' are left out. ``finished_after`` and
+        ``finished_before`` are aware datetimes (or ISO 8601 text). Returns
+        ``{"dryRun", "count", "more", "tasks": [{"id", "rerunOf", "created"}]}``
+        (no ``tasks`` with ``dry_run``: only counted). Called again it goes
+        on with the ones left, while ``more``. Overrides as for ``rerun``."""
+        body = _overrides(priority, timeout, retry, retention_class_key)
+        if queue is not None:
+            body["queue"] = _options.check_name("queue", queue)
+        if name is not None:
+            body["name"] = _options.check_name("name", name)
+        if error_code is not None:
+            if not isinstance(error_code, str) or not error_code:
+                raise TypeError(f"error_code must be a non-empty string, not {error_code!r}")
+            body["errorCode"] = error_code
+        if status is not None:
+            if status not in _ENDED:
+                raise ValueError(f"status must be one of {', '.join(_ENDED)}, not {status!r}")
+            body["status"] = status
+        if finished_after is not None:
+            body["finishedAfter"] = _options.iso_time("finished_after", finished_after)
+        if finished_before is not None:
+            body["finishedBefore"] = _options.iso_time("finished_before", finished_before)
+        if limit is not None:
+            body["limit"] = _options._int_in("limit", limit, 1, MAX_BATCH)
+        if _bool("dry_run", dry_run):
+            body["dryRun"] = True
+        if _bool("include_completed", include_completed):
+            body["includeCompleted"] = True
+        return self._call("POST", "/api/v1/tasks/rerun", body)
+
+    # ---- task queues (docs/tasks.md, "Pausing a queue") ----
+
+    def list_queues(self):
+        """``{"queues": [...], "paused": [{"queue", "pausedAt"}]}``: the
+        queues silt.conf declares with their load, caps and rate limits
+        (each with ``paused``), and every paused queue, declared or not."""
+        return self._call("GET", "/api/v1/task-queues")
+
+    def pause_queue(self, queue):
+        """Pauses a queue (admin): it accepts sends and hands nothing out
+        until resumed; what runs goes on. Returns ``{"queue", "paused",
+        "pausedAt", "changed"}`` (``changed`` False: it was paused already)."""
+        return self._call("POST", f"/api/v1/task-queues/{_segment('queue', queue)}/pause")
+
+    def resume_queue(self, queue):
+        """Resumes a queue (admin): its waiting tasks are claimable at once.
+        Returns ``{"queue", "paused", "pausedAt", "changed"}``."""
+        return self._call("POST", f"/api/v1/task-queues/{_segment('queue', queue)}/resume")
+
+    # ---- schedules (docs/workflows.md, "Schedules at run time") ----
+
+    def list_schedules(self):
+        """Every schedule (of silt.conf, ``origin`` "config", and made here,
+        "api"), by name: a list of dicts."""
+        return self._call("GET", "/api/v1/schedules")["schedules"]
+
+    def get_schedule(self, name):
+        """One schedule; SiltError 404 for a name no schedule has."""
+        return self._call("GET", f"/api/v1/schedules/{_segment('name', name)}")
+
+    def create_schedule(self, name, cron, task, queue, *, timezone=None, args=None, catch_up=None, priority=None,
+                        retention_class_key=None, paused=False):
+        """Makes a schedule (admin) that sends ``task`` on ``queue`` with
+        ``args`` at every slot of ``cron`` in ``timezone`` (default UTC),
+        from the first slot after now; ``catch_up`` missed slots fired
+        after downtime (0 or None: skipped); ``priority`` and
+        ``retention_class_key`` default to the queue's. The server checks
+        every field (a 400 naming it; 409 naming ``name`` when it is
+        taken). Returns the schedule."""
+        body = {"name": _options.check_name("name", name), "cron": cron, "task": task, "queue": queue}
+        for key, value in (("timezone", timezone), ("args", args), ("catchUp", catch_up), ("priority", priority),
+                           ("retentionClassKey", retention_class_key)):
+            if value is not None:
+                body[key] = value
+        if _bool("paused", paused):
+            body["paused"] = True
+        return self._call("POST", "/api/v1/schedules", body)
+
+    def change_schedule(self, name, *, cron=UNSET, task=UNSET, queue=UNSET, timezone=UNSET, args=UNSET,
+                        catch_up=UNSET, priority=UNSET, retention_class_key=UNSET):
+        """Changes the fields given (admin); the others stay. None sets
+        ``timezone``, ``args``, ``catch_up``, ``priority`` and
+        ``retention_class_key`` back to their default. A new ``cron`` or
+        ``timezone`` counts from the first slot after now. Returns the
+        schedule; 409 for a schedule of silt.conf (changed in the file)."""
+        given = {"cron": cron, "task": task, "queue": queue, "timezone": timezone, "args": args,
+                 "catchUp": catch_up, "priority": priority, "retentionClassKey": retention_class_key}
+        body = {key: value for key, value in given.items() if value is not UNSET}
+        return self._call("PATCH", f"/api/v1/schedules/{_segment('name', name)}", body)
+
+    def pause_schedule(self, name):
+        """Pauses a schedule (admin; idempotent): it fires nothing. Returns the schedule."""
+        return self._call("POST", f"/api/v1/schedules/{_segment('name', name)}/pause")
+
+    def resume_schedule(self, name):
+        """Resumes a schedule (admin; idempotent) from its first slot after
+        now: the slots of the pause are skipped. Returns the schedule."""
+        return self._call("POST", f"/api/v1/schedules/{_segment('name', name)}/resume")
+
+    def delete_schedule(self, name):
+        """Deletes a schedule (admin): nothing fires after it; the tasks it
+        sent stay. Returns ``{"name", "deleted": True}``."""
+        return self._call("DELETE", f"/api/v1/schedules/{_segment('name', name)}")
 
     # ---- workflows (docs/workflows.md) ----
 

@@ -30,7 +30,7 @@ MAX_KEY_CHARS = 200                    # idempotencyKey
 MAX_NAME_BYTES = 255                   # the one limit of names (docs/api.md)
 
 OPTION_NAMES = ("queue", "priority", "delay", "run_at", "good_until", "timeout", "retry",
-                "idempotency_key", "retention_class_key", "unique")
+                "idempotency_key", "retention_class_key", "unique", "rate_key")
 
 _RETRY_FIELDS = ("maxRetries", "delaysMs", "backoff", "jitter", "retryOn")
 _BACKOFF_FIELDS = ("baseMs", "capMs")
@@ -117,6 +117,15 @@ def _check_key(v):
     return v
 
 
+def _check_rate_key(v):
+    """rate_key: the key the queue's rate_limit_per_key counts separately."""
+    if not isinstance(v, str) or not v:
+        raise TypeError(f"rate_key must be a non-empty string, not {v!r}")
+    if len(v.encode()) > MAX_NAME_BYTES:
+        raise ValueError(f"rate_key must be at most {MAX_NAME_BYTES} bytes")
+    return v
+
+
 def _check_unique(v):
     """unique: the server's object as is (docs/tasks.md, "Uniqueness"):
     ``{"key": ...} | {"byArgs": True}``, ``"forMs"`` or ``"while": "live"``,
@@ -194,6 +203,7 @@ _CHECKS = {
     "idempotency_key": _check_key,
     "retention_class_key": _check_class,
     "unique": _check_unique,
+    "rate_key": _check_rate_key,
 }
 
 
@@ -243,4 +253,6 @@ def to_wire(options, now=None):
         wire["retentionClassKey"] = options["retention_class_key"]
     if "unique" in options:
         wire["unique"] = options["unique"]
+    if "rate_key" in options:
+        wire["rateKey"] = options["rate_key"]
     return wire

@@ -81,7 +81,7 @@ class _Sending:
     def with_options(self, **options):
         """The same task with some send options changed (checked now):
         queue, priority, delay, run_at, good_until, timeout, retry,
-        idempotency_key, retention_class_key. Returns a sender with
+        idempotency_key, retention_class_key, unique, rate_key. Returns a sender with
         ``send``, ``send_async`` and ``with_options``."""
         return TaskSender(self.task, _options.check_options({**self.options, **options}))
 
@@ -89,13 +89,13 @@ class _Sending:
         """Sends the task with these arguments; returns a TaskHandle."""
         body = self._body(args, kwargs)
         reply = self.task.app.client.send_raw(body)
-        return TaskHandle(self.task.app.client, reply["id"], reply.get("created", True))
+        return TaskHandle(self.task.app.client, reply["id"], reply.get("created", True), reply.get("changed"))
 
     async def send_async(self, *args, **kwargs):
         """``send`` for async callers; the request runs on the client's pool."""
         body = self._body(args, kwargs)   # bad arguments raise here, before any await
         reply = await self.task.app.client.run_async(self.task.app.client.send_raw, body)
-        return TaskHandle(self.task.app.client, reply["id"], reply.get("created", True))
+        return TaskHandle(self.task.app.client, reply["id"], reply.get("created", True), reply.get("changed"))
 
     def _body(self, args, kwargs):
         opts = dict(self.options)
@@ -153,12 +153,19 @@ class TaskSender(_Sending):
 
 
 class TaskHandle:
-    """A sent task: ``id``, ``created``; ``result()``, ``get()``, ``cancel()``."""
+    """A sent task: ``id``, ``created``, ``changed``; ``result()``, ``get()``,
+    ``cancel()``, ``attempts()``, ``rerun()``.
 
-    def __init__(self, client, task_id, created=True):
+    ``created`` is False when an idempotency key or a ``unique`` key named
+    an earlier task (this is that task); ``changed`` is, for a send with
+    ``unique``, whether its ``onConflict`` (replace, debounce) changed that
+    task, and None for a send without."""
+
+    def __init__(self, client, task_id, created=True, changed=None):
         self.client = client
         self.id = task_id
         self.created = created
+        self.changed = changed
 
     def get(self, wait=None):
         """The task as the server has it now (see Client.get)."""
@@ -171,6 +178,12 @@ class TaskHandle:
     def attempts(self):
         """The task's attempts, oldest first."""
         return self.client.attempts(self.id)
+
+    def rerun(self, **overrides):
+        """Sends the finished task again (see Client.rerun); returns a
+        TaskHandle of the rerun (``created`` False: the rerun made before)."""
+        reply = self.client.rerun(self.id, **overrides)
+        return TaskHandle(self.client, reply["id"], reply["created"])
 
     def result(self, timeout=None):
         """Waits for the task's end and returns its result (COMPLETED).

@@ -244,6 +244,121 @@ class ClientTests(ServerCase):
         self.assertEqual(len(set(ids)), 160)
         self.assertEqual(self.count(), 160)
 
+    def test_a_rate_key_is_sent_kept_and_listed_and_a_bad_one_raises_before_sending(self):
+        keyed = self.client.send("hook", self.queue, rate_key="customer-7")
+        plain = self.client.send("hook", self.queue)
+        app = App(client=self.client)
+        task = app.task(lambda: None, name="hook", queue=self.queue, rate_key="customer-8")
+        h = task.send()
+        self.assertEqual(self.client.get(keyed["id"])["rateKey"], "customer-7")
+        self.assertEqual(h.get()["rateKey"], "customer-8")
+        self.assertEqual([t["rateKey"] for t in self.client.list(queue=self.queue)["tasks"]],
+                         ["customer-7", None, "customer-8"])
+        self.assertEqual(self.client.get(plain["id"])["rateKey"], None)
+        for exc, value in ((TypeError, ""), (ValueError, "k" * 256), (TypeError, 7)):
+            with self.subTest(value=value):
+                with self.assertRaises(exc) as caught:
+                    self.client.send("hook", self.queue, rate_key=value)
+                self.assertIn("rate_key", str(caught.exception))
+        self.assertEqual(self.count(), 3)
+
+    def test_unique_debounce_says_changed_and_a_bad_unique_is_the_servers_400_naming_the_member(self):
+        app = App(client=self.client)
+        task = app.task(lambda site: site, name=f"d_{self.queue}", queue=self.queue,
+                        unique={"key": "site-3", "onConflict": "debounce"})
+        first = task.with_options(delay=60).send(site=3)
+        self.assertEqual((first.created, first.changed), (True, False))
+        run_at = parse_time(first.get()["runAt"])
+        again = task.with_options(delay=120).send(site=3)
+        self.assertEqual((again.id, again.created, again.changed), (first.id, False, True))
+        self.assertGreater(parse_time(again.get()["runAt"]), run_at + dt.timedelta(seconds=50))
+        self.assertIsNone(app.task(lambda: None, name="plain", queue=self.queue).send().changed)
+        cases = [({"byArgs": True, "onConflict": "replace"}, "unique.onConflict"),
+                 ({"key": "k", "while": "forever"}, "unique.while"),
+                 ({"key": "k", "byArgs": True}, "unique")]
+        for unique, field in cases:
+            with self.subTest(unique=unique):
+                with self.assertRaises(SiltError) as caught:
+                    self.client.send("u", self.queue, unique=unique)
+                self.assertEqual((caught.exception.status, caught.exception.field), (400, field))
+        self.assertEqual(self.count(), 2)
+
+    def test_rerun_sends_an_ended_task_again_once_with_overrides_and_rerun_of(self):
+        sent = self.client.send("r", self.queue, {"n": 1}, rate_key="rk", priority=50, retry={"maxRetries": 2})
+        with self.assertRaises(SiltError) as caught:
+            self.client.rerun(sent["id"])
+        self.assertEqual(caught.exception.status, 409)
+        self.client.cancel(sent["id"])
+        rerun = self.client.rerun(sent["id"], priority=10, timeout=2.5)
+        self.assertEqual((rerun["rerunOf"], rerun["created"]), (sent["id"], True))
+        task = self.client.get(rerun["id"])
+        self.assertEqual((task["rerunOf"], task["status"], task["priority"], task["timeoutMs"], task["maxRetries"],
+                          task["rateKey"], task["args"], task["attempt"]),
+                         (sent["id"], "PENDING", 10, 2500, 2, "rk", {"n": 1}, 0))
+        self.assertIsNone(self.client.get(sent["id"])["rerunOf"])
+        self.assertEqual(self.client.rerun(sent["id"], priority=99), {"id": rerun["id"], "rerunOf": sent["id"],
+                                                                      "created": False})
+        app = App(client=self.client)
+        handle = app.task(lambda: None, name="r", queue=self.queue).send()
+        handle.cancel()
+        moved = handle.rerun(name="r2", queue=f"{self.queue}_to", args=None, retry={}, retention_class_key=None)
+        got = moved.get()
+        self.assertEqual((got["name"], got["queue"], got["args"], got["maxRetries"], got["retentionClassKey"],
+                          got["rerunOf"], moved.created), ("r2", f"{self.queue}_to", None, 0, "forever", handle.id, True))
+        self.client.cancel(moved.id)
+        with self.assertRaises(SiltError) as caught:
+            self.client.rerun(moved.id, retention_class_key="nope")
+        self.assertEqual((caught.exception.status, caught.exception.field), (400, "retentionClassKey"))
+        with self.assertRaises(SiltError) as caught:
+            self.client.rerun("not-a-uuid")
+        self.assertEqual((caught.exception.status, caught.exception.field), (400, "id"))
+        with self.assertRaises(ValueError):
+            self.client.rerun(moved.id, priority=0)
+        with self.assertRaises(TypeError):
+            self.client.rerun(moved.id, prio=1)
+        self.assertEqual(self.count(f"{self.queue}_to"), 1)
+
+    def test_rerun_many_counts_with_dry_run_then_reruns_a_limit_at_a_time(self):
+        sent = [s["id"] for s in self.client.send_many([{"name": "m", "queue": self.queue, "args": i} for i in range(3)])]
+        kept = self.client.send("m", self.queue, 4)["id"]
+        for task_id in sent:
+            self.client.cancel(task_id)
+        self.assertEqual(self.client.rerun_many(queue=self.queue, status="CANCELLED", dry_run=True),
+                         {"dryRun": True, "count": 3, "more": False})
+        self.assertEqual(self.count(), 4)
+        hour_ago = dt.datetime.now(UTC) - dt.timedelta(hours=1)
+        first = self.client.rerun_many(queue=self.queue, limit=2, priority=3, finished_after=hour_ago)
+        self.assertEqual((first["dryRun"], first["count"], first["more"]), (False, 2, True))
+        self.assertEqual([t["rerunOf"] for t in first["tasks"]], sent[:2])
+        self.assertEqual(self.client.get(first["tasks"][0]["id"])["priority"], 3)
+        second = self.client.rerun_many(queue=self.queue, limit=2)
+        self.assertEqual((second["count"], second["more"], [t["rerunOf"] for t in second["tasks"]]),
+                         (1, False, sent[2:]))
+        self.assertEqual(self.client.rerun_many(queue=self.queue, dry_run=True)["count"], 0)
+        self.assertEqual(self.count(), 7)
+        self.assertEqual(self.client.get(kept)["status"], "PENDING")
+        with self.assertRaises(SiltError) as caught:
+            self.client.rerun_many(queue=self.queue, retention_class_key="nope")
+        self.assertEqual((caught.exception.status, caught.exception.field), (400, "retentionClassKey"))
+        with self.assertRaises(ValueError):
+            self.client.rerun_many(queue=self.queue, status="RUNNING")
+        with self.assertRaises(ValueError):
+            self.client.rerun_many(queue=self.queue, finished_before=dt.datetime(2030, 1, 1))   # naive
+        self.assertEqual(self.count(), 7)
+
+    def test_list_searches_names_orders_newest_first_and_counts_the_total(self):
+        ids = [s["id"] for s in self.client.send_many([{"name": n, "queue": self.queue}
+                                                      for n in ("alpha-one", "beta", "Alpha-two")])]
+        found = self.client.list(queue=self.queue, search="ALPHA")
+        self.assertEqual([t["id"] for t in found["tasks"]], [ids[0], ids[2]])
+        self.assertEqual((found["total"], found["totalCapped"]), (2, False))
+        newest = self.client.list(queue=self.queue, order="desc", limit=2)
+        self.assertEqual([t["id"] for t in newest["tasks"]], [ids[2], ids[1]])
+        self.assertEqual([t["id"] for t in self.client.iter_tasks(queue=self.queue, order="desc", page_size=2)],
+                         ids[::-1])
+        with self.assertRaises(ValueError):
+            self.client.list(order="newest")
+
     def test_send_async_returns_a_handle(self):
         app = App(client=self.client)
         task = app.task(lambda n: n, name="t", queue=self.queue)
