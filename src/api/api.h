@@ -288,6 +288,22 @@ typedef struct api_position {
 } api_position;
 int  api_query_position(httpd_req *req, int64_t default_limit, api_position *pos)
      __attribute__((warn_unused_result));
+/* A list by position with its total (GET /api/v1/dlq,
+ * /api/v1/traces/names): count_stmt with the filters alone counts what they
+ * match, page_stmt with the filters, then the limit and the offset, reads
+ * the page. page is static: it outlives the call. */
+typedef struct api_position_list {
+    const char *member;          /* the reply's array of rows: "messages" */
+    int64_t     default_limit;   /* ?limit= when not given */
+    db_stmt     count_stmt, page_stmt;
+    void      (*emit_row)(emit *e, const PGresult *r, int row);   /* one row, one JSON value */
+} api_position_list;
+/* Reads ?limit= and ?offset= (a 400 for a bad one), runs both statements
+ * with the nfilters filters (NULL: not given; at most API_PAGE_FILTERS)
+ * and replies {"<member>": [rows], "total", "pagination": {"limit",
+ * "offset"}}. */
+void api_list_by_position(httpd_req *req, server *srv, const api_position_list *list, const char *const *filters,
+                          size_t nfilters);
 /* A whole list a client may ask for a page of, by position, as the queues
  * and groups lists. Neither given: both NULL, the whole list (what Queen's
  * clients read). -1 after a 400 naming the field. limit and offset point

@@ -23,7 +23,6 @@ typedef struct dlq_call {
     char         id[IDS_UUID_TEXT];
     char        *txn;        /* message calls: the transactionId */
     push_item    item;       /* replay: the message going back */
-    api_position page;       /* list: the page asked for */
 } dlq_call;
 
 static dlq_call *call_new(httpd_req *req, server *srv)
@@ -82,30 +81,12 @@ void api_dlq_row_json(emit *e, const PGresult *r, int row)
 
 /* ---- listing ---- */
 
-static void list_done(void *arg, const db_reply *reply)
-{
-    dlq_call *c = arg;
-    if (reply->error) { api_db_error(c->req, reply); call_free(c); return; }
-    const PGresult *page = reply->results[1];
-    api_reply out;
-    emit *e = api_reply_list(&out, "messages");
-    for (int row = 0; row < PQntuples(page); row++) api_dlq_row_json(e, page, row);
-    emit_end(e);
-    api_emit_pagination(e, db_int(reply->results[0], 0, 0), c->page.limit, c->page.offset);
-    api_reply_send(&out, c->req, 200);
-    call_free(c);
-}
-
 void api_dlq_list(httpd_req *req, server *srv)
 {
-    dlq_call *c = call_new(req, srv);
-    if (api_query_position(req, 100, &c->page) < 0) { call_free(c); return; }
-    const char *values[5] = { httpd_query(req, "queue"), httpd_query(req, "consumerGroup"),
-                              httpd_query(req, "partition"), c->page.limit_text, c->page.offset_text };
-    db_job *job = db_job_new(list_done, c);
-    db_job_call(job, STMT_DLQ_COUNT, values, NULL, NULL);
-    db_job_call(job, STMT_DLQ_PAGE, values, NULL, NULL);
-    api_submit(req, srv, job);
+    static const api_position_list list = { "messages", 100, STMT_DLQ_COUNT, STMT_DLQ_PAGE, api_dlq_row_json };
+    const char *filters[3] = { httpd_query(req, "queue"), httpd_query(req, "consumerGroup"),
+                               httpd_query(req, "partition") };
+    api_list_by_position(req, srv, &list, filters, 3);
 }
 
 /* ---- replay ---- */

@@ -250,14 +250,22 @@ typedef struct rows_call {
     void      (*emit_row)(emit *e, const PGresult *r, int row);
 } rows_call;
 
+/* Opens the reply {"<member>": [...]} with a value per row of r written
+ * by emit_row; the emitter is left inside the array, for what follows it. */
+static emit *reply_rows(api_reply *out, const char *member, const PGresult *r,
+                        void (*emit_row)(emit *e, const PGresult *r, int row))
+{
+    emit *e = api_reply_list(out, member);
+    for (int row = 0; row < PQntuples(r); row++) emit_row(e, r, row);
+    return e;
+}
+
 static void rows_listed(void *arg, const db_reply *reply)
 {
     rows_call *c = arg;
     if (reply->error) { api_db_error(c->req, reply); free(c); return; }
-    const PGresult *r = reply->results[0];
     api_reply out;
-    emit *e = api_reply_list(&out, c->member);
-    for (int row = 0; row < PQntuples(r); row++) c->emit_row(e, r, row);
+    reply_rows(&out, c->member, reply->results[0], c->emit_row);
     api_reply_send(&out, c->req, 200);
     free(c);
 }
@@ -321,8 +329,7 @@ static void page_listed(void *arg, const db_reply *reply)
     const PGresult *r = reply->results[0];
     int n = PQntuples(r);
     api_reply out;
-    emit *e = api_reply_list(&out, c->page->member);
-    for (int row = 0; row < n; row++) c->page->emit_row(e, r, row);
+    emit *e = reply_rows(&out, c->page->member, r, c->page->emit_row);
     emit_end(e);
     /* A full page may have more after it: its last id is where the next starts. */
     emit_key(e, "nextCursor");
@@ -354,6 +361,44 @@ void api_list_page(httpd_req *req, server *srv, const api_page *page, const char
     db_job *job = db_job_new(page_listed, c);
     db_job_call(job, page->stmt, values, NULL, NULL);
     if (page->counted) db_job_call(job, page->count_stmt, filters, NULL, NULL);
+    api_submit(req, srv, job);
+}
+
+/* ---- a list by position, with its total ---- */
+
+typedef struct position_call {
+    httpd_req                *req;
+    const api_position_list  *list;
+    api_position              pos;
+} position_call;
+
+static void position_listed(void *arg, const db_reply *reply)
+{
+    position_call *c = arg;
+    if (reply->error) { api_db_error(c->req, reply); free(c); return; }
+    api_reply out;
+    emit *e = reply_rows(&out, c->list->member, reply->results[1], c->list->emit_row);
+    emit_end(e);
+    api_emit_pagination(e, db_int(reply->results[0], 0, 0), c->pos.limit, c->pos.offset);
+    api_reply_send(&out, c->req, 200);
+    free(c);
+}
+
+void api_list_by_position(httpd_req *req, server *srv, const api_position_list *list, const char *const *filters,
+                          size_t nfilters)
+{
+    if (nfilters > API_PAGE_FILTERS) abort();   /* a handler's mistake, not a client's */
+    position_call *c = xcalloc(1, sizeof *c);
+    c->req = req;
+    c->list = list;
+    if (api_query_position(req, list->default_limit, &c->pos) < 0) { free(c); return; }
+    const char *values[API_PAGE_FILTERS + 2];
+    for (size_t i = 0; i < nfilters; i++) values[i] = filters[i];
+    values[nfilters] = c->pos.limit_text;
+    values[nfilters + 1] = c->pos.offset_text;
+    db_job *job = db_job_new(position_listed, c);
+    db_job_call(job, list->count_stmt, values, NULL, NULL);
+    db_job_call(job, list->page_stmt, values, NULL, NULL);
     api_submit(req, srv, job);
 }
 

@@ -271,34 +271,18 @@ void api_traces_by_name(httpd_req *req, server *srv)
     submit(c, by_name_done, STMT_TRACES_BY_NAME, values, NULL, NULL);
 }
 
-static void names_done(void *arg, const db_reply *reply)
+static void emit_name(emit *e, const PGresult *r, int row)
 {
-    trace_call *c = arg;
-    if (reply->error) { api_db_error(c->req, reply); free(c); return; }
-    const PGresult *r = reply->results[0];
-    api_reply out;
-    emit *e = api_reply_list(&out, "traceNames");
-    for (int row = 0; row < PQntuples(r); row++) {
-        emit_object(e);
-        emit_key(e, "traceName"); api_emit_text_col(e, r, row, 0);
-        emit_key(e, "traceCount"); emit_int(e, db_int(r, row, 1));
-        emit_key(e, "messageCount"); emit_int(e, db_int(r, row, 2));
-        emit_key(e, "lastSeen"); api_emit_time_col(e, r, row, 3);
-        emit_end(e);
-    }
+    emit_object(e);
+    emit_key(e, "traceName"); api_emit_text_col(e, r, row, 0);
+    emit_key(e, "traceCount"); emit_int(e, db_int(r, row, 1));
+    emit_key(e, "messageCount"); emit_int(e, db_int(r, row, 2));
+    emit_key(e, "lastSeen"); api_emit_time_col(e, r, row, 3);
     emit_end(e);
-    api_emit_pagination(e, db_int(reply->results[1], 0, 0), c->page.limit, c->page.offset);
-    api_reply_send(&out, c->req, 200);
-    free(c);
 }
 
 void api_trace_names(httpd_req *req, server *srv)
 {
-    trace_call *c = call_new(req, srv);
-    if (api_query_position(req, 50, &c->page) < 0) { free(c); return; }
-    const char *values[2] = { c->page.limit_text, c->page.offset_text };
-    db_job *job = db_job_new(names_done, c);
-    db_job_call(job, STMT_TRACE_NAMES, values, NULL, NULL);
-    db_job_call(job, STMT_TRACE_NAME_COUNT, NULL, NULL, NULL);
-    api_submit(req, srv, job);
+    static const api_position_list list = { "traceNames", 50, STMT_TRACE_NAME_COUNT, STMT_TRACE_NAMES, emit_name };
+    api_list_by_position(req, srv, &list, NULL, 0);
 }

@@ -214,6 +214,18 @@ int cli_read_reply(const http_response *r, json_doc *d)
     return -1;
 }
 
+int cli_read_file(const char *path, buf *out)
+{
+    FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
+    if (!f) return -1;
+    char chunk[65536];
+    size_t n;
+    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) buf_append(out, chunk, n);
+    int rc = ferror(f) ? -1 : 0;
+    if (f != stdin) fclose(f);
+    return rc;
+}
+
 bool cli_is_true(const json_doc *d, int obj, const char *key)
 {
     int t = obj < 0 ? -1 : json_get(d, (uint32_t)obj, key);

@@ -122,6 +122,10 @@ int  cli_parse_reply(const http_response *r, json_doc *d) __attribute__((warn_un
 /* The same into a doc it initialises: on -1 (printed) d is already
  * finished, so the caller just returns; on 0 the caller finishes it. */
 int  cli_read_reply(const http_response *r, json_doc *d) __attribute__((warn_unused_result));
+/* Appends the whole file at path ("-": standard input) to out, as
+ * --args-file and a workflow's definition are read; -1 when it cannot be
+ * opened or read. */
+int  cli_read_file(const char *path, buf *out) __attribute__((warn_unused_result));
 /* Member key of obj is true (false when obj is -1 or the member is
  * absent or anything else). */
 bool cli_is_true(const json_doc *d, int obj, const char *key);

@@ -119,18 +119,6 @@ typedef struct send_opts {
     bool json, unique_by_args;
 } send_opts;
 
-static int read_file(const char *path, buf *out)
-{
-    FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
-    if (!f) return -1;
-    char chunk[65536];
-    size_t n;
-    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) buf_append(out, chunk, n);
-    int rc = ferror(f) ? -1 : 0;
-    if (f != stdin) fclose(f);
-    return rc;
-}
-
 /* The args as a checked JSON text appended to b. */
 static int put_args(const cli_cmd *cmd, const send_opts *o, buf *b)
 {
@@ -139,7 +127,7 @@ static int put_args(const cli_cmd *cmd, const send_opts *o, buf *b)
     buf_append(&text, "", 0);
     int rc = 0;
     if (o->args) buf_puts(&text, o->args);
-    else if (o->args_file && read_file(o->args_file, &text) < 0)
+    else if (o->args_file && cli_read_file(o->args_file, &text) < 0)
         rc = cli_usage_error(cmd, "cannot read --args-file %s", o->args_file);
     json_doc d;
     json_doc_init(&d);

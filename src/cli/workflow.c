@@ -106,23 +106,11 @@ static const char cancel_usage[] =
 
 /* ---- start ------------------------------------------------------------ */
 
-static int read_file(const char *path, buf *out)
-{
-    FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
-    if (!f) return -1;
-    char chunk[65536];
-    size_t n;
-    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) buf_append(out, chunk, n);
-    int rc = ferror(f) ? -1 : 0;
-    if (f != stdin) fclose(f);
-    return rc;
-}
-
 /* The definition read and checked for being one JSON object. */
 static int read_definition(const cli_cmd *cmd, const char *path, buf *text)
 {
     buf_append(text, "", 0);
-    if (read_file(path, text) < 0) return cli_usage_error(cmd, "cannot read %s", path);
+    if (cli_read_file(path, text) < 0) return cli_usage_error(cmd, "cannot read %s", path);
     json_doc d;
     json_doc_init(&d);
     int rc = 0;

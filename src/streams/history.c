@@ -5,6 +5,7 @@
 #include "base/clock.h"
 #include "base/log.h"
 #include "base/xalloc.h"
+#include "db/periodic.h"
 #include "db/result.h"
 
 #define HISTORY_AFTER_MS 2000   /* into the minute: the one before it has ended on every clock near ours */
@@ -12,29 +13,21 @@
 
 struct history_roller {
     db_pool      *pool;
-    struct event *timer;
-    bool          running, stopped;
+    periodic      tick;
     uint64_t      rolls;
 };
-
-static void arm(history_roller *h, int64_t ms)
-{
-    if (h->stopped) return;
-    struct timeval tv = { (time_t)(ms / 1000), (suseconds_t)(ms % 1000) * 1000 };
-    evtimer_add(h->timer, &tv);
-}
 
 /* Until HISTORY_AFTER_MS past the next minute of the wall clock. */
 static void arm_next_minute(history_roller *h)
 {
     int64_t now_ms = clock_wall_us() / 1000;
-    arm(h, 60000 - now_ms % 60000 + HISTORY_AFTER_MS);
+    periodic_arm(&h->tick, 60000 - now_ms % 60000 + HISTORY_AFTER_MS);
 }
 
 static void rolled(void *arg, const db_reply *reply)
 {
     history_roller *h = arg;
-    h->running = false;
+    periodic_end(&h->tick);
     if (reply->error) log_warn("history rollup: %s", reply->error);
     else if (db_int(reply->results[0], 0, 0) >= 0) h->rolls++;   /* -1: another server rolled it */
     arm_next_minute(h);
@@ -44,9 +37,9 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
 {
     (void)fd; (void)what;
     history_roller *h = arg;
-    if (h->running || h->stopped) return;
-    if (!db_pool_ready(h->pool)) { arm(h, HISTORY_RETRY_MS); return; }
-    h->running = true;
+    if (!periodic_may_start(&h->tick)) return;
+    if (!db_pool_ready(h->pool)) { periodic_arm(&h->tick, HISTORY_RETRY_MS); return; }
+    periodic_begin(&h->tick);
     db_submit_stmt(h->pool, STMT_HISTORY_ROLL, NULL, rolled, h);
 }
 
@@ -54,7 +47,7 @@ history_roller *history_roller_new(struct event_base *base, db_pool *pool)
 {
     history_roller *h = xcalloc(1, sizeof *h);
     h->pool = pool;
-    h->timer = evtimer_new(base, on_timer, h);
+    periodic_init(&h->tick, base, on_timer, h);
     arm_next_minute(h);
     return h;
 }
@@ -63,16 +56,14 @@ uint64_t history_rolls(const history_roller *h) { return h->rolls; }
 
 void history_roller_stop(history_roller *h)
 {
-    if (!h) return;
-    h->stopped = true;
-    evtimer_del(h->timer);
+    if (h) periodic_stop(&h->tick);
 }
 
-bool history_roller_idle(const history_roller *h) { return !h || !h->running; }
+bool history_roller_idle(const history_roller *h) { return !h || !h->tick.running; }
 
 void history_roller_free(history_roller *h)
 {
     if (!h) return;
-    event_free(h->timer);
+    periodic_fini(&h->tick);
     free(h);
 }

@@ -12,6 +12,7 @@
 #include "base/emit.h"
 #include "base/log.h"
 #include "base/xalloc.h"
+#include "db/periodic.h"
 #include "db/result.h"
 #include "db/session.h"
 #include "tasks/class_registry.h"
@@ -48,12 +49,11 @@ typedef enum pass_step {
 } pass_step;
 
 struct partition_pass {
-    struct event      *timer;
+    periodic           tick;
     db_session        *session;
     const silt_conf   *conf;
     int64_t            detach_timeout_ms;
     char               runner[300];
-    bool               running, stopped;
     bool               reconnected;      /* this pass already retried its first statement on a new connection */
     partition_done_fn  done;
     void              *done_arg;
@@ -192,17 +192,10 @@ static void build_report(partition_pass *p)
 
 /* ---- the chain ---------------------------------------------------------- */
 
-static void arm(partition_pass *p, int64_t ms)
-{
-    if (p->stopped) return;
-    struct timeval tv = { (time_t)(ms / 1000), (suseconds_t)(ms % 1000) * 1000 };
-    evtimer_add(p->timer, &tv);
-}
-
 static void pass_end(partition_pass *p)
 {
     build_report(p);
-    p->running = false;
+    periodic_end(&p->tick);
     if (!p->yielded) {
         partition_totals *t = &p->totals;
         t->passes++;
@@ -227,7 +220,7 @@ static void pass_end(partition_pass *p)
         p->done = NULL;
         fn(p->done_arg, p->report.data);
     }
-    arm(p, p->conf->retention.partition_maintenance_interval_s * 1000);
+    periodic_arm(&p->tick, p->conf->retention.partition_maintenance_interval_s * 1000);
 }
 
 static void on_statement(void *arg, const PGresult *res, const char *error, const char *sqlstate);
@@ -548,8 +541,7 @@ static void on_statement(void *arg, const PGresult *res, const char *error, cons
 
 static void pass_start(partition_pass *p)
 {
-    evtimer_del(p->timer);
-    p->running = true;
+    periodic_begin(&p->tick);
     p->yielded = false;
     p->started_us = clock_wall_us();
     buf_reset(&p->error);
@@ -566,8 +558,7 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
 {
     (void)fd; (void)what;
     partition_pass *p = arg;
-    if (p->running || p->stopped) return;
-    pass_start(p);
+    if (periodic_may_start(&p->tick)) pass_start(p);
 }
 
 /* One blocking statement of the start-up coverage; its failure rows
@@ -607,20 +598,20 @@ partition_pass *partition_pass_new(struct event_base *base, const char *conninfo
     p->conf = conf;
     p->detach_timeout_ms = detach_timeout_ms;
     p->session = db_session_new(base, conninfo, "silt partition pass");
-    p->timer = evtimer_new(base, on_timer, p);
+    periodic_init(&p->tick, base, on_timer, p);
     char host[256] = "";
     gethostname(host, sizeof host - 1);
     snprintf(p->runner, sizeof p->runner, "%s:%d", host, (int)getpid());
     class_registry_values(conf, &p->registry);
     buf_init(&p->error);
     buf_init(&p->report);
-    arm(p, PASS_FIRST_MS);
+    periodic_arm(&p->tick, PASS_FIRST_MS);
     return p;
 }
 
 int partition_pass_run(partition_pass *p, partition_done_fn fn, void *arg)
 {
-    if (p->running || p->stopped) return -1;
+    if (!periodic_may_start(&p->tick)) return -1;
     p->done = fn;
     p->done_arg = arg;
     pass_start(p);
@@ -631,17 +622,15 @@ const partition_totals *partition_pass_totals(const partition_pass *p) { return 
 
 void partition_pass_stop(partition_pass *p)
 {
-    if (!p) return;
-    p->stopped = true;
-    evtimer_del(p->timer);
+    if (p) periodic_stop(&p->tick);
 }
 
-bool partition_pass_idle(const partition_pass *p) { return !p || !p->running; }
+bool partition_pass_idle(const partition_pass *p) { return !p || !p->tick.running; }
 
 void partition_pass_free(partition_pass *p)
 {
     if (!p) return;
-    event_free(p->timer);
+    periodic_fini(&p->tick);
     db_session_free(p->session);
     list_clear(&p->created); list_clear(&p->repaired); list_clear(&p->dropped); list_clear(&p->finalized);
     list_clear(&p->refusals); list_clear(&p->failed); list_clear(&p->absent);

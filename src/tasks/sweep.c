@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include "base/log.h"
 #include "base/xalloc.h"
+#include "db/periodic.h"
 #include "db/result.h"
 
 #define SWEEP_FIRST_MS 2000   /* the first round, this long after start (once the database answers) */
@@ -16,8 +17,7 @@ enum { STEP_WORKFLOWS, STEP_WORKER_STATES, STEP_EXPIRE, STEP_UNIQUE_KEYS, STEP_C
 struct task_sweeper {
     db_pool              *pool;
     const conf_retention *conf;
-    struct event         *timer;
-    bool                  running, stopped;
+    periodic              tick;
     int                   step;
     sweep_result          round;
     sweep_done_fn         done;   /* a caller of task_sweeper_run waiting for this round */
@@ -53,17 +53,10 @@ static int64_t *step_count(sweep_result *r, int step)
     }
 }
 
-static void arm(task_sweeper *s, int64_t ms)
-{
-    if (s->stopped) return;
-    struct timeval tv = { (time_t)(ms / 1000), (suseconds_t)(ms % 1000) * 1000 };
-    evtimer_add(s->timer, &tv);
-}
-
 static void round_end(task_sweeper *s)
 {
     sweep_result *r = &s->round;
-    s->running = false;
+    periodic_end(&s->tick);
     s->totals.rounds++;
     s->totals.workflows_deleted += (uint64_t)r->workflows_deleted;
     s->totals.worker_states_deleted += (uint64_t)r->worker_states_deleted;
@@ -79,7 +72,7 @@ static void round_end(task_sweeper *s)
         s->done = NULL;
         fn(s->done_arg, r);
     }
-    arm(s, s->conf->retention_sweep_interval_s * 1000);
+    periodic_arm(&s->tick, s->conf->retention_sweep_interval_s * 1000);
 }
 
 static void next_batch(task_sweeper *s);
@@ -113,8 +106,7 @@ static void next_batch(task_sweeper *s)
 
 static void round_start(task_sweeper *s)
 {
-    evtimer_del(s->timer);
-    s->running = true;
+    periodic_begin(&s->tick);
     s->step = 0;
     s->round = (sweep_result){ 0 };
     next_batch(s);
@@ -124,8 +116,8 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
 {
     (void)fd; (void)what;
     task_sweeper *s = arg;
-    if (s->running || s->stopped) return;
-    if (!db_pool_ready(s->pool)) { arm(s, SWEEP_RETRY_MS); return; }
+    if (!periodic_may_start(&s->tick)) return;
+    if (!db_pool_ready(s->pool)) { periodic_arm(&s->tick, SWEEP_RETRY_MS); return; }
     round_start(s);
 }
 
@@ -134,14 +126,14 @@ task_sweeper *task_sweeper_new(struct event_base *base, db_pool *pool, const con
     task_sweeper *s = xcalloc(1, sizeof *s);
     s->pool = pool;
     s->conf = conf;
-    s->timer = evtimer_new(base, on_timer, s);
-    arm(s, SWEEP_FIRST_MS);
+    periodic_init(&s->tick, base, on_timer, s);
+    periodic_arm(&s->tick, SWEEP_FIRST_MS);
     return s;
 }
 
 int task_sweeper_run(task_sweeper *s, sweep_done_fn fn, void *arg)
 {
-    if (s->running || s->stopped) return -1;
+    if (!periodic_may_start(&s->tick)) return -1;
     s->done = fn;
     s->done_arg = arg;
     round_start(s);
@@ -152,16 +144,14 @@ const sweep_totals *task_sweeper_totals(const task_sweeper *s) { return &s->tota
 
 void task_sweeper_stop(task_sweeper *s)
 {
-    if (!s) return;
-    s->stopped = true;
-    evtimer_del(s->timer);
+    if (s) periodic_stop(&s->tick);
 }
 
-bool task_sweeper_idle(const task_sweeper *s) { return !s || !s->running; }
+bool task_sweeper_idle(const task_sweeper *s) { return !s || !s->tick.running; }
 
 void task_sweeper_free(task_sweeper *s)
 {
     if (!s) return;
-    event_free(s->timer);
+    periodic_fini(&s->tick);
     free(s);
 }
