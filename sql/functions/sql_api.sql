@@ -252,10 +252,13 @@ END $$;
 -- Functions are made executable by everyone (PUBLIC): silt's are not
 -- meant for anyone but the server's own role, which owns them. Revoked
 -- here for every function of both schemas, after the whole bundle, so a
--- function added later is covered too; silt_producer gets the public API.
+-- function added later is covered too; silt_producer gets the public API:
+-- sending tasks, and pushing messages (sql/functions/sql_push.sql).
 REVOKE EXECUTE ON ALL FUNCTIONS IN SCHEMA tasks, queen FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION tasks.send_task(text, text, json, integer, bigint, timestamptz, timestamptz, integer,
                                           integer, integer[], integer, integer, real, text[], text, text, text, boolean,
                                           bigint, text, text),
-                          tasks.send_tasks(json)
+                          tasks.send_tasks(json),
+                          queen.push(text, text, json, text, text),   -- sql/functions/sql_push.sql
+                          queen.push_many(json)
    TO silt_producer;

@@ -56,10 +56,18 @@ static void on_log_commit(void *arg, const char *queue, const char *group, const
     else popper_wake_all(srv->pop);
 }
 
+/* queen.push committed somewhere (or notifications may have been missed). */
+static void on_outbox(void *arg)
+{
+    server *srv = arg;
+    outbox_kick(srv->outbox);
+}
+
 static bool drained(const server *srv)
 {
     /* arriving first: a request stops arriving only once it is in flight */
     return httpd_arriving(srv->http) == 0 && httpd_inflight(srv->http) == 0 && pusher_idle(srv->push) &&
+           outbox_idle(srv->outbox) &&
            db_pool_busy(srv->pool) == 0 && retention_engine_idle(srv->retention) &&
            maintenance_idle(srv->maintenance) && task_hub_idle(srv->tasks) && scheduler_idle(srv->schedules) &&
            task_sweeper_idle(srv->sweeper) && partition_pass_idle(srv->partitions) &&
@@ -110,6 +118,7 @@ static void on_signal(evutil_socket_t sig, short what, void *arg)
     popper_drain(srv->pop);
     retention_engine_stop(srv->retention);
     maintenance_stop(srv->maintenance);
+    outbox_stop(srv->outbox);
     task_hub_drain(srv->tasks);
     scheduler_stop(srv->schedules);
     task_sweeper_stop(srv->sweeper);
@@ -144,7 +153,8 @@ static int check_encryption(server *srv, const char *conninfo)
 
 /* The classes of silt.conf registered, or the start refused naming each
  * key the database holds with another duration (silt.conf's report); then
- * their leaves made and its schedules written. */
+ * the settings the SQL API checks stored, the leaves made and the
+ * schedules written. */
 static int prepare_task_storage(server *srv, const char *conninfo)
 {
     PGconn *pg = PQconnectdb(conninfo);
@@ -155,6 +165,10 @@ static int prepare_task_storage(server *srv, const char *conninfo)
     else if (rc == CLASS_REGISTRY_DB_ERROR) log_error("%s", report.data);
     if (rc == 0 && send_settings_store(pg, &srv->conf, &report) < 0) {   /* before any send: tasks.enqueue reads them */
         log_error("%s", report.data);
+        rc = -1;
+    }
+    if (rc == 0 && outbox_store_settings(pg, srv->cfg.max_payload_bytes, srv->cfg.max_items, &report) < 0) {
+        log_error("%s", report.data);   /* before any push from SQL is checked against them */
         rc = -1;
     }
     buf_fini(&report);
@@ -192,6 +206,10 @@ int server_build(server *srv, const char *conninfo)
     srv->maintenance = maintenance_new(srv->base, srv->pool, on_log_appended, srv, srv->cfg.maintenance_refresh_ms);
     srv->tasks = task_hub_new(srv->base, srv->pool, conninfo, &srv->conf);
     task_hub_on_log(srv->tasks, on_log_commit, srv);
+    outbox_limits ol = { (int)srv->cfg.push_flush_messages, srv->cfg.max_body_bytes, (int)srv->cfg.zstd_level,
+                         srv->cfg.outbox_interval_ms };
+    srv->outbox = outbox_new(srv->base, srv->pool, ol, on_log_appended, srv);
+    task_hub_on_outbox(srv->tasks, on_outbox, srv);
     srv->schedules = scheduler_new(srv->base, srv->pool, srv->tasks, &srv->conf);
     srv->sweeper = task_sweeper_new(srv->base, srv->pool, &srv->conf.retention);
     srv->history = history_roller_new(srv->base, srv->pool);
@@ -247,6 +265,7 @@ static void stop(server *srv)
     history_roller_free(srv->history);
     partition_pass_free(srv->partitions);
     task_hub_free(srv->tasks);
+    outbox_free(srv->outbox);
     pusher_free(srv->push);
     db_pool_free(srv->pool);
     if (srv->base) event_base_free(srv->base);

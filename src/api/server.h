@@ -17,6 +17,7 @@
 #include "retention/engine.h"
 #include "streams/history.h"
 #include "streams/maintenance.h"
+#include "streams/outbox.h"
 #include "tasks/hub.h"
 #include "tasks/schedule.h"
 #include "tasks/sweep.h"
@@ -43,6 +44,7 @@ typedef struct server {
     httpd             *http;
     auth              *auth;              /* who may call which route (JWT_*) */
     pusher            *push;
+    outbox            *outbox;            /* pushes made from SQL, moved into the log */
     popper            *pop;
     lease_book        *leases;              /* what pops handed out, for their acks (sql/033) */
     retention_engine  *retention;

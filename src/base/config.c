@@ -57,6 +57,7 @@ static const setting settings[] = {
     NUM("PARTITION_CLEANUP_DAYS", cleanup_days, "30", 0, 36500),
     BOOL("QUEEN_PARTITION_CLEANUP_ENABLED", cleanup_enabled, "true"),
     NUM("MAINTENANCE_REFRESH_MS", maintenance_refresh_ms, "1000", 10, 60000),
+    NUM("PUSH_OUTBOX_INTERVAL_MS", outbox_interval_ms, "1000", 10, 3600000),
     NUM("TASK_RETENTION_DETACH_TIMEOUT_MS", detach_timeout_ms, "10000", 100, 600000),
     BOOL("JWT_ENABLED", jwt_enabled, "false"),
     TEXT("JWT_ALGORITHM", jwt_algorithm, "HS256"),

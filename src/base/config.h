@@ -35,6 +35,7 @@ typedef struct silt_config {
     int64_t cleanup_days;         /* empty, untouched partitions go after this many days */
     int64_t cleanup_enabled;      /* 1 or 0 */
     int64_t maintenance_refresh_ms;/* how often a server re-reads maintenance mode */
+    int64_t outbox_interval_ms;   /* how often a server looks for pushes made from SQL, besides their NOTIFY */
     int64_t detach_timeout_ms;    /* a partition pass's DETACH CONCURRENTLY waits this long for readers */
     /* bearer tokens (src/api/auth.c, token.c); names as Queen's */
     int64_t jwt_enabled;          /* 1: every route but the skip paths needs a token */

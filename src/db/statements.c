@@ -222,4 +222,8 @@ const db_statement db_statements[STMT_COUNT] = {
         " tasks.rate_reopens_at(l.queue, ($2::integer[])[l.ord][1], ($2::integer[])[l.ord][2], false) IS NOT NULL"
         " FROM tasks.queue_load($1) WITH ORDINALITY AS l(queue, held, waiting, ord)"
         " FULL JOIN tasks.paused_queues p ON p.queue_name = l.queue ORDER BY l.ord NULLS LAST, 1", 2 },
+    /* pushes made from SQL, moved into the log (sql/functions/sql_push.sql, streams/outbox.c) */
+    [STMT_OUTBOX_READ]  = { "outbox_read", "SELECT id, queue, partition, transaction_id, client_txn, trace_id, payload"
+        " FROM queen.push_outbox_read($1, $2)", 2 },
+    [STMT_OUTBOX_TAKE]  = { "outbox_take", "SELECT queen.push_outbox_take($1)", 1 },
 };

@@ -103,6 +103,8 @@ typedef enum db_stmt {
     STMT_WORKER_REGISTER,
     STMT_WORKER_LIST,
     STMT_TASK_QUEUES,
+    STMT_OUTBOX_READ,
+    STMT_OUTBOX_TAKE,
     STMT_COUNT
 } db_stmt;
 

@@ -49,27 +49,11 @@ typedef struct flush {
 
 static void flush_send(flush *f);
 
-/* Tells the owner which partitions of each queue the flush wrote (groups
- * come sorted by queue, then partition). A buffered flush wrote none. */
-static void announce(pusher *p, const push_plan *plan)
-{
-    if (plan->ngroups == 0 || plan->buffered) return;
-    const char **names = xcalloc(plan->ngroups, sizeof *names);
-    size_t n = 0;
-    for (size_t g = 0; g < plan->ngroups; g++) {
-        const push_item *first = plan->groups[g].items[0];
-        names[n++] = first->partition;
-        bool last = g + 1 == plan->ngroups || strcmp(plan->groups[g + 1].items[0]->queue, first->queue) != 0;
-        if (last) { p->on_commit(p->commit_arg, first->queue, names, n); n = 0; }
-    }
-    free(names);
-}
-
 static void flush_finish(flush *f, const char *error, bool unavailable)
 {
     pusher *p = f->p;
     const push_plan *plan = &f->plan;
-    if (!error) announce(p, plan);
+    if (!error) push_plan_announce(plan, p->on_commit, p->commit_arg);
     for (push_batch *b = f->batches, *next; b; b = next) {
         next = b->next;
         if (error) { b->error = xstrdup(error); b->unavailable = unavailable; }

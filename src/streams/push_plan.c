@@ -326,3 +326,18 @@ void push_plan_resolve(push_plan *f, const db_reply *reply)
     }
 }
 
+
+/* Groups come sorted by queue, then partition: one call per queue. */
+void push_plan_announce(const push_plan *plan, push_commit_fn fn, void *arg)
+{
+    if (plan->ngroups == 0 || plan->buffered) return;
+    const char **names = xcalloc(plan->ngroups, sizeof *names);
+    size_t n = 0;
+    for (size_t g = 0; g < plan->ngroups; g++) {
+        const push_item *first = plan->groups[g].items[0];
+        names[n++] = first->partition;
+        bool last = g + 1 == plan->ngroups || strcmp(plan->groups[g + 1].items[0]->queue, first->queue) != 0;
+        if (last) { fn(arg, first->queue, names, n); n = 0; }
+    }
+    free(names);
+}

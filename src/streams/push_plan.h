@@ -42,5 +42,8 @@ bool push_plan_take_encryption(push_plan *plan, const db_reply *reply);
  * held them for maintenance mode: its rows have no offsets), repeats
  * duplicate. */
 void push_plan_resolve(push_plan *plan, const db_reply *reply);
+/* After the job committed: tells fn which partitions of each queue the plan
+ * wrote (a buffered plan wrote none), so parked pops wake. */
+void push_plan_announce(const push_plan *plan, push_commit_fn fn, void *arg);
 
 #endif

@@ -54,6 +54,8 @@ struct task_hub {
     bool               notifying;
     task_log_wake_fn   log_wake;                /* the other servers' log commits */
     void              *log_arg;
+    task_outbox_fn     outbox_wake;             /* pushes made from SQL */
+    void              *outbox_arg;
     char             **paused;                  /* queues paused, as last heard (see task_hub_announce_paused) */
     size_t             npaused;
     uint64_t           pause_news;              /* pause announcements heard, to know a reload is stale */
@@ -294,6 +296,7 @@ static void on_notify(void *arg, const char *payload)
         load_paused(h);
         wake(h, NULL);
         if (h->log_wake) h->log_wake(h->log_arg, NULL, NULL, NULL, 0);
+        if (h->outbox_wake) h->outbox_wake(h->outbox_arg);
         return;
     }
     const char *space = strchr(payload, ' ');
@@ -301,6 +304,7 @@ static void on_notify(void *arg, const char *payload)
         return;
     const char *what = space ? space + 1 : payload;
     if (strncmp(what, "log:", 4) == 0) { if (h->log_wake) wake_log(h, what); return; }
+    if (strcmp(what, "outbox") == 0) { if (h->outbox_wake) h->outbox_wake(h->outbox_arg); return; }
     if (strncmp(what, "lease:", 6) == 0) { if (h->log_wake) h->log_wake(h->log_arg, NULL, what + 6, NULL, 0); return; }
     wake(h, what);
 }
@@ -357,6 +361,12 @@ void task_hub_announce_log(task_hub *h, const char *queue, const char *const *pa
     db_array_text(&h->outbox, payload.data);
     buf_fini(&payload);
     notify_outbox(h);
+}
+
+void task_hub_on_outbox(task_hub *h, task_outbox_fn fn, void *arg)
+{
+    h->outbox_wake = fn;
+    h->outbox_arg = arg;
 }
 
 bool task_hub_listening(const task_hub *h) { return db_listener_ready(h->listener); }

@@ -82,6 +82,11 @@ void      task_hub_announce_lease(task_hub *h, const char *group);
 typedef void (*task_log_wake_fn)(void *arg, const char *queue, const char *group,
                                  const char *const *partitions, size_t n);
 void      task_hub_on_log(task_hub *h, task_log_wake_fn fn, void *arg);
+/* Who hears that pushes made from SQL wait in the outbox ("sql outbox",
+ * sent by queen.push in the pusher's transaction: streams/outbox.h), and
+ * that some may have been missed (the listener reconnected). */
+typedef void (*task_outbox_fn)(void *arg);
+void      task_hub_on_outbox(task_hub *h, task_outbox_fn fn, void *arg);
 /* The channel is heard: the silt_notify_listening gauge. */
 bool      task_hub_listening(const task_hub *h);
 
