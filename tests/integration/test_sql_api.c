@@ -92,7 +92,9 @@ TEST(a_task_sent_in_a_transaction_that_rolls_back_is_never_seen_and_wakes_nobody
     int64_t elapsed;
     bg_wait(&w, &status, &elapsed);
     CHECK_INT(status, 200);
-    CHECK(elapsed >= 1500);
+    /* its whole wait: nothing woke it (the server's timers run on the event
+     * loop's cached clock, so a deadline may end a few ms early) */
+    CHECK(elapsed >= 1500 - 20);
     CHECK_STR(sql("SELECT count(*) FROM horsies_tasks"), "0");
     CHECK_STR(sql("SELECT count(*) FROM horsies_task_idempotency"), "0");
     reply r;

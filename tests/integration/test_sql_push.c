@@ -105,7 +105,9 @@ TEST(a_message_pushed_in_a_transaction_that_rolls_back_is_never_seen_and_wakes_n
     int64_t elapsed;
     bg_wait(&w, &status, &elapsed);
     CHECK_INT(status, 204);
-    CHECK(elapsed >= 1500);
+    /* its whole wait: nothing woke it (the server's timers run on the event
+     * loop's cached clock, so a deadline may end a few ms early) */
+    CHECK(elapsed >= 1500 - 20);
     CHECK_STR(sql("SELECT count(*) FROM queen.push_outbox"), "0");
     CHECK_INT(logged(q), 0);
     CHECK_INT(srv_metric(&s, "silt_sql_pushes_moved_total"), 0);
