@@ -2,8 +2,10 @@
 # make test: unit tests, then integration tests against a throwaway
 # PostgreSQL cluster that this script creates and removes, with the client
 # libraries' suites beside them. Each part runs its tests side by side
-# (SILT_TEST_JOBS at a time, default the online cores). The last line is
-# the total "N passed, N failed"; the exit status is non-zero on any failure.
+# (SILT_TEST_JOBS at a time; by default three per online core for the C
+# tests, one per core for the Python classes, three JavaScript files). The
+# last line is the total "N passed, N failed"; the exit status is non-zero
+# on any failure.
 set -u
 build="$1"
 case "$build" in /*) bin="$build/silt" ;; *) bin="$PWD/$build/silt" ;; esac
