@@ -1,14 +1,11 @@
 /* browser: headless chromium for the dashboard's tests (see browser.h). */
-#include <fcntl.h>
 #include <poll.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include <sys/prctl.h>
-#include <sys/wait.h>
 #include "browser.h"
+#include "chromium.h"
 #include "harness.h"
 
 #define DOM_CAP (512 * 1024)
@@ -21,60 +18,20 @@ bool browser_available(void)
     return false;
 }
 
-/* Fails the test on any console line chromium logged ("INFO:CONSOLE..."). */
-static void check_console(const char *log_path)
-{
-    FILE *f = fopen(log_path, "r");
-    if (!f) harness_failf(__FILE__, __LINE__, "no chromium log at %s", log_path);
-    char line[2048];
-    while (fgets(line, sizeof line, f))
-        if (strstr(line, ":CONSOLE")) {
-            fclose(f);
-            harness_failf(__FILE__, __LINE__, "console message in the page: %s", line);
-        }
-    fclose(f);
-}
-
-/* ---- the DevTools protocol over a pipe ---------------------------------
+/* ---- the DevTools protocol ----------------------------------------------
  *
- * With --remote-debugging-pipe chromium reads protocol commands on fd 3 and
- * writes replies and events on fd 4, each a JSON text ended by a NUL byte:
- * no WebSocket, no port. The page gets a target of its own with the
- * Network domain enabled before it loads, so every request it makes is
- * seen: chromium logs no console line for a fetch answered 404 or 500, or
- * for one that got no reply, and the pages are to load with no failed
- * request. */
-
-/* The D-Bus addresses point nowhere: chromium otherwise spends seconds
- * looking for a bus a test machine does not run. */
-static void browser_exec(int cmd_read, int ev_write, const char *dir)
-{
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-    int a = fcntl(cmd_read, F_DUPFD, 10), b = fcntl(ev_write, F_DUPFD, 10);
-    if (a < 0 || b < 0 || dup2(a, 3) < 0 || dup2(b, 4) < 0) _exit(126);
-    if (!freopen(sfmt("%s/chromium.log", dir), "w", stderr)) _exit(126);
-    if (!freopen("/dev/null", "w", stdout)) _exit(126);
-    setenv("DBUS_SYSTEM_BUS_ADDRESS", "unix:path=/nonexistent", 1);
-    setenv("DBUS_SESSION_BUS_ADDRESS", "unix:path=/nonexistent", 1);
-    execlp("chromium", "chromium", "--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run",
-           "--disable-extensions", "--disable-background-networking", "--disable-component-update",
-           sfmt("--user-data-dir=%s/profile", dir), "--enable-logging=stderr", "--v=0",
-           "--remote-debugging-pipe", "about:blank", (char *)NULL);
-    _exit(127);
-}
+ * The page gets a target of its own with the Network domain enabled before
+ * it loads, so every request it makes is seen (chromium reports no console
+ * message for a fetch answered 404 or 500, or for one that got no reply,
+ * and the pages are to load with no failed request), and the Runtime and
+ * Log domains, so every console message and uncaught error is. */
 
 /* Reads what chromium has sent into b->in: waits up to wait_ms (0: only
  * what is there now); false when nothing came. Fails the test when
- * chromium closed its pipe. */
+ * chromium closed the socket. */
 static bool browser_fill(browser *b, int wait_ms)
 {
-    struct pollfd p = { b->from, POLLIN, 0 };
-    if (poll(&p, 1, wait_ms) <= 0) return false;
-    char chunk[65536];
-    ssize_t n = read(b->from, chunk, sizeof chunk);
-    if (n <= 0) harness_failf(__FILE__, __LINE__, "chromium closed its pipe");
-    buf_append(&b->in, chunk, (size_t)n);
-    return true;
+    return chromium_read(b->ws, &b->raw, &b->in, wait_ms);
 }
 
 /* Takes the first whole message out of b->in, parsed into r (reply_fini
@@ -125,9 +82,16 @@ static void record_failure(browser *b, const char *url, int status, const char *
     b->nfailed++;
 }
 
-/* What an event tells the test: a request's URL, a request that failed,
- * the virtual time budget spent. A request the page or a navigation
- * dropped (canceled) did not fail. */
+/* A console message or an uncaught error: the first is kept. */
+static void record_console(browser *b, const char *kind, const char *text)
+{
+    if (b->nconsole++ == 0) snprintf(b->console, sizeof b->console, "%s: %s", kind, text ? text : "?");
+}
+
+/* What an event tells the test: a request's URL, a request that failed, a
+ * console message (a network one is a request, checked as such), the
+ * virtual time budget spent. A request the page or a navigation dropped
+ * (canceled) did not fail. */
 static void note_event(browser *b, const reply *e)
 {
     const char *method = jpath(e, "method") >= 0 ? jstr(e, "method") : "";
@@ -139,6 +103,15 @@ static void note_event(browser *b, const reply *e)
         record_failure(b, url_of_request(b, jstr(e, "params.requestId")), 0, jstr(e, "params.errorText"));
     else if (strcmp(method, "Emulation.virtualTimeBudgetExpired") == 0)
         b->budget_spent = true;
+    else if (strcmp(method, "Runtime.consoleAPICalled") == 0)
+        record_console(b, jstr(e, "params.type"), jpath(e, "params.args.0.value") >= 0 ? jraw(e, "params.args.0.value")
+                                                                                       : jstr(e, "params.args.0.description"));
+    else if (strcmp(method, "Runtime.exceptionThrown") == 0)
+        record_console(b, "uncaught", jpath(e, "params.exceptionDetails.exception.description") >= 0
+                                          ? jstr(e, "params.exceptionDetails.exception.description")
+                                          : jstr(e, "params.exceptionDetails.text"));
+    else if (strcmp(method, "Log.entryAdded") == 0 && strcmp(jstr(e, "params.entry.source"), "network") != 0)
+        record_console(b, jstr(e, "params.entry.level"), jstr(e, "params.entry.text"));
 }
 
 /* The next message, reading with a deadline; an event is noted on the
@@ -164,8 +137,8 @@ void browser_call(browser *b, bool top, const char *method, const char *params, 
     buf_init(&cmd);
     buf_printf(&cmd, "{\"id\":%d,\"method\":\"%s\",\"params\":%s", id, method, params ? params : "{}");
     if (!top) buf_printf(&cmd, ",\"sessionId\":\"%s\"", b->session);
-    buf_append(&cmd, "}", 2);   /* and the NUL that ends a message */
-    if (write(b->to, cmd.data, cmd.len) != (ssize_t)cmd.len) harness_failf(__FILE__, __LINE__, "write to chromium");
+    buf_putc(&cmd, '}');
+    chromium_send(b->ws, cmd.data, cmd.len);
     buf_fini(&cmd);
     int64_t deadline = now_ms() + 20000;
     for (;;) {
@@ -183,34 +156,29 @@ static void browser_call_quietly(browser *b, bool top, const char *method, const
     reply_fini(&r);
 }
 
-/* Starts chromium with a blank page of its own whose requests are watched
- * (the Network domain), ready to navigate. */
+/* A blank page of its own, in a browser context of its own (storage,
+ * cookies: a fresh profile's), whose requests and console are watched,
+ * ready to navigate. The context goes with the socket if the test dies. */
 static void browser_start(browser *b)
 {
     memset(b, 0, sizeof *b);
+    buf_init(&b->raw);
     buf_init(&b->in);
-    snprintf(b->dir, sizeof b->dir, "/tmp/silt-cdp-%d", (int)getpid());
-    char ignored[16];
-    (void)run_cmd(sfmt("rm -rf %s && mkdir -p %s", b->dir, b->dir), ignored, sizeof ignored);
-    int cmd[2], ev[2];
-    CHECK(pipe(cmd) == 0 && pipe(ev) == 0);
-    fflush(NULL);
-    b->pid = fork();
-    CHECK(b->pid >= 0);
-    if (b->pid == 0) browser_exec(cmd[0], ev[1], b->dir);
-    close(cmd[0]);
-    close(ev[1]);
-    b->to = cmd[1];
-    b->from = ev[0];
+    b->ws = chromium_connect();
     reply r;
-    browser_call(b, true, "Target.createTarget", "{\"url\":\"about:blank\"}", &r);
-    char target[96];
-    keep_str(target, jstr(&r, "result.targetId"));
+    browser_call(b, true, "Target.createBrowserContext", "{\"disposeOnDetach\":true}", &r);
+    keep_str(b->context, jstr(&r, "result.browserContextId"));
     reply_fini(&r);
-    browser_call(b, true, "Target.attachToTarget", sfmt("{\"targetId\":\"%s\",\"flatten\":true}", target), &r);
+    browser_call(b, true, "Target.createTarget",
+                 sfmt("{\"url\":\"about:blank\",\"browserContextId\":\"%s\"}", b->context), &r);
+    keep_str(b->target, jstr(&r, "result.targetId"));
+    reply_fini(&r);
+    browser_call(b, true, "Target.attachToTarget", sfmt("{\"targetId\":\"%s\",\"flatten\":true}", b->target), &r);
     snprintf(b->session, sizeof b->session, "%s", jstr(&r, "result.sessionId"));
     reply_fini(&r);
     browser_call_quietly(b, false, "Network.enable", NULL);
+    browser_call_quietly(b, false, "Runtime.enable", NULL);
+    browser_call_quietly(b, false, "Log.enable", NULL);
 }
 
 static void browser_navigate(browser *b, const char *url)
@@ -228,11 +196,15 @@ static void browser_navigate(browser *b, const char *url)
     reply_fini(&r);
 }
 
-/* Starts chromium and opens url in a page of its own. */
+/* Opens url in a page of its own (url may sit in sfmt's ring, which the
+ * start reuses). */
 void browser_open(browser *b, const char *url)
 {
+    char *mine = strdup(url);
+    CHECK(mine != NULL);
     browser_start(b);
-    browser_navigate(b, url);
+    browser_navigate(b, mine);
+    free(mine);
 }
 
 /* Runtime.evaluate of the expression into r (reply_fini it); fails the
@@ -350,26 +322,21 @@ static void check_requests(const browser *b)
                           b->expected[e].path, b->expected[e].status);
 }
 
-/* Closes chromium (it exits on Browser.close), then checks its log for
- * console messages and what the page's requests answered. */
+/* Closes the page and its context, then fails the test on what the page
+ * logged or failed to load. A round trip first: the page's events before
+ * it have come by its answer. */
 void browser_close(browser *b)
 {
+    browser_eval(b, "true");
     browser_drain(b);
-    browser_call_quietly(b, true, "Browser.close", NULL);
-    int status;
-    int64_t deadline = now_ms() + 10000;
-    while (waitpid(b->pid, &status, WNOHANG) == 0) {
-        if (now_ms() > deadline) { kill(b->pid, SIGKILL); waitpid(b->pid, &status, 0); break; }
-        struct pollfd none = { -1, 0, 0 };
-        poll(&none, 0, 20);
-    }
-    close(b->to);
-    close(b->from);
+    browser_call_quietly(b, true, "Target.closeTarget", sfmt("{\"targetId\":\"%s\"}", b->target));
+    browser_call_quietly(b, true, "Target.disposeBrowserContext", sfmt("{\"browserContextId\":\"%s\"}", b->context));
+    close(b->ws);
+    buf_fini(&b->raw);
     buf_fini(&b->in);
-    check_console(sfmt("%s/chromium.log", b->dir));
+    if (b->nconsole > 0)
+        harness_failf(__FILE__, __LINE__, "the page logged %d console message(s), the first: %s", b->nconsole, b->console);
     check_requests(b);
-    char ignored[16];
-    (void)run_cmd(sfmt("rm -rf %s", b->dir), ignored, sizeof ignored);
 }
 
 /* Waits for the virtual time budget to be spent; fails the test after

@@ -1,9 +1,9 @@
 /* browser: Debian's headless chromium for the dashboard's tests, driven
- * over the DevTools protocol on a pipe (--remote-debugging-pipe: commands
- * on chromium's fd 3, replies and events on its fd 4, each JSON text ended
- * by a NUL; no WebSocket, no port). browser_dump_dom loads a page and
- * returns its DOM once the page's timers and fetches are done (a virtual
- * time budget, as chromium's own --dump-dom does); the other calls drive a
+ * over the DevTools protocol: each page in a browser context of its own,
+ * in the chromium the run shares (chromium.h). browser_dump_dom loads a
+ * page and returns its DOM once the page's timers and fetches are done (a
+ * virtual time budget, as chromium's own --dump-dom does); the other calls
+ * drive a
  * page: wait for an element, evaluate JavaScript, answer confirm() and
  * click. Both fail the test on any console message the page logged and on
  * any request the page made that failed (an HTTP status >= 400, or no
@@ -12,7 +12,6 @@
 #ifndef SILT_TEST_BROWSER_H
 #define SILT_TEST_BROWSER_H
 #include <stdbool.h>
-#include <sys/types.h>
 #include "base/buf.h"
 #include "support.h"
 
@@ -37,12 +36,15 @@ typedef struct browser_failure {
 } browser_failure;
 
 typedef struct browser {
-    pid_t pid;
-    int   to, from;      /* our ends: commands to chromium, its replies */
+    int   ws;            /* the DevTools WebSocket to the run's chromium */
     int   next_id;
-    buf   in;            /* bytes read and not yet a whole message */
+    buf   raw;           /* bytes read and not yet a whole frame */
+    buf   in;            /* messages read and not yet taken, each ended by a NUL */
+    char  context[96];   /* the page's browser context: storage of its own */
+    char  target[96];
     char  session[96];   /* the page's flattened session id */
-    char  dir[64];       /* profile and log */
+    char  console[256];  /* the first console message or uncaught error */
+    int   nconsole;      /* and how many there were */
     /* Network.loadingFailed names a request by id only: the URLs of the
      * latest requests, by id (a ring) */
     struct { char id[48]; char url[256]; } request[BROWSER_REQUESTS];
@@ -54,7 +56,7 @@ typedef struct browser {
     bool  budget_spent;  /* Emulation.virtualTimeBudgetExpired came */
 } browser;
 
-/* Starts chromium and opens url in a page of its own. */
+/* Opens url in a page of its own. */
 void browser_open(browser *b, const char *url);
 /* One protocol command, params a JSON object or NULL, in the page's session
  * unless top; waits for its reply (r, reply_fini it), skipping events. */
@@ -77,8 +79,9 @@ void browser_expect_failure(browser *b, const char *path, int status);
 /* The failed requests seen so far, expected or not (*n of them, the first
  * BROWSER_FAILURES kept), after reading what chromium has sent. */
 const browser_failure *browser_failures(browser *b, int *n);
-/* Closes chromium, then fails the test on a console message in its log or
- * on a failed request the test did not expect, naming its URL and status. */
+/* Closes the page, then fails the test on a console message or uncaught
+ * error in it, or on a failed request the test did not expect, naming its
+ * URL and status. */
 void browser_close(browser *b);
 
 #endif

@@ -685,6 +685,48 @@ static browser_failure await_failure(browser *b, int status)
     }
 }
 
+/* Opens the overview, runs script in it, closes it: in a process of its
+ * own, since the close is to fail; its exit status, its complaint in
+ * errfile. */
+static int close_after(const silt_server *s, const char *script, const char *errfile)
+{
+    fflush(NULL);
+    pid_t pid = fork();
+    CHECK(pid >= 0);
+    if (pid == 0) {
+        if (!freopen(errfile, "w", stderr)) _exit(3);
+        browser b;
+        browser_open(&b, sfmt("%s/#/", s->url));
+        browser_await(&b, "document.querySelector('#page-overview') !== null", 20000);
+        browser_eval(&b, script);
+        browser_close(&b);
+        _exit(0);
+    }
+    int status = 0;
+    CHECK(waitpid(pid, &status, 0) == pid);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+/* A console message or an uncaught error in a page fails the test at
+ * browser_close, naming the first (app.js writes none: one is a fault);
+ * a page without one passes. */
+TEST(dashboard_a_console_message_or_uncaught_error_fails_the_page_naming_it)
+{
+    silt_server s;
+    if (!dashboard_start(&s, NULL)) return;
+    char errfile[64], text[4096];
+    snprintf(errfile, sizeof errfile, "/tmp/silt-console-%d", (int)getpid());
+    CHECK_INT(close_after(&s, "console.warn('silt-warned'); true", errfile), 1);
+    CHECK_INT(run_cmd(sfmt("cat %s", errfile), text, sizeof text), 0);
+    CHECK(strstr(text, "1 console message(s), the first: warning: \"silt-warned\"") != NULL);
+    CHECK_INT(close_after(&s, "setTimeout(() => { throw new Error('silt-thrown'); }, 0); true", errfile), 1);
+    CHECK_INT(run_cmd(sfmt("cat %s", errfile), text, sizeof text), 0);
+    CHECK(strstr(text, "uncaught: Error: silt-thrown") != NULL);
+    CHECK_INT(close_after(&s, "true", errfile), 0);
+    unlink(errfile);
+    srv_stop(&s);
+}
+
 /* The queue page of a queue that does not exist asks the queue route,
  * which answers 404: the request is recorded with its URL and status, and
  * the page says there is no such queue. With the server gone, the
