@@ -257,6 +257,53 @@ PGconn *test_session(void)
     return pg;
 }
 
+char *doc_block(const char *path, const char *after)
+{
+    FILE *f = fopen(path, "r");
+    if (!f) harness_failf(__FILE__, __LINE__, "%s: not here (run from the repository root)", path);
+    buf text;
+    buf_init(&text);
+    char chunk[4096];
+    for (size_t n; (n = fread(chunk, 1, sizeof chunk, f)) > 0;) buf_append(&text, chunk, n);
+    buf_putc(&text, '\0');
+    fclose(f);
+    const char *at = after ? strstr(text.data, after) : text.data;
+    const char *open = at && strncmp(at, "```", 3) == 0 ? at : at ? strstr(at, "\n```") : NULL;
+    if (open && *open == '\n') open++;   /* the fence line itself */
+    const char *start = open ? strchr(open, '\n') : NULL;
+    const char *end = start ? strstr(start + 1, "\n```") : NULL;
+    if (!end) harness_failf(__FILE__, __LINE__, "%s: no fenced block after \"%s\"", path, after ? after : "its top");
+    char *block = strndup(start + 1, (size_t)(end - start));   /* with the last line's newline */
+    CHECK(block != NULL);
+    buf_fini(&text);
+    return block;
+}
+
+const char *session_run(PGconn *pg, const char *q)
+{
+    static char value[256];
+    PGresult *r = PQexec(pg, q);
+    ExecStatusType st = PQresultStatus(r);
+    if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK)
+        harness_failf(__FILE__, __LINE__, "%s: %s", q, PQerrorMessage(pg));
+    snprintf(value, sizeof value, "%s", PQntuples(r) > 0 ? PQgetvalue(r, 0, 0) : "");
+    PQclear(r);
+    return value;
+}
+
+const char *session_refused(PGconn *pg, const char *q, const char *state)
+{
+    static char message[512];
+    PGresult *r = PQexec(pg, q);
+    if (PQresultStatus(r) != PGRES_FATAL_ERROR) harness_failf(__FILE__, __LINE__, "%s: not refused", q);
+    const char *got = PQresultErrorField(r, PG_DIAG_SQLSTATE);
+    if (strcmp(got ? got : "", state) != 0)
+        harness_failf(__FILE__, __LINE__, "%s: SQLSTATE %s, not %s: %s", q, got, state, PQerrorMessage(pg));
+    snprintf(message, sizeof message, "%s", PQresultErrorField(r, PG_DIAG_MESSAGE_PRIMARY));
+    PQclear(r);
+    return message;
+}
+
 const char *test_db(void)
 {
     static char name[32];

@@ -95,6 +95,16 @@ const char *test_db(void);
 /* A connection of its own to test_db(), for a test that holds a lock or a
  * transaction beside the server (checked connected; PQfinish it). */
 PGconn *test_session(void);
+/* The text of the first fenced block after `after` in the repository's
+ * file path (a heading, or any text of it; NULL: from the top), without its
+ * fence lines: a copy to free. Fails the test when there is none: a doc's
+ * example that a test runs as written must stay. */
+char *doc_block(const char *path, const char *after);
+/* Runs q on pg, which must succeed: its first value (static), "" for none. */
+const char *session_run(PGconn *pg, const char *q);
+/* Runs q on pg, which must fail with SQLSTATE state: its primary message
+ * (static), the words a caller of silt's SQL functions reads. */
+const char *session_refused(PGconn *pg, const char *q, const char *state);
 /* Runs SQL on test_db(); returns the first value of the first row
  * (static ring) or "" when none. Fails the test on an SQL error. */
 const char *sql(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

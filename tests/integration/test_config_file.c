@@ -283,63 +283,23 @@ TEST(server_config_option_needs_a_value)
 TEST(check_config_accepts_the_example_of_docs_configuration)
 {
     static char out[OUT_BYTES];
-    FILE *f = fopen("docs/configuration.md", "r");
-    CHECK(f != NULL);
-    buf example;
-    buf_init(&example);
-    char line[512];
-    bool in = false;
-    while (fgets(line, sizeof line, f)) {
-        if (in && strncmp(line, "```", 3) == 0) break;
-        if (in) buf_puts(&example, line);
-        if (strncmp(line, "```ini", 6) == 0) in = true;
-    }
-    fclose(f);
-    CHECK(example.len > 0);
-    const char *path = conf_file("good.conf", example.data);
+    char *example = doc_block("docs/configuration.md", "```ini");
+    const char *path = conf_file("good.conf", example);
     CHECK_INT(run_cmd(sfmt("%s check-config %s 2>&1", silt_bin(), path), out, sizeof out), 0);
     CHECK_STR(out, sfmt("%s: ok (4 queues)\n", path));
-    buf_fini(&example);
+    free(example);
     remove_files();
-}
-
-/* The whole of docs/configuration.md, for the checks of its examples. */
-static void read_docs(buf *doc)
-{
-    FILE *f = fopen("docs/configuration.md", "r");
-    CHECK(f != NULL);
-    char chunk[4096];
-    size_t n;
-    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) buf_append(doc, chunk, n);
-    fclose(f);
-}
-
-/* The text between the first ``` line after `after` and the next ``` line. */
-static char *fenced_after(const char *doc, const char *after)
-{
-    const char *at = strstr(doc, after);
-    CHECK(at != NULL);
-    const char *open = strstr(at, "\n```");
-    CHECK(open != NULL);
-    const char *start = strchr(open + 1, '\n') + 1;
-    const char *end = strstr(start, "```");
-    CHECK(end != NULL);
-    return strndup(start, (size_t)(end - start));
 }
 
 /* The section's own example, as written, is a good file. */
 TEST(check_config_accepts_the_retention_example_of_docs_configuration)
 {
     static char out[OUT_BYTES];
-    buf doc;
-    buf_init(&doc);
-    read_docs(&doc);
-    char *example = fenced_after(doc.data, "## `[retention]`");
+    char *example = doc_block("docs/configuration.md", "## `[retention]`");
     CHECK(strncmp(example, "[retention]\n", 12) == 0);
     const char *path = conf_file("retention.conf", example);
     CHECK_INT(run_cmd(sfmt("%s check-config %s 2>&1", silt_bin(), path), out, sizeof out), 0);
     free(example);
-    buf_fini(&doc);
     remove_files();
 }
 
@@ -347,10 +307,7 @@ TEST(check_config_accepts_the_retention_example_of_docs_configuration)
 TEST(check_config_prints_the_retention_report_of_docs_configuration)
 {
     static char out[OUT_BYTES];
-    buf doc;
-    buf_init(&doc);
-    read_docs(&doc);
-    char *want = fenced_after(doc.data, "### Retention reports");
+    char *want = doc_block("docs/configuration.md", "### Retention reports");
     char cwd[256];
     CHECK(getcwd(cwd, sizeof cwd) != NULL);
     conf_file("silt.conf", "[queue.emails]\n[queue.reports]\n[queue.bulk-mail]\n#\n#\n#\n#\n#\n#\n#\n"
@@ -369,6 +326,5 @@ TEST(check_config_prints_the_retention_report_of_docs_configuration)
     CHECK_INT(run_cmd(sfmt("cd %s && %s check-config silt.conf 2>&1", dir, bin), out, sizeof out), 1);
     CHECK_STR(out, want);
     free(want);
-    buf_fini(&doc);
     remove_files();
 }

@@ -39,33 +39,6 @@ static void start_with_conf(silt_server *s)
     srv_start(s, (const char *const[]){ sfmt("SILT_CONFIG=%s", conf_path()), NULL });
 }
 
-/* Runs q on pg, which must succeed; the first value (static), "" for none. */
-static const char *run(PGconn *pg, const char *q)
-{
-    static char value[256];
-    PGresult *r = PQexec(pg, q);
-    ExecStatusType st = PQresultStatus(r);
-    if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK)
-        harness_failf(__FILE__, __LINE__, "%s: %s", q, PQerrorMessage(pg));
-    snprintf(value, sizeof value, "%s", PQntuples(r) > 0 ? PQgetvalue(r, 0, 0) : "");
-    PQclear(r);
-    return value;
-}
-
-/* Runs q on pg, which must fail with state; its primary message (static). */
-static const char *refused(PGconn *pg, const char *q, const char *state)
-{
-    static char message[512];
-    PGresult *r = PQexec(pg, q);
-    if (PQresultStatus(r) != PGRES_FATAL_ERROR) harness_failf(__FILE__, __LINE__, "%s: not refused", q);
-    const char *got = PQresultErrorField(r, PG_DIAG_SQLSTATE);
-    if (strcmp(got ? got : "", state) != 0)
-        harness_failf(__FILE__, __LINE__, "%s: SQLSTATE %s, not %s: %s", q, got, state, PQerrorMessage(pg));
-    snprintf(message, sizeof message, "%s", PQresultErrorField(r, PG_DIAG_MESSAGE_PRIMARY));
-    PQclear(r);
-    return message;
-}
-
 static void park_claim(bg_req *w, silt_server *s, const char *worker, const char *queue, int wait_ms)
 {
     bg_start(w, s, "POST", sfmt("/api/v1/workers/%s/claim", worker),
@@ -82,12 +55,12 @@ TEST(a_task_sent_in_a_transaction_that_rolls_back_is_never_seen_and_wakes_nobody
     park_claim(&w, &s, "w", "q", 1500);
     srv_await_metric(&s, "silt_task_claims_parked", 1, 5000);
     PGconn *pg = test_session();
-    run(pg, "BEGIN");
-    run(pg, "SELECT tasks.send_task('t', 'q', idempotency_key => 'k1')");
-    run(pg, "SELECT * FROM tasks.send_tasks('[{\"name\":\"u\",\"queue\":\"q\"}]')");
-    CHECK_STR(run(pg, "SELECT count(*) FROM horsies_tasks"), "2");   /* the transaction sees its own */
+    session_run(pg, "BEGIN");
+    session_run(pg, "SELECT tasks.send_task('t', 'q', idempotency_key => 'k1')");
+    session_run(pg, "SELECT * FROM tasks.send_tasks('[{\"name\":\"u\",\"queue\":\"q\"}]')");
+    CHECK_STR(session_run(pg, "SELECT count(*) FROM horsies_tasks"), "2");   /* the transaction sees its own */
     CHECK_STR(sql("SELECT count(*) FROM horsies_tasks"), "0");        /* nobody else does */
-    run(pg, "ROLLBACK");
+    session_run(pg, "ROLLBACK");
     int status;
     int64_t elapsed;
     bg_wait(&w, &status, &elapsed);
@@ -112,15 +85,15 @@ TEST_ALONE(a_committed_sql_send_wakes_a_parked_claim_within_50_ms_of_the_commit)
     silt_server s;
     srv_start(&s, NULL);
     PGconn *pg = test_session();
-    run(pg, "SELECT 1");   /* connected and warm before the clock starts */
+    session_run(pg, "SELECT 1");   /* connected and warm before the clock starts */
     bg_req w;
     park_claim(&w, &s, "w", "q", 20000);
     srv_await_metric(&s, "silt_task_claims_parked", 1, 5000);
-    run(pg, "BEGIN");
+    session_run(pg, "BEGIN");
     char id[96];
-    keep_str(id, run(pg, "SELECT tasks.send_task('t', 'q', '{\"n\":1}')"));
+    keep_str(id, session_run(pg, "SELECT tasks.send_task('t', 'q', '{\"n\":1}')"));
     int64_t committed = now_ms();
-    run(pg, "COMMIT");
+    session_run(pg, "COMMIT");
     int status;
     int64_t elapsed;
     bg_wait(&w, &status, &elapsed);
@@ -140,16 +113,16 @@ TEST_ALONE(a_committed_sql_batch_wakes_claims_parked_on_every_server)
     srv_start(&a, NULL);
     srv_start(&b, NULL);
     PGconn *pg = test_session();
-    run(pg, "SELECT 1");
+    session_run(pg, "SELECT 1");
     bg_req wa, wb;
     park_claim(&wa, &a, "wa", "qa", 20000);
     park_claim(&wb, &b, "wb", "qb", 20000);
     srv_await_metric(&a, "silt_task_claims_parked", 1, 5000);
     srv_await_metric(&b, "silt_task_claims_parked", 1, 5000);
-    run(pg, "BEGIN");
-    run(pg, "SELECT count(*) FROM tasks.send_tasks('[{\"name\":\"t\",\"queue\":\"qa\"},{\"name\":\"t\",\"queue\":\"qb\"}]')");
+    session_run(pg, "BEGIN");
+    session_run(pg, "SELECT count(*) FROM tasks.send_tasks('[{\"name\":\"t\",\"queue\":\"qa\"},{\"name\":\"t\",\"queue\":\"qb\"}]')");
     int64_t committed = now_ms();
-    run(pg, "COMMIT");
+    session_run(pg, "COMMIT");
     int status;
     int64_t elapsed;
     bg_wait(&wa, &status, &elapsed);
@@ -268,7 +241,7 @@ TEST(a_bad_sql_send_raises_silts_message_and_writes_nothing)
           "tasks[0]: unique.forMs must be an integer from 1 to 31622400000" },
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
-        CHECK_STR(refused(pg, sfmt("SELECT * FROM %s", cases[i].call), "22023"), cases[i].message);
+        CHECK_STR(session_refused(pg, sfmt("SELECT * FROM %s", cases[i].call), "22023"), cases[i].message);
     CHECK_STR(sql("SELECT count(*) FROM horsies_tasks"), "0");
     CHECK_STR(sql("SELECT count(*) FROM horsies_task_idempotency"), "0");
     CHECK_STR(sql("SELECT count(*) FROM tasks.unique_keys"), "0");
@@ -299,20 +272,20 @@ TEST(a_role_granted_silt_producer_may_send_and_do_nothing_else)
     PGconn *pg = PQconnectdb(sfmt("host=127.0.0.1 port=%s user=%s dbname=%s", pg_port(), name, test_db()));
     CHECK(PQstatus(pg) == CONNECTION_OK);
     char id[96];
-    keep_str(id, run(pg, "SELECT tasks.send_task('t', 'q')"));
-    CHECK_STR(run(pg, "SELECT count(*) FROM tasks.send_tasks('[{\"name\":\"t\",\"queue\":\"q\"}]')"), "1");
+    keep_str(id, session_run(pg, "SELECT tasks.send_task('t', 'q')"));
+    CHECK_STR(session_run(pg, "SELECT count(*) FROM tasks.send_tasks('[{\"name\":\"t\",\"queue\":\"q\"}]')"), "1");
     CHECK_STR(sql("SELECT count(*) FROM horsies_tasks"), "2");
-    refused(pg, "SELECT count(*) FROM horsies_tasks", "42501");
-    refused(pg, "SELECT count(*) FROM queen.queues", "42501");
-    refused(pg, sfmt("DELETE FROM horsies_tasks WHERE id = '%s'", id), "42501");
-    refused(pg, "UPDATE tasks.send_settings SET queues_declared = true", "42501");
-    refused(pg, sfmt("SELECT tasks.cancel('%s')", id), "42501");
-    refused(pg, "SELECT tasks.uuid7()", "42501");
-    refused(pg, "SELECT * FROM tasks.enqueue('{}', '{}', '{}', '{}', '{}', '{}', '{}', '{}', '{}', '{}', '{}', '{}',"
+    session_refused(pg, "SELECT count(*) FROM horsies_tasks", "42501");
+    session_refused(pg, "SELECT count(*) FROM queen.queues", "42501");
+    session_refused(pg, sfmt("DELETE FROM horsies_tasks WHERE id = '%s'", id), "42501");
+    session_refused(pg, "UPDATE tasks.send_settings SET queues_declared = true", "42501");
+    session_refused(pg, sfmt("SELECT tasks.cancel('%s')", id), "42501");
+    session_refused(pg, "SELECT tasks.uuid7()", "42501");
+    session_refused(pg, "SELECT * FROM tasks.enqueue('{}', '{}', '{}', '{}', '{}', '{}', '{}', '{}', '{}', '{}', '{}', '{}',"
                 " '{}', '{}', '{}', '{}', '{}', '{}', false)", "42501");
-    refused(pg, "DELETE FROM tasks.unique_keys", "42501");
-    refused(pg, "SELECT tasks.send_settings_store('{}', '{}', '{}', '{}', true, '{}')", "42501");
-    refused(pg, "SELECT * FROM queen.push_flush('{}', '{}', '{}', '', '{}', '', '', '{}', '{}')", "42501");
+    session_refused(pg, "DELETE FROM tasks.unique_keys", "42501");
+    session_refused(pg, "SELECT tasks.send_settings_store('{}', '{}', '{}', '{}', true, '{}')", "42501");
+    session_refused(pg, "SELECT * FROM queen.push_flush('{}', '{}', '{}', '', '{}', '', '', '{}', '{}')", "42501");
     CHECK_STR(sql("SELECT count(*) FROM horsies_tasks WHERE id = '%s'", id), "1");
     PQfinish(pg);
     sql("DROP ROLE \"%s\"", name);
@@ -349,19 +322,11 @@ TEST(the_psql_example_of_the_sql_api_document_runs_as_written)
 {
     silt_server s;
     srv_start(&s, NULL);
-    static char text[32768];
-    FILE *f = fopen("docs/sql-api.md", "r");
-    CHECK(f != NULL);
-    text[fread(text, 1, sizeof text - 1, f)] = '\0';
-    fclose(f);
-    const char *section = strstr(text, "### psql");
-    char *start = section ? strstr(section, "```sql\n") : NULL;
-    char *end = start ? strstr(start + 7, "\n```") : NULL;
-    CHECK(start && end);
-    *end = '\0';
+    char *example = doc_block("docs/sql-api.md", "### psql");
     sql("CREATE TABLE orders (id integer PRIMARY KEY, customer text)");
     PGconn *pg = test_session();
-    run(pg, start + 7);
+    session_run(pg, example);
+    free(example);
     CHECK_STR(sql("SELECT count(*) FROM orders"), "1");
     CHECK_STR(sql("SELECT max_retries || ' ' || retry_base_ms || ' ' || idempotency_key || ' ' || args::text"
                   " FROM horsies_tasks WHERE task_name = 'send-receipt'"), "3 1000 receipt:42 {\"order\": 42}");

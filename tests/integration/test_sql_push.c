@@ -25,33 +25,6 @@
 #define WAKE_WITHIN_MS 50
 #define WAKE_ASSERT_MS 500
 
-/* Runs q on pg, which must succeed; the first value (static), "" for none. */
-static const char *run(PGconn *pg, const char *q)
-{
-    static char value[256];
-    PGresult *r = PQexec(pg, q);
-    ExecStatusType st = PQresultStatus(r);
-    if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK)
-        harness_failf(__FILE__, __LINE__, "%s: %s", q, PQerrorMessage(pg));
-    snprintf(value, sizeof value, "%s", PQntuples(r) > 0 ? PQgetvalue(r, 0, 0) : "");
-    PQclear(r);
-    return value;
-}
-
-/* Runs q on pg, which must fail with state; its primary message (static). */
-static const char *refused(PGconn *pg, const char *q, const char *state)
-{
-    static char message[512];
-    PGresult *r = PQexec(pg, q);
-    if (PQresultStatus(r) != PGRES_FATAL_ERROR) harness_failf(__FILE__, __LINE__, "%s: not refused", q);
-    const char *got = PQresultErrorField(r, PG_DIAG_SQLSTATE);
-    if (strcmp(got ? got : "", state) != 0)
-        harness_failf(__FILE__, __LINE__, "%s: SQLSTATE %s, not %s: %s", q, got, state, PQerrorMessage(pg));
-    snprintf(message, sizeof message, "%s", PQresultErrorField(r, PG_DIAG_MESSAGE_PRIMARY));
-    PQclear(r);
-    return message;
-}
-
 /* Messages of queue q in the log: frames of its segments. */
 static int logged(const char *q)
 {
@@ -95,12 +68,12 @@ TEST(a_message_pushed_in_a_transaction_that_rolls_back_is_never_seen_and_wakes_n
     bg_req w;
     park_pop(&w, &s, q, 1500);
     PGconn *pg = test_session();
-    run(pg, "BEGIN");
-    run(pg, sfmt("SELECT queen.push('%s', NULL, '{\"i\":1}', 'rb-1')", q));
-    run(pg, sfmt("SELECT count(*) FROM queen.push_many('[{\"queue\":\"%s\",\"payload\":{\"i\":2}}]')", q));
-    CHECK_STR(run(pg, "SELECT count(*) FROM queen.push_outbox"), "2");   /* the transaction sees its own */
+    session_run(pg, "BEGIN");
+    session_run(pg, sfmt("SELECT queen.push('%s', NULL, '{\"i\":1}', 'rb-1')", q));
+    session_run(pg, sfmt("SELECT count(*) FROM queen.push_many('[{\"queue\":\"%s\",\"payload\":{\"i\":2}}]')", q));
+    CHECK_STR(session_run(pg, "SELECT count(*) FROM queen.push_outbox"), "2");   /* the transaction sees its own */
     CHECK_STR(sql("SELECT count(*) FROM queen.push_outbox"), "0");        /* nobody else does */
-    run(pg, "ROLLBACK");
+    session_run(pg, "ROLLBACK");
     int status;
     int64_t elapsed;
     bg_wait(&w, &status, &elapsed);
@@ -127,15 +100,15 @@ TEST_ALONE(a_committed_sql_push_wakes_a_parked_long_poll_at_the_commit)
     char q[96];
     keep_str(q, uniq("sqlpush-wake"));
     PGconn *pg = test_session();
-    run(pg, "SELECT 1");   /* connected and warm before the clock starts */
+    session_run(pg, "SELECT 1");   /* connected and warm before the clock starts */
     int64_t worst = 0;
     for (int round = 0; round < 3; round++) {
         bg_req w;
         park_pop(&w, &s, q, 20000);
-        run(pg, "BEGIN");
-        run(pg, sfmt("SELECT queen.push('%s', 'p', '{\"i\":%d}')", q, round));
+        session_run(pg, "BEGIN");
+        session_run(pg, sfmt("SELECT queen.push('%s', 'p', '{\"i\":%d}')", q, round));
         int64_t committed = now_ms();
-        run(pg, "COMMIT");
+        session_run(pg, "COMMIT");
         int status;
         int64_t elapsed;
         bg_wait(&w, &status, &elapsed);
@@ -167,17 +140,17 @@ TEST_ALONE(a_committed_sql_push_wakes_long_polls_parked_on_every_server)
     keep_str(qa, uniq("sqlpush-a"));
     keep_str(qb, uniq("sqlpush-b"));
     PGconn *pg = test_session();
-    run(pg, "SELECT 1");
+    session_run(pg, "SELECT 1");
     int64_t worst = 0;
     for (int round = 0; round < 3; round++) {
         bg_req wa, wb;
         park_pop(&wa, &a, qa, 20000);
         park_pop(&wb, &b, qb, 20000);
-        run(pg, "BEGIN");
-        run(pg, sfmt("SELECT count(*) FROM queen.push_many('[{\"queue\":\"%s\",\"payload\":{\"i\":1}},"
+        session_run(pg, "BEGIN");
+        session_run(pg, sfmt("SELECT count(*) FROM queen.push_many('[{\"queue\":\"%s\",\"payload\":{\"i\":1}},"
                      "{\"queue\":\"%s\",\"payload\":{\"i\":2}}]')", qa, qb));
         int64_t committed = now_ms();
-        run(pg, "COMMIT");
+        session_run(pg, "COMMIT");
         int status;
         int64_t elapsed;
         bg_wait(&wa, &status, &elapsed);
@@ -309,19 +282,19 @@ TEST(a_bad_sql_push_raises_silts_message_and_writes_nothing)
           "012345678901234567890123\"}]')", "items[0]: payload exceeds 64 bytes" },
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
-        CHECK_STR(refused(pg, sfmt("SELECT * FROM %s", cases[i].call), "22023"), cases[i].message);
-    CHECK_STR(refused(pg, sfmt("SELECT queen.push('%s', NULL, '1')", long_name), "22023"),
+        CHECK_STR(session_refused(pg, sfmt("SELECT * FROM %s", cases[i].call), "22023"), cases[i].message);
+    CHECK_STR(session_refused(pg, sfmt("SELECT queen.push('%s', NULL, '1')", long_name), "22023"),
               "queue is longer than 255 bytes");
-    CHECK_STR(refused(pg, sfmt("SELECT queen.push('q', '%s', '1')", long_name), "22023"),
+    CHECK_STR(session_refused(pg, sfmt("SELECT queen.push('q', '%s', '1')", long_name), "22023"),
               "partition is longer than 255 bytes");
     buf call;
     buf_init(&call);
     buf_printf(&call, "SELECT queen.push('q', NULL, '1', '%s')", long_txn);
-    CHECK_STR(refused(pg, call.data, "22023"), "transactionId is longer than 65535 bytes");
+    CHECK_STR(session_refused(pg, call.data, "22023"), "transactionId is longer than 65535 bytes");
     buf_fini(&call);
     /* not JSON: PostgreSQL's own json input refuses it before the call */
-    refused(pg, "SELECT queen.push('q', NULL, 'not json')", "22P02");
-    refused(pg, "SELECT queen.push_many('[{\"queue\":\"q\",\"payload\":}]')", "22P02");
+    session_refused(pg, "SELECT queen.push('q', NULL, 'not json')", "22P02");
+    session_refused(pg, "SELECT queen.push_many('[{\"queue\":\"q\",\"payload\":}]')", "22P02");
     CHECK_STR(sql("SELECT count(*) FROM queen.push_outbox"), "0");
     CHECK_STR(sql("SELECT count(*) FROM queen.log_segments"), "0");
     /* the same rules answer over HTTP, with the same words */
@@ -337,7 +310,7 @@ TEST(a_bad_sql_push_raises_silts_message_and_writes_nothing)
     CHECK_STR(jstr(&r, "error"), "items[0]: payload exceeds 64 bytes");
     reply_fini(&r);
     /* and a good call still works in the same session */
-    CHECK_STR(run(pg, "SELECT queen.push('q', NULL, '1', 'fine')"), "fine");
+    CHECK_STR(session_run(pg, "SELECT queen.push('q', NULL, '1', 'fine')"), "fine");
     PQfinish(pg);
     srv_stop(&s);
 }
@@ -354,21 +327,21 @@ TEST(a_role_granted_silt_producer_may_push_and_not_touch_the_log)
     sql("CREATE ROLE \"%s\" LOGIN; GRANT silt_producer TO \"%s\"", name, name);
     PGconn *pg = PQconnectdb(sfmt("host=127.0.0.1 port=%s user=%s dbname=%s", pg_port(), name, test_db()));
     CHECK(PQstatus(pg) == CONNECTION_OK);
-    CHECK_STR(run(pg, sfmt("SELECT queen.push('%s', NULL, '{\"i\":0}', 'r-0')", q)), "r-0");
-    CHECK_STR(run(pg, sfmt("SELECT transaction_id FROM queen.push_many('[{\"queue\":\"%s\",\"payload\":{\"i\":1},"
+    CHECK_STR(session_run(pg, sfmt("SELECT queen.push('%s', NULL, '{\"i\":0}', 'r-0')", q)), "r-0");
+    CHECK_STR(session_run(pg, sfmt("SELECT transaction_id FROM queen.push_many('[{\"queue\":\"%s\",\"payload\":{\"i\":1},"
                            "\"transactionId\":\"r-1\"}]')", q)), "r-1");
-    refused(pg, "SELECT count(*) FROM queen.push_outbox", "42501");
-    refused(pg, "INSERT INTO queen.push_outbox (queue, partition, transaction_id, client_txn, payload)"
+    session_refused(pg, "SELECT count(*) FROM queen.push_outbox", "42501");
+    session_refused(pg, "INSERT INTO queen.push_outbox (queue, partition, transaction_id, client_txn, payload)"
                 " VALUES ('x', 'y', 'z', true, '1')", "42501");
-    refused(pg, "DELETE FROM queen.push_outbox", "42501");
-    refused(pg, "SELECT count(*) FROM queen.log_segments", "42501");
-    refused(pg, "SELECT count(*) FROM queen.log_txns", "42501");
-    refused(pg, "UPDATE queen.push_settings SET max_payload_bytes = 1", "42501");
-    refused(pg, "SELECT queen.push_outbox_take('{1}')", "42501");
-    refused(pg, "SELECT * FROM queen.push_outbox_read(10, 10)", "42501");
-    refused(pg, "SELECT queen.push_settings_store(1, 1)", "42501");
-    refused(pg, "SELECT queen.push_announce()", "42501");
-    refused(pg, "SELECT * FROM queen.push_flush('{}', '{}', '{}', '', '{}', '', '', '{}', '{}')", "42501");
+    session_refused(pg, "DELETE FROM queen.push_outbox", "42501");
+    session_refused(pg, "SELECT count(*) FROM queen.log_segments", "42501");
+    session_refused(pg, "SELECT count(*) FROM queen.log_txns", "42501");
+    session_refused(pg, "UPDATE queen.push_settings SET max_payload_bytes = 1", "42501");
+    session_refused(pg, "SELECT queen.push_outbox_take('{1}')", "42501");
+    session_refused(pg, "SELECT * FROM queen.push_outbox_read(10, 10)", "42501");
+    session_refused(pg, "SELECT queen.push_settings_store(1, 1)", "42501");
+    session_refused(pg, "SELECT queen.push_announce()", "42501");
+    session_refused(pg, "SELECT * FROM queen.push_flush('{}', '{}', '{}', '', '{}', '', '', '{}', '{}')", "42501");
     PQfinish(pg);
     sql_await("0", 10000, "SELECT count(*) FROM queen.push_outbox");
     CHECK_STR(pop_all(&s, q), "0,1");
@@ -387,7 +360,7 @@ TEST(rows_of_a_mover_killed_mid_move_are_moved_once_by_the_next)
     char q[96];
     keep_str(q, uniq("sqlpush-kill"));
     PGconn *lock = test_session();
-    run(lock, "SELECT pg_advisory_lock(hashtext('silt.push_outbox'))");
+    session_run(lock, "SELECT pg_advisory_lock(hashtext('silt.push_outbox'))");
     sql("SELECT count(*) FROM queen.push_many('[{\"queue\":\"%s\",\"payload\":{\"i\":0}},{\"queue\":\"%s\","
         "\"payload\":{\"i\":1}},{\"queue\":\"%s\",\"payload\":{\"i\":2}}]')", q, q, q);
     sql_await("1", 10000, "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted");
@@ -395,7 +368,7 @@ TEST(rows_of_a_mover_killed_mid_move_are_moved_once_by_the_next)
     waitpid(a.pid, NULL, 0);
     sql("SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted");
     sql_await("0", 10000, "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted");
-    run(lock, "SELECT pg_advisory_unlock(hashtext('silt.push_outbox'))");
+    session_run(lock, "SELECT pg_advisory_unlock(hashtext('silt.push_outbox'))");
     CHECK_STR(sql("SELECT count(*) FROM queen.push_outbox"), "3");
     CHECK_INT(logged(q), 0);
     silt_server b;
@@ -416,13 +389,13 @@ TEST(rows_of_a_move_whose_statement_failed_are_moved_once_by_the_next_look)
     char q[96];
     keep_str(q, uniq("sqlpush-fail"));
     PGconn *lock = test_session();
-    run(lock, "SELECT pg_advisory_lock(hashtext('silt.push_outbox'))");
+    session_run(lock, "SELECT pg_advisory_lock(hashtext('silt.push_outbox'))");
     sql("SELECT queen.push('%s', NULL, '{\"i\":0}')", q);
     sql("SELECT queen.push('%s', NULL, '{\"i\":1}')", q);
     sql_await("1", 10000, "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted");
     sql("SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted");
     CHECK_STR(sql("SELECT count(*) FROM queen.push_outbox"), "2");
-    run(lock, "SELECT pg_advisory_unlock(hashtext('silt.push_outbox'))");
+    session_run(lock, "SELECT pg_advisory_unlock(hashtext('silt.push_outbox'))");
     sql_await("0", 10000, "SELECT count(*) FROM queen.push_outbox");
     CHECK_INT(logged(q), 2);
     CHECK_STR(pop_all(&s, q), "0,1");
@@ -445,13 +418,13 @@ TEST(two_servers_moving_at_once_move_each_row_once_in_outbox_order)
     buf want;
     buf_init(&want);
     for (int t = 0; t < 60; t++) {
-        run(pg, "BEGIN");
+        session_run(pg, "BEGIN");
         for (int k = 0; k < 3; k++) {
             int i = t * 3 + k;
-            run(pg, sfmt("SELECT queen.push('%s', 'one', '{\"i\":%d}')", q, i));
+            session_run(pg, sfmt("SELECT queen.push('%s', 'one', '{\"i\":%d}')", q, i));
             buf_printf(&want, "%s%d", i ? "," : "", i);
         }
-        run(pg, "COMMIT");
+        session_run(pg, "COMMIT");
     }
     sql_await("0", 20000, "SELECT count(*) FROM queen.push_outbox");
     CHECK_INT(logged(q), 180);
@@ -468,19 +441,11 @@ TEST(the_psql_example_of_pushing_messages_runs_as_written)
 {
     silt_server s;
     srv_start(&s, (const char *const[]){ "PUSH_OUTBOX_INTERVAL_MS=50", NULL });
-    static char text[65536];
-    FILE *f = fopen("docs/sql-api.md", "r");
-    CHECK(f != NULL);
-    text[fread(text, 1, sizeof text - 1, f)] = '\0';
-    fclose(f);
-    const char *section = strstr(text, "### psql: pushing messages");
-    char *start = section ? strstr(section, "```sql\n") : NULL;
-    char *end = start ? strstr(start + 7, "\n```") : NULL;
-    CHECK(start && end);
-    *end = '\0';
+    char *example = doc_block("docs/sql-api.md", "### psql: pushing messages");
     sql("CREATE TABLE orders (id integer PRIMARY KEY, customer text)");
     PGconn *pg = test_session();
-    run(pg, start + 7);
+    session_run(pg, example);
+    free(example);
     CHECK_STR(sql("SELECT count(*) FROM orders"), "1");
     sql_await("0", 10000, "SELECT count(*) FROM queen.push_outbox");
     reply r;

@@ -503,19 +503,12 @@ TEST(a_workflow_whose_last_node_ended_while_paused_ends_on_resume)
  * without predecessors enqueued, the others waiting. */
 TEST(the_example_of_docs_workflows_is_a_good_workflow_definition)
 {
-    static char text[65536];
-    FILE *f = fopen("docs/workflows.md", "r");
-    CHECK(f != NULL);
-    text[fread(text, 1, sizeof text - 1, f)] = '\0';
-    fclose(f);
-    char *start_at = strstr(text, "```json\n");
-    char *end = start_at ? strstr(start_at + 8, "\n```") : NULL;
-    CHECK(start_at && end);
-    *end = '\0';
+    char *example = doc_block("docs/workflows.md", "```json");
     silt_server s;
     srv_start(&s, NULL);
     char wf[96];
-    keep_str(wf, start(&s, start_at + 8));
+    keep_str(wf, start(&s, example));
+    free(example);
     CHECK_STR(sql("SELECT string_agg(node_id || ':' || status, ' ' ORDER BY node_id) FROM horsies_workflow_tasks"
                   " WHERE workflow_id = '%s'", wf),
               "extract-eu:ENQUEUED extract-us:ENQUEUED load:PENDING merge:PENDING notify:PENDING");
