@@ -8,8 +8,9 @@
 # median of each round's own ratio, and each client's CPU per request.
 #   scripts/bench-wrk.sh BINARY
 # Environment: BENCH_WRK_ROUNDS (3), BENCH_WRK_SECONDS (6, measured, after a
-# 1 s warm-up for both), BENCH_WRK_SCENARIOS ("push1 push10 push100 popack
-# health tasks"), BENCH_WRK_PRELOAD (300000 messages before each popack run).
+# 1 s warm-up for both), BENCH_WRK_SCENARIOS ("push1 push10 push100
+# push100-1p popack health tasks"), BENCH_WRK_PRELOAD (300000 messages
+# before each popack run).
 # wrk is Debian's package, installed (scripts/deps.sh bench) when missing.
 set -u
 bin="${1:?usage: scripts/bench-wrk.sh BINARY}"
@@ -21,7 +22,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 command -v wrk >/dev/null || "$here/deps.sh" bench || exit 1
 rounds=${BENCH_WRK_ROUNDS:-3}
 secs=${BENCH_WRK_SECONDS:-6}
-scenarios=${BENCH_WRK_SCENARIOS:-push1 push10 push100 popack health tasks}
+scenarios=${BENCH_WRK_SCENARIOS:-push1 push10 push100 push100-1p popack health tasks}
 preload=${BENCH_WRK_PRELOAD:-300000}
 conns=50 consumers=10 partitions=10   # silt bench's defaults, passed to both
 export LUA_PATH="$here/../bench/?.lua;;"   # the scripts require common.lua
@@ -109,8 +110,11 @@ run_wrk() {
     local q="" cpu s="$here/../bench"
     case $1 in
         push*) q=$(fresh_queue push)
-               wrk -t1 -c"$conns" -d1s --timeout 60s -s "$s/push.lua" "$url" -- "$q" "${1#push}" "$partitions" >/dev/null
-               cpu=$(with_cpu wrk -t1 -c"$conns" -d"${secs}s" --timeout 60s -s "$s/push.lua" "$url" -- "$q" "${1#push}" "$partitions") ;;
+               # pushN, or pushN-1p: each request's items into one partition
+               local batch=${1#push} spread=""
+               case $batch in *-1p) batch=${batch%-1p}; spread=1p ;; esac
+               wrk -t1 -c"$conns" -d1s --timeout 60s -s "$s/push.lua" "$url" -- "$q" "$batch" "$partitions" $spread >/dev/null
+               cpu=$(with_cpu wrk -t1 -c"$conns" -d"${secs}s" --timeout 60s -s "$s/push.lua" "$url" -- "$q" "$batch" "$partitions" $spread) ;;
         health) wrk -t1 -c"$conns" -d1s --timeout 60s -s "$s/health.lua" "$url" >/dev/null
                 cpu=$(with_cpu wrk -t1 -c"$conns" -d"${secs}s" --timeout 60s -s "$s/health.lua" "$url") ;;
         popack) q=$(fresh_queue pop)
