@@ -2,7 +2,9 @@
  * Single-threaded on purpose: one core of client is cheap next to what a
  * request costs the server, and one loop keeps the counters free of locks.
  * A reply counts toward the statistics when it arrives inside the measured
- * window; a failed request returns its worker to phase 0 so that a scenario
+ * window, and with a rate when its request was also due inside it (one due
+ * in the warm-up and sent late would count above the rate offered); a
+ * failed request returns its worker to phase 0 so that a scenario
  * with several steps (pop, then ack) starts over instead of acking nothing.
  *
  * With a rate the load is open-loop on a fixed schedule: request k is due at
@@ -158,7 +160,8 @@ static void handle_success(bench_load *l, bench_worker *w, struct evhttp_request
     size_t len = evbuffer_get_length(in);
     const char *body = len ? (const char *)evbuffer_pullup(in, -1) : "";
     long msgs = l->ops->done(w, l->ctx, status, body, len);
-    if (now < l->t_measure || now >= l->t_end) return;
+    double at = l->cfg->rate > 0 ? w->due_at : now;   /* paced: the window's own requests */
+    if (at < l->t_measure || at >= l->t_end || now < l->t_measure) return;
     l->stats->msgs += msgs > 0 ? (uint64_t)msgs : 0;
     l->stats->requests++;
     stats_add_latency(l->stats, now - w->due_at);
