@@ -23,7 +23,6 @@
 typedef enum outbox_col { C_ID, C_QUEUE, C_PARTITION, C_TXN, C_CLIENT_TXN, C_TRACE, C_PAYLOAD } outbox_col;
 
 struct outbox {
-    struct event_base *base;
     db_pool           *pool;
     outbox_limits      limits;
     push_commit_fn     appended;
@@ -203,7 +202,6 @@ void outbox_kick(outbox *o)
 outbox *outbox_new(struct event_base *base, db_pool *pool, outbox_limits limits, push_commit_fn appended, void *arg)
 {
     outbox *o = xcalloc(1, sizeof *o);
-    o->base = base;
     o->pool = pool;
     o->limits = limits;
     o->appended = appended;

@@ -326,7 +326,6 @@ void push_plan_resolve(push_plan *f, const db_reply *reply)
     }
 }
 
-
 /* Groups come sorted by queue, then partition: one call per queue. */
 void push_plan_announce(const push_plan *plan, push_commit_fn fn, void *arg)
 {
