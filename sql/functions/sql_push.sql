@@ -160,14 +160,19 @@ BEGIN
                CASE WHEN nul THEN replace((x.item -> 'payload')::text, queen.push_nul_mark(), '\u0000')::json
                     ELSE x.item -> 'payload' END AS payload
           FROM json_array_elements(src) WITH ORDINALITY AS x(item, ord)),
+    -- Each item read once and checked once, in order (a lateral call; "(f()).*"
+    -- would call push_check once per column). OFFSET 0 keeps the object check
+    -- before the members are read, as the HTTP handler checks them.
     c AS MATERIALIZED (
-        SELECT e.i, e.payload, queen.push_json_text(e.item, 'queue', e.at) AS queue,
-               (queen.push_check(queen.push_json_text(e.item, 'queue', e.at),
-                                 queen.push_json_text(e.item, 'partition', e.at), e.payload,
-                                 queen.push_json_text(e.item, 'transactionId', e.at),
-                                 queen.push_json_text(e.item, 'traceId', e.at), e.at, lim.max_payload_bytes)).*
+        SELECT e.i, e.payload, f.queue, k.partition, k.txn, k.client_txn, k.trace
           FROM e
-         WHERE queen.push_item_object(e.item, e.at)
+         CROSS JOIN LATERAL (SELECT queen.push_json_text(e.item, 'queue', e.at) AS queue,
+                                    queen.push_json_text(e.item, 'partition', e.at) AS partition,
+                                    queen.push_json_text(e.item, 'transactionId', e.at) AS txn,
+                                    queen.push_json_text(e.item, 'traceId', e.at) AS trace
+                              WHERE queen.push_item_object(e.item, e.at) OFFSET 0) f
+         CROSS JOIN LATERAL queen.push_check(f.queue, f.partition, e.payload, f.txn, f.trace, e.at,
+                                             lim.max_payload_bytes) k
          ORDER BY e.i),
     ins AS (
         INSERT INTO queen.push_outbox (queue, partition, transaction_id, client_txn, trace_id, payload)

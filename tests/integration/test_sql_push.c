@@ -272,6 +272,9 @@ TEST(a_bad_sql_push_raises_silts_message_and_writes_nothing)
         { "queen.push_many('[{\"queue\":\"q\",\"payload\":1},{\"queue\":\"q\",\"payload\":2},{\"queue\":\"q\","
           "\"payload\":3},{\"queue\":\"q\",\"payload\":4}]')", "too many items: 4 (the limit is 3)" },
         { "queen.push_many('[{\"queue\":\"q\",\"payload\":1},7]')", "items[1]: must be an object" },
+        /* items are checked in order, each whole before the next */
+        { "queen.push_many('[{\"queue\":\"q\"},7]')", "items[0]: payload is required" },
+        { "queen.push_many('[7,{\"queue\":\"q\"}]')", "items[0]: must be an object" },
         { "queen.push_many('[{\"queue\":\"q\",\"payload\":1},{\"payload\":1}]')", "items[1]: queue is required" },
         { "queen.push_many('[{\"queue\":5,\"payload\":1}]')", "items[0]: queue must be a non-empty string" },
         { "queen.push_many('[{\"queue\":\"q\"}]')", "items[0]: payload is required" },
