@@ -68,21 +68,18 @@ CREATE OR REPLACE FUNCTION queen.push_nul_mark() RETURNS text LANGUAGE sql IMMUT
     SELECT '\u0001\u0002silt-nul'
 $$;
 
--- A string member of a batch item, as the HTTP body's is read: absent or
--- null is NULL; else a non-empty string without NUL characters.
+-- A string member of a batch item, as the HTTP body's is read (the task
+-- API's rules: absent or null is NULL, else a non-empty string) and
+-- without NUL characters.
 CREATE OR REPLACE FUNCTION queen.push_json_text(o json, key text, at text) RETURNS text
 LANGUAGE plpgsql IMMUTABLE AS $$
 DECLARE
-    v json := o -> key;
+    v text := tasks.api_json_text(o, key, at);
 BEGIN
-    IF v IS NULL OR json_typeof(v) = 'null' THEN RETURN NULL; END IF;
-    IF json_typeof(v) <> 'string' OR v::text = '""' THEN
-        RAISE EXCEPTION '%', format('%s%s must be a non-empty string', at, key) USING ERRCODE = '22023';
-    END IF;
-    IF strpos(v::text, queen.push_nul_mark()) > 0 THEN   -- PostgreSQL's text cannot hold it
+    IF strpos((o -> key)::text, queen.push_nul_mark()) > 0 THEN   -- PostgreSQL's text cannot hold it
         RAISE EXCEPTION '%', format('%s%s must not contain NUL characters', at, key) USING ERRCODE = '22023';
     END IF;
-    RETURN o ->> key;
+    RETURN v;
 END $$;
 
 -- The server settings a push is checked against (migration 047).
