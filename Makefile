@@ -34,7 +34,7 @@ endif
 CHARTJS ?= /usr/share/javascript/chart.js/chart.min.js
 WEB      := $(sort $(wildcard web/*)) $(CHARTJS)
 
-.PHONY: all deps run test test-unit bench bench-wrk bench-peers clean fuzz fuzz-build chaos FORCE
+.PHONY: all deps run test test-unit bench bench-wrk bench-peers bench-pgq clean fuzz fuzz-build chaos FORCE
 all: deps
 	@$(MAKE) --no-print-directory $(BUILD)/silt
 
@@ -111,6 +111,12 @@ bench-wrk: all
 # (docs/performance.md); BENCH_PEERS_ROUNDS, BENCH_PEERS_QUICK=1, ...
 bench-peers: all
 	@scripts/bench-peers.sh $(BUILD)/silt
+
+# make bench-pgq: silt's log beside PgQ (Debian's postgresql-NN-pgq3) on one
+# cluster: produce, consume, both at once (docs/performance.md);
+# BENCH_PGQ_ROUNDS, _SECONDS, _PRODUCERS, _CONSUMERS.
+bench-pgq: all
+	@scripts/bench-pgq.sh $(BUILD)/silt
 
 # make chaos: the long crash-safety run (docs/reliability.md). CHAOS_SECONDS,
 # CHAOS_KILLS, CHAOS_MESSAGES, CHAOS_FAST, CHAOS_SEED and CHAOS_ARGS tune it;

@@ -40,29 +40,15 @@ pid=$!
 server_wait_healthy "$port" "$pid" bench-cpu || { tail -20 "$dir/server.log" >&2; exit 1; }
 [ -z "${PRE_SQL:-}" ] || cluster_psql "$pgport" -qc "$PRE_SQL" || exit 1
 
-# CPU ticks (user + system) of the processes given, summed.
-ticks() { for p in "$@"; do awk '{ print $14 + $15 }' "/proc/$p/stat" 2>/dev/null; done | awk '{ s += $1 } END { print s + 0 }'; }
-# This cluster's CPU ticks, not another cluster's on the same machine: the
-# postmaster's own and those of the children it has reaped (cutime and
-# cstime: autovacuum workers come and go), and its live children's (the
-# server's backends among them).
-pg_ticks() {
-    local pm
-    pm=$(head -1 "$dir/data/postmaster.pid")
-    { awk '{ print $14 + $15 + $16 + $17 }' "/proc/$pm/stat"
-      for p in $(pgrep -P "$pm"); do awk '{ print $14 + $15 }' "/proc/$p/stat" 2>/dev/null; done
-    } | awk '{ s += $1 } END { print s + 0 }'
-}
-
 SILT_URL="http://127.0.0.1:$port" "$loadgen" bench "$@" >"$dir/bench.out" 2>&1 &
 load=$!
 if grep -q -- popack <<<"$*"; then
     until grep -q preloaded "$dir/bench.out" || ! kill -0 "$load" 2>/dev/null; do sleep 0.05; done
 fi
 sleep "${SKIP:-2}"
-p0=$(pg_ticks); s0=$(ticks "$pid"); b0=$(ticks "$load"); t0=$(date +%s.%N)
+p0=$(cluster_ticks "$dir"); s0=$(proc_ticks "$pid"); b0=$(proc_ticks "$load"); t0=$(date +%s.%N)
 sleep "${WINDOW:-4}"
-p1=$(pg_ticks); s1=$(ticks "$pid"); b1=$(ticks "$load"); t1=$(date +%s.%N)
+p1=$(cluster_ticks "$dir"); s1=$(proc_ticks "$pid"); b1=$(proc_ticks "$load"); t1=$(date +%s.%N)
 if ! kill -0 "$load" 2>/dev/null; then
     echo "bench-cpu: the load ended before the window closed (a shorter SKIP + WINDOW, or more --seconds):" >&2
     cat "$dir/bench.out" >&2

@@ -32,7 +32,7 @@ for _ in $(seq 600); do
     sleep 0.2
 done
 xacts() { cluster_psql "$pg_port" -d "$db" -Atc "SELECT xact_commit FROM pg_stat_database WHERE datname = '$db'"; }
-ticks() { awk '{ print $14 + $15 }' "/proc/$server/stat"; }
+ticks() { proc_ticks "$server"; }
 i0=$(xacts); sleep 3; i1=$(xacts)
 c0=$(ticks); x0=$(xacts); t0=$(date +%s%N)
 for i in $(seq "$p"); do curl -s -o /dev/null "localhost:$port/api/v1/push" -d "{\"items\":[{\"queue\":\"parked\",\"payload\":$i}]}"; done

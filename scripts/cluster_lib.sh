@@ -95,3 +95,22 @@ cluster_warm_wal() {
         -c "CREATE TABLE bench_wal_warm AS SELECT g, repeat('w', 200) AS pad FROM generate_series(1, 3500000) g" \
         -c "DROP TABLE bench_wal_warm" -c "CHECKPOINT"
 }
+
+# proc_ticks PID...: the CPU ticks (user + system) of the processes given,
+# summed (one that has exited counts 0).
+proc_ticks() {
+    local p
+    for p in "$@"; do awk '{ print $14 + $15 }' "/proc/$p/stat" 2>/dev/null; done | awk '{ s += $1 } END { print s + 0 }'
+}
+
+# cluster_ticks DIR: the CPU ticks of the cluster in DIR, not another
+# cluster's on the same machine: the postmaster's own and those of the
+# children it has reaped (cutime and cstime: autovacuum workers come and
+# go), and its live children's (a server's backends among them).
+cluster_ticks() {
+    local pm p
+    pm=$(head -1 "$1/data/postmaster.pid")
+    { awk '{ print $14 + $15 + $16 + $17 }' "/proc/$pm/stat"
+      for p in $(pgrep -P "$pm"); do awk '{ print $14 + $15 }' "/proc/$p/stat" 2>/dev/null; done
+    } | awk '{ s += $1 } END { print s + 0 }'
+}

@@ -2,7 +2,8 @@
 # Installs the Debian packages silt builds and tests with, when any is missing:
 # deps.sh for building and running, deps.sh test for `make test` too,
 # deps.sh fuzz for `make fuzz` (clang, and libFuzzer in libclang-rt-dev),
-# deps.sh bench for scripts/bench-wrk.sh (wrk, the independent load generator).
+# deps.sh bench for scripts/bench-wrk.sh (wrk, the independent load generator),
+# deps.sh pgq for scripts/bench-pgq.sh (wrk and PgQ for the newest PostgreSQL).
 # Runs apt-get only as root; otherwise it names what to install and fails.
 set -e
 need=""
@@ -21,6 +22,7 @@ pkgs="gcc make pkg-config libpq-dev libevent-dev libzstd-dev libxxhash-dev
 [ "${1:-}" = test ] && ! command -v node >/dev/null && pkgs="$pkgs nodejs"
 [ "${1:-}" = fuzz ] && pkgs="$pkgs clang libclang-rt-dev"
 [ "${1:-}" = bench ] && pkgs="$pkgs wrk"
+[ "${1:-}" = pgq ] && pkgs="$pkgs wrk postgresql-$(ls /usr/lib/postgresql | sort -V | tail -n 1)-pgq3"
 for pkg in $pkgs; do
     dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" \
         || need="$need $pkg"
