@@ -66,6 +66,10 @@ $$;
 -- takes the same lock and is claimed by tasks.claim_rated, within both its
 -- cap and its rate. SKIP LOCKED: concurrent claimers never wait on each
 -- other's rows and never take the same task. p_start starts what it takes.
+-- The rows it locks are updated by their address (ctid, a TID scan: they
+-- are locked, so it stays theirs), not found again by id through a join
+-- whose plan the table's statistics decide (a drained queue's stale ones
+-- once chose to read the whole table for every claim).
 -- A paused queue (tasks.paused_queues) gives nothing: it is left out of the
 -- loop's own query. The caller holds each queue's pause lock shared before
 -- that query runs (claim_many takes them once per batch), so
@@ -115,11 +119,12 @@ BEGIN
                        claim_id = gen_random_uuid(), claimed_at = now(), last_heartbeat_at = now(),
                        attempt = t.attempt + CASE WHEN p_start THEN 1 ELSE 0 END,
                        started_at = CASE WHEN p_start THEN now() END
-                 WHERE t.id IN (SELECT c.id FROM horsies_tasks c
-                                 WHERE c.queue_name = q.queue AND c.status = 'PENDING' AND c.run_at <= now()
-                                   AND (c.good_until IS NULL OR c.good_until >= now())   -- expired: recovery's
-                                 ORDER BY c.priority, c.enqueued_at
-                                 LIMIT room FOR UPDATE SKIP LOCKED)
+                 WHERE t.ctid = ANY (ARRAY(
+                           SELECT c.ctid FROM horsies_tasks c
+                            WHERE c.queue_name = q.queue AND c.status = 'PENDING' AND c.run_at <= now()
+                              AND (c.good_until IS NULL OR c.good_until >= now())   -- expired: recovery's
+                            ORDER BY c.priority, c.enqueued_at
+                            LIMIT room FOR UPDATE SKIP LOCKED))
                 RETURNING t.*)
             SELECT * FROM taken;
         GET DIAGNOSTICS got = ROW_COUNT;
