@@ -6,11 +6,18 @@
 -- the others hold locked. p_queues, p_caps and p_rates hold array literals,
 -- one per request (p_rates: NULL for a request naming no rate-limited
 -- queue, and p_rates itself NULL when no request does).
+--
+-- Generic plans, for tasks.claim too (a function's settings hold for what
+-- it calls): its statements' parameters are a request's one or two queues,
+-- for which a custom plan always looks cheaper than a generic one, so
+-- PostgreSQL planned them again at every claim (pg_stat_statements: the
+-- loop's queries planned 180 times in 176 claims); each has one plan
+-- whatever the values (an index or a TID scan).
 CREATE OR REPLACE FUNCTION tasks.claim_many(p_workers text[], p_queues text[], p_caps text[], p_max integer[],
                                  p_start boolean[], p_rates text[] DEFAULT NULL)
 RETURNS TABLE (idx integer, id uuid, task_name text, queue_name text, args json, priority integer,
                claim_id uuid, attempt integer, retry_count integer, timeout_ms integer, status text)
-LANGUAGE plpgsql AS $$
+LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan AS $$
 DECLARE
     r     record;
     rated boolean := cardinality(array_remove(p_rates, NULL)) > 0;
