@@ -5,8 +5,10 @@
 -- task's status afterwards, or NULL where the claim is not the task's
 -- running one (fenced), and its queue. Completions are set-based: their
 -- attempts' rows are written, and they leave horsies_tasks for
--- horsies_task_history, in one statement whatever their number; failures
--- take tasks.fail one by one (a retry decision each).
+-- horsies_task_history, in one statement whatever their number, and those
+-- that are workflow nodes advance their workflows
+-- (tasks.nodes_entered_history); failures take tasks.fail one by one (a
+-- retry decision each).
 --
 -- Every plan here is fixed by its shape, not by the table's statistics:
 -- the tasks are found by their ids (the primary key) and the rows that
@@ -28,6 +30,11 @@ DECLARE
     wfs  uuid[];
     ks   integer[];   -- the items whose completion ended a task ...
     kq   text[];      -- ... and those tasks' queues
+    n_ids     uuid[];     -- the ended tasks that are workflow nodes, ...
+    n_results json[];
+    n_wfs     uuid[];
+    n_nodes   text[];
+    n_classes text[];
     f    record;
     st   text[] := '{}';
     qs   text[] := '{}';
@@ -69,7 +76,19 @@ BEGIN
                    g.rerun_of, g.workflow_id, g.workflow_node, g.progress, g.progress_info, g.progress_at,
                    g.rate_key
               FROM gone g)
-        SELECT array_agg(array_position(ends, g.claim_id)), array_agg(g.queue_name) INTO ks, kq FROM gone g;
+        SELECT array_agg(array_position(ends, g.claim_id)), array_agg(g.queue_name),
+               array_agg(g.id) FILTER (WHERE g.workflow_id IS NOT NULL),
+               array_agg(p_results[array_position(ends, g.claim_id)]::json) FILTER (WHERE g.workflow_id IS NOT NULL),
+               array_agg(g.workflow_id) FILTER (WHERE g.workflow_id IS NOT NULL),
+               array_agg(g.workflow_node) FILTER (WHERE g.workflow_id IS NOT NULL),
+               array_agg(g.retention_class_key) FILTER (WHERE g.workflow_id IS NOT NULL)
+          INTO ks, kq, n_ids, n_results, n_wfs, n_nodes, n_classes FROM gone g;
+        IF n_ids IS NOT NULL THEN
+            PERFORM tasks.nodes_entered_history(n_ids, array_fill('COMPLETED'::text, ARRAY[cardinality(n_ids)]),
+                                                n_results, array_fill(NULL::text, ARRAY[cardinality(n_ids)]),
+                                                array_fill(NULL::text, ARRAY[cardinality(n_ids)]), n_wfs, n_nodes,
+                                                n_classes);
+        END IF;
     END IF;
     FOR f IN SELECT u.* FROM unnest(p_ids, p_claims, p_outcomes, p_codes, p_messages)
                     WITH ORDINALITY AS u(id, claim, outcome, code, message, ord)
@@ -156,25 +175,42 @@ $$;
 -- decided terminal) leave horsies_tasks and enter horsies_task_history with
 -- the given status, result and error, keeping their retry policy and
 -- timeout (a rerun copies them), the task they rerun and their last
--- progress report.
+-- progress report. Workflow nodes among them advance their workflows
+-- (tasks.nodes_entered_history).
 CREATE OR REPLACE FUNCTION tasks.terminalize(p_ids uuid[], p_status text, p_result json, p_code text, p_message text)
 RETURNS integer LANGUAGE plpgsql AS $$
 DECLARE
-    n integer;
+    n       integer;
+    n_ids   uuid[];   -- the tasks that are workflow nodes, ...
+    n_wfs   uuid[];
+    n_nodes text[];
+    n_cls   text[];
 BEGIN
-    WITH gone AS (DELETE FROM horsies_tasks WHERE id = ANY (p_ids) RETURNING *)
-    INSERT INTO horsies_task_history (id, task_name, queue_name, args, priority, status, sent_at, enqueued_at,
-                                      good_until, max_retries, retry_count, attempt, idempotency_key,
-                                      retention_class_key, worker_id, claimed_at, started_at, result, error_code,
-                                      error_message, timeout_ms, retry_delays_ms, retry_base_ms, retry_cap_ms,
-                                      retry_jitter, retry_on, rerun_of, workflow_id, workflow_node, progress, progress_info, progress_at, rate_key)
-    SELECT g.id, g.task_name, g.queue_name, g.args, g.priority, p_status, g.sent_at, g.enqueued_at,
-           g.good_until, g.max_retries, g.retry_count, g.attempt, g.idempotency_key,
-           g.retention_class_key, g.worker_id, g.claimed_at, g.started_at, p_result, p_code, p_message,
-           g.timeout_ms, g.retry_delays_ms, g.retry_base_ms, g.retry_cap_ms, g.retry_jitter, g.retry_on, g.rerun_of,
-           g.workflow_id, g.workflow_node, g.progress, g.progress_info, g.progress_at, g.rate_key
-      FROM gone g;
-    GET DIAGNOSTICS n = ROW_COUNT;
+    WITH gone AS (DELETE FROM horsies_tasks WHERE id = ANY (p_ids) RETURNING *),
+    kept AS (
+        INSERT INTO horsies_task_history (id, task_name, queue_name, args, priority, status, sent_at, enqueued_at,
+                                          good_until, max_retries, retry_count, attempt, idempotency_key,
+                                          retention_class_key, worker_id, claimed_at, started_at, result, error_code,
+                                          error_message, timeout_ms, retry_delays_ms, retry_base_ms, retry_cap_ms,
+                                          retry_jitter, retry_on, rerun_of, workflow_id, workflow_node, progress,
+                                          progress_info, progress_at, rate_key)
+        SELECT g.id, g.task_name, g.queue_name, g.args, g.priority, p_status, g.sent_at, g.enqueued_at,
+               g.good_until, g.max_retries, g.retry_count, g.attempt, g.idempotency_key,
+               g.retention_class_key, g.worker_id, g.claimed_at, g.started_at, p_result, p_code, p_message,
+               g.timeout_ms, g.retry_delays_ms, g.retry_base_ms, g.retry_cap_ms, g.retry_jitter, g.retry_on,
+               g.rerun_of, g.workflow_id, g.workflow_node, g.progress, g.progress_info, g.progress_at, g.rate_key
+          FROM gone g)
+    SELECT count(*), array_agg(g.id) FILTER (WHERE g.workflow_id IS NOT NULL),
+           array_agg(g.workflow_id) FILTER (WHERE g.workflow_id IS NOT NULL),
+           array_agg(g.workflow_node) FILTER (WHERE g.workflow_id IS NOT NULL),
+           array_agg(g.retention_class_key) FILTER (WHERE g.workflow_id IS NOT NULL)
+      INTO n, n_ids, n_wfs, n_nodes, n_cls FROM gone g;
+    IF n_ids IS NOT NULL THEN
+        PERFORM tasks.nodes_entered_history(n_ids, array_fill(p_status, ARRAY[cardinality(n_ids)]),
+                                            array_fill(p_result, ARRAY[cardinality(n_ids)]),
+                                            array_fill(p_code, ARRAY[cardinality(n_ids)]),
+                                            array_fill(p_message, ARRAY[cardinality(n_ids)]), n_wfs, n_nodes, n_cls);
+    END IF;
     RETURN n;
 END $$;
 
