@@ -6,11 +6,18 @@
 -- the others hold locked. p_queues, p_caps and p_rates hold array literals,
 -- one per request (p_rates: NULL for a request naming no rate-limited
 -- queue, and p_rates itself NULL when no request does).
+--
+-- Generic plans, for tasks.claim too (a function's settings hold for what
+-- it calls): its statements' parameters are a request's one or two queues,
+-- for which a custom plan always looks cheaper than a generic one, so
+-- PostgreSQL planned them again at every claim (pg_stat_statements: the
+-- loop's queries planned 180 times in 176 claims); each has one plan
+-- whatever the values (an index or a TID scan).
 CREATE OR REPLACE FUNCTION tasks.claim_many(p_workers text[], p_queues text[], p_caps text[], p_max integer[],
                                  p_start boolean[], p_rates text[] DEFAULT NULL)
 RETURNS TABLE (idx integer, id uuid, task_name text, queue_name text, args json, priority integer,
                claim_id uuid, attempt integer, retry_count integer, timeout_ms integer, status text)
-LANGUAGE plpgsql AS $$
+LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan AS $$
 DECLARE
     r     record;
     rated boolean := cardinality(array_remove(p_rates, NULL)) > 0;
@@ -66,6 +73,10 @@ $$;
 -- takes the same lock and is claimed by tasks.claim_rated, within both its
 -- cap and its rate. SKIP LOCKED: concurrent claimers never wait on each
 -- other's rows and never take the same task. p_start starts what it takes.
+-- The rows it locks are updated by their address (ctid, a TID scan: they
+-- are locked, so it stays theirs), not found again by id through a join
+-- whose plan the table's statistics decide (a drained queue's stale ones
+-- once chose to read the whole table for every claim).
 -- A paused queue (tasks.paused_queues) gives nothing: it is left out of the
 -- loop's own query. The caller holds each queue's pause lock shared before
 -- that query runs (claim_many takes them once per batch), so
@@ -115,11 +126,12 @@ BEGIN
                        claim_id = gen_random_uuid(), claimed_at = now(), last_heartbeat_at = now(),
                        attempt = t.attempt + CASE WHEN p_start THEN 1 ELSE 0 END,
                        started_at = CASE WHEN p_start THEN now() END
-                 WHERE t.id IN (SELECT c.id FROM horsies_tasks c
-                                 WHERE c.queue_name = q.queue AND c.status = 'PENDING' AND c.run_at <= now()
-                                   AND (c.good_until IS NULL OR c.good_until >= now())   -- expired: recovery's
-                                 ORDER BY c.priority, c.enqueued_at
-                                 LIMIT room FOR UPDATE SKIP LOCKED)
+                 WHERE t.ctid = ANY (ARRAY(
+                           SELECT c.ctid FROM horsies_tasks c
+                            WHERE c.queue_name = q.queue AND c.status = 'PENDING' AND c.run_at <= now()
+                              AND (c.good_until IS NULL OR c.good_until >= now())   -- expired: recovery's
+                            ORDER BY c.priority, c.enqueued_at
+                            LIMIT room FOR UPDATE SKIP LOCKED))
                 RETURNING t.*)
             SELECT * FROM taken;
         GET DIAGNOSTICS got = ROW_COUNT;

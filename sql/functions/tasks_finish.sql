@@ -5,64 +5,104 @@
 -- task's status afterwards, or NULL where the claim is not the task's
 -- running one (fenced), and its queue. Completions are set-based: their
 -- attempts' rows are written, and they leave horsies_tasks for
--- horsies_task_history, in three statements whatever their number;
--- failures take tasks.fail one by one (a retry decision each).
+-- horsies_task_history, in one statement whatever their number, and those
+-- that are workflow nodes advance their workflows
+-- (tasks.nodes_entered_history); failures take tasks.fail one by one (a
+-- retry decision each).
+--
+-- Every plan here is fixed by its shape, not by the table's statistics:
+-- the tasks are found by their ids (the primary key) and the rows that
+-- end are then deleted by their address (ctid, a TID scan), so no join is
+-- left for the planner to cost. A join of the items with the live table
+-- was planned from statistics that a queue draining or filling makes
+-- stale at once, and once chose to read every RUNNING task for every item.
+-- A completion names its item by its claim: a claim id is made for one
+-- task's one claim (gen_random_uuid in tasks.claim), so the first item that
+-- completes under a task's running claim is its report, and a repeat of it
+-- is refused like any late one.
 CREATE OR REPLACE FUNCTION tasks.finish_many(p_ids uuid[], p_claims uuid[], p_outcomes text[], p_results text[],
                                   p_codes text[], p_messages text[])
 RETURNS TABLE (idx integer, id uuid, status text, queue text) LANGUAGE plpgsql AS $$
 #variable_conflict use_column
 DECLARE
-    done uuid[];
-    dq   text[];
+    ends uuid[];   -- per item: its claim when it reports a completion
+    tids tid[];    -- the rows the completions end
+    wfs  uuid[];
+    ks   integer[];   -- the items whose completion ended a task ...
+    kq   text[];      -- ... and those tasks' queues
+    n_ids     uuid[];     -- the ended tasks that are workflow nodes, ...
+    n_results json[];
+    n_wfs     uuid[];
+    n_nodes   text[];
+    n_classes text[];
     f    record;
-    k    integer;
-    st   text[] := array_fill(NULL::text, ARRAY[cardinality(p_ids)]);
-    qs   text[] := array_fill(NULL::text, ARRAY[cardinality(p_ids)]);
+    st   text[] := '{}';
+    qs   text[] := '{}';
 BEGIN
+    ends := ARRAY(SELECT CASE WHEN u.outcome = 'COMPLETED' THEN u.claim END
+                    FROM unnest(p_claims, p_outcomes) AS u(claim, outcome));
     -- The tasks in id order, as every batch that ends tasks and every
     -- heartbeat locks them (see tasks.heartbeat), then their workflows in
-    -- id order: two batches never wait on each other in a circle.
-    PERFORM 1 FROM horsies_tasks t WHERE t.id = ANY (p_ids) ORDER BY t.id FOR UPDATE;
-    PERFORM 1 FROM horsies_workflows w
-      WHERE w.id IN (SELECT t.workflow_id FROM horsies_tasks t WHERE t.id = ANY (p_ids))
-      ORDER BY w.id FOR UPDATE;
-    WITH items AS (
-        SELECT u.id, u.claim, u.result, u.ord FROM unnest(p_ids, p_claims, p_outcomes, p_results)
-               WITH ORDINALITY AS u(id, claim, outcome, result, ord) WHERE u.outcome = 'COMPLETED'),
-    gone AS (
-        DELETE FROM horsies_tasks t USING items i
-         WHERE t.id = i.id AND t.claim_id = i.claim AND t.status = 'RUNNING'
-        RETURNING t.*, i.result AS item_result),
-    ended AS (   -- as tasks.end_attempt, for the batch
-        INSERT INTO horsies_task_attempts (task_id, attempt, worker_id, claim_id, started_at, finished_at, outcome)
-        SELECT g.id, g.attempt, g.worker_id, g.claim_id, g.started_at, now(), 'COMPLETED' FROM gone g),
-    kept AS (
-        INSERT INTO horsies_task_history (id, task_name, queue_name, args, priority, status, sent_at, enqueued_at,
-                                          good_until, max_retries, retry_count, attempt, idempotency_key,
-                                          retention_class_key, worker_id, claimed_at, started_at, result,
-                                          timeout_ms, retry_delays_ms, retry_base_ms, retry_cap_ms, retry_jitter,
-                                          retry_on, rerun_of, workflow_id, workflow_node, progress, progress_info,
-                                          progress_at, rate_key)
-        SELECT g.id, g.task_name, g.queue_name, g.args, g.priority, 'COMPLETED', g.sent_at, g.enqueued_at,
-               g.good_until, g.max_retries, g.retry_count, g.attempt, g.idempotency_key,
-               g.retention_class_key, g.worker_id, g.claimed_at, g.started_at, g.item_result::json,
-               g.timeout_ms, g.retry_delays_ms, g.retry_base_ms, g.retry_cap_ms, g.retry_jitter, g.retry_on,
-               g.rerun_of, g.workflow_id, g.workflow_node, g.progress, g.progress_info, g.progress_at, g.rate_key
-          FROM gone g RETURNING id, queue_name)
-    SELECT array_agg(x.id), array_agg(x.queue_name) INTO done, dq FROM kept x;
-    FOR f IN SELECT u.* FROM unnest(p_ids, p_claims, p_outcomes, p_codes, p_messages)
-                    WITH ORDINALITY AS u(id, claim, outcome, code, message, ord) LOOP
-        IF f.outcome = 'COMPLETED' THEN
-            k := array_position(done, f.id);
-            IF k IS NOT NULL THEN   -- the first report of it only: a repeat is refused like any late one
-                st[f.ord] := 'COMPLETED'; qs[f.ord] := dq[k]; done[k] := NULL;
-            END IF;
-        ELSE
-            qs[f.ord] := (SELECT t.queue_name FROM horsies_tasks t WHERE t.id = f.id);
-            st[f.ord] := tasks.fail(f.id, f.claim, f.code, f.message);
+    -- id order: two batches never wait on each other in a circle. The lock
+    -- reads the row as it is once locked.
+    SELECT array_agg(l.ctid) FILTER (WHERE p_ids[l.k] = l.id),
+           array_agg(DISTINCT l.workflow_id) FILTER (WHERE l.workflow_id IS NOT NULL)
+      INTO tids, wfs
+      FROM (SELECT t.ctid, t.id, t.workflow_id,
+                   CASE WHEN t.status = 'RUNNING' THEN array_position(ends, t.claim_id) END AS k
+              FROM horsies_tasks t WHERE t.id = ANY (p_ids) ORDER BY t.id FOR UPDATE) l;
+    IF wfs IS NOT NULL THEN
+        PERFORM 1 FROM horsies_workflows w WHERE w.id = ANY (wfs) ORDER BY w.id FOR UPDATE;
+    END IF;
+    IF tids IS NOT NULL THEN
+        WITH gone AS (
+            DELETE FROM horsies_tasks t WHERE t.ctid = ANY (tids) RETURNING t.*),
+        ended AS (   -- as tasks.end_attempt, for the batch
+            INSERT INTO horsies_task_attempts (task_id, attempt, worker_id, claim_id, started_at, finished_at,
+                                               outcome)
+            SELECT g.id, g.attempt, g.worker_id, g.claim_id, g.started_at, now(), 'COMPLETED' FROM gone g),
+        kept AS (
+            INSERT INTO horsies_task_history (id, task_name, queue_name, args, priority, status, sent_at,
+                                              enqueued_at, good_until, max_retries, retry_count, attempt,
+                                              idempotency_key, retention_class_key, worker_id, claimed_at,
+                                              started_at, result, timeout_ms, retry_delays_ms, retry_base_ms,
+                                              retry_cap_ms, retry_jitter, retry_on, rerun_of, workflow_id,
+                                              workflow_node, progress, progress_info, progress_at, rate_key)
+            SELECT g.id, g.task_name, g.queue_name, g.args, g.priority, 'COMPLETED', g.sent_at, g.enqueued_at,
+                   g.good_until, g.max_retries, g.retry_count, g.attempt, g.idempotency_key,
+                   g.retention_class_key, g.worker_id, g.claimed_at, g.started_at,
+                   p_results[array_position(ends, g.claim_id)]::json,
+                   g.timeout_ms, g.retry_delays_ms, g.retry_base_ms, g.retry_cap_ms, g.retry_jitter, g.retry_on,
+                   g.rerun_of, g.workflow_id, g.workflow_node, g.progress, g.progress_info, g.progress_at,
+                   g.rate_key
+              FROM gone g)
+        SELECT array_agg(array_position(ends, g.claim_id)), array_agg(g.queue_name),
+               array_agg(g.id) FILTER (WHERE g.workflow_id IS NOT NULL),
+               array_agg(p_results[array_position(ends, g.claim_id)]::json) FILTER (WHERE g.workflow_id IS NOT NULL),
+               array_agg(g.workflow_id) FILTER (WHERE g.workflow_id IS NOT NULL),
+               array_agg(g.workflow_node) FILTER (WHERE g.workflow_id IS NOT NULL),
+               array_agg(g.retention_class_key) FILTER (WHERE g.workflow_id IS NOT NULL)
+          INTO ks, kq, n_ids, n_results, n_wfs, n_nodes, n_classes FROM gone g;
+        IF n_ids IS NOT NULL THEN
+            PERFORM tasks.nodes_entered_history(n_ids, array_fill('COMPLETED'::text, ARRAY[cardinality(n_ids)]),
+                                                n_results, array_fill(NULL::text, ARRAY[cardinality(n_ids)]),
+                                                array_fill(NULL::text, ARRAY[cardinality(n_ids)]), n_wfs, n_nodes,
+                                                n_classes);
         END IF;
+    END IF;
+    FOR f IN SELECT u.* FROM unnest(p_ids, p_claims, p_outcomes, p_codes, p_messages)
+                    WITH ORDINALITY AS u(id, claim, outcome, code, message, ord)
+              WHERE u.outcome IS DISTINCT FROM 'COMPLETED' LOOP
+        qs[f.ord] := (SELECT t.queue_name FROM horsies_tasks t WHERE t.id = f.id);
+        st[f.ord] := tasks.fail(f.id, f.claim, f.code, f.message);
     END LOOP;
-    RETURN QUERY SELECT (k - 1)::integer, p_ids[k], st[k], qs[k] FROM generate_subscripts(p_ids, 1) k ORDER BY k;
+    RETURN QUERY
+        SELECT (u.ord - 1)::integer, u.id,
+               CASE WHEN u.outcome IS DISTINCT FROM 'COMPLETED' THEN st[u.ord]
+                    WHEN u.ord::integer = ANY (ks) THEN 'COMPLETED' END,
+               CASE WHEN u.outcome IS DISTINCT FROM 'COMPLETED' THEN qs[u.ord]
+                    ELSE kq[array_position(ks, u.ord::integer)] END
+          FROM unnest(p_ids, p_outcomes) WITH ORDINALITY AS u(id, outcome, ord) ORDER BY u.ord;
 END $$;
 
 -- A worker reports the failure of a running attempt under its claim (a
@@ -135,25 +175,42 @@ $$;
 -- decided terminal) leave horsies_tasks and enter horsies_task_history with
 -- the given status, result and error, keeping their retry policy and
 -- timeout (a rerun copies them), the task they rerun and their last
--- progress report.
+-- progress report. Workflow nodes among them advance their workflows
+-- (tasks.nodes_entered_history).
 CREATE OR REPLACE FUNCTION tasks.terminalize(p_ids uuid[], p_status text, p_result json, p_code text, p_message text)
 RETURNS integer LANGUAGE plpgsql AS $$
 DECLARE
-    n integer;
+    n       integer;
+    n_ids   uuid[];   -- the tasks that are workflow nodes, ...
+    n_wfs   uuid[];
+    n_nodes text[];
+    n_cls   text[];
 BEGIN
-    WITH gone AS (DELETE FROM horsies_tasks WHERE id = ANY (p_ids) RETURNING *)
-    INSERT INTO horsies_task_history (id, task_name, queue_name, args, priority, status, sent_at, enqueued_at,
-                                      good_until, max_retries, retry_count, attempt, idempotency_key,
-                                      retention_class_key, worker_id, claimed_at, started_at, result, error_code,
-                                      error_message, timeout_ms, retry_delays_ms, retry_base_ms, retry_cap_ms,
-                                      retry_jitter, retry_on, rerun_of, workflow_id, workflow_node, progress, progress_info, progress_at, rate_key)
-    SELECT g.id, g.task_name, g.queue_name, g.args, g.priority, p_status, g.sent_at, g.enqueued_at,
-           g.good_until, g.max_retries, g.retry_count, g.attempt, g.idempotency_key,
-           g.retention_class_key, g.worker_id, g.claimed_at, g.started_at, p_result, p_code, p_message,
-           g.timeout_ms, g.retry_delays_ms, g.retry_base_ms, g.retry_cap_ms, g.retry_jitter, g.retry_on, g.rerun_of,
-           g.workflow_id, g.workflow_node, g.progress, g.progress_info, g.progress_at, g.rate_key
-      FROM gone g;
-    GET DIAGNOSTICS n = ROW_COUNT;
+    WITH gone AS (DELETE FROM horsies_tasks WHERE id = ANY (p_ids) RETURNING *),
+    kept AS (
+        INSERT INTO horsies_task_history (id, task_name, queue_name, args, priority, status, sent_at, enqueued_at,
+                                          good_until, max_retries, retry_count, attempt, idempotency_key,
+                                          retention_class_key, worker_id, claimed_at, started_at, result, error_code,
+                                          error_message, timeout_ms, retry_delays_ms, retry_base_ms, retry_cap_ms,
+                                          retry_jitter, retry_on, rerun_of, workflow_id, workflow_node, progress,
+                                          progress_info, progress_at, rate_key)
+        SELECT g.id, g.task_name, g.queue_name, g.args, g.priority, p_status, g.sent_at, g.enqueued_at,
+               g.good_until, g.max_retries, g.retry_count, g.attempt, g.idempotency_key,
+               g.retention_class_key, g.worker_id, g.claimed_at, g.started_at, p_result, p_code, p_message,
+               g.timeout_ms, g.retry_delays_ms, g.retry_base_ms, g.retry_cap_ms, g.retry_jitter, g.retry_on,
+               g.rerun_of, g.workflow_id, g.workflow_node, g.progress, g.progress_info, g.progress_at, g.rate_key
+          FROM gone g)
+    SELECT count(*), array_agg(g.id) FILTER (WHERE g.workflow_id IS NOT NULL),
+           array_agg(g.workflow_id) FILTER (WHERE g.workflow_id IS NOT NULL),
+           array_agg(g.workflow_node) FILTER (WHERE g.workflow_id IS NOT NULL),
+           array_agg(g.retention_class_key) FILTER (WHERE g.workflow_id IS NOT NULL)
+      INTO n, n_ids, n_wfs, n_nodes, n_cls FROM gone g;
+    IF n_ids IS NOT NULL THEN
+        PERFORM tasks.nodes_entered_history(n_ids, array_fill(p_status, ARRAY[cardinality(n_ids)]),
+                                            array_fill(p_result, ARRAY[cardinality(n_ids)]),
+                                            array_fill(p_code, ARRAY[cardinality(n_ids)]),
+                                            array_fill(p_message, ARRAY[cardinality(n_ids)]), n_wfs, n_nodes, n_cls);
+    END IF;
     RETURN n;
 END $$;
 

@@ -2,7 +2,7 @@
 
 -- A recovery pass by the maintenance owner: whichever server takes the
 -- advisory lock first in a round does it, the others return nothing.
--- Recovery records node ends in the outbox (see history_advances_workflow).
+-- Recovery records node ends in the outbox (see tasks.nodes_entered_history).
 -- p_check_ms is the server's check_interval_ms, p_was_blind whether its
 -- previous pass failed; servers of the previous version, still running
 -- beside this one while they are replaced, call with two arguments.

@@ -318,34 +318,30 @@ BEGIN
     RETURN QUERY SELECT unnest(wfs);
 END $$;
 
--- As 020's, and the outbox row also says where the node's history lies.
-CREATE OR REPLACE FUNCTION tasks.history_advances_workflows() RETURNS trigger LANGUAGE plpgsql AS $$
-DECLARE
-    ids   uuid[];
-    sts   text[];
-    res   json[];
-    codes text[];
-    msgs  text[];
+-- Node tasks that entered horsies_task_history (parallel arrays, the rows'
+-- values) advance their workflows in the same transaction (nodes_ended),
+-- or, under recovery (silt.via_outbox), wait in the outbox, which also
+-- says where the node's history lies (its class, and the day: now(), when
+-- the row was written). Both writers of the history call it after their
+-- insert (tasks.finish_many, tasks.terminalize) with the rows that are
+-- workflow nodes, and only when there are some: a statement trigger did it
+-- before, and copied every history row into its transition table.
+CREATE OR REPLACE FUNCTION tasks.nodes_entered_history(p_tasks uuid[], p_statuses text[], p_results json[],
+                                                       p_codes text[], p_messages text[], p_workflows uuid[],
+                                                       p_nodes text[], p_classes text[])
+RETURNS void LANGUAGE plpgsql AS $$
 BEGIN
-    SELECT array_agg(e.id), array_agg(e.status), array_agg(e.result), array_agg(e.error_code),
-           array_agg(e.error_message)
-      INTO ids, sts, res, codes, msgs FROM ended e WHERE e.workflow_id IS NOT NULL;
-    IF ids IS NULL THEN RETURN NULL; END IF;
     IF current_setting('silt.via_outbox', true) = 'on' THEN
         INSERT INTO horsies_workflow_phase2_pending (task_id, workflow_id, node_id, task_status, error_code,
                                                      error_message, history_class_key, history_finished_at)
-        SELECT e.id, e.workflow_id, e.workflow_node, e.status, e.error_code, e.error_message,
-               e.retention_class_key, e.finished_at
-          FROM ended e WHERE e.workflow_id IS NOT NULL
+        SELECT u.task, u.workflow, u.node, u.status, u.code, u.message, u.class, now()
+          FROM unnest(p_tasks, p_workflows, p_nodes, p_statuses, p_codes, p_messages, p_classes)
+               AS u(task, workflow, node, status, code, message, class)
         ON CONFLICT (task_id) DO NOTHING;
     ELSE
-        PERFORM tasks.nodes_ended(ids, sts, res, codes, msgs);
+        PERFORM tasks.nodes_ended(p_tasks, p_statuses, p_results, p_codes, p_messages);
     END IF;
-    RETURN NULL;
 END $$;
-
-CREATE OR REPLACE TRIGGER history_advances_workflows AFTER INSERT ON horsies_task_history
-    REFERENCING NEW TABLE AS ended FOR EACH STATEMENT EXECUTE FUNCTION tasks.history_advances_workflows();
 
 -- Nodes as clients see them: an ENQUEUED node whose task a worker started
 -- is RUNNING (read from the task, so starting a task writes nothing more;

@@ -854,6 +854,38 @@ TEST(the_same_completion_twice_in_one_request_is_applied_once_and_the_repeat_ref
     srv_stop(&s);
 }
 
+/* A completion ends its task under the task's running claim only: beside
+ * the current claim's report in one request, a report under the task's
+ * earlier claim (given back and claimed again) is refused, whichever comes
+ * first, and the result kept is the current claim's. */
+TEST(a_completion_under_an_earlier_claim_beside_the_current_one_is_refused_and_the_current_one_kept)
+{
+    silt_server s;
+    srv_start(&s, NULL);
+    task_send(&s, "{\"name\":\"t\",\"queue\":\"q\"}");
+    task_claimed old, cur;
+    CHECK(task_claim_one(&s, "w", "q", &old));
+    reply r;
+    rq(&s, "POST", "/api/v1/workers/w/release", sfmt("{\"tasks\":[{\"id\":\"%s\",\"claimId\":\"%s\"}]}", old.id, old.claim),
+       &r);
+    CHECK_INT(r.status, 200);
+    reply_fini(&r);
+    CHECK(task_claim_one(&s, "w", "q", &cur));
+    CHECK_STR(cur.id, old.id);
+    task_call(&s, "start", &cur, NULL);
+    rq(&s, "POST", "/api/v1/workers/w/finish",
+       sfmt("{\"tasks\":[{\"id\":\"%s\",\"claimId\":\"%s\",\"result\":1},{\"id\":\"%s\",\"claimId\":\"%s\",\"result\":2}]}",
+            old.id, old.claim, cur.id, cur.claim), &r);
+    CHECK_INT(r.status, 200);
+    CHECK_INT(r.doc.tokens[jpath(&r, "tasks.0.status")].type, JSON_NULL);
+    CHECK_STR(jstr(&r, "tasks.1.status"), "COMPLETED");
+    reply_fini(&r);
+    CHECK_STR(sql("SELECT result::text FROM horsies_task_history WHERE id = '%s'", cur.id), "2");
+    CHECK_STR(sql("SELECT count(*) || ' ' || max(claim_id::text) FROM horsies_task_attempts WHERE task_id = '%s'", cur.id),
+              sfmt("1 %s", cur.claim));
+    srv_stop(&s);
+}
+
 /* One request that PostgreSQL refuses must not take the others of its
  * batch down with it: a trigger refuses tasks named "poison"; while the
  * table is locked, a poisoned send and good ones gather into one batch. */

@@ -1,0 +1,12 @@
+-- ==== A claim's new row version stays on its page (issue 35) ====
+--
+-- A claim changes a task's status, so its update is never heap-only: the
+-- new version is a new row with new index entries. When it does not fit on
+-- the old version's page, PostgreSQL first writes a lock record for the
+-- old one (it must let go of the page to find another), then the update
+-- touches a second page: 2.0 lock records per claimed task instead of 1.0
+-- (pg_waldump over claims of 100). A send fills a page only to 40%, so the
+-- claim's version, and the runner's heartbeats after it (heap-only: no
+-- indexed column changes), find room beside it. 50% still spilled (1.17
+-- lock records a task with ~200-byte rows).
+ALTER TABLE horsies_tasks SET (fillfactor = 40);
