@@ -226,6 +226,19 @@ int cli_read_file(const char *path, buf *out)
     return rc;
 }
 
+int cli_check_json_object(const cli_cmd *cmd, const char *where, const buf *text, const char *not_object)
+{
+    json_doc d;
+    json_doc_init(&d);
+    int rc = 0;
+    if (json_parse(&d, text->data, text->len, CLI_MAX_TOKENS) < 0)
+        rc = cli_usage_error(cmd, "%s is not valid JSON: %s", where, d.error);
+    else if (d.tokens[0].type != JSON_OBJECT)
+        rc = cli_usage_error(cmd, "%s %s", where, not_object);
+    json_doc_fini(&d);
+    return rc;
+}
+
 bool cli_is_true(const json_doc *d, int obj, const char *key)
 {
     int t = obj < 0 ? -1 : json_get(d, (uint32_t)obj, key);

@@ -126,6 +126,10 @@ int  cli_read_reply(const http_response *r, json_doc *d) __attribute__((warn_unu
  * --args-file and a workflow's definition are read; -1 when it cannot be
  * opened or read. */
 int  cli_read_file(const char *path, buf *out) __attribute__((warn_unused_result));
+/* text, read from where, checked to be one JSON object (a transaction, a
+ * workflow's definition): 0, or a usage error of cmd, "<where> <not_object>"
+ * when it is JSON of another kind. */
+int  cli_check_json_object(const cli_cmd *cmd, const char *where, const buf *text, const char *not_object);
 /* Member key of obj is true (false when obj is -1 or the member is
  * absent or anything else). */
 bool cli_is_true(const json_doc *d, int obj, const char *key);

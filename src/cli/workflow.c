@@ -111,15 +111,7 @@ static int read_definition(const cli_cmd *cmd, const char *path, buf *text)
 {
     buf_append(text, "", 0);
     if (cli_read_file(path, text) < 0) return cli_usage_error(cmd, "cannot read %s", path);
-    json_doc d;
-    json_doc_init(&d);
-    int rc = 0;
-    if (json_parse(&d, text->data, text->len, CLI_MAX_TOKENS) < 0)
-        rc = cli_usage_error(cmd, "%s is not valid JSON: %s", path, d.error);
-    else if (d.tokens[0].type != JSON_OBJECT)
-        rc = cli_usage_error(cmd, "%s must hold one JSON object (the workflow)", path);
-    json_doc_fini(&d);
-    return rc;
+    return cli_check_json_object(cmd, path, text, "must hold one JSON object (the workflow)");
 }
 
 /* A refusal: every problem of "problems" on its own line, else the error. */
