@@ -122,39 +122,40 @@ static void groups_rm_render(const json_doc *d)
     cli_print_deleted(d, "cursors", "cursor");
 }
 
-static int groups_rm_run(const char *group, const char *queue, bool metadata, bool json)
+typedef struct rm_opts {
+    const char *queue;
+    bool        metadata;
+    bool        json;
+} rm_opts;
+
+static int groups_rm_run(const cli_cmd *cmd, const cli_args *a, void *opts)
 {
+    const rm_opts *o = opts;
+    if (o->queue && !*o->queue) return cli_usage_error(cmd, "--queue needs a queue name");
     buf path;
     buf_init(&path);
     buf_puts(&path, "/api/v1/consumer-groups");
-    cli_path_segment(&path, group);
-    if (queue) {
+    cli_path_segment(&path, a->pos[0]);
+    if (o->queue) {
         buf_puts(&path, "/queues");
-        cli_path_segment(&path, queue);
+        cli_path_segment(&path, o->queue);
     }
-    cli_query_param(&path, "deleteMetadata", metadata ? "true" : "false");
-    int rc = cli_call("DELETE", path.data, NULL, json, groups_rm_render);
+    cli_query_param(&path, "deleteMetadata", o->metadata ? "true" : "false");
+    int rc = cli_call("DELETE", path.data, NULL, o->json, groups_rm_render);
     buf_fini(&path);
     return rc;
 }
 
 static int groups_rm(int argc, char **argv)
 {
-    bool json = false, metadata = false;
-    const char *queue = NULL;
+    rm_opts o = { 0 };
     const cli_opt opts[] = {
-        { "queue",           CLI_OPT_STR,  &queue },
-        { "delete-metadata", CLI_OPT_FLAG, &metadata },
-        { "json",            CLI_OPT_FLAG, &json },
+        { "queue",           CLI_OPT_STR,  &o.queue },
+        { "delete-metadata", CLI_OPT_FLAG, &o.metadata },
+        { "json",            CLI_OPT_FLAG, &o.json },
     };
     const cli_cmd cmd = { "groups rm", rm_usage, opts, sizeof opts / sizeof opts[0], 1, 1 };
-    cli_args a;
-    int rc;
-    if (cli_parse(&cmd, argc, argv, &a, &rc) == 0)
-        rc = queue && !*queue ? cli_usage_error(&cmd, "--queue needs a queue name")
-           : groups_rm_run(a.pos[0], queue, metadata, json);
-    cli_args_fini(&a);
-    return rc;
+    return cli_run(&cmd, argc, argv, groups_rm_run, &o);
 }
 
 int cli_groups(int argc, char **argv)
