@@ -407,6 +407,20 @@ void cli_table_add_value(cli_table *t, const json_doc *d, int tok)
     table_push(t, buf_steal(&b));
 }
 
+void cli_table_add_joined(cli_table *t, const json_doc *d, int arr)
+{
+    buf cell;
+    buf_init(&cell);
+    buf_append(&cell, "", 0);
+    int e;
+    for (uint32_t i = 0; arr >= 0 && (e = json_at(d, (uint32_t)arr, i)) >= 0; i++) {
+        if (i) buf_putc(&cell, ',');
+        cli_put_cell(&cell, d, e);
+    }
+    cli_table_add(t, cell.len ? cell.data : "-");
+    buf_fini(&cell);
+}
+
 void cli_table_add_members(cli_table *t, const json_doc *d, int obj)
 {
     if (obj < 0 || d->tokens[obj].type != JSON_OBJECT) return;
@@ -706,6 +720,18 @@ void cli_print_member(const json_doc *d, const char *before, const char *member,
     cli_put_cell(&cell, d, json_get(d, 0, member));
     printf("%s%s%s", before, cell.data, after);
     buf_fini(&cell);
+}
+
+void cli_print_elements(const json_doc *d, int list, const char *indent)
+{
+    int e;
+    for (uint32_t i = 0; list >= 0 && (e = json_at(d, (uint32_t)list, i)) >= 0; i++) {
+        buf line;
+        buf_init(&line);
+        cli_put_cell(&line, d, e);
+        printf("%s%s\n", indent, line.data);
+        buf_fini(&line);
+    }
 }
 
 void cli_print_deleted(const json_doc *d, const char *member, const char *noun)

@@ -43,24 +43,6 @@ static const char rm_usage[] =
     "  --json              print the server's reply as JSON\n"
     "  --help              show this help\n";
 
-/* A string array as "a,b,c"; "-" when empty or absent. */
-static void groups_add_joined(cli_table *t, const json_doc *d, int arr)
-{
-    if (arr < 0 || d->tokens[arr].type != JSON_ARRAY || d->tokens[arr].count == 0) {
-        cli_table_add(t, "-");
-        return;
-    }
-    buf cell;
-    buf_init(&cell);
-    int e;
-    for (uint32_t i = 0; (e = json_at(d, (uint32_t)arr, i)) >= 0; i++) {
-        if (i) buf_putc(&cell, ',');
-        cli_put_cell(&cell, d, e);
-    }
-    cli_table_add(t, cell.data);
-    buf_fini(&cell);
-}
-
 static void groups_list_render(const json_doc *d)
 {
     static const char *const headers[] = {
@@ -72,7 +54,7 @@ static void groups_list_render(const json_doc *d)
     int g;
     for (uint32_t i = 0; (g = json_at(d, 0, i)) >= 0; i++) {
         for (int f = 0; f < 5; f++) cli_table_add_field(&t, d, g, fields[f]);
-        groups_add_joined(&t, d, json_get(d, (uint32_t)g, "queues"));
+        cli_table_add_joined(&t, d, json_get(d, (uint32_t)g, "queues"));
     }
     cli_table_print_or(&t, "(no consumer groups)");
     cli_table_fini(&t);

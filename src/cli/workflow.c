@@ -210,21 +210,6 @@ static bool absent(const json_doc *d, int tok)
     return tok < 0 || d->tokens[tok].type == JSON_NULL;
 }
 
-/* The node ids a node waits for, joined by commas; "-" for none. */
-static void add_waits(cli_table *t, const json_doc *d, int arr)
-{
-    buf cell;
-    buf_init(&cell);
-    buf_append(&cell, "", 0);
-    int e;
-    for (uint32_t i = 0; !absent(d, arr) && (e = json_at(d, (uint32_t)arr, i)) >= 0; i++) {
-        if (i) buf_putc(&cell, ',');
-        cli_put_cell(&cell, d, e);
-    }
-    cli_table_add(t, cell.len ? cell.data : "-");
-    buf_fini(&cell);
-}
-
 /* The result; for a node that failed without one, "CODE: message". */
 static void add_outcome(cli_table *t, const json_doc *d, int node)
 {
@@ -252,7 +237,7 @@ static void nodes_render(const json_doc *d)
     t.fit = CLI_TABLE_WIDTH;   /* a long result is cut, not wrapped */
     for (uint32_t i = 0; list >= 0 && (node = json_at(d, (uint32_t)list, i)) >= 0; i++) {
         for (int f = 0; f < 4; f++) cli_table_add_field(&t, d, node, fields[f]);
-        add_waits(&t, d, json_get(d, (uint32_t)node, "waitsFor"));
+        cli_table_add_joined(&t, d, json_get(d, (uint32_t)node, "waitsFor"));
         add_outcome(&t, d, node);
     }
     cli_table_print_or(&t, "(no nodes)");
