@@ -232,7 +232,9 @@ static void invalid_name(parser *p, const char *what, const char *name, int line
 }
 
 /* The name of a [<what>.<name>] section: false, reported, when it is
- * invalid or a section of that name came before (first_line; NULL: none). */
+ * invalid or a section of that name came before (first_line; NULL: none).
+ * A valid name is 1..48 characters of A-Z a-z 0-9 _ -: it fits in
+ * identifiers, URLs and log lines without quoting. */
 static bool section_name_ok(parser *p, const char *what, const char *name, const int *first_line, const char *also,
                             int line)
 {
