@@ -242,10 +242,44 @@ void api_json_call(httpd_req *req, server *srv, db_stmt stmt, const char *const 
     api_json_call_waking(req, srv, stmt, values, not_found, NULL);
 }
 
+/* ---- the calls that answer 200 with one reply ---- */
+
+/* The first member of each call below: the request it answers, and what
+ * writes the reply from the statements' results (call: the whole call). */
+typedef struct answer answer;
+struct answer {
+    httpd_req *req;
+    void     (*write)(api_reply *out, const answer *call, const db_reply *reply);
+};
+
+/* Every such call's done: a failure answered as api_db_error does, else
+ * 200 with what write wrote; the call freed either way. */
+static void answered(void *arg, const db_reply *reply)
+{
+    answer *call = arg;
+    if (reply->error) api_db_error(call->req, reply);
+    else {
+        api_reply out;
+        call->write(&out, call, reply);
+        api_reply_send(&out, call->req, 200);
+    }
+    free(call);
+}
+
+/* Copies the nfilters filters (at most API_PAGE_FILTERS) into values, then
+ * two more after them (the page's bounds). */
+static void filters_then(const char **values, const char *const *filters, size_t nfilters, const char *first,
+                         const char *second)
+{
+    for (size_t i = 0; i < nfilters; i++) values[i] = filters[i];
+    values[nfilters] = first;
+    values[nfilters + 1] = second;
+}
+
 /* ---- a whole list ---- */
 
 typedef struct rows_call {
-    httpd_req  *req;
+    answer      a;
     const char *member;
     void      (*emit_row)(emit *e, const PGresult *r, int row);
 } rows_call;
@@ -260,57 +294,47 @@ static emit *reply_rows(api_reply *out, const char *member, const PGresult *r,
     return e;
 }
 
-static void rows_listed(void *arg, const db_reply *reply)
+static void write_rows(api_reply *out, const answer *call, const db_reply *reply)
 {
-    rows_call *c = arg;
-    if (reply->error) { api_db_error(c->req, reply); free(c); return; }
-    api_reply out;
-    reply_rows(&out, c->member, reply->results[0], c->emit_row);
-    api_reply_send(&out, c->req, 200);
-    free(c);
+    const rows_call *c = (const rows_call *)call;
+    reply_rows(out, c->member, reply->results[0], c->emit_row);
 }
 
 void api_rows_call(httpd_req *req, server *srv, db_stmt stmt, const char *const *values, const char *member,
                    void (*emit_row)(emit *e, const PGresult *r, int row))
 {
     rows_call *c = xcalloc(1, sizeof *c);
-    c->req = req;
-    c->member = member;
-    c->emit_row = emit_row;
-    api_submit_stmt(req, srv, stmt, values, rows_listed, c);
+    *c = (rows_call){ { req, write_rows }, member, emit_row };
+    api_submit_stmt(req, srv, stmt, values, answered, c);
 }
 
 /* ---- one object ---- */
 
 typedef struct object_call {
-    httpd_req     *req;
+    answer         a;
     server        *srv;
     api_members_fn members;
     bool           flag;
 } object_call;
 
-static void object_answered(void *arg, const db_reply *reply)
+static void write_object(api_reply *out, const answer *call, const db_reply *reply)
 {
-    object_call *c = arg;
-    if (reply->error) { api_db_error(c->req, reply); free(c); return; }
-    api_reply out;
-    c->members(api_reply_object(&out), c->srv, reply->results[0], c->flag);
-    api_reply_send(&out, c->req, 200);
-    free(c);
+    const object_call *c = (const object_call *)call;
+    c->members(api_reply_object(out), c->srv, reply->results[0], c->flag);
 }
 
 void api_object_call(httpd_req *req, server *srv, db_stmt stmt, const char *const *values, api_members_fn members,
                      bool flag)
 {
     object_call *c = xcalloc(1, sizeof *c);
-    *c = (object_call){ req, srv, members, flag };
-    api_submit_stmt(req, srv, stmt, values, object_answered, c);
+    *c = (object_call){ { req, write_object }, srv, members, flag };
+    api_submit_stmt(req, srv, stmt, values, answered, c);
 }
 
 /* ---- a list, a page at a time ---- */
 
 typedef struct page_call {
-    httpd_req      *req;
+    answer          a;
     const api_page *page;
     int64_t         limit;
 } page_call;
@@ -322,22 +346,18 @@ static void emit_total(emit *e, const PGresult *counted)
     emit_key(e, "totalCapped"); emit_bool(e, n > API_PAGE_COUNT_CAP);
 }
 
-static void page_listed(void *arg, const db_reply *reply)
+static void write_page(api_reply *out, const answer *call, const db_reply *reply)
 {
-    page_call *c = arg;
-    if (reply->error) { api_db_error(c->req, reply); free(c); return; }
+    const page_call *c = (const page_call *)call;
     const PGresult *r = reply->results[0];
     int n = PQntuples(r);
-    api_reply out;
-    emit *e = reply_rows(&out, c->page->member, r, c->page->emit_row);
+    emit *e = reply_rows(out, c->page->member, r, c->page->emit_row);
     emit_end(e);
     /* A full page may have more after it: its last id is where the next starts. */
     emit_key(e, "nextCursor");
     if (n == c->limit && n > 0) api_emit_uuid_col(e, r, n - 1, c->page->id_col);
     else emit_null(e);
     if (c->page->counted) emit_total(e, reply->results[1]);
-    api_reply_send(&out, c->req, 200);
-    free(c);
 }
 
 void api_list_page(httpd_req *req, server *srv, const api_page *page, const char *const *filters, size_t nfilters)
@@ -345,20 +365,16 @@ void api_list_page(httpd_req *req, server *srv, const api_page *page, const char
     int64_t limit;
     const char *cursor = httpd_query(req, "cursor");
     char cur[IDS_UUID_TEXT], lim[24];
+    const char *values[API_PAGE_FILTERS + 2];
     if (nfilters > API_PAGE_FILTERS) abort();   /* a handler's mistake, not a client's */
     if (api_query_int(req, "limit", API_PAGE_DEFAULT, 1, API_PAGE_MAX, &limit) < 0) return;
     if (page->check && page->check(req, filters) < 0) return;
     if (cursor && api_read_uuid(req, cursor, cur, "cursor") < 0) return;
     snprintf(lim, sizeof lim, "%lld", (long long)limit);
-    const char *values[API_PAGE_FILTERS + 2];
-    for (size_t i = 0; i < nfilters; i++) values[i] = filters[i];
-    values[nfilters] = cursor ? cur : NULL;
-    values[nfilters + 1] = lim;
+    filters_then(values, filters, nfilters, cursor ? cur : NULL, lim);
     page_call *c = xcalloc(1, sizeof *c);
-    c->req = req;
-    c->page = page;
-    c->limit = limit;
-    db_job *job = db_job_new(page_listed, c);
+    *c = (page_call){ { req, write_page }, page, limit };
+    db_job *job = db_job_new(answered, c);
     db_job_call(job, page->stmt, values, NULL, NULL);
     if (page->counted) db_job_call(job, page->count_stmt, filters, NULL, NULL);
     api_submit(req, srv, job);
@@ -367,36 +383,29 @@ void api_list_page(httpd_req *req, server *srv, const api_page *page, const char
 /* ---- a list by position, with its total ---- */
 
 typedef struct position_call {
-    httpd_req                *req;
+    answer                    a;
     const api_position_list  *list;
     api_position              pos;
 } position_call;
 
-static void position_listed(void *arg, const db_reply *reply)
+static void write_position(api_reply *out, const answer *call, const db_reply *reply)
 {
-    position_call *c = arg;
-    if (reply->error) { api_db_error(c->req, reply); free(c); return; }
-    api_reply out;
-    emit *e = reply_rows(&out, c->list->member, reply->results[1], c->list->emit_row);
+    const position_call *c = (const position_call *)call;
+    emit *e = reply_rows(out, c->list->member, reply->results[1], c->list->emit_row);
     emit_end(e);
     api_emit_pagination(e, db_int(reply->results[0], 0, 0), c->pos.limit, c->pos.offset);
-    api_reply_send(&out, c->req, 200);
-    free(c);
 }
 
 void api_list_by_position(httpd_req *req, server *srv, const api_position_list *list, const char *const *filters,
                           size_t nfilters)
 {
+    const char *values[API_PAGE_FILTERS + 2];
     if (nfilters > API_PAGE_FILTERS) abort();   /* a handler's mistake, not a client's */
     position_call *c = xcalloc(1, sizeof *c);
-    c->req = req;
-    c->list = list;
+    *c = (position_call){ .a = { req, write_position }, .list = list };
     if (api_query_position(req, list->default_limit, &c->pos) < 0) { free(c); return; }
-    const char *values[API_PAGE_FILTERS + 2];
-    for (size_t i = 0; i < nfilters; i++) values[i] = filters[i];
-    values[nfilters] = c->pos.limit_text;
-    values[nfilters + 1] = c->pos.offset_text;
-    db_job *job = db_job_new(position_listed, c);
+    filters_then(values, filters, nfilters, c->pos.limit_text, c->pos.offset_text);
+    db_job *job = db_job_new(answered, c);
     db_job_call(job, list->count_stmt, values, NULL, NULL);
     db_job_call(job, list->page_stmt, values, NULL, NULL);
     api_submit(req, srv, job);

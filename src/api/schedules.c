@@ -117,39 +117,40 @@ void api_schedule_get(httpd_req *req, server *srv)
     run_then_read(req, srv, STMT_COUNT, NULL, &name);
 }
 
-void api_schedule_create(httpd_req *req, server *srv)
+/* Reads the body's definition as read (create or change) reads it, then
+ * write writes it: the body and the definition live for the handler alone. */
+static void with_definition(httpd_req *req, server *srv,
+                            int (*read)(httpd_req *, server *, const json_doc *, schedule_input *),
+                            void (*write)(httpd_req *, server *, schedule_input *))
 {
     json_doc d;
     json_doc_init(&d);
     schedule_input in;
     schedule_input_init(&in);
-    if (api_read_object(req, srv, &d) == 0 && schedule_input_create(req, srv, &d, &in) == 0) {
-        if (conffile_schedule(&srv->conf, in.name)) refuse_config(req, in.name);   /* before its row is written */
-        else {
-            const char *v[10] = { in.name, in.cron, in.timezone, in.task, in.queue, in.args, in.catch_up,
-                                  *in.priority ? in.priority : NULL, in.class_key, in.paused ? "true" : "false" };
-            run_then_read(req, srv, STMT_SCHEDULE_CREATE, v, &in.name);
-        }
-    }
+    if (api_read_object(req, srv, &d) == 0 && read(req, srv, &d, &in) == 0) write(req, srv, &in);
     schedule_input_fini(&in);
     json_doc_fini(&d);
 }
 
-void api_schedule_change(httpd_req *req, server *srv)
+static void create(httpd_req *req, server *srv, schedule_input *in)
 {
-    json_doc d;
-    json_doc_init(&d);
-    schedule_input in;
-    schedule_input_init(&in);
-    if (api_read_object(req, srv, &d) == 0 && schedule_input_change(req, srv, &d, &in) == 0) {
-        in.name = xstrdup(req->params[0]);
-        const char *v[10] = { in.name, db_array_literal(&in.set), in.cron, in.timezone, in.task, in.queue, in.args,
-                              in.catch_up, *in.priority ? in.priority : NULL, in.class_key };
-        run_then_read(req, srv, STMT_SCHEDULE_CHANGE, v, &in.name);
-    }
-    schedule_input_fini(&in);
-    json_doc_fini(&d);
+    /* refused before its row is written */
+    if (conffile_schedule(&srv->conf, in->name)) { refuse_config(req, in->name); return; }
+    const char *v[10] = { in->name, in->cron, in->timezone, in->task, in->queue, in->args, in->catch_up,
+                          *in->priority ? in->priority : NULL, in->class_key, in->paused ? "true" : "false" };
+    run_then_read(req, srv, STMT_SCHEDULE_CREATE, v, &in->name);
 }
+
+static void change(httpd_req *req, server *srv, schedule_input *in)
+{
+    in->name = xstrdup(req->params[0]);
+    const char *v[10] = { in->name, db_array_literal(&in->set), in->cron, in->timezone, in->task, in->queue, in->args,
+                          in->catch_up, *in->priority ? in->priority : NULL, in->class_key };
+    run_then_read(req, srv, STMT_SCHEDULE_CHANGE, v, &in->name);
+}
+
+void api_schedule_create(httpd_req *req, server *srv) { with_definition(req, srv, schedule_input_create, create); }
+void api_schedule_change(httpd_req *req, server *srv) { with_definition(req, srv, schedule_input_change, change); }
 
 static void pause_or_resume(httpd_req *req, server *srv, bool pause)
 {

@@ -63,6 +63,13 @@ static void on_outbox(void *arg)
     outbox_kick(srv->outbox);
 }
 
+static bool chores_idle(const server *srv)
+{
+    for (int i = 0; i < SERVER_CHORES; i++)
+        if (!periodic_idle(srv->chores[i])) return false;
+    return true;
+}
+
 static bool drained(const server *srv)
 {
     /* arriving first: a request stops arriving only once it is in flight */
@@ -70,8 +77,7 @@ static bool drained(const server *srv)
            outbox_idle(srv->outbox) &&
            db_pool_busy(srv->pool) == 0 && retention_engine_idle(srv->retention) &&
            maintenance_idle(srv->maintenance) && task_hub_idle(srv->tasks) && scheduler_idle(srv->schedules) &&
-           task_sweeper_idle(srv->sweeper) && partition_pass_idle(srv->partitions) &&
-           history_roller_idle(srv->history);
+           chores_idle(srv);
 }
 
 static void drain_check(evutil_socket_t fd, short what, void *arg)
@@ -121,9 +127,7 @@ static void on_signal(evutil_socket_t sig, short what, void *arg)
     outbox_stop(srv->outbox);
     task_hub_drain(srv->tasks);
     scheduler_stop(srv->schedules);
-    task_sweeper_stop(srv->sweeper);
-    history_roller_stop(srv->history);
-    partition_pass_stop(srv->partitions);
+    for (int i = 0; i < SERVER_CHORES; i++) periodic_stop(srv->chores[i]);
     drain_check(-1, 0, srv);
 }
 
@@ -214,6 +218,9 @@ int server_build(server *srv, const char *conninfo)
     srv->sweeper = task_sweeper_new(srv->base, srv->pool, &srv->conf.retention);
     srv->history = history_roller_new(srv->base, srv->pool);
     srv->partitions = partition_pass_new(srv->base, conninfo, &srv->conf, srv->cfg.detach_timeout_ms);
+    srv->chores[0] = task_sweeper_periodic(srv->sweeper);
+    srv->chores[1] = history_roller_periodic(srv->history);
+    srv->chores[2] = partition_pass_periodic(srv->partitions);
     const silt_config *c = &srv->cfg;
     httpd_limits limits_http = { (size_t)c->max_body_bytes, (int)c->http_max_connections, (int)c->http_fd_reserve,
                                  (int)c->http_client_share_percent,

@@ -24,6 +24,7 @@
 #include "tasks/partition_pass.h"
 
 #define SILT_VERSION "0.1.0"
+#define SERVER_CHORES 3   /* the sweeper, the partition pass, the history roller */
 
 typedef struct server_stats {
     uint64_t pushed;          /* messages written */
@@ -54,6 +55,7 @@ typedef struct server {
     task_sweeper      *sweeper;
     partition_pass    *partitions;
     history_roller    *history;           /* the dashboard's per-minute rollup */
+    periodic          *chores[SERVER_CHORES];   /* the three above's timers: a drain stops them, then waits */
     bool               draining;
     int64_t            drain_deadline_us;
     int                first_signal;      /* the signal that started the drain */

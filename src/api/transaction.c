@@ -110,40 +110,35 @@ static tx_request *read_tx(httpd_req *req, server *srv, const json_doc *d, char 
     return tx;
 }
 
-static void put_push(emit *e, const tx_request *tx, size_t p)
+static void put_push_members(emit *e, const push_item *it)
 {
-    const push_item *it = &tx->pushes[p];
-    emit_object(e);
-    emit_key(e, "index"); emit_int(e, (int64_t)tx->push_op[p]);
-    emit_key(e, "type"); emit_str(e, "push");
     emit_key(e, "message_id"); emit_uuid(e, it->message_id);
     emit_key(e, "transaction_id"); emit_str(e, it->txn);
     emit_key(e, "queueName"); emit_str(e, it->queue);
     emit_key(e, "status"); emit_str(e, push_status_name(it->status));
-    emit_end(e);
 }
 
-static void put_ack(emit *e, const tx_request *tx, size_t a)
+static void put_ack_members(emit *e, const ack_item *it)
 {
-    const ack_item *it = &tx->acks[a];
-    emit_object(e);
-    emit_key(e, "index"); emit_int(e, (int64_t)tx->ack_op[a]);
-    emit_key(e, "type"); emit_str(e, "ack");
     emit_key(e, "success"); emit_bool(e, it->success);
     emit_key(e, "transactionId"); emit_str(e, it->txn);
     emit_key(e, "dlq"); emit_bool(e, it->dlq);
     emit_key(e, "leaseReleased"); emit_bool(e, it->lease_released);
-    emit_end(e);
 }
 
-/* One entry per pushed item and per ack, in operation order. */
+/* One entry per pushed item and per ack, in operation order: where its
+ * operation stood and its type, then the members of its kind. */
 static void put_results(emit *e, const tx_request *tx)
 {
     size_t p = 0, a = 0;
     while (p < tx->npushes || a < tx->nacks) {
         bool push = a >= tx->nacks || (p < tx->npushes && tx->push_op[p] <= tx->ack_op[a]);
-        if (push) put_push(e, tx, p++);
-        else put_ack(e, tx, a++);
+        emit_object(e);
+        emit_key(e, "index"); emit_int(e, (int64_t)(push ? tx->push_op[p] : tx->ack_op[a]));
+        emit_key(e, "type"); emit_str(e, push ? "push" : "ack");
+        if (push) put_push_members(e, &tx->pushes[p++]);
+        else put_ack_members(e, &tx->acks[a++]);
+        emit_end(e);
     }
 }
 

@@ -187,11 +187,14 @@ static void schedule_fini(conf_schedule *s)
 
 /* ---- sections ------------------------------------------------------------ */
 
-/* 1..48 characters of A-Z a-z 0-9 _ -: a name that fits in identifiers,
- * URLs and log lines without quoting. */
-static void reported_twice(parser *p, int first_line)
+/* A section given again (at line; first at first_line) is reported; the
+ * caller reads it into the scratch section: checked, not kept. The help
+ * ends with also (after "merge the two into one [section] section"). */
+static void given_twice(parser *p, const char *section, int first_line, const char *also, int line)
 {
+    confreport_error_at(&p->rep, CONFREPORT_E_DUPLICATE, line, "section [%s] given twice", section);
     confreport_note(&p->rep, "first given at %s:%d", p->rep.path, first_line);
+    confreport_help(&p->rep, "merge the two into one [%s] section%s", section, also);
 }
 
 static void open_recovery(parser *p, int line)
@@ -202,14 +205,11 @@ static void open_recovery(parser *p, int line)
         p->target = &p->conf->recovery;
         return;
     }
-    confreport_error_at(&p->rep, CONFREPORT_E_DUPLICATE, line, "section [recovery] given twice");
-    reported_twice(p, p->recovery_line);
-    confreport_help(&p->rep, "merge the two into one [recovery] section");
+    given_twice(p, "recovery", p->recovery_line, "", line);
     recovery_defaults(&p->scratch_recovery);
     p->target = &p->scratch_recovery;
 }
 
-/* A repeat is read into the scratch section: checked, not kept. */
 static void open_retention(parser *p, int line)
 {
     p->kind = SECTION_RETENTION;
@@ -218,17 +218,9 @@ static void open_retention(parser *p, int line)
         conf_retention_open(&p->retention, &p->conf->retention, &p->rep);
         return;
     }
-    confreport_error_at(&p->rep, CONFREPORT_E_DUPLICATE, line, "section [retention] given twice");
-    reported_twice(p, p->retention_line);
-    confreport_help(&p->rep, "merge the two into one [retention] section");
+    given_twice(p, "retention", p->retention_line, "", line);
     conf_retention_fini(&p->scratch_retention);
     conf_retention_open(&p->retention, &p->scratch_retention, &p->rep);
-}
-
-static void queue_to_scratch(parser *p, int line)
-{
-    queue_defaults(&p->scratch_queue, line);
-    p->target = &p->scratch_queue;
 }
 
 /* what: "queue" or "schedule" */
@@ -239,19 +231,35 @@ static void invalid_name(parser *p, const char *what, const char *name, int line
                     what, CONFFILE_QUEUE_NAME_MAX, strlen(name));
 }
 
+/* The name of a [<what>.<name>] section: false, reported, when it is
+ * invalid or a section of that name came before (first_line; NULL: none).
+ * A valid name is 1..48 characters of A-Z a-z 0-9 _ -: it fits in
+ * identifiers, URLs and log lines without quoting. */
+static bool section_name_ok(parser *p, const char *what, const char *name, const int *first_line, const char *also,
+                            int line)
+{
+    if (!names_conf_valid(name)) {
+        invalid_name(p, what, name, line);
+        return false;
+    }
+    if (!first_line) return true;
+    char section[16 + CONFFILE_QUEUE_NAME_MAX];
+    snprintf(section, sizeof section, "%s.%s", what, name);
+    given_twice(p, section, *first_line, also, line);
+    return false;
+}
+
+static void queue_to_scratch(parser *p, int line)
+{
+    queue_defaults(&p->scratch_queue, line);
+    p->target = &p->scratch_queue;
+}
+
 static void open_queue(parser *p, const char *name, int line)
 {
     p->kind = SECTION_QUEUE;
-    if (!names_conf_valid(name)) {
-        invalid_name(p, "queue", name, line);
-        queue_to_scratch(p, line);
-        return;
-    }
     const conf_queue *first = conffile_queue(p->conf, name);
-    if (first) {
-        confreport_error_at(&p->rep, CONFREPORT_E_DUPLICATE, line, "section [queue.%s] given twice", name);
-        reported_twice(p, first->line);
-        confreport_help(&p->rep, "merge the two into one [queue.%s] section", name);
+    if (!section_name_ok(p, "queue", name, first ? &first->line : NULL, "", line)) {
         queue_to_scratch(p, line);
         return;
     }
@@ -273,16 +281,8 @@ static void schedule_to_scratch(parser *p, int line)
 static void open_schedule(parser *p, const char *name, int line)
 {
     p->kind = SECTION_SCHEDULE;
-    if (!names_conf_valid(name)) {
-        invalid_name(p, "schedule", name, line);
-        schedule_to_scratch(p, line);
-        return;
-    }
     const conf_schedule *first = conffile_schedule(p->conf, name);
-    if (first) {
-        confreport_error_at(&p->rep, CONFREPORT_E_DUPLICATE, line, "section [schedule.%s] given twice", name);
-        reported_twice(p, first->line);
-        confreport_help(&p->rep, "merge the two into one [schedule.%s] section, or rename one", name);
+    if (!section_name_ok(p, "schedule", name, first ? &first->line : NULL, ", or rename one", line)) {
         schedule_to_scratch(p, line);
         return;
     }

@@ -308,10 +308,18 @@ static bool ack_batch(chaos_worker *w, const json_doc *pd, int last, buf *body)
     return ok;
 }
 
+/* What a consumer thread of the first group keeps: its worker and the
+ * body its acks are written in. */
+typedef struct consumer {
+    chaos_worker *w;
+    buf           body;
+} consumer;
+
 /* Handles one popped batch: 1 when it held messages, 0 when empty. */
-static int consume_batch(chaos_worker *w, const json_doc *d, buf *body)
+static int consume_batch(void *ctx, const json_doc *d)
 {
-    chaos_run *run = w->run;
+    consumer *c = ctx;
+    chaos_run *run = c->w->run;
     int msgs = d->ntokens ? json_get(d, 0, "messages") : -1;
     if (msgs < 0 || d->tokens[msgs].type != JSON_ARRAY || d->tokens[msgs].count == 0) return 0;
     uint32_t count = d->tokens[msgs].count;
@@ -323,63 +331,75 @@ static int consume_batch(chaos_worker *w, const json_doc *d, buf *body)
         else note_delivery(run, seen[k]);
     }
 
-    bool ok = ack_batch(w, d, json_at(d, (uint32_t)msgs, count - 1), body);
+    bool ok = ack_batch(c->w, d, json_at(d, (uint32_t)msgs, count - 1), &c->body);
     for (uint32_t k = 0; k < count; k++)
         if (seen[k] >= 0) run->msgs[seen[k]].ack_ok = ok;
     free(seen);
     return 1;
 }
 
-void chaos_quiet_busy(chaos_quiet *q)
+/* When a consumer is done (chaos_consume): busy_at is when it last had a
+ * delivery or a failed request, quiet the empty pops since that started a
+ * lease (and a margin) later. */
+typedef struct chaos_quiet {
+    int64_t busy_at;
+    int     quiet;
+} chaos_quiet;
+
+static void quiet_busy(chaos_quiet *q)
 {
     q->busy_at = clock_mono_ms();
     q->quiet = 0;
 }
 
-void chaos_quiet_empty(chaos_quiet *q, int64_t pop_started_ms)
+static void quiet_empty(chaos_quiet *q, int64_t pop_started_ms)
 {
     if (pop_started_ms - q->busy_at > CHAOS_LEASE_S * 1000 + 500) q->quiet++;
 }
 
 /* A lease left behind by a lost reply or a failed ack expired before the
  * two quiet pops started, so its batch would have come back to them. */
-bool chaos_quiet_done(const chaos_quiet *q, const chaos_run *run)
+static bool quiet_done(const chaos_quiet *q, const chaos_run *run)
 {
     return chaos_past(run->t_drain_ms) || (run->producers_left == 0 && q->quiet >= 2);
 }
 
-/* Consumes until chaos_quiet_done. */
-static void *consumer_main(void *arg)
+void chaos_consume(http_client *h, const chaos_run *run, const char *group, long p, _Atomic uint64_t *pops,
+                   _Atomic uint64_t *pops_failed, chaos_batch_fn batch, void *ctx)
 {
-    chaos_worker *w = arg;
-    chaos_run *run = w->run;
     char path[256];
-    snprintf(path, sizeof path, "/api/v1/pop/queue/%s/partition/p%ld?consumerGroup=" CHAOS_GROUP
-             "&batch=%d&wait=true&timeout=1000&subscriptionMode=all", run->queue, w->index, CHAOS_POP_BATCH);
+    snprintf(path, sizeof path, "/api/v1/pop/queue/%s/partition/p%ld?consumerGroup=%s"
+             "&batch=%d&wait=true&timeout=1000&subscriptionMode=all", run->queue, p, group, CHAOS_POP_BATCH);
     http_response r;
     json_doc d;
-    buf body;
     http_response_init(&r);
     json_doc_init(&d);
-    buf_init(&body);
     chaos_quiet q;
-    chaos_quiet_busy(&q);
-    while (!chaos_quiet_done(&q, run)) {
+    quiet_busy(&q);
+    while (!quiet_done(&q, run)) {
         int64_t started = clock_mono_ms();
-        run->n.pops++;
-        if (chaos_call(w->http, "GET", path, NULL, &r, &d) < 0) {
-            run->n.pops_failed++;
-            chaos_quiet_busy(&q);
+        (*pops)++;
+        if (chaos_call(h, "GET", path, NULL, &r, &d) < 0) {
+            (*pops_failed)++;
+            quiet_busy(&q);
             chaos_sleep_ms(CHAOS_BACKOFF_MS);
-        } else if (consume_batch(w, &d, &body) > 0) {
-            chaos_quiet_busy(&q);
+        } else if (batch(ctx, &d) > 0) {
+            quiet_busy(&q);
         } else {
-            chaos_quiet_empty(&q, started);
+            quiet_empty(&q, started);
         }
     }
-    buf_fini(&body);
     json_doc_fini(&d);
     http_response_fini(&r);
+}
+
+static void *consumer_main(void *arg)
+{
+    consumer c = { .w = arg };
+    chaos_run *run = c.w->run;
+    buf_init(&c.body);
+    chaos_consume(c.w->http, run, CHAOS_GROUP, c.w->index, &run->n.pops, &run->n.pops_failed, consume_batch, &c);
+    buf_fini(&c.body);
     return NULL;
 }
 

@@ -88,15 +88,14 @@ typedef struct chaos_run {
 
 /* Message number of a transactionId "m<i>" (token tok), or -1. */
 long chaos_msg_index(const json_doc *d, int tok, long messages);
-/* A consumer's end: once the producers are done, two pops that started more
- * than a lease after its last delivery or failure found nothing. */
-typedef struct chaos_quiet {
-    int64_t busy_at;   /* monotonic ms of the last delivery or failed request */
-    int     quiet;     /* empty pops started a lease (and a margin) after busy_at */
-} chaos_quiet;
-void chaos_quiet_busy(chaos_quiet *q);
-void chaos_quiet_empty(chaos_quiet *q, int64_t pop_started_ms);
-bool chaos_quiet_done(const chaos_quiet *q, const chaos_run *run);
+/* A consumer: pops partition p of the run's queue with group, giving each
+ * answered pop to batch (1 when it held messages, 0 when empty), until
+ * the producers are done and two pops that started more than a lease after
+ * its last delivery or failure found nothing (or the drain deadline).
+ * pops and pops_failed count its requests. */
+typedef int (*chaos_batch_fn)(void *ctx, const json_doc *d);
+void chaos_consume(http_client *h, const chaos_run *run, const char *group, long p, _Atomic uint64_t *pops,
+                   _Atomic uint64_t *pops_failed, chaos_batch_fn batch, void *ctx);
 /* Reads partition p of queue whole with a fresh group (autoAck), calling
  * seen for each message (i -1: not of this run); -1 on any failure. */
 typedef void (*chaos_seen_fn)(void *ctx, long p, long i);

@@ -27,7 +27,6 @@
  * - every stored message of the retry share was acked retry and delivered
  *   again (and so moved). */
 #include "cli/chaos.h"
-#include "base/clock.h"
 #include "base/xalloc.h"
 #include <inttypes.h>
 #include <pthread.h>
@@ -246,8 +245,9 @@ static void handle(mover_thread *t, const popped *pb)
 }
 
 /* 1 when the pop held messages, 0 when empty. */
-static int consume(mover_thread *t, const json_doc *d)
+static int consume(void *ctx, const json_doc *d)
 {
+    mover_thread *t = ctx;
     chaos_mover *m = t->m;
     int list = d->ntokens ? json_get(d, 0, "messages") : -1;
     if (list < 0 || d->tokens[list].type != JSON_ARRAY || d->tokens[list].count == 0) return 0;
@@ -265,31 +265,7 @@ static int consume(mover_thread *t, const json_doc *d)
 static void *mover_main(void *arg)
 {
     mover_thread *t = arg;
-    chaos_run *run = t->m->run;
-    char path[256];
-    snprintf(path, sizeof path, "/api/v1/pop/queue/%s/partition/p%ld?consumerGroup=" MOVER_GROUP
-             "&batch=%d&wait=true&timeout=1000&subscriptionMode=all", run->queue, t->p, CHAOS_POP_BATCH);
-    http_response r;
-    json_doc d;
-    http_response_init(&r);
-    json_doc_init(&d);
-    chaos_quiet q;
-    chaos_quiet_busy(&q);
-    while (!chaos_quiet_done(&q, run)) {
-        int64_t started = clock_mono_ms();
-        t->m->n.pops++;
-        if (chaos_call(t->http, "GET", path, NULL, &r, &d) < 0) {
-            t->m->n.pops_failed++;
-            chaos_quiet_busy(&q);
-            chaos_sleep_ms(CHAOS_BACKOFF_MS);
-        } else if (consume(t, &d) > 0) {
-            chaos_quiet_busy(&q);
-        } else {
-            chaos_quiet_empty(&q, started);
-        }
-    }
-    json_doc_fini(&d);
-    http_response_fini(&r);
+    chaos_consume(t->http, t->m->run, MOVER_GROUP, t->p, &t->m->n.pops, &t->m->n.pops_failed, consume, t);
     return NULL;
 }
 

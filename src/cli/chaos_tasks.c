@@ -151,20 +151,16 @@ static bool terminal(const char *status)
 
 /* e->status once the task has ended (waited for), "" when unknown to the
  * server, "RUNNING" and the like when the deadline came first. */
-static void await_end(http_client *h, chaos_task_end *e, int64_t deadline)
+static void await_end(http_client *h, chaos_task_end *e, int64_t deadline, http_response *r, json_doc *d)
 {
     char path[96];
     snprintf(path, sizeof path, "/api/v1/tasks/%s?wait=2000", e->id);
-    http_response r;
-    json_doc d;
-    http_response_init(&r);
-    json_doc_init(&d);
     snprintf(e->status, sizeof e->status, "?");
     for (;;) {
-        if (chaos_call(h, "GET", path, NULL, &r, &d) == 0 && d.ntokens) {
-            chaos_str(&d, 0, "status", e->status, sizeof e->status);
+        if (chaos_call(h, "GET", path, NULL, r, d) == 0 && d->ntokens) {
+            chaos_str(d, 0, "status", e->status, sizeof e->status);
             if (terminal(e->status)) break;
-        } else if (r.status == 404) {
+        } else if (r->status == 404) {
             e->status[0] = '\0';
             break;
         } else {
@@ -172,37 +168,35 @@ static void await_end(http_client *h, chaos_task_end *e, int64_t deadline)
         }
         if (chaos_past(deadline)) break;
     }
-    json_doc_fini(&d);
-    http_response_fini(&r);
 }
 
 /* Attempt rows and those COMPLETED; -1 each when they could not be read. */
-static void read_attempts(http_client *h, chaos_task_end *e, int64_t deadline)
+static void read_attempts(http_client *h, chaos_task_end *e, int64_t deadline, http_response *r, json_doc *d)
 {
     char path[112];
     snprintf(path, sizeof path, "/api/v1/tasks/%s/attempts", e->id);
+    e->attempts = e->completed = -1;
+    if (chaos_call_until(h, "GET", path, NULL, deadline, r, d) < 0) return;
+    int list = json_get(d, 0, "attempts");
+    e->completed = 0;
+    e->attempts = list >= 0 ? (int)d->tokens[list].count : 0;
+    for (int k = 0; k < e->attempts; k++) {
+        int outcome = json_get(d, (uint32_t)json_at(d, (uint32_t)list, (uint32_t)k), "outcome");
+        e->completed += outcome >= 0 && json_str_eq(d, (uint32_t)outcome, "COMPLETED");
+    }
+}
+
+/* Both reads answered into one reply, as a consumer's pops are. */
+void chaos_task_await(http_client *h, chaos_task_end *e, int64_t deadline)
+{
     http_response r;
     json_doc d;
     http_response_init(&r);
     json_doc_init(&d);
-    e->attempts = e->completed = -1;
-    if (chaos_call_until(h, "GET", path, NULL, deadline, &r, &d) == 0) {
-        int list = json_get(&d, 0, "attempts");
-        e->completed = 0;
-        e->attempts = list >= 0 ? (int)d.tokens[list].count : 0;
-        for (int k = 0; k < e->attempts; k++) {
-            int outcome = json_get(&d, (uint32_t)json_at(&d, (uint32_t)list, (uint32_t)k), "outcome");
-            e->completed += outcome >= 0 && json_str_eq(&d, (uint32_t)outcome, "COMPLETED");
-        }
-    }
+    await_end(h, e, deadline, &r, &d);
+    if (terminal(e->status)) read_attempts(h, e, deadline, &r, &d);
     json_doc_fini(&d);
     http_response_fini(&r);
-}
-
-void chaos_task_await(http_client *h, chaos_task_end *e, int64_t deadline)
-{
-    await_end(h, e, deadline);
-    if (terminal(e->status)) read_attempts(h, e, deadline);
 }
 
 void chaos_task_tally(const chaos_task_end *e, int runs, chaos_task_figures *f)

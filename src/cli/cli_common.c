@@ -226,6 +226,19 @@ int cli_read_file(const char *path, buf *out)
     return rc;
 }
 
+int cli_check_json_object(const cli_cmd *cmd, const char *where, const buf *text, const char *not_object)
+{
+    json_doc d;
+    json_doc_init(&d);
+    int rc = 0;
+    if (json_parse(&d, text->data, text->len, CLI_MAX_TOKENS) < 0)
+        rc = cli_usage_error(cmd, "%s is not valid JSON: %s", where, d.error);
+    else if (d.tokens[0].type != JSON_OBJECT)
+        rc = cli_usage_error(cmd, "%s %s", where, not_object);
+    json_doc_fini(&d);
+    return rc;
+}
+
 bool cli_is_true(const json_doc *d, int obj, const char *key)
 {
     int t = obj < 0 ? -1 : json_get(d, (uint32_t)obj, key);
@@ -392,6 +405,20 @@ void cli_table_add_value(cli_table *t, const json_doc *d, int tok)
     buf_append(&b, "", 0);
     cli_put_cell(&b, d, tok);
     table_push(t, buf_steal(&b));
+}
+
+void cli_table_add_joined(cli_table *t, const json_doc *d, int arr)
+{
+    buf cell;
+    buf_init(&cell);
+    buf_append(&cell, "", 0);
+    int e;
+    for (uint32_t i = 0; arr >= 0 && (e = json_at(d, (uint32_t)arr, i)) >= 0; i++) {
+        if (i) buf_putc(&cell, ',');
+        cli_put_cell(&cell, d, e);
+    }
+    cli_table_add(t, cell.len ? cell.data : "-");
+    buf_fini(&cell);
 }
 
 void cli_table_add_members(cli_table *t, const json_doc *d, int obj)
@@ -693,6 +720,18 @@ void cli_print_member(const json_doc *d, const char *before, const char *member,
     cli_put_cell(&cell, d, json_get(d, 0, member));
     printf("%s%s%s", before, cell.data, after);
     buf_fini(&cell);
+}
+
+void cli_print_elements(const json_doc *d, int list, const char *indent)
+{
+    int e;
+    for (uint32_t i = 0; list >= 0 && (e = json_at(d, (uint32_t)list, i)) >= 0; i++) {
+        buf line;
+        buf_init(&line);
+        cli_put_cell(&line, d, e);
+        printf("%s%s\n", indent, line.data);
+        buf_fini(&line);
+    }
 }
 
 void cli_print_deleted(const json_doc *d, const char *member, const char *noun)

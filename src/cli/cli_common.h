@@ -126,6 +126,10 @@ int  cli_read_reply(const http_response *r, json_doc *d) __attribute__((warn_unu
  * --args-file and a workflow's definition are read; -1 when it cannot be
  * opened or read. */
 int  cli_read_file(const char *path, buf *out) __attribute__((warn_unused_result));
+/* text, read from where, checked to be one JSON object (a transaction, a
+ * workflow's definition): 0, or a usage error of cmd, "<where> <not_object>"
+ * when it is JSON of another kind. */
+int  cli_check_json_object(const cli_cmd *cmd, const char *where, const buf *text, const char *not_object);
 /* Member key of obj is true (false when obj is -1 or the member is
  * absent or anything else). */
 bool cli_is_true(const json_doc *d, int obj, const char *key);
@@ -173,6 +177,9 @@ typedef struct cli_table {
 void cli_table_init(cli_table *t, int ncols, const char *const *headers);
 void cli_table_add(cli_table *t, const char *cell);
 void cli_table_add_value(cli_table *t, const json_doc *d, int tok);
+/* An array's elements as one cell, "a,b,c"; "-" when arr is -1, not an
+ * array, or shows nothing (a group's queues, a worker's, a node's waits). */
+void cli_table_add_joined(cli_table *t, const json_doc *d, int arr);
 /* One row per member of object obj: key, value. */
 void cli_table_add_members(cli_table *t, const json_doc *d, int obj);
 /* The value at a dotted member path under obj as a cell; "-" when it is
@@ -196,6 +203,9 @@ void cli_print_rows(const json_doc *d, const char *member, int ncols, const char
 /* Prints before, the member of the reply's object as a table cell ("-"
  * when absent), then after: a line that reports one value. */
 void cli_print_member(const json_doc *d, const char *before, const char *member, const char *after);
+/* Each element of the array list (-1: none) as a table cell, on a line of
+ * its own after indent: a list of notes or names under a heading. */
+void cli_print_elements(const json_doc *d, int list, const char *indent);
 /* The line "deleted N <noun>s" ("1 <noun>" alone), N the member of the
  * reply's object that counts what a delete removed. */
 void cli_print_deleted(const json_doc *d, const char *member, const char *noun);

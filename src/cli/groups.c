@@ -43,24 +43,6 @@ static const char rm_usage[] =
     "  --json              print the server's reply as JSON\n"
     "  --help              show this help\n";
 
-/* A string array as "a,b,c"; "-" when empty or absent. */
-static void groups_add_joined(cli_table *t, const json_doc *d, int arr)
-{
-    if (arr < 0 || d->tokens[arr].type != JSON_ARRAY || d->tokens[arr].count == 0) {
-        cli_table_add(t, "-");
-        return;
-    }
-    buf cell;
-    buf_init(&cell);
-    int e;
-    for (uint32_t i = 0; (e = json_at(d, (uint32_t)arr, i)) >= 0; i++) {
-        if (i) buf_putc(&cell, ',');
-        cli_put_cell(&cell, d, e);
-    }
-    cli_table_add(t, cell.data);
-    buf_fini(&cell);
-}
-
 static void groups_list_render(const json_doc *d)
 {
     static const char *const headers[] = {
@@ -72,7 +54,7 @@ static void groups_list_render(const json_doc *d)
     int g;
     for (uint32_t i = 0; (g = json_at(d, 0, i)) >= 0; i++) {
         for (int f = 0; f < 5; f++) cli_table_add_field(&t, d, g, fields[f]);
-        groups_add_joined(&t, d, json_get(d, (uint32_t)g, "queues"));
+        cli_table_add_joined(&t, d, json_get(d, (uint32_t)g, "queues"));
     }
     cli_table_print_or(&t, "(no consumer groups)");
     cli_table_fini(&t);
@@ -122,39 +104,40 @@ static void groups_rm_render(const json_doc *d)
     cli_print_deleted(d, "cursors", "cursor");
 }
 
-static int groups_rm_run(const char *group, const char *queue, bool metadata, bool json)
+typedef struct rm_opts {
+    const char *queue;
+    bool        metadata;
+    bool        json;
+} rm_opts;
+
+static int groups_rm_run(const cli_cmd *cmd, const cli_args *a, void *opts)
 {
+    const rm_opts *o = opts;
+    if (o->queue && !*o->queue) return cli_usage_error(cmd, "--queue needs a queue name");
     buf path;
     buf_init(&path);
     buf_puts(&path, "/api/v1/consumer-groups");
-    cli_path_segment(&path, group);
-    if (queue) {
+    cli_path_segment(&path, a->pos[0]);
+    if (o->queue) {
         buf_puts(&path, "/queues");
-        cli_path_segment(&path, queue);
+        cli_path_segment(&path, o->queue);
     }
-    cli_query_param(&path, "deleteMetadata", metadata ? "true" : "false");
-    int rc = cli_call("DELETE", path.data, NULL, json, groups_rm_render);
+    cli_query_param(&path, "deleteMetadata", o->metadata ? "true" : "false");
+    int rc = cli_call("DELETE", path.data, NULL, o->json, groups_rm_render);
     buf_fini(&path);
     return rc;
 }
 
 static int groups_rm(int argc, char **argv)
 {
-    bool json = false, metadata = false;
-    const char *queue = NULL;
+    rm_opts o = { 0 };
     const cli_opt opts[] = {
-        { "queue",           CLI_OPT_STR,  &queue },
-        { "delete-metadata", CLI_OPT_FLAG, &metadata },
-        { "json",            CLI_OPT_FLAG, &json },
+        { "queue",           CLI_OPT_STR,  &o.queue },
+        { "delete-metadata", CLI_OPT_FLAG, &o.metadata },
+        { "json",            CLI_OPT_FLAG, &o.json },
     };
     const cli_cmd cmd = { "groups rm", rm_usage, opts, sizeof opts / sizeof opts[0], 1, 1 };
-    cli_args a;
-    int rc;
-    if (cli_parse(&cmd, argc, argv, &a, &rc) == 0)
-        rc = queue && !*queue ? cli_usage_error(&cmd, "--queue needs a queue name")
-           : groups_rm_run(a.pos[0], queue, metadata, json);
-    cli_args_fini(&a);
-    return rc;
+    return cli_run(&cmd, argc, argv, groups_rm_run, &o);
 }
 
 int cli_groups(int argc, char **argv)

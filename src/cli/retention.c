@@ -30,18 +30,6 @@ static const char retention_usage[] =
     "\"silt retention <verb> --help\" describes classes, leaves and coverage.\n"
     "The server is SILT_URL (default " CLI_DEFAULT_URL ").\n";
 
-static void explain_notes(const json_doc *d, int part)
-{
-    int notes = json_get(d, (uint32_t)part, "notes"), n;
-    for (uint32_t i = 0; notes >= 0 && (n = json_at(d, (uint32_t)notes, i)) >= 0; i++) {
-        buf line;
-        buf_init(&line);
-        cli_put_cell(&line, d, n);
-        printf("    - %s\n", line.data);
-        buf_fini(&line);
-    }
-}
-
 /* The API's toOffset is exclusive (the watermark after the deletion); both
  * tables show the first and the last offset deleted, inclusive. */
 static void add_last_offset(cli_table *t, const json_doc *d, int obj, const char *to_path)
@@ -73,25 +61,30 @@ static void explain_render(const json_doc *d)
     for (uint32_t i = 0; list >= 0 && (p = json_at(d, (uint32_t)list, i)) >= 0; i++) {
         char *name = cli_get_str(d, p, "partition");
         printf("%s:\n", name ? name : "?");
-        explain_notes(d, p);
+        cli_print_elements(d, json_get(d, (uint32_t)p, "notes"), "    - ");
         free(name);
     }
 }
 
+typedef struct explain_opts {
+    const char *partition;
+    bool        json;
+} explain_opts;
+
+static int explain_run(const cli_cmd *cmd, const cli_args *a, void *opts)
+{
+    const explain_opts *o = opts;
+    (void)cmd;
+    const cli_param params[] = { { "queue", a->pos[0] }, { "partition", o->partition } };
+    return cli_get_query("/api/v1/retention/explain", params, 2, o->json, explain_render);
+}
+
 static int retention_explain(int argc, char **argv)
 {
-    const char *partition = NULL;
-    bool json = false;
-    const cli_opt opts[] = { { "partition", CLI_OPT_STR, &partition }, { "json", CLI_OPT_FLAG, &json } };
+    explain_opts o = { 0 };
+    const cli_opt opts[] = { { "partition", CLI_OPT_STR, &o.partition }, { "json", CLI_OPT_FLAG, &o.json } };
     const cli_cmd cmd = { "retention explain", retention_usage, opts, 2, 1, 1 };
-    cli_args a;
-    int rc;
-    if (cli_parse(&cmd, argc, argv, &a, &rc) == 0) {
-        const cli_param params[] = { { "queue", a.pos[0] }, { "partition", partition } };
-        rc = cli_get_query("/api/v1/retention/explain", params, 2, json, explain_render);
-    }
-    cli_args_fini(&a);
-    return rc;
+    return cli_run(&cmd, argc, argv, explain_run, &o);
 }
 
 static void run_render(const json_doc *d)

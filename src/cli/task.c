@@ -432,20 +432,6 @@ int cli_task(int argc, char **argv)
 
 /* ---- workers ---------------------------------------------------------- */
 
-static void add_queues(cli_table *t, const json_doc *d, int arr)
-{
-    buf cell;
-    buf_init(&cell);
-    buf_append(&cell, "", 0);
-    int e;
-    for (uint32_t i = 0; arr >= 0 && (e = json_at(d, (uint32_t)arr, i)) >= 0; i++) {
-        if (i) buf_putc(&cell, ',');
-        cli_put_cell(&cell, d, e);
-    }
-    cli_table_add(t, cell.len ? cell.data : "-");
-    buf_fini(&cell);
-}
-
 static void workers_render(const json_doc *d)
 {
     static const char *const headers[] = {
@@ -459,7 +445,7 @@ static void workers_render(const json_doc *d)
         cli_table_add_field(&t, d, w, "workerId");
         cli_table_add_field(&t, d, w, "hostname");
         cli_table_add_field(&t, d, w, "pid");
-        add_queues(&t, d, json_get(d, (uint32_t)w, "queues"));
+        cli_table_add_joined(&t, d, json_get(d, (uint32_t)w, "queues"));
         for (int f = 0; f < 4; f++) cli_table_add_field(&t, d, w, fields[f]);
     }
     cli_table_print_or(&t, "(no workers)");

@@ -162,14 +162,7 @@ static int section(const json_doc *d, int obj, const char *key, const char *titl
 
 static void print_names(const json_doc *d, int obj, const char *key, const char *title)
 {
-    int list = section(d, obj, key, title), e;
-    for (uint32_t i = 0; list >= 0 && (e = json_at(d, (uint32_t)list, i)) >= 0; i++) {
-        buf b;
-        buf_init(&b);
-        cli_put_cell(&b, d, e);
-        printf("  %s\n", b.data);
-        buf_fini(&b);
-    }
+    cli_print_elements(d, section(d, obj, key, title), "  ");
 }
 
 /* Objects naming what (name_key) and why (reason): "  name (class): reason",

@@ -60,14 +60,7 @@ static int tx_load(const cli_cmd *cmd, const char *file, buf *body)
     if (rc < 0 && err == 0)
         return cli_usage_error(cmd, "%s is larger than %u bytes", where, TX_MAX_BYTES);
     if (rc < 0) return cli_usage_error(cmd, "cannot read %s: %s", where, strerror(err));
-    json_doc d;
-    json_doc_init(&d);
-    if (json_parse(&d, body->data, body->len, CLI_MAX_TOKENS) < 0)
-        rc = cli_usage_error(cmd, "%s is not valid JSON: %s", where, d.error);
-    else if (d.tokens[0].type != JSON_OBJECT)
-        rc = cli_usage_error(cmd, "%s is not a JSON object", where);
-    json_doc_fini(&d);
-    return rc;
+    return cli_check_json_object(cmd, where, body, "is not a JSON object");
 }
 
 static void tx_add_result(cli_table *t, const json_doc *d, int res)

@@ -111,15 +111,7 @@ static int read_definition(const cli_cmd *cmd, const char *path, buf *text)
 {
     buf_append(text, "", 0);
     if (cli_read_file(path, text) < 0) return cli_usage_error(cmd, "cannot read %s", path);
-    json_doc d;
-    json_doc_init(&d);
-    int rc = 0;
-    if (json_parse(&d, text->data, text->len, CLI_MAX_TOKENS) < 0)
-        rc = cli_usage_error(cmd, "%s is not valid JSON: %s", path, d.error);
-    else if (d.tokens[0].type != JSON_OBJECT)
-        rc = cli_usage_error(cmd, "%s must hold one JSON object (the workflow)", path);
-    json_doc_fini(&d);
-    return rc;
+    return cli_check_json_object(cmd, path, text, "must hold one JSON object (the workflow)");
 }
 
 /* A refusal: every problem of "problems" on its own line, else the error. */
@@ -218,21 +210,6 @@ static bool absent(const json_doc *d, int tok)
     return tok < 0 || d->tokens[tok].type == JSON_NULL;
 }
 
-/* The node ids a node waits for, joined by commas; "-" for none. */
-static void add_waits(cli_table *t, const json_doc *d, int arr)
-{
-    buf cell;
-    buf_init(&cell);
-    buf_append(&cell, "", 0);
-    int e;
-    for (uint32_t i = 0; !absent(d, arr) && (e = json_at(d, (uint32_t)arr, i)) >= 0; i++) {
-        if (i) buf_putc(&cell, ',');
-        cli_put_cell(&cell, d, e);
-    }
-    cli_table_add(t, cell.len ? cell.data : "-");
-    buf_fini(&cell);
-}
-
 /* The result; for a node that failed without one, "CODE: message". */
 static void add_outcome(cli_table *t, const json_doc *d, int node)
 {
@@ -260,7 +237,7 @@ static void nodes_render(const json_doc *d)
     t.fit = CLI_TABLE_WIDTH;   /* a long result is cut, not wrapped */
     for (uint32_t i = 0; list >= 0 && (node = json_at(d, (uint32_t)list, i)) >= 0; i++) {
         for (int f = 0; f < 4; f++) cli_table_add_field(&t, d, node, fields[f]);
-        add_waits(&t, d, json_get(d, (uint32_t)node, "waitsFor"));
+        cli_table_add_joined(&t, d, json_get(d, (uint32_t)node, "waitsFor"));
         add_outcome(&t, d, node);
     }
     cli_table_print_or(&t, "(no nodes)");

@@ -2,10 +2,19 @@
 #include "db/periodic.h"
 #include <sys/time.h>
 
-void periodic_init(periodic *p, struct event_base *base, event_callback_fn fire, void *arg)
+static void fired(evutil_socket_t fd, short what, void *arg)
 {
-    p->timer = evtimer_new(base, fire, arg);
+    (void)fd; (void)what;
+    periodic *p = arg;
+    if (periodic_may_start(p)) p->due(p->owner);
+}
+
+void periodic_init(periodic *p, struct event_base *base, void (*due)(void *owner), void *owner)
+{
+    p->timer = evtimer_new(base, fired, p);
     p->running = p->stopped = false;
+    p->due = due;
+    p->owner = owner;
 }
 
 void periodic_fini(periodic *p)
@@ -40,4 +49,9 @@ void periodic_stop(periodic *p)
 {
     p->stopped = true;
     evtimer_del(p->timer);
+}
+
+bool periodic_idle(const periodic *p)
+{
+    return !p->running;
 }

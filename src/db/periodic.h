@@ -2,9 +2,10 @@
  * then on its event loop (the task sweep, the partition pass, the history
  * rollup). The rules they share live here once: one round at a time, a
  * round started early (by hand) takes back the armed timer, and nothing is
- * armed or started once stopped, so a server shutting down only waits for
- * the round under way (x_idle). Embedded in its owner: periodic_init /
- * periodic_fini. */
+ * armed or started once stopped, so a server shutting down stops every
+ * chore and then only waits for the round under way (periodic_idle).
+ * Embedded in its owner: periodic_init / periodic_fini; the owner lends it
+ * to the server for the drain. */
 #ifndef SILT_PERIODIC_H
 #define SILT_PERIODIC_H
 #include <stdbool.h>
@@ -12,13 +13,16 @@
 #include <event2/event.h>
 
 typedef struct periodic {
-    struct event *timer;     /* fires the owner's callback */
-    bool          running;   /* a round is under way */
-    bool          stopped;   /* periodic_stop called */
+    struct event *timer;          /* armed by periodic_arm */
+    bool          running;        /* a round is under way */
+    bool          stopped;        /* periodic_stop called */
+    void        (*due)(void *owner);
+    void         *owner;
 } periodic;
 
-/* fire(fd, what, arg) runs when the timer armed by periodic_arm expires. */
-void periodic_init(periodic *p, struct event_base *base, event_callback_fn fire, void *arg);
+/* due(owner) runs when the timer armed by periodic_arm expires and a round
+ * may begin (none under way, not stopped): it begins one, or arms again. */
+void periodic_init(periodic *p, struct event_base *base, void (*due)(void *owner), void *owner);
 void periodic_fini(periodic *p);
 /* The timer fires in ms milliseconds; nothing once stopped. */
 void periodic_arm(periodic *p, int64_t ms);
@@ -30,5 +34,7 @@ void periodic_begin(periodic *p);
 void periodic_end(periodic *p);
 /* No round begins or is armed any more; the one under way ends as it does. */
 void periodic_stop(periodic *p);
+/* No round under way: once stopped, the chore is done. */
+bool periodic_idle(const periodic *p);
 
 #endif

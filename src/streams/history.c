@@ -33,11 +33,10 @@ static void rolled(void *arg, const db_reply *reply)
     arm_next_minute(h);
 }
 
-static void on_timer(evutil_socket_t fd, short what, void *arg)
+/* The timer's roll, once the database answers. */
+static void due(void *owner)
 {
-    (void)fd; (void)what;
-    history_roller *h = arg;
-    if (!periodic_may_start(&h->tick)) return;
+    history_roller *h = owner;
     if (!db_pool_ready(h->pool)) { periodic_arm(&h->tick, HISTORY_RETRY_MS); return; }
     periodic_begin(&h->tick);
     db_submit_stmt(h->pool, STMT_HISTORY_ROLL, NULL, rolled, h);
@@ -47,19 +46,14 @@ history_roller *history_roller_new(struct event_base *base, db_pool *pool)
 {
     history_roller *h = xcalloc(1, sizeof *h);
     h->pool = pool;
-    periodic_init(&h->tick, base, on_timer, h);
+    periodic_init(&h->tick, base, due, h);
     arm_next_minute(h);
     return h;
 }
 
 uint64_t history_rolls(const history_roller *h) { return h->rolls; }
 
-void history_roller_stop(history_roller *h)
-{
-    if (h) periodic_stop(&h->tick);
-}
-
-bool history_roller_idle(const history_roller *h) { return !h || !h->tick.running; }
+periodic *history_roller_periodic(history_roller *h) { return &h->tick; }
 
 void history_roller_free(history_roller *h)
 {

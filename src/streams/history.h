@@ -10,14 +10,16 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <event2/event.h>
+#include "db/periodic.h"
 #include "db/pool.h"
 
 typedef struct history_roller history_roller;
 
 history_roller *history_roller_new(struct event_base *base, db_pool *pool);
 uint64_t        history_rolls(const history_roller *h);   /* minutes this server rolled, for /metrics */
-void            history_roller_stop(history_roller *h);    /* no new roll */
-bool            history_roller_idle(const history_roller *h);
+/* Its timer and flags, for the server's drain: periodic_stop (no new
+ * roll), then periodic_idle. */
+periodic       *history_roller_periodic(history_roller *h);
 void            history_roller_free(history_roller *h);
 
 #endif

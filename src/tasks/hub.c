@@ -332,13 +332,19 @@ static void notify_outbox(task_hub *h)
     db_array_init(&h->outbox);
 }
 
+/* payload leaves for the other servers with the next notification. */
+static void tell_others(task_hub *h, const char *payload)
+{
+    db_array_text(&h->outbox, payload);
+    notify_outbox(h);
+}
+
 void task_hub_announce(task_hub *h, const char *what)
 {
     wake(h, what);
     char payload[IDS_UUID_TEXT + 16 + NAMES_MAX_BYTES];
     snprintf(payload, sizeof payload, "%s %s", h->origin, what);
-    db_array_text(&h->outbox, payload);
-    notify_outbox(h);
+    tell_others(h, payload);
 }
 
 /* Partitions are left out (the whole queue wakes) when they would not fit
@@ -358,9 +364,8 @@ void task_hub_announce_log(task_hub *h, const char *queue, const char *const *pa
         }
         buf_printf(&payload, "\t%s", partitions[i]);
     }
-    db_array_text(&h->outbox, payload.data);
+    tell_others(h, payload.data);
     buf_fini(&payload);
-    notify_outbox(h);
 }
 
 void task_hub_on_outbox(task_hub *h, task_outbox_fn fn, void *arg)
@@ -376,9 +381,8 @@ void task_hub_announce_lease(task_hub *h, const char *group)
     buf payload;
     buf_init(&payload);
     buf_printf(&payload, "%s lease:%s", h->origin, group);
-    db_array_text(&h->outbox, payload.data);
+    tell_others(h, payload.data);
     buf_fini(&payload);
-    notify_outbox(h);
 }
 
 void task_hub_on_log(task_hub *h, task_log_wake_fn fn, void *arg)

@@ -554,11 +554,9 @@ static void pass_start(partition_pass *p)
     call(p, P_LOCK, "SELECT pg_try_advisory_lock(" PASS_LOCK_SQL ")", 0, NULL);
 }
 
-static void on_timer(evutil_socket_t fd, short what, void *arg)
+static void due(void *owner)
 {
-    (void)fd; (void)what;
-    partition_pass *p = arg;
-    if (periodic_may_start(&p->tick)) pass_start(p);
+    pass_start(owner);
 }
 
 /* One blocking statement of the start-up coverage; its failure rows
@@ -598,7 +596,7 @@ partition_pass *partition_pass_new(struct event_base *base, const char *conninfo
     p->conf = conf;
     p->detach_timeout_ms = detach_timeout_ms;
     p->session = db_session_new(base, conninfo, "silt partition pass");
-    periodic_init(&p->tick, base, on_timer, p);
+    periodic_init(&p->tick, base, due, p);
     char host[256] = "";
     gethostname(host, sizeof host - 1);
     snprintf(p->runner, sizeof p->runner, "%s:%d", host, (int)getpid());
@@ -620,12 +618,7 @@ int partition_pass_run(partition_pass *p, partition_done_fn fn, void *arg)
 
 const partition_totals *partition_pass_totals(const partition_pass *p) { return &p->totals; }
 
-void partition_pass_stop(partition_pass *p)
-{
-    if (p) periodic_stop(&p->tick);
-}
-
-bool partition_pass_idle(const partition_pass *p) { return !p || !p->tick.running; }
+periodic *partition_pass_periodic(partition_pass *p) { return &p->tick; }
 
 void partition_pass_free(partition_pass *p)
 {

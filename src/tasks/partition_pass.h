@@ -33,6 +33,7 @@
 #include <libpq-fe.h>
 #include "base/buf.h"
 #include "base/conffile.h"
+#include "db/periodic.h"
 
 typedef struct partition_pass partition_pass;
 
@@ -53,8 +54,9 @@ partition_pass *partition_pass_new(struct event_base *base, const char *conninfo
 /* Runs a pass now; -1 (fn not called) when one is already running here. */
 int  partition_pass_run(partition_pass *p, partition_done_fn fn, void *arg);
 const partition_totals *partition_pass_totals(const partition_pass *p);
-void partition_pass_stop(partition_pass *p);   /* no new pass; one running finishes */
-bool partition_pass_idle(const partition_pass *p);
+/* Its timer and flags, for the server's drain: periodic_stop (no new
+ * pass; one running finishes), then periodic_idle. */
+periodic *partition_pass_periodic(partition_pass *p);
 void partition_pass_free(partition_pass *p);
 
 /* The start-up coverage, before the server listens (a task that ends needs

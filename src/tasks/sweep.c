@@ -112,11 +112,10 @@ static void round_start(task_sweeper *s)
     next_batch(s);
 }
 
-static void on_timer(evutil_socket_t fd, short what, void *arg)
+/* The timer's round, once the database answers. */
+static void due(void *owner)
 {
-    (void)fd; (void)what;
-    task_sweeper *s = arg;
-    if (!periodic_may_start(&s->tick)) return;
+    task_sweeper *s = owner;
     if (!db_pool_ready(s->pool)) { periodic_arm(&s->tick, SWEEP_RETRY_MS); return; }
     round_start(s);
 }
@@ -126,7 +125,7 @@ task_sweeper *task_sweeper_new(struct event_base *base, db_pool *pool, const con
     task_sweeper *s = xcalloc(1, sizeof *s);
     s->pool = pool;
     s->conf = conf;
-    periodic_init(&s->tick, base, on_timer, s);
+    periodic_init(&s->tick, base, due, s);
     periodic_arm(&s->tick, SWEEP_FIRST_MS);
     return s;
 }
@@ -142,12 +141,7 @@ int task_sweeper_run(task_sweeper *s, sweep_done_fn fn, void *arg)
 
 const sweep_totals *task_sweeper_totals(const task_sweeper *s) { return &s->totals; }
 
-void task_sweeper_stop(task_sweeper *s)
-{
-    if (s) periodic_stop(&s->tick);
-}
-
-bool task_sweeper_idle(const task_sweeper *s) { return !s || !s->tick.running; }
+periodic *task_sweeper_periodic(task_sweeper *s) { return &s->tick; }
 
 void task_sweeper_free(task_sweeper *s)
 {

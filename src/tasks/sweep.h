@@ -16,6 +16,7 @@
 #include <stdint.h>
 #include <event2/event.h>
 #include "base/conffile.h"
+#include "db/periodic.h"
 #include "db/pool.h"
 
 typedef struct task_sweeper task_sweeper;
@@ -42,8 +43,9 @@ task_sweeper *task_sweeper_new(struct event_base *base, db_pool *pool, const con
  * a round is already running on this server. */
 int           task_sweeper_run(task_sweeper *s, sweep_done_fn fn, void *arg);
 const sweep_totals *task_sweeper_totals(const task_sweeper *s);
-void          task_sweeper_stop(task_sweeper *s);            /* no new round; callers still answered */
-bool          task_sweeper_idle(const task_sweeper *s);
+/* Its timer and flags, for the server's drain: periodic_stop (no new
+ * round; callers still answered), then periodic_idle. */
+periodic     *task_sweeper_periodic(task_sweeper *s);
 void          task_sweeper_free(task_sweeper *s);
 
 #endif
