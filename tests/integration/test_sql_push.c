@@ -352,6 +352,12 @@ TEST(a_role_granted_silt_producer_may_push_and_not_touch_the_log)
     srv_stop(&s);
 }
 
+/* A session of this test's database waiting for an advisory lock (the
+ * movers' is the only one a server waits for): every test's database is
+ * on one cluster, and pg_locks shows the locks of all of them. */
+#define MOVER_WAITING "locktype = 'advisory' AND NOT granted" \
+                      " AND database = (SELECT oid FROM pg_database WHERE datname = current_database())"
+
 /* The move of a server killed while it waited in its transaction: the
  * rows stay, and the next server moves them, once. The test holds the
  * movers' advisory lock so the move is caught mid-way, then ends the
@@ -366,11 +372,11 @@ TEST(rows_of_a_mover_killed_mid_move_are_moved_once_by_the_next)
     session_run(lock, "SELECT pg_advisory_lock(hashtext('silt.push_outbox'))");
     sql("SELECT count(*) FROM queen.push_many('[{\"queue\":\"%s\",\"payload\":{\"i\":0}},{\"queue\":\"%s\","
         "\"payload\":{\"i\":1}},{\"queue\":\"%s\",\"payload\":{\"i\":2}}]')", q, q, q);
-    sql_await("1", 10000, "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted");
+    sql_await("1", 10000, "SELECT count(*) FROM pg_locks WHERE " MOVER_WAITING);
     kill(a.pid, SIGKILL);
     waitpid(a.pid, NULL, 0);
-    sql("SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted");
-    sql_await("0", 10000, "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted");
+    sql("SELECT pg_terminate_backend(pid) FROM pg_locks WHERE " MOVER_WAITING);
+    sql_await("0", 10000, "SELECT count(*) FROM pg_locks WHERE " MOVER_WAITING);
     session_run(lock, "SELECT pg_advisory_unlock(hashtext('silt.push_outbox'))");
     CHECK_STR(sql("SELECT count(*) FROM queen.push_outbox"), "3");
     CHECK_INT(logged(q), 0);
@@ -395,8 +401,8 @@ TEST(rows_of_a_move_whose_statement_failed_are_moved_once_by_the_next_look)
     session_run(lock, "SELECT pg_advisory_lock(hashtext('silt.push_outbox'))");
     sql("SELECT queen.push('%s', NULL, '{\"i\":0}')", q);
     sql("SELECT queen.push('%s', NULL, '{\"i\":1}')", q);
-    sql_await("1", 10000, "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted");
-    sql("SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted");
+    sql_await("1", 10000, "SELECT count(*) FROM pg_locks WHERE " MOVER_WAITING);
+    sql("SELECT pg_terminate_backend(pid) FROM pg_locks WHERE " MOVER_WAITING);
     CHECK_STR(sql("SELECT count(*) FROM queen.push_outbox"), "2");
     session_run(lock, "SELECT pg_advisory_unlock(hashtext('silt.push_outbox'))");
     sql_await("0", 10000, "SELECT count(*) FROM queen.push_outbox");
