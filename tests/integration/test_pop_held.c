@@ -201,3 +201,40 @@ TEST(pop_does_not_wait_for_another_pop_making_its_groups_first_contact)
     CHECK_STR(pop_partition(&s, q), "");
     CHECK_INT(srv_stop(&s), 0);
 }
+
+/* synchronous_commit at the end of a queen.pop of group g on partition p1
+ * of q, in a transaction then rolled back. */
+static const char *pop_commit_mode(PGconn *pg, const char *q, bool auto_ack)
+{
+    PQclear(PQexec(pg, "BEGIN"));
+    PGresult *r = PQexec(pg, sfmt("SELECT count(*) FROM queen.pop('%s', 'p1', NULL, NULL, 'g', 1, 1, %s, NULL, %s)",
+                                  q, auto_ack ? "true" : "false", auto_ack ? "NULL" : "gen_random_uuid()"));
+    CHECK(PQresultStatus(r) == PGRES_TUPLES_OK && strcmp(PQgetvalue(r, 0, 0), "1") == 0);
+    PQclear(r);
+    const char *mode = session_run(pg, "SHOW synchronous_commit");
+    PQclear(PQexec(pg, "ROLLBACK"));
+    return mode;
+}
+
+/* Issue 33: a lease is soft state (lost in a crash, it is a lease that
+ * expired early), so a pop that leases a cursor that exists commits without
+ * waiting for its WAL flush; an autoAck pop (it commits the cursor) and a
+ * group's first contact (it records where the group starts) stay durable. */
+TEST(a_pop_that_only_leases_commits_without_waiting_for_its_flush_and_others_wait)
+{
+    silt_server s;
+    srv_start(&s, NULL);
+    const char *q = uniq("lease-commit");
+    push_one(&s, q, "p1", "a", "1");
+    push_one(&s, q, "p1", "b", "2");
+    PGconn *pg = PQconnectdb(sfmt("host=127.0.0.1 port=%s user=postgres dbname=%s", pg_port(), test_db()));
+    CHECK(PQstatus(pg) == CONNECTION_OK);
+    CHECK_STR(pop_commit_mode(pg, q, false), "on");    /* the group's first contact */
+    CHECK_STR(pop_commit_mode(pg, q, true), "on");     /* rolled back: still the first */
+    serve_in_order(&s, q, (const char *[]){ "p1", NULL });   /* the contact made, "a" served */
+    CHECK_STR(pop_commit_mode(pg, q, false), "off");
+    CHECK_STR(pop_commit_mode(pg, q, true), "on");
+    CHECK_STR(session_run(pg, "SHOW synchronous_commit"), "on");   /* for that transaction only */
+    PQfinish(pg);
+    CHECK_INT(srv_stop(&s), 0);
+}
