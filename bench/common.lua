@@ -35,6 +35,13 @@ function M.sum(name)
     return total
 end
 
+-- The largest over the threads of their global `name` (0 where unset).
+function M.max(name)
+    local m = 0
+    for _, t in ipairs(threads) do m = math.max(m, t:get(name) or 0) end
+    return m
+end
+
 -- One line for scripts/bench-wrk.sh; p50 is wrk's, per request (for
 -- popack, pops and acks alike, warm-up included). Errors are failed requests
 -- (connect, read, write, HTTP status > 399); wrk's "timeout" only counts

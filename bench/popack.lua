@@ -9,7 +9,11 @@
 -- thread with one connection knows that its next request is the ack of
 -- the pop it just read.
 -- Messages are the items acked successfully, counted from WARMUP_S seconds
--- on (default 1, like silt bench's warm-up). The warm-up cannot be a
+-- on (default 1, like silt bench's warm-up). When the queue runs dry before
+-- the run ends, the rate covers the time until the last successful ack, as
+-- silt bench's does (it stops there), and the result line says dry_after=S:
+-- a run that divided by the whole duration read a third of silt bench's rate
+-- once the preload was gone halfway through (issue 33, point 5). The warm-up cannot be a
 -- separate wrk run as for the other scripts: a run ends right after a
 -- reply, so it leaves popped messages unacked, and their partitions stay
 -- leased for the queue's leaseTime (300 s by default).
@@ -20,6 +24,7 @@ local headers = { ["Content-Type"] = "application/json" }
 local pop_request, ack_body, acking, measure_from
 warmup = 1   -- globals: done() reads them through the thread handles
 acked, failed, empty, popped = 0, 0, 0, 0
+last_ack_at, started_at = 0, 0   -- monotonic seconds: this thread's last successful ack, its start
 
 setup = common.setup
 
@@ -27,7 +32,8 @@ function init(args)
     local queue = assert(args[1], "usage: -- QUEUE [WARMUP_S]")
     warmup = tonumber(args[2]) or 1
     pop_request = wrk.format("GET", "/api/v1/pop/queue/" .. queue .. "?batch=100")
-    measure_from = now() + warmup
+    started_at = now()
+    measure_from = started_at + warmup
 end
 
 function request()
@@ -58,6 +64,7 @@ function response(status, headers, body)
         if status ~= 200 or now() < measure_from then return end
         local ok = select(2, body:gsub('"success":true', ""))
         acked = acked + ok
+        if ok > 0 then last_ack_at = now() end
         failed = failed + select(2, body:gsub('"success":false', ""))
     elseif status == 204 then
         empty = empty + 1   -- every partition leased by another consumer, or none left
@@ -68,9 +75,22 @@ function response(status, headers, body)
     end
 end
 
+-- The run's measured seconds, and those until the last successful ack when
+-- the queue ran dry (no ack in the run's last half second): nil otherwise.
+local function measured_seconds(summary)
+    local n = math.max(1, common.count())
+    local start = common.sum("started_at") / n
+    local seconds = summary.duration / 1e6 - common.sum("warmup") / n
+    local last = common.max("last_ack_at")
+    if last <= 0 or last > start + summary.duration / 1e6 - 0.5 then return seconds, nil end
+    local until_dry = last - start - common.sum("warmup") / n
+    return until_dry, until_dry
+end
+
 function done(summary, latency)
-    local seconds = summary.duration / 1e6 - common.sum("warmup") / math.max(1, common.count())
+    local seconds, dry = measured_seconds(summary)
     common.report(summary, latency, common.sum("acked"), seconds,
-        string.format(" ack_failed=%d empty_pops=%d popped=%d",
-            common.sum("failed"), common.sum("empty"), common.sum("popped")))
+        string.format(" ack_failed=%d empty_pops=%d popped=%d%s",
+            common.sum("failed"), common.sum("empty"), common.sum("popped"),
+            dry and string.format(" dry_after=%.2f", dry) or ""))
 end

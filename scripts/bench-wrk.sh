@@ -9,8 +9,9 @@
 #   scripts/bench-wrk.sh BINARY
 # Environment: BENCH_WRK_ROUNDS (3), BENCH_WRK_SECONDS (6, measured, after a
 # 1 s warm-up for both), BENCH_WRK_SCENARIOS ("push1 push10 push100
-# push100-1p popack health tasks"), BENCH_WRK_PRELOAD (300000 messages
-# before each popack run).
+# push100-1p popack health tasks"), BENCH_WRK_PRELOAD (1500000 messages
+# before each popack run: at 300000 both ran dry halfway, and wrk, which
+# then divided by the whole run, read a third of silt bench's rate).
 # wrk is Debian's package, installed (scripts/deps.sh bench) when missing.
 set -u
 bin="${1:?usage: scripts/bench-wrk.sh BINARY}"
@@ -23,7 +24,7 @@ command -v wrk >/dev/null || "$here/deps.sh" bench || exit 1
 rounds=${BENCH_WRK_ROUNDS:-3}
 secs=${BENCH_WRK_SECONDS:-6}
 scenarios=${BENCH_WRK_SCENARIOS:-push1 push10 push100 push100-1p popack health tasks}
-preload=${BENCH_WRK_PRELOAD:-300000}
+preload=${BENCH_WRK_PRELOAD:-1500000}
 conns=50 consumers=10 partitions=10   # silt bench's defaults, passed to both
 export LUA_PATH="$here/../bench/?.lua;;"   # the scripts require common.lua
 dir=$(mktemp -d /tmp/silt-bench-wrk.XXXXXX) || exit 1
@@ -83,6 +84,7 @@ run_silt() {
     awk -F': *' -v cpu="$cpu" '/"msgPerSec"/ { r = $2 } /"p50Ms"/ { p = $2 }
                  /"requests"/ { n = $2 } /^  "errors"/ { e = $2 }
                  END { gsub(/,/, "", r); gsub(/,/, "", p); gsub(/,/, "", n); printf "%s %s %s %s %s\n", r, p, e, n, cpu }' "$dir/out"
+    sed -n 's/^ *"note": *"\(.*\)",*$/bench-wrk: silt bench '"$1"': \1/p' "$dir/out" >&2
 }
 
 # Pushes PRELOAD messages into queue $1 the way silt bench's preload does
@@ -173,8 +175,8 @@ for s in $scenarios; do
 done
 errs=$(awk '$6 != "" && $6 != 0 { n++ } END { print n + 0 }' "$dir/results")
 [ "$errs" = 0 ] || echo "bench-wrk: $errs runs had failed requests (see above)" >&2
-awk -v n="$preload" '/ popped=/ { for (i = 2; i <= NF; i++) if ($i ~ /^popped=/ && substr($i, 8) + 0 >= n)
-    print "bench-wrk: a wrk popack run ran its queue dry: raise BENCH_WRK_PRELOAD" }' "$dir/wrk.log" >&2
+awk '/ dry_after=/ { for (i = 2; i <= NF; i++) if ($i ~ /^dry_after=/)
+    print "bench-wrk: a wrk popack run ran its queue dry after " substr($i, 11) " s (its rate covers that time): raise BENCH_WRK_PRELOAD" }' "$dir/wrk.log" >&2
 status=0
 [ "$errs" = 0 ] || status=1
 exit "$status"

@@ -14,6 +14,8 @@ DECLARE
     cands     refcursor;
     cand      record;
     span      record;
+    from_ts   timestamptz;
+    from_of   text;        -- the queue from_ts was looked up for (discovery pops cross queues)
 BEGIN
     IF p_queue IS NOT NULL AND p_partition IS NULL AND queen.queue_is_wide(p_queue) THEN
         IF p_reconciled IS NOT TRUE THEN
@@ -54,8 +56,11 @@ BEGIN
            -- another pop holds) must not hide one that can; rows are fetched as the loop goes
         FETCH cands INTO cand;
         EXIT WHEN NOT FOUND;
-        span := queen.claim(cand.id, p_group, queen.subscription_start(p_group, cand.queue, p_subscription),
-                            cand.options, remaining, p_auto_ack, p_lease);
+        IF from_of IS DISTINCT FROM cand.queue THEN   -- once per queue a pop reaches, not per candidate
+            from_ts := queen.subscription_start(p_group, cand.queue, p_subscription);
+            from_of := cand.queue;
+        END IF;
+        span := queen.claim(cand.id, p_group, from_ts, cand.options, remaining, p_auto_ack, p_lease);
         CONTINUE WHEN span.cursor_to IS NULL;
         RETURN QUERY
             SELECT cand.queue, cand.id, cand.name, span.cursor_from, span.cursor_to,
@@ -71,6 +76,18 @@ BEGIN
         EXIT WHEN claimed >= p_partitions OR remaining <= 0;
     END LOOP;
     CLOSE cands;
+    -- A lease is soft state: lost in a crash (or a failover to a standby
+    -- that had not received it), it is a lease that expired early, and its
+    -- messages redeliver, as the contract has expired leases do. So a pop
+    -- that only leased cursors that exist commits without waiting for its
+    -- WAL flush (issue 33: the flush was a fifth of a pop's PostgreSQL CPU);
+    -- the ack that follows is durable and flushes it too. An autoAck pop
+    -- commits the cursor, and a group's first contact records where its
+    -- cursors start (queen.subscription_start, queen.lock_cursor mark it):
+    -- both stay durable.
+    IF claimed > 0 AND NOT p_auto_ack AND current_setting('silt.first_contact', true) IS DISTINCT FROM 'on' THEN
+        PERFORM set_config('synchronous_commit', 'off', true);
+    END IF;
 END $$;
 
 CREATE OR REPLACE FUNCTION queen.pop(p_queue text, p_partition text, p_namespace text, p_task text,
@@ -85,7 +102,13 @@ $$;
 
 -- The time a group's cursors are seeded from in a queue (NULL: the oldest
 -- retained message), remembered at the group's first contact with the queue.
--- p_subscription: NULL or 'all', 'now', or an ISO timestamp.
+-- p_subscription: NULL or 'all', 'now', or an ISO timestamp (never
+-- 'infinity': the API takes ISO 8601 only). 'infinity' when another pop is
+-- making the group's first contact right now: its insert would make this
+-- one wait for its commit, so this pop seeds no cursor (queen.lock_cursor)
+-- and serves only those that exist. The advisory lock is held by whoever
+-- inserts, so a pop that takes it either inserts first or finds the row
+-- committed: no insert here waits.
 CREATE OR REPLACE FUNCTION queen.subscription_start(p_group text, p_queue text, p_subscription text)
 RETURNS timestamptz LANGUAGE plpgsql AS $$
 #variable_conflict use_variable
@@ -96,9 +119,13 @@ BEGIN
     SELECT s.from_ts INTO ts FROM queen.subscriptions s
      WHERE s.consumer_group = p_group AND s.queue = p_queue;
     IF FOUND THEN RETURN ts; END IF;
+    IF NOT pg_try_advisory_xact_lock(hashtext('silt.subscription'), hashtext(p_group || '/' || p_queue)) THEN
+        RETURN 'infinity';
+    END IF;
     ts := CASE WHEN p_subscription IS NULL OR p_subscription = 'all' THEN NULL
                WHEN p_subscription = 'now' THEN now()
                ELSE p_subscription::timestamptz END;
+    PERFORM set_config('silt.first_contact', 'on', true);   -- this pop commits durably (queen.pop)
     INSERT INTO queen.subscriptions (consumer_group, queue, from_ts)
     VALUES (p_group, p_queue, ts) ON CONFLICT DO NOTHING;
     SELECT s.from_ts INTO ts FROM queen.subscriptions s
@@ -117,11 +144,26 @@ DECLARE
     part  queen.log_partitions%ROWTYPE;
     c     queen.log_consumers%ROWTYPE;
 BEGIN
-    c := queen.lock_cursor(p_partition, p_group, p_from);
-    IF c.partition_id IS NULL OR c.lease_expires > now() THEN RETURN; END IF;
+    -- The common case inline (a cursor that exists, free): a PL/pgSQL call
+    -- less per claim; queen.lock_cursor for the rest (it looks again).
+    SELECT * INTO c FROM queen.log_consumers
+     WHERE partition_id = p_partition AND consumer_group = p_group
+       AND (lease_expires IS NULL OR lease_expires <= now())
+       FOR UPDATE SKIP LOCKED;
+    IF NOT FOUND THEN
+        c := queen.lock_cursor(p_partition, p_group, p_from);
+        IF c.partition_id IS NULL OR c.lease_expires > now() THEN RETURN; END IF;
+    END IF;
     SELECT * INTO part FROM queen.log_partitions WHERE id = p_partition;
     cursor_from := greatest(c.committed, part.log_start - 1);
-    cursor_to := least(cursor_from + p_batch, queen.deliverable_end(part, opts));
+    -- Without windowBuffer and delayedProcessing the end is the partition's
+    -- (queen.deliverable_end's first answer), without calling it.
+    IF coalesce((opts->>'windowBuffer')::integer, 0) <= 0
+       AND coalesce((opts->>'delayedProcessing')::integer, 0) <= 0 THEN
+        cursor_to := least(cursor_from + p_batch, part.last_offset);
+    ELSE
+        cursor_to := least(cursor_from + p_batch, queen.deliverable_end(part, opts));
+    END IF;
     IF cursor_to <= cursor_from THEN cursor_to := NULL; RETURN; END IF;
     IF p_auto_ack THEN
         UPDATE queen.log_consumers SET committed = cursor_to, retry_count = 0,
@@ -147,6 +189,17 @@ END $$;
 -- inserts and waited 3.9 ms of its 4.7 (pg_stat_statements, track = all).
 -- A cursor that exists is now passed over at once; only a partition the
 -- group has no cursor on yet takes the insert.
+--
+-- The insert itself waited too: two pops reaching a partition the group had
+-- no cursor on both insert it, and the second waits for the first to commit
+-- (an insert waits on a conflicting row not yet committed, ON CONFLICT DO
+-- NOTHING or not), only to do nothing (issue 33: 45 such inserts in 10 s of
+-- pop+ack, 9.8 ms each). The inserter now holds a transaction-level advisory
+-- lock on (group, partition) (the key queen.pop_ready used already), and a
+-- pop that cannot take it passes the partition over, as it passes over a
+-- cursor another transaction holds. A cursor under a live lease is not
+-- locked either: the pop cannot take it, and the lease holder's ack would
+-- wait for the pop's commit.
 CREATE OR REPLACE FUNCTION queen.lock_cursor(p_partition uuid, p_group text, p_from timestamptz)
 RETURNS queen.log_consumers LANGUAGE plpgsql AS $$
 #variable_conflict use_variable
@@ -154,10 +207,17 @@ DECLARE
     c queen.log_consumers%ROWTYPE;
 BEGIN
     SELECT * INTO c FROM queen.log_consumers
-     WHERE partition_id = p_partition AND consumer_group = p_group FOR UPDATE SKIP LOCKED;
+     WHERE partition_id = p_partition AND consumer_group = p_group
+       AND (lease_expires IS NULL OR lease_expires <= now())
+       FOR UPDATE SKIP LOCKED;
     IF FOUND THEN RETURN c; END IF;
     PERFORM 1 FROM queen.log_consumers WHERE partition_id = p_partition AND consumer_group = p_group;
-    IF FOUND THEN RETURN NULL; END IF;   -- held by another transaction: the next partition
+    IF FOUND THEN RETURN NULL; END IF;   -- leased, or held by another transaction: the next partition
+    IF p_from = 'infinity' THEN RETURN NULL; END IF;   -- the group's first contact is being made elsewhere
+    IF NOT pg_try_advisory_xact_lock(hashtext(p_group), hashtext(p_partition::text)) THEN
+        RETURN NULL;                     -- another pop is making this cursor: the next partition
+    END IF;
+    PERFORM set_config('silt.first_contact', 'on', true);   -- this pop commits durably (queen.pop)
     INSERT INTO queen.log_consumers (partition_id, consumer_group, committed)
     VALUES (p_partition, p_group, queen.seed_cursor(p_partition, p_from))
     ON CONFLICT DO NOTHING;

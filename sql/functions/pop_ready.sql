@@ -45,10 +45,8 @@ BEGIN
             CONTINUE;
         END IF;
         CONTINUE WHEN cur.lease_expires > now();
-        -- A partition the group has no cursor on yet: another pop making
-        -- that cursor would hold this one until it commits; take the next.
-        CONTINUE WHEN cur.committed IS NULL
-                  AND NOT pg_try_advisory_xact_lock(hashtext(p_group), hashtext(cand.id::text));
+        -- (A partition another pop is making the group's cursor on is
+        -- passed over by queen.lock_cursor, without waiting.)
         IF NOT looked_up THEN
             from_ts := queen.subscription_start(p_group, p_queue, p_subscription);
             looked_up := true;

@@ -27,16 +27,25 @@ static int read_status(httpd_req *req, const json_doc *d, uint32_t obj, const ch
     return -1;
 }
 
+/* A uuid member as text (lower case) and bytes; out "" when absent. A
+ * string without escapes (every uuid a client sends) is parsed where it
+ * lies in the body, not copied first: an ack reads two per item. */
 static int read_uuid_field(httpd_req *req, const json_doc *d, uint32_t obj, const char *where, const char *key,
-                           char out[37])
+                           char out[37], uint8_t id[16])
 {
-    char *text = NULL;
-    uint8_t id[16];
     out[0] = '\0';
-    if (api_member_string(req, d, obj, where, key, &text) < 0) return -1;
-    if (!text) return 0;
-    int bad = ids_uuid_parse(text, strlen(text), id) < 0;
-    free(text);
+    int v = json_get(d, obj, key);
+    const json_token *t = v >= 0 ? &d->tokens[v] : NULL;
+    int bad;
+    if (t && t->type == JSON_STRING && !t->escaped && t->end - t->start > 2) {
+        bad = ids_uuid_parse(d->text + t->start + 1, t->end - t->start - 2, id) < 0;
+    } else {
+        char *text = NULL;
+        if (api_member_string(req, d, obj, where, key, &text) < 0) return -1;
+        if (!text) return 0;
+        bad = ids_uuid_parse(text, strlen(text), id) < 0;
+        free(text);
+    }
     if (bad) { httpd_error_field(req, 400, "field", key, "%s%s must be a uuid", where, key); return -1; }
     ids_uuid_format(id, out);
     return 0;
@@ -47,13 +56,14 @@ int api_ack_item(httpd_req *req, const json_doc *d, uint32_t obj, const char *wh
     if (d->tokens[obj].type != JSON_OBJECT) { httpd_error(req, 400, "%smust be an object", where); return -1; }
     if (api_member_string(req, d, obj, where, "transactionId", &it->txn) < 0) return -1;
     if (!it->txn) { httpd_error_field(req, 400, "field", "transactionId", "%stransactionId is required", where); return -1; }
-    if (read_uuid_field(req, d, obj, where, "partitionId", it->partition_id) < 0) return -1;
+    if (read_uuid_field(req, d, obj, where, "partitionId", it->partition_id, it->partition_raw) < 0) return -1;
     if (!it->partition_id[0]) {
         httpd_error_field(req, 400, "field", "partitionId", "%spartitionId is required to ensure message uniqueness",
                           where);
         return -1;
     }
-    if (read_uuid_field(req, d, obj, where, "leaseId", it->lease_id) < 0 || read_status(req, d, obj, where, &it->status) < 0 ||
+    if (read_uuid_field(req, d, obj, where, "leaseId", it->lease_id, it->lease_raw) < 0 ||
+        read_status(req, d, obj, where, &it->status) < 0 ||
         api_member_string(req, d, obj, where, "consumerGroup", &it->group) < 0 ||
         api_member_string(req, d, obj, where, "error", &it->error_text) < 0)
         return -1;
@@ -61,10 +71,20 @@ int api_ack_item(httpd_req *req, const json_doc *d, uint32_t obj, const char *wh
     return api_check_name(req, where, "consumerGroup", it->group);
 }
 
+/* Room for the reply of the usual item (~100 bytes and its transactionId),
+ * so that it is not copied at every doubling of its buffer. */
+static size_t ack_reply_estimate(const ack_request *a)
+{
+    size_t n = 16;
+    for (size_t i = 0; i < a->n; i++) n += 112 + strlen(a->items[i].txn);
+    return n;
+}
+
 static void reply_results(httpd_req *req, server *srv, const ack_request *a)
 {
     buf out;
     buf_init(&out);
+    buf_reserve(&out, ack_reply_estimate(a));
     emit e;
     emit_init(&e, &out);
     emit_array(&e);
@@ -142,6 +162,19 @@ void api_ack(httpd_req *req, server *srv)
     if (a) submit(req, srv, a);
 }
 
+/* "acknowledgments[i]: ", the prefix of an item's errors, without printf:
+ * made for every item, used only by the one that is refused. */
+static void item_where(char out[48], size_t i)
+{
+    static const char head[] = "acknowledgments[";
+    char digits[24], *p = digits + sizeof digits;
+    do { *--p = (char)('0' + i % 10); i /= 10; } while (i);
+    size_t n = (size_t)(digits + sizeof digits - p);
+    memcpy(out, head, sizeof head - 1);
+    memcpy(out + sizeof head - 1, p, n);
+    memcpy(out + sizeof head - 1 + n, "]: ", 4);
+}
+
 static ack_request *read_batch(httpd_req *req, server *srv, const json_doc *d)
 {
     char *group = NULL;
@@ -153,8 +186,8 @@ static ack_request *read_batch(httpd_req *req, server *srv, const json_doc *d)
     else a = new_request(d->tokens[list].count);
     uint32_t tok = (uint32_t)list + 1;
     for (size_t i = 0; a && i < a->n; i++, tok = d->tokens[tok].next) {
-        char where[40];
-        snprintf(where, sizeof where, "acknowledgments[%zu]: ", i);
+        char where[48];
+        item_where(where, i);
         if (api_ack_item(req, d, tok, where, group ? group : QUEUE_MODE, &a->items[i]) < 0) { ack_request_free(a); a = NULL; }
     }
     free(group);

@@ -16,7 +16,7 @@ void buf_reset(buf *b)
     if (b->data) b->data[0] = '\0';
 }
 
-void buf_reserve(buf *b, size_t extra)
+void buf_grow(buf *b, size_t extra)
 {
     size_t need = b->len + extra + 1;
     if (need <= b->cap) return;
@@ -24,14 +24,6 @@ void buf_reserve(buf *b, size_t extra)
     while (cap < need) cap *= 2;
     b->data = xrealloc(b->data, cap);
     b->cap = cap;
-}
-
-void buf_append(buf *b, const void *p, size_t n)
-{
-    buf_reserve(b, n);
-    if (n) memcpy(b->data + b->len, p, n);
-    b->len += n;
-    b->data[b->len] = '\0';
 }
 
 void buf_puts(buf *b, const char *s) { buf_append(b, s, strlen(s)); }

@@ -5,6 +5,7 @@
 #define SILT_BUF_H
 #include <stddef.h>
 #include <stdarg.h>
+#include <string.h>
 
 typedef struct buf {
     char  *data;   /* always NUL-terminated when cap > 0 */
@@ -15,8 +16,20 @@ typedef struct buf {
 void  buf_init(buf *b);
 void  buf_fini(buf *b);
 void  buf_reset(buf *b);                      /* len = 0, keeps memory */
-void  buf_reserve(buf *b, size_t extra);      /* room for extra more bytes */
-void  buf_append(buf *b, const void *p, size_t n);
+void  buf_grow(buf *b, size_t extra);         /* buf_reserve's slow path */
+/* Room for extra more bytes. Inline, with buf_append: the JSON emitter
+ * calls them for every key and value (a pop's reply, issue 33). */
+static inline void buf_reserve(buf *b, size_t extra)
+{
+    if (b->len + extra + 1 > b->cap) buf_grow(b, extra);
+}
+static inline void buf_append(buf *b, const void *p, size_t n)
+{
+    buf_reserve(b, n);
+    if (n) memcpy(b->data + b->len, p, n);
+    b->len += n;
+    b->data[b->len] = '\0';
+}
 void  buf_puts(buf *b, const char *s);
 /* One byte: inline, since the JSON emitter writes many (a pop's reply). */
 static inline void buf_putc(buf *b, char c)

@@ -51,15 +51,29 @@ void emit_end(emit *e)
     e->key_due = e->depth > 0 && e->in_object[e->depth - 1];
 }
 
-void emit_key(emit *e, const char *key)
+/* The separator, the key and its colon in one write when the key needs no
+ * escaping (every key silt's code names). */
+void emit_keyn(emit *e, const char *key, size_t n)
 {
     int d = e->depth - 1;
     if (d < 0 || !e->in_object[d] || !e->key_due) { e->broken = true; return; }
-    if (e->wrote[d]) buf_putc(e->out, ',');
+    buf *b = e->out;
+    if (e->wrote[d]) buf_putc(b, ',');
     e->wrote[d] = true;
-    json_put_cstr(e->out, key);
-    buf_putc(e->out, ':');
     e->key_due = false;
+    if (!json_is_plain(key, n)) {
+        json_put_str(b, key, n);
+        buf_putc(b, ':');
+        return;
+    }
+    buf_reserve(b, n + 3);
+    char *p = b->data + b->len;
+    p[0] = '"';
+    memcpy(p + 1, key, n);
+    p[n + 1] = '"';
+    p[n + 2] = ':';
+    b->len += n + 3;
+    b->data[b->len] = '\0';
 }
 
 void emit_members(emit *e, const char *members, size_t n)
@@ -123,13 +137,18 @@ void emit_time(emit *e, int64_t unix_us)
     emit_raw(e, text, len + 2);
 }
 
-/* A uuid's text needs no escaping: written between its quotes directly. */
+/* A uuid's text needs no escaping: formatted between its quotes, in place. */
 void emit_uuid(emit *e, const uint8_t id[16])
 {
-    char text[IDS_UUID_TEXT + 2];
-    ids_uuid_format(id, text + 1);
-    text[0] = text[IDS_UUID_TEXT] = '"';
-    emit_raw(e, text, IDS_UUID_TEXT + 1);
+    before_value(e);
+    buf *b = e->out;
+    buf_reserve(b, IDS_UUID_TEXT + 1);
+    char *p = b->data + b->len;
+    p[0] = '"';
+    ids_uuid_format(id, p + 1);          /* 36 characters and a NUL */
+    p[IDS_UUID_TEXT] = '"';
+    b->len += IDS_UUID_TEXT + 1;
+    b->data[b->len] = '\0';
 }
 
 /* Emits the value at token t and returns the token after it. */

@@ -20,6 +20,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #include "base/buf.h"
 
 #define EMIT_MAX_DEPTH 32
@@ -37,7 +38,9 @@ void emit_init(emit *e, buf *out);
 void emit_object(emit *e);
 void emit_array(emit *e);
 void emit_end(emit *e);
-void emit_key(emit *e, const char *key);
+void emit_keyn(emit *e, const char *key, size_t n);
+/* Inline so that a literal key's length is known when compiled. */
+static inline void emit_key(emit *e, const char *key) { emit_keyn(e, key, strlen(key)); }
 void emit_str(emit *e, const char *s);               /* NULL writes null */
 void emit_strn(emit *e, const char *s, size_t n);
 void emit_int(emit *e, int64_t v);

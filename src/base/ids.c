@@ -49,24 +49,29 @@ void ids_hex(const uint8_t *p, size_t n, char *out)
     out[2 * n] = '\0';
 }
 
+/* Straight into out, a byte pair at a time (a pop's reply formats one or
+ * two per message). */
 void ids_uuid_format(const uint8_t id[16], char out[IDS_UUID_TEXT])
 {
-    char hex[33];
-    ids_hex(id, 16, hex);
-    memcpy(out, hex, 8); out[8] = '-';
-    memcpy(out + 9, hex + 8, 4); out[13] = '-';
-    memcpy(out + 14, hex + 12, 4); out[18] = '-';
-    memcpy(out + 19, hex + 16, 4); out[23] = '-';
-    memcpy(out + 24, hex + 20, 12); out[36] = '\0';
+    static const char digits[] = "0123456789abcdef";
+    char *p = out;
+    for (int i = 0; i < 16; i++) {
+        if (i == 4 || i == 6 || i == 8 || i == 10) *p++ = '-';
+        *p++ = digits[id[i] >> 4];
+        *p++ = digits[id[i] & 15];
+    }
+    *p = '\0';
 }
 
-static int hex_value(char c)
-{
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-    return -1;
-}
+/* Each character's value as a hex digit, -1 for any other: one load per
+ * character (an ack parses two uuids per item). */
+static const signed char hex_values[256] = {
+    ['0'] = 1, ['1'] = 2, ['2'] = 3, ['3'] = 4, ['4'] = 5, ['5'] = 6, ['6'] = 7, ['7'] = 8, ['8'] = 9, ['9'] = 10,
+    ['a'] = 11, ['b'] = 12, ['c'] = 13, ['d'] = 14, ['e'] = 15, ['f'] = 16,
+    ['A'] = 11, ['B'] = 12, ['C'] = 13, ['D'] = 14, ['E'] = 15, ['F'] = 16,
+};
+
+static int hex_value(char c) { return hex_values[(unsigned char)c] - 1; }
 
 int ids_uuid_parse(const char *s, size_t n, uint8_t out[16])
 {

@@ -505,12 +505,34 @@ static void put_escape(buf *b, unsigned char c)
     else buf_printf(b, "\\u%04x", c);
 }
 
+bool json_is_plain(const char *s, size_t n)
+{
+    const unsigned char *u = (const unsigned char *)s;
+    for (size_t i = 0; i < n; i++)
+        if (!plain[u[i]]) return false;
+    return true;
+}
+
+/* The plain ASCII prefix (most strings: keys, ids, names) is scanned and
+ * copied with the quote in one write; the byte-by-byte loop, which also
+ * checks UTF-8, starts at the first byte that is not plain ASCII (issue 33:
+ * a pop's and an ack's reply write a dozen strings per message). */
 void json_put_str(buf *b, const char *s, size_t n)
 {
     const unsigned char *u = (const unsigned char *)s;
-    size_t i = 0, run = 0;   /* [run, i) is copied verbatim */
+    size_t i = 0;
+    while (i < n && plain[u[i]]) i++;
     buf_reserve(b, n + 2);
-    buf_putc(b, '"');
+    char *p = b->data + b->len;
+    *p++ = '"';
+    memcpy(p, s, i);
+    b->len += 1 + i;
+    if (i == n) {
+        b->data[b->len++] = '"';
+        b->data[b->len] = '\0';
+        return;
+    }
+    size_t run = i;   /* [run, i) is copied verbatim */
     while (i < n) {
         size_t k = plain[u[i]] ? 1 : u[i] >= 0x80 ? utf8_len(u + i, n - i) : 0;
         if (k) { i += k; continue; }

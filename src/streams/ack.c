@@ -72,24 +72,21 @@ void ack_take_outcome(ack_item *it, const PGresult *r, int row)
     }
 }
 
-/* The item's key in the lease book: false when it names no lease. */
-static bool book_key(const ack_item *it, uint8_t lease[16], uint8_t partition[16])
-{
-    return it->lease_id[0] && ids_uuid_parse(it->lease_id, 36, lease) == 0 &&
-           ids_uuid_parse(it->partition_id, 36, partition) == 0;
-}
-
 /* The offset this server handed out for each item under the item's lease
- * (-1: not known, or not completed); req->known counts the known ones. */
-static int64_t *look_up_offsets(ack_request *req, const ack_params *p)
+ * (-1: not known, or not completed); req->known counts the known ones. Only
+ * the hash of each transactionId is made: queen.ack's arrays are built if
+ * it is called. */
+static int64_t *look_up_offsets(ack_request *req)
 {
     int64_t *offsets = xcalloc(req->n ? req->n : 1, sizeof *offsets);
     for (size_t i = 0; i < req->n; i++) {
         const ack_item *it = &req->items[i];
-        uint8_t lease[16], partition[16];
         offsets[i] = -1;
-        if (it->status == ACK_COMPLETED && book_key(it, lease, partition))
-            offsets[i] = lease_book_offset(req->leases, lease, partition, (const uint8_t *)p->hashes.data + i * 16);
+        if (it->status == ACK_COMPLETED && it->lease_id[0]) {
+            uint8_t hash[16];
+            ids_txn_hash(it->txn, strlen(it->txn), hash);
+            offsets[i] = lease_book_offset(req->leases, it->lease_raw, it->partition_raw, hash);
+        }
         req->known += offsets[i] >= 0;
     }
     return offsets;
@@ -120,9 +117,7 @@ static void forget_released(const ack_request *req)
     if (!req->leases) return;
     for (size_t i = 0; i < req->n; i++) {
         const ack_item *it = &req->items[i];
-        uint8_t lease[16], partition[16];
-        if (it->lease_released && book_key(it, lease, partition))
-            lease_book_forget(req->leases, lease, partition);
+        if (it->lease_released && it->lease_id[0]) lease_book_forget(req->leases, it->lease_raw, it->partition_raw);
     }
 }
 
@@ -276,12 +271,7 @@ void ack_submit(db_pool *pool, lease_book *leases, size_t max_segment_bytes, ack
     req->leases = leases;
     req->max_segment_bytes = max_segment_bytes;
     int64_t lo, hi;
-    if (leases) {
-        ack_params p;
-        ack_params_build(&p, req->items, req->n);
-        req->offsets = look_up_offsets(req, &p);
-        ack_params_fini(&p);
-    }
+    if (leases) req->offsets = look_up_offsets(req);
     if (!leases || !one_span(req, &lo, &hi)) { submit_general(req, req->known > 0); return; }
     char los[24], his[24];
     snprintf(los, sizeof los, "%lld", (long long)lo);

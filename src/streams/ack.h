@@ -20,6 +20,8 @@ typedef struct ack_item {
     char    partition_id[37];   /* validated uuid text */
     ack_status status;
     char    lease_id[37];       /* "" when not given */
+    uint8_t partition_raw[16];  /* partition_id and lease_id as bytes (the lease book's keys) */
+    uint8_t lease_raw[16];      /* all zero when not given */
     char   *error_text;         /* the client's error, kept with a dead letter */
     /* outcome */
     bool    success, lease_released, dlq, noop, dropped;

@@ -125,3 +125,116 @@ TEST(pop_takes_a_partition_the_group_has_no_cursor_on_first)
     CHECK_STR(pop_partition(&s, q), "");
     CHECK_INT(srv_stop(&s), 0);
 }
+
+/* Makes group's first cursor on one partition of q as a pop makes it, in a
+ * transaction left open: an autoAck pop of one message through queen.pop. */
+static PGconn *make_first_cursor(const char *q, const char *partition, const char *group)
+{
+    PGconn *pg = PQconnectdb(sfmt("host=127.0.0.1 port=%s user=postgres dbname=%s", pg_port(), test_db()));
+    CHECK(PQstatus(pg) == CONNECTION_OK);
+    PQclear(PQexec(pg, "BEGIN"));
+    PGresult *r = PQexec(pg, sfmt("SELECT count(*) FROM queen.pop('%s', '%s', NULL, NULL, '%s', 1, 1, true, NULL, NULL)",
+                                  q, partition, group));
+    CHECK(PQresultStatus(r) == PGRES_TUPLES_OK && strcmp(PQgetvalue(r, 0, 0), "1") == 0);
+    PQclear(r);
+    return pg;
+}
+
+/* An autoAck pop of one message of q in queue mode: the partition it
+ * served, or "" when it answered 204. */
+static const char *pop_queue_mode(silt_server *s, const char *q)
+{
+    reply r;
+    int status = pop_from(s, q, NULL, "wait=false&autoAck=true&batch=1", &r);
+    if (status != 200 && status != 204)
+        harness_failf(__FILE__, __LINE__, "pop: %d %s", status, r.raw.body.data ? r.raw.body.data : "");
+    const char *part = status == 200 ? sfmt("%s", jstr(&r, "partition")) : "";
+    reply_fini(&r);
+    return part;
+}
+
+/* Issue 33: a pop that came to a partition whose first cursor another pop
+ * was making inserted it too, and waited for the other pop to commit, only
+ * to insert nothing. It passes that partition over at once now, and takes
+ * it once the other pop has committed. */
+TEST(pop_passes_over_a_partition_whose_first_cursor_another_pop_is_making)
+{
+    silt_server s;
+    /* a pop that waited for the maker would be answered 503 by the timeout */
+    srv_start(&s, (const char *[]){ "REQUEST_TIMEOUT_MS=4000", NULL });
+    const char *q = uniq("first-made");
+    push_one(&s, q, "p1", "a", "1");
+    push_one(&s, q, "p1", "b", "2");
+    push_one(&s, q, "p2", "c", "3");
+
+    PGconn *maker = make_first_cursor(q, "p1", "__QUEUE_MODE__");   /* took "a", not committed */
+    int64_t t0 = now_ms();
+    CHECK_STR(pop_queue_mode(&s, q), "p2");
+    CHECK_STR(pop_queue_mode(&s, q), "");   /* p1 still has "b" */
+    CHECK(now_ms() - t0 < 3000);
+    release_cursor(maker);
+    CHECK_STR(pop_queue_mode(&s, q), "p1");
+    CHECK_STR(pop_queue_mode(&s, q), "");
+    CHECK_INT(srv_stop(&s), 0);
+}
+
+/* The same for a group's first contact with a queue, which records the
+ * group's subscription: a pop meeting another pop that is recording it
+ * answers at once (it seeds no cursor meanwhile), and serves the queue once
+ * the other pop has committed, from the subscription that pop recorded. */
+TEST(pop_does_not_wait_for_another_pop_making_its_groups_first_contact)
+{
+    silt_server s;
+    srv_start(&s, (const char *[]){ "REQUEST_TIMEOUT_MS=4000", NULL });
+    const char *q = uniq("first-contact");
+    push_one(&s, q, "p1", "a", "1");
+    push_one(&s, q, "p1", "b", "2");
+    push_one(&s, q, "p2", "c", "3");
+
+    PGconn *maker = make_first_cursor(q, "p1", "g");   /* took "a", not committed */
+    int64_t t0 = now_ms();
+    CHECK_STR(pop_partition(&s, q), "");
+    CHECK(now_ms() - t0 < 3000);
+    release_cursor(maker);
+    CHECK_STR(pop_partition(&s, q), "p2");   /* no cursor on p2 yet: first */
+    CHECK_STR(pop_partition(&s, q), "p1");
+    CHECK_STR(pop_partition(&s, q), "");
+    CHECK_INT(srv_stop(&s), 0);
+}
+
+/* synchronous_commit at the end of a queen.pop of group g on partition p1
+ * of q, in a transaction then rolled back. */
+static const char *pop_commit_mode(PGconn *pg, const char *q, bool auto_ack)
+{
+    PQclear(PQexec(pg, "BEGIN"));
+    PGresult *r = PQexec(pg, sfmt("SELECT count(*) FROM queen.pop('%s', 'p1', NULL, NULL, 'g', 1, 1, %s, NULL, %s)",
+                                  q, auto_ack ? "true" : "false", auto_ack ? "NULL" : "gen_random_uuid()"));
+    CHECK(PQresultStatus(r) == PGRES_TUPLES_OK && strcmp(PQgetvalue(r, 0, 0), "1") == 0);
+    PQclear(r);
+    const char *mode = session_run(pg, "SHOW synchronous_commit");
+    PQclear(PQexec(pg, "ROLLBACK"));
+    return mode;
+}
+
+/* Issue 33: a lease is soft state (lost in a crash, it is a lease that
+ * expired early), so a pop that leases a cursor that exists commits without
+ * waiting for its WAL flush; an autoAck pop (it commits the cursor) and a
+ * group's first contact (it records where the group starts) stay durable. */
+TEST(a_pop_that_only_leases_commits_without_waiting_for_its_flush_and_others_wait)
+{
+    silt_server s;
+    srv_start(&s, NULL);
+    const char *q = uniq("lease-commit");
+    push_one(&s, q, "p1", "a", "1");
+    push_one(&s, q, "p1", "b", "2");
+    PGconn *pg = PQconnectdb(sfmt("host=127.0.0.1 port=%s user=postgres dbname=%s", pg_port(), test_db()));
+    CHECK(PQstatus(pg) == CONNECTION_OK);
+    CHECK_STR(pop_commit_mode(pg, q, false), "on");    /* the group's first contact */
+    CHECK_STR(pop_commit_mode(pg, q, true), "on");     /* rolled back: still the first */
+    serve_in_order(&s, q, (const char *[]){ "p1", NULL });   /* the contact made, "a" served */
+    CHECK_STR(pop_commit_mode(pg, q, false), "off");
+    CHECK_STR(pop_commit_mode(pg, q, true), "on");
+    CHECK_STR(session_run(pg, "SHOW synchronous_commit"), "on");   /* for that transaction only */
+    PQfinish(pg);
+    CHECK_INT(srv_stop(&s), 0);
+}
