@@ -76,18 +76,6 @@ BEGIN
         EXIT WHEN claimed >= p_partitions OR remaining <= 0;
     END LOOP;
     CLOSE cands;
-    -- A lease is soft state: lost in a crash (or a failover to a standby
-    -- that had not received it), it is a lease that expired early, and its
-    -- messages redeliver, as the contract has expired leases do. So a pop
-    -- that only leased cursors that exist commits without waiting for its
-    -- WAL flush (issue 33: the flush was a fifth of a pop's PostgreSQL CPU);
-    -- the ack that follows is durable and flushes it too. An autoAck pop
-    -- commits the cursor, and a group's first contact records where its
-    -- cursors start (queen.subscription_start, queen.lock_cursor mark it):
-    -- both stay durable.
-    IF claimed > 0 AND NOT p_auto_ack AND current_setting('silt.first_contact', true) IS DISTINCT FROM 'on' THEN
-        PERFORM set_config('synchronous_commit', 'off', true);
-    END IF;
 END $$;
 
 CREATE OR REPLACE FUNCTION queen.pop(p_queue text, p_partition text, p_namespace text, p_task text,
@@ -125,7 +113,6 @@ BEGIN
     ts := CASE WHEN p_subscription IS NULL OR p_subscription = 'all' THEN NULL
                WHEN p_subscription = 'now' THEN now()
                ELSE p_subscription::timestamptz END;
-    PERFORM set_config('silt.first_contact', 'on', true);   -- this pop commits durably (queen.pop)
     INSERT INTO queen.subscriptions (consumer_group, queue, from_ts)
     VALUES (p_group, p_queue, ts) ON CONFLICT DO NOTHING;
     SELECT s.from_ts INTO ts FROM queen.subscriptions s
@@ -217,7 +204,6 @@ BEGIN
     IF NOT pg_try_advisory_xact_lock(hashtext(p_group), hashtext(p_partition::text)) THEN
         RETURN NULL;                     -- another pop is making this cursor: the next partition
     END IF;
-    PERFORM set_config('silt.first_contact', 'on', true);   -- this pop commits durably (queen.pop)
     INSERT INTO queen.log_consumers (partition_id, consumer_group, committed)
     VALUES (p_partition, p_group, queen.seed_cursor(p_partition, p_from))
     ON CONFLICT DO NOTHING;
