@@ -61,14 +61,7 @@ server_pid=""
 
 # shellcheck disable=SC2317  # reached through the EXIT trap
 stop_server() {
-    [ -n "$server_pid" ] || return 0
-    kill -TERM "$server_pid" 2>/dev/null
-    for _ in $(seq 1 100); do
-        kill -0 "$server_pid" 2>/dev/null || break
-        sleep 0.1
-    done
-    kill -KILL "$server_pid" 2>/dev/null
-    wait "$server_pid" 2>/dev/null
+    server_stop "$server_pid"
     server_pid=""
 }
 

@@ -40,7 +40,7 @@ server_pid="" ticker_pid="" hz=$(getconf CLK_TCK)
 cleanup() {
     trap - EXIT INT TERM
     [ -z "$ticker_pid" ] || kill "$ticker_pid" 2>/dev/null
-    [ -z "$server_pid" ] || { kill -TERM "$server_pid" 2>/dev/null; wait "$server_pid" 2>/dev/null; }
+    server_stop "$server_pid"
     "$here/pgcluster.sh" stop "$dir" >/dev/null 2>&1
     rm -rf "$dir"
 }
@@ -188,9 +188,6 @@ for r in $(seq 1 "$rounds"); do
 done
 echo "machine: load average $(cut -d' ' -f1-3 /proc/loadavg) at the end" >&2
 
-median() {
-    sort -g | awk '{ a[NR] = $1 } END { print NR % 2 ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'
-}
 col() { awk -v p="$1" -v s="$2" -v c="$3" '$1 == p && $2 == s { print $c }' "$dir/results" | median; }
 printf '%-8s %-5s %12s %10s %10s\n' phase system "msg/s" "PG µs/msg" "silt µs/msg"
 for phase in produce consume e2e; do

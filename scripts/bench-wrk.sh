@@ -33,14 +33,7 @@ server_pid=""
 # shellcheck disable=SC2317  # reached through the EXIT trap
 cleanup() {
     trap - EXIT INT TERM
-    if [ -n "$server_pid" ] && kill -TERM "$server_pid" 2>/dev/null; then
-        for _ in $(seq 1 100); do   # SIGTERM drains; after 10 s, SIGKILL
-            kill -0 "$server_pid" 2>/dev/null || break
-            sleep 0.1
-        done
-        kill -KILL "$server_pid" 2>/dev/null
-        wait "$server_pid" 2>/dev/null
-    fi
+    server_stop "$server_pid"
     "$here/pgcluster.sh" stop "$dir" >/dev/null 2>&1
     rm -rf "$dir"
 }
@@ -130,10 +123,6 @@ run_wrk() {
     grep '^wrk-result' "$dir/out" >>"$dir/wrk.log"
     awk -v cpu="$cpu" '/^wrk-result/ { for (i = 2; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
                                        printf "%s %s %s %s %s\n", v["rate"], v["p50ms"], v["errors"], v["requests"], cpu }' "$dir/out"
-}
-
-median() {
-    sort -g | awk '{ a[NR] = $1 } END { print NR % 2 ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'
 }
 
 echo "machine: $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg) at the start" >&2

@@ -16,23 +16,10 @@ here=$(cd "$(dirname "$0")" && pwd)
 dir=$(mktemp -d /tmp/silt-bench.XXXXXX) || exit 1
 server_pid=""
 
-# SIGTERM lets the server drain; one that has not exited after 10 s is killed.
-# shellcheck disable=SC2317  # reached through the EXIT trap
-stop_server() {
-    [ -n "$server_pid" ] || return 0
-    kill -TERM "$server_pid" 2>/dev/null || return 0
-    for _ in $(seq 1 100); do
-        kill -0 "$server_pid" 2>/dev/null || break
-        sleep 0.1
-    done
-    kill -KILL "$server_pid" 2>/dev/null
-    wait "$server_pid" 2>/dev/null
-}
-
 # shellcheck disable=SC2317  # reached through the EXIT trap
 cleanup() {
     trap - EXIT INT TERM
-    stop_server
+    server_stop "$server_pid"
     "$here/pgcluster.sh" stop "$dir" >/dev/null 2>&1
     rm -rf "$dir"
 }

@@ -3,7 +3,8 @@
 # PostgreSQL cluster (scripts/pgcluster.sh) and a silt server on it. Sourced,
 # not run:
 #   here=$(cd "$(dirname "$0")" && pwd); . "$here/cluster_lib.sh"
-# Functions only: it sets no options and no traps (each script owns its
+# It also holds what those scripts compute from their readings (CPU ticks
+# from /proc, medians). Functions only: it sets no options and no traps (each script owns its
 # cleanup), and every function is told its directory, port or process.
 
 cluster_lib_here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -113,4 +114,22 @@ cluster_ticks() {
     { awk '{ print $14 + $15 + $16 + $17 }' "/proc/$pm/stat"
       for p in $(pgrep -P "$pm"); do awk '{ print $14 + $15 }' "/proc/$p/stat" 2>/dev/null; done
     } | awk '{ s += $1 } END { print s + 0 }'
+}
+
+# server_stop PID: SIGTERM (a server drains), SIGKILL after 10 s, reaped.
+# Nothing when PID is empty or already gone.
+server_stop() {
+    [ -n "$1" ] && kill -TERM "$1" 2>/dev/null || return 0
+    for _ in $(seq 1 100); do
+        kill -0 "$1" 2>/dev/null || break
+        sleep 0.1
+    done
+    kill -KILL "$1" 2>/dev/null
+    wait "$1" 2>/dev/null
+}
+
+# median: of the numbers on stdin, one a line (the mean of the middle two
+# for an even count).
+median() {
+    sort -g | awk '{ a[NR] = $1 } END { print NR % 2 ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'
 }
