@@ -131,26 +131,11 @@ DECLARE
     part  queen.log_partitions%ROWTYPE;
     c     queen.log_consumers%ROWTYPE;
 BEGIN
-    -- The common case inline (a cursor that exists, free): a PL/pgSQL call
-    -- less per claim; queen.lock_cursor for the rest (it looks again).
-    SELECT * INTO c FROM queen.log_consumers
-     WHERE partition_id = p_partition AND consumer_group = p_group
-       AND (lease_expires IS NULL OR lease_expires <= now())
-       FOR UPDATE SKIP LOCKED;
-    IF NOT FOUND THEN
-        c := queen.lock_cursor(p_partition, p_group, p_from);
-        IF c.partition_id IS NULL OR c.lease_expires > now() THEN RETURN; END IF;
-    END IF;
+    c := queen.lock_cursor(p_partition, p_group, p_from);
+    IF c.partition_id IS NULL THEN RETURN; END IF;   -- leased, held elsewhere, or being made
     SELECT * INTO part FROM queen.log_partitions WHERE id = p_partition;
     cursor_from := greatest(c.committed, part.log_start - 1);
-    -- Without windowBuffer and delayedProcessing the end is the partition's
-    -- (queen.deliverable_end's first answer), without calling it.
-    IF coalesce((opts->>'windowBuffer')::integer, 0) <= 0
-       AND coalesce((opts->>'delayedProcessing')::integer, 0) <= 0 THEN
-        cursor_to := least(cursor_from + p_batch, part.last_offset);
-    ELSE
-        cursor_to := least(cursor_from + p_batch, queen.deliverable_end(part, opts));
-    END IF;
+    cursor_to := least(cursor_from + p_batch, queen.deliverable_end(part, opts));
     IF cursor_to <= cursor_from THEN cursor_to := NULL; RETURN; END IF;
     IF p_auto_ack THEN
         UPDATE queen.log_consumers SET committed = cursor_to, retry_count = 0,
