@@ -505,14 +505,6 @@ static void put_escape(buf *b, unsigned char c)
     else buf_printf(b, "\\u%04x", c);
 }
 
-bool json_is_plain(const char *s, size_t n)
-{
-    const unsigned char *u = (const unsigned char *)s;
-    for (size_t i = 0; i < n; i++)
-        if (!plain[u[i]]) return false;
-    return true;
-}
-
 /* The plain ASCII prefix (most strings: keys, ids, names) is scanned and
  * copied with the quote in one write; the byte-by-byte loop, which also
  * checks UTF-8, starts at the first byte that is not plain ASCII (issue 33:

@@ -70,9 +70,6 @@ static inline const char *json_span(const json_doc *d, uint32_t tok, size_t *n)
 /* Well-formed UTF-8 without NUL (what PostgreSQL's text accepts). */
 bool json_utf8_valid(const char *s, size_t n);
 
-/* True when the n bytes at s go into a JSON string as they are: printable
- * ASCII other than '"' and '\\'. */
-bool json_is_plain(const char *s, size_t n);
 /* Writer: appends s (n bytes, UTF-8) as a quoted, escaped JSON string. */
 void json_put_str(buf *b, const char *s, size_t n);
 void json_put_cstr(buf *b, const char *s);   /* NULL writes null */
