@@ -42,6 +42,40 @@ function M.max(name)
     return m
 end
 
+-- Reading replies with plain string.find rather than patterns: LuaJIT runs
+-- gmatch and gsub in its interpreter, and reading a pop of 100 and its ack
+-- reply that way took ~400 µs of the client's CPU a round (plain finds
+-- ~55 µs) on the two cores the server needs.
+
+-- The JSON string that follows key (plain text such as '"leaseId":') at or
+-- after pos, quotes included, and the position after it; nil when none
+-- follows. For the ids silt writes, which never hold an escaped quote.
+function M.string_after(body, key, pos)
+    local _, e = string.find(body, key, pos, true)
+    if not e then return nil, pos end
+    local close = string.find(body, '"', e + 2, true)
+    return string.sub(body, e + 1, close), close + 1
+end
+
+-- The JSON object (balanced braces) that follows key at or after pos, and
+-- the position after it; nil when none follows.
+function M.object_after(body, key, pos)
+    local _, e = string.find(body, key, pos, true)
+    if not e then return nil, pos end
+    local object = string.match(body, "^%b{}", e + 1)
+    return object, e + 1 + #object
+end
+
+-- How many times text occurs in body, read as plain text.
+function M.occurrences(body, text)
+    local n, pos = 0, 1
+    while true do
+        local _, e = string.find(body, text, pos, true)
+        if not e then return n end
+        n, pos = n + 1, e + 1
+    end
+end
+
 -- One line for scripts/bench-wrk.sh; p50 is wrk's, per request (for
 -- popack, pops and acks alike, warm-up included). Errors are failed requests
 -- (connect, read, write, HTTP status > 399); wrk's "timeout" only counts

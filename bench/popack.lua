@@ -47,25 +47,31 @@ end
 -- Every message names its transactionId, then (after data and createdAt)
 -- its partitionId and leaseId: the order of the wire contract's envelope.
 -- The ack copies the three JSON strings as they came.
-local MESSAGE = '"transactionId":("[^"]*").-"partitionId":("[^"]*").-"leaseId":("[^"]*")'
+local string_after = common.string_after
 
 local function ack_of(body)
-    local items = {}
-    for tx, pid, lease in body:gmatch(MESSAGE) do
-        items[#items + 1] = '{"transactionId":' .. tx .. ',"partitionId":' .. pid
+    local items, n, pos = {}, 0, 1
+    while true do
+        local tx, pid, lease
+        tx, pos = string_after(body, '"transactionId":', pos)
+        if not tx then break end
+        pid, pos = string_after(body, '"partitionId":', pos)
+        lease, pos = string_after(body, '"leaseId":', pos)
+        n = n + 1
+        items[n] = '{"transactionId":' .. tx .. ',"partitionId":' .. pid
             .. ',"leaseId":' .. lease .. ',"status":"completed"}'
     end
-    if #items == 0 then return nil, 0 end
-    return '{"acknowledgments":[' .. table.concat(items, ",") .. "]}", #items
+    if n == 0 then return nil, 0 end
+    return '{"acknowledgments":[' .. table.concat(items, ",") .. "]}", n
 end
 
 function response(status, headers, body)
     if acking then
         if status ~= 200 or now() < measure_from then return end
-        local ok = select(2, body:gsub('"success":true', ""))
+        local ok = common.occurrences(body, '"success":true')
         acked = acked + ok
         if ok > 0 then last_ack_at = now() end
-        failed = failed + select(2, body:gsub('"success":false', ""))
+        failed = failed + common.occurrences(body, '"success":false')
     elseif status == 204 then
         empty = empty + 1   -- every partition leased by another consumer, or none left
     elseif status == 200 then

@@ -82,14 +82,18 @@ end
 
 -- A claimed task names its id, then (after its name and queue) its args,
 -- then its claimId: the order of the claim reply.
-local TASK = '"id":("[^"]*").-"args":(%b{}).-"claimId":("[^"]*")'
-
 local function finish_of(body)
-    local items = {}
-    for id, args, claim in body:gmatch(TASK) do
-        items[#items + 1] = '{"id":' .. id .. ',"claimId":' .. claim .. ',"result":' .. args .. "}"
+    local items, n, pos = {}, 0, 1
+    while true do
+        local id, args, claim
+        id, pos = common.string_after(body, '"id":', pos)
+        if not id then break end
+        args, pos = common.object_after(body, '"args":', pos)
+        claim, pos = common.string_after(body, '"claimId":', pos)
+        n = n + 1
+        items[n] = '{"id":' .. id .. ',"claimId":' .. claim .. ',"result":' .. args .. "}"
     end
-    if #items == 0 then return nil end
+    if n == 0 then return nil end
     return '{"tasks":[' .. table.concat(items, ",") .. "]}"
 end
 
@@ -100,7 +104,7 @@ function response(status, headers, body)
     elseif phase == "claim" then
         finish_body = finish_of(body)
     elseif phase == "finish" then
-        local n = select(2, body:gsub('"status":"COMPLETED"', ""))
+        local n = common.occurrences(body, '"status":"COMPLETED"')
         counters[slot] = counters[slot] + n
         if now() >= measure_from then completed = completed + n end
     end
