@@ -201,3 +201,45 @@ TEST(pop_does_not_wait_for_another_pop_making_its_groups_first_contact)
     CHECK_STR(pop_partition(&s, q), "");
     CHECK_INT(srv_stop(&s), 0);
 }
+
+/* Issue 33: the pop's query takes the cursors it reaches as it reads them
+ * (FOR UPDATE SKIP LOCKED). It must not take one under a live lease: the
+ * pop cannot serve it, and the lease holder's ack would wait for that pop
+ * to commit. A pop left open in a transaction finds the only partition
+ * leased; the holder's ack is answered at once all the same. */
+TEST(pop_does_not_lock_a_cursor_under_a_live_lease)
+{
+    silt_server s;
+    /* an ack that waited for the open pop would be answered 503 by the timeout */
+    srv_start(&s, (const char *[]){ "REQUEST_TIMEOUT_MS=4000", NULL });
+    const char *q = uniq("leased");
+    push_one(&s, q, "p1", "a", "1");
+    push_one(&s, q, "p1", "b", "2");
+    reply r;
+    char pid[96], lease[96];
+    CHECK_INT(pop_from(&s, q, NULL, "consumerGroup=g&wait=false&batch=1", &r), 200);
+    keep_str(pid, jstr(&r, "partitionId"));
+    keep_str(lease, jstr(&r, "leaseId"));
+    reply_fini(&r);
+
+    PGconn *pg = PQconnectdb(sfmt("host=127.0.0.1 port=%s user=postgres dbname=%s", pg_port(), test_db()));
+    CHECK(PQstatus(pg) == CONNECTION_OK);
+    PQclear(PQexec(pg, "BEGIN"));
+    PGresult *res = PQexec(pg, sfmt("SELECT count(*) FROM queen.pop('%s', NULL, NULL, NULL, 'g', 10, 1, false, NULL,"
+                                    " gen_random_uuid())", q));
+    CHECK(PQresultStatus(res) == PGRES_TUPLES_OK && strcmp(PQgetvalue(res, 0, 0), "0") == 0);
+    PQclear(res);
+
+    int64_t t0 = now_ms();
+    rq(&s, "POST", "/api/v1/ack",
+       sfmt("{\"transactionId\":\"a\",\"partitionId\":\"%s\",\"leaseId\":\"%s\",\"consumerGroup\":\"g\"}", pid, lease),
+       &r);
+    CHECK_INT(r.status, 200);
+    CHECK(jbool(&r, "0.success"));
+    reply_fini(&r);
+    CHECK(now_ms() - t0 < 3000);
+    release_cursor(pg);
+    CHECK_STR(pop_partition(&s, q), "p1");   /* "b" */
+    CHECK_STR(pop_partition(&s, q), "");
+    CHECK_INT(srv_stop(&s), 0);
+}
