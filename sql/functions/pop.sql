@@ -12,7 +12,6 @@ DECLARE
     remaining integer := p_batch;
     claimed   integer := 0;
     cands     refcursor;
-    held      refcursor;
     cand      record;
     span      record;
     from_ts   timestamptz;
@@ -27,34 +26,34 @@ BEGIN
                                                    p_auto_ack, p_subscription, p_lease);
         RETURN;
     END IF;
-    -- Partitions the group has no cursor on come first (its first contact
-    -- with them): queen.claim makes the cursor. Two statements, not one with
-    -- (p_queue IS NULL OR p.queue = p_queue): a session's generic plan of
-    -- that form cannot use the queue's index, and scanned every partition
-    -- of every queue (19 ms a pop of a small queue beside a queue of
-    -- 100,000 partitions).
+    -- Two statements, not one with (p_queue IS NULL OR p.queue = p_queue):
+    -- a session's generic plan of that form cannot use the queue's index,
+    -- and scanned every partition of every queue (19 ms a pop of a small
+    -- queue beside a queue of 100,000 partitions).
     IF p_queue IS NOT NULL THEN
         OPEN cands FOR
             SELECT p.id, p.name, p.queue, q.options FROM queen.log_partitions p
               JOIN queen.queues q ON q.name = p.queue
+              LEFT JOIN queen.log_consumers c ON c.partition_id = p.id AND c.consumer_group = p_group
              WHERE p.queue = p_queue AND (p_partition IS NULL OR p.name = p_partition)
                AND (p_namespace IS NULL OR q.namespace = p_namespace) AND (p_task IS NULL OR q.task = p_task)
                AND p.last_offset >= p.log_start
-               AND NOT EXISTS (SELECT 1 FROM queen.log_consumers c
-                                WHERE c.partition_id = p.id AND c.consumer_group = p_group)
-             ORDER BY p.created_at;   -- the oldest first, as they were written
+               AND (c.partition_id IS NULL OR (p.last_offset > c.committed
+                    AND (c.lease_expires IS NULL OR c.lease_expires <= now())))
+             ORDER BY c.last_activity_at NULLS FIRST;
     ELSE
         OPEN cands FOR
             SELECT p.id, p.name, p.queue, q.options FROM queen.log_partitions p
               JOIN queen.queues q ON q.name = p.queue
+              LEFT JOIN queen.log_consumers c ON c.partition_id = p.id AND c.consumer_group = p_group
              WHERE (p_namespace IS NULL OR q.namespace = p_namespace) AND (p_task IS NULL OR q.task = p_task)
                AND p.last_offset >= p.log_start
-               AND NOT EXISTS (SELECT 1 FROM queen.log_consumers c
-                                WHERE c.partition_id = p.id AND c.consumer_group = p_group)
-             ORDER BY p.created_at;   -- the oldest first, as they were written
+               AND (c.partition_id IS NULL OR (p.last_offset > c.committed
+                    AND (c.lease_expires IS NULL OR c.lease_expires <= now())))
+             ORDER BY c.last_activity_at NULLS FIRST;
     END IF;
     LOOP   -- no limit: partitions that cannot deliver yet (a window, a delay, a cursor
-           -- another pop is making) must not hide one that can; rows are fetched as the loop goes
+           -- another pop holds) must not hide one that can; rows are fetched as the loop goes
         FETCH cands INTO cand;
         EXIT WHEN NOT FOUND;
         IF from_of IS DISTINCT FROM cand.queue THEN   -- once per queue a pop reaches, not per candidate
@@ -63,54 +62,20 @@ BEGIN
         END IF;
         span := queen.claim(cand.id, p_group, from_ts, cand.options, remaining, p_auto_ack, p_lease);
         CONTINUE WHEN span.cursor_to IS NULL;
-        RETURN QUERY SELECT * FROM queen.claimed_segments(cand.queue, cand.id, cand.name, span.cursor_from,
-                                                          span.cursor_to);
+        RETURN QUERY
+            SELECT cand.queue, cand.id, cand.name, span.cursor_from, span.cursor_to,
+                   s.base_offset, s.created_at, s.blob
+              FROM queen.log_segments s
+             WHERE s.partition_id = cand.id AND s.base_offset <= span.cursor_to
+               AND s.base_offset >= coalesce((SELECT max(s2.base_offset) FROM queen.log_segments s2
+                                               WHERE s2.partition_id = cand.id
+                                                 AND s2.base_offset <= span.cursor_from + 1), 0)
+             ORDER BY s.base_offset;
         remaining := remaining - (span.cursor_to - span.cursor_from)::integer;
         claimed := claimed + 1;
         EXIT WHEN claimed >= p_partitions OR remaining <= 0;
     END LOOP;
     CLOSE cands;
-    IF claimed >= p_partitions OR remaining <= 0 THEN RETURN; END IF;
-    -- Then the cursors the group has, least recently served first, each
-    -- taken by the query itself as it is fetched (queen.lock_cursor's
-    -- rule: SKIP LOCKED, none under a live lease). Pops running together
-    -- see the same order; taking a cursor in a statement of its own per
-    -- candidate made each pop try ~4 to claim one under pop+ack
-    -- (10 consumers, 10 partitions), two statements and two calls a try.
-    IF p_queue IS NOT NULL THEN
-        OPEN held FOR
-            SELECT c AS cur, p.name, p.queue, q.options FROM queen.log_partitions p
-              JOIN queen.queues q ON q.name = p.queue
-              JOIN queen.log_consumers c ON c.partition_id = p.id AND c.consumer_group = p_group
-             WHERE p.queue = p_queue AND (p_partition IS NULL OR p.name = p_partition)
-               AND (p_namespace IS NULL OR q.namespace = p_namespace) AND (p_task IS NULL OR q.task = p_task)
-               AND p.last_offset >= p.log_start AND p.last_offset > c.committed
-               AND (c.lease_expires IS NULL OR c.lease_expires <= now())
-             ORDER BY c.last_activity_at
-               FOR UPDATE OF c SKIP LOCKED;
-    ELSE
-        OPEN held FOR
-            SELECT c AS cur, p.name, p.queue, q.options FROM queen.log_partitions p
-              JOIN queen.queues q ON q.name = p.queue
-              JOIN queen.log_consumers c ON c.partition_id = p.id AND c.consumer_group = p_group
-             WHERE (p_namespace IS NULL OR q.namespace = p_namespace) AND (p_task IS NULL OR q.task = p_task)
-               AND p.last_offset >= p.log_start AND p.last_offset > c.committed
-               AND (c.lease_expires IS NULL OR c.lease_expires <= now())
-             ORDER BY c.last_activity_at
-               FOR UPDATE OF c SKIP LOCKED;
-    END IF;
-    LOOP
-        FETCH held INTO cand;
-        EXIT WHEN NOT FOUND;
-        span := queen.claim_cursor(cand.cur, cand.options, remaining, p_auto_ack, p_lease);
-        CONTINUE WHEN span.cursor_to IS NULL;
-        RETURN QUERY SELECT * FROM queen.claimed_segments(cand.queue, (cand.cur).partition_id, cand.name,
-                                                          span.cursor_from, span.cursor_to);
-        remaining := remaining - (span.cursor_to - span.cursor_from)::integer;
-        claimed := claimed + 1;
-        EXIT WHEN claimed >= p_partitions OR remaining <= 0;
-    END LOOP;
-    CLOSE held;
 END $$;
 
 CREATE OR REPLACE FUNCTION queen.pop(p_queue text, p_partition text, p_namespace text, p_task text,
@@ -163,26 +128,12 @@ CREATE OR REPLACE FUNCTION queen.claim(p_partition uuid, p_group text, p_from ti
 LANGUAGE plpgsql AS $$
 #variable_conflict use_variable
 DECLARE
+    part  queen.log_partitions%ROWTYPE;
     c     queen.log_consumers%ROWTYPE;
 BEGIN
     c := queen.lock_cursor(p_partition, p_group, p_from);
     IF c.partition_id IS NULL THEN RETURN; END IF;   -- leased, held elsewhere, or being made
-    SELECT k.cursor_from, k.cursor_to INTO cursor_from, cursor_to
-      FROM queen.claim_cursor(c, opts, p_batch, p_auto_ack, p_lease) k;
-END $$;
-
--- queen.claim on a cursor c the caller's transaction has locked (not under
--- a live lease): the span from the cursor to what the partition can
--- deliver, leased (or committed, autoAck).
-CREATE OR REPLACE FUNCTION queen.claim_cursor(c queen.log_consumers, opts jsonb, p_batch integer,
-                                              p_auto_ack boolean, p_lease uuid,
-                                              OUT cursor_from bigint, OUT cursor_to bigint)
-LANGUAGE plpgsql AS $$
-#variable_conflict use_variable
-DECLARE
-    part  queen.log_partitions%ROWTYPE;
-BEGIN
-    SELECT * INTO part FROM queen.log_partitions WHERE id = c.partition_id;
+    SELECT * INTO part FROM queen.log_partitions WHERE id = p_partition;
     cursor_from := greatest(c.committed, part.log_start - 1);
     cursor_to := least(cursor_from + p_batch, queen.deliverable_end(part, opts));
     IF cursor_to <= cursor_from THEN cursor_to := NULL; RETURN; END IF;
@@ -190,30 +141,14 @@ BEGIN
         UPDATE queen.log_consumers SET committed = cursor_to, retry_count = 0,
                total_consumed = total_consumed + (cursor_to - cursor_from),
                lease_id = NULL, lease_end = NULL, lease_expires = NULL, last_activity_at = now()
-         WHERE partition_id = c.partition_id AND consumer_group = c.consumer_group;
+         WHERE partition_id = p_partition AND consumer_group = p_group;
     ELSE
         UPDATE queen.log_consumers SET committed = cursor_from, lease_id = p_lease,
                lease_end = cursor_to, last_activity_at = now(),
                lease_expires = now() + make_interval(secs => (opts->>'leaseTime')::integer)
-         WHERE partition_id = c.partition_id AND consumer_group = c.consumer_group;
+         WHERE partition_id = p_partition AND consumer_group = p_group;
     END IF;
 END $$;
-
--- The segments a claimed span (p_from, p_to] of a partition is read from,
--- as queen.pop's rows: from the one covering p_from + 1 on.
-CREATE OR REPLACE FUNCTION queen.claimed_segments(p_queue text, p_partition uuid, p_name text,
-                                                  p_from bigint, p_to bigint)
-RETURNS TABLE (queue text, partition_id uuid, partition text, cursor_from bigint, cursor_to bigint,
-               seg_base bigint, seg_created timestamptz, seg_blob bytea)
-LANGUAGE sql STABLE AS $$
-    SELECT p_queue, p_partition, p_name, p_from, p_to, s.base_offset, s.created_at, s.blob
-      FROM queen.log_segments s
-     WHERE s.partition_id = p_partition AND s.base_offset <= p_to
-       AND s.base_offset >= coalesce((SELECT max(s2.base_offset) FROM queen.log_segments s2
-                                       WHERE s2.partition_id = p_partition
-                                         AND s2.base_offset <= p_from + 1), 0)
-     ORDER BY s.base_offset
-$$;
 
 -- ==== Pops pass over a cursor another transaction holds (issue 15, point 1) ====
 --
