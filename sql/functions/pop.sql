@@ -32,7 +32,8 @@ BEGIN
     -- queue beside a queue of 100,000 partitions).
     IF p_queue IS NOT NULL THEN
         OPEN cands FOR
-            SELECT p.id, p.name, p.queue, q.options FROM queen.log_partitions p
+            SELECT p.id, p.name, p.queue, q.options, c.partition_id IS NOT NULL AS has_cursor
+              FROM queen.log_partitions p
               JOIN queen.queues q ON q.name = p.queue
               LEFT JOIN queen.log_consumers c ON c.partition_id = p.id AND c.consumer_group = p_group
              WHERE p.queue = p_queue AND (p_partition IS NULL OR p.name = p_partition)
@@ -43,7 +44,8 @@ BEGIN
              ORDER BY c.last_activity_at NULLS FIRST;
     ELSE
         OPEN cands FOR
-            SELECT p.id, p.name, p.queue, q.options FROM queen.log_partitions p
+            SELECT p.id, p.name, p.queue, q.options, c.partition_id IS NOT NULL AS has_cursor
+              FROM queen.log_partitions p
               JOIN queen.queues q ON q.name = p.queue
               LEFT JOIN queen.log_consumers c ON c.partition_id = p.id AND c.consumer_group = p_group
              WHERE (p_namespace IS NULL OR q.namespace = p_namespace) AND (p_task IS NULL OR q.task = p_task)
@@ -56,11 +58,16 @@ BEGIN
            -- another pop holds) must not hide one that can; rows are fetched as the loop goes
         FETCH cands INTO cand;
         EXIT WHEN NOT FOUND;
-        IF from_of IS DISTINCT FROM cand.queue THEN   -- once per queue a pop reaches, not per candidate
+        -- Only a cursor to be made needs the subscription's start; for one
+        -- the query saw, 'infinity' tells lock_cursor to make none (it spares
+        -- the look for the row that a try on a cursor another pop holds took:
+        -- pops running together try ~3 such cursors before they take one).
+        IF NOT cand.has_cursor AND from_of IS DISTINCT FROM cand.queue THEN   -- once per queue, not per candidate
             from_ts := queen.subscription_start(p_group, cand.queue, p_subscription);
             from_of := cand.queue;
         END IF;
-        span := queen.claim(cand.id, p_group, from_ts, cand.options, remaining, p_auto_ack, p_lease);
+        span := queen.claim(cand.id, p_group, CASE WHEN cand.has_cursor THEN 'infinity' ELSE from_ts END,
+                            cand.options, remaining, p_auto_ack, p_lease);
         CONTINUE WHEN span.cursor_to IS NULL;
         RETURN QUERY
             SELECT cand.queue, cand.id, cand.name, span.cursor_from, span.cursor_to,
@@ -183,9 +190,11 @@ BEGIN
        AND (lease_expires IS NULL OR lease_expires <= now())
        FOR UPDATE SKIP LOCKED;
     IF FOUND THEN RETURN c; END IF;
+    -- 'infinity': make no cursor (the group's first contact is being made
+    -- elsewhere, or the caller saw this cursor exist)
+    IF p_from = 'infinity' THEN RETURN NULL; END IF;
     PERFORM 1 FROM queen.log_consumers WHERE partition_id = p_partition AND consumer_group = p_group;
     IF FOUND THEN RETURN NULL; END IF;   -- leased, or held by another transaction: the next partition
-    IF p_from = 'infinity' THEN RETURN NULL; END IF;   -- the group's first contact is being made elsewhere
     IF NOT pg_try_advisory_xact_lock(hashtext(p_group), hashtext(p_partition::text)) THEN
         RETURN NULL;                     -- another pop is making this cursor: the next partition
     END IF;
