@@ -243,6 +243,8 @@ static void worker_kick(bench_worker *w)
     bench_load *l = w->load;
     if (!l->stopping && l->ops->next(w, l->ctx)) {
         double delay = pace_delay(l, w);
+        if (w->hold_s > delay) delay = w->hold_s;
+        w->hold_s = 0;
         if (delay > 0) {
             struct timeval tv = { (long)delay, (long)((delay - (long)delay) * 1e6) };
             if (!w->pace) w->pace = evtimer_new(l->base, on_pace, w);

@@ -28,7 +28,9 @@ typedef struct bench_worker {
     double       sent_at;   /* seconds, monotonic: when the request in flight left */
     double       due_at;    /* when it was due: its slot when paced, else sent_at;
                                its latency counts from here */
-    struct event *pace;     /* holds the next request back to keep bench_config.rate */
+    struct event *pace;     /* holds the next request back (bench_config.rate, hold_s) */
+    double       hold_s;    /* next() may set it: seconds to hold the request back
+                               (a producer waiting for room); cleared once used */
     bool         busy;      /* a request is in flight */
 } bench_worker;
 

@@ -19,8 +19,8 @@ typedef struct bench_tasks_result {
 #define BENCH_TASK_CLAIM 100       /* tasks per claim */
 #define BENCH_TASK_PRODUCERS 8     /* send connections */
 /* Tasks sent but not completed beyond which producers hold off (they send
- * GET /health instead), so the queue never grows without bound and the
- * latency measured is the engine's. */
+ * GET /health a millisecond apart instead), so the queue never grows without
+ * bound and the latency measured is the engine's. */
 #define BENCH_TASK_BACKLOG 1000
 
 #define BENCH_WORKFLOW_FAN 100     /* workflow scenario: root, this many nodes, sink */
