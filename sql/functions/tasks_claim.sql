@@ -12,12 +12,16 @@
 -- for which a custom plan always looks cheaper than a generic one, so
 -- PostgreSQL planned them again at every claim (pg_stat_statements: the
 -- loop's queries planned 180 times in 176 claims); each has one plan
--- whatever the values (an index or a TID scan).
+-- whatever the values (an index or a TID scan). And no sequential scan:
+-- a generic plan made while the live table is a few pages reads it whole
+-- in place of the TID scan of the rows a claim locked, and is kept for
+-- the life of the connection while dead rows grow the table (see
+-- tasks.finish_many).
 CREATE OR REPLACE FUNCTION tasks.claim_many(p_workers text[], p_queues text[], p_caps text[], p_max integer[],
                                  p_start boolean[], p_rates text[] DEFAULT NULL)
 RETURNS TABLE (idx integer, id uuid, task_name text, queue_name text, args json, priority integer,
                claim_id uuid, attempt integer, retry_count integer, timeout_ms integer, status text)
-LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan AS $$
+LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan SET enable_seqscan = off AS $$
 DECLARE
     r     record;
     rated boolean := cardinality(array_remove(p_rates, NULL)) > 0;

@@ -957,3 +957,31 @@ TEST(a_claimer_that_hangs_up_while_its_claim_runs_gives_back_what_it_took)
     CHECK_INT(c.attempt, 1);
     srv_stop(&s);
 }
+
+/* One claim-and-finish cycle in SQL, as the server's gathered calls make it:
+ * a task of queue q sent, claimed and started, and completed. */
+#define CLAIM_FINISH_CYCLE(q)                                                                              \
+    "INSERT INTO horsies_tasks (id, task_name, queue_name, args, priority, status)"                       \
+    " VALUES (tasks.uuid7(), 't', '" q "', 'null', 100, 'PENDING');"                                      \
+    " PERFORM tasks.finish_many(array_agg(c.id), array_agg(c.claim_id), array_agg('COMPLETED'::text),"     \
+    "  array_agg(NULL::text), array_agg(NULL::text), array_agg(NULL::text))"                               \
+    " FROM tasks.claim_many(ARRAY['w'], ARRAY['{" q "}'], ARRAY['{0}'], ARRAY[10], ARRAY[true]) c;"
+
+/* Claims and finishes reach the live table's rows by key and by address,
+ * never by reading it whole, whatever its size was when their plans were
+ * made: a session's plans last as long as it does, and plans made while
+ * the table was small (a new database, a quiet queue) chose a sequential
+ * scan, kept while dead rows grew the table to thousands of pages. */
+TEST(claims_and_finishes_never_read_the_live_table_whole)
+{
+    silt_server s;
+    srv_start(&s, NULL);   /* the history's leaves of today */
+    CHECK_STR(sql("DO $$ BEGIN FOR i IN 1 .. 8 LOOP " CLAIM_FINISH_CYCLE("seq") " END LOOP; END $$;"
+                  " INSERT INTO horsies_tasks (id, task_name, queue_name, args, priority, status)"
+                  "  SELECT tasks.uuid7(), 't', 'other', 'null', 100, 'PENDING' FROM generate_series(1, 5000);"
+                  " DO $$ BEGIN " CLAIM_FINISH_CYCLE("seq") " END $$;"
+                  " SELECT (SELECT count(*) FROM horsies_task_history WHERE queue_name = 'seq') || ' '"
+                  "  || (SELECT seq_scan FROM pg_stat_xact_user_tables WHERE relid = 'horsies_tasks'::regclass)"),
+              "9 0");
+    srv_stop(&s);
+}
