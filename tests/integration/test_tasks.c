@@ -79,6 +79,27 @@ TEST(a_second_send_with_the_same_idempotency_key_returns_the_first_task)
     srv_stop(&s);
 }
 
+/* Most batches carry no idempotency key: theirs neither read nor write the
+ * key table (a probe of it per task, an insert statement a batch, before).
+ * A batch mixing keyed and unkeyed tasks creates the unkeyed ones and still
+ * lets the first of a key win. */
+TEST(a_batch_without_idempotency_keys_leaves_the_key_table_alone)
+{
+    CHECK_STR(sql("SELECT string_agg(created::text, ',') FROM tasks.send_tasks("
+                  "'[{\"name\":\"a\",\"queue\":\"q\"},{\"name\":\"b\",\"queue\":\"q\"}]');"
+                  " SELECT (SELECT seq_scan + coalesce(idx_scan, 0) + n_tup_ins FROM pg_stat_xact_user_tables"
+                  "         WHERE relid = 'horsies_task_idempotency'::regclass)"
+                  "  || ' ' || (SELECT count(*) FROM horsies_tasks)"),
+              "0 2");
+    CHECK_STR(sql("SELECT string_agg(created::text, ',' ORDER BY n) || ' ' || count(DISTINCT id)"
+                  " FROM tasks.send_tasks('[{\"name\":\"a\",\"queue\":\"q\",\"idempotencyKey\":\"k\"},"
+                  "{\"name\":\"b\",\"queue\":\"q\"},{\"name\":\"c\",\"queue\":\"q\",\"idempotencyKey\":\"k\"}]')"
+                  " WITH ORDINALITY AS t(id, created, changed, n)"),
+              "true,true,false 2");
+    CHECK_STR(sql("SELECT string_agg(task_name, ',' ORDER BY task_name) FROM horsies_tasks"), "a,a,b,b");
+    CHECK_STR(sql("SELECT count(*) FROM horsies_task_idempotency"), "1");
+}
+
 TEST(a_task_runs_claim_start_complete_and_leaves_live_for_history_in_one_step)
 {
     silt_server s;
