@@ -1006,3 +1006,31 @@ TEST(claims_and_finishes_never_read_the_live_table_whole)
               "9 0");
     srv_stop(&s);
 }
+
+/* A parked claim asks when its queues' next delayed task is due: the answer
+ * comes from the delayed tasks alone (horsies_tasks_delayed), not from
+ * reading every task waiting in the queue. Tasks due already, whether sent
+ * without a delay or with a runAt in the past, are not delayed. */
+TEST(the_next_delayed_task_is_found_without_reading_the_backlog)
+{
+    sql("INSERT INTO horsies_tasks (id, task_name, queue_name, args, priority, status, run_at)"
+        " SELECT tasks.uuid7(), 't', 'dq', 'null', 100, 'PENDING', CASE g WHEN 1 THEN now() + interval '2 hours'"
+        "   WHEN 2 THEN now() + interval '1 hour' WHEN 3 THEN now() - interval '1 minute' ELSE now() END"
+        " FROM generate_series(1, 3000) g");
+    sql("INSERT INTO horsies_tasks (id, task_name, queue_name, args, priority, status, run_at)"
+        " VALUES (tasks.uuid7(), 't', 'other', 'null', 100, 'PENDING', now() + interval '1 minute')");
+    char due[96];
+    keep_str(due, sql("SELECT min(run_at) FROM horsies_tasks WHERE queue_name = 'dq' AND run_at > now()"));
+    /* what the session read of the table before (its counts are flushed
+     * to the shared statistics only now and then), then the call's own */
+#define TASK_ROWS_READ "(SELECT seq_tup_read + coalesce(idx_tup_fetch, 0) FROM pg_stat_xact_user_tables" \
+                       " WHERE relid = 'horsies_tasks'::regclass)"
+    CHECK_STR(sql("SELECT set_config('silt_test.read', " TASK_ROWS_READ "::text, false);"
+                  " SELECT (tasks.next_run_at('{dq}') = '%s')"
+                  "  || ' ' || (" TASK_ROWS_READ " - current_setting('silt_test.read')::bigint < 10)"
+                  "  || ' ' || (tasks.next_run_at('{dq,other}') < now() + interval '2 minutes')"
+                  "  || ' ' || (tasks.next_run_at('{none}') IS NULL)", due),
+              "true true true true");
+#undef TASK_ROWS_READ
+    CHECK(strcmp(sql("SELECT '%s'::timestamptz > now() + interval '59 minutes'", due), "t") == 0);
+}
