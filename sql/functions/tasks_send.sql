@@ -54,6 +54,7 @@ BEGIN
     INSERT INTO horsies_tasks (id, task_name, queue_name, args, priority, status, run_at, good_until,
                                timeout_ms, max_retries, retry_delays_ms, retry_base_ms, retry_cap_ms,
                                retry_jitter, retry_on, idempotency_key, retention_class_key, rerun_of, rate_key)
+    WITH q AS MATERIALIZED (SELECT * FROM tasks.batch_queues(p_queues))
     SELECT u.id, u.name, u.queue, coalesce(u.args, 'null')::json, coalesce(u.priority, q.priority, 100),
            'PENDING', coalesce(u.run_at, now() + make_interval(secs => coalesce(u.delay, 0) / 1000.0)),
            u.good_until, u.timeout, coalesce(u.retries, 0), u.delays::integer[], u.base,
@@ -64,7 +65,7 @@ BEGIN
                   p_classes, p_rerun_of, p_rate_keys) WITH ORDINALITY
            AS u(id, name, queue, args, priority, run_at, delay, good_until, timeout, retries,
                 delays, base, cap, jitter, retry_on, key, class, rerun_of, rate_key, ord)
-      LEFT JOIN tasks.send_queues q ON q.queue = u.queue
+      LEFT JOIN q ON q.queue = u.queue
      WHERE refused IS NULL OR u.id <> ALL (refused)
      ORDER BY u.ord;   -- in batch order: a claim takes equal priority and enqueued_at in index (insertion) order
     IF NOT keyed AND p_scopes IS NULL THEN
@@ -206,6 +207,15 @@ $$;
 -- when the send names none. What they read of silt.conf is in
 -- tasks.send_settings and tasks.send_queues (migration 045), written at
 -- each server's start.
+
+-- The rows of tasks.send_queues that a batch's queues name, each read once:
+-- a batch names one or a few queues, and a join of its tasks with the
+-- table probed its key once a task (twice a send: the check, the insert).
+-- Inlined (an SQL function of one SELECT) into its callers' CTEs.
+CREATE OR REPLACE FUNCTION tasks.batch_queues(p_queues text[]) RETURNS SETOF tasks.send_queues
+LANGUAGE sql STABLE AS $$
+    SELECT * FROM tasks.send_queues q WHERE q.queue = ANY (p_queues)
+$$;
 
 -- Stores a server's silt.conf settings of sends (src/tasks/send_settings.c),
 -- replacing what was there. p_queues with p_declared, p_priorities and
@@ -365,12 +375,13 @@ BEGIN
     IF NOT FOUND THEN   -- no server has started on this database: silt.conf's defaults
         s := ROW(true, false, ARRAY['standard_30d', 'forever'], now());
     END IF;
+    WITH q AS MATERIALIZED (SELECT * FROM tasks.batch_queues(p_queues))
     SELECT u.ord, p.problem INTO at, problem
       FROM unnest(p_names, p_queues, p_priorities, p_run_at, p_delays_ms, p_timeouts, p_max_retries, p_retry_delays,
                   p_bases, p_caps, p_jitters, p_retry_on, p_keys, p_classes)
            WITH ORDINALITY AS u(name, queue, priority, run_at, delay, timeout, retries, delays, base, cap, jitter,
                                 retry_on, key, class, ord)
-      LEFT JOIN tasks.send_queues q ON q.queue = u.queue
+      LEFT JOIN q ON q.queue = u.queue
      CROSS JOIN LATERAL (SELECT tasks.send_problem(u.name, u.queue, u.priority, u.run_at, u.delay, u.timeout,
                                                    u.retries, u.delays::integer[], u.base, u.cap, u.jitter,
                                                    u.retry_on::text[], u.key, u.class, s.queues_declared,

@@ -100,6 +100,27 @@ TEST(a_batch_without_idempotency_keys_leaves_the_key_table_alone)
     CHECK_STR(sql("SELECT count(*) FROM horsies_task_idempotency"), "1");
 }
 
+/* A batch reads the silt.conf settings of its queues (tasks.send_queues,
+ * written at a server's start) once for the batch, not once a task: 200
+ * tasks of one queue probe that table's key a few times (with the plans a
+ * session keeps after a few sends), and still take the queue's priority. */
+TEST(a_batch_reads_its_queues_settings_once_not_once_a_task)
+{
+    sql("INSERT INTO tasks.send_queues (queue, declared, priority, retention_class) VALUES ('sq', true, 7, NULL)");
+#define QUEUE_KEY_SCANS "pg_stat_get_xact_numscans('tasks.send_queues_pkey'::regclass)"
+    CHECK_STR(sql("DO $$ BEGIN FOR i IN 1 .. 8 LOOP"   /* the session's plans, as a server's connection has them */
+                  "  PERFORM tasks.send_tasks('[{\"name\":\"t\",\"queue\":\"sq\"},{\"name\":\"t\",\"queue\":\"sq\"}]');"
+                  " END LOOP; END $$;"
+                  " SELECT set_config('silt_test.scans', " QUEUE_KEY_SCANS "::text, false);"
+                  " SELECT count(*) FROM tasks.send_tasks((SELECT json_agg(json_build_object('name', 't', 'queue', 'sq'))"
+                  "                                         FROM generate_series(1, 200)));"
+                  " SELECT (" QUEUE_KEY_SCANS " - current_setting('silt_test.scans')::bigint < 5)"
+                  "  || ' ' || (SELECT string_agg(DISTINCT priority::text, ',') FROM horsies_tasks WHERE queue_name = 'sq')"
+                  "  || ' ' || (SELECT count(*) FROM horsies_tasks WHERE queue_name = 'sq')"),
+              "true 7 216");
+#undef QUEUE_KEY_SCANS
+}
+
 TEST(a_task_runs_claim_start_complete_and_leaves_live_for_history_in_one_step)
 {
     silt_server s;
