@@ -10,11 +10,19 @@
 #   scripts/bench-task-writes.sh BINARY [N]      (N: 20000)
 # The counts cover the send and the drain; the server is stopped before
 # the second reading so that its backends have reported their statistics.
+# BENCH_TASK_WRITES_SCENARIO=e2e counts the peers' end-to-end scenario
+# instead (producers sending 25 a call beside the workers for
+# BENCH_PEERS_WINDOW_S, run.mjs's 10 s unless set), per task it finished
+# (N is read from horsies_task_history): its sends, claims and finishes
+# come in smaller batches, and its claims that find nothing park and look
+# for the next delayed task.
 # The CPU figures are bench-peers.sh's (pg_stat_statements costs CPU).
 set -u
 bin="${1:-}"
 n="${2:-20000}"
 [ -n "$bin" ] && [ -x "$bin" ] || { echo "usage: scripts/bench-task-writes.sh BINARY [N]" >&2; exit 2; }
+scenario="${BENCH_TASK_WRITES_SCENARIO:-drain}"
+case "$scenario" in drain|e2e) ;; *) echo "bench-task-writes: BENCH_TASK_WRITES_SCENARIO is drain or e2e" >&2; exit 2 ;; esac
 case "$bin" in /*) ;; *) bin="$PWD/$bin" ;; esac
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(dirname "$here")
@@ -55,11 +63,15 @@ stop_server
 lsn_a=$(reading a)
 psql_ -q -c "SELECT pg_stat_statements_reset()" >/dev/null
 start_server
-(cd "$dir" && BENCH_PEERS_SCENARIOS=drain BENCH_PEERS_BACKLOG="$n" BENCH_PEERS_CLK_TCK=$(getconf CLK_TCK) \
+(cd "$dir" && BENCH_PEERS_SCENARIOS="$scenario" BENCH_PEERS_BACKLOG="$n" BENCH_PEERS_CLK_TCK=$(getconf CLK_TCK) \
     node "$root/bench/peers/run.mjs" --system silt --silt-url "http://127.0.0.1:$http_port" --server-pid "$server_pid" \
     --postmaster "$(head -n 1 "$dir/data/postmaster.pid")" >/dev/null) || exit 1
 stop_server
 lsn_b=$(reading b)
+if [ "$scenario" = e2e ]; then
+    n=$(psql_ -Atc "SELECT count(*) FROM horsies_task_history")
+    echo "== the e2e window finished $n tasks: figures per finished task"
+fi
 
 echo "== WAL per task, by record type (pg_waldump --stats=record)"
 "$pgbin/pg_waldump" --stats=record -p "$dir/data/pg_wal" -s "$lsn_a" -e "$lsn_b" 2>/dev/null | awk -v n="$n" '

@@ -29,6 +29,8 @@ $$;
 -- arrays when no task of the batch has any: such a batch takes the same
 -- statements as before uniqueness existed. changed is NULL for a task sent
 -- without uniqueness; else whether this send changed the task it got back.
+-- A batch without idempotency keys (most are) reads and writes nothing of
+-- horsies_task_idempotency: its tasks are all created.
 CREATE OR REPLACE FUNCTION tasks.send(p_ids uuid[], p_names text[], p_queues text[], p_args text[],
                            p_priorities integer[], p_run_at timestamptz[], p_delays_ms bigint[],
                            p_good_until timestamptz[], p_timeouts integer[], p_max_retries integer[],
@@ -39,22 +41,20 @@ CREATE OR REPLACE FUNCTION tasks.send(p_ids uuid[], p_names text[], p_queues tex
 RETURNS TABLE (idx integer, id uuid, created boolean, changed boolean) LANGUAGE plpgsql AS $$
 #variable_conflict use_column
 DECLARE
-    refused uuid[];       -- tasks not inserted: their unique key is held by another
+    keyed   boolean := coalesce(cardinality(array_remove(p_keys, NULL)), 0) > 0;
+    refused uuid[];       -- tasks not inserted: their key is another task's
     changed_at bigint[];  -- ordinals of the sends that changed the holder
 BEGIN
-    -- The first send of each key wins (in this batch: the first item). A
-    -- concurrent send of the same key is waited for, then seen by the
-    -- statements below (each takes a new snapshot).
-    INSERT INTO horsies_task_idempotency (idempotency_key, task_id)
-    SELECT DISTINCT ON (u.key) u.key, u.id FROM unnest(p_keys, p_ids) WITH ORDINALITY AS u(key, id, ord)
-     WHERE u.key IS NOT NULL ORDER BY u.key, u.ord
-    ON CONFLICT DO NOTHING;
+    IF keyed THEN
+        refused := tasks.idempotency_hold(p_ids, p_keys);
+    END IF;
     IF p_scopes IS NOT NULL THEN
-        refused := tasks.unique_hold(p_ids, p_names, p_scopes, p_unique_for_ms);
+        refused := refused || tasks.unique_hold(p_ids, p_names, p_scopes, p_unique_for_ms);
     END IF;
     INSERT INTO horsies_tasks (id, task_name, queue_name, args, priority, status, run_at, good_until,
                                timeout_ms, max_retries, retry_delays_ms, retry_base_ms, retry_cap_ms,
                                retry_jitter, retry_on, idempotency_key, retention_class_key, rerun_of, rate_key)
+    WITH q AS MATERIALIZED (SELECT * FROM tasks.batch_queues(p_queues))
     SELECT u.id, u.name, u.queue, coalesce(u.args, 'null')::json, coalesce(u.priority, q.priority, 100),
            'PENDING', coalesce(u.run_at, now() + make_interval(secs => coalesce(u.delay, 0) / 1000.0)),
            u.good_until, u.timeout, coalesce(u.retries, 0), u.delays::integer[], u.base,
@@ -65,10 +65,14 @@ BEGIN
                   p_classes, p_rerun_of, p_rate_keys) WITH ORDINALITY
            AS u(id, name, queue, args, priority, run_at, delay, good_until, timeout, retries,
                 delays, base, cap, jitter, retry_on, key, class, rerun_of, rate_key, ord)
-      LEFT JOIN tasks.send_queues q ON q.queue = u.queue
-      LEFT JOIN horsies_task_idempotency k ON k.idempotency_key = u.key
-     WHERE (u.key IS NULL OR k.task_id = u.id) AND (refused IS NULL OR u.id <> ALL (refused))
+      LEFT JOIN q ON q.queue = u.queue
+     WHERE refused IS NULL OR u.id <> ALL (refused)
      ORDER BY u.ord;   -- in batch order: a claim takes equal priority and enqueued_at in index (insertion) order
+    IF NOT keyed AND p_scopes IS NULL THEN
+        RETURN QUERY SELECT (u.ord - 1)::integer, u.id, true, NULL::boolean
+                       FROM unnest(p_ids) WITH ORDINALITY AS u(id, ord) ORDER BY u.ord;
+        RETURN;
+    END IF;
     IF p_scopes IS NULL THEN
         RETURN QUERY
             SELECT (u.ord - 1)::integer, coalesce(k.task_id, u.id), u.key IS NULL OR k.task_id = u.id, NULL::boolean
@@ -86,6 +90,24 @@ BEGIN
           LEFT JOIN horsies_task_idempotency k ON k.idempotency_key = u.key
           LEFT JOIN tasks.unique_keys h ON h.task_name = u.name AND h.scope = u.scope
          ORDER BY u.ord;
+END $$;
+
+-- Holds the idempotency keys of a batch (p_keys: NULL for a task without
+-- one): the first send of each key wins (in this batch: the first item).
+-- A concurrent send of the same key is waited for, then seen by the second
+-- statement (each takes a new snapshot). Returns the ids of the tasks that
+-- must not be inserted: their key is not theirs.
+CREATE OR REPLACE FUNCTION tasks.idempotency_hold(p_ids uuid[], p_keys text[]) RETURNS uuid[]
+LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO horsies_task_idempotency (idempotency_key, task_id)
+    SELECT DISTINCT ON (u.key) u.key, u.id FROM unnest(p_keys, p_ids) WITH ORDINALITY AS u(key, id, ord)
+     WHERE u.key IS NOT NULL ORDER BY u.key, u.ord
+    ON CONFLICT DO NOTHING;
+    RETURN ARRAY(SELECT u.id FROM unnest(p_keys, p_ids) AS u(key, id)
+                  WHERE u.key IS NOT NULL
+                    AND NOT EXISTS (SELECT 1 FROM horsies_task_idempotency k
+                                     WHERE k.idempotency_key = u.key AND k.task_id = u.id));
 END $$;
 
 -- ---- Uniqueness (migration 046) ----
@@ -185,6 +207,15 @@ $$;
 -- when the send names none. What they read of silt.conf is in
 -- tasks.send_settings and tasks.send_queues (migration 045), written at
 -- each server's start.
+
+-- The rows of tasks.send_queues that a batch's queues name, each read once:
+-- a batch names one or a few queues, and a join of its tasks with the
+-- table probed its key once a task (twice a send: the check, the insert).
+-- Inlined (an SQL function of one SELECT) into its callers' CTEs.
+CREATE OR REPLACE FUNCTION tasks.batch_queues(p_queues text[]) RETURNS SETOF tasks.send_queues
+LANGUAGE sql STABLE AS $$
+    SELECT * FROM tasks.send_queues q WHERE q.queue = ANY (p_queues)
+$$;
 
 -- Stores a server's silt.conf settings of sends (src/tasks/send_settings.c),
 -- replacing what was there. p_queues with p_declared, p_priorities and
@@ -344,12 +375,13 @@ BEGIN
     IF NOT FOUND THEN   -- no server has started on this database: silt.conf's defaults
         s := ROW(true, false, ARRAY['standard_30d', 'forever'], now());
     END IF;
+    WITH q AS MATERIALIZED (SELECT * FROM tasks.batch_queues(p_queues))
     SELECT u.ord, p.problem INTO at, problem
       FROM unnest(p_names, p_queues, p_priorities, p_run_at, p_delays_ms, p_timeouts, p_max_retries, p_retry_delays,
                   p_bases, p_caps, p_jitters, p_retry_on, p_keys, p_classes)
            WITH ORDINALITY AS u(name, queue, priority, run_at, delay, timeout, retries, delays, base, cap, jitter,
                                 retry_on, key, class, ord)
-      LEFT JOIN tasks.send_queues q ON q.queue = u.queue
+      LEFT JOIN q ON q.queue = u.queue
      CROSS JOIN LATERAL (SELECT tasks.send_problem(u.name, u.queue, u.priority, u.run_at, u.delay, u.timeout,
                                                    u.retries, u.delays::integer[], u.base, u.cap, u.jitter,
                                                    u.retry_on::text[], u.key, u.class, s.queues_declared,

@@ -79,6 +79,48 @@ TEST(a_second_send_with_the_same_idempotency_key_returns_the_first_task)
     srv_stop(&s);
 }
 
+/* Most batches carry no idempotency key: theirs neither read nor write the
+ * key table (a probe of it per task, an insert statement a batch, before).
+ * A batch mixing keyed and unkeyed tasks creates the unkeyed ones and still
+ * lets the first of a key win. */
+TEST(a_batch_without_idempotency_keys_leaves_the_key_table_alone)
+{
+    CHECK_STR(sql("SELECT string_agg(created::text, ',') FROM tasks.send_tasks("
+                  "'[{\"name\":\"a\",\"queue\":\"q\"},{\"name\":\"b\",\"queue\":\"q\"}]');"
+                  " SELECT (SELECT seq_scan + coalesce(idx_scan, 0) + n_tup_ins FROM pg_stat_xact_user_tables"
+                  "         WHERE relid = 'horsies_task_idempotency'::regclass)"
+                  "  || ' ' || (SELECT count(*) FROM horsies_tasks)"),
+              "0 2");
+    CHECK_STR(sql("SELECT string_agg(created::text, ',' ORDER BY n) || ' ' || count(DISTINCT id)"
+                  " FROM tasks.send_tasks('[{\"name\":\"a\",\"queue\":\"q\",\"idempotencyKey\":\"k\"},"
+                  "{\"name\":\"b\",\"queue\":\"q\"},{\"name\":\"c\",\"queue\":\"q\",\"idempotencyKey\":\"k\"}]')"
+                  " WITH ORDINALITY AS t(id, created, changed, n)"),
+              "true,true,false 2");
+    CHECK_STR(sql("SELECT string_agg(task_name, ',' ORDER BY task_name) FROM horsies_tasks"), "a,a,b,b");
+    CHECK_STR(sql("SELECT count(*) FROM horsies_task_idempotency"), "1");
+}
+
+/* A batch reads the silt.conf settings of its queues (tasks.send_queues,
+ * written at a server's start) once for the batch, not once a task: 200
+ * tasks of one queue probe that table's key a few times (with the plans a
+ * session keeps after a few sends), and still take the queue's priority. */
+TEST(a_batch_reads_its_queues_settings_once_not_once_a_task)
+{
+    sql("INSERT INTO tasks.send_queues (queue, declared, priority, retention_class) VALUES ('sq', true, 7, NULL)");
+#define QUEUE_KEY_SCANS "pg_stat_get_xact_numscans('tasks.send_queues_pkey'::regclass)"
+    CHECK_STR(sql("DO $$ BEGIN FOR i IN 1 .. 8 LOOP"   /* the session's plans, as a server's connection has them */
+                  "  PERFORM tasks.send_tasks('[{\"name\":\"t\",\"queue\":\"sq\"},{\"name\":\"t\",\"queue\":\"sq\"}]');"
+                  " END LOOP; END $$;"
+                  " SELECT set_config('silt_test.scans', " QUEUE_KEY_SCANS "::text, false);"
+                  " SELECT count(*) FROM tasks.send_tasks((SELECT json_agg(json_build_object('name', 't', 'queue', 'sq'))"
+                  "                                         FROM generate_series(1, 200)));"
+                  " SELECT (" QUEUE_KEY_SCANS " - current_setting('silt_test.scans')::bigint < 5)"
+                  "  || ' ' || (SELECT string_agg(DISTINCT priority::text, ',') FROM horsies_tasks WHERE queue_name = 'sq')"
+                  "  || ' ' || (SELECT count(*) FROM horsies_tasks WHERE queue_name = 'sq')"),
+              "true 7 216");
+#undef QUEUE_KEY_SCANS
+}
+
 TEST(a_task_runs_claim_start_complete_and_leaves_live_for_history_in_one_step)
 {
     silt_server s;
@@ -956,4 +998,60 @@ TEST(a_claimer_that_hangs_up_while_its_claim_runs_gives_back_what_it_took)
     CHECK(task_claim_waiting(&s, "real", "q", 10000, &c));
     CHECK_INT(c.attempt, 1);
     srv_stop(&s);
+}
+
+/* One claim-and-finish cycle in SQL, as the server's gathered calls make it:
+ * a task of queue q sent, claimed and started, and completed. */
+#define CLAIM_FINISH_CYCLE(q)                                                                              \
+    "INSERT INTO horsies_tasks (id, task_name, queue_name, args, priority, status)"                       \
+    " VALUES (tasks.uuid7(), 't', '" q "', 'null', 100, 'PENDING');"                                      \
+    " PERFORM tasks.finish_many(array_agg(c.id), array_agg(c.claim_id), array_agg('COMPLETED'::text),"     \
+    "  array_agg(NULL::text), array_agg(NULL::text), array_agg(NULL::text))"                               \
+    " FROM tasks.claim_many(ARRAY['w'], ARRAY['{" q "}'], ARRAY['{0}'], ARRAY[10], ARRAY[true]) c;"
+
+/* Claims and finishes reach the live table's rows by key and by address,
+ * never by reading it whole, whatever its size was when their plans were
+ * made: a session's plans last as long as it does, and plans made while
+ * the table was small (a new database, a quiet queue) chose a sequential
+ * scan, kept while dead rows grew the table to thousands of pages. */
+TEST(claims_and_finishes_never_read_the_live_table_whole)
+{
+    silt_server s;
+    srv_start(&s, NULL);   /* the history's leaves of today */
+    CHECK_STR(sql("DO $$ BEGIN FOR i IN 1 .. 8 LOOP " CLAIM_FINISH_CYCLE("seq") " END LOOP; END $$;"
+                  " INSERT INTO horsies_tasks (id, task_name, queue_name, args, priority, status)"
+                  "  SELECT tasks.uuid7(), 't', 'other', 'null', 100, 'PENDING' FROM generate_series(1, 5000);"
+                  " DO $$ BEGIN " CLAIM_FINISH_CYCLE("seq") " END $$;"
+                  " SELECT (SELECT count(*) FROM horsies_task_history WHERE queue_name = 'seq') || ' '"
+                  "  || (SELECT seq_scan FROM pg_stat_xact_user_tables WHERE relid = 'horsies_tasks'::regclass)"),
+              "9 0");
+    srv_stop(&s);
+}
+
+/* A parked claim asks when its queues' next delayed task is due: the answer
+ * comes from the delayed tasks alone (horsies_tasks_delayed), not from
+ * reading every task waiting in the queue. Tasks due already, whether sent
+ * without a delay or with a runAt in the past, are not delayed. */
+TEST(the_next_delayed_task_is_found_without_reading_the_backlog)
+{
+    sql("INSERT INTO horsies_tasks (id, task_name, queue_name, args, priority, status, run_at)"
+        " SELECT tasks.uuid7(), 't', 'dq', 'null', 100, 'PENDING', CASE g WHEN 1 THEN now() + interval '2 hours'"
+        "   WHEN 2 THEN now() + interval '1 hour' WHEN 3 THEN now() - interval '1 minute' ELSE now() END"
+        " FROM generate_series(1, 3000) g");
+    sql("INSERT INTO horsies_tasks (id, task_name, queue_name, args, priority, status, run_at)"
+        " VALUES (tasks.uuid7(), 't', 'other', 'null', 100, 'PENDING', now() + interval '1 minute')");
+    char due[96];
+    keep_str(due, sql("SELECT min(run_at) FROM horsies_tasks WHERE queue_name = 'dq' AND run_at > now()"));
+    /* what the session read of the table before (its counts are flushed
+     * to the shared statistics only now and then), then the call's own */
+#define TASK_ROWS_READ "(SELECT seq_tup_read + coalesce(idx_tup_fetch, 0) FROM pg_stat_xact_user_tables" \
+                       " WHERE relid = 'horsies_tasks'::regclass)"
+    CHECK_STR(sql("SELECT set_config('silt_test.read', " TASK_ROWS_READ "::text, false);"
+                  " SELECT (tasks.next_run_at('{dq}') = '%s')"
+                  "  || ' ' || (" TASK_ROWS_READ " - current_setting('silt_test.read')::bigint < 10)"
+                  "  || ' ' || (tasks.next_run_at('{dq,other}') < now() + interval '2 minutes')"
+                  "  || ' ' || (tasks.next_run_at('{none}') IS NULL)", due),
+              "true true true true");
+#undef TASK_ROWS_READ
+    CHECK(strcmp(sql("SELECT '%s'::timestamptz > now() + interval '59 minutes'", due), "t") == 0);
 }
