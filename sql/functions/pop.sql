@@ -58,11 +58,13 @@ BEGIN
            -- another pop holds) must not hide one that can; rows are fetched as the loop goes
         FETCH cands INTO cand;
         EXIT WHEN NOT FOUND;
-        -- Only a cursor to be made needs the subscription's start; for one
-        -- the query saw, 'infinity' tells lock_cursor to make none (it spares
-        -- the look for the row that a try on a cursor another pop holds took:
-        -- pops running together try ~3 such cursors before they take one).
-        IF NOT cand.has_cursor AND from_of IS DISTINCT FROM cand.queue THEN   -- once per queue, not per candidate
+        -- Every pop records the group's first contact with the queue (a seek
+        -- makes cursors without it, and partitions born later are seeded
+        -- from it). For a cursor the query saw, 'infinity' tells lock_cursor
+        -- to make none: it spares the look for the row that a try on a
+        -- cursor another pop holds took (pops running together try ~3 such
+        -- cursors before they take one).
+        IF from_of IS DISTINCT FROM cand.queue THEN   -- once per queue a pop reaches, not per candidate
             from_ts := queen.subscription_start(p_group, cand.queue, p_subscription);
             from_of := cand.queue;
         END IF;

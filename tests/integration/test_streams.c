@@ -266,6 +266,34 @@ TEST(subscription_new_seeds_a_partition_created_later_from_its_start)
     srv_stop(&s);
 }
 
+/* A seek makes cursors without recording the group's first contact; the
+ * first pop that reaches one of them records it, so a partition born later
+ * is seeded from that pop, not from whenever a pop first meets it. */
+TEST(subscription_new_after_a_seek_seeds_a_partition_created_later_from_the_first_pop)
+{
+    silt_server s;
+    srv_start(&s, NULL);
+    char q[96];
+    keep_str(q, uniq("subseek"));
+    push_queued(&s, q, "old", 0, 3, NULL);
+    reply r;
+    rq(&s, "POST", sfmt("/api/v1/consumer-groups/g/queues/%s/seek", q), "{\"toEnd\":true}", &r);
+    CHECK_INT(r.status, 200);
+    reply_fini(&r);
+    push_queued(&s, q, "old", 3, 1, NULL);
+    pop_from(&s, q, NULL, "consumerGroup=g&subscriptionMode=new&batch=10&autoAck=true", &r);
+    CHECK_INT(r.status, 200);   /* g's first contact, at a cursor the seek made */
+    CHECK_INT(nmsgs(&r), 1);
+    reply_fini(&r);
+    push_queued(&s, q, "later", 100, 3, NULL);
+    pop_from(&s, q, NULL, "consumerGroup=g&subscriptionMode=new&batch=10&autoAck=true", &r);
+    CHECK_INT(r.status, 200);
+    CHECK_STR(jstr(&r, "partition"), "later");
+    CHECK_INT(nmsgs(&r), 3);
+    reply_fini(&r);
+    srv_stop(&s);
+}
+
 TEST(subscription_all_reads_from_the_oldest_message)
 {
     silt_server s;
