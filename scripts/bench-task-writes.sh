@@ -71,6 +71,7 @@ lsn_b=$(reading b)
 if [ "$scenario" = e2e ]; then
     n=$(psql_ -Atc "SELECT count(*) FROM horsies_task_history")
     echo "== the e2e window finished $n tasks: figures per finished task"
+    [ "${n:-0}" -gt 0 ] || { echo "bench-task-writes: no task finished; nothing to divide by" >&2; exit 1; }
 fi
 
 echo "== WAL per task, by record type (pg_waldump --stats=record)"

@@ -233,8 +233,8 @@ END $$;
 -- full rate window of one of its queues lets a claim through again
 -- (tasks.rate_reopens_at) and the moment the earliest delayed task of its
 -- other queues is due (tasks.next_run_at; a capped queue, or one with a
--- full window, is left out, as its backlog would be read at every look: a
--- delayed task of it is seen at the reopening or the periodic look).
+-- full window, is left out: its cap or window, not a delayed task, decides
+-- when it can give again; a delayed task of it is seen at the reopening or the periodic look).
 -- NULL: nothing known, the periodic look stands.
 CREATE OR REPLACE FUNCTION tasks.claim_wake_at(p_queues text[], p_caps integer[], p_rates integer[])
 RETURNS timestamptz LANGUAGE plpgsql AS $$

@@ -16,9 +16,9 @@
 -- left for the planner to cost. A join of the items with the live table
 -- was planned from statistics that a queue draining or filling makes
 -- stale at once, and once chose to read every RUNNING task for every item.
--- Sequential scans are off for the function (and what it calls, whose
--- statements all find their rows by key): a plan is cached for the life
--- of a connection, and one made while the live table was a few pages read
+-- Sequential scans are off for the statements this function plans (a
+-- function it calls keeps the plan its first caller made in the session):
+-- a plan is cached for the connection's life, and one made while the table was a few pages read
 -- it whole for the lock by id and for the delete by ctid, at every batch,
 -- however large dead rows had grown it since (an e2e run on a new
 -- database: 215-369 sequential scans of horsies_tasks, 3 with this).
