@@ -29,26 +29,23 @@ dir=$(mktemp -d /tmp/silt-bench-cpu.XXXXXX) && chmod 755 "$dir" || exit 1
 # shellcheck disable=SC2317  # reached through the EXIT trap
 cleanup() {
     [ -n "${load:-}" ] && kill "$load" 2>/dev/null && wait "$load" 2>/dev/null
-    [ -n "${pid:-}" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
+    server_stop "${server_pid:-}"
     "$here/pgcluster.sh" stop "$dir" >/dev/null; rm -rf "$dir"
 }
 trap cleanup EXIT
 pgport=$(cluster_start "$dir") || exit 1
-port=$(cluster_free_port) || exit 1
-PG_HOST=127.0.0.1 PG_PORT=$pgport PORT=$port LOG_LEVEL=warn "$bin" server 2>"$dir/server.log" &
-pid=$!
-server_wait_healthy "$port" "$pid" bench-cpu || { tail -20 "$dir/server.log" >&2; exit 1; }
+server_start bench-cpu "$bin" "$pgport" "$dir/server.log" || exit 1
 [ -z "${PRE_SQL:-}" ] || cluster_psql "$pgport" -qc "$PRE_SQL" || exit 1
 
-SILT_URL="http://127.0.0.1:$port" "$loadgen" bench "$@" >"$dir/bench.out" 2>&1 &
+SILT_URL="http://127.0.0.1:$http_port" "$loadgen" bench "$@" >"$dir/bench.out" 2>&1 &
 load=$!
 if grep -q -- popack <<<"$*"; then
     until grep -q preloaded "$dir/bench.out" || ! kill -0 "$load" 2>/dev/null; do sleep 0.05; done
 fi
 sleep "${SKIP:-2}"
-p0=$(cluster_ticks "$dir"); s0=$(proc_ticks "$pid"); b0=$(proc_ticks "$load"); t0=$(date +%s.%N)
+p0=$(cluster_ticks "$dir"); s0=$(proc_ticks "$server_pid"); b0=$(proc_ticks "$load"); t0=$(date +%s.%N)
 sleep "${WINDOW:-4}"
-p1=$(cluster_ticks "$dir"); s1=$(proc_ticks "$pid"); b1=$(proc_ticks "$load"); t1=$(date +%s.%N)
+p1=$(cluster_ticks "$dir"); s1=$(proc_ticks "$server_pid"); b1=$(proc_ticks "$load"); t1=$(date +%s.%N)
 if ! kill -0 "$load" 2>/dev/null; then
     echo "bench-cpu: the load ended before the window closed (a shorter SKIP + WINDOW, or more --seconds):" >&2
     cat "$dir/bench.out" >&2

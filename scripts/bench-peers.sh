@@ -100,11 +100,7 @@ run_round() {
     cluster_psql "$pg_port" -d postgres -c "CREATE DATABASE $db" || return 1
     local args=(--system "$system" --round "$round" --postmaster "$(head -n 1 "$dir/data/postmaster.pid")")
     if [ "$system" = silt ]; then
-        http_port=$(cluster_free_port) || return 1
-        PG_HOST=127.0.0.1 PG_PORT="$pg_port" PG_DB="$db" PORT="$http_port" LOG_LEVEL=warn \
-            "$bin" server >>"$dir/server.log" 2>&1 &
-        server_pid=$!
-        server_wait_healthy "$http_port" "$server_pid" bench-peers || { tail -n 20 "$dir/server.log" >&2; return 1; }
+        server_start bench-peers "$bin" "$pg_port" "$dir/server.log" PG_DB="$db" || return 1
         args+=(--silt-url "http://127.0.0.1:$http_port" --server-pid "$server_pid")
     else
         args+=(--pg "postgres://postgres@127.0.0.1:$pg_port/$db" --modules "$npm_dir")

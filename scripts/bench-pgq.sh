@@ -51,12 +51,8 @@ trap 'status=143; exit 143' TERM
 pg_port=$(cluster_start "$dir") || { echo "bench-pgq: could not start PostgreSQL" >&2; exit 1; }
 cluster_psql "$pg_port" -c "CREATE DATABASE silt" -c "CREATE DATABASE pgq" || exit 1
 cluster_psql "$pg_port" -d pgq -c "CREATE EXTENSION pgq" || exit 1
-http_port=$(cluster_free_port) || exit 1
+server_start bench-pgq "$bin" "$pg_port" "$dir/server.log" PG_DB=silt || exit 1
 url="http://127.0.0.1:$http_port"
-PG_HOST=127.0.0.1 PG_PORT="$pg_port" PG_DB=silt PORT="$http_port" LOG_LEVEL=warn \
-    "$bin" server >"$dir/server.log" 2>&1 &
-server_pid=$!
-server_wait_healthy "$http_port" "$server_pid" bench-pgq || { tail -n 20 "$dir/server.log" >&2; exit 1; }
 
 pgq_sql() { cluster_psql "$pg_port" -d pgq -Atc "$1"; }
 pgbench_run() { PGHOST=127.0.0.1 PGPORT=$pg_port PGUSER=postgres pgbench -n -d pgq "$@"; }

@@ -32,7 +32,7 @@ pgbin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)
 dir=$(mktemp -d /tmp/silt-task-writes.XXXXXX) && chmod 755 "$dir" || exit 1
 server_pid=""
 cleanup() {
-    [ -n "$server_pid" ] && kill -TERM "$server_pid" 2>/dev/null && wait "$server_pid" 2>/dev/null
+    server_stop "$server_pid"
     "$here/pgcluster.sh" stop "$dir" >/dev/null 2>&1
     rm -rf "$dir"
 }
@@ -45,13 +45,8 @@ printf "shared_preload_libraries='pg_stat_statements'\npg_stat_statements.track=
 psql_() { cluster_psql "$port" -d writes "$@"; }
 cluster_psql "$port" -d postgres -c "CREATE DATABASE writes" && psql_ -c "CREATE EXTENSION pg_stat_statements" || exit 1
 
-start_server() {
-    http_port=$(cluster_free_port) || exit 1
-    PG_HOST=127.0.0.1 PG_PORT="$port" PG_DB=writes PORT="$http_port" LOG_LEVEL=warn "$bin" server >>"$dir/server.log" 2>&1 &
-    server_pid=$!
-    server_wait_healthy "$http_port" "$server_pid" bench-task-writes || exit 1
-}
-stop_server() { kill -TERM "$server_pid"; wait "$server_pid"; server_pid=""; }
+start_server() { server_start bench-task-writes "$bin" "$port" "$dir/server.log" PG_DB=writes || exit 1; }
+stop_server() { server_stop "$server_pid"; server_pid=""; }
 reading() {   # reading NAME: the counters now, kept in tables of the database
     psql_ -q -c "CREATE TABLE r_tables_$1 AS SELECT relname, n_tup_ins, n_tup_upd, n_tup_hot_upd, n_tup_del FROM pg_stat_user_tables" \
         -c "CREATE TABLE r_indexes_$1 AS SELECT relname, indexrelname, idx_scan FROM pg_stat_user_indexes"

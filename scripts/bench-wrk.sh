@@ -42,12 +42,8 @@ trap 'status=130; exit 130' INT
 trap 'status=143; exit 143' TERM
 
 pg_port=$(cluster_start "$dir") || { echo "bench-wrk: could not start PostgreSQL" >&2; exit 1; }
-http_port=$(cluster_free_port) || { echo "bench-wrk: no free port for the server" >&2; exit 1; }
+server_start bench-wrk "$bin" "$pg_port" "$dir/server.log" || exit 1
 url="http://127.0.0.1:$http_port"
-PG_HOST=127.0.0.1 PG_PORT="$pg_port" PORT="$http_port" LOG_LEVEL=warn \
-    "$bin" server >"$dir/server.log" 2>&1 &
-server_pid=$!
-server_wait_healthy "$http_port" "$server_pid" bench-wrk || { tail -n 20 "$dir/server.log" >&2; exit 1; }
 
 # A name no earlier run used, so that no run reads another's messages.
 fresh_queue() {

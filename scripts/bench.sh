@@ -64,11 +64,7 @@ status=1
 pg_port=$(cluster_start "$dir") || { echo "bench: could not start PostgreSQL" >&2; exit 1; }
 apply_pg_settings || { echo "bench: could not apply BENCH_PG_SETTINGS" >&2; exit 1; }
 cluster_warm_wal "$pg_port" || { echo "bench: could not warm the cluster's WAL" >&2; exit 1; }
-http_port=$(cluster_free_port) || { echo "bench: no free port for the server" >&2; exit 1; }
-PG_HOST=127.0.0.1 PG_PORT="$pg_port" PORT="$http_port" LOG_LEVEL=warn \
-    "$bin" server >"$dir/server.log" 2>&1 &
-server_pid=$!
-server_wait_healthy "$http_port" "$server_pid" bench || { tail -n 20 "$dir/server.log" >&2; exit 1; }
+server_start bench "$bin" "$pg_port" "$dir/server.log" || exit 1
 describe_machine >&2   # stderr: stdout is the bench's alone (e.g. --json)
 # BENCH_ARGS is split into words on purpose: it is a list of options.
 # shellcheck disable=SC2086

@@ -81,6 +81,20 @@ server_wait_healthy() {
     return 1
 }
 
+# server_start WHO BINARY PG_PORT LOG [VAR=value ...]: starts BINARY's
+# server on a free port (set in http_port) against the cluster on PG_PORT,
+# its output appended to LOG and the VARs added to its environment, and
+# waits until it is healthy. Sets server_pid; on a failure shows the log's
+# tail and returns 1. Not in a subshell: the two variables are the caller's.
+server_start() {
+    local who="$1" bin="$2" pg_port="$3" log="$4"
+    shift 4
+    http_port=$(cluster_free_port) || { echo "$who: no free port for the server" >&2; return 1; }
+    env PG_HOST=127.0.0.1 PG_PORT="$pg_port" PORT="$http_port" LOG_LEVEL=warn "$@" "$bin" server >>"$log" 2>&1 &
+    server_pid=$!
+    server_wait_healthy "$http_port" "$server_pid" "$who" || { tail -n 20 "$log" >&2; return 1; }
+}
+
 # cluster_warm_wal PORT: gives the cluster on PORT the WAL files a cluster in
 # service has. A new cluster has none to recycle: it makes each 16 MB one
 # when the WAL reaches it and, with wal_init_zero on (the default), writes it

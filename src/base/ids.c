@@ -39,13 +39,18 @@ void ids_uuid7(uint8_t out[16])
     out[8] = (uint8_t)(0x80 | (out[8] & 0x3f));
 }
 
+static const char hex_digits[] = "0123456789abcdef";
+
+/* One byte as two hex digits at out. */
+static inline void put_hex_byte(char *out, uint8_t b)
+{
+    out[0] = hex_digits[b >> 4];
+    out[1] = hex_digits[b & 15];
+}
+
 void ids_hex(const uint8_t *p, size_t n, char *out)
 {
-    static const char digits[] = "0123456789abcdef";
-    for (size_t i = 0; i < n; i++) {
-        out[2 * i] = digits[p[i] >> 4];
-        out[2 * i + 1] = digits[p[i] & 15];
-    }
+    for (size_t i = 0; i < n; i++) put_hex_byte(out + 2 * i, p[i]);
     out[2 * n] = '\0';
 }
 
@@ -53,12 +58,10 @@ void ids_hex(const uint8_t *p, size_t n, char *out)
  * two per message). */
 void ids_uuid_format(const uint8_t id[16], char out[IDS_UUID_TEXT])
 {
-    static const char digits[] = "0123456789abcdef";
     char *p = out;
-    for (int i = 0; i < 16; i++) {
+    for (int i = 0; i < 16; i++, p += 2) {
         if (i == 4 || i == 6 || i == 8 || i == 10) *p++ = '-';
-        *p++ = digits[id[i] >> 4];
-        *p++ = digits[id[i] & 15];
+        put_hex_byte(p, id[i]);
     }
     *p = '\0';
 }
