@@ -26,6 +26,15 @@ BEGIN
                                                    p_auto_ack, p_subscription, p_lease);
         RETURN;
     END IF;
+    -- A leased pop's commit does not wait for its WAL to reach disk. Lost
+    -- in a crash, it loses only the lease: the messages come again and the
+    -- lease's ack fails, as after an expiry. Its ack waits (it flushes the
+    -- pop's WAL too), so a 2xx ack still means the cursor moved for good.
+    -- A pop that acks (autoAck) or makes a group's first contact stays
+    -- durable (queen.commit_durably).
+    IF NOT p_auto_ack THEN
+        PERFORM set_config('synchronous_commit', 'off', true);
+    END IF;
     -- Two statements, not one with (p_queue IS NULL OR p.queue = p_queue):
     -- a session's generic plan of that form cannot use the queue's index,
     -- and scanned every partition of every queue (19 ms a pop of a small
@@ -97,6 +106,15 @@ LANGUAGE sql AS $$
                             p_auto_ack, p_subscription, p_lease, true)
 $$;
 
+-- Gives the current transaction's commit back the session's durability
+-- (synchronous_commit as configured) after queen.pop waived it: a group's
+-- first contact (its subscription row, a new cursor) must outlive a crash,
+-- or a 'now' group made again later would start later and skip what came
+-- between.
+CREATE OR REPLACE FUNCTION queen.commit_durably() RETURNS void LANGUAGE sql AS $$
+    SELECT set_config('synchronous_commit', reset_val, true) FROM pg_settings WHERE name = 'synchronous_commit'
+$$;
+
 -- The time a group's cursors are seeded from in a queue (NULL: the oldest
 -- retained message), remembered at the group's first contact with the queue.
 -- p_subscription: NULL or 'all', 'now', or an ISO timestamp (never
@@ -124,6 +142,7 @@ BEGIN
                ELSE p_subscription::timestamptz END;
     INSERT INTO queen.subscriptions (consumer_group, queue, from_ts)
     VALUES (p_group, p_queue, ts) ON CONFLICT DO NOTHING;
+    PERFORM queen.commit_durably();
     SELECT s.from_ts INTO ts FROM queen.subscriptions s
      WHERE s.consumer_group = p_group AND s.queue = p_queue;
     RETURN ts;
@@ -204,6 +223,7 @@ BEGIN
     VALUES (p_partition, p_group, queen.seed_cursor(p_partition, p_from))
     ON CONFLICT DO NOTHING;
     IF NOT FOUND THEN RETURN NULL; END IF;
+    PERFORM queen.commit_durably();
     PERFORM queen.analyze_if_grown('queen.log_consumers', 1);
     SELECT * INTO c FROM queen.log_consumers
      WHERE partition_id = p_partition AND consumer_group = p_group FOR UPDATE;

@@ -294,6 +294,47 @@ TEST(subscription_new_after_a_seek_seeds_a_partition_created_later_from_the_firs
     srv_stop(&s);
 }
 
+/* What one pop, called in SQL, claimed ("n" messages; any partition when
+ * partition is NULL) and the
+ * synchronous_commit its transaction would commit with: "n/on" or "n/off". */
+static const char *pop_commit_mode(const char *q, const char *partition, const char *group, bool auto_ack)
+{
+    return sql("WITH p AS MATERIALIZED ("
+               "  SELECT coalesce(sum(x.cursor_to - x.cursor_from), 0) AS n FROM ("
+               "    SELECT DISTINCT partition_id, cursor_from, cursor_to"
+               "      FROM queen.pop('%s', %s, NULL, NULL, '%s', 100, 1, %s, NULL, gen_random_uuid(), false)) x)"
+               " SELECT p.n || '/' || current_setting('synchronous_commit') FROM p",
+               q, partition ? sfmt("'%s'", partition) : "NULL", group, auto_ack ? "true" : "false");
+}
+
+/* A leased pop's commit does not wait for its WAL flush (lost in a crash,
+ * it loses only its lease); a pop that acks (autoAck) or makes a group's
+ * first contact (its subscription row, a new cursor) waits, as the
+ * cluster's synchronous_commit says. */
+TEST(pop_commit_waits_for_its_flush_only_when_it_acks_or_makes_first_contact)
+{
+    silt_server s;
+    srv_start(&s, NULL);
+    char q[96];
+    keep_str(q, uniq("popflush"));
+    push_queued(&s, q, "a", 0, 3, NULL);
+    CHECK_STR(pop_commit_mode(q, NULL, "first", false), "3/on");     /* the group's subscription and cursor */
+    reply r;
+    pop_from(&s, q, "a", "consumerGroup=g&batch=10&autoAck=true", &r);
+    CHECK_INT(nmsgs(&r), 3);   /* g's first contact, through the server */
+    reply_fini(&r);
+    push_queued(&s, q, "a", 3, 2, NULL);
+    CHECK_STR(pop_commit_mode(q, NULL, "g", false), "2/off");        /* a cursor that exists, leased */
+    push_queued(&s, q, "b", 0, 1, NULL);
+    CHECK_STR(pop_commit_mode(q, NULL, "g", false), "1/on");         /* a cursor the group had not on b */
+    pop_from(&s, q, "a", "consumerGroup=h&batch=10&autoAck=true", &r);
+    reply_fini(&r);
+    push_queued(&s, q, "a", 5, 1, NULL);
+    CHECK_STR(pop_commit_mode(q, "a", "h", true), "1/on");          /* autoAck on a cursor that exists */
+    CHECK_STR(pop_commit_mode(q, NULL, "g", false), "0/off");        /* nothing to claim: nothing to keep */
+    srv_stop(&s);
+}
+
 TEST(subscription_all_reads_from_the_oldest_message)
 {
     silt_server s;
