@@ -356,12 +356,19 @@ static void browser_await_budget(browser *b, int timeout_ms)
  * --virtual-time-budget, through the protocol so that the page's requests
  * are watched. Virtual time runs 5 s of the page's timers (two refreshes
  * of a live page) and stands still while a fetch is pending. */
-const char *browser_dump_dom_expecting(const silt_server *s, const char *hash, const char *path, int status)
+const char *browser_dump_dom_expecting(const silt_server *s, const char *hash_arg, const char *path_arg, int status)
 {
     static char dom[DOM_CAP];
+    /* Copies first: a caller's sfmt() string lives in a ring of 16 that
+     * starting the browser can go round (its waits format as they poll,
+     * more often on a loaded machine), and the page asked for was then
+     * another string's bytes. */
+    char hash[1024], path[1024];
+    snprintf(hash, sizeof hash, "%s", hash_arg);
+    snprintf(path, sizeof path, "%s", path_arg ? path_arg : "");
     browser b;
     browser_start(&b);
-    if (path) browser_expect_failure(&b, path, status);
+    if (path_arg) browser_expect_failure(&b, path, status);
     browser_call_quietly(&b, false, "Emulation.setVirtualTimePolicy", "{\"policy\":\"pause\"}");
     browser_navigate(&b, sfmt("%s/#%s", s->url, hash));
     browser_call_quietly(&b, false, "Emulation.setVirtualTimePolicy",
