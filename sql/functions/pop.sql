@@ -7,15 +7,6 @@ CREATE OR REPLACE FUNCTION queen.pop(p_queue text, p_partition text, p_namespace
 RETURNS TABLE (queue text, partition_id uuid, partition text, cursor_from bigint, cursor_to bigint,
                seg_base bigint, seg_created timestamptz, seg_blob bytea)
 LANGUAGE plpgsql AS $$
-#variable_conflict use_variable
-DECLARE
-    remaining integer := p_batch;
-    claimed   integer := 0;
-    cands     refcursor;
-    cand      record;
-    span      record;
-    from_ts   timestamptz;
-    from_of   text;        -- the queue from_ts was looked up for (discovery pops cross queues)
 BEGIN
     IF p_queue IS NOT NULL AND p_partition IS NULL AND queen.queue_is_wide(p_queue) THEN
         IF p_reconciled IS NOT TRUE THEN
@@ -25,6 +16,43 @@ BEGIN
         RETURN QUERY SELECT * FROM queen.pop_ready(p_queue, p_namespace, p_task, p_group, p_batch, p_partitions,
                                                    p_auto_ack, p_subscription, p_lease);
         RETURN;
+    END IF;
+    RETURN QUERY SELECT m.queue, m.partition_id, m.partition, m.cursor_from, m.cursor_to,
+                        m.seg_base, m.seg_created, m.seg_blob
+                   FROM queen.pop_many(p_queue, p_partition, p_namespace, p_task, p_group, ARRAY[p_batch],
+                                       p_partitions, p_auto_ack, p_subscription, ARRAY[p_lease], true) m;
+END $$;
+
+-- Several pops of one kind (the same queue or tags, partition, group,
+-- autoAck, subscription and partitions a pop may claim) in one statement,
+-- as the server gathers them while one is in flight: one look at the
+-- candidates serves them all, each member in turn taking the next
+-- partition it can claim, under its own lease (p_leases[i]) and batch
+-- (p_batches[i]). Rows carry their member (1-based, the last column),
+-- grouped by member in order. A queue-wide pop of a queue of more than 256 partitions is
+-- refused (SLW01: its pops reconcile first and go through queen.pop);
+-- p_checked_narrow: the caller has looked already.
+CREATE OR REPLACE FUNCTION queen.pop_many(p_queue text, p_partition text, p_namespace text, p_task text,
+                                          p_group text, p_batches integer[], p_partitions integer,
+                                          p_auto_ack boolean, p_subscription text, p_leases uuid[],
+                                          p_checked_narrow boolean DEFAULT false)
+RETURNS TABLE (queue text, partition_id uuid, partition text, cursor_from bigint, cursor_to bigint,
+               seg_base bigint, seg_created timestamptz, seg_blob bytea, member integer)
+LANGUAGE plpgsql AS $$
+#variable_conflict use_variable
+DECLARE
+    m         integer := 1;
+    remaining integer := p_batches[1];
+    claimed   integer := 0;
+    cands     refcursor;
+    cand      record;
+    span      record;
+    from_ts   timestamptz;
+    from_of   text;        -- the queue from_ts was looked up for (discovery pops cross queues)
+BEGIN
+    IF NOT p_checked_narrow AND p_queue IS NOT NULL AND p_partition IS NULL AND queen.queue_is_wide(p_queue) THEN
+        RAISE EXCEPTION 'queue % has more than 256 partitions: its pops reconcile first', p_queue
+            USING ERRCODE = 'SLW01';
     END IF;
     -- A leased pop's commit does not wait for its WAL to reach disk. Lost
     -- in a crash, it loses only the lease: the messages come again and the
@@ -78,11 +106,11 @@ BEGIN
             from_of := cand.queue;
         END IF;
         span := queen.claim(cand.id, p_group, CASE WHEN cand.has_cursor THEN 'infinity' ELSE from_ts END,
-                            cand.options, remaining, p_auto_ack, p_lease);
+                            cand.options, remaining, p_auto_ack, p_leases[m]);
         CONTINUE WHEN span.cursor_to IS NULL;
         RETURN QUERY
             SELECT cand.queue, cand.id, cand.name, span.cursor_from, span.cursor_to,
-                   s.base_offset, s.created_at, s.blob
+                   s.base_offset, s.created_at, s.blob, m
               FROM queen.log_segments s
              WHERE s.partition_id = cand.id AND s.base_offset <= span.cursor_to
                AND s.base_offset >= coalesce((SELECT max(s2.base_offset) FROM queen.log_segments s2
@@ -91,7 +119,12 @@ BEGIN
              ORDER BY s.base_offset;
         remaining := remaining - (span.cursor_to - span.cursor_from)::integer;
         claimed := claimed + 1;
-        EXIT WHEN claimed >= p_partitions OR remaining <= 0;
+        IF claimed >= p_partitions OR remaining <= 0 THEN   -- this member is served: the next one
+            m := m + 1;
+            EXIT WHEN m > cardinality(p_batches);
+            remaining := p_batches[m];
+            claimed := 0;
+        END IF;
     END LOOP;
     CLOSE cands;
 END $$;

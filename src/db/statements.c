@@ -18,6 +18,9 @@ const db_statement db_statements[STMT_COUNT] = {
     [STMT_POP]          = { "pop",
         "SELECT queue, partition_id, partition, cursor_from, cursor_to, seg_base, seg_created, seg_blob"
         " FROM queen.pop($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)", 11 },   /* sql/035 */
+    [STMT_POP_MANY]     = { "pop_many",   /* pops the server gathered (streams/pop.c, "Gathered pops") */
+        "SELECT queue, partition_id, partition, cursor_from, cursor_to, seg_base, seg_created, seg_blob, member"
+        " FROM queen.pop_many($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)", 10 },
     [STMT_ACK]          = { "ack",
         "SELECT idx, success, error, lease_released, dlq, noop, dropped, dlq_offset, dlq_base,"
         " dlq_created, dlq_blob FROM queen.ack($1, $2, $3, $4, $5, $6)", 6 },   /* sql/033 */

@@ -7,6 +7,7 @@
 typedef enum db_stmt {
     STMT_PUSH_FLUSH,
     STMT_POP,
+    STMT_POP_MANY,
     STMT_ACK,
     STMT_ACK_KNOWN,
     STMT_DEAD_LETTER,

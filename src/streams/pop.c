@@ -7,12 +7,15 @@
 #include "base/ids.h"
 #include "base/log.h"
 #include "base/xalloc.h"
+#include "db/array.h"
 #include "db/result.h"
 #include "streams/encryption.h"
 #include "streams/frame.h"
 #include "streams/lease_book.h"
 #include "streams/narrow_queues.h"
 #include "streams/segment.h"
+
+typedef struct pop_lane pop_lane;
 
 struct popper {
     struct event_base *base;
@@ -30,9 +33,13 @@ struct popper {
     pop_released_fn released;   /* told of a lease given back (popper_on_release) */
     void        *released_arg;
     bool         draining;
+    pop_lane    *lanes;         /* gathered pops, one lane per kind with a statement in flight */
+    uint64_t     gathered;      /* pops sent in a statement with others */
+    size_t       ngathering;    /* pops waiting in lanes for the statement in flight */
 };
 
-enum { COL_QUEUE, COL_PARTITION_ID, COL_PARTITION, COL_FROM, COL_TO, COL_SEG_BASE, COL_SEG_CREATED, COL_SEG_BLOB };
+enum { COL_QUEUE, COL_PARTITION_ID, COL_PARTITION, COL_FROM, COL_TO, COL_SEG_BASE, COL_SEG_CREATED, COL_SEG_BLOB,
+       COL_MEMBER /* queen.pop_many's */ };
 
 static void pop_query(pop_request *req);
 
@@ -127,30 +134,42 @@ static void start_part(pop_request *req, const PGresult *r, int row)
     ids_uuid_format(db_uuid(r, row, COL_PARTITION_ID), part->id);
 }
 
-static size_t claimed_total(const PGresult *r)
+/* The rows of one pop: all of a result, or one member's of a gathered one. */
+typedef struct pop_rows {
+    const PGresult *r;
+    int first, end;
+} pop_rows;
+
+static bool new_part(const pop_rows *rows, int row)
+{
+    return row == rows->first || memcmp(db_uuid(rows->r, row, COL_PARTITION_ID),
+                                        db_uuid(rows->r, row - 1, COL_PARTITION_ID), 16) != 0;
+}
+
+static size_t claimed_total(const pop_rows *rows)
 {
     size_t total = 0;
-    for (int row = 0; row < PQntuples(r); row++)
-        if (row == 0 || memcmp(db_uuid(r, row, COL_PARTITION_ID), db_uuid(r, row - 1, COL_PARTITION_ID), 16))
-            total += (size_t)(db_int(r, row, COL_TO) - db_int(r, row, COL_FROM));
+    for (int row = rows->first; row < rows->end; row++)
+        if (new_part(rows, row)) total += (size_t)(db_int(rows->r, row, COL_TO) - db_int(rows->r, row, COL_FROM));
     return total;
 }
 
-static int take_rows(pop_request *req, const PGresult *r)
+static int take_rows(pop_request *req, const pop_rows *rows)
 {
-    int rows = PQntuples(r);
-    req->msgs = xcalloc(claimed_total(r) + 1, sizeof *req->msgs);
-    req->parts = xcalloc((size_t)rows, sizeof *req->parts);
-    req->decoded = xcalloc((size_t)rows, sizeof *req->decoded);
-    req->ndecoded = (size_t)rows;
-    for (int i = 0; i < rows; i++) {
-        if (i == 0 || memcmp(db_uuid(r, i, COL_PARTITION_ID), db_uuid(r, i - 1, COL_PARTITION_ID), 16))
-            start_part(req, r, i);
+    const PGresult *r = rows->r;
+    size_t n = (size_t)(rows->end - rows->first);
+    req->msgs = xcalloc(claimed_total(rows) + 1, sizeof *req->msgs);
+    req->parts = xcalloc(n, sizeof *req->parts);
+    req->decoded = xcalloc(n, sizeof *req->decoded);
+    req->ndecoded = n;
+    for (int i = rows->first; i < rows->end; i++) {
+        if (new_part(rows, i)) start_part(req, r, i);
+        buf *seg = &req->decoded[i - rows->first];
         size_t len;
         const char *blob = db_bytes(r, i, COL_SEG_BLOB, &len);
-        buf_init(&req->decoded[i]);
-        if (segment_decode(&req->decoded[i], blob, len, req->owner->max_segment_bytes) < 0) return -1;
-        if (add_frames(req, &req->decoded[i], db_int(r, i, COL_SEG_BASE), db_int(r, i, COL_FROM),
+        buf_init(seg);
+        if (segment_decode(seg, blob, len, req->owner->max_segment_bytes) < 0) return -1;
+        if (add_frames(req, seg, db_int(r, i, COL_SEG_BASE), db_int(r, i, COL_FROM),
                        db_int(r, i, COL_TO), db_time_us(r, i, COL_SEG_CREATED)) < 0)
             return -1;
     }
@@ -253,9 +272,10 @@ static void note_width(const pop_request *req, const db_reply *reply)
     narrow_queues_note(req->owner->narrow, req->queue, !db_bool(r, 0, 0));
 }
 
-static void query_done(void *arg, const db_reply *reply)
+/* What a pop's look answered: rows are what it claimed (none: nothing),
+ * seen the time it looked (a waiting pop's, NULL otherwise). */
+static void look_done(pop_request *req, const db_reply *reply, const pop_rows *rows, const PGresult *seen)
 {
-    pop_request *req = arg;
     req->querying = false;
     if (refused_as_wide(req, reply)) {
         log_debug("pop %s: the queue has grown wide; its pops reconcile again", req->queue);
@@ -272,18 +292,16 @@ static void query_done(void *arg, const db_reply *reply)
         finish(req);
         return;
     }
-    int at = req->reconciled ? 1 : 0;   /* the claim's call */
-    const PGresult *r = reply->results[at];
-    if (PQntuples(r) > 0) {
-        log_debug("pop %s: %d segment rows for group %s", req->queue ? req->queue : "(discovery)", PQntuples(r),
-                  req->group);
+    if (rows->end > rows->first) {
+        log_debug("pop %s: %d segment rows for group %s", req->queue ? req->queue : "(discovery)",
+                  rows->end - rows->first, req->group);
         if (req->auto_ack) req->lease_id[0] = '\0';
         if (req->cancelled && req->lease_id[0]) {   /* claimed for nobody: the group has it back at once */
             release_lease(req);
             finish(req);
             return;
         }
-        if (take_rows(req, r) < 0) {
+        if (take_rows(req, rows) < 0) {
             req->error = xstrdup("cannot read the claimed messages: corrupt segment or wrong encryption key");
             if (req->lease_id[0]) release_lease(req);
         } else if (req->lease_id[0]) {
@@ -295,8 +313,17 @@ static void query_done(void *arg, const db_reply *reply)
     }
     if (!req->wait || req->expired || req->cancelled || req->owner->draining) { finish(req); return; }
     if (req->rerun) { req->rerun = false; pop_query(req); return; }
-    copy_text(req->seen, sizeof req->seen, reply->results[at + 1], 0, 0);
+    copy_text(req->seen, sizeof req->seen, seen, 0, 0);
     ask_due(req);
+}
+
+static void query_done(void *arg, const db_reply *reply)
+{
+    pop_request *req = arg;
+    int at = req->reconciled ? 1 : 0;   /* the claim's call */
+    const PGresult *r = reply->results[at];
+    pop_rows rows = { r, 0, r && PQresultStatus(r) == PGRES_TUPLES_OK ? PQntuples(r) : 0 };
+    look_done(req, reply, &rows, req->wait ? reply->results[at + 1] : NULL);
 }
 
 /* When what the pop could not take falls due (queen.pop_wake_at): Unix
@@ -327,18 +354,29 @@ static void ask_due(pop_request *req)
     db_submit(req->owner->pool, job);
 }
 
-static void pop_query(pop_request *req)
+static void new_lease(pop_request *req)
 {
     uint8_t lease[16];
     ids_uuid7(lease);
     ids_uuid_format(lease, req->lease_id);
+}
+
+static const char *partitions_text(const pop_request *req, char out[16])
+{
+    snprintf(out, 16, "%d", req->partitions > 0 ? req->partitions : 1);
+    return out;
+}
+
+/* A pop sent alone: one of a partition, a discovery pop, or one behind the
+ * ready set's reconcile. */
+static void query_alone(pop_request *req)
+{
+    new_lease(req);
     char batch[16], partitions[16];
     snprintf(batch, sizeof batch, "%d", req->batch);
-    snprintf(partitions, sizeof partitions, "%d", req->partitions > 0 ? req->partitions : 1);
-    req->reconciled = needs_reconcile(req);
     const char *values[11] = { req->queue, req->partition, req->namespace_tag, req->task_tag, req->group,
-                               batch, partitions, req->auto_ack ? "t" : "f", req->subscription, req->lease_id,
-                               req->reconciled ? "t" : "f" };
+                               batch, partitions_text(req, partitions), req->auto_ack ? "t" : "f",
+                               req->subscription, req->lease_id, req->reconciled ? "t" : "f" };
     db_job *job = db_job_new(query_done, req);
     if (req->reconciled) {   /* takes in what was written, committed before the claim looks */
         req->owner->reconciles++;
@@ -349,9 +387,192 @@ static void pop_query(pop_request *req)
     db_job_call(job, STMT_POP, values, NULL, NULL);
     if (req->wait) db_job_call(job, STMT_POP_SEEN, NULL, NULL, NULL);   /* what ask_due measures from */
     db_job_abandon_when(job, &req->cancelled);   /* the request lives until the job's done */
+    db_submit(req->owner->pool, job);
+}
+
+/* ---- gathered pops ----
+ *
+ * Queue-wide pops of a narrow queue are gathered by kind (queue, group,
+ * tags, autoAck, subscription, partitions a pop may claim): while one
+ * statement of a kind is in flight, the next pops of that kind wait for it
+ * and then go together in one queen.pop_many, one look at the candidates
+ * and one transaction for all of them, each under its own lease. Pops of
+ * one group and queue contend for the same cursors: sent one statement
+ * each, they tried the cursors one another held, and ten of them at once
+ * on two cores cost PostgreSQL half as much again per message as two
+ * (docs/performance.md, "Pops gathered"). A pop alone still goes at once:
+ * gathering delays a pop only behind a statement of its own kind. */
+struct pop_lane {
+    pop_lane    *next;
+    char        *queue, *group, *namespace_tag, *task_tag, *subscription;
+    bool         auto_ack;
+    int          partitions;
+    bool         in_flight;
+    pop_request *pending, *pending_tail;   /* through gathered_next */
+};
+
+typedef struct pop_gather {
+    pop_lane    *lane;
+    bool         asks_seen;   /* the job's second call: the time it looked (STMT_POP_SEEN) */
+    size_t       n;
+    pop_request *members[];
+} pop_gather;
+
+static bool gatherable(const pop_request *req) { return walks_ready_set(req) && !req->reconciled; }
+
+static bool same_text(const char *a, const char *b) { return a == b || (a && b && strcmp(a, b) == 0); }
+
+static bool lane_serves(const pop_lane *lane, const pop_request *req)
+{
+    return strcmp(lane->queue, req->queue) == 0 && strcmp(lane->group, req->group) == 0 &&
+           same_text(lane->namespace_tag, req->namespace_tag) && same_text(lane->task_tag, req->task_tag) &&
+           same_text(lane->subscription, req->subscription) && lane->auto_ack == req->auto_ack &&
+           lane->partitions == req->partitions;
+}
+
+static char *dup_or_null(const char *s) { return s ? xstrdup(s) : NULL; }
+
+static pop_lane *lane_for(popper *p, const pop_request *req)
+{
+    for (pop_lane *lane = p->lanes; lane; lane = lane->next)
+        if (lane_serves(lane, req)) return lane;
+    pop_lane *lane = xcalloc(1, sizeof *lane);
+    lane->queue = xstrdup(req->queue);
+    lane->group = xstrdup(req->group);
+    lane->namespace_tag = dup_or_null(req->namespace_tag);
+    lane->task_tag = dup_or_null(req->task_tag);
+    lane->subscription = dup_or_null(req->subscription);
+    lane->auto_ack = req->auto_ack;
+    lane->partitions = req->partitions;
+    lane->next = p->lanes;
+    p->lanes = lane;
+    return lane;
+}
+
+static void lane_free(popper *p, pop_lane *lane)
+{
+    for (pop_lane **at = &p->lanes; *at; at = &(*at)->next)
+        if (*at == lane) { *at = lane->next; break; }
+    free(lane->queue);
+    free(lane->group);
+    free(lane->namespace_tag);
+    free(lane->task_tag);
+    free(lane->subscription);
+    free(lane);
+}
+
+static void gather_done(void *arg, const db_reply *reply);
+
+/* Sends the members (a list through gathered_next) as one statement. */
+static void lane_send(popper *p, pop_lane *lane, pop_request *members)
+{
+    size_t n = 0;
+    for (pop_request *m = members; m; m = m->gathered_next) n++;
+    pop_gather *g = xcalloc(1, sizeof *g + n * sizeof *g->members);
+    g->lane = lane;
+    db_array batches, leases;
+    db_array_init(&batches);
+    db_array_init(&leases);
+    bool any_waits = false;
+    for (pop_request *m = members; m; m = m->gathered_next) {
+        new_lease(m);
+        db_array_int(&batches, m->batch);
+        db_array_text(&leases, m->lease_id);
+        any_waits = any_waits || m->wait;
+        g->members[g->n++] = m;
+    }
+    char partitions[16];
+    const pop_request *first = members;
+    const char *values[10] = { first->queue, NULL, first->namespace_tag, first->task_tag, first->group,
+                               db_array_literal(&batches), partitions_text(first, partitions),
+                               first->auto_ack ? "t" : "f", first->subscription, db_array_literal(&leases) };
+    db_job *job = db_job_new(gather_done, g);
+    db_job_call(job, STMT_POP_MANY, values, NULL, NULL);
+    if (any_waits) db_job_call(job, STMT_POP_SEEN, NULL, NULL, NULL);   /* what ask_due measures from */
+    g->asks_seen = any_waits;
+    if (n == 1) db_job_abandon_when(job, &first->cancelled);
+    db_array_fini(&batches);
+    db_array_fini(&leases);
+    if (n > 1) p->gathered += n;
+    lane->in_flight = true;
+    db_submit(p->pool, job);
+}
+
+/* A member's rows: from first on, those of member (1-based). */
+static pop_rows member_rows(const PGresult *r, int first, int member)
+{
+    pop_rows rows = { r, first, first };
+    int total = r && PQresultStatus(r) == PGRES_TUPLES_OK ? PQntuples(r) : 0;
+    while (rows.end < total && db_int(r, rows.end, COL_MEMBER) == member) rows.end++;
+    return rows;
+}
+
+/* Each member takes its rows; then the pops that gathered meanwhile go
+ * (cancelled ones, and all at shutdown, answer unsent), or the lane, idle,
+ * goes. */
+static void gather_done(void *arg, const db_reply *reply)
+{
+    pop_gather *g = arg;
+    pop_lane *lane = g->lane;
+    popper *p = g->members[0]->owner;
+    const PGresult *r = reply->results[0];
+    const PGresult *seen = g->asks_seen ? reply->results[1] : NULL;
+    int at = 0;
+    for (size_t i = 0; i < g->n; i++) {
+        pop_rows rows = member_rows(r, at, (int)i + 1);
+        at = rows.end;
+        look_done(g->members[i], reply, &rows, seen);
+    }
+    free(g);
+    pop_request *next = NULL, *tail = NULL;
+    for (pop_request *m = lane->pending, *after; m; m = after) {
+        after = m->gathered_next;
+        m->gathered_next = NULL;
+        p->ngathering--;
+        if (m->cancelled || p->draining) { m->querying = false; finish(m); continue; }   /* never sent */
+        if (tail) tail->gathered_next = m; else next = m;
+        tail = m;
+    }
+    lane->pending = lane->pending_tail = NULL;
+    lane->in_flight = false;
+    if (next) lane_send(p, lane, next);
+    else lane_free(p, lane);
+}
+
+static void lane_add(popper *p, pop_request *req)
+{
+    pop_lane *lane = lane_for(p, req);
+    req->gathered_next = NULL;
+    if (!lane->in_flight) { lane_send(p, lane, req); return; }
+    if (lane->pending_tail) lane->pending_tail->gathered_next = req; else lane->pending = req;
+    lane->pending_tail = req;
+    p->ngathering++;
+}
+
+/* Takes req out of the pops waiting to be gathered, if it is one. */
+static bool lane_take_back(popper *p, pop_request *req)
+{
+    for (pop_lane *lane = p->lanes; lane; lane = lane->next) {
+        pop_request *prev = NULL;
+        for (pop_request *m = lane->pending; m; prev = m, m = m->gathered_next) {
+            if (m != req) continue;
+            if (prev) prev->gathered_next = m->gathered_next; else lane->pending = m->gathered_next;
+            if (lane->pending_tail == m) lane->pending_tail = prev;
+            m->gathered_next = NULL;
+            p->ngathering--;
+            return true;
+        }
+    }
+    return false;
+}
+
+static void pop_query(pop_request *req)
+{
+    req->reconciled = needs_reconcile(req);
     req->querying = true;
     req->owner->queries++;
-    db_submit(req->owner->pool, job);
+    if (gatherable(req)) lane_add(req->owner, req);
+    else query_alone(req);
 }
 
 /* ---- parking ---- */
@@ -401,8 +622,6 @@ static bool written(const char *partition, const char *const *partitions, size_t
         if (strcmp(partition, partitions[i]) == 0) return true;
     return false;
 }
-
-static bool same_text(const char *a, const char *b) { return a == b || (a && b && strcmp(a, b) == 0); }
 
 /* Whether a and b wait for the same messages, one serving as well as the
  * other: the same group, and the same queue or, discovery pops, the same
@@ -498,11 +717,12 @@ void popper_wake_group(popper *p, const char *group)
 }
 
 /* A query still waiting for a connection is dropped unsent by the pool's
- * reap, which the server schedules for every leaving client (abandon.c). */
+ * reap, which the server schedules for every leaving client (abandon.c);
+ * one still waiting to be gathered, here. */
 void popper_cancel(popper *p, pop_request *req)
 {
-    (void)p;
     req->cancelled = true;
+    if (req->querying && lane_take_back(p, req)) req->querying = false;   /* waiting to be gathered: never sent */
     if (!req->querying) finish(req);
 }
 
@@ -599,3 +819,7 @@ uint64_t popper_wakeups(const popper *p) { return p->wakeups; }
 uint64_t popper_queries(const popper *p) { return p->queries; }
 
 uint64_t popper_reconciles(const popper *p) { return p->reconciles; }
+
+uint64_t popper_gathered(const popper *p) { return p->gathered; }
+
+size_t popper_gathering(const popper *p) { return p->ngathering; }

@@ -76,6 +76,7 @@ struct pop_request {
     bool     parked;           /* of those, one that found nothing (the silt_long_polls_parked gauge) */
     bool     reconciled;       /* the query in flight sent the ready set's reconcile first */
     pop_request *prev, *next;  /* waiting list */
+    pop_request *gathered_next; /* pops of one kind waiting to be sent together (pop.c, "gathered pops") */
 };
 
 typedef struct popper popper;
@@ -112,7 +113,8 @@ typedef void (*pop_released_fn)(void *arg, const char *group);
 void    popper_on_release(popper *p, pop_released_fn released, void *arg);
 /* The client left: a parked pop answers (nothing) now, so it cannot lease or
  * auto-commit messages nobody will receive; one whose query still waits for
- * a connection is dropped unsent; one whose query is in flight answers when
+ * a connection, or to be gathered with others, is dropped unsent; one whose
+ * query is in flight answers when
  * the query returns, without parking again, giving back at once the lease
  * of whatever it claimed (an autoAck pop's claim has committed: gone). */
 void    popper_cancel(popper *p, pop_request *req);
@@ -127,7 +129,9 @@ void    pop_request_free_timers(pop_request *req);
  * included): the silt_long_polls_parked gauge. */
 size_t  popper_parked(const popper *p);
 uint64_t popper_wakeups(const popper *p);   /* waiting pops a commit woke (parked or still looking), since start */
-uint64_t popper_queries(const popper *p);   /* pop statements sent, since start */
+uint64_t popper_queries(const popper *p);   /* pop looks sent (each pop of a gathered statement), since start */
 uint64_t popper_reconciles(const popper *p);   /* of them, those sent behind a ready-set reconcile */
+uint64_t popper_gathered(const popper *p);     /* of them, those sent in one statement with others of their kind */
+size_t   popper_gathering(const popper *p);    /* pops waiting now to be sent with others of their kind */
 
 #endif
