@@ -138,7 +138,7 @@ static void submit(httpd_req *req, server *srv, ack_request *a)
     a->arg = c;
     a->abandoned = &req->left;   /* req is freed by the reply in ack_done */
     a->sent = &req->sent;
-    ack_submit(srv->pool, srv->leases, srv->max_segment_bytes, a);
+    acker_submit(srv->acks, a);
 }
 
 static ack_request *new_request(size_t n)

@@ -204,6 +204,7 @@ int server_build(server *srv, const char *conninfo)
     srv->pop = popper_new(srv->base, srv->pool, srv->leases, (int)srv->cfg.long_poll_recheck_ms,
                           srv->max_segment_bytes);
     popper_on_release(srv->pop, on_lease_released, srv);
+    srv->acks = acker_new(srv->pool, srv->leases, srv->max_segment_bytes);
     retention_settings rs = { srv->cfg.retention_interval_ms, srv->cfg.retention_batch, srv->cfg.retention_max_steps,
                               srv->cfg.retention_concurrency, srv->cfg.cleanup_days, srv->cfg.cleanup_enabled != 0 };
     srv->retention = retention_engine_new(srv->base, srv->pool, rs);
@@ -264,6 +265,7 @@ static void stop(server *srv)
     httpd_free(srv->http);
     auth_free(srv->auth);
     popper_free(srv->pop);
+    acker_free(srv->acks);
     lease_book_free(srv->leases);
     retention_engine_free(srv->retention);
     maintenance_free(srv->maintenance);

@@ -12,6 +12,7 @@
 #include "base/conffile.h"
 #include "db/pool.h"
 #include "net/httpd.h"
+#include "streams/ack.h"
 #include "streams/pop.h"
 #include "streams/push.h"
 #include "retention/engine.h"
@@ -48,6 +49,7 @@ typedef struct server {
     outbox            *outbox;            /* pushes made from SQL, moved into the log */
     popper            *pop;
     lease_book        *leases;              /* what pops handed out, for their acks (sql/033) */
+    acker             *acks;                /* where acks go from, gathered (streams/ack.c) */
     retention_engine  *retention;
     maintenance       *maintenance;
     task_hub          *tasks;

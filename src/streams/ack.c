@@ -245,13 +245,11 @@ static void submit_general(ack_request *req, bool with_offsets)
 
 enum { KNOWN_APPLIED, KNOWN_COMMITTED_BEFORE, KNOWN_RELEASED };
 
-/* queen.ack_known's answer: every item succeeded, or (its premise did not
- * hold: another lease is live, say) nothing changed and queen.ack answers. */
-static void known_done(void *arg, const db_reply *reply)
+/* queen.ack_known's answer (r, one row): every item succeeded, or (its
+ * premise did not hold: another lease is live, say) nothing changed and
+ * queen.ack answers. */
+static void known_answered(ack_request *req, const PGresult *r)
 {
-    ack_request *req = arg;
-    if (reply->error) { ack_done(arg, reply); return; }   /* said as queen.ack's would be */
-    const PGresult *r = reply->results[0];
     if (PQntuples(r) != 1 || !db_bool(r, 0, KNOWN_APPLIED)) { submit_general(req, false); return; }
     int64_t before = db_int(r, 0, KNOWN_COMMITTED_BEFORE);
     bool released = db_bool(r, 0, KNOWN_RELEASED);
@@ -265,24 +263,155 @@ static void known_done(void *arg, const db_reply *reply)
     req->done(req, req->arg);
 }
 
-void ack_submit(db_pool *pool, lease_book *leases, size_t max_segment_bytes, ack_request *req)
+static void known_done(void *arg, const db_reply *reply)
 {
-    req->pool = pool;
-    req->leases = leases;
-    req->max_segment_bytes = max_segment_bytes;
-    int64_t lo, hi;
-    if (leases) req->offsets = look_up_offsets(req);
-    if (!leases || !one_span(req, &lo, &hi)) { submit_general(req, req->known > 0); return; }
+    ack_request *req = arg;
+    if (reply->error) { ack_done(arg, reply); return; }   /* said as queen.ack's would be */
+    known_answered(req, reply->results[0]);
+}
+
+/* One lease's span: queen.ack_known's parameters. */
+static void known_call(db_job *job, const ack_request *req)
+{
     char los[24], his[24];
-    snprintf(los, sizeof los, "%lld", (long long)lo);
-    snprintf(his, sizeof his, "%lld", (long long)hi);
+    snprintf(los, sizeof los, "%lld", (long long)req->known_lo);
+    snprintf(his, sizeof his, "%lld", (long long)req->known_hi);
     const ack_item *it = &req->items[0];
     const char *values[5] = { it->group, it->partition_id, it->lease_id, los, his };
-    db_job *job = db_job_new(known_done, req);
     db_job_call(job, STMT_ACK_KNOWN, values, NULL, NULL);
+}
+
+static void known_alone(ack_request *req)
+{
+    db_job *job = db_job_new(known_done, req);
+    known_call(job, req);
     db_job_abandon_when(job, req->abandoned);
     db_job_note_sent(job, req->sent);
-    db_submit(pool, job);
+    db_submit(req->pool, job);
+}
+
+/* ---- gathered acks ----
+ *
+ * Acks that take the fast path (one lease's span, its offsets known) are
+ * gathered as pops are (streams/pop.c): while one statement of them is in
+ * flight, the next wait here and then go together, one queen.ack_known
+ * call each in one transaction, one commit for all. They lock their
+ * cursors in (partition, group) order, as queen.ack does. Should the
+ * transaction fail (a deadlock with a lease renewal that locks a lease's
+ * cursors in another order, say), nothing of it committed and each ack is
+ * sent again alone. */
+struct acker {
+    db_pool     *pool;
+    lease_book  *leases;
+    size_t       max_segment_bytes;
+    bool         in_flight;
+    ack_request *pending, *pending_tail;   /* through gathered_next */
+    size_t       ngathering;
+    uint64_t     gathered;
+};
+
+typedef struct ack_batch {
+    acker       *owner;
+    size_t       n;
+    ack_request *members[];
+} ack_batch;
+
+static int lock_order(const void *a, const void *b)
+{
+    const ack_item *x = &(*(ack_request *const *)a)->items[0], *y = &(*(ack_request *const *)b)->items[0];
+    int c = memcmp(x->partition_raw, y->partition_raw, 16);
+    return c ? c : strcmp(x->group, y->group);
+}
+
+static void acker_send(acker *a, ack_request *list);
+
+static void batch_done(void *arg, const db_reply *reply)
+{
+    ack_batch *b = arg;
+    acker *a = b->owner;
+    for (size_t i = 0; i < b->n; i++) {
+        if (!reply->error) known_answered(b->members[i], reply->results[i]);
+        else if (b->n == 1) known_done(b->members[i], reply);
+        else known_alone(b->members[i]);   /* nothing committed: each again, alone */
+    }
+    free(b);
+    a->in_flight = false;
+    ack_request *next = a->pending;
+    a->pending = a->pending_tail = NULL;
+    a->ngathering = 0;
+    if (next) acker_send(a, next);
+}
+
+/* Sends the list (through gathered_next) as one transaction; members whose
+ * client has gone answer unsent, as the pool's abandoned jobs do. */
+static void acker_send(acker *a, ack_request *list)
+{
+    size_t n = 0;
+    for (ack_request *r = list; r; r = r->gathered_next) n++;
+    ack_batch *b = xcalloc(1, sizeof *b + n * sizeof *b->members);
+    b->owner = a;
+    for (ack_request *r = list, *next; r; r = next) {
+        next = r->gathered_next;
+        r->gathered_next = NULL;
+        if (n > 1 && r->abandoned && *r->abandoned) {
+            r->error = xstrdup("the client is gone; nothing was sent to the database");
+            snprintf(r->sqlstate, sizeof r->sqlstate, "57014");
+            r->done(r, r->arg);
+            continue;
+        }
+        b->members[b->n++] = r;
+    }
+    if (b->n == 0) { free(b); return; }
+    qsort(b->members, b->n, sizeof *b->members, lock_order);
+    db_job *job = db_job_new(batch_done, b);
+    for (size_t i = 0; i < b->n; i++) known_call(job, b->members[i]);
+    if (b->n == 1) {
+        db_job_abandon_when(job, b->members[0]->abandoned);
+        db_job_note_sent(job, b->members[0]->sent);
+    } else {
+        a->gathered += b->n;
+        for (size_t i = 0; i < b->n; i++)   /* as it is submitted: a 504, never a 503, once it may commit */
+            if (b->members[i]->sent) *b->members[i]->sent = true;
+    }
+    a->in_flight = true;
+    db_submit(a->pool, job);
+}
+
+static void acker_gather(acker *a, ack_request *req)
+{
+    req->gathered_next = NULL;
+    if (!a->in_flight) { acker_send(a, req); return; }
+    if (a->pending_tail) a->pending_tail->gathered_next = req; else a->pending = req;
+    a->pending_tail = req;
+    a->ngathering++;
+}
+
+acker *acker_new(db_pool *pool, lease_book *leases, size_t max_segment_bytes)
+{
+    acker *a = xcalloc(1, sizeof *a);
+    a->pool = pool;
+    a->leases = leases;
+    a->max_segment_bytes = max_segment_bytes;
+    return a;
+}
+
+void acker_free(acker *a) { free(a); }
+
+uint64_t acker_gathered(const acker *a) { return a->gathered; }
+
+size_t acker_gathering(const acker *a) { return a->ngathering; }
+
+void acker_submit(acker *a, ack_request *req)
+{
+    req->pool = a->pool;
+    req->leases = a->leases;
+    req->max_segment_bytes = a->max_segment_bytes;
+    if (req->leases) req->offsets = look_up_offsets(req);
+    if (!req->leases || !one_span(req, &req->known_lo, &req->known_hi)) {
+        submit_general(req, req->known > 0);
+        return;
+    }
+    acker_gather(a, req);
 }
 
 void ack_items_free(ack_item *items, size_t n)

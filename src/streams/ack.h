@@ -50,12 +50,22 @@ struct ack_request {
     lease_book *leases;
     size_t      known;          /* items whose offset the lease book held */
     int64_t    *offsets;        /* per item: that offset, -1 when not known; NULL without leases */
+    int64_t     known_lo, known_hi;   /* one lease's span: its lowest and highest offset */
     size_t      max_segment_bytes;
+    ack_request *gathered_next; /* acks waiting to go together (ack.c, "gathered acks") */
 };
 
-/* leases: what this server's pops handed out (NULL: every item is resolved
- * by its transactionId in SQL). */
-void ack_submit(db_pool *pool, lease_book *leases, size_t max_segment_bytes, ack_request *req);
+/* acker: where acks are sent from. leases: what this server's pops handed
+ * out (NULL: every item is resolved by its transactionId in SQL). Acks of
+ * one lease's span whose offsets the lease book holds are gathered: while
+ * a statement of them is in flight, the next go together in one
+ * transaction. */
+typedef struct acker acker;
+acker   *acker_new(db_pool *pool, lease_book *leases, size_t max_segment_bytes);
+void     acker_free(acker *a);
+void     acker_submit(acker *a, ack_request *req);
+uint64_t acker_gathered(const acker *a);    /* acks sent in one transaction with others, since start */
+size_t   acker_gathering(const acker *a);   /* acks waiting now to go with the next */
 /* The items as queen.ack reads them (queen.ack_items): one array per field,
  * the transactionId hashes as one bytea of 16 bytes per item. */
 typedef struct ack_params {

@@ -400,7 +400,7 @@ static void query_alone(pop_request *req)
  * one group and queue contend for the same cursors: sent one statement
  * each, they tried the cursors one another held, and ten of them at once
  * on two cores cost PostgreSQL half as much again per message as two
- * (docs/performance.md, "Pops gathered"). A pop alone still goes at once:
+ * (docs/performance.md, "Pops and acks gathered"). A pop alone still goes at once:
  * gathering delays a pop only behind a statement of its own kind. */
 struct pop_lane {
     pop_lane    *next;
