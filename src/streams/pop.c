@@ -808,6 +808,7 @@ void popper_on_release(popper *p, pop_released_fn released, void *arg)
 void popper_free(popper *p)
 {
     if (!p) return;
+    while (p->lanes) lane_free(p, p->lanes);
     narrow_queues_free(p->narrow);
     free(p);
 }
