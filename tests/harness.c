@@ -7,14 +7,18 @@
  * first; tests marked TEST_ALONE run last, one at a time, with nothing
  * beside them (HARNESS_ALONE=skip or only runs the others or them alone).
  * The slowest ten come before the last line, which is always
- * "N passed, N failed". */
+ * "N passed, N failed". Each test has a scratch directory inside the run's
+ * (harness_scratch_dir), removed when it passes and kept when it fails. */
 #include "harness.h"
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -25,6 +29,10 @@
 static struct { const char *name; harness_fn fn; harness_kind kind; } tests[HARNESS_MAX];
 static int ntests;
 static void (*on_finish)(int pid);
+/* The run's scratch directory, made by the runner before any test starts;
+ * in a test's process, the test's own inside it, made on first use. */
+static char run_dir[1024], test_dir[PATH_MAX];
+static bool test_dir_made;
 
 /* A test's process while it runs: where its output goes until it ends. */
 typedef struct running {
@@ -72,6 +80,41 @@ void harness_allow_seconds(unsigned seconds)
     alarm(seconds);   /* the test runs in its own process: this is its alarm */
 }
 
+static void scratch_of(pid_t test, char out[PATH_MAX])
+{
+    snprintf(out, PATH_MAX, "%s/%d", run_dir, (int)test);
+}
+
+const char *harness_scratch_dir(void)
+{
+    if (!test_dir[0]) return run_dir;   /* the runner itself */
+    if (!test_dir_made && mkdir(test_dir, 0700) != 0 && errno != EEXIST)
+        harness_failf(__FILE__, __LINE__, "cannot make %s: %s", test_dir, strerror(errno));
+    test_dir_made = true;
+    return test_dir;
+}
+
+static void make_run_dir(void)
+{
+    const char *tmp = getenv("TMPDIR");
+    int n = snprintf(run_dir, sizeof run_dir, "%s/silt-tests-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    if (n >= (int)sizeof run_dir) { fprintf(stderr, "harness: TMPDIR is too long\n"); exit(2); }
+    if (!mkdtemp(run_dir)) { perror("harness: mkdtemp"); exit(2); }
+}
+
+static int remove_entry(const char *path, const struct stat *st, int type, struct FTW *at)
+{
+    (void)st, (void)type, (void)at;
+    remove(path);
+    return 0;
+}
+
+/* path and everything in it, as far as it can. */
+static void remove_tree(const char *path)
+{
+    nftw(path, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
 static int selected(const char *name, int argc, char **argv)
 {
     if (argc < 2) return 1;
@@ -102,7 +145,8 @@ static int jobs_wanted(void)
  * servers a test starts hold only the copies on their standard streams. */
 static int capture_file(void)
 {
-    char path[] = "/tmp/harness-out-XXXXXX";
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/out-XXXXXX", run_dir);
     int fd = mkostemp(path, O_CLOEXEC);
     if (fd >= 0) unlink(path);
     return fd;
@@ -132,6 +176,7 @@ static _Noreturn void run_child(running *self, const running *others, int nother
     for (int i = 0; i < nothers; i++)
         if (others[i].pid > 0) { close(others[i].out); close(others[i].err); }
     sigprocmask(SIG_SETMASK, mask, NULL);
+    scratch_of(getpid(), test_dir);
     if (self->out >= 0) dup2(self->out, STDOUT_FILENO);
     if (self->err >= 0) dup2(self->err, STDERR_FILENO);
     close_capture(self);
@@ -175,7 +220,8 @@ static int await_any(running *slots, int n, int *status)
 /* Prints what the test wrote (its standard error, which holds the logs of
  * the servers it started and its failed checks, only if it failed: the
  * deliberate faults of passing tests would read like failures), then its
- * result line. Returns 1 when it passed. */
+ * result line. Removes its scratch directory when it passed, and names it
+ * when it failed. Returns 1 when it passed. */
 static int report(running *r, int status, long long took)
 {
     bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
@@ -184,6 +230,10 @@ static int report(running *r, int status, long long took)
     if (WIFSIGNALED(status))
         fprintf(stderr, "    killed by signal %d%s\n", WTERMSIG(status),
                 WTERMSIG(status) == SIGALRM ? " (timeout)" : "");
+    char scratch[PATH_MAX];
+    scratch_of(r->pid, scratch);
+    if (ok) remove_tree(scratch);
+    else if (access(scratch, F_OK) == 0) fprintf(stderr, "    its files are kept in %s\n", scratch);
     fflush(stderr);
     printf("%s %s (%lld ms)\n", ok ? "ok  " : "FAIL", tests[r->test].name, took);
     fflush(stdout);
@@ -238,6 +288,7 @@ int main(int argc, char **argv)
     sigprocmask(SIG_BLOCK, &chld, &mask);
     setvbuf(stdout, NULL, _IOLBF, 0);
     for (int i = 0; i < ntests; i++) took[i] = -1;
+    make_run_dir();
     while (next < nrun || busy > 0) {
         /* An alone test starts only once every other has ended, and holds
          * back the ones after it until it has ended itself. */
@@ -261,6 +312,9 @@ int main(int argc, char **argv)
         busy--;
     }
     print_slowest(took);
+    /* What a passed test's process left behind as it ended goes too. */
+    if (failed == 0) remove_tree(run_dir);
+    else if (rmdir(run_dir) != 0) printf("the failed tests' files are kept in %s\n", run_dir);
     printf("%d passed, %d failed\n", passed, failed);
     return failed ? 1 : 0;
 }

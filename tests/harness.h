@@ -22,6 +22,13 @@ void harness_on_finish(void (*fn)(int pid));
  * for a test whose setup is heavy by design (100,000 rows), so that a
  * loaded machine slows it without failing it. */
 void harness_allow_seconds(unsigned seconds);
+/* This test's scratch directory, made on first call inside the run's own
+ * (made by the runner with mkdtemp under $TMPDIR, default /tmp): for the
+ * files a test writes, its configurations and logs, which it need not
+ * remove. The runner removes it when the test passes and keeps it when the
+ * test fails, naming it under the failure; the run's directory goes when
+ * every test passed. Forked children of the test get the same one. */
+const char *harness_scratch_dir(void);
 _Noreturn void harness_fail(const char *file, int line, const char *what);
 _Noreturn void harness_failf(const char *file, int line, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

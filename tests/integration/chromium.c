@@ -1,6 +1,7 @@
 /* chromium: the run's shared headless chromium (see chromium.h). */
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
@@ -25,11 +26,13 @@ __attribute__((constructor)) static void note_runner(void)
     runner = getpid();
 }
 
-/* The run's directory: chromium's profile and log, its process group, and
- * the lock that lets one test start it. */
-static void run_dir(char out[64])
+/* The run's directory (under $TMPDIR): chromium's profile, log and
+ * temporary files, its process group, and the lock that lets one test
+ * start it. */
+static void run_dir(char out[PATH_MAX])
 {
-    snprintf(out, 64, "/tmp/silt-chromium-%d", (int)runner);
+    const char *tmp = getenv("TMPDIR");
+    snprintf(out, PATH_MAX, "%s/silt-chromium-%d", tmp && *tmp ? tmp : "/tmp", (int)runner);
 }
 
 /* Detached from the test (a session of its own, none of the test's
@@ -52,6 +55,7 @@ static void launch(const char *dir)
     close_range(3, ~0U, 0);
     setenv("DBUS_SYSTEM_BUS_ADDRESS", "unix:path=/nonexistent", 1);
     setenv("DBUS_SESSION_BUS_ADDRESS", "unix:path=/nonexistent", 1);
+    setenv("TMPDIR", dir, 1);   /* its org.chromium.Chromium.* singleton directory, gone with dir */
     static const char script[] =
         "chromium --headless=new --no-sandbox --disable-gpu --no-first-run --disable-extensions"
         " --disable-background-networking --disable-component-update --user-data-dir=\"$2/profile\""
@@ -125,7 +129,7 @@ static int ws_open(int port, const char *path)
 
 int chromium_connect(void)
 {
-    char dir[64], path[256];
+    char dir[PATH_MAX], path[256];
     run_dir(dir);
     mkdir(dir, 0700);
     int lock = open(sfmt("%s/lock", dir), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
@@ -227,7 +231,7 @@ bool chromium_read(int ws, buf *raw, buf *messages, int wait_ms)
  * by exit, this is not its to do. */
 __attribute__((destructor)) static void chromium_stop(void)
 {
-    char dir[64], ignored[16];
+    char dir[PATH_MAX], ignored[16];
     run_dir(dir);
     if (getpid() != runner || access(dir, F_OK) != 0) return;
     FILE *f = fopen(sfmt("%s/pgid", dir), "r");

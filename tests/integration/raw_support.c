@@ -179,7 +179,7 @@ int proc_fds(pid_t pid)
 
 const char *log_file(void)
 {
-    return sfmt("/tmp/silt_test_%d_%s.log", (int)getpid(), uniq("log"));
+    return sfmt("%s/%s.log", harness_scratch_dir(), uniq("server"));
 }
 
 static const char *scan(const char *path, const char *text, int *count)

@@ -34,7 +34,8 @@ int64_t proc_cpu_ms(pid_t pid);
 /* Open descriptors of a process (/proc/PID/fd). */
 int proc_fds(pid_t pid);
 
-/* A log file for a server (SILT_TEST_STDERR=<it>), unique to the test. */
+/* A log file for a server (SILT_TEST_STDERR=<it>), unique to the test, in
+ * its scratch directory (kept when the test fails). */
 const char *log_file(void);
 /* How many lines of the file contain text. */
 int log_count(const char *path, const char *text);

@@ -1,6 +1,7 @@
 /* support: integration-test helpers (see support.h). */
 #include <arpa/inet.h>
 #include <dirent.h>
+#include <limits.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -247,6 +248,21 @@ static void clone_for_test(PGconn *pg, const char *db)
         state = clone_template(pg, db, why);
     }
     if (*state) harness_failf(__FILE__, __LINE__, "cannot create the test database %s: %s", db, why);
+}
+
+const char *test_file(const char *name, const char *text)
+{
+    static char paths[16][PATH_MAX];   /* one for each name the test used */
+    char want[PATH_MAX];
+    snprintf(want, sizeof want, "%s/%s", harness_scratch_dir(), name);
+    int i = 0;
+    while (i < 16 && paths[i][0] && strcmp(paths[i], want) != 0) i++;
+    if (i == 16) harness_failf(__FILE__, __LINE__, "test_file: more than 16 names");
+    char *path = paths[i];
+    snprintf(path, PATH_MAX, "%s", want);
+    FILE *f = fopen(path, "w");
+    if (!f || fputs(text, f) < 0 || fclose(f) != 0) harness_failf(__FILE__, __LINE__, "cannot write %s", path);
+    return path;
 }
 
 PGconn *test_session(void)

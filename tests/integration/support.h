@@ -87,6 +87,12 @@ int run_cmd(const char *cmd, char *out, size_t cap);
  * it silt_<what>_<pid> so the runner drops it with the test's own. */
 void db_create(const char *name);
 
+/* Writes text to the file name in the test's scratch directory
+ * (harness_scratch_dir: kept when the test fails, removed when it passes),
+ * replacing what a previous call wrote there; returns its path, which
+ * lasts the test. For a silt.conf, a workflow's JSON, ... */
+const char *test_file(const char *name, const char *text);
+
 /* A queue name unique to this test run. */
 const char *uniq(const char *prefix);
 /* This test's own database, cloned from the suite's template on first use

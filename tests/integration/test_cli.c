@@ -4,6 +4,7 @@
  * up and read back over HTTP (and cursors with SQL), so the CLI is only ever
  * what is under test. */
 #include <errno.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,35 +40,15 @@ static const char *line_of(const char *out, const char *word)
     return NULL;
 }
 
-/* Writes text to a fresh temporary file; returns its path (static ring). */
-static const char *temp_file(const char *text)
-{
-    char path[] = "/tmp/silt-cli-XXXXXX";
-    int fd = mkstemp(path);
-    CHECK(fd >= 0);
-    CHECK(write(fd, text, strlen(text)) == (ssize_t)strlen(text));
-    close(fd);
-    return sfmt("%s", path);
-}
-
 /* Gives this test's silt commands a state directory of their own (where
- * silt pop records what silt ack --last acks), inside the suite's own
- * (scripts/test.sh sets XDG_STATE_HOME) so a failed test leaves nothing
- * behind; returns it for rm_state(). */
+ * silt pop records what silt ack --last acks), in its scratch directory;
+ * returns it. */
 static const char *private_state(void)
 {
-    const char *suite = getenv("XDG_STATE_HOME");
-    char dir[512];
-    snprintf(dir, sizeof dir, "%s/cli-XXXXXX", suite && suite[0] == '/' ? suite : "/tmp");
-    CHECK(mkdir(suite && suite[0] == '/' ? suite : "/tmp", 0700) == 0 || errno == EEXIST);
-    CHECK(mkdtemp(dir) != NULL);
+    static char dir[PATH_MAX];
+    snprintf(dir, sizeof dir, "%s/state", harness_scratch_dir());
     CHECK(setenv("XDG_STATE_HOME", dir, 1) == 0);
-    return sfmt("%s", dir);
-}
-
-static void rm_state(const char *dir)
-{
-    CHECK(system(sfmt("rm -rf '%s'", dir)) == 0);
+    return dir;
 }
 
 /* The committed offset of queue q's only partition for group; -9 when the
@@ -244,10 +225,9 @@ TEST(cli_tx_push_commits)
     srv_start(&s, NULL);
     static char out[CLI_OUT];
     const char *q = uniq("clitx");
-    const char *file = temp_file(sfmt("{\"operations\":[{\"type\":\"push\",\"items\":"
-                                      "[{\"queue\":\"%s\",\"transactionId\":\"cli-t1\",\"payload\":{\"k\": 7}}]}]}", q));
+    const char *file = test_file("tx.json", sfmt("{\"operations\":[{\"type\":\"push\",\"items\":[{\"queue\":\"%s\","
+                                                 "\"transactionId\":\"cli-t1\",\"payload\":{\"k\": 7}}]}]}", q));
     int rc = cli(s.url, out, "tx %s", file);
-    unlink(file);
     CHECK_INT(rc, 0);
     CHECK(strstr(out, "committed") != NULL);
     const char *row = line_of(out, "0");
@@ -274,12 +254,11 @@ TEST(cli_tx_unresolvable_ack_exits_1_and_writes_nothing)
     CHECK_INT(r.status, 200);
     const char *pid = jstr(&r, "messages.0.partitionId");
     reply_fini(&r);
-    const char *file = temp_file(sfmt("{\"operations\":["
+    const char *file = test_file("tx.json", sfmt("{\"operations\":["
         "{\"type\":\"push\",\"items\":[{\"queue\":\"%s\",\"payload\":1}]},"
         "{\"type\":\"ack\",\"partitionId\":\"%s\",\"transactionId\":\"cli-no-such\",\"status\":\"completed\"}]}",
         q2, pid));
     int rc = cli(s.url, out, "tx - < %s", file);
-    unlink(file);
     CHECK_INT(rc, 1);
     CHECK(strstr(out, "silt: transaction rolled back: ") != NULL);
     CHECK(strstr(out, "unresolvable") != NULL);
@@ -464,7 +443,7 @@ TEST(cli_pop_table_fits_100_columns_and_cuts_a_long_payload)
 {
     silt_server s;
     srv_start(&s, NULL);
-    const char *state = private_state();
+    private_state();
     static char out[CLI_OUT];
     const char *q = uniq("clifit");
     char payload[400];
@@ -481,7 +460,6 @@ TEST(cli_pop_table_fits_100_columns_and_cuts_a_long_payload)
     CHECK(strstr(row, "fit-1") != NULL);
     CHECK(strstr(row, "{\"text\":\"abcdefghij") != NULL);   /* the start of the payload */
     CHECK(strstr(row, "\xe2\x80\xa6\n") != NULL);            /* ends in "…" */
-    rm_state(state);
     srv_stop(&s);
 }
 
@@ -491,7 +469,7 @@ TEST(cli_pop_wide_prints_ids_in_the_order_ack_takes_them)
 {
     silt_server s;
     srv_start(&s, NULL);
-    const char *state = private_state();
+    private_state();
     static char out[CLI_OUT];
     const char *q = uniq("cliwide");
     char payload[256];
@@ -511,7 +489,6 @@ TEST(cli_pop_wide_prints_ids_in_the_order_ack_takes_them)
     CHECK_INT(cli(s.url, out, "ack %s %s --lease %s", pid, txn, lease), 0);
     CHECK(line_of(out, "success") != NULL && strstr(line_of(out, "success"), "true") != NULL);
     CHECK_INT(committed_of(q, "__QUEUE_MODE__"), 0);
-    rm_state(state);
     srv_stop(&s);
 }
 
@@ -546,7 +523,6 @@ TEST(cli_ack_last_acks_what_the_last_pop_leased)
     CHECK_INT(cli(s.url, out, "ack --last some-id"), 2);
     CHECK(strstr(out, "give either --last or <partitionId> <transactionId>") != NULL);
     CHECK_INT(cli(s.url, out, "ack only-one"), 2);
-    rm_state(state);
     srv_stop(&s);
 }
 
@@ -556,7 +532,7 @@ TEST(cli_ack_last_uses_the_group_and_the_server_of_the_pop)
 {
     silt_server s;
     srv_start(&s, NULL);
-    const char *state = private_state();
+    private_state();
     static char out[CLI_OUT];
     const char *q = uniq("clilastg"), *g = uniq("clilastgg");
     CHECK_INT(push_simple(&s, q, "Default", 2), 201);
@@ -568,7 +544,6 @@ TEST(cli_ack_last_uses_the_group_and_the_server_of_the_pop)
     CHECK_INT(cli(s.url, out, "ack --last"), 0);
     CHECK_INT(committed_of(q, g), 1);
     CHECK_INT(committed_of(q, "__QUEUE_MODE__"), -9);   /* queue mode never touched */
-    rm_state(state);
     srv_stop(&s);
 }
 
@@ -618,14 +593,13 @@ TEST(readme_tour_runs_literally)
 {
     silt_server s;
     srv_start(&s, NULL);
-    const char *state = private_state();
+    private_state();
     static char out[CLI_OUT];
-    const char *file = temp_file(readme_tour(&s, "## A 60-second tour"));
+    const char *file = test_file("tour.sh", readme_tour(&s, "## A 60-second tour"));
     FILE *p = popen(sfmt("SILT_URL='%s' sh -e '%s' 2>&1", s.url, file), "r");
     CHECK(p != NULL);
     out[fread(out, 1, CLI_OUT - 1, p)] = '\0';
     int status = pclose(p);
-    unlink(file);
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
         harness_failf(__FILE__, __LINE__, "the tour failed:\n%s", out);
     CHECK(strstr(out, "order-2") != NULL);
@@ -634,7 +608,6 @@ TEST(readme_tour_runs_literally)
     pop_from(&s, "orders", NULL, NULL, &r);
     CHECK_INT(r.status, 204);
     reply_fini(&r);
-    rm_state(state);
     srv_stop(&s);
 }
 
@@ -645,12 +618,11 @@ TEST(readme_task_tour_runs_literally)
     silt_server s;
     srv_start(&s, NULL);
     static char out[CLI_OUT];
-    const char *file = temp_file(readme_tour(&s, "Tasks: a worker runs a command"));
+    const char *file = test_file("tour.sh", readme_tour(&s, "Tasks: a worker runs a command"));
     FILE *p = popen(sfmt("SILT_URL='%s' sh -e '%s' 2>/dev/null", s.url, file), "r");
     CHECK(p != NULL);
     out[fread(out, 1, CLI_OUT - 1, p)] = '\0';
     int status = pclose(p);
-    unlink(file);
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
         harness_failf(__FILE__, __LINE__, "the task tour failed:\n%s", out);
     CHECK(strstr(out, "COMPLETED") != NULL);
@@ -668,12 +640,11 @@ TEST(readme_workflow_tour_runs_literally)
     silt_server s;
     srv_start(&s, NULL);
     static char out[CLI_OUT];
-    const char *file = temp_file(readme_tour(&s, "Workflows: tasks joined into a graph"));
+    const char *file = test_file("tour.sh", readme_tour(&s, "Workflows: tasks joined into a graph"));
     FILE *p = popen(sfmt("SILT_URL='%s' sh -e '%s' 2>/dev/null", s.url, file), "r");
     CHECK(p != NULL);
     out[fread(out, 1, CLI_OUT - 1, p)] = '\0';
     int status = pclose(p);
-    unlink(file);
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
         harness_failf(__FILE__, __LINE__, "the workflow tour failed:\n%s", out);
     CHECK(strstr(out, "COMPLETED") != NULL);

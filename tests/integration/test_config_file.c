@@ -75,79 +75,52 @@ static const char bad_retention_report[] =
     "   = help: set terminal_record_retention_hours in [retention]\n"
     "error: aborting due to 3 previous errors\n";
 
-static char dir[64];
-
-/* Writes text to NAME in this test's directory; returns its path (static ring). */
-static const char *conf_file(const char *name, const char *text)
-{
-    if (!dir[0]) {
-        snprintf(dir, sizeof dir, "/tmp/silt-conftest-XXXXXX");
-        if (!mkdtemp(dir)) harness_fail(__FILE__, __LINE__, "mkdtemp");
-    }
-    const char *path = sfmt("%s/%s", dir, name);
-    FILE *f = fopen(path, "w");
-    if (!f || fputs(text, f) < 0 || fclose(f) != 0) harness_failf(__FILE__, __LINE__, "cannot write %s", path);
-    return path;
-}
-
-static void remove_files(void)
-{
-    const char *names[] = { "good.conf", "bad.conf", "retention.conf", "bad-retention.conf", "silt.conf" };
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) unlink(sfmt("%s/%s", dir, names[i]));
-    rmdir(dir);
-}
-
 /* ---- silt check-config --------------------------------------------------- */
 
 TEST(check_config_good_file_prints_one_line_on_stdout_and_exits_0)
 {
     static char out[OUT_BYTES];
-    const char *good = conf_file("good.conf", good_conf);
+    const char *good = test_file("good.conf", good_conf);
     CHECK_INT(run_cmd(sfmt("%s check-config %s 2>&1", silt_bin(), good), out, sizeof out), 0);
     CHECK_STR(out, sfmt("%s: ok (2 queues)\n", good));
-    remove_files();
 }
 
 TEST(check_config_bad_file_reports_every_problem_on_stderr_and_exits_1)
 {
     static char out[OUT_BYTES];
-    const char *bad = conf_file("bad.conf", bad_conf);
+    const char *bad = test_file("bad.conf", bad_conf);
     CHECK_INT(run_cmd(sfmt("%s check-config %s 2>/dev/null", silt_bin(), bad), out, sizeof out), 1);
     CHECK_STR(out, "");   /* nothing on stdout */
     CHECK_INT(run_cmd(sfmt("%s check-config %s 2>&1 >/dev/null", silt_bin(), bad), out, sizeof out), 1);
     CHECK_STR(out, sfmt(bad_report, bad, bad));
-    remove_files();
 }
 
 TEST(check_config_reads_silt_config_when_no_file_is_given_and_a_file_wins_over_it)
 {
     static char out[OUT_BYTES];
-    const char *good = conf_file("good.conf", good_conf);
+    const char *good = test_file("good.conf", good_conf);
     char bad[96];
-    keep_str(bad, conf_file("bad.conf", bad_conf));
+    keep_str(bad, test_file("bad.conf", bad_conf));
     CHECK_INT(run_cmd(sfmt("SILT_CONFIG=%s %s check-config 2>&1", good, silt_bin()), out, sizeof out), 0);
     CHECK_STR(out, sfmt("%s: ok (2 queues)\n", good));
     CHECK_INT(run_cmd(sfmt("SILT_CONFIG=%s %s check-config %s 2>&1", good, silt_bin(), bad), out, sizeof out), 1);
     CHECK(strstr(out, "error: aborting due to 2 previous errors\n") != NULL);
-    remove_files();
 }
 
 TEST(check_config_accepts_a_good_retention_section)
 {
     static char out[OUT_BYTES];
-    const char *good = conf_file("retention.conf", good_retention_conf);
+    const char *good = test_file("retention.conf", good_retention_conf);
     CHECK_INT(run_cmd(sfmt("%s check-config %s 2>&1", silt_bin(), good), out, sizeof out), 0);
     CHECK_STR(out, sfmt("%s: ok (2 queues)\n", good));
-    remove_files();
 }
 
 TEST(check_config_reports_retention_problems_as_hrs_216_and_hrs_204_and_exits_1)
 {
     static char out[OUT_BYTES];
-    const char *bad = conf_file("bad-retention.conf", bad_retention_conf);
+    const char *bad = test_file("bad-retention.conf", bad_retention_conf);
     CHECK_INT(run_cmd(sfmt("%s check-config %s 2>&1 >/dev/null", silt_bin(), bad), out, sizeof out), 1);
     CHECK_STR(out, sfmt(bad_retention_report, bad, bad, bad));
-    remove_files();
 }
 
 TEST(check_config_without_a_file_or_silt_config_says_so_and_exits_2)
@@ -211,10 +184,9 @@ static int server_refusing(const char *env, const char *args, char *out, size_t 
 TEST(server_with_a_bad_config_refuses_to_start_with_the_report_before_touching_the_database)
 {
     static char out[OUT_BYTES];
-    const char *bad = conf_file("bad.conf", bad_conf);
+    const char *bad = test_file("bad.conf", bad_conf);
     CHECK_INT(server_refusing("", sfmt("--config %s", bad), out, sizeof out), 2);
     CHECK_STR(out, sfmt(bad_report, bad, bad));
-    remove_files();
 }
 
 /* "Setting one there now fails at construction": a moved field or a bad
@@ -222,16 +194,15 @@ TEST(server_with_a_bad_config_refuses_to_start_with_the_report_before_touching_t
 TEST(server_with_a_bad_retention_config_refuses_to_start_with_hrs_216)
 {
     static char out[OUT_BYTES];
-    const char *bad = conf_file("bad-retention.conf", bad_retention_conf);
+    const char *bad = test_file("bad-retention.conf", bad_retention_conf);
     CHECK_INT(server_refusing("", sfmt("--config %s", bad), out, sizeof out), 2);
     CHECK_STR(out, sfmt(bad_retention_report, bad, bad, bad));
-    remove_files();
 }
 
 /* A server given the file (SILT_CONFIG) starts, answers /health and stops cleanly. */
 static void starts_and_serves(const char *name, const char *text)
 {
-    const char *good = conf_file(name, text);
+    const char *good = test_file(name, text);
     silt_server s;
     const char *env[] = { sfmt("SILT_CONFIG=%s", good), NULL };
     srv_start(&s, env);
@@ -240,7 +211,6 @@ static void starts_and_serves(const char *name, const char *text)
     CHECK_INT(r.status, 200);
     reply_fini(&r);
     CHECK_INT(srv_stop(&s), 0);
-    remove_files();
 }
 
 TEST(server_with_a_good_retention_config_starts_and_serves)
@@ -252,15 +222,14 @@ TEST(server_reads_silt_config_and_config_wins_over_it)
 {
     static char out[OUT_BYTES];
     char good[96], bad[96];
-    keep_str(good, conf_file("good.conf", good_conf));
-    keep_str(bad, conf_file("bad.conf", bad_conf));
+    keep_str(good, test_file("good.conf", good_conf));
+    keep_str(bad, test_file("bad.conf", bad_conf));
     CHECK_INT(server_refusing(sfmt("SILT_CONFIG=%s", bad), "", out, sizeof out), 2);
     CHECK(strstr(out, sfmt("  --> %s:5\n", bad)) != NULL);
     CHECK_INT(server_refusing(sfmt("SILT_CONFIG=%s", good), sfmt("--config=%s", bad), out, sizeof out), 2);
     CHECK(strstr(out, "error: aborting due to 2 previous errors\n") != NULL);
     CHECK_INT(server_refusing("", "--config /nonexistent/silt.conf", out, sizeof out), 2);
     CHECK(strstr(out, "error[HRS-200]: cannot read /nonexistent/silt.conf: No such file or directory\n") != NULL);
-    remove_files();
 }
 
 TEST(server_with_a_good_config_starts_and_serves)
@@ -284,11 +253,10 @@ TEST(check_config_accepts_the_example_of_docs_configuration)
 {
     static char out[OUT_BYTES];
     char *example = doc_block("docs/configuration.md", "```ini");
-    const char *path = conf_file("good.conf", example);
+    const char *path = test_file("good.conf", example);
     CHECK_INT(run_cmd(sfmt("%s check-config %s 2>&1", silt_bin(), path), out, sizeof out), 0);
     CHECK_STR(out, sfmt("%s: ok (4 queues)\n", path));
     free(example);
-    remove_files();
 }
 
 /* The section's own example, as written, is a good file. */
@@ -297,10 +265,9 @@ TEST(check_config_accepts_the_retention_example_of_docs_configuration)
     static char out[OUT_BYTES];
     char *example = doc_block("docs/configuration.md", "## `[retention]`");
     CHECK(strncmp(example, "[retention]\n", 12) == 0);
-    const char *path = conf_file("retention.conf", example);
+    const char *path = test_file("retention.conf", example);
     CHECK_INT(run_cmd(sfmt("%s check-config %s 2>&1", silt_bin(), path), out, sizeof out), 0);
     free(example);
-    remove_files();
 }
 
 /* "Retention reports" shows what silt prints, word for word, for this file. */
@@ -310,7 +277,7 @@ TEST(check_config_prints_the_retention_report_of_docs_configuration)
     char *want = doc_block("docs/configuration.md", "### Retention reports");
     char cwd[256];
     CHECK(getcwd(cwd, sizeof cwd) != NULL);
-    conf_file("silt.conf", "[queue.emails]\n[queue.reports]\n[queue.bulk-mail]\n#\n#\n#\n#\n#\n#\n#\n"
+    test_file("silt.conf", "[queue.emails]\n[queue.reports]\n[queue.bulk-mail]\n#\n#\n#\n#\n#\n#\n#\n"
               "[retention]\n"
               "queue_retention.notificationsx = 7d\n"                     /* 12 */
               "retention_classes.standard_30d = 30d\n"
@@ -323,8 +290,7 @@ TEST(check_config_prints_the_retention_report_of_docs_configuration)
               "queue_retention.emial = 7d\n"                              /* 20 */
               "queue_terminal_record_retention_hours.emails = 168\n");
     const char *bin = silt_bin()[0] == '/' ? silt_bin() : sfmt("%s/%s", cwd, silt_bin());
-    CHECK_INT(run_cmd(sfmt("cd %s && %s check-config silt.conf 2>&1", dir, bin), out, sizeof out), 1);
+    CHECK_INT(run_cmd(sfmt("cd %s && %s check-config silt.conf 2>&1", harness_scratch_dir(), bin), out, sizeof out), 1);
     CHECK_STR(out, want);
     free(want);
-    remove_files();
 }

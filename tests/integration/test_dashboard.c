@@ -8,6 +8,7 @@
  * (`make test` installs it) the browser checks print a note and pass.
  * The task engine's pages are test_dashboard_tasks.c's, a queue of
  * 100,000 partitions test_dashboard_scale.c's. */
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -117,10 +118,8 @@ TEST(dashboard_files_are_sent_gzip_compressed_to_a_client_that_accepts_it)
 {
     silt_server s;
     srv_start(&s, NULL);
-    char dir[64];
-    snprintf(dir, sizeof dir, "/tmp/silt-gz-%d", (int)getpid());
+    const char *dir = harness_scratch_dir();
     char out[256];
-    CHECK_INT(run_cmd(sfmt("rm -rf %s && mkdir -p %s", dir, dir), out, sizeof out), 0);
     const char *files[] = { "app.js", "chart.min.js", "app.css" };
     long plain_total = 0, gz_total = 0;
     for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
@@ -156,7 +155,6 @@ TEST(dashboard_files_are_sent_gzip_compressed_to_a_client_that_accepts_it)
     fetch_raw(dir, "other", sfmt("%s/", s.url), NULL, sfmt("-H 'If-None-Match: %s'", etag));   /* the plain form: not that ETag */
     CHECK_INT(run_cmd(sfmt("head -1 %s/other.h | cut -d' ' -f2", dir), out, sizeof out), 0);
     CHECK_STR(out, "200\n");
-    CHECK_INT(run_cmd(sfmt("rm -rf %s", dir), out, sizeof out), 0);
     srv_stop(&s);
 }
 
@@ -714,8 +712,8 @@ TEST(dashboard_a_console_message_or_uncaught_error_fails_the_page_naming_it)
 {
     silt_server s;
     if (!dashboard_start(&s, NULL)) return;
-    char errfile[64], text[4096];
-    snprintf(errfile, sizeof errfile, "/tmp/silt-console-%d", (int)getpid());
+    char errfile[PATH_MAX], text[4096];
+    snprintf(errfile, sizeof errfile, "%s/console.txt", harness_scratch_dir());
     CHECK_INT(close_after(&s, "console.warn('silt-warned'); true", errfile), 1);
     CHECK_INT(run_cmd(sfmt("cat %s", errfile), text, sizeof text), 0);
     CHECK(strstr(text, "1 console message(s), the first: warning: \"silt-warned\"") != NULL);
@@ -723,7 +721,6 @@ TEST(dashboard_a_console_message_or_uncaught_error_fails_the_page_naming_it)
     CHECK_INT(run_cmd(sfmt("cat %s", errfile), text, sizeof text), 0);
     CHECK(strstr(text, "uncaught: Error: silt-thrown") != NULL);
     CHECK_INT(close_after(&s, "true", errfile), 0);
-    unlink(errfile);
     srv_stop(&s);
 }
 
@@ -781,9 +778,9 @@ TEST(dashboard_a_failed_request_fails_a_page_load_naming_its_url_and_status)
 {
     silt_server s;
     if (!dashboard_start(&s, NULL)) return;
-    char path[160], hash[200], log[64];
+    char path[160], hash[200], log[PATH_MAX];
     missing_message(&s, path, hash);
-    snprintf(log, sizeof log, "/tmp/silt-dash-child-%d.log", (int)getpid());
+    snprintf(log, sizeof log, "%s/child.log", harness_scratch_dir());
     fflush(NULL);
     pid_t child = fork();
     CHECK(child >= 0);
@@ -795,7 +792,7 @@ TEST(dashboard_a_failed_request_fails_a_page_load_naming_its_url_and_status)
     int status;
     CHECK(waitpid(child, &status, 0) == child);
     char out[4096];
-    CHECK_INT(run_cmd(sfmt("cat %s; rm -rf %s /tmp/silt-cdp-%d", log, log, (int)child), out, sizeof out), 0);
+    CHECK_INT(run_cmd(sfmt("cat %s", log), out, sizeof out), 0);
     CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 1);
     CHECK(strstr(out, sfmt("a request of the page failed: %s%s answered 404", s.url, path)) != NULL);
     srv_stop(&s);

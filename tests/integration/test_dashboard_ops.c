@@ -407,12 +407,7 @@ TEST(dashboard_overview_ranks_what_needs_attention_worst_first_each_linking_to_i
  * older than its interval allows" — as GET /api/v1/workers answers it. */
 TEST(dashboard_workers_page_flags_a_late_worker_and_lists_the_tasks_it_holds)
 {
-    char conf[96];
-    snprintf(conf, sizeof conf, "/tmp/silt-test-ops-%d.conf", (int)getpid());
-    FILE *f = fopen(conf, "w");
-    CHECK(f != NULL);
-    fprintf(f, "[queue.jobs]\nmax_concurrency = 2\n[queue.other]\n");
-    fclose(f);
+    const char *conf = test_file("silt.conf", "[queue.jobs]\nmax_concurrency = 2\n[queue.other]\n");
     const char *env[] = { sfmt("SILT_CONFIG=%s", conf), NULL };
     silt_server s;
     if (!dashboard_start(&s, env)) return;
@@ -439,7 +434,6 @@ TEST(dashboard_workers_page_flags_a_late_worker_and_lists_the_tasks_it_holds)
                       "concurrency cap: 2 claimed or running of max_concurrency 2") != NULL);
     CHECK(strstr(dom, "data-held-back=\"other\"") == NULL);
     srv_stop(&s);
-    unlink(conf);
 }
 
 /* ---- a small screen ----------------------------------------------------- */

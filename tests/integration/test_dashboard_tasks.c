@@ -421,12 +421,8 @@ TEST(dashboard_workflow_pause_asks_then_paused_and_resume_brings_it_back)
 TEST(dashboard_schedules_page_shows_each_schedule_and_its_next_fire)
 {
     if (!browser_available()) return;
-    char path[128];
-    snprintf(path, sizeof path, "/tmp/silt-dash-sched-%d.conf", (int)getpid());
-    FILE *f = fopen(path, "w");
-    CHECK(f != NULL);
-    fprintf(f, "[schedule.nightly]\ncron = 0 3 * * *\ntask = cleanup\nqueue = maintenance\n");
-    fclose(f);
+    const char *path = test_file("silt.conf", "[schedule.nightly]\ncron = 0 3 * * *\ntask = cleanup\n"
+                                              "queue = maintenance\n");
     silt_server s;
     srv_start(&s, (const char *const[]){ sfmt("SILT_CONFIG=%s", path), NULL });
     const char *dom = browser_dump_dom(&s, "/schedules");
@@ -437,7 +433,6 @@ TEST(dashboard_schedules_page_shows_each_schedule_and_its_next_fire)
     CHECK_STR(dom_title(dom, "nightly", "nextFire"), jstr(&r, "schedules.0.nextFire"));   /* its words: "in 14 h" */
     reply_fini(&r);
     srv_stop(&s);
-    unlink(path);
 }
 
 /* The schedules page shows each schedule's origin and whether it is
@@ -446,12 +441,8 @@ TEST(dashboard_schedules_page_shows_each_schedule_and_its_next_fire)
 TEST(dashboard_schedules_page_shows_the_origin_and_pauses_and_resumes_an_api_schedule)
 {
     if (!browser_available()) return;
-    char path[128];
-    snprintf(path, sizeof path, "/tmp/silt-dash-sched-api-%d.conf", (int)getpid());
-    FILE *f = fopen(path, "w");
-    CHECK(f != NULL);
-    fprintf(f, "[schedule.nightly]\ncron = 0 3 * * *\ntask = cleanup\nqueue = maintenance\n");
-    fclose(f);
+    const char *path = test_file("silt.conf", "[schedule.nightly]\ncron = 0 3 * * *\ntask = cleanup\n"
+                                              "queue = maintenance\n");
     silt_server s;
     if (!dashboard_start(&s, (const char *const[]){ sfmt("SILT_CONFIG=%s", path), NULL })) return;
     reply r;
@@ -475,5 +466,4 @@ TEST(dashboard_schedules_page_shows_the_origin_and_pauses_and_resumes_an_api_sch
     CHECK_STR(sql("SELECT paused_at IS NULL FROM tasks.schedules WHERE name = 'hourly'"), "t");
     browser_close(&b);
     srv_stop(&s);
-    unlink(path);
 }

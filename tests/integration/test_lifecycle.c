@@ -2,6 +2,7 @@
  * PostgreSQL restarts, concurrent migrations — and the command-line client. */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <limits.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
@@ -137,8 +138,9 @@ static int wait_exit(pid_t pid, int timeout_ms)
  * own; returns the path. */
 static const char *start_logged_env(silt_server *s, const char *const *env)
 {
-    char path[] = "/tmp/silt-log-XXXXXX";
-    int fd = mkstemp(path);
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/server-XXXXXX.log", harness_scratch_dir());
+    int fd = mkstemps(path, 4);
     CHECK(fd >= 0);
     int saved = dup(STDERR_FILENO);
     dup2(fd, STDERR_FILENO);   /* the server inherits it */

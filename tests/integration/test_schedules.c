@@ -10,15 +10,11 @@
 #include "harness.h"
 #include "support.h"
 
+/* A silt.conf of the schedule tick, with schedule's lines added to it. */
 static const char *conf_with(const char *schedule)
 {
-    static char path[128];
-    snprintf(path, sizeof path, "/tmp/silt-sched-%d.conf", (int)getpid());
-    FILE *f = fopen(path, "w");
-    CHECK(f != NULL);
-    fprintf(f, "[schedule.tick]\ncron = * * * * *\ntask = tick\nqueue = q\nargs = {\"n\": 1}\n%s", schedule);
-    fclose(f);
-    return path;
+    return test_file("silt.conf", sfmt("[schedule.tick]\ncron = * * * * *\ntask = tick\nqueue = q\n"
+                                       "args = {\"n\": 1}\n%s", schedule));
 }
 
 static char initial_slot[96];   /* where the test set the schedule */

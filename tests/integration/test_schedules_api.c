@@ -221,20 +221,10 @@ TEST(a_deleted_schedule_stops_at_once_and_its_name_is_free)
     srv_stop(&s);
 }
 
-static const char *conf_file(const char *text)
-{
-    static char path[128];
-    snprintf(path, sizeof path, "/tmp/silt-sched-api-%d.conf", (int)getpid());
-    FILE *f = fopen(path, "w");
-    CHECK(f != NULL);
-    fputs(text, f);
-    fclose(f);
-    return path;
-}
-
 TEST(a_config_schedule_is_listed_with_its_origin_and_the_api_cannot_change_it)
 {
-    const char *conf = conf_file("[queue.q]\n[schedule.nightly]\ncron = 30 3 * * *\ntask = report\nqueue = q\n");
+    const char *conf = test_file("silt.conf", "[queue.q]\n[schedule.nightly]\ncron = 30 3 * * *\n"
+                                              "task = report\nqueue = q\n");
     silt_server s;
     srv_start(&s, (const char *const[]){ sfmt("SILT_CONFIG=%s", conf), NULL });
     reply r;
@@ -264,11 +254,10 @@ TEST(a_config_schedule_is_listed_with_its_origin_and_the_api_cannot_change_it)
     CHECK_STR(sql("SELECT version || updated_at::text FROM tasks.schedules"), kept);
     /* a file without it: gone at the next start */
     srv_stop(&s);
-    conf = conf_file("[queue.q]\n");
+    conf = test_file("silt.conf", "[queue.q]\n");
     srv_start(&s, (const char *const[]){ sfmt("SILT_CONFIG=%s", conf), NULL });
     CHECK_STR(sql("SELECT count(*) FROM tasks.schedules"), "0");
     srv_stop(&s);
-    unlink(conf);
 }
 
 TEST(a_file_that_declares_an_api_schedules_name_takes_it_over)
@@ -277,12 +266,11 @@ TEST(a_file_that_declares_an_api_schedules_name_takes_it_over)
     srv_start(&s, NULL);
     create(&s, "tick", "tick", ",\"paused\":true");
     srv_stop(&s);
-    const char *conf = conf_file("[schedule.tick]\ncron = 0 * * * *\ntask = filed\nqueue = q\n");
+    const char *conf = test_file("silt.conf", "[schedule.tick]\ncron = 0 * * * *\ntask = filed\nqueue = q\n");
     srv_start(&s, (const char *const[]){ sfmt("SILT_CONFIG=%s", conf), NULL });
     CHECK_STR(sql("SELECT origin || ' ' || cron || ' ' || task_name || ' ' || (paused_at IS NULL)"
                   " FROM tasks.schedules"), "config 0 * * * * filed true");
     srv_stop(&s);
-    unlink(conf);
 }
 
 TEST(two_servers_fire_each_slot_of_an_api_schedule_once_and_honour_a_change_made_on_the_other)
@@ -333,7 +321,7 @@ static void refused(silt_server *s, const char *method, const char *path, const 
 
 TEST(bad_schedule_definitions_are_refused_naming_the_field_and_nothing_is_written)
 {
-    const char *conf = conf_file("[queue.q]\n");
+    const char *conf = test_file("silt.conf", "[queue.q]\n");
     silt_server s;
     srv_start(&s, (const char *const[]){ sfmt("SILT_CONFIG=%s", conf), NULL });
     static const struct { const char *body, *field; } bad[] = {
@@ -380,7 +368,6 @@ TEST(bad_schedule_definitions_are_refused_naming_the_field_and_nothing_is_writte
     reply_fini(&r);
     CHECK_STR(sql("SELECT task_name FROM tasks.schedules"), "tick");
     srv_stop(&s);
-    unlink(conf);
 }
 
 static int cli(const silt_server *s, char *out, const char *args)

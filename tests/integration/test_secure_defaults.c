@@ -66,7 +66,6 @@ TEST(server_listens_on_loopback_unless_host_is_set)
     const char *outside = outside_address();
     if (outside) CHECK(!connects(outside, s.port));
     srv_stop(&s);
-    unlink(log);
 }
 
 TEST(listening_beyond_loopback_without_authentication_is_said_once_at_start)
@@ -79,7 +78,6 @@ TEST(listening_beyond_loopback_without_authentication_is_said_once_at_start)
     const char *outside = outside_address();
     if (outside) CHECK(connects(outside, s.port));
     srv_stop(&s);
-    unlink(log);
 }
 
 TEST(listening_beyond_loopback_with_authentication_is_not_warned_about)
@@ -95,7 +93,6 @@ TEST(listening_beyond_loopback_with_authentication_is_not_warned_about)
     CHECK_INT(r.status, 401);
     reply_fini(&r);
     srv_stop(&s);
-    unlink(log);
 }
 
 TEST(an_hs256_secret_under_32_bytes_refuses_the_start_naming_the_rule)

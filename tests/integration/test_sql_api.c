@@ -23,20 +23,9 @@ static const char *const CONF =
     "queue_retention.emails = 7d\n"
     "retention_classes.audit_1y = 365d\n";
 
-static const char *conf_path(void)
-{
-    static char path[64];
-    snprintf(path, sizeof path, "/tmp/silt-sqlapi-%d.conf", (int)getpid());
-    return path;
-}
-
 static void start_with_conf(silt_server *s)
 {
-    FILE *f = fopen(conf_path(), "w");
-    CHECK(f != NULL);
-    fputs(CONF, f);
-    fclose(f);
-    srv_start(s, (const char *const[]){ sfmt("SILT_CONFIG=%s", conf_path()), NULL });
+    srv_start(s, (const char *const[]){ sfmt("SILT_CONFIG=%s", test_file("silt.conf", CONF)), NULL });
 }
 
 static void park_claim(bg_req *w, silt_server *s, const char *worker, const char *queue, int wait_ms)
@@ -200,7 +189,6 @@ TEST(a_task_sent_by_sql_gets_the_same_row_as_the_same_task_sent_over_http)
     CHECK(!jbool(&r, "created"));
     reply_fini(&r);
     srv_stop(&s);
-    unlink(conf_path());
 }
 
 /* A bad argument raises 22023 with the words of the HTTP 400 (naming the
@@ -256,7 +244,6 @@ TEST(a_bad_sql_send_raises_silts_message_and_writes_nothing)
     CHECK_STR(sql("SELECT count(*) FROM horsies_tasks"), "0");
     PQfinish(pg);
     srv_stop(&s);
-    unlink(conf_path());
 }
 
 /* A login role granted silt_producer sends, and can neither read nor

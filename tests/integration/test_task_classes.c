@@ -20,26 +20,9 @@ static const char *const CONF =
     "queue_retention.audit = None\n"
     "retention_classes.audit_1y = 365d\n";
 
-static const char *conf_path(void)
-{
-    static char path[64];
-    snprintf(path, sizeof path, "/tmp/silt-classes-%d.conf", (int)getpid());
-    return path;
-}
-
-static const char *conf_file(const char *text)
-{
-    const char *path = conf_path();
-    FILE *f = fopen(path, "w");
-    CHECK(f != NULL);
-    fputs(text, f);
-    fclose(f);
-    return path;
-}
-
 static void start_with_conf(silt_server *s, const char *text)
 {
-    srv_start(s, (const char *const[]){ sfmt("SILT_CONFIG=%s", conf_file(text)), NULL });
+    srv_start(s, (const char *const[]){ sfmt("SILT_CONFIG=%s", test_file("silt.conf", text)), NULL });
 }
 
 static const char *class_of(const char *id)
@@ -63,7 +46,6 @@ TEST(a_send_without_a_key_gets_its_queues_mapping_else_standard_30d)
     CHECK_STR(jstr(&r, "retentionClassKey"), "q_emails_7d");   /* a delayed send: the same */
     reply_fini(&r);
     srv_stop(&s);
-    unlink(conf_path());
 }
 
 /* A key the send names wins over the mapping; null keeps the record
@@ -82,7 +64,6 @@ TEST(the_key_a_send_names_wins_and_null_keeps_the_task_forever)
     CHECK_STR(class_of(task_send(&s, "{\"name\":\"t\",\"queue\":\"plain\",\"retentionClassKey\":\"q_reports_90d\"}")),
               "q_reports_90d");
     srv_stop(&s);
-    unlink(conf_path());
 }
 
 /* A key this server does not know, silt's heartbeats class, or a value
@@ -110,7 +91,6 @@ TEST(an_unknown_or_reserved_class_key_is_refused_and_nothing_is_written)
     reply_fini(&r);
     CHECK_STR(sql("SELECT count(*) FROM horsies_tasks"), "0");
     srv_stop(&s);
-    unlink(conf_path());
 }
 
 /* A node's class is chosen when the workflow is accepted (its enqueue),
@@ -143,7 +123,6 @@ TEST(a_workflow_nodes_task_carries_the_class_resolved_for_its_node)
     CHECK_STR(sql("SELECT retention_class_key FROM horsies_task_history WHERE id = '%s'", c.id), "q_emails_7d");
     CHECK_STR(sql("SELECT retention_class_key FROM horsies_tasks WHERE workflow_node = 'b'"), "audit_1y");
     srv_stop(&s);
-    unlink(conf_path());
 }
 
 /* silt task send --retention-class-key. */
@@ -160,7 +139,6 @@ TEST(cli_task_send_names_a_retention_class)
                            silt_bin()), out, sizeof out), 1);
     CHECK(strstr(out, "unknown retention class q_x_1d") != NULL);
     srv_stop(&s);
-    unlink(conf_path());
 }
 
 /* A schedule's fire is an enqueue too: its retention_class_key, else its
@@ -177,7 +155,6 @@ TEST(a_scheduled_task_gets_its_schedules_class_else_its_queues)
     CHECK_STR(sql("SELECT string_agg(DISTINCT task_name || ' ' || retention_class_key, ',') FROM horsies_tasks"),
               "tick q_reports_90d,tock audit_1y");
     srv_stop(&s);
-    unlink(conf_path());
 }
 
 /* Each server registers its classes at startup (the declared ones and the
@@ -194,8 +171,8 @@ TEST(classes_are_registered_at_startup_and_a_changed_duration_is_refused_naming_
               "audit_1y 31536000 declared,forever - silt,heartbeats 3600 heartbeats,q_emails_7d 604800 mapping,"
               "q_reports_90d 7776000 mapping,standard_30d 2592000 silt");   /* heartbeats: the heartbeat window */
     srv_stop(&s);
-    const char *changed = conf_file("[retention]\nretention_classes.transient_2d = 2d\n"
-                                    "retention_classes.audit_1y = 180d\n");
+    const char *changed = test_file("silt.conf", "[retention]\nretention_classes.transient_2d = 2d\n"
+                                                 "retention_classes.audit_1y = 180d\n");
     char out[4096];
     int rc = run_cmd(sfmt("SILT_CONFIG=%s PG_HOST=127.0.0.1 PG_PORT=%s PG_USER=postgres PG_DB=%s PORT=6632 "
                           "LOG_LEVEL=warn timeout 20 %s server 2>&1", changed, pg_port(), test_db(), silt_bin()),
@@ -207,5 +184,4 @@ TEST(classes_are_registered_at_startup_and_a_changed_duration_is_refused_naming_
                         "   = help: declare the new duration under a new key, e.g. audit_180d\n"
                         "error: aborting due to 1 previous error\n", changed));
     CHECK_STR(sql("SELECT count(*) FROM horsies_retention_classes WHERE class_key = 'transient_2d'"), "0");
-    unlink(conf_path());
 }

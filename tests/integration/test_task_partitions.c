@@ -24,23 +24,12 @@ static const char *const CONF =
     "queue_retention.emails = 7d\n"
     "retention_classes.short_45s = 45s\n";
 
-static const char *conf_file(const char *text)
-{
-    static char path[64];
-    snprintf(path, sizeof path, "/tmp/silt-partitions-%d.conf", (int)getpid());
-    FILE *f = fopen(path, "w");
-    CHECK(f != NULL);
-    fputs(text, f);
-    fclose(f);
-    return path;
-}
-
 /* A server with silt.conf text whose first pass, the one its timer runs
  * soon after start, is over: the passes a test asks for are then the only
  * ones until the next interval (900 s by default). */
 static void start_passed(silt_server *s, const char *text, const char *extra_env)
 {
-    const char *env[3] = { sfmt("SILT_CONFIG=%s", conf_file(text)), extra_env, NULL };
+    const char *env[3] = { sfmt("SILT_CONFIG=%s", test_file("silt.conf", text)), extra_env, NULL };
     srv_start(s, env);
     srv_await_metric(s, "silt_task_partition_passes_total", 1, 15000);
 }

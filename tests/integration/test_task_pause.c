@@ -168,21 +168,10 @@ TEST(a_resume_through_another_server_wakes_a_parked_claimer)
     srv_stop(&b);
 }
 
-static const char *write_conf(void)
-{
-    static char path[128];
-    snprintf(path, sizeof path, "/tmp/silt-test-pause-%d.conf", (int)getpid());
-    FILE *f = fopen(path, "w");
-    CHECK(f != NULL);
-    fprintf(f, "[queue.q]\npriority = 1\n");
-    fclose(f);
-    return path;
-}
-
 TEST(pausing_a_queue_the_configuration_does_not_declare_is_404_and_a_long_name_400)
 {
     silt_server s;
-    const char *env[] = { sfmt("SILT_CONFIG=%s", write_conf()), NULL };
+    const char *env[] = { sfmt("SILT_CONFIG=%s", test_file("silt.conf", "[queue.q]\npriority = 1\n")), NULL };
     srv_start(&s, env);
     reply r;
     rq(&s, "POST", "/api/v1/task-queues/nope/pause", NULL, &r);

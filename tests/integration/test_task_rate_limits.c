@@ -17,30 +17,10 @@
 #include "task_support.h"
 #include "net/http_client.h"
 
-static char conf_path[128];
-
-/* A config file for this test (its path in a static buffer); remove_conf
- * removes it. */
-static const char *write_conf(const char *text)
-{
-    char *path = conf_path;
-    snprintf(conf_path, sizeof conf_path, "/tmp/silt-test-rate-%d.conf", (int)getpid());
-    FILE *f = fopen(path, "w");
-    CHECK(f != NULL);
-    fputs(text, f);
-    fclose(f);
-    return path;
-}
-
-static void remove_conf(void)
-{
-    unlink(conf_path);
-}
-
 /* Two servers on the test's one database, both reading conf. */
 static void start_two(silt_server *a, silt_server *b, const char *conf)
 {
-    const char *env[] = { sfmt("SILT_CONFIG=%s", write_conf(conf)), NULL };
+    const char *env[] = { sfmt("SILT_CONFIG=%s", test_file("silt.conf", conf)), NULL };
     srv_start(a, env);
     srv_start(b, env);
 }
@@ -139,7 +119,6 @@ TEST(a_rate_limit_holds_every_window_against_many_claimers_on_two_servers)
     CHECK(span < (TASKS / LIMIT - 1) * PERIOD_MS + 2000);
     srv_stop(&a);
     srv_stop(&b);
-    remove_conf();
 }
 
 static const char *three_keys(int i)
@@ -172,7 +151,6 @@ TEST(a_limit_per_key_holds_each_key_and_never_the_others_on_two_servers)
                   " WHERE queue_name = 'keyed' AND rate_key IS NULL", PERIOD_MS), "t");
     srv_stop(&a);
     srv_stop(&b);
-    remove_conf();
 }
 
 /* One claim takes a full key's budget and goes on to the other keys (it
@@ -180,7 +158,8 @@ TEST(a_limit_per_key_holds_each_key_and_never_the_others_on_two_servers)
 TEST(one_claim_takes_each_keys_budget_and_passes_over_a_full_keys_backlog)
 {
     silt_server s;
-    const char *env[] = { sfmt("SILT_CONFIG=%s", write_conf("[queue.k]\nrate_limit_per_key = 2/1m\n")), NULL };
+    const char *conf = test_file("silt.conf", "[queue.k]\nrate_limit_per_key = 2/1m\n");
+    const char *env[] = { sfmt("SILT_CONFIG=%s", conf), NULL };
     srv_start(&s, env);
     send_tasks(&s, "k", 10, NULL);
     sql("UPDATE horsies_tasks SET rate_key = 'big'");   /* ten of one key at the head */
@@ -197,7 +176,6 @@ TEST(one_claim_takes_each_keys_budget_and_passes_over_a_full_keys_backlog)
     task_claimed c;
     CHECK(!task_claim_one(&s, "w", "k", &c));   /* big waits for its window */
     srv_stop(&s);
-    remove_conf();
 }
 
 /* A parked claim on one server takes the next task when the window opened
@@ -225,7 +203,6 @@ TEST_ALONE(a_parked_claim_takes_a_waiting_task_as_soon_as_the_window_reopens)
     }
     srv_stop(&a);
     srv_stop(&b);
-    remove_conf();
 }
 
 /* GET /api/v1/task-queues: is queue 0 at its rate limit, and held back by it? */
@@ -244,8 +221,8 @@ static void check_rate_state(silt_server *s, bool at_rate, bool held_back)
 TEST(a_cap_and_a_rate_limit_together_hold_both)
 {
     silt_server s;
-    const char *env[] = { sfmt("SILT_CONFIG=%s",
-                               write_conf("[queue.both]\nmax_concurrency = 2\nrate_limit = 3/1m\n")), NULL };
+    const char *conf = test_file("silt.conf", "[queue.both]\nmax_concurrency = 2\nrate_limit = 3/1m\n");
+    const char *env[] = { sfmt("SILT_CONFIG=%s", conf), NULL };
     srv_start(&s, env);
     send_tasks(&s, "both", 6, NULL);
     reply r;
@@ -272,7 +249,6 @@ TEST(a_cap_and_a_rate_limit_together_hold_both)
     sql("UPDATE horsies_tasks SET run_at = now() + interval '1 hour'");   /* nothing due: held back by nothing */
     check_rate_state(&s, true, false);
     srv_stop(&s);
-    remove_conf();
 }
 
 /* A queue without a rate limit claims as it always did: a rateKey on it is
@@ -281,8 +257,8 @@ TEST(a_cap_and_a_rate_limit_together_hold_both)
 TEST(a_queue_without_a_rate_limit_keeps_rate_keys_and_records_nothing)
 {
     silt_server s;
-    const char *env[] = { sfmt("SILT_CONFIG=%s", write_conf("[queue.free]\n[queue.rated]\nrate_limit = 100/1s\n")),
-                          NULL };
+    const char *conf = test_file("silt.conf", "[queue.free]\n[queue.rated]\nrate_limit = 100/1s\n");
+    const char *env[] = { sfmt("SILT_CONFIG=%s", conf), NULL };
     srv_start(&s, env);
     char id[96];
     keep_str(id, task_send(&s, "{\"name\":\"t\",\"queue\":\"free\",\"rateKey\":\"customer-7\"}"));
@@ -315,7 +291,6 @@ TEST(a_queue_without_a_rate_limit_keeps_rate_keys_and_records_nothing)
     reply_fini(&r);
     CHECK_STR(sql("SELECT queue_name || ' ' || claims FROM tasks.rate_claims"), "rated 3");
     srv_stop(&s);
-    remove_conf();
 }
 
 static void refused(silt_server *s, const char *body, const char *message)
@@ -348,19 +323,17 @@ TEST(a_bad_rate_key_is_400_naming_it_and_nothing_is_written)
     CHECK_STR(sql("SELECT string_agg(coalesce(length(rate_key)::text, '-'), ' ' ORDER BY id) FROM horsies_tasks"),
               "255 -");
     srv_stop(&s);
-    remove_conf();
 }
 
 /* silt check-config reports a bad rate limit with its line, in the seed's
  * format (every form of it: tests/unit/test_conffile.c). */
 TEST(check_config_reports_a_bad_rate_limit_at_its_line)
 {
-    const char *path = write_conf("[queue.q]\nrate_limit = 10 per second\n");
+    const char *path = test_file("silt.conf", "[queue.q]\nrate_limit = 10 per second\n");
     char out[2048];
     int rc = run_cmd(sfmt("%s check-config %s 2>&1", silt_bin(), path), out, sizeof out);
     CHECK(rc != 0);
     CHECK(strstr(out, "error[HRS-205]: rate_limit in [queue.q] must be N/PERIOD") != NULL);
     CHECK(strstr(out, sfmt("--> %s:2", path)) != NULL);
     CHECK(strstr(out, "found rate_limit = 10 per second: not N/PERIOD") != NULL);
-    remove_conf();
 }

@@ -10,17 +10,10 @@
 #include "support.h"
 #include "task_support.h"
 
-/* A config file for this test (its path in a static buffer): recovery every
- * second, plus extra lines. */
+/* A silt.conf for this test: recovery every second, plus extra lines. */
 static const char *write_conf(const char *extra)
 {
-    static char path[128];
-    snprintf(path, sizeof path, "/tmp/silt-test-%d.conf", (int)getpid());
-    FILE *f = fopen(path, "w");
-    CHECK(f != NULL);
-    fprintf(f, "[recovery]\ncheck_interval_ms = 1000\n%s", extra ? extra : "");
-    fclose(f);
-    return path;
+    return test_file("silt.conf", sfmt("[recovery]\ncheck_interval_ms = 1000\n%s", extra ? extra : ""));
 }
 
 static void start_with_conf(silt_server *s, const char *extra)

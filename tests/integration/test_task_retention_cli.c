@@ -30,28 +30,11 @@ static int cli(const char *url, char *out, const char *fmt, ...)
     return run_cmd(sfmt("SILT_URL='%s' '%s' %s 2>&1", url, silt_bin(), args), out, CLI_OUT);
 }
 
-static const char *conf_path(void)
-{
-    static char path[64];
-    snprintf(path, sizeof path, "/tmp/silt-trcli-%d.conf", (int)getpid());
-    return path;
-}
-
 /* A server with CONF, once its own first partition pass has ended. */
 static void start_server(silt_server *s)
 {
-    FILE *f = fopen(conf_path(), "w");
-    CHECK(f != NULL);
-    fputs(CONF, f);
-    fclose(f);
-    srv_start(s, (const char *const[]){ sfmt("SILT_CONFIG=%s", conf_path()), NULL });
+    srv_start(s, (const char *const[]){ sfmt("SILT_CONFIG=%s", test_file("silt.conf", CONF)), NULL });
     srv_await_metric(s, "silt_task_partition_passes_total", 1, DEADLINE_MS);
-}
-
-static void stop_server(silt_server *s)
-{
-    srv_stop(s);
-    unlink(conf_path());
 }
 
 /* A partition pass now; its outcome. */
@@ -141,7 +124,7 @@ TEST(cli_retention_classes_lists_standard_30d_forever_and_a_mapped_class_with_du
     CHECK(strstr(out, "\"classKey\": \"q_emails_7d\"") != NULL);
     CHECK(strstr(out, "\"duration\": null") != NULL);
     CHECK(strstr(out, "\"registeredAt\": ") != NULL);
-    stop_server(&s);
+    srv_stop(&s);
 }
 
 /* One row per cataloged leaf: today's standard_30d leaf is attached and
@@ -188,7 +171,7 @@ TEST(cli_retention_leaves_lists_a_class_leaves_with_day_and_state)
     CHECK(strstr(out, "\"classKey\": \"q_emails_7d\"") != NULL);
     CHECK(strstr(out, "\"classKey\": \"standard_30d\"") == NULL);
     CHECK(strstr(out, "\"from\": ") != NULL && strstr(out, "\"state\": \"attached\"") != NULL);
-    stop_server(&s);
+    srv_stop(&s);
 }
 
 TEST(cli_retention_coverage_exits_0_when_healthy)
@@ -209,7 +192,7 @@ TEST(cli_retention_coverage_exits_0_when_healthy)
     CHECK_INT(cli(s.url, out, "retention coverage --json"), 0);
     CHECK(strstr(out, "\"healthy\": true") != NULL);
     CHECK(strstr(out, "\"lastPass\": {") != NULL);
-    stop_server(&s);
+    srv_stop(&s);
 }
 
 /* A leaf dropped outside silt: the next pass reports it, the surface
@@ -243,7 +226,7 @@ TEST(cli_retention_coverage_exits_1_and_names_an_absent_leaf)
     header_of(out, "LEAF ", header);
     row_of(out, leaf, row);
     CHECK_STR(cell_under(header, row, "STATE"), "absent");
-    stop_server(&s);
+    srv_stop(&s);
 }
 
 /* Refused before any request: the URL points nowhere on purpose. */

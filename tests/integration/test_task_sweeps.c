@@ -15,18 +15,6 @@
 #include "support.h"
 #include "task_support.h"
 
-/* A silt.conf holding text (a [retention] section), for SILT_CONFIG. */
-static const char *conf_file(const char *text)
-{
-    static char path[64];
-    snprintf(path, sizeof path, "/tmp/silt-sweep-%d.conf", (int)getpid());
-    FILE *f = fopen(path, "w");
-    CHECK(f != NULL);
-    fputs(text, f);
-    fclose(f);
-    return path;
-}
-
 /* A server (with silt.conf text, or none) whose first sweep round, the one
  * its timer runs soon after start, is over: the rounds a test asks for are
  * then the only ones until the next interval (300 s by default), so none
@@ -160,8 +148,8 @@ TEST(worker_states_past_worker_state_retention_hours_are_deleted)
 TEST(none_disables_the_workflow_and_worker_state_sweeps)
 {
     silt_server s;
-    const char *conf = conf_file("[retention]\nterminal_record_retention_hours = None\n"
-                                 "worker_state_retention_hours = None\n");
+    const char *conf = test_file("silt.conf", "[retention]\nterminal_record_retention_hours = None\n"
+                                              "worker_state_retention_hours = None\n");
     start_swept(&s, conf);
     old_workflows(5, 100000);
     sql("INSERT INTO horsies_worker_states (worker_id, snapshot_at, hostname, pid, queues, concurrency, claimed, running)"
@@ -174,7 +162,6 @@ TEST(none_disables_the_workflow_and_worker_state_sweeps)
     CHECK_STR(sql("SELECT count(*) FROM horsies_workflows"), "5");
     CHECK_STR(sql("SELECT count(*) FROM horsies_worker_states"), "1");
     srv_stop(&s);
-    unlink(conf);
 }
 
 /* Settings are the file's: a shorter terminal_record_retention_hours and
@@ -182,8 +169,8 @@ TEST(none_disables_the_workflow_and_worker_state_sweeps)
 TEST(terminal_record_retention_hours_and_retention_delete_batch_size_come_from_silt_conf)
 {
     silt_server s;
-    const char *conf = conf_file("[retention]\nterminal_record_retention_hours = 2\n"
-                                 "retention_delete_batch_size = 50\n");
+    const char *conf = test_file("silt.conf", "[retention]\nterminal_record_retention_hours = 2\n"
+                                              "retention_delete_batch_size = 50\n");
     start_swept(&s, conf);
     old_workflows(120, 3);
     old_workflows(2, 1);
@@ -193,7 +180,6 @@ TEST(terminal_record_retention_hours_and_retention_delete_batch_size_come_from_s
     reply_fini(&r);
     CHECK_STR(sql("SELECT count(*) FROM horsies_workflows"), "2");
     srv_stop(&s);
-    unlink(conf);
 }
 
 /* paused_workflow_auto_cancel_after: a workflow PAUSED longer than it is
@@ -217,7 +203,7 @@ TEST(paused_workflows_past_paused_workflow_auto_cancel_after_are_expired)
 
     /* paused just now while the next server starts, so its first round has nothing to expire */
     sql("UPDATE horsies_workflows SET paused_at = now() WHERE id = '%s'", old);
-    const char *conf = conf_file("[retention]\npaused_workflow_auto_cancel_after = 2h\n");
+    const char *conf = test_file("silt.conf", "[retention]\npaused_workflow_auto_cancel_after = 2h\n");
     start_swept(&s, conf);
     sql("UPDATE horsies_workflows SET paused_at = now() - interval '3 hours' WHERE id = '%s'", old);
     char young[96], running[96], resumed[96];
@@ -244,7 +230,6 @@ TEST(paused_workflows_past_paused_workflow_auto_cancel_after_are_expired)
               "RUNNING,RUNNING,PAUSED");   /* resumed, running, young */
     CHECK_INT(srv_metric(&s, "silt_workflows_expired_total"), 1);
     srv_stop(&s);
-    unlink(conf);
 }
 
 /* One server sweeps at a time: while another holds the sweep's lock, a

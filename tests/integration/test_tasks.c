@@ -498,12 +498,7 @@ TEST(workers_register_and_are_listed_with_what_they_hold)
  * queue at its max_concurrency with a task due is held back by it. */
 TEST(task_queues_say_a_queue_at_its_cap_with_a_task_due_is_held_back)
 {
-    char path[96];
-    snprintf(path, sizeof path, "/tmp/silt-test-queues-%d.conf", (int)getpid());
-    FILE *f = fopen(path, "w");
-    CHECK(f != NULL);
-    fprintf(f, "[queue.capped]\nmax_concurrency = 1\npriority = 5\n[queue.free]\n");
-    fclose(f);
+    const char *path = test_file("silt.conf", "[queue.capped]\nmax_concurrency = 1\npriority = 5\n[queue.free]\n");
     const char *env[] = { sfmt("SILT_CONFIG=%s", path), NULL };
     silt_server s;
     srv_start(&s, env);
@@ -535,7 +530,6 @@ TEST(task_queues_say_a_queue_at_its_cap_with_a_task_due_is_held_back)
     CHECK(!jbool(&r, "queues.0.atCap") && !jbool(&r, "queues.0.heldBack") && jbool(&r, "queues.0.due"));
     reply_fini(&r);
     srv_stop(&s);
-    unlink(path);
 }
 
 /* A worker that holds a task and has not been seen for two of its

@@ -639,6 +639,5 @@ TEST(a_worker_killed_with_sigkill_mid_task_is_recovered_and_its_task_retried)
     CHECK_INT(worker_stop(&again, DEADLINE_MS), 0);
     worker_cleanup(&w);
     worker_cleanup(&again);
-    unlink(conf);
     srv_stop(&s);
 }

@@ -21,24 +21,12 @@ static int cli(const silt_server *s, char *out, const char *args)
     return run_cmd(sfmt("SILT_URL='%s' '%s' %s 2>&1", s->url, silt_bin(), args), out, CLI_OUT);
 }
 
-/* Writes text to a file of this test named after tag; its path in path. */
-static void write_file(char path[96], const char *tag, const char *text)
-{
-    snprintf(path, 96, "/tmp/silt-wfcli-%d-%s", (int)getpid(), tag);
-    FILE *f = fopen(path, "w");
-    CHECK(f != NULL);
-    fputs(text, f);
-    fclose(f);
-}
-
 /* The id a start printed: its one line. */
 static void start_cli(const silt_server *s, const char *definition, char id[96])
 {
     static char out[CLI_OUT];
-    char path[96];
-    write_file(path, "def.json", definition);
+    const char *path = test_file("def.json", definition);
     int rc = cli(s, out, sfmt("workflow start %s", path));
-    unlink(path);
     if (rc != 0) harness_failf(__FILE__, __LINE__, "workflow start: exit %d, %s", rc, out);
     CHECK_INT(strlen(out), 37);
     CHECK(out[36] == '\n');
@@ -139,8 +127,7 @@ TEST(workflow_cli_start_refuses_a_bad_definition_printing_every_problem)
     reply r;   /* what the server finds, to compare with what the command printed */
     rq(&s, "POST", "/api/v1/workflows", bad, &r);
     CHECK_INT(r.status, 400);
-    char path[96];
-    write_file(path, "bad.json", bad);
+    const char *path = test_file("bad.json", bad);
     /* stderr alone: every problem, one a line; nothing on stdout */
     CHECK_INT(run_cmd(sfmt("SILT_URL='%s' '%s' workflow start %s 2>&1 >/dev/null", s.url, silt_bin(), path), out,
                       CLI_OUT), 1);
@@ -157,14 +144,14 @@ TEST(workflow_cli_start_refuses_a_bad_definition_printing_every_problem)
                       CLI_OUT), 1);
     CHECK_STR(out, "");
     /* a node the server cannot read: its one error */
-    write_file(path, "bad.json", "{\"name\":\"bad\",\"nodes\":[{\"id\":\"a\",\"queue\":\"q\"}]}");
+    test_file("bad.json", "{\"name\":\"bad\",\"nodes\":[{\"id\":\"a\",\"queue\":\"q\"}]}");
     CHECK_INT(cli(&s, out, sfmt("workflow start %s", path)), 1);
     CHECK(strstr(out, "silt: nodes[0]: task is required") != NULL);
     /* what is not a definition never reaches the server: usage errors */
-    write_file(path, "bad.json", "{\"name\":");
+    test_file("bad.json", "{\"name\":");
     CHECK_INT(cli(&s, out, sfmt("workflow start %s", path)), 2);
     CHECK(strstr(out, "not valid JSON") != NULL);
-    write_file(path, "bad.json", "[1]");
+    test_file("bad.json", "[1]");
     CHECK_INT(cli(&s, out, sfmt("workflow start %s", path)), 2);
     CHECK(strstr(out, "one JSON object") != NULL);
     unlink(path);
@@ -396,8 +383,7 @@ TEST(workflow_cli_help_describes_every_verb)
 
 TEST(schedules_cli_lists_the_schedules_of_silt_conf)
 {
-    char conf[96];
-    write_file(conf, "silt.conf", "[schedule.tick]\ncron = * * * * *\ntask = tick\nqueue = q\n");
+    const char *conf = test_file("silt.conf", "[schedule.tick]\ncron = * * * * *\ntask = tick\nqueue = q\n");
     silt_server s;
     srv_start(&s, (const char *const[]){ sfmt("SILT_CONFIG=%s", conf), NULL });
     static char out[CLI_OUT];
@@ -421,7 +407,6 @@ TEST(schedules_cli_lists_the_schedules_of_silt_conf)
     CHECK(strstr(out, "\"cron\": \"* * * * *\"") != NULL);
     CHECK(strstr(out, "\"catchUp\"") != NULL);
     srv_stop(&s);
-    unlink(conf);
     /* a server whose file declares no schedule */
     srv_start(&s, NULL);
     CHECK_INT(cli(&s, out, "schedules"), 0);

@@ -234,12 +234,7 @@ TEST(a_wait_on_a_workflow_returns_when_it_ends)
  * it, once. */
 TEST(a_crashed_node_advances_through_the_outbox_once)
 {
-    char conf[128];
-    snprintf(conf, sizeof conf, "/tmp/silt-wf-%d.conf", (int)getpid());
-    FILE *f = fopen(conf, "w");
-    CHECK(f != NULL);
-    fputs("[recovery]\ncheck_interval_ms = 1000\n", f);
-    fclose(f);
+    const char *conf = test_file("silt.conf", "[recovery]\ncheck_interval_ms = 1000\n");
     silt_server s;
     srv_start(&s, (const char *const[]){ sfmt("SILT_CONFIG=%s", conf), NULL });
     char wf[96];
@@ -253,7 +248,6 @@ TEST(a_crashed_node_advances_through_the_outbox_once)
     CHECK_STR(node_status(wf, "b"), "ENQUEUED");   /* allowFailedDeps: it runs after the crash */
     CHECK_STR(sql("SELECT count(*) FROM horsies_workflow_phase2_pending"), "0");   /* applied, gone */
     CHECK_STR(sql("SELECT count(*) FROM horsies_tasks WHERE workflow_id = '%s'", wf), "1");   /* b's, once */
-    unlink(conf);
     srv_stop(&s);
 }
 

@@ -40,29 +40,13 @@ const char WK_SCRIPT[] =
 /* ---- the worker as a child process ------------------------------------- */
 
 
-static char dump_path[160];
-
-/* On a failed check the worker's log goes to the test's stderr (shown with
- * the failure). */
-static void dump_worker_log(void)
-{
-    if (!dump_path[0]) return;
-    FILE *f = fopen(dump_path, "r");
-    if (!f) return;
-    char line[1024];
-    fputs("---- worker log ----\n", stderr);
-    while (fgets(line, sizeof line, f)) fputs(line, stderr);
-    fclose(f);
-}
-
+/* In the test's scratch directory, kept with the worker's log when the
+ * test fails. */
 static void test_dir(test_worker *w)
 {
-    snprintf(w->dir, sizeof w->dir, "/tmp/silt-worker-XXXXXX");
+    CHECK(snprintf(w->dir, sizeof w->dir, "%s/worker-XXXXXX", harness_scratch_dir()) < (int)sizeof w->dir);
     CHECK(mkdtemp(w->dir) != NULL);
     snprintf(w->log, sizeof w->log, "%s/worker.log", w->dir);
-    snprintf(dump_path, sizeof dump_path, "%s", w->log);
-    static bool registered;
-    if (!registered) { atexit(dump_worker_log); registered = true; }
 }
 
 /* Starts `silt worker --queue q <opts...> -- <cmd...>`; opts and cmd are
@@ -129,7 +113,6 @@ void worker_cleanup(test_worker *w)
 {
     if (w->pid > 0) { kill(w->pid, SIGKILL); waitpid(w->pid, NULL, 0); }
     CHECK(system(sfmt("rm -rf '%s'", w->dir)) == 0);
-    dump_path[0] = '\0';
 }
 
 void await_file(const char *path, const char *contains)
@@ -191,11 +174,6 @@ pid_t read_pid(const char *path)
 
 const char *worker_fast_recovery_conf(void)
 {
-    static char path[128];
-    snprintf(path, sizeof path, "/tmp/silt-worker-fast-%d.conf", (int)getpid());
-    FILE *f = fopen(path, "w");
-    CHECK(f != NULL);
-    fputs("[recovery]\nrunner_heartbeat_interval_ms = 1000\nrunning_stale_after_ms = 2000\ncheck_interval_ms = 1000\n", f);
-    fclose(f);
-    return path;
+    return test_file("fast-recovery.conf", "[recovery]\nrunner_heartbeat_interval_ms = 1000\n"
+                                           "running_stale_after_ms = 2000\ncheck_interval_ms = 1000\n");
 }

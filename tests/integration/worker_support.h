@@ -21,7 +21,8 @@ typedef struct test_worker {
 } test_worker;
 
 /* Starts `silt worker --queue q <opts...> -- <cmd...>`; opts and cmd are
- * NULL-terminated lists. Its stderr goes to w->log (shown when a check fails). */
+ * NULL-terminated lists. Its stderr goes to w->log, in the test's scratch
+ * directory (kept when the test fails). */
 void worker_start_cmd(test_worker *w, const silt_server *s, const char *q, const char *const *opts,
                       const char *const *cmd);
 /* The same running `sh -c WK_SCRIPT`. */
@@ -38,7 +39,7 @@ void touch(const char *path);
 void await_task(silt_server *s, const char *id, const char *want, reply *r);
 /* Neither gone nor a zombie. */
 bool process_alive(pid_t pid);
-/* A silt.conf for this test (its path, static): runner heartbeats every
+/* A silt.conf for this test (test_file's): runner heartbeats every
  * second, a runner stale after two, recovery every second. */
 const char *worker_fast_recovery_conf(void);
 /* The pid a command wrote to path (waited for). */

@@ -19,21 +19,11 @@ typedef struct loaded {
     buf       report;   /* "" when there is none */
 } loaded;
 
-static char temp_dir[64];
-
+/* Into the test's scratch directory, where a file's name as given is
+ * the one its report names. */
 static void enter_temp_dir(void)
 {
-    if (temp_dir[0]) return;
-    snprintf(temp_dir, sizeof temp_dir, "/tmp/silt-conffile-XXXXXX");
-    if (!mkdtemp(temp_dir) || chdir(temp_dir) < 0) harness_fail(__FILE__, __LINE__, "cannot make a temporary directory");
-}
-
-/* Removes the directory, empty by then; the next file gets a new one. */
-static void leave_temp_dir(void)
-{
-    if (!temp_dir[0]) return;
-    if (chdir("/tmp") == 0) rmdir(temp_dir);
-    temp_dir[0] = '\0';
+    if (chdir(harness_scratch_dir()) < 0) harness_fail(__FILE__, __LINE__, "cannot enter the scratch directory");
 }
 
 static void write_file(const char *name, const char *text, size_t len)
@@ -63,7 +53,6 @@ static void loaded_fini(loaded *l)
 {
     conffile_free(&l->conf);
     buf_fini(&l->report);
-    leave_temp_dir();
 }
 
 static int occurrences(const char *text, const char *what)
@@ -221,7 +210,6 @@ TEST(conffile_hrs_200_a_missing_file_names_the_os_reason)
     CHECK(strstr(report.data, "error[HRS-200]: cannot read .: Is a directory\n") != NULL);
     conffile_free(&c);
     buf_fini(&report);
-    leave_temp_dir();
 }
 
 TEST(conffile_hrs_200_a_file_over_1_mib_is_refused_unread)
@@ -1643,7 +1631,6 @@ TEST(conffile_report_names_the_file_as_given)
     buf_fini(&report);
     unlink("etc/silt.conf");
     rmdir("etc");
-    leave_temp_dir();
 }
 
 TEST(conffile_locate_prefers_the_argument_then_silt_config)
