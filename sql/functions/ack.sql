@@ -13,7 +13,7 @@ BEGIN
                     bool_and(i.status = 'completed' AND p_offsets[i.idx + 1] IS NOT NULL) AND
                         count(i.lease_id) = count(*) AND count(DISTINCT i.lease_id) = 1 AS known
                FROM queen.ack_items(p_groups, p_partitions, p_hashes, p_statuses, p_leases) i
-              GROUP BY 1, 2 ORDER BY 1, 2
+              GROUP BY 1, 2 ORDER BY 1, i.consumer_group COLLATE "C"   -- byte order, as gathered acks lock (streams/ack.c)
     LOOP
         IF k.known THEN
             RETURN QUERY SELECT * FROM queen.ack_span(k.consumer_group, k.partition_id, k.lease, k.items, k.offsets);

@@ -50,6 +50,10 @@ DECLARE
     from_ts   timestamptz;
     from_of   text;        -- the queue from_ts was looked up for (discovery pops cross queues)
 BEGIN
+    IF coalesce(cardinality(p_batches), 0) < 1 OR cardinality(p_batches) <> coalesce(cardinality(p_leases), -1)
+       OR array_position(p_batches, NULL) IS NOT NULL THEN
+        RAISE EXCEPTION 'pop_many: one batch and one lease per member' USING ERRCODE = '22023';
+    END IF;
     IF NOT p_checked_narrow AND p_queue IS NOT NULL AND p_partition IS NULL AND queen.queue_is_wide(p_queue) THEN
         RAISE EXCEPTION 'queue % has more than 256 partitions: its pops reconcile first', p_queue
             USING ERRCODE = 'SLW01';
@@ -58,9 +62,10 @@ BEGIN
     -- in a crash, it loses only the lease: the messages come again and the
     -- lease's ack fails, as after an expiry. Its ack waits (it flushes the
     -- pop's WAL too), so a 2xx ack still means the cursor moved for good.
-    -- A pop that acks (autoAck) or makes a group's first contact stays
-    -- durable (queen.commit_durably).
-    IF NOT p_auto_ack THEN
+    -- A pop that acks (autoAck), makes a group's first contact
+    -- (queen.commit_durably), or runs in a transaction that wrote before
+    -- it stays durable.
+    IF NOT p_auto_ack AND pg_current_xact_id_if_assigned() IS NULL THEN   -- nothing else of the transaction's to keep
         PERFORM set_config('synchronous_commit', 'off', true);
     END IF;
     -- Two statements, not one with (p_queue IS NULL OR p.queue = p_queue):
@@ -144,9 +149,10 @@ $$;
 -- first contact (its subscription row, a new cursor) must outlive a crash,
 -- or a 'now' group made again later would start later and skip what came
 -- between.
-CREATE OR REPLACE FUNCTION queen.commit_durably() RETURNS void LANGUAGE sql AS $$
-    SELECT set_config('synchronous_commit', reset_val, true) FROM pg_settings WHERE name = 'synchronous_commit'
-$$;
+CREATE OR REPLACE FUNCTION queen.commit_durably() RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+    SET LOCAL synchronous_commit TO DEFAULT;
+END $$;
 
 -- The time a group's cursors are seeded from in a queue (NULL: the oldest
 -- retained message), remembered at the group's first contact with the queue.
@@ -305,12 +311,20 @@ END $$;
 CREATE OR REPLACE FUNCTION queen.extend_lease(p_lease uuid, p_seconds integer,
                                    OUT renewed integer, OUT expires_at timestamptz)
 LANGUAGE sql AS $$
-    WITH renewed AS (
-        UPDATE queen.log_consumers
-           SET lease_expires = greatest(lease_expires, now() + make_interval(secs => p_seconds)),
-               last_activity_at = now()
+    -- The cursors are locked in (partition, group) order first, as acks
+    -- lock them (several of a lease's may be acked in one transaction).
+    WITH locked AS (
+        SELECT partition_id, consumer_group FROM queen.log_consumers
          WHERE lease_id = p_lease AND lease_expires > now()
-        RETURNING lease_expires)
+         ORDER BY partition_id, consumer_group COLLATE "C" FOR UPDATE),
+    renewed AS (
+        UPDATE queen.log_consumers c
+           SET lease_expires = greatest(c.lease_expires, now() + make_interval(secs => p_seconds)),
+               last_activity_at = now()
+          FROM locked l
+         WHERE c.partition_id = l.partition_id AND c.consumer_group = l.consumer_group
+           AND c.lease_id = p_lease AND c.lease_expires > now()
+        RETURNING c.lease_expires)
     SELECT count(*)::integer, max(lease_expires) FROM renewed
 $$;
 

@@ -26,6 +26,8 @@ const db_statement db_statements[STMT_COUNT] = {
         " dlq_created, dlq_blob FROM queen.ack($1, $2, $3, $4, $5, $6)", 6 },   /* sql/033 */
     [STMT_ACK_KNOWN]    = { "ack_known",   /* sql/033: one lease's items, their offsets known */
         "SELECT applied, committed_before, released FROM queen.ack_known($1, $2, $3, $4, $5)", 5 },
+    [STMT_GATHERED_LOCK_TIMEOUT] = { "gathered_lock_timeout",   /* streams/ack.c, "gathered acks" */
+        "SELECT set_config('lock_timeout', '200ms', true)", 0 },
     [STMT_DEAD_LETTER]  = { "dead_letter",   /* sql/030 */
         "SELECT lease_released, error FROM queen.dead_letter($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)", 11 },
     [STMT_EXTEND_LEASE] = { "extend_lease",

@@ -418,7 +418,10 @@ typedef struct pop_gather {
     pop_request *members[];
 } pop_gather;
 
-static bool gatherable(const pop_request *req) { return walks_ready_set(req) && !req->reconciled; }
+/* An autoAck pop goes alone: its claim commits what it takes, so it must stay
+ * droppable unsent (db_job_abandon_when) until it leaves for PostgreSQL,
+ * whatever other clients do. */
+static bool gatherable(const pop_request *req) { return walks_ready_set(req) && !req->reconciled && !req->auto_ack; }
 
 static bool same_text(const char *a, const char *b) { return a == b || (a && b && strcmp(a, b) == 0); }
 
@@ -507,9 +510,8 @@ static pop_rows member_rows(const PGresult *r, int first, int member)
     return rows;
 }
 
-/* Each member takes its rows; then the pops that gathered meanwhile go
- * (cancelled ones, and all at shutdown, answer unsent), or the lane, idle,
- * goes. */
+/* Each member takes its rows; then the pops that gathered meanwhile go,
+ * or the lane, idle, goes. */
 static void gather_done(void *arg, const db_reply *reply)
 {
     pop_gather *g = arg;
@@ -529,7 +531,7 @@ static void gather_done(void *arg, const db_reply *reply)
         after = m->gathered_next;
         m->gathered_next = NULL;
         p->ngathering--;
-        if (m->cancelled || p->draining) { m->querying = false; finish(m); continue; }   /* never sent */
+        if (m->cancelled) { m->querying = false; finish(m); continue; }   /* never sent */
         if (tail) tail->gathered_next = m; else next = m;
         tail = m;
     }
@@ -582,6 +584,7 @@ static void on_deadline(evutil_socket_t fd, short what, void *arg)
     (void)fd; (void)what;
     pop_request *req = arg;
     req->expired = true;
+    if (req->querying && lane_take_back(req->owner, req)) req->querying = false;   /* never sent */
     if (!req->querying) finish(req);
 }
 

@@ -191,3 +191,59 @@ TEST(a_pop_whose_client_left_while_it_waited_to_be_gathered_leases_nothing)
     CHECK_STR(leases_of_g(q), "2/2");
     srv_stop(&s);
 }
+
+/* A long-poll whose deadline passes while it waits to be gathered answers
+ * at its deadline, never sent. */
+TEST(a_long_poll_whose_deadline_passes_while_it_waits_to_be_gathered_answers_unsent)
+{
+    silt_server s;
+    srv_start(&s, NULL);
+    char q[96];
+    keep_str(q, uniq("gatherlate"));
+    narrow_queue(&s, q);
+    PGconn *lock = hold_looks();
+    bg_req first, late;
+    bg_start(&first, &s, "GET", pop_path(q), NULL);
+    await_held_look();
+    bg_start(&late, &s, "GET", sfmt("/api/v1/pop/queue/%s?consumerGroup=g&batch=1&wait=true&timeout=300", q), NULL);
+    int status;
+    int64_t elapsed;
+    bg_wait(&late, &status, &elapsed);   /* while the first still waits in PostgreSQL */
+    CHECK_INT(status, 204);
+    CHECK_INT(srv_metric(&s, "silt_pops_gathering"), 0);
+    release_looks(lock);
+    bg_wait(&first, &status, &elapsed);
+    CHECK_INT(status, 200);
+    CHECK_STR(leases_of_g(q), "1/1");
+    srv_stop(&s);
+}
+
+/* An autoAck pop is never gathered: it goes alone, so it can still be
+ * dropped unsent until it leaves for PostgreSQL. */
+TEST(an_autoack_pop_goes_alone_beside_a_statement_of_leased_pops)
+{
+    silt_server s;
+    srv_start(&s, NULL);
+    char q[96];
+    keep_str(q, uniq("gatherauto"));
+    narrow_queue(&s, q);
+    reply r;   /* g's first contact, so neither pop below passes over the other's making it */
+    CHECK_INT(pop_from(&s, q, NULL, "consumerGroup=g&batch=1&wait=false", &r), 200);
+    reply_fini(&r);
+    PGconn *lock = hold_looks();
+    bg_req leased, autoack;
+    bg_start(&leased, &s, "GET", pop_path(q), NULL);
+    await_held_look();
+    bg_start(&autoack, &s, "GET", sfmt("/api/v1/pop/queue/%s?consumerGroup=g&batch=1&wait=false&autoAck=true", q), NULL);
+    sql_await("2", 10000, "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+                          "AND application_name = 'silt' AND wait_event_type = 'Lock'");   /* sent at once */
+    CHECK_INT(srv_metric(&s, "silt_pops_gathering"), 0);
+    release_looks(lock);
+    int status;
+    int64_t elapsed;
+    bg_wait(&leased, &status, &elapsed);
+    CHECK_INT(status, 200);
+    bg_wait(&autoack, &status, &elapsed);
+    CHECK_INT(status, 200);
+    srv_stop(&s);
+}
