@@ -293,23 +293,20 @@ static void known_alone(ack_request *req)
 /* ---- gathered acks ----
  *
  * Acks that take the fast path (one lease's span, its offsets known) are
- * gathered: while ACKS_IN_FLIGHT transactions of them are in flight, the
- * next wait here and then go together, one queen.ack_known call each in
- * one transaction, one commit for all. Two in flight, not one: an ack that
- * waits on a cursor's lock (a transaction request holding it, a seek)
- * then holds up only its own transaction, and that transaction gives up
- * waiting after 200 ms (its lock_timeout, STMT_GATHERED_LOCK_TIMEOUT) so
- * the others are not held longer. They lock their cursors in (partition, group) byte
- * order, as queen.ack and queen.extend_lease do. Should the transaction
- * fail (that timeout, a deadlock), nothing of it committed and each ack is
- * sent again alone, waiting as long as it must. */
-#define ACKS_IN_FLIGHT 2
-
+ * gathered: while a transaction of them is in flight, the next wait here
+ * and then go together, one queen.ack_known call each in one transaction,
+ * one commit for all. They lock their cursors in (partition, group) byte
+ * order, as queen.ack and queen.extend_lease do. An ack that waits on a
+ * cursor's lock (an open transaction request holding it, a seek) must not
+ * hold up the rest: the transaction gives up after 200 ms (its
+ * lock_timeout, STMT_GATHERED_LOCK_TIMEOUT), and when it fails so (or
+ * deadlocks), nothing of it committed and each ack is sent again alone,
+ * outside the gathering, waiting as long as it must. */
 struct acker {
     db_pool     *pool;
     lease_book  *leases;
     size_t       max_segment_bytes;
-    int          in_flight;
+    bool         in_flight;
     ack_request *pending, *pending_tail;   /* through gathered_next */
     size_t       ngathering;
     uint64_t     gathered;
@@ -334,14 +331,13 @@ static void batch_done(void *arg, const db_reply *reply)
 {
     ack_batch *b = arg;
     acker *a = b->owner;
-    int first = b->n > 1 ? 1 : 0;   /* a gathered transaction's first call sets its lock_timeout */
     for (size_t i = 0; i < b->n; i++) {
-        if (!reply->error) known_answered(b->members[i], reply->results[first + (int)i]);
-        else if (b->n == 1) known_done(b->members[i], reply);
+        if (!reply->error) known_answered(b->members[i], reply->results[1 + i]);   /* after the lock_timeout */
+        else if (reply->abandoned) known_done(b->members[i], reply);
         else known_alone(b->members[i]);   /* nothing committed: each again, alone */
     }
     free(b);
-    a->in_flight--;
+    a->in_flight = false;
     ack_request *next = a->pending;
     a->pending = a->pending_tail = NULL;
     a->ngathering = 0;
@@ -370,7 +366,7 @@ static void acker_send(acker *a, ack_request *list)
     if (b->n == 0) { free(b); return; }
     qsort(b->members, b->n, sizeof *b->members, lock_order);
     db_job *job = db_job_new(batch_done, b);
-    if (b->n > 1) db_job_call(job, STMT_GATHERED_LOCK_TIMEOUT, NULL, NULL, NULL);
+    db_job_call(job, STMT_GATHERED_LOCK_TIMEOUT, NULL, NULL, NULL);
     for (size_t i = 0; i < b->n; i++) known_call(job, b->members[i]);
     if (b->n == 1) {
         db_job_abandon_when(job, b->members[0]->abandoned);
@@ -380,14 +376,14 @@ static void acker_send(acker *a, ack_request *list)
         for (size_t i = 0; i < b->n; i++)   /* as it is submitted: a 504, never a 503, once it may commit */
             if (b->members[i]->sent) *b->members[i]->sent = true;
     }
-    a->in_flight++;
+    a->in_flight = true;
     db_submit(a->pool, job);
 }
 
 static void acker_gather(acker *a, ack_request *req)
 {
     req->gathered_next = NULL;
-    if (a->in_flight < ACKS_IN_FLIGHT) { acker_send(a, req); return; }
+    if (!a->in_flight) { acker_send(a, req); return; }
     if (a->pending_tail) a->pending_tail->gathered_next = req; else a->pending = req;
     a->pending_tail = req;
     a->ngathering++;
