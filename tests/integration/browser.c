@@ -363,7 +363,7 @@ const char *browser_dump_dom_expecting(const silt_server *s, const char *hash_ar
      * starting the browser can go round (its waits format as they poll,
      * more often on a loaded machine), and the page asked for was then
      * another string's bytes. */
-    char hash[1024], path[1024];
+    char hash[1024], path[sizeof ((browser *)0)->expected[0].path];
     snprintf(hash, sizeof hash, "%s", hash_arg);
     snprintf(path, sizeof path, "%s", path_arg ? path_arg : "");
     browser b;

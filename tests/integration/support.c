@@ -273,6 +273,26 @@ PGconn *test_session(void)
     return pg;
 }
 
+PGconn *session_holding(const char *statement)
+{
+    PGconn *pg = test_session();
+    session_run(pg, "BEGIN");
+    session_run(pg, statement);
+    return pg;
+}
+
+void session_release(PGconn *pg)
+{
+    PQclear(PQexec(pg, "ROLLBACK"));
+    PQfinish(pg);
+}
+
+void await_silt_lock_waiters(int n)
+{
+    sql_await(sfmt("%d", n), 10000, "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+                                    "AND application_name = 'silt' AND wait_event_type = 'Lock'");
+}
+
 char *doc_block(const char *path, const char *after)
 {
     FILE *f = fopen(path, "r");

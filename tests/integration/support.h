@@ -101,6 +101,13 @@ const char *test_db(void);
 /* A connection of its own to test_db(), for a test that holds a lock or a
  * transaction beside the server (checked connected; PQfinish it). */
 PGconn *test_session(void);
+/* A session whose open transaction has run statement (a LOCK, a SELECT ...
+ * FOR UPDATE): what it locks stays locked until session_release rolls it
+ * back and closes it. */
+PGconn *session_holding(const char *statement);
+void session_release(PGconn *pg);
+/* Waits until n of the server's sessions wait for a lock. */
+void await_silt_lock_waiters(int n);
 /* The text of the first fenced block after `after` in the repository's
  * file path (a heading, or any text of it; NULL: from the top), without its
  * fence lines: a copy to free. Fails the test when there is none: a doc's

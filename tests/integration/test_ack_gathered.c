@@ -31,25 +31,14 @@ static void pop_each(silt_server *s, const char *q, leased *out)
     }
 }
 
-/* A push to q that holds the server's only connection until release_connection. */
+/* A push to q that holds the server's only connection until session_release. */
 static PGconn *hold_connection(silt_server *s, const char *q, bg_req *push)
 {
-    PGconn *pg = test_session();
-    PQclear(PQexec(pg, "BEGIN"));
-    PGresult *r = PQexec(pg, "LOCK TABLE queen.log_partitions IN EXCLUSIVE MODE");
-    CHECK_INT(PQresultStatus(r), PGRES_COMMAND_OK);
-    PQclear(r);
+    PGconn *pg = session_holding("LOCK TABLE queen.log_partitions IN EXCLUSIVE MODE");
     bg_start(push, s, "POST", "/api/v1/push",
              sfmt("{\"items\":[{\"queue\":\"%s\",\"partition\":\"p0\",\"payload\":1}]}", q));
-    sql_await("1", 10000, "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
-                          "AND application_name = 'silt' AND wait_event_type = 'Lock'");
+    await_silt_lock_waiters(1);
     return pg;
-}
-
-static void release(PGconn *pg)
-{
-    PQclear(PQexec(pg, "ROLLBACK"));
-    PQfinish(pg);
 }
 
 static const char *ack_body(const leased *l, int i)
@@ -58,16 +47,11 @@ static const char *ack_body(const leased *l, int i)
                 "\"consumerGroup\":\"g\"}", i, l->pid, l->lease);
 }
 
-/* Holds acks of the partition's cursor until release. */
+/* Holds acks of the partition's cursor until session_release. */
 static PGconn *hold_cursor(const char *pid)
 {
-    PGconn *pg = test_session();
-    PQclear(PQexec(pg, "BEGIN"));
-    PGresult *r = PQexec(pg, sfmt("SELECT 1 FROM queen.log_consumers WHERE partition_id = '%s' AND consumer_group = 'g'"
-                                  " FOR UPDATE", pid));
-    CHECK_INT(PQntuples(r), 1);
-    PQclear(r);
-    return pg;
+    return session_holding(sfmt("SELECT 1 FROM queen.log_consumers WHERE partition_id = '%s' AND consumer_group = 'g'"
+                                " FOR UPDATE", pid));
 }
 
 /* "<committed>/<leased>" of group g's cursor on the partition. */
@@ -107,7 +91,7 @@ TEST(acks_sent_while_one_is_in_flight_commit_together_each_as_if_alone)
     PGconn *lock = hold_connection(&s, q, &push);
     gather_behind_first(&s, l, acks);
     CHECK_STR(cursor_of(l[1].pid), "-1/true");
-    release(lock);
+    session_release(lock);
     await_status(&push, 201);
     for (int i = 0; i < PARTITIONS; i++) await_status(&acks[i], 200);
     CHECK_INT(srv_metric(&s, "silt_acks_gathered_total") - gathered, PARTITIONS - 1);
@@ -135,12 +119,12 @@ TEST(a_gathered_ack_transaction_that_meets_a_held_cursor_sends_each_ack_again_al
     PGconn *lock = hold_connection(&s, q, &push);
     gather_behind_first(&s, l, acks);
     PGconn *held = hold_cursor(l[last].pid);
-    release(lock);
+    session_release(lock);
     await_status(&push, 201);
     for (int i = 0; i < PARTITIONS; i++)
         if (i != last) await_status(&acks[i], 200);
     CHECK_STR(cursor_of(l[last].pid), "-1/true");
-    release(held);
+    session_release(held);
     await_status(&acks[last], 200);
     for (int i = 0; i < PARTITIONS; i++) CHECK_STR(cursor_of(l[i].pid), "0/false");
     srv_stop(&s);
@@ -163,7 +147,7 @@ TEST(acks_that_timed_out_while_they_waited_to_be_gathered_are_never_applied)
     gather_behind_first(&s, l, acks);
     await_status(&acks[0], 504);
     for (int i = 1; i < PARTITIONS; i++) await_status(&acks[i], 503);   /* never sent: not written */
-    release(lock);
+    session_release(lock);
     sql_await("0/false", 10000, "SELECT committed || '/' || (lease_id IS NOT NULL) FROM queen.log_consumers"
                                 " WHERE partition_id = '%s' AND consumer_group = 'g'", l[0].pid);
     srv_await_metric(&s, "silt_http_requests_waiting", 0, 10000);

@@ -363,18 +363,7 @@ TEST_ALONE(limits_client_connections_leave_the_fd_reserve_so_the_pool_reconnects
 /* Holds the lock every push needs, from a session of the test's own. */
 static PGconn *lock_pushes(void)
 {
-    PGconn *pg = test_session();
-    PQclear(PQexec(pg, "BEGIN"));
-    PGresult *r = PQexec(pg, "LOCK TABLE queen.log_partitions IN EXCLUSIVE MODE");
-    CHECK_INT(PQresultStatus(r), PGRES_COMMAND_OK);
-    PQclear(r);
-    return pg;
-}
-
-static void unlock_pushes(PGconn *pg)
-{
-    PQclear(PQexec(pg, "ROLLBACK"));
-    PQfinish(pg);
+    return session_holding("LOCK TABLE queen.log_partitions IN EXCLUSIVE MODE");
 }
 
 static const char *push_body(const char *q, const char *txn)
@@ -412,7 +401,7 @@ TEST(limits_past_max_pending_requests_requests_are_shed_503_with_retry_after_hea
     int code;
     CHECK_STR(health_status(&s, &code), "degraded");
     CHECK_INT(code, 503);
-    unlock_pushes(lock);
+    session_release(lock);
     for (int i = 0; i < 3; i++) {
         int status;
         int64_t elapsed;
@@ -436,8 +425,7 @@ TEST(limits_a_request_past_request_timeout_ms_is_answered_503_and_pushes_whose_c
     PGconn *lock = lock_pushes();
     bg_req sent;
     bg_start(&sent, &s, "POST", "/api/v1/push", push_body(q, "sent"));   /* its flush reaches PostgreSQL, and waits */
-    sql_await("1", 10000, "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
-                          "AND application_name = 'silt' AND wait_event_type = 'Lock'");
+    await_silt_lock_waiters(1);
     int left = raw_connect(&s);   /* a client that hangs up while its push waits */
     const char *body = push_body(q, "left");
     raw_send_str(left, sfmt("POST /api/v1/push HTTP/1.1\r\nHost: t\r\nContent-Length: %zu\r\n\r\n%s", strlen(body), body));
@@ -455,7 +443,7 @@ TEST(limits_a_request_past_request_timeout_ms_is_answered_503_and_pushes_whose_c
     int code;
     CHECK_STR(health_status(&s, &code), "degraded");
     CHECK_INT(code, 503);
-    unlock_pushes(lock);
+    session_release(lock);
     int status;
     int64_t elapsed;
     bg_wait(&sent, &status, &elapsed);   /* sent before the timeout: 504, outcome unknown (or 201 if in time) */
@@ -493,7 +481,7 @@ TEST(limits_past_max_pending_bytes_a_request_is_shed_and_a_small_one_still_serve
     CHECK_INT(r.status, 503);
     CHECK(strstr(jstr(&r, "error"), "MAX_PENDING_BYTES") != NULL);
     reply_fini(&r);
-    unlock_pushes(lock);
+    session_release(lock);
     int status;
     int64_t elapsed;
     bg_wait(&first, &status, &elapsed);
@@ -561,8 +549,7 @@ TEST(limits_an_ack_or_transaction_given_up_while_waiting_for_a_connection_is_nev
     PGconn *lock = lock_pushes();
     bg_req blocker;
     bg_start(&blocker, &s, "POST", "/api/v1/push", push_body(q, "blocker"));   /* takes the only connection */
-    sql_await("1", 10000, "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
-                          "AND application_name = 'silt' AND wait_event_type = 'Lock'");
+    await_silt_lock_waiters(1);
     int fd = raw_post(&s, "/api/v1/ack", ack_body("left", &left));
     srv_await_metric(&s, "silt_http_requests_waiting", 2, 10000);
     CHECK_INT(srv_metric(&s, "silt_db_jobs_abandoned_total"), 0);
@@ -576,7 +563,7 @@ TEST(limits_an_ack_or_transaction_given_up_while_waiting_for_a_connection_is_nev
     bg_req waits;
     bg_start(&waits, &s, "POST", "/api/v1/ack", ack_body("kept", &kept));
     srv_await_metric(&s, "silt_http_requests_waiting", 2, 10000);
-    unlock_pushes(lock);
+    session_release(lock);
     int status;
     int64_t elapsed;
     bg_wait(&waits, &status, &elapsed);
@@ -605,14 +592,13 @@ TEST(limits_a_pop_given_up_while_waiting_for_a_connection_leases_nothing)
     PGconn *lock = lock_pushes();
     bg_req blocker;
     bg_start(&blocker, &s, "POST", "/api/v1/push", push_body(q, "blocker"));   /* takes the only connection */
-    sql_await("1", 10000, "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
-                          "AND application_name = 'silt' AND wait_event_type = 'Lock'");
+    await_silt_lock_waiters(1);
     int fd = raw_connect(&s);
     raw_send_str(fd, sfmt("GET /api/v1/pop/queue/%s?consumerGroup=g&wait=false HTTP/1.1\r\nHost: t\r\n\r\n", q));
     srv_await_metric(&s, "silt_http_requests_waiting", 2, 10000);
     close(fd);
     srv_await_metric(&s, "silt_db_jobs_abandoned_total", 1, 10000);
-    unlock_pushes(lock);
+    session_release(lock);
     int status;
     int64_t elapsed;
     bg_wait(&blocker, &status, &elapsed);
@@ -638,12 +624,6 @@ static int tasks_named(const char *q, const char *name)
     return atoi(sql("SELECT count(*) FROM horsies_tasks WHERE queue_name = '%s' AND task_name = '%s'", q, name));
 }
 
-static void await_lock_waiters(const char *n)
-{
-    sql_await(n, 10000, "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
-                        "AND application_name = 'silt' AND wait_event_type = 'Lock'");
-}
-
 /* A send is one request among others in a shared batch, so it is given up
  * on its own: a batch of that send alone still waiting for a connection is
  * dropped by the pool when its client hangs up (counted at once); a send
@@ -661,15 +641,15 @@ TEST(limits_a_task_send_given_up_before_its_batch_is_sent_is_never_written_and_c
     PQclear(PQexec(lock, "LOCK TABLE queen.log_partitions, horsies_tasks IN EXCLUSIVE MODE"));
     bg_req blocker, first;
     bg_start(&blocker, &s, "POST", "/api/v1/push", push_body(q, "blocker"));   /* one connection */
-    await_lock_waiters("1");
+    await_silt_lock_waiters(1);
     bg_start(&first, &s, "POST", "/api/v1/tasks", task_body(q, "first"));      /* the other */
-    await_lock_waiters("2");
+    await_silt_lock_waiters(2);
     int fd = raw_post(&s, "/api/v1/tasks", task_body(q, "left"));   /* its batch waits for a connection */
     srv_await_metric(&s, "silt_http_requests_waiting", 3, 10000);
     CHECK_INT(srv_metric(&s, "silt_db_jobs_abandoned_total"), 0);
     close(fd);
     srv_await_metric(&s, "silt_db_jobs_abandoned_total", 1, 10000);
-    unlock_pushes(lock);
+    session_release(lock);
     int status;
     int64_t elapsed;
     bg_wait(&first, &status, &elapsed);
@@ -682,9 +662,9 @@ TEST(limits_a_task_send_given_up_before_its_batch_is_sent_is_never_written_and_c
     PQclear(PQexec(lock, "LOCK TABLE horsies_tasks IN EXCLUSIVE MODE"));
     bg_req stuck[2];
     bg_start(&stuck[0], &s, "POST", "/api/v1/tasks", task_body(q, "stuck"));
-    await_lock_waiters("1");
+    await_silt_lock_waiters(1);
     bg_start(&stuck[1], &s, "POST", "/api/v1/tasks", task_body(q, "stuck"));
-    await_lock_waiters("2");   /* both batches in flight: what comes now gathers */
+    await_silt_lock_waiters(2);   /* both batches in flight: what comes now gathers */
     fd = raw_post(&s, "/api/v1/tasks", task_body(q, "gone"));
     srv_await_metric(&s, "silt_http_requests_waiting", 3, 10000);
     close(fd);
@@ -695,7 +675,7 @@ TEST(limits_a_task_send_given_up_before_its_batch_is_sent_is_never_written_and_c
     bg_start(&waits, &s, "POST", "/api/v1/tasks", task_body(q, "kept"));
     srv_await_metric(&s, "silt_http_requests_waiting", 5, 10000);
     CHECK_INT(srv_metric(&s, "silt_db_jobs_abandoned_total"), 1);   /* a gathered request is cut when sent */
-    unlock_pushes(lock);
+    session_release(lock);
     bg_wait(&waits, &status, &elapsed);
     CHECK_INT(status, 201);
     for (int i = 0; i < 2; i++) {
@@ -735,7 +715,7 @@ TEST(limits_attempt_ends_given_up_before_their_batch_is_sent_are_never_applied_a
     bg_req stuck[2];
     for (int i = 0; i < 2; i++) {
         bg_start(&stuck[i], &s, "POST", sfmt("/api/v1/tasks/%s/complete", t[i].id), sfmt("{\"claimId\":\"%s\"}", t[i].claim));
-        await_lock_waiters(i ? "2" : "1");
+        await_silt_lock_waiters(i ? 2 : 1);
     }
     int late = raw_post(&s, sfmt("/api/v1/tasks/%s/complete", t[2].id), sfmt("{\"claimId\":\"%s\"}", t[2].claim));
     int late_many = raw_post(&s, "/api/v1/workers/w/finish",
@@ -748,7 +728,7 @@ TEST(limits_attempt_ends_given_up_before_their_batch_is_sent_are_never_applied_a
     bg_start(&waits, &s, "POST", sfmt("/api/v1/tasks/%s/complete", t[4].id), sfmt("{\"claimId\":\"%s\"}", t[4].claim));
     srv_await_metric(&s, "silt_http_requests_waiting", 5, 10000);
     CHECK_INT(srv_metric(&s, "silt_db_jobs_abandoned_total"), 0);
-    unlock_pushes(lock);
+    session_release(lock);
     int status;
     int64_t elapsed;
     bg_wait(&waits, &status, &elapsed);
@@ -808,7 +788,7 @@ TEST(limits_a_push_timed_out_once_sent_is_answered_504_naming_its_transaction_id
     int sent = raw_post(&s, "/api/v1/push", sfmt("{\"items\":[{\"queue\":\"%s\",\"transactionId\":\"mine\","
                                                 "\"payload\":\"was-sent\"},{\"queue\":\"%s\",\"payload\":\"was-sent\"}]}",
                                                 q, q));
-    await_lock_waiters("1");   /* its flush is in PostgreSQL, waiting */
+    await_silt_lock_waiters(1);   /* its flush is in PostgreSQL, waiting */
     int held = raw_post(&s, "/api/v1/push",
                         sfmt("{\"items\":[{\"queue\":\"%s\",\"payload\":\"never-sent\"}]}", q));
     reply unknown, refused;
@@ -823,7 +803,7 @@ TEST(limits_a_push_timed_out_once_sent_is_answered_504_naming_its_transaction_id
     keep_str(made, jstr(&unknown, "transactionIds.1"));
     CHECK_INT((int)strlen(made), 36);
     CHECK_INT(jpath(&unknown, "transactionIds.2"), -1);
-    unlock_pushes(lock);
+    session_release(lock);
     srv_await_metric(&s, "silt_http_requests_waiting", 0, 10000);
     CHECK_INT(pushed_with(&s, q, "never-sent"), 0);
     CHECK_INT(pushed_with(&s, q, "was-sent"), 2);
@@ -864,10 +844,10 @@ TEST(limits_task_sends_timed_out_once_sent_are_answered_504_naming_ids_and_keys_
     PQclear(PQexec(lock, "BEGIN"));
     PQclear(PQexec(lock, "LOCK TABLE horsies_tasks IN EXCLUSIVE MODE"));
     int keyed = raw_post(&s, "/api/v1/tasks", sfmt("{\"name\":\"keyed\",\"queue\":\"%s\",\"idempotencyKey\":\"k-%s\"}", q, q));
-    await_lock_waiters("1");
+    await_silt_lock_waiters(1);
     int pair = raw_post(&s, "/api/v1/tasks",
                         sfmt("{\"tasks\":[{\"name\":\"pair\",\"queue\":\"%s\"},{\"name\":\"pair\",\"queue\":\"%s\"}]}", q, q));
-    await_lock_waiters("2");   /* both batches in flight: what comes now gathers */
+    await_silt_lock_waiters(2);   /* both batches in flight: what comes now gathers */
     int late_keyed = raw_post(&s, "/api/v1/tasks",
                               sfmt("{\"name\":\"late\",\"queue\":\"%s\",\"idempotencyKey\":\"late-%s\"}", q, q));
     int late = raw_post(&s, "/api/v1/tasks", task_body(q, "late"));
@@ -887,7 +867,7 @@ TEST(limits_task_sends_timed_out_once_sent_are_answered_504_naming_ids_and_keys_
     keep_str(id, jstr(&one, "id"));
     keep_str(ids[0], jstr(&two, "tasks.0.id"));
     keep_str(ids[1], jstr(&two, "tasks.1.id"));
-    unlock_pushes(lock);
+    session_release(lock);
     srv_await_metric(&s, "silt_http_requests_waiting", 0, 10000);
     CHECK_INT(tasks_named(q, "late"), 0);
     CHECK_INT(tasks_named(q, "keyed"), 1);

@@ -27,27 +27,10 @@ static void narrow_queue(silt_server *s, const char *q)
     reply_fini(&r);
 }
 
-/* Holds every pop's look until release_looks (its first-contact read). */
+/* Holds every pop's look (its first-contact read) until session_release. */
 static PGconn *hold_looks(void)
 {
-    PGconn *pg = test_session();
-    PQclear(PQexec(pg, "BEGIN"));
-    PGresult *r = PQexec(pg, "LOCK TABLE queen.subscriptions IN ACCESS EXCLUSIVE MODE");
-    CHECK_INT(PQresultStatus(r), PGRES_COMMAND_OK);
-    PQclear(r);
-    return pg;
-}
-
-static void release_looks(PGconn *pg)
-{
-    PQclear(PQexec(pg, "ROLLBACK"));
-    PQfinish(pg);
-}
-
-static void await_held_look(void)
-{
-    sql_await("1", 10000, "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
-                          "AND application_name = 'silt' AND wait_event_type = 'Lock'");
+    return session_holding("LOCK TABLE queen.subscriptions IN ACCESS EXCLUSIVE MODE");
 }
 
 static const char *pop_path(const char *q)
@@ -75,12 +58,12 @@ TEST(pops_sent_while_one_of_their_kind_is_in_flight_go_together_each_on_its_own_
     PGconn *lock = hold_looks();
     bg_req pops[5];
     bg_start(&pops[0], &s, "GET", pop_path(q), NULL);
-    await_held_look();
+    await_silt_lock_waiters(1);
     for (int i = 1; i < 5; i++) bg_start(&pops[i], &s, "GET", pop_path(q), NULL);
     srv_await_metric(&s, "silt_pop_queries_total", looks + 5, 10000);
     CHECK_INT(srv_metric(&s, "silt_pops_gathering"), 4);               /* four wait behind the first */
     CHECK_INT(srv_metric(&s, "silt_pop_gathered_total"), gathered);     /* nothing sent with another yet */
-    release_looks(lock);
+    session_release(lock);
     for (int i = 0; i < 5; i++) {
         int status;
         int64_t elapsed;
@@ -128,10 +111,10 @@ TEST(pops_gathered_in_one_statement_are_acked_each_under_its_own_lease)
     PGconn *lock = hold_looks();
     bg_req pops[3];
     bg_start(&pops[0], &s, "GET", pop_path(q), NULL);
-    await_held_look();
+    await_silt_lock_waiters(1);
     for (int i = 1; i < 3; i++) bg_start(&pops[i], &s, "GET", pop_path(q), NULL);
     srv_await_metric(&s, "silt_pop_queries_total", looks + 3, 10000);
-    release_looks(lock);
+    session_release(lock);
     for (int i = 0; i < 3; i++) {
         int status;
         int64_t elapsed;
@@ -170,7 +153,7 @@ TEST(a_pop_whose_client_left_while_it_waited_to_be_gathered_leases_nothing)
     PGconn *lock = hold_looks();
     bg_req first, beside;
     bg_start(&first, &s, "GET", pop_path(q), NULL);
-    await_held_look();
+    await_silt_lock_waiters(1);
     int64_t looks = srv_metric(&s, "silt_pop_queries_total");
     bg_req gone;   /* a long-poll: the server watches its connection (a wait=false pop's is not) */
     bg_start(&gone, &s, "GET", sfmt("/api/v1/pop/queue/%s?consumerGroup=g&batch=1&wait=true&timeout=30000", q), NULL);
@@ -181,7 +164,7 @@ TEST(a_pop_whose_client_left_while_it_waited_to_be_gathered_leases_nothing)
     waitpid(gone.pid, NULL, 0);
     close(gone.fd);
     srv_await_metric(&s, "silt_pops_gathering", 1, 10000);   /* the server saw it leave: dropped unsent */
-    release_looks(lock);
+    session_release(lock);
     int status;
     int64_t elapsed;
     bg_wait(&first, &status, &elapsed);
@@ -204,14 +187,14 @@ TEST(a_long_poll_whose_deadline_passes_while_it_waits_to_be_gathered_answers_uns
     PGconn *lock = hold_looks();
     bg_req first, late;
     bg_start(&first, &s, "GET", pop_path(q), NULL);
-    await_held_look();
+    await_silt_lock_waiters(1);
     bg_start(&late, &s, "GET", sfmt("/api/v1/pop/queue/%s?consumerGroup=g&batch=1&wait=true&timeout=300", q), NULL);
     int status;
     int64_t elapsed;
     bg_wait(&late, &status, &elapsed);   /* while the first still waits in PostgreSQL */
     CHECK_INT(status, 204);
     CHECK_INT(srv_metric(&s, "silt_pops_gathering"), 0);
-    release_looks(lock);
+    session_release(lock);
     bg_wait(&first, &status, &elapsed);
     CHECK_INT(status, 200);
     CHECK_STR(leases_of_g(q), "1/1");
@@ -233,12 +216,11 @@ TEST(an_autoack_pop_goes_alone_beside_a_statement_of_leased_pops)
     PGconn *lock = hold_looks();
     bg_req leased, autoack;
     bg_start(&leased, &s, "GET", pop_path(q), NULL);
-    await_held_look();
+    await_silt_lock_waiters(1);
     bg_start(&autoack, &s, "GET", sfmt("/api/v1/pop/queue/%s?consumerGroup=g&batch=1&wait=false&autoAck=true", q), NULL);
-    sql_await("2", 10000, "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
-                          "AND application_name = 'silt' AND wait_event_type = 'Lock'");   /* sent at once */
+    await_silt_lock_waiters(2);   /* sent at once */
     CHECK_INT(srv_metric(&s, "silt_pops_gathering"), 0);
-    release_looks(lock);
+    session_release(lock);
     int status;
     int64_t elapsed;
     bg_wait(&leased, &status, &elapsed);
