@@ -30,9 +30,9 @@
 -- since (an e2e run on a new database: 215-369 sequential scans of
 -- horsies_tasks, 3 with this).
 -- A completion names its item by its claim: a claim id is made for one
--- task's one claim (gen_random_uuid in tasks.claim), so the first item that
--- reports under a claim is its report (tasks.batch_item), and a repeat of
--- it is refused like any late one.
+-- task's one claim (gen_random_uuid in tasks.claim_many), so the first
+-- item that reports under a claim is its report (tasks.batch_item), and a
+-- repeat of it is refused like any late one.
 CREATE OR REPLACE FUNCTION tasks.finish_many(p_ids uuid[], p_claims uuid[], p_outcomes text[], p_results text[],
                                   p_codes text[], p_messages text[])
 RETURNS TABLE (idx integer, id uuid, status text, queue text) LANGUAGE plpgsql
