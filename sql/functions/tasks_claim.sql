@@ -49,11 +49,10 @@ LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan SET enable_seqscan = o
 #variable_conflict use_column
 DECLARE
     r      record;
-    q      record;
     rated  boolean := cardinality(array_remove(p_rates, NULL)) > 0;
-    rates  integer[];   -- the request's
+    req    bigint;    -- the request whose queues r is at ...
+    left_n integer;   -- ... and what it may still take
     room   integer;
-    left_n integer;
     got    integer;
 BEGIN
     -- Every capped or rate-limited queue of every request, locked once in
@@ -78,46 +77,46 @@ BEGIN
     PERFORM pg_advisory_xact_lock_shared(hashtextextended('silt.task_pause:' || x.queue, 0))
        FROM (SELECT DISTINCT x.queue FROM unnest(p_queues) AS u(queues), unnest(u.queues::text[]) AS x(queue)
               ORDER BY 1) x;
-    FOR r IN SELECT u.* FROM unnest(p_workers, p_queues, p_caps, p_max, p_start, p_rates)
-                    WITH ORDINALITY AS u(worker, queues, caps, max, start, rates, ord) LOOP
-        rates := r.rates::integer[];
-        left_n := r.max;
-        FOR q IN SELECT x.queue, x.cap, x.i::integer AS i
-                   FROM unnest(r.queues::text[], r.caps::integer[]) WITH ORDINALITY AS x(queue, cap, i)
-                  WHERE NOT EXISTS (SELECT 1 FROM tasks.paused_queues p WHERE p.queue_name = x.queue)
-                  ORDER BY x.i LOOP
-            EXIT WHEN left_n <= 0;
-            room := left_n;
-            IF q.cap > 0 THEN
-                SELECT q.cap - count(*) INTO room FROM horsies_tasks t
-                 WHERE t.queue_name = q.queue AND t.status <> 'PENDING';
-                room := least(room, left_n);
-            END IF;
-            CONTINUE WHEN room <= 0;
-            IF tasks.rate_limited(rates, q.i) THEN
-                RETURN QUERY SELECT (r.ord - 1)::integer, c.id, c.task_name, c.queue_name, c.args, c.priority,
-                                    c.claim_id, c.attempt, c.retry_count, c.timeout_ms, c.status
-                               FROM tasks.claim_rated(r.worker, q.queue, room, r.start, rates[q.i][1], rates[q.i][2],
-                                                      rates[q.i][3], rates[q.i][4]) c;
-            ELSE
-                RETURN QUERY
-                    UPDATE horsies_tasks t
-                       SET status = CASE WHEN r.start THEN 'RUNNING' ELSE 'CLAIMED' END, worker_id = r.worker,
-                           claim_id = gen_random_uuid(), claimed_at = now(), last_heartbeat_at = now(),
-                           attempt = t.attempt + CASE WHEN r.start THEN 1 ELSE 0 END,
-                           started_at = CASE WHEN r.start THEN now() END
-                     WHERE t.ctid = ANY (ARRAY(
-                               SELECT c.ctid FROM horsies_tasks c
-                                WHERE c.queue_name = q.queue AND c.status = 'PENDING' AND c.run_at <= now()
-                                  AND (c.good_until IS NULL OR c.good_until >= now())   -- expired: recovery's
-                                ORDER BY c.priority, c.enqueued_at
-                                LIMIT room FOR UPDATE SKIP LOCKED))
-                    RETURNING (r.ord - 1)::integer, t.id, t.task_name, t.queue_name, t.args, t.priority, t.claim_id,
-                              t.attempt, t.retry_count, t.timeout_ms, t.status;
-            END IF;
-            GET DIAGNOSTICS got = ROW_COUNT;
-            left_n := left_n - got;
-        END LOOP;
+    -- Each request's queues in turn, one query for the batch: a request's
+    -- claim starts at its first queue that is not paused.
+    FOR r IN SELECT u.worker, u.max, u.start, u.rates::integer[] AS rates, u.ord, x.queue, x.cap, x.i::integer AS i
+               FROM unnest(p_workers, p_queues, p_caps, p_max, p_start, p_rates)
+                    WITH ORDINALITY AS u(worker, queues, caps, max, start, rates, ord),
+                    unnest(u.queues::text[], u.caps::integer[]) WITH ORDINALITY AS x(queue, cap, i)
+              WHERE NOT EXISTS (SELECT 1 FROM tasks.paused_queues p WHERE p.queue_name = x.queue)
+              ORDER BY u.ord, x.i LOOP
+        IF r.ord IS DISTINCT FROM req THEN req := r.ord; left_n := r.max; END IF;
+        CONTINUE WHEN left_n <= 0;
+        room := left_n;
+        IF r.cap > 0 THEN
+            SELECT r.cap - count(*) INTO room FROM horsies_tasks t
+             WHERE t.queue_name = r.queue AND t.status <> 'PENDING';
+            room := least(room, left_n);
+        END IF;
+        CONTINUE WHEN room <= 0;
+        IF tasks.rate_limited(r.rates, r.i) THEN
+            RETURN QUERY SELECT (r.ord - 1)::integer, c.id, c.task_name, c.queue_name, c.args, c.priority,
+                                c.claim_id, c.attempt, c.retry_count, c.timeout_ms, c.status
+                           FROM tasks.claim_rated(r.worker, r.queue, room, r.start, r.rates[r.i][1], r.rates[r.i][2],
+                                                  r.rates[r.i][3], r.rates[r.i][4]) c;
+        ELSE
+            RETURN QUERY
+                UPDATE horsies_tasks t
+                   SET status = CASE WHEN r.start THEN 'RUNNING' ELSE 'CLAIMED' END, worker_id = r.worker,
+                       claim_id = gen_random_uuid(), claimed_at = now(), last_heartbeat_at = now(),
+                       attempt = t.attempt + CASE WHEN r.start THEN 1 ELSE 0 END,
+                       started_at = CASE WHEN r.start THEN now() END
+                 WHERE t.ctid = ANY (ARRAY(
+                           SELECT c.ctid FROM horsies_tasks c
+                            WHERE c.queue_name = r.queue AND c.status = 'PENDING' AND c.run_at <= now()
+                              AND (c.good_until IS NULL OR c.good_until >= now())   -- expired: recovery's
+                            ORDER BY c.priority, c.enqueued_at
+                            LIMIT room FOR UPDATE SKIP LOCKED))
+                RETURNING (r.ord - 1)::integer, t.id, t.task_name, t.queue_name, t.args, t.priority, t.claim_id,
+                          t.attempt, t.retry_count, t.timeout_ms, t.status;
+        END IF;
+        GET DIAGNOSTICS got = ROW_COUNT;
+        left_n := left_n - got;
     END LOOP;
 END $$;
 
