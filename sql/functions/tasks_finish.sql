@@ -42,8 +42,8 @@ DECLARE
     e_claims  uuid[];      -- the completions' claims, sorted, each once ...
     e_ids     uuid[];      -- ... the tasks their items name ...
     e_ords    integer[];   -- ... and those items' positions (tasks.batch_item)
-    wfs       uuid[];
     completions_only boolean := coalesce('COMPLETED' = ALL (p_outcomes), false);
+    wfs       uuid[];      -- the workflows of a batch with a failure
     ks        integer[];   -- the items whose completion ended a task, sorted ...
     kq        text[];      -- ... and those tasks' queues
     n_ids     uuid[];      -- the ended tasks that are workflow nodes, ...
@@ -131,7 +131,7 @@ END $$;
 -- tasks those items name and p_ords their positions, in that order. Found
 -- by binary search (width_bucket: the last claim not above p_claim): a few
 -- comparisons a row, where array_position read the batch from its start
--- (2 µs a row in a batch of 100). An SQL expression, inlined.
+-- (1.25 µs a row in a batch of 100). An SQL expression, inlined.
 CREATE OR REPLACE FUNCTION tasks.batch_item(p_claims uuid[], p_ids uuid[], p_ords integer[], p_claim uuid, p_id uuid)
 RETURNS integer LANGUAGE sql IMMUTABLE AS $$
     SELECT CASE WHEN p_claims[width_bucket(p_claim, p_claims)] = p_claim AND p_ids[width_bucket(p_claim, p_claims)] = p_id

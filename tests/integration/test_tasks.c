@@ -986,6 +986,46 @@ TEST(a_finish_of_completions_locks_its_tasks_in_id_order_whatever_order_it_names
     srv_stop(&s);
 }
 
+/* Two servers' finishes of the same two tasks, naming them in opposite
+ * orders, both waiting behind a heartbeat that holds the earlier task:
+ * neither waits for the other in a circle (PostgreSQL would abort one as a
+ * deadlock, a 5xx); the first to reach a row ends it, the other's claim is
+ * then no longer the task's, and each task is completed once. */
+TEST(overlapping_finishes_of_the_same_tasks_complete_each_once_without_a_deadlock)
+{
+    silt_server a, b;
+    srv_start(&a, NULL);
+    srv_start(&b, NULL);
+    char first[96], later[96], first_claim[96], later_claim[96];
+    task_send(&a, "{\"name\":\"t\",\"queue\":\"q\"}");
+    task_send(&a, "{\"name\":\"t\",\"queue\":\"q\"}");
+    claim_started(&a, first, first_claim);
+    claim_started(&a, later, later_claim);
+    PGconn *beat = test_session();
+    session_run(beat, "BEGIN");
+    session_run(beat, sfmt("SELECT 1 FROM horsies_tasks WHERE id = '%s' FOR UPDATE", first));
+    const char *items[2] = { sfmt("{\"id\":\"%s\",\"claimId\":\"%s\",\"result\":1}", first, first_claim),
+                             sfmt("{\"id\":\"%s\",\"claimId\":\"%s\",\"result\":2}", later, later_claim) };
+    bg_req fa, fb;
+    bg_start(&fa, &a, "POST", "/api/v1/workers/w/finish", sfmt("{\"tasks\":[%s,%s]}", items[0], items[1]));
+    bg_start(&fb, &b, "POST", "/api/v1/workers/w/finish", sfmt("{\"tasks\":[%s,%s]}", items[1], items[0]));
+    sql_await("2", 10000, "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
+              " AND wait_event_type = 'Lock' AND query LIKE '%%tasks.finish_many%%'");
+    session_run(beat, "COMMIT");
+    PQfinish(beat);
+    int status;
+    int64_t elapsed;
+    bg_wait(&fa, &status, &elapsed);
+    CHECK_INT(status, 200);
+    bg_wait(&fb, &status, &elapsed);
+    CHECK_INT(status, 200);
+    CHECK_STR(sql("SELECT string_agg(h.result::text || ' ' || (SELECT count(*) FROM horsies_task_attempts a"
+                  " WHERE a.task_id = h.id), ',' ORDER BY h.result::text) FROM horsies_task_history h WHERE h.status = 'COMPLETED'"),
+              "1 1,2 1");
+    srv_stop(&a);
+    srv_stop(&b);
+}
+
 /* A completion that waits for its task's row while recovery holds it sees
  * the row as recovery left it: the claim taken back, the completion is
  * refused, and the task keeps recovery's end of the attempt (retried). */
