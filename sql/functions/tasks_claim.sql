@@ -1,30 +1,59 @@
 -- Claiming, starting and heartbeating tasks; giving claims back.
 
--- The claims of concurrent requests, gathered: one tasks.claim per request,
--- in request order, in one transaction. One statement at a time takes from
--- a queue's head, instead of several claimers each stepping over the rows
--- the others hold locked. p_queues, p_caps and p_rates hold array literals,
--- one per request (p_rates: NULL for a request naming no rate-limited
--- queue, and p_rates itself NULL when no request does).
+-- The claims of concurrent requests, gathered: each request's in request
+-- order, in one transaction. One statement at a time takes from a queue's
+-- head, instead of several claimers each stepping over the rows the others
+-- hold locked. p_queues, p_caps and p_rates hold array literals, one per
+-- request (p_rates: NULL for a request naming no rate-limited queue, and
+-- p_rates itself NULL when no request does).
 --
--- Generic plans, for tasks.claim too (a function's settings hold for what
--- it calls): its statements' parameters are a request's one or two queues,
--- for which a custom plan always looks cheaper than a generic one, so
--- PostgreSQL planned them again at every claim (pg_stat_statements: the
+-- A request claims up to its max tasks for its worker from its queues,
+-- taken in the order given (the server orders them by their declared
+-- priority, most urgent first), and within a queue by task priority, then
+-- enqueue time. A queue with a cap (> 0) never has more than that many
+-- CLAIMED or RUNNING across the cluster: claimers of a capped queue take
+-- turns on a transaction-scoped advisory lock (every capped queue's lock
+-- first, in name order, so two batches never wait on each other in a
+-- circle), count, and take what is left. A rate-limited queue (see
+-- tasks.rate_limited) takes the same lock and is claimed by
+-- tasks.claim_rated, within both its cap and its rate. SKIP LOCKED:
+-- concurrent claimers never wait on each other's rows and never take the
+-- same task. A request with start starts what it takes. The rows it locks
+-- are updated by their address (ctid, a TID scan: they are locked, so it
+-- stays theirs), not found again by id through a join whose plan the
+-- table's statistics decide (a drained queue's stale ones once chose to
+-- read the whole table for every claim). The update's RETURNING is the
+-- reply's rows: no function is called per request, and no whole task row
+-- is copied between functions on its way out.
+-- A paused queue (tasks.paused_queues) gives nothing: it is left out of the
+-- queue loop's own query. Every queue's pause lock is held shared before
+-- that query runs, so tasks.queue_pause, which takes it exclusively, waits
+-- for the claims already reading the queue, and every claim after it sees
+-- the pause.
+--
+-- Generic plans: the statements' parameters are a request's one or two
+-- queues, for which a custom plan always looks cheaper than a generic one,
+-- so PostgreSQL planned them again at every claim (pg_stat_statements: the
 -- loop's queries planned 180 times in 176 claims); each has one plan
--- whatever the values (an index or a TID scan). And no sequential scan:
--- a generic plan made while the live table is a few pages reads it whole
--- in place of the TID scan of the rows a claim locked, and is kept for
--- the life of the connection while dead rows grow the table (see
--- tasks.finish_many).
+-- whatever the values (an index or a TID scan). And no sequential scan: a
+-- generic plan made while the live table is a few pages reads it whole in
+-- place of the TID scan of the rows a claim locked, and is kept for the
+-- life of the connection while dead rows grow the table (see
+-- tasks.finish_many). A function's settings hold for what it calls
+-- (tasks.claim_rated).
 CREATE OR REPLACE FUNCTION tasks.claim_many(p_workers text[], p_queues text[], p_caps text[], p_max integer[],
                                  p_start boolean[], p_rates text[] DEFAULT NULL)
 RETURNS TABLE (idx integer, id uuid, task_name text, queue_name text, args json, priority integer,
                claim_id uuid, attempt integer, retry_count integer, timeout_ms integer, status text)
 LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan SET enable_seqscan = off AS $$
+#variable_conflict use_column
 DECLARE
-    r     record;
-    rated boolean := cardinality(array_remove(p_rates, NULL)) > 0;
+    r      record;
+    rated  boolean := cardinality(array_remove(p_rates, NULL)) > 0;
+    req    bigint;    -- the request whose queues r is at ...
+    left_n integer;   -- ... and what it may still take
+    room   integer;
+    got    integer;
 BEGIN
     -- Every capped or rate-limited queue of every request, locked once in
     -- name order before any claim: two batches never hold one queue's lock
@@ -44,16 +73,50 @@ BEGIN
         END LOOP;
     END IF;
     -- Every queue's pause lock, shared, in name order, before any claim
-    -- reads whether its queues are paused (see tasks.claim).
+    -- reads whether its queues are paused.
     PERFORM pg_advisory_xact_lock_shared(hashtextextended('silt.task_pause:' || x.queue, 0))
        FROM (SELECT DISTINCT x.queue FROM unnest(p_queues) AS u(queues), unnest(u.queues::text[]) AS x(queue)
               ORDER BY 1) x;
-    FOR r IN SELECT u.* FROM unnest(p_workers, p_queues, p_caps, p_max, p_start, p_rates)
-                    WITH ORDINALITY AS u(worker, queues, caps, max, start, rates, ord) LOOP
-        RETURN QUERY SELECT (r.ord - 1)::integer, c.id, c.task_name, c.queue_name, c.args, c.priority, c.claim_id,
-                            c.attempt, c.retry_count, c.timeout_ms, c.status
-                       FROM tasks.claim(r.worker, r.queues::text[], r.caps::integer[], r.max, r.start,
-                                        r.rates::integer[]) c;
+    -- Each request's queues in turn, one query for the batch: a request's
+    -- claim starts at its first queue that is not paused.
+    FOR r IN SELECT u.worker, u.max, u.start, u.rates::integer[] AS rates, u.ord, x.queue, x.cap, x.i::integer AS i
+               FROM unnest(p_workers, p_queues, p_caps, p_max, p_start, p_rates)
+                    WITH ORDINALITY AS u(worker, queues, caps, max, start, rates, ord),
+                    unnest(u.queues::text[], u.caps::integer[]) WITH ORDINALITY AS x(queue, cap, i)
+              WHERE NOT EXISTS (SELECT 1 FROM tasks.paused_queues p WHERE p.queue_name = x.queue)
+              ORDER BY u.ord, x.i LOOP
+        IF r.ord IS DISTINCT FROM req THEN req := r.ord; left_n := r.max; END IF;
+        CONTINUE WHEN left_n <= 0;
+        room := left_n;
+        IF r.cap > 0 THEN
+            SELECT r.cap - count(*) INTO room FROM horsies_tasks t
+             WHERE t.queue_name = r.queue AND t.status <> 'PENDING';
+            room := least(room, left_n);
+        END IF;
+        CONTINUE WHEN room <= 0;
+        IF tasks.rate_limited(r.rates, r.i) THEN
+            RETURN QUERY SELECT (r.ord - 1)::integer, c.id, c.task_name, c.queue_name, c.args, c.priority,
+                                c.claim_id, c.attempt, c.retry_count, c.timeout_ms, c.status
+                           FROM tasks.claim_rated(r.worker, r.queue, room, r.start, r.rates[r.i][1], r.rates[r.i][2],
+                                                  r.rates[r.i][3], r.rates[r.i][4]) c;
+        ELSE
+            RETURN QUERY
+                UPDATE horsies_tasks t
+                   SET status = CASE WHEN r.start THEN 'RUNNING' ELSE 'CLAIMED' END, worker_id = r.worker,
+                       claim_id = gen_random_uuid(), claimed_at = now(), last_heartbeat_at = now(),
+                       attempt = t.attempt + CASE WHEN r.start THEN 1 ELSE 0 END,
+                       started_at = CASE WHEN r.start THEN now() END
+                 WHERE t.ctid = ANY (ARRAY(
+                           SELECT c.ctid FROM horsies_tasks c
+                            WHERE c.queue_name = r.queue AND c.status = 'PENDING' AND c.run_at <= now()
+                              AND (c.good_until IS NULL OR c.good_until >= now())   -- expired: recovery's
+                            ORDER BY c.priority, c.enqueued_at
+                            LIMIT room FOR UPDATE SKIP LOCKED))
+                RETURNING (r.ord - 1)::integer, t.id, t.task_name, t.queue_name, t.args, t.priority, t.claim_id,
+                          t.attempt, t.retry_count, t.timeout_ms, t.status;
+        END IF;
+        GET DIAGNOSTICS got = ROW_COUNT;
+        left_n := left_n - got;
     END LOOP;
 END $$;
 
@@ -65,83 +128,6 @@ CREATE OR REPLACE FUNCTION tasks.rate_limited(p_rates integer[], i integer) RETU
 LANGUAGE sql IMMUTABLE AS $$
     SELECT coalesce(p_rates[i][1] > 0 OR p_rates[i][3] > 0, false)
 $$;
-
--- Claims up to p_max tasks for worker p_worker from p_queues, taken in the
--- order given (the server orders them by their declared priority, most
--- urgent first), and within a queue by task priority, then enqueue time. A
--- queue with a cap (p_caps[i] > 0) never has more than that many CLAIMED or
--- RUNNING across the cluster: claimers of a capped queue take turns on a
--- transaction-scoped advisory lock (every capped queue's lock first, in name
--- order, so two claimers never wait on each other in a circle), count, and
--- take what is left. A rate-limited queue (p_rates, see tasks.rate_limited)
--- takes the same lock and is claimed by tasks.claim_rated, within both its
--- cap and its rate. SKIP LOCKED: concurrent claimers never wait on each
--- other's rows and never take the same task. p_start starts what it takes.
--- The rows it locks are updated by their address (ctid, a TID scan: they
--- are locked, so it stays theirs), not found again by id through a join
--- whose plan the table's statistics decide (a drained queue's stale ones
--- once chose to read the whole table for every claim).
--- A paused queue (tasks.paused_queues) gives nothing: it is left out of the
--- loop's own query. The caller holds each queue's pause lock shared before
--- that query runs (claim_many takes them once per batch), so
--- tasks.queue_pause, which takes it exclusively, waits for the claims
--- already reading the queue, and every claim after it sees the pause.
-CREATE OR REPLACE FUNCTION tasks.claim(p_worker text, p_queues text[], p_caps integer[], p_max integer,
-                            p_start boolean DEFAULT false, p_rates integer[] DEFAULT NULL)
-RETURNS SETOF horsies_tasks LANGUAGE plpgsql AS $$
-DECLARE
-    q      record;
-    room   integer;
-    left_n integer := p_max;
-    got    integer;
-BEGIN
-    IF p_rates IS NULL THEN   -- no rate limit: the statement of before (see claim_many)
-        FOR q IN SELECT u.queue FROM unnest(p_queues, p_caps) AS u(queue, cap) WHERE u.cap > 0 ORDER BY u.queue LOOP
-            PERFORM pg_advisory_xact_lock(hashtextextended('silt.task_queue:' || q.queue, 0));
-        END LOOP;
-    ELSE
-        FOR q IN SELECT u.queue FROM unnest(p_queues, p_caps) WITH ORDINALITY AS u(queue, cap, i)
-                  WHERE u.cap > 0 OR tasks.rate_limited(p_rates, u.i::integer) ORDER BY u.queue LOOP
-            PERFORM pg_advisory_xact_lock(hashtextextended('silt.task_queue:' || q.queue, 0));
-        END LOOP;
-    END IF;
-    FOR q IN SELECT u.queue, u.cap, u.ord FROM unnest(p_queues, p_caps) WITH ORDINALITY AS u(queue, cap, ord)
-              WHERE NOT EXISTS (SELECT 1 FROM tasks.paused_queues p WHERE p.queue_name = u.queue)
-              ORDER BY u.ord LOOP
-        EXIT WHEN left_n <= 0;
-        room := left_n;
-        IF q.cap > 0 THEN
-            SELECT q.cap - count(*) INTO room FROM horsies_tasks t
-             WHERE t.queue_name = q.queue AND t.status <> 'PENDING';
-            room := least(room, left_n);
-        END IF;
-        CONTINUE WHEN room <= 0;
-        IF p_rates IS NOT NULL AND tasks.rate_limited(p_rates, q.ord::integer) THEN
-            RETURN QUERY SELECT * FROM tasks.claim_rated(p_worker, q.queue, room, p_start, p_rates[q.ord][1],
-                                                         p_rates[q.ord][2], p_rates[q.ord][3], p_rates[q.ord][4]);
-            GET DIAGNOSTICS got = ROW_COUNT;
-            left_n := left_n - got;
-            CONTINUE;
-        END IF;
-        RETURN QUERY
-            WITH taken AS (
-                UPDATE horsies_tasks t
-                   SET status = CASE WHEN p_start THEN 'RUNNING' ELSE 'CLAIMED' END, worker_id = p_worker,
-                       claim_id = gen_random_uuid(), claimed_at = now(), last_heartbeat_at = now(),
-                       attempt = t.attempt + CASE WHEN p_start THEN 1 ELSE 0 END,
-                       started_at = CASE WHEN p_start THEN now() END
-                 WHERE t.ctid = ANY (ARRAY(
-                           SELECT c.ctid FROM horsies_tasks c
-                            WHERE c.queue_name = q.queue AND c.status = 'PENDING' AND c.run_at <= now()
-                              AND (c.good_until IS NULL OR c.good_until >= now())   -- expired: recovery's
-                            ORDER BY c.priority, c.enqueued_at
-                            LIMIT room FOR UPDATE SKIP LOCKED))
-                RETURNING t.*)
-            SELECT * FROM taken;
-        GET DIAGNOSTICS got = ROW_COUNT;
-        left_n := left_n - got;
-    END LOOP;
-END $$;
 
 -- Claims up to p_room tasks of one rate-limited queue, within its rate: in
 -- any window of p_period_ms at most p_limit claims of the queue (0: no
@@ -229,8 +215,8 @@ BEGIN
 END $$;
 
 -- When a parked claim of these queues (with their caps and rate limits, as
--- tasks.claim takes them) should look again: the earliest of the moment a
--- full rate window of one of its queues lets a claim through again
+-- tasks.claim_many takes them) should look again: the earliest of the
+-- moment a full rate window of one of its queues lets a claim through again
 -- (tasks.rate_reopens_at) and the moment the earliest delayed task of its
 -- other queues is due (tasks.next_run_at; a capped queue, or one with a
 -- full window, is left out: its cap or window, not a delayed task, decides

@@ -3,40 +3,50 @@
 -- Ends a batch of running attempts (the completions and failures gathered
 -- from concurrent requests): one row per item, in batch order, with the
 -- task's status afterwards, or NULL where the claim is not the task's
--- running one (fenced), and its queue. Completions are set-based: their
--- attempts' rows are written, and they leave horsies_tasks for
--- horsies_task_history, in one statement whatever their number, and those
--- that are workflow nodes advance their workflows
+-- running one (fenced), and its queue. Completions are set-based: the
+-- rows that end leave horsies_tasks for horsies_task_history, and their
+-- attempts' rows are written, in one statement whatever their number, and
+-- those that are workflow nodes advance their workflows
 -- (tasks.nodes_entered_history); failures take tasks.fail one by one (a
 -- retry decision each).
 --
--- Every plan here is fixed by its shape, not by the table's statistics:
--- the tasks are found by their ids (the primary key) and the rows that
--- end are then deleted by their address (ctid, a TID scan), so no join is
--- left for the planner to cost. A join of the items with the live table
--- was planned from statistics that a queue draining or filling makes
--- stale at once, and once chose to read every RUNNING task for every item.
--- Sequential scans are off for the statements this function plans (a
--- function it calls keeps the plan its first caller made in the session):
--- a plan is cached for the connection's life, and one made while the table was a few pages read
--- it whole for the lock by id and for the delete by ctid, at every batch,
--- however large dead rows had grown it since (an e2e run on a new
--- database: 215-369 sequential scans of horsies_tasks, 3 with this).
+-- Every task row a batch ends or fails is locked in id order, as every
+-- heartbeat locks them (see tasks.heartbeat), then their workflows in id
+-- order: two batches never wait on each other in a circle. A batch of
+-- completions only is locked by its delete: an index scan of the primary
+-- key for id = ANY, which visits the ids in order (a bitmap scan would
+-- visit them in the table's order: bitmap scans are off here), each row
+-- locked as it is deleted, and the delete checks the claim on the row as
+-- it is once locked. Its workflows are locked in id order by
+-- tasks.nodes_ended, after every task row. A batch with a failure locks
+-- every row, and their workflows, first (tasks.fail takes one at a time).
+-- No statement joins the items with the live table: a join was planned
+-- from statistics that a queue draining or filling makes stale at once,
+-- and once chose to read every RUNNING task for every item. Sequential
+-- scans are off for the statements this function plans (a function it
+-- calls keeps the plan its first caller made in the session): a plan is
+-- cached for the connection's life, and one made while the table was a few
+-- pages read it whole at every batch, however large dead rows had grown it
+-- since (an e2e run on a new database: 215-369 sequential scans of
+-- horsies_tasks, 3 with this).
 -- A completion names its item by its claim: a claim id is made for one
--- task's one claim (gen_random_uuid in tasks.claim), so the first item that
--- completes under a task's running claim is its report, and a repeat of it
--- is refused like any late one.
+-- task's one claim (gen_random_uuid in tasks.claim_many), so the first
+-- item that reports under a claim is its report (tasks.batch_item), and a
+-- repeat of it is refused like any late one.
 CREATE OR REPLACE FUNCTION tasks.finish_many(p_ids uuid[], p_claims uuid[], p_outcomes text[], p_results text[],
                                   p_codes text[], p_messages text[])
-RETURNS TABLE (idx integer, id uuid, status text, queue text) LANGUAGE plpgsql SET enable_seqscan = off AS $$
+RETURNS TABLE (idx integer, id uuid, status text, queue text) LANGUAGE plpgsql
+SET enable_seqscan = off SET enable_bitmapscan = off AS $$
 #variable_conflict use_column
 DECLARE
-    ends uuid[];   -- per item: its claim when it reports a completion
-    tids tid[];    -- the rows the completions end
-    wfs  uuid[];
-    ks   integer[];   -- the items whose completion ended a task ...
-    kq   text[];      -- ... and those tasks' queues
-    n_ids     uuid[];     -- the ended tasks that are workflow nodes, ...
+    e_claims  uuid[];      -- the completions' claims, sorted, each once ...
+    e_ids     uuid[];      -- ... the tasks their items name ...
+    e_ords    integer[];   -- ... and those items' positions (tasks.batch_item)
+    completions_only boolean := coalesce('COMPLETED' = ALL (p_outcomes), false);
+    wfs       uuid[];      -- the workflows of a batch with a failure
+    ks        integer[];   -- the items whose completion ended a task, sorted ...
+    kq        text[];      -- ... and those tasks' queues
+    n_ids     uuid[];      -- the ended tasks that are workflow nodes, ...
     n_results json[];
     n_wfs     uuid[];
     n_nodes   text[];
@@ -45,24 +55,25 @@ DECLARE
     st   text[] := '{}';
     qs   text[] := '{}';
 BEGIN
-    ends := ARRAY(SELECT CASE WHEN u.outcome = 'COMPLETED' THEN u.claim END
-                    FROM unnest(p_claims, p_outcomes) AS u(claim, outcome));
-    -- The tasks in id order, as every batch that ends tasks and every
-    -- heartbeat locks them (see tasks.heartbeat), then their workflows in
-    -- id order: two batches never wait on each other in a circle. The lock
-    -- reads the row as it is once locked.
-    SELECT array_agg(l.ctid) FILTER (WHERE p_ids[l.k] = l.id),
-           array_agg(DISTINCT l.workflow_id) FILTER (WHERE l.workflow_id IS NOT NULL)
-      INTO tids, wfs
-      FROM (SELECT t.ctid, t.id, t.workflow_id,
-                   CASE WHEN t.status = 'RUNNING' THEN array_position(ends, t.claim_id) END AS k
-              FROM horsies_tasks t WHERE t.id = ANY (p_ids) ORDER BY t.id FOR UPDATE) l;
-    IF wfs IS NOT NULL THEN
-        PERFORM 1 FROM horsies_workflows w WHERE w.id = ANY (wfs) ORDER BY w.id FOR UPDATE;
+    SELECT array_agg(e.claim ORDER BY e.claim), array_agg(e.id ORDER BY e.claim), array_agg(e.ord ORDER BY e.claim)
+      INTO e_claims, e_ids, e_ords
+      FROM (SELECT DISTINCT ON (u.claim) u.claim, u.id, u.ord::integer
+              FROM unnest(p_ids, p_claims, p_outcomes) WITH ORDINALITY AS u(id, claim, outcome, ord)
+             WHERE u.outcome = 'COMPLETED' AND u.claim IS NOT NULL ORDER BY u.claim, u.ord) e;
+    IF NOT completions_only THEN
+        SELECT array_agg(DISTINCT l.workflow_id) FILTER (WHERE l.workflow_id IS NOT NULL) INTO wfs
+          FROM (SELECT t.id, t.workflow_id FROM horsies_tasks t WHERE t.id = ANY (p_ids) ORDER BY t.id FOR UPDATE) l;
+        IF wfs IS NOT NULL THEN
+            PERFORM 1 FROM horsies_workflows w WHERE w.id = ANY (wfs) ORDER BY w.id FOR UPDATE;
+        END IF;
     END IF;
-    IF tids IS NOT NULL THEN
+    IF e_claims IS NOT NULL THEN
         WITH gone AS (
-            DELETE FROM horsies_tasks t WHERE t.ctid = ANY (tids) RETURNING t.*),
+            DELETE FROM horsies_tasks t
+             WHERE t.id = ANY (e_ids)
+               AND tasks.batch_item(e_claims, e_ids, e_ords, CASE WHEN t.status = 'RUNNING' THEN t.claim_id END,
+                                    t.id) IS NOT NULL
+            RETURNING t.*, tasks.batch_item(e_claims, e_ids, e_ords, t.claim_id, t.id) AS k),
         ended AS (   -- as tasks.end_attempt, for the batch
             INSERT INTO horsies_task_attempts (task_id, attempt, worker_id, claim_id, started_at, finished_at,
                                                outcome)
@@ -76,15 +87,14 @@ BEGIN
                                               workflow_node, progress, progress_info, progress_at, rate_key)
             SELECT g.id, g.task_name, g.queue_name, g.args, g.priority, 'COMPLETED', g.sent_at, g.enqueued_at,
                    g.good_until, g.max_retries, g.retry_count, g.attempt, g.idempotency_key,
-                   g.retention_class_key, g.worker_id, g.claimed_at, g.started_at,
-                   p_results[array_position(ends, g.claim_id)]::json,
+                   g.retention_class_key, g.worker_id, g.claimed_at, g.started_at, p_results[g.k]::json,
                    g.timeout_ms, g.retry_delays_ms, g.retry_base_ms, g.retry_cap_ms, g.retry_jitter, g.retry_on,
                    g.rerun_of, g.workflow_id, g.workflow_node, g.progress, g.progress_info, g.progress_at,
                    g.rate_key
               FROM gone g)
-        SELECT array_agg(array_position(ends, g.claim_id)), array_agg(g.queue_name),
+        SELECT array_agg(g.k ORDER BY g.k), array_agg(g.queue_name ORDER BY g.k),
                array_agg(g.id) FILTER (WHERE g.workflow_id IS NOT NULL),
-               array_agg(p_results[array_position(ends, g.claim_id)]::json) FILTER (WHERE g.workflow_id IS NOT NULL),
+               array_agg(p_results[g.k]::json) FILTER (WHERE g.workflow_id IS NOT NULL),
                array_agg(g.workflow_id) FILTER (WHERE g.workflow_id IS NOT NULL),
                array_agg(g.workflow_node) FILTER (WHERE g.workflow_id IS NOT NULL),
                array_agg(g.retention_class_key) FILTER (WHERE g.workflow_id IS NOT NULL)
@@ -96,20 +106,37 @@ BEGIN
                                                 n_classes);
         END IF;
     END IF;
-    FOR f IN SELECT u.* FROM unnest(p_ids, p_claims, p_outcomes, p_codes, p_messages)
-                    WITH ORDINALITY AS u(id, claim, outcome, code, message, ord)
-              WHERE u.outcome IS DISTINCT FROM 'COMPLETED' LOOP
-        qs[f.ord] := (SELECT t.queue_name FROM horsies_tasks t WHERE t.id = f.id);
-        st[f.ord] := tasks.fail(f.id, f.claim, f.code, f.message);
-    END LOOP;
+    IF NOT completions_only THEN
+        FOR f IN SELECT u.* FROM unnest(p_ids, p_claims, p_outcomes, p_codes, p_messages)
+                        WITH ORDINALITY AS u(id, claim, outcome, code, message, ord)
+                  WHERE u.outcome IS DISTINCT FROM 'COMPLETED' LOOP
+            qs[f.ord] := (SELECT t.queue_name FROM horsies_tasks t WHERE t.id = f.id);
+            st[f.ord] := tasks.fail(f.id, f.claim, f.code, f.message);
+        END LOOP;
+    END IF;
+    -- ks is sorted: an item finds itself in it by binary search (as in
+    -- tasks.batch_item), not by reading it from the start.
     RETURN QUERY
         SELECT (u.ord - 1)::integer, u.id,
                CASE WHEN u.outcome IS DISTINCT FROM 'COMPLETED' THEN st[u.ord]
-                    WHEN u.ord::integer = ANY (ks) THEN 'COMPLETED' END,
+                    WHEN ks[width_bucket(u.ord::integer, ks)] = u.ord THEN 'COMPLETED' END,
                CASE WHEN u.outcome IS DISTINCT FROM 'COMPLETED' THEN qs[u.ord]
-                    ELSE kq[array_position(ks, u.ord::integer)] END
+                    WHEN ks[width_bucket(u.ord::integer, ks)] = u.ord THEN kq[width_bucket(u.ord::integer, ks)] END
           FROM unnest(p_ids, p_outcomes) WITH ORDINALITY AS u(id, outcome, ord) ORDER BY u.ord;
 END $$;
+
+-- The item of a batch that reports claim p_claim of task p_id: its
+-- position in the batch (1-based), or NULL. p_claims holds the claims the
+-- batch reports, sorted and each once (the first item naming it), p_ids the
+-- tasks those items name and p_ords their positions, in that order. Found
+-- by binary search (width_bucket: the last claim not above p_claim): a few
+-- comparisons a row, where array_position read the batch from its start
+-- (1.25 µs a row in a batch of 100). An SQL expression, inlined.
+CREATE OR REPLACE FUNCTION tasks.batch_item(p_claims uuid[], p_ids uuid[], p_ords integer[], p_claim uuid, p_id uuid)
+RETURNS integer LANGUAGE sql IMMUTABLE AS $$
+    SELECT CASE WHEN p_claims[width_bucket(p_claim, p_claims)] = p_claim AND p_ids[width_bucket(p_claim, p_claims)] = p_id
+                THEN p_ords[width_bucket(p_claim, p_claims)] END
+$$;
 
 -- A worker reports the failure of a running attempt under its claim (a
 -- failure of a task whose cancel was asked ends CANCELLED). Returns the

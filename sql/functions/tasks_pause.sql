@@ -1,6 +1,6 @@
 -- Pausing a task queue: a paused queue accepts sends and hands nothing out
--- (tasks.claim leaves it out, tasks_claim.sql); tasks already claimed or
--- running finish. The state is the queue's row in tasks.paused_queues,
+-- (tasks.claim_many leaves it out, tasks_claim.sql); tasks already claimed
+-- or running finish. The state is the queue's row in tasks.paused_queues,
 -- shared by every server and kept across restarts; resuming deletes it.
 
 -- Pauses (p_pause) or resumes p_queue; returns its state afterwards and

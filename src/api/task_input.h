@@ -47,8 +47,8 @@ int  api_task_worker_id(httpd_req *req, const char *id) __attribute__((warn_unus
 int  api_task_queues(httpd_req *req, server *srv, const json_doc *d, db_array *names, db_array *caps,
                      char ***list, size_t *n) __attribute__((warn_unused_result));
 void api_task_queues_free(char **list, size_t n);
-/* The rate limits of queues as tasks.claim and tasks.rate_reopens_at take
- * them: an int[][] literal, one row per queue in the order given, {limit,
+/* The rate limits of queues as tasks.claim_many and tasks.rate_reopens_at
+ * take them: an int[][] literal, one row per queue in the order given, {limit,
  * period_ms, limit_per_key, key_period_ms}, 0 for none
  * ("{{0,0,0,0},{100,1000,0,0}}"); a heap copy. NULL when no queue has one,
  * unless always: a claim of queues without rate limits then sends, locks

@@ -922,6 +922,134 @@ TEST(a_completion_under_an_earlier_claim_beside_the_current_one_is_refused_and_t
     srv_stop(&s);
 }
 
+/* Claims one task of queue q for worker w, started: its id and claim. */
+static void claim_started(silt_server *s, char id[96], char claim[96])
+{
+    reply r;
+    rq(s, "POST", "/api/v1/workers/w/claim", "{\"queues\":[\"q\"],\"max\":1,\"start\":true}", &r);
+    CHECK_INT(r.status, 200);
+    keep_str(id, jstr(&r, "tasks.0.id"));
+    keep_str(claim, jstr(&r, "tasks.0.claimId"));
+    reply_fini(&r);
+}
+
+/* Waits until a finish of the test's database waits for a row lock. */
+static void await_finish_waiting(void)
+{
+    sql_await("1", 10000, "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
+              " AND wait_event_type = 'Lock' AND query LIKE '%%tasks.finish_many%%'");
+}
+
+/* A finish of completions locks its tasks in id order, whatever order its
+ * items name them in and wherever their rows lie: while it waits for the
+ * earlier task, which a heartbeat holds, the later one is still free. In
+ * the items' order or the table's it would hold the later one meanwhile,
+ * and a heartbeat locking both in id order would wait for it: a circle.
+ * The later task is claimed first, so its row comes first in the table. */
+TEST(a_finish_of_completions_locks_its_tasks_in_id_order_whatever_order_it_names_them)
+{
+    silt_server s;
+    srv_start(&s, NULL);
+    char first[96], later[96], first_claim[96], later_claim[96], id[96];
+    keep_str(first, task_send(&s, "{\"name\":\"t\",\"queue\":\"q\",\"priority\":50}"));
+    keep_str(later, task_send(&s, "{\"name\":\"t\",\"queue\":\"q\",\"priority\":1}"));
+    CHECK_STR(sql("SELECT '%s'::uuid < '%s'::uuid", first, later), "t");
+    claim_started(&s, id, later_claim);
+    CHECK_STR(id, later);
+    claim_started(&s, id, first_claim);
+    CHECK_STR(id, first);
+    CHECK_STR(sql("SELECT (SELECT ctid FROM horsies_tasks WHERE id = '%s') < (SELECT ctid FROM horsies_tasks WHERE id = '%s')",
+                  later, first), "t");
+    PGconn *beat = test_session();
+    session_run(beat, "BEGIN");
+    session_run(beat, sfmt("SELECT 1 FROM horsies_tasks WHERE id = '%s' FOR UPDATE", first));
+    bg_req b;
+    bg_start(&b, &s, "POST", "/api/v1/workers/w/finish",
+             sfmt("{\"tasks\":[{\"id\":\"%s\",\"claimId\":\"%s\"},{\"id\":\"%s\",\"claimId\":\"%s\"}]}", later,
+                  later_claim, first, first_claim));
+    await_finish_waiting();
+    session_run(beat, sfmt("SELECT 1 FROM horsies_tasks WHERE id = '%s' FOR UPDATE NOWAIT", later));
+    session_run(beat, "COMMIT");
+    PQfinish(beat);
+    int status;
+    int64_t elapsed;
+    bg_wait(&b, &status, &elapsed);
+    CHECK_INT(status, 200);
+    CHECK_STR(sql("SELECT count(*) || ' ' || (SELECT count(*) FROM horsies_tasks) FROM horsies_task_history"
+                  " WHERE status = 'COMPLETED'"), "2 0");
+    srv_stop(&s);
+}
+
+/* Two servers' finishes of the same two tasks, naming them in opposite
+ * orders, both waiting behind a heartbeat that holds the earlier task:
+ * neither waits for the other in a circle (PostgreSQL would abort one as a
+ * deadlock, a 5xx); the first to reach a row ends it, the other's claim is
+ * then no longer the task's, and each task is completed once. */
+TEST(overlapping_finishes_of_the_same_tasks_complete_each_once_without_a_deadlock)
+{
+    silt_server a, b;
+    srv_start(&a, NULL);
+    srv_start(&b, NULL);
+    char first[96], later[96], first_claim[96], later_claim[96];
+    task_send(&a, "{\"name\":\"t\",\"queue\":\"q\"}");
+    task_send(&a, "{\"name\":\"t\",\"queue\":\"q\"}");
+    claim_started(&a, first, first_claim);
+    claim_started(&a, later, later_claim);
+    PGconn *beat = test_session();
+    session_run(beat, "BEGIN");
+    session_run(beat, sfmt("SELECT 1 FROM horsies_tasks WHERE id = '%s' FOR UPDATE", first));
+    const char *items[2] = { sfmt("{\"id\":\"%s\",\"claimId\":\"%s\",\"result\":1}", first, first_claim),
+                             sfmt("{\"id\":\"%s\",\"claimId\":\"%s\",\"result\":2}", later, later_claim) };
+    bg_req fa, fb;
+    bg_start(&fa, &a, "POST", "/api/v1/workers/w/finish", sfmt("{\"tasks\":[%s,%s]}", items[0], items[1]));
+    bg_start(&fb, &b, "POST", "/api/v1/workers/w/finish", sfmt("{\"tasks\":[%s,%s]}", items[1], items[0]));
+    sql_await("2", 10000, "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
+              " AND wait_event_type = 'Lock' AND query LIKE '%%tasks.finish_many%%'");
+    session_run(beat, "COMMIT");
+    PQfinish(beat);
+    int status;
+    int64_t elapsed;
+    bg_wait(&fa, &status, &elapsed);
+    CHECK_INT(status, 200);
+    bg_wait(&fb, &status, &elapsed);
+    CHECK_INT(status, 200);
+    CHECK_STR(sql("SELECT string_agg(h.result::text || ' ' || (SELECT count(*) FROM horsies_task_attempts a"
+                  " WHERE a.task_id = h.id), ',' ORDER BY h.result::text) FROM horsies_task_history h WHERE h.status = 'COMPLETED'"),
+              "1 1,2 1");
+    srv_stop(&a);
+    srv_stop(&b);
+}
+
+/* A completion that waits for its task's row while recovery holds it sees
+ * the row as recovery left it: the claim taken back, the completion is
+ * refused, and the task keeps recovery's end of the attempt (retried). */
+TEST(a_completion_waiting_while_recovery_takes_its_claim_back_is_refused)
+{
+    silt_server s;
+    srv_start(&s, NULL);
+    char id[96], claim[96];
+    task_send(&s, "{\"name\":\"t\",\"queue\":\"q\",\"retry\":{\"maxRetries\":1}}");
+    claim_started(&s, id, claim);
+    PGconn *recovery = test_session();
+    session_run(recovery, "BEGIN");
+    CHECK_STR(session_run(recovery, "SELECT action FROM tasks.recover(0, 0, '-infinity')"), "WORKER_CRASHED");
+    bg_req b;
+    bg_start(&b, &s, "POST", "/api/v1/workers/w/finish",
+             sfmt("{\"tasks\":[{\"id\":\"%s\",\"claimId\":\"%s\",\"result\":1}]}", id, claim));
+    await_finish_waiting();
+    session_run(recovery, "COMMIT");
+    PQfinish(recovery);
+    int status;
+    int64_t elapsed;
+    bg_wait(&b, &status, &elapsed);
+    CHECK_INT(status, 200);
+    CHECK_STR(sql("SELECT status || ' ' || (claim_id IS NULL) FROM horsies_tasks WHERE id = '%s'", id), "PENDING true");
+    CHECK_STR(sql("SELECT string_agg(outcome || ' ' || error_code, ',') FROM horsies_task_attempts WHERE task_id = '%s'",
+                  id), "FAILED WORKER_CRASHED");
+    CHECK_STR(sql("SELECT count(*) FROM horsies_task_history WHERE id = '%s'", id), "0");
+    srv_stop(&s);
+}
+
 /* One request that PostgreSQL refuses must not take the others of its
  * batch down with it: a trigger refuses tasks named "poison"; while the
  * table is locked, a poisoned send and good ones gather into one batch. */
