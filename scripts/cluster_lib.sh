@@ -102,8 +102,8 @@ server_start() {
 # at 50,000 msg/s. A cluster in service does not: each checkpoint renames the
 # files it no longer needs into the next ones, as many as its WAL rate asks
 # for (up to max_wal_size). ~900 MB of WAL written and dropped, then a
-# checkpoint, leaves ~55 files ready (docs/performance.md, "The tail at half
-# load"). BENCH_COLD_WAL=1 skips it, for the first minutes of a new cluster.
+# checkpoint, leaves ~55 files ready (docs/performance.md, "How to measure").
+# BENCH_COLD_WAL=1 skips it, for the first minutes of a new cluster.
 cluster_warm_wal() {
     [ "${BENCH_COLD_WAL:-0}" = 1 ] && return 0
     cluster_psql "$1" -d postgres \
