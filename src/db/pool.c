@@ -222,7 +222,7 @@ static void job_abandon(db_pool *pool, db_job *job)
     pool->abandoned++;
     job->abandoned = true;
     log_debug("pool: a waiting job dropped unsent: its requester gave up");
-    job_fail_as(pool, job, "the client is gone; nothing was sent to the database", "57014");
+    job_fail_as(pool, job, DB_ABANDONED_ERROR, DB_ABANDONED_SQLSTATE);
 }
 
 /* ---- connections ---- */

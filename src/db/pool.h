@@ -42,6 +42,10 @@ db_pool *db_pool_new(struct event_base *base, const char *conninfo, int size, in
 void     db_pool_free(db_pool *pool);
 bool     db_pool_ready(const db_pool *pool);   /* at least one connection is usable */
 int      db_pool_busy(const db_pool *pool);    /* jobs queued or in flight */
+/* What a job dropped unsent answers (reply->error, reply->sqlstate), and
+ * what a gatherer that drops work of a gone client unsent says too. */
+#define DB_ABANDONED_ERROR    "the client is gone; nothing was sent to the database"
+#define DB_ABANDONED_SQLSTATE "57014"
 uint64_t db_pool_abandoned(const db_pool *pool); /* jobs dropped unsent: their requester had given up */
 
 db_job *db_job_new(db_done_fn done, void *arg);

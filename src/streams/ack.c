@@ -356,8 +356,8 @@ static void acker_send(acker *a, ack_request *list)
         next = r->gathered_next;
         r->gathered_next = NULL;
         if (n > 1 && r->abandoned && *r->abandoned) {
-            r->error = xstrdup("the client is gone; nothing was sent to the database");
-            snprintf(r->sqlstate, sizeof r->sqlstate, "57014");
+            r->error = xstrdup(DB_ABANDONED_ERROR);
+            snprintf(r->sqlstate, sizeof r->sqlstate, "%s", DB_ABANDONED_SQLSTATE);
             r->done(r, r->arg);
             continue;
         }

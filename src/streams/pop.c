@@ -134,6 +134,12 @@ static void start_part(pop_request *req, const PGresult *r, int row)
     ids_uuid_format(db_uuid(r, row, COL_PARTITION_ID), part->id);
 }
 
+/* A result's rows; none when the call failed (or never ran). */
+static int result_rows(const PGresult *r)
+{
+    return r && PQresultStatus(r) == PGRES_TUPLES_OK ? PQntuples(r) : 0;
+}
+
 /* The rows of one pop: all of a result, or one member's of a gathered one. */
 typedef struct pop_rows {
     const PGresult *r;
@@ -322,7 +328,7 @@ static void query_done(void *arg, const db_reply *reply)
     pop_request *req = arg;
     int at = req->reconciled ? 1 : 0;   /* the claim's call */
     const PGresult *r = reply->results[at];
-    pop_rows rows = { r, 0, r && PQresultStatus(r) == PGRES_TUPLES_OK ? PQntuples(r) : 0 };
+    pop_rows rows = { r, 0, result_rows(r) };
     look_done(req, reply, &rows, req->wait ? reply->results[at + 1] : NULL);
 }
 
@@ -392,22 +398,21 @@ static void query_alone(pop_request *req)
 
 /* ---- gathered pops ----
  *
- * Queue-wide pops of a narrow queue are gathered by kind (queue, group,
- * tags, autoAck, subscription, partitions a pop may claim): while one
+ * Leased queue-wide pops of a narrow queue are gathered by kind (queue,
+ * group, tags, subscription, partitions a pop may claim): while one
  * statement of a kind is in flight, the next pops of that kind wait for it
  * and then go together in one queen.pop_many, one look at the candidates
  * and one transaction for all of them, each under its own lease. Pops of
  * one group and queue contend for the same cursors: sent one statement
  * each, they tried the cursors one another held, and ten of them at once
  * on two cores cost PostgreSQL half as much again per message as two
- * (docs/performance.md, "Pops and acks gathered"). A pop alone still goes at once:
- * gathering delays a pop only behind a statement of its own kind. */
+ * (docs/performance.md, "CPU per message"). A pop alone still goes at
+ * once: gathering delays a pop only behind a statement of its own kind.
+ * A lane lives while a statement of its kind is in flight. */
 struct pop_lane {
     pop_lane    *next;
     char        *queue, *group, *namespace_tag, *task_tag, *subscription;
-    bool         auto_ack;
     int          partitions;
-    bool         in_flight;
     pop_request *pending, *pending_tail;   /* through gathered_next */
 };
 
@@ -429,23 +434,26 @@ static bool lane_serves(const pop_lane *lane, const pop_request *req)
 {
     return strcmp(lane->queue, req->queue) == 0 && strcmp(lane->group, req->group) == 0 &&
            same_text(lane->namespace_tag, req->namespace_tag) && same_text(lane->task_tag, req->task_tag) &&
-           same_text(lane->subscription, req->subscription) && lane->auto_ack == req->auto_ack &&
-           lane->partitions == req->partitions;
+           same_text(lane->subscription, req->subscription) && lane->partitions == req->partitions;
 }
 
 static char *dup_or_null(const char *s) { return s ? xstrdup(s) : NULL; }
 
-static pop_lane *lane_for(popper *p, const pop_request *req)
+static pop_lane *lane_find(const popper *p, const pop_request *req)
 {
     for (pop_lane *lane = p->lanes; lane; lane = lane->next)
         if (lane_serves(lane, req)) return lane;
+    return NULL;
+}
+
+static pop_lane *lane_new(popper *p, const pop_request *req)
+{
     pop_lane *lane = xcalloc(1, sizeof *lane);
     lane->queue = xstrdup(req->queue);
     lane->group = xstrdup(req->group);
     lane->namespace_tag = dup_or_null(req->namespace_tag);
     lane->task_tag = dup_or_null(req->task_tag);
     lane->subscription = dup_or_null(req->subscription);
-    lane->auto_ack = req->auto_ack;
     lane->partitions = req->partitions;
     lane->next = p->lanes;
     p->lanes = lane;
@@ -464,40 +472,49 @@ static void lane_free(popper *p, pop_lane *lane)
     free(lane);
 }
 
+static void lane_append(popper *p, pop_lane *lane, pop_request *req)
+{
+    req->gathered_next = NULL;
+    if (lane->pending_tail) lane->pending_tail->gathered_next = req; else lane->pending = req;
+    lane->pending_tail = req;
+    p->ngathering++;
+}
+
 static void gather_done(void *arg, const db_reply *reply);
 
-/* Sends the members (a list through gathered_next) as one statement. */
-static void lane_send(popper *p, pop_lane *lane, pop_request *members)
+/* Sends the pops waiting in the lane as one statement. */
+static void lane_send(popper *p, pop_lane *lane)
 {
     size_t n = 0;
-    for (pop_request *m = members; m; m = m->gathered_next) n++;
+    for (pop_request *m = lane->pending; m; m = m->gathered_next) n++;
     pop_gather *g = xcalloc(1, sizeof *g + n * sizeof *g->members);
     g->lane = lane;
     db_array batches, leases;
     db_array_init(&batches);
     db_array_init(&leases);
-    bool any_waits = false;
-    for (pop_request *m = members; m; m = m->gathered_next) {
+    for (pop_request *m = lane->pending, *after; m; m = after) {
+        after = m->gathered_next;
+        m->gathered_next = NULL;
         new_lease(m);
         db_array_int(&batches, m->batch);
         db_array_text(&leases, m->lease_id);
-        any_waits = any_waits || m->wait;
+        g->asks_seen = g->asks_seen || m->wait;
         g->members[g->n++] = m;
     }
+    lane->pending = lane->pending_tail = NULL;
+    p->ngathering -= n;
     char partitions[16];
-    const pop_request *first = members;
+    const pop_request *first = g->members[0];
     const char *values[10] = { first->queue, NULL, first->namespace_tag, first->task_tag, first->group,
-                               db_array_literal(&batches), partitions_text(first, partitions),
-                               first->auto_ack ? "t" : "f", first->subscription, db_array_literal(&leases) };
+                               db_array_literal(&batches), partitions_text(first, partitions), "f",
+                               first->subscription, db_array_literal(&leases) };
     db_job *job = db_job_new(gather_done, g);
     db_job_call(job, STMT_POP_MANY, values, NULL, NULL);
-    if (any_waits) db_job_call(job, STMT_POP_SEEN, NULL, NULL, NULL);   /* what ask_due measures from */
-    g->asks_seen = any_waits;
+    if (g->asks_seen) db_job_call(job, STMT_POP_SEEN, NULL, NULL, NULL);   /* what ask_due measures from */
     if (n == 1) db_job_abandon_when(job, &first->cancelled);
     db_array_fini(&batches);
     db_array_fini(&leases);
     if (n > 1) p->gathered += n;
-    lane->in_flight = true;
     db_submit(p->pool, job);
 }
 
@@ -505,13 +522,14 @@ static void lane_send(popper *p, pop_lane *lane, pop_request *members)
 static pop_rows member_rows(const PGresult *r, int first, int member)
 {
     pop_rows rows = { r, first, first };
-    int total = r && PQresultStatus(r) == PGRES_TUPLES_OK ? PQntuples(r) : 0;
+    int total = result_rows(r);
     while (rows.end < total && db_int(r, rows.end, COL_MEMBER) == member) rows.end++;
     return rows;
 }
 
-/* Each member takes its rows; then the pops that gathered meanwhile go,
- * or the lane, idle, goes. */
+/* Each member takes its rows; then the pops that gathered meanwhile go, or
+ * the lane, idle, goes. (A pop that left or ran out of time while it
+ * waited was taken back from the lane then: lane_take_back.) */
 static void gather_done(void *arg, const db_reply *reply)
 {
     pop_gather *g = arg;
@@ -526,29 +544,18 @@ static void gather_done(void *arg, const db_reply *reply)
         look_done(g->members[i], reply, &rows, seen);
     }
     free(g);
-    pop_request *next = NULL, *tail = NULL;
-    for (pop_request *m = lane->pending, *after; m; m = after) {
-        after = m->gathered_next;
-        m->gathered_next = NULL;
-        p->ngathering--;
-        if (m->cancelled) { m->querying = false; finish(m); continue; }   /* never sent */
-        if (tail) tail->gathered_next = m; else next = m;
-        tail = m;
-    }
-    lane->pending = lane->pending_tail = NULL;
-    lane->in_flight = false;
-    if (next) lane_send(p, lane, next);
+    if (lane->pending) lane_send(p, lane);
     else lane_free(p, lane);
 }
 
+/* A pop joins the statement of its kind in flight, or goes at once. */
 static void lane_add(popper *p, pop_request *req)
 {
-    pop_lane *lane = lane_for(p, req);
-    req->gathered_next = NULL;
-    if (!lane->in_flight) { lane_send(p, lane, req); return; }
-    if (lane->pending_tail) lane->pending_tail->gathered_next = req; else lane->pending = req;
-    lane->pending_tail = req;
-    p->ngathering++;
+    pop_lane *lane = lane_find(p, req);
+    bool in_flight = lane != NULL;
+    if (!lane) lane = lane_new(p, req);
+    lane_append(p, lane, req);
+    if (!in_flight) lane_send(p, lane);
 }
 
 /* Takes req out of the pops waiting to be gathered, if it is one. */
