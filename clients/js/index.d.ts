@@ -127,6 +127,10 @@ export interface RerunReply {
     rerunOf: string;
     /** false: the task had been rerun already, and this is that rerun */
     created: boolean;
+    /** a workflow node's task: its workflow, which goes on from the rerun node (null: a plain task) */
+    workflowId: string | null;
+    /** that workflow's status after the rerun (RUNNING again after FAILED; PAUSED stays PAUSED) */
+    workflowStatus: string | null;
 }
 
 /** The filters of a rerun by filter (all given must match), with its overrides. */

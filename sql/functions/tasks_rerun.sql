@@ -6,7 +6,8 @@
 -- so a request made again (a client's retry, a bulk rerun repeated) gets
 -- the rerun already made (created false) and sends nothing, and two made at
 -- once send one. To run it again, rerun the rerun. A workflow node's task
--- is not rerun here: its workflow decided what its end meant.
+-- is rerun one at a time, into its node: the workflow goes on from there
+-- (tasks.node_reopen).
 
 CREATE OR REPLACE FUNCTION tasks.rerun_key(p_id uuid) RETURNS text LANGUAGE sql IMMUTABLE AS $$
     SELECT 'rerun:' || p_id::text
@@ -52,18 +53,26 @@ BEGIN
 END $$;
 
 -- One task's rerun. status is the task's (NULL: no such task, neither live
--- nor in history); id is NULL when it is not rerun: it is live, a workflow
--- node's (workflow_id), or COMPLETED and p_completed is false. created is
+-- nor in history); for a workflow node's task, workflow_id and
+-- workflow_status are its workflow's. refused says why it is not rerun (id
+-- NULL): 'live' (it has not ended), 'completed' (COMPLETED, p_completed
+-- false), or for a node's task tasks.node_refusal's reason. created is
 -- false when it had been rerun already: id is that rerun.
 CREATE OR REPLACE FUNCTION tasks.rerun(p_id uuid, p_completed boolean, p_name text, p_queue text, p_args text,
         p_priority integer, p_timeout integer, p_retry boolean, p_max_retries integer, p_delays text,
         p_base integer, p_cap integer, p_jitter real, p_retry_on text, p_class text)
-RETURNS TABLE (status text, workflow_id uuid, id uuid, created boolean, queue text) LANGUAGE plpgsql AS $$
+RETURNS TABLE (status text, workflow_id uuid, workflow_status text, refused text, id uuid, created boolean,
+               queue text) LANGUAGE plpgsql AS $$
 #variable_conflict use_column
 DECLARE
-    st text;
-    wf uuid;
+    st   text;
+    wf   uuid;
+    wst  text;
+    node text;
+    prior uuid;
+    why  text;
     live boolean;
+    r    record;
 BEGIN
     SELECT t.status, t.workflow_id INTO st, wf FROM horsies_tasks t WHERE t.id = p_id;
     live := st IS NOT NULL;
@@ -71,14 +80,63 @@ BEGIN
         SELECT h.status, h.workflow_id INTO st, wf FROM horsies_task_history h
          WHERE h.id = p_id AND h.finished_at >= tasks.history_floor(p_id);
     END IF;
-    IF st IS NULL OR live OR wf IS NOT NULL OR (st = 'COMPLETED' AND NOT p_completed) THEN
-        RETURN QUERY SELECT st, wf, NULL::uuid, NULL::boolean, NULL::text;
+    IF wf IS NOT NULL AND NOT live AND st <> 'COMPLETED' THEN
+        PERFORM tasks.workflows_lock(ARRAY[wf]);   -- one rerun of a node at a time, ordered with its ends
+        SELECT w.status INTO wst FROM horsies_workflows w WHERE w.id = wf;
+        SELECT k.task_id INTO prior FROM horsies_task_idempotency k WHERE k.idempotency_key = tasks.rerun_key(p_id);
+        IF prior IS NOT NULL THEN   -- rerun already
+            RETURN QUERY SELECT st, wf, wst, NULL::text, prior, false, NULL::text;
+            RETURN;
+        END IF;
+        SELECT n.node_id, n.status, n.args, n.args_from,
+               EXISTS (SELECT 1 FROM horsies_workflow_tasks p
+                        WHERE p.workflow_id = wf AND p.node_id = ANY (n.waits_for)
+                          AND p.status IN ('PENDING', 'READY', 'ENQUEUED')) AS waiting
+          INTO r FROM horsies_workflow_tasks n WHERE n.task_id = p_id;
+        node := r.node_id;
+        why := tasks.node_refusal(wst, r.status, r.waiting);
+        IF why IS NULL AND p_args IS NULL AND r.args_from IS NOT NULL THEN   -- its predecessors' results as now
+            p_args := tasks.node_args(wf, r.args, r.args_from)::text;
+        END IF;
+    ELSIF wf IS NOT NULL AND NOT live THEN
+        why := 'node_completed';
+    ELSIF st IS NOT NULL THEN
+        why := CASE WHEN live THEN 'live' WHEN st = 'COMPLETED' AND NOT p_completed THEN 'completed' END;
+    END IF;
+    IF st IS NULL OR why IS NOT NULL THEN
+        RETURN QUERY SELECT st, wf, wst, why, NULL::uuid, NULL::boolean, NULL::text;
         RETURN;
     END IF;
-    RETURN QUERY SELECT st, wf, r.id, r.created, r.queue
-                   FROM tasks.rerun_send(ARRAY[p_id], p_name, p_queue, p_args, p_priority, p_timeout, p_retry,
-                                         p_max_retries, p_delays, p_base, p_cap, p_jitter, p_retry_on, p_class) r;
+    SELECT s.id, s.created, s.queue INTO r
+      FROM tasks.rerun_send(ARRAY[p_id], p_name, p_queue, p_args, p_priority, p_timeout, p_retry, p_max_retries,
+                            p_delays, p_base, p_cap, p_jitter, p_retry_on, p_class) s;
+    IF node IS NOT NULL AND r.created THEN
+        UPDATE horsies_tasks t SET workflow_id = wf, workflow_node = node WHERE t.id = r.id;
+        PERFORM tasks.node_reopen(wf, node, r.id);
+        SELECT w.status INTO wst FROM horsies_workflows w WHERE w.id = wf;
+    END IF;
+    RETURN QUERY SELECT st, wf, wst, NULL::text, r.id, r.created, r.queue;
 END $$;
+
+-- Why a workflow node's task that ended other than COMPLETED (a COMPLETED
+-- node's dependents ran on its result: it stays) is not rerun into its
+-- node, or NULL: it may be. p_workflow is its workflow's status (NULL: the
+-- record is gone), p_node its node's (NULL: it is not the node's current
+-- task), p_waiting whether a predecessor of the node has not ended (a
+-- rerun upstream reopened it). A node runs again only after it FAILED, or
+-- was SKIPPED by its task's cancel, in a workflow still RUNNING, PAUSED or
+-- FAILED, once every predecessor has ended; an ENQUEUED node has not taken
+-- its task's end yet (recovery's outbox).
+CREATE OR REPLACE FUNCTION tasks.node_refusal(p_workflow text, p_node text, p_waiting boolean)
+RETURNS text LANGUAGE sql IMMUTABLE AS $$
+    SELECT CASE
+        WHEN p_workflow IS NULL THEN 'workflow_gone'
+        WHEN p_workflow NOT IN ('RUNNING', 'PAUSED', 'FAILED') THEN 'workflow_ended'
+        WHEN p_node IS NULL THEN 'not_current'
+        WHEN p_node = 'ENQUEUED' THEN 'node_open'
+        WHEN p_waiting THEN 'waiting'
+    END
+$$;
 
 -- The records a bulk rerun takes, oldest id first, at most p_limit: ended
 -- FAILED, CANCELLED or EXPIRED (COMPLETED too with p_completed, or when

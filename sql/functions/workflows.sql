@@ -104,11 +104,7 @@ BEGIN
                                    max_retries, retry_delays_ms, retry_base_ms, retry_cap_ms, retry_jitter,
                                    retry_on, retention_class_key, workflow_id, workflow_node)
         SELECT r.task_id, r.task_name, r.queue_name,
-               CASE WHEN r.args_from IS NULL THEN r.args ELSE (
-                   SELECT (r.args::jsonb || coalesce(jsonb_object_agg(f.key, coalesce(p.result::jsonb, 'null')),
-                                                     '{}'))::json
-                     FROM jsonb_each_text(r.args_from) f
-                     JOIN horsies_workflow_tasks p ON p.workflow_id = r.workflow_id AND p.node_id = f.value) END,
+               CASE WHEN r.args_from IS NULL THEN r.args ELSE tasks.node_args(r.workflow_id, r.args, r.args_from) END,
                r.priority, 'PENDING', r.good_until, r.timeout_ms, r.max_retries, r.retry_delays_ms,
                r.retry_base_ms, r.retry_cap_ms, r.retry_jitter, r.retry_on, r.retention_class_key, r.workflow_id,
                r.node_id
@@ -133,6 +129,16 @@ BEGIN
         PERFORM pg_notify('silt_tasks', 'sent:' || q);
     END LOOP;
 END $$;
+
+-- The task args of a node with argsFrom: its own args (an object), each
+-- argsFrom parameter set to the named node's result as it stands (null
+-- when it has none).
+CREATE OR REPLACE FUNCTION tasks.node_args(p_workflow uuid, p_args json, p_args_from jsonb) RETURNS json
+LANGUAGE sql STABLE AS $$
+    SELECT (p_args::jsonb || coalesce(jsonb_object_agg(f.key, coalesce(p.result::jsonb, 'null')), '{}'))::json
+      FROM jsonb_each_text(p_args_from) f
+      JOIN horsies_workflow_tasks p ON p.workflow_id = p_workflow AND p.node_id = f.value
+$$;
 
 -- What a PENDING node's join says, from its counts of predecessors ended:
 -- 'ready', 'skip' or 'wait'. One expression, so PostgreSQL inlines it.
@@ -204,6 +210,72 @@ BEGIN
     FOR w IN SELECT * FROM horsies_workflows WHERE id = ANY (wfs) AND status = 'RUNNING' AND open_nodes = 0
               ORDER BY id LOOP
         PERFORM tasks.workflow_finish(w);
+    END LOOP;
+END $$;
+
+-- A node that ended FAILED, or SKIPPED by its cancelled task, runs again
+-- (a rerun of its task, tasks.rerun): p_task, already sent, becomes its
+-- task (its name and queue the node's) and the node is ENQUEUED and open
+-- again. What its end skipped
+-- downstream (nodes without a task, skipped through it) is PENDING again;
+-- those nodes and the successors still waiting recount their predecessors'
+-- ends as they stand now and decide again, in waves as at a node's end, so
+-- a node another failure still rules out is skipped again. A FAILED
+-- workflow runs again; a PAUSED one stays paused (what becomes ready waits
+-- for resume), counted as paused from now: someone is attending to it.
+-- The caller holds the workflow (tasks.workflows_lock).
+CREATE OR REPLACE FUNCTION tasks.node_reopen(p_workflow uuid, p_node text, p_task uuid) RETURNS void
+LANGUAGE plpgsql AS $$
+DECLARE
+    below   text[];   -- skipped through the node: open again
+    recount text[];   -- below, and the successors still waiting
+    running uuid[];
+    c_wf    uuid[];
+    c_node  text[];
+    c_ok    integer[];
+    c_bad   integer[];
+BEGIN
+    WITH RECURSIVE down(node) AS (
+        SELECT s.node FROM horsies_workflow_tasks n, unnest(n.next_nodes) AS s(node)
+         WHERE n.workflow_id = p_workflow AND n.node_id = p_node
+        UNION
+        SELECT s.node FROM down d
+          JOIN horsies_workflow_tasks n ON n.workflow_id = p_workflow AND n.node_id = d.node
+                                       AND n.status = 'SKIPPED' AND n.task_id IS NULL,
+               unnest(n.next_nodes) AS s(node))
+    SELECT array_agg(n.node_id) FILTER (WHERE n.status = 'SKIPPED'),
+           array_agg(n.node_id) FILTER (WHERE n.status IN ('PENDING', 'READY', 'SKIPPED'))
+      INTO below, recount
+      FROM down d JOIN horsies_workflow_tasks n ON n.workflow_id = p_workflow AND n.node_id = d.node
+     WHERE n.task_id IS NULL;
+    UPDATE horsies_workflow_tasks n
+       SET status = 'ENQUEUED', task_id = p_task, task_name = t.task_name, queue_name = t.queue_name, result = NULL,
+           error_code = NULL, error_message = NULL, finished_at = NULL
+      FROM horsies_tasks t
+     WHERE n.workflow_id = p_workflow AND n.node_id = p_node AND t.id = p_task;
+    UPDATE horsies_workflow_tasks SET status = 'PENDING', finished_at = NULL
+     WHERE workflow_id = p_workflow AND node_id = ANY (below);
+    UPDATE horsies_workflow_tasks n SET deps_done = c.done, deps_failed = c.failed
+      FROM (SELECT r.node_id, count(*) FILTER (WHERE p.status = 'COMPLETED')::integer AS done,
+                   count(*) FILTER (WHERE p.status IN ('FAILED', 'SKIPPED'))::integer AS failed
+              FROM horsies_workflow_tasks r
+              JOIN horsies_workflow_tasks p ON p.workflow_id = r.workflow_id AND p.node_id = ANY (r.waits_for)
+             WHERE r.workflow_id = p_workflow AND r.node_id = ANY (recount) GROUP BY r.node_id) c
+     WHERE n.workflow_id = p_workflow AND n.node_id = c.node_id;
+    UPDATE horsies_workflows
+       SET open_nodes = open_nodes + 1 + coalesce(cardinality(below), 0),
+           status = CASE status WHEN 'FAILED' THEN 'RUNNING' ELSE status END,
+           paused_at = CASE status WHEN 'PAUSED' THEN now() END,
+           finished_at = NULL, result = NULL, error_code = NULL, error_message = NULL
+     WHERE id = p_workflow;
+    running := ARRAY(SELECT w.id FROM horsies_workflows w WHERE w.id = p_workflow AND w.status = 'RUNNING');
+    IF recount IS NULL THEN RETURN; END IF;
+    c_wf := array_fill(p_workflow, ARRAY[cardinality(recount)]);
+    c_node := recount;
+    c_ok := array_fill(0, ARRAY[cardinality(recount)]);
+    c_bad := c_ok;
+    WHILE c_wf IS NOT NULL LOOP
+        SELECT * INTO c_wf, c_node, c_ok, c_bad FROM tasks.nodes_wave(c_wf, c_node, c_ok, c_bad, running);
     END LOOP;
 END $$;
 

@@ -5,8 +5,10 @@
  * original's name, queue, args, priority, retry policy, timeout and
  * retention class unless the request overrides them; a task is rerun at
  * most once, so a request made again sends nothing twice
- * (sql/functions/tasks_rerun.sql). Every field is checked before anything
- * is written: a bad one is a 400 naming it. */
+ * (sql/functions/tasks_rerun.sql). A workflow node's task is rerun into its
+ * node, and the workflow goes on from there (tasks.node_reopen). Every
+ * field is checked before anything is written: a bad one is a 400 naming
+ * it. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -145,19 +147,38 @@ typedef struct rerun_call {
     char       id[IDS_UUID_TEXT];
 } rerun_call;
 
-enum { R_STATUS, R_WORKFLOW, R_ID, R_CREATED, R_QUEUE };
+enum { R_STATUS, R_WORKFLOW, R_WORKFLOW_STATUS, R_REFUSED, R_ID, R_CREATED, R_QUEUE };
 
-/* Why a task that exists was not rerun: a 409 saying so. */
+/* Why a task that exists was not rerun (tasks.rerun's refused): a 409
+ * saying so. */
 static void refuse(rerun_call *c, const PGresult *r)
 {
-    const char *status = db_str(r, 0, R_STATUS);
-    if (!task_status_terminal(status))
+    const char *why = db_str(r, 0, R_REFUSED), *status = db_str(r, 0, R_STATUS);
+    char wf[IDS_UUID_TEXT] = "";
+    if (!db_null(r, 0, R_WORKFLOW)) ids_uuid_format(db_uuid(r, 0, R_WORKFLOW), wf);
+    if (strcmp(why, "live") == 0)
         httpd_error(c->req, 409, "task %s is %s: only a finished task can be rerun", c->id, status);
-    else if (!db_null(r, 0, R_WORKFLOW))
-        httpd_error(c->req, 409, "task %s is a node of a workflow: it cannot be rerun on its own", c->id);
-    else
+    else if (strcmp(why, "completed") == 0)
         httpd_error(c->req, 409, "task %s is COMPLETED: a completed task is rerun only with includeCompleted",
                     c->id);
+    else if (strcmp(why, "node_completed") == 0)
+        httpd_error(c->req, 409, "task %s is a workflow node's and COMPLETED: its dependents ran on its result, so "
+                    "it is not rerun", c->id);
+    else if (strcmp(why, "workflow_gone") == 0)
+        httpd_error(c->req, 409, "task %s was a node of workflow %s, whose record is gone: it cannot be rerun", c->id,
+                    wf);
+    else if (strcmp(why, "workflow_ended") == 0)
+        httpd_error(c->req, 409, "task %s is a node of workflow %s, which is %s: only a running, paused or failed "
+                    "workflow's node is rerun", c->id, wf, db_str(r, 0, R_WORKFLOW_STATUS));
+    else if (strcmp(why, "not_current") == 0)
+        httpd_error(c->req, 409, "task %s is no longer its workflow node's task: rerun the node's current one "
+                    "(GET /api/v1/workflows/%s)", c->id, wf);
+    else if (strcmp(why, "waiting") == 0)
+        httpd_error(c->req, 409, "task %s's workflow node waits for predecessors that have not ended (a rerun "
+                    "upstream reopened them): rerun it once they have", c->id);
+    else
+        httpd_error(c->req, 409, "task %s's workflow node has not taken its end yet (recovery's outbox, within one "
+                    "check interval): try again", c->id);
 }
 
 static void rerun_done(void *arg, const db_reply *reply)
@@ -166,7 +187,7 @@ static void rerun_done(void *arg, const db_reply *reply)
     const PGresult *r = reply->error ? NULL : reply->results[0];
     if (reply->error) api_db_error(c->req, reply);
     else if (db_null(r, 0, R_STATUS)) httpd_error(c->req, 404, "no task %s", c->id);
-    else if (db_null(r, 0, R_ID)) refuse(c, r);
+    else if (!db_null(r, 0, R_REFUSED)) refuse(c, r);
     else {
         bool created = db_bool(r, 0, R_CREATED);
         if (created) task_hub_announce_sent(c->srv->tasks, db_str(r, 0, R_QUEUE));
@@ -175,6 +196,8 @@ static void rerun_done(void *arg, const db_reply *reply)
         emit_key(e, "id"); api_emit_uuid_col(e, r, 0, R_ID);
         emit_key(e, "rerunOf"); emit_str(e, c->id);
         emit_key(e, "created"); emit_bool(e, created);
+        emit_key(e, "workflowId"); api_emit_uuid_col(e, r, 0, R_WORKFLOW);
+        emit_key(e, "workflowStatus"); api_emit_text_col(e, r, 0, R_WORKFLOW_STATUS);
         api_reply_send(&out, c->req, created ? 201 : 200);
     }
     free(c);

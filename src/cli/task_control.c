@@ -46,7 +46,8 @@ static const char rerun_usage[] =
     "unless an option below overrides it. FAILED, CANCELLED and EXPIRED tasks\n"
     "are rerun; COMPLETED ones with --include-completed. A task is rerun at\n"
     "most once: asking again prints the rerun it already has. To run it once\n"
-    "more, rerun the rerun.\n"
+    "more, rerun the rerun. A workflow node's task is rerun into its node, and\n"
+    "its workflow goes on from there (printed: the workflow and its status).\n"
     "\n"
     "With filters instead of an id, reruns up to --limit matching tasks that\n"
     "have no rerun yet (workflow nodes' tasks are left out); running it again\n"
@@ -160,8 +161,12 @@ static void one_render(const json_doc *d)
     char *id = cli_get_str(d, 0, "id"), *of = cli_get_str(d, 0, "rerunOf");
     if (cli_is_true(d, 0, "created")) printf("%s (rerun of %s)\n", id ? id : "?", of ? of : "?");
     else printf("%s (rerun of %s, made before: nothing sent)\n", id ? id : "?", of ? of : "?");
+    char *wf = cli_get_str(d, 0, "workflowId"), *wf_status = cli_get_str(d, 0, "workflowStatus");
+    if (wf) printf("workflow %s is %s\n", wf, wf_status ? wf_status : "?");
     free(id);
     free(of);
+    free(wf);
+    free(wf_status);
 }
 
 static void many_render(const json_doc *d)

@@ -165,8 +165,9 @@ const db_statement db_statements[STMT_COUNT] = {
      * the order api/task_queues.c and api/task_rerun.c read them */
     [STMT_TASK_PAUSE]   = { "task_pause", "SELECT queue_name, paused, paused_at, changed FROM tasks.queue_pause($1, $2)", 2 },
     [STMT_TASK_PAUSED]  = { "task_paused", "SELECT queue_name, paused_at FROM tasks.paused_queues ORDER BY queue_name", 0 },
-    [STMT_TASK_RERUN]   = { "task_rerun", "SELECT status, workflow_id, id, created, queue FROM tasks.rerun($1, $2, $3,"
-        " $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)", 15 },
+    [STMT_TASK_RERUN]   = { "task_rerun", "SELECT status, workflow_id, workflow_status,"
+        " refused, id, created, queue FROM tasks.rerun($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)",
+        15 },
     [STMT_TASK_RERUN_MANY] = { "task_rerun_many", "SELECT rerun_of, id, created, queue, more FROM tasks.rerun_many($1,"
         " $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)", 18 },
     /* a bulk rerun's dry run: how many it would send (at most the limit), and whether more match */

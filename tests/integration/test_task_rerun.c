@@ -229,29 +229,6 @@ TEST(a_rerun_is_claimable_at_once_and_wakes_a_parked_claimer)
     srv_stop(&s);
 }
 
-TEST(a_workflow_nodes_task_is_not_rerun_on_its_own)
-{
-    silt_server s;
-    srv_start(&s, NULL);
-    reply r;
-    rq(&s, "POST", "/api/v1/workflows", "{\"name\":\"w\",\"output\":\"a\",\"nodes\":["
-                                        "{\"id\":\"a\",\"task\":\"bad\",\"queue\":\"wq\"}]}", &r);
-    CHECK_INT(r.status, 201);
-    reply_fini(&r);
-    task_claimed c;
-    CHECK(task_claim_one(&s, "w", "wq", &c));
-    CHECK_INT(task_call(&s, "start", &c, NULL), 200);
-    CHECK_INT(task_call(&s, "fail", &c, "\"errorCode\":\"BOOM\""), 200);
-    CHECK_INT(rerun(&s, c.id, NULL, &r), 409);
-    CHECK(strstr(r.raw.body.data, "workflow") != NULL);
-    reply_fini(&r);
-    rq(&s, "POST", "/api/v1/tasks/rerun", "{\"queue\":\"wq\",\"dryRun\":true}", &r);
-    CHECK_INT(jint(&r, "count"), 0);
-    reply_fini(&r);
-    CHECK_INT(tasks_count(), 1);
-    srv_stop(&s);
-}
-
 /* ---- by filter ---- */
 
 static void bulk(silt_server *s, const char *body, int want_status, reply *r)

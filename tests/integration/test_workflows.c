@@ -12,74 +12,26 @@
 #include "harness.h"
 #include "support.h"
 #include "task_support.h"
-
-/* Runs what is claimable on queue q once: every task claimed is ended by
- * its name. Returns how many were claimed. */
-static int run_round(silt_server *s, const char *q)
-{
-    reply r;
-    rq(s, "POST", "/api/v1/workers/w/claim", sfmt("{\"queues\":[\"%s\"],\"max\":100,\"start\":true,\"waitMs\":200}", q),
-       &r);
-    CHECK_INT(r.status, 200);
-    int n = 0;
-    for (; jpath(&r, sfmt("tasks.%d", n)) >= 0; n++) {
-        task_claimed c;
-        keep_str(c.id, jstr(&r, sfmt("tasks.%d.id", n)));
-        keep_str(c.claim, jstr(&r, sfmt("tasks.%d.claimId", n)));
-        const char *name = jstr(&r, sfmt("tasks.%d.name", n));
-        const char *node = sql("SELECT workflow_node FROM horsies_tasks WHERE id = '%s'", c.id);
-        if (strcmp(name, "bad") == 0) CHECK_INT(task_call(s, "fail", &c, "\"errorCode\":\"BOOM\""), 200);
-        else CHECK_INT(task_call(s, "complete", &c, sfmt("\"result\":{\"node\":\"%s\"}", node)), 200);
-    }
-    reply_fini(&r);
-    return n;
-}
-
-/* Rounds until a workflow is not running any more (or a deadline). */
-static void run_until_settled(silt_server *s, const char *q, const char *wf)
-{
-    int64_t end = now_ms() + 20000;
-    while (now_ms() < end) {
-        const char *st = sql("SELECT status FROM horsies_workflows WHERE id = '%s'", wf);
-        if (strcmp(st, "RUNNING") != 0 && strcmp(st, "PENDING") != 0) return;
-        run_round(s, q);
-    }
-    harness_failf(__FILE__, __LINE__, "workflow %s still running", wf);
-}
-
-static const char *start(silt_server *s, const char *body)
-{
-    reply r;
-    rq(s, "POST", "/api/v1/workflows", body, &r);
-    if (r.status != 201) harness_failf(__FILE__, __LINE__, "start: %d %s", r.status, r.raw.body.data);
-    const char *id = sfmt("%s", jstr(&r, "id"));
-    reply_fini(&r);
-    return id;
-}
-
-static const char *node_status(const char *wf, const char *node)
-{
-    return sql("SELECT status FROM tasks.workflow_nodes WHERE workflow_id = '%s' AND node_id = '%s'", wf, node);
-}
+#include "workflow_support.h"
 
 TEST(a_diamond_runs_in_order_and_args_from_carries_results_forward)
 {
     silt_server s;
     srv_start(&s, NULL);
     char wf[96];
-    keep_str(wf, start(&s, "{\"name\":\"diamond\",\"output\":\"d\",\"nodes\":["
+    keep_str(wf, wf_start(&s, "{\"name\":\"diamond\",\"output\":\"d\",\"nodes\":["
                            "{\"id\":\"a\",\"task\":\"ok\",\"queue\":\"q\",\"args\":{\"x\":1}},"
                            "{\"id\":\"b\",\"task\":\"ok\",\"queue\":\"q\",\"waitsFor\":[\"a\"],\"argsFrom\":{\"fromA\":\"a\"}},"
                            "{\"id\":\"c\",\"task\":\"ok\",\"queue\":\"q\",\"waitsFor\":[\"a\"]},"
                            "{\"id\":\"d\",\"task\":\"ok\",\"queue\":\"q\",\"waitsFor\":[\"b\",\"c\"]}]}"));
-    CHECK_STR(node_status(wf, "a"), "ENQUEUED");
-    CHECK_STR(node_status(wf, "b"), "PENDING");
-    CHECK_INT(run_round(&s, "q"), 1);   /* a alone */
-    CHECK_STR(node_status(wf, "b"), "ENQUEUED");
+    CHECK_STR(wf_node_status(wf, "a"), "ENQUEUED");
+    CHECK_STR(wf_node_status(wf, "b"), "PENDING");
+    CHECK_INT(wf_run_round(&s, "q"), 1);   /* a alone */
+    CHECK_STR(wf_node_status(wf, "b"), "ENQUEUED");
     CHECK_STR(sql("SELECT t.args::text FROM horsies_tasks t JOIN horsies_workflow_tasks n ON n.task_id = t.id"
                   " WHERE n.workflow_id = '%s' AND n.node_id = 'b'", wf), "{\"fromA\": {\"node\": \"a\"}}");
-    CHECK_INT(run_round(&s, "q"), 2);   /* b and c */
-    CHECK_INT(run_round(&s, "q"), 1);   /* d, once both are done */
+    CHECK_INT(wf_run_round(&s, "q"), 2);   /* b and c */
+    CHECK_INT(wf_run_round(&s, "q"), 1);   /* d, once both are done */
     reply r;
     rq(&s, "GET", sfmt("/api/v1/workflows/%s", wf), NULL, &r);
     CHECK_STR(jstr(&r, "status"), "COMPLETED");
@@ -128,7 +80,7 @@ TEST(joins_any_and_quorum_run_as_soon_as_enough_succeeded_and_all_skips_after_a_
     silt_server s;
     srv_start(&s, NULL);
     char wf[96];
-    keep_str(wf, start(&s, "{\"name\":\"joins\",\"nodes\":["
+    keep_str(wf, wf_start(&s, "{\"name\":\"joins\",\"nodes\":["
                            "{\"id\":\"ok1\",\"task\":\"ok\",\"queue\":\"q\"},{\"id\":\"ok2\",\"task\":\"ok\",\"queue\":\"q\"},"
                            "{\"id\":\"bad\",\"task\":\"bad\",\"queue\":\"q\"},"
                            "{\"id\":\"any\",\"task\":\"ok\",\"queue\":\"later\",\"join\":\"any\",\"waitsFor\":[\"bad\",\"ok1\"]},"
@@ -138,14 +90,14 @@ TEST(joins_any_and_quorum_run_as_soon_as_enough_succeeded_and_all_skips_after_a_
                            "{\"id\":\"after\",\"task\":\"ok\",\"queue\":\"later\",\"waitsFor\":[\"all\"]},"
                            "{\"id\":\"tolerant\",\"task\":\"ok\",\"queue\":\"later\",\"waitsFor\":[\"bad\"],"
                            "\"allowFailedDeps\":true}]}"));
-    CHECK_INT(run_round(&s, "q"), 3);
-    CHECK_STR(node_status(wf, "bad"), "FAILED");
-    CHECK_STR(node_status(wf, "any"), "ENQUEUED");
-    CHECK_STR(node_status(wf, "q2"), "ENQUEUED");
-    CHECK_STR(node_status(wf, "all"), "SKIPPED");
-    CHECK_STR(node_status(wf, "after"), "SKIPPED");      /* skips propagate */
-    CHECK_STR(node_status(wf, "tolerant"), "ENQUEUED");
-    run_until_settled(&s, "later", wf);
+    CHECK_INT(wf_run_round(&s, "q"), 3);
+    CHECK_STR(wf_node_status(wf, "bad"), "FAILED");
+    CHECK_STR(wf_node_status(wf, "any"), "ENQUEUED");
+    CHECK_STR(wf_node_status(wf, "q2"), "ENQUEUED");
+    CHECK_STR(wf_node_status(wf, "all"), "SKIPPED");
+    CHECK_STR(wf_node_status(wf, "after"), "SKIPPED");      /* skips propagate */
+    CHECK_STR(wf_node_status(wf, "tolerant"), "ENQUEUED");
+    wf_run_until_settled(&s, "later", wf);
     CHECK_STR(sql("SELECT status FROM horsies_workflows WHERE id = '%s'", wf), "FAILED");   /* sink "after" skipped */
     srv_stop(&s);
 }
@@ -155,19 +107,19 @@ TEST(on_error_pause_pauses_at_the_first_failure_and_resume_goes_on)
     silt_server s;
     srv_start(&s, NULL);
     char wf[96];
-    keep_str(wf, start(&s, "{\"name\":\"p\",\"onError\":\"PAUSE\",\"nodes\":["
+    keep_str(wf, wf_start(&s, "{\"name\":\"p\",\"onError\":\"PAUSE\",\"nodes\":["
                            "{\"id\":\"bad\",\"task\":\"bad\",\"queue\":\"first\"},{\"id\":\"ok\",\"task\":\"ok\",\"queue\":\"q\"},"
                            "{\"id\":\"next\",\"task\":\"ok\",\"queue\":\"q\",\"waitsFor\":[\"ok\"]}]}"));
-    CHECK_INT(run_round(&s, "first"), 1);
+    CHECK_INT(wf_run_round(&s, "first"), 1);
     CHECK_STR(sql("SELECT status FROM horsies_workflows WHERE id = '%s'", wf), "PAUSED");
-    CHECK_INT(run_round(&s, "q"), 1);   /* ok was enqueued before the failure: it finishes */
-    CHECK_STR(node_status(wf, "next"), "READY");   /* ready, not enqueued while paused */
-    CHECK_INT(run_round(&s, "q"), 0);
+    CHECK_INT(wf_run_round(&s, "q"), 1);   /* ok was enqueued before the failure: it finishes */
+    CHECK_STR(wf_node_status(wf, "next"), "READY");   /* ready, not enqueued while paused */
+    CHECK_INT(wf_run_round(&s, "q"), 0);
     reply r;
     rq(&s, "POST", sfmt("/api/v1/workflows/%s/resume", wf), NULL, &r);
     CHECK_STR(jstr(&r, "status"), "RUNNING");
     reply_fini(&r);
-    CHECK_INT(run_round(&s, "q"), 1);
+    CHECK_INT(wf_run_round(&s, "q"), 1);
     CHECK_STR(sql("SELECT status FROM horsies_workflows WHERE id = '%s'", wf), "FAILED");   /* bad is a failed sink */
     srv_stop(&s);
 }
@@ -177,18 +129,18 @@ TEST(pause_lets_running_nodes_finish_and_starts_nothing_new_until_resume)
     silt_server s;
     srv_start(&s, NULL);
     char wf[96];
-    keep_str(wf, start(&s, "{\"name\":\"p\",\"nodes\":[{\"id\":\"a\",\"task\":\"ok\",\"queue\":\"q\"},"
+    keep_str(wf, wf_start(&s, "{\"name\":\"p\",\"nodes\":[{\"id\":\"a\",\"task\":\"ok\",\"queue\":\"q\"},"
                            "{\"id\":\"b\",\"task\":\"ok\",\"queue\":\"q\",\"waitsFor\":[\"a\"]}]}"));
     reply r;
     rq(&s, "POST", sfmt("/api/v1/workflows/%s/pause", wf), NULL, &r);
     CHECK_STR(jstr(&r, "status"), "PAUSED");
     reply_fini(&r);
-    CHECK_INT(run_round(&s, "q"), 1);   /* a was enqueued before the pause: it runs */
-    CHECK_STR(node_status(wf, "a"), "COMPLETED");
-    CHECK_STR(node_status(wf, "b"), "READY");
+    CHECK_INT(wf_run_round(&s, "q"), 1);   /* a was enqueued before the pause: it runs */
+    CHECK_STR(wf_node_status(wf, "a"), "COMPLETED");
+    CHECK_STR(wf_node_status(wf, "b"), "READY");
     rq(&s, "POST", sfmt("/api/v1/workflows/%s/resume", wf), NULL, &r);
     reply_fini(&r);
-    CHECK_INT(run_round(&s, "q"), 1);
+    CHECK_INT(wf_run_round(&s, "q"), 1);
     CHECK_STR(sql("SELECT status FROM horsies_workflows WHERE id = '%s'", wf), "COMPLETED");
     srv_stop(&s);
 }
@@ -198,16 +150,16 @@ TEST(cancel_skips_what_has_not_started_and_cancels_enqueued_tasks)
     silt_server s;
     srv_start(&s, NULL);
     char wf[96];
-    keep_str(wf, start(&s, "{\"name\":\"c\",\"nodes\":[{\"id\":\"a\",\"task\":\"ok\",\"queue\":\"q\"},"
+    keep_str(wf, wf_start(&s, "{\"name\":\"c\",\"nodes\":[{\"id\":\"a\",\"task\":\"ok\",\"queue\":\"q\"},"
                            "{\"id\":\"b\",\"task\":\"ok\",\"queue\":\"q\",\"waitsFor\":[\"a\"]}]}"));
     reply r;
     rq(&s, "POST", sfmt("/api/v1/workflows/%s/cancel", wf), NULL, &r);
     CHECK_STR(jstr(&r, "status"), "CANCELLED");
     reply_fini(&r);
-    CHECK_STR(node_status(wf, "a"), "SKIPPED");
-    CHECK_STR(node_status(wf, "b"), "SKIPPED");
+    CHECK_STR(wf_node_status(wf, "a"), "SKIPPED");
+    CHECK_STR(wf_node_status(wf, "b"), "SKIPPED");
     CHECK_STR(sql("SELECT status FROM horsies_task_history"), "CANCELLED");
-    CHECK_INT(run_round(&s, "q"), 0);
+    CHECK_INT(wf_run_round(&s, "q"), 0);
     srv_stop(&s);
 }
 
@@ -216,11 +168,11 @@ TEST(a_wait_on_a_workflow_returns_when_it_ends)
     silt_server s;
     srv_start(&s, NULL);
     char wf[96];
-    keep_str(wf, start(&s, "{\"name\":\"w\",\"nodes\":[{\"id\":\"a\",\"task\":\"ok\",\"queue\":\"q\"}]}"));
+    keep_str(wf, wf_start(&s, "{\"name\":\"w\",\"nodes\":[{\"id\":\"a\",\"task\":\"ok\",\"queue\":\"q\"}]}"));
     bg_req b;
     bg_start(&b, &s, "GET", sfmt("/api/v1/workflows/%s?wait=20000", wf), NULL);
     srv_await_metric(&s, "silt_task_waits_parked", 1, 5000);
-    CHECK_INT(run_round(&s, "q"), 1);
+    CHECK_INT(wf_run_round(&s, "q"), 1);
     int status;
     int64_t elapsed;
     bg_wait(&b, &status, &elapsed);
@@ -238,14 +190,14 @@ TEST(a_crashed_node_advances_through_the_outbox_once)
     silt_server s;
     srv_start(&s, (const char *const[]){ sfmt("SILT_CONFIG=%s", conf), NULL });
     char wf[96];
-    keep_str(wf, start(&s, "{\"name\":\"crash\",\"nodes\":[{\"id\":\"a\",\"task\":\"ok\",\"queue\":\"q\"},"
+    keep_str(wf, wf_start(&s, "{\"name\":\"crash\",\"nodes\":[{\"id\":\"a\",\"task\":\"ok\",\"queue\":\"q\"},"
                            "{\"id\":\"b\",\"task\":\"ok\",\"queue\":\"q\",\"waitsFor\":[\"a\"],\"allowFailedDeps\":true}]}"));
     reply r;
     rq(&s, "POST", "/api/v1/workers/w/claim", "{\"queues\":[\"q\"],\"start\":true}", &r);   /* and never heard of again */
     reply_fini(&r);
     sql("UPDATE horsies_tasks SET last_heartbeat_at = now() - interval '1 hour'");
     sql_await("FAILED", 10000, "SELECT status FROM horsies_workflow_tasks WHERE workflow_id = '%s' AND node_id = 'a'", wf);
-    CHECK_STR(node_status(wf, "b"), "ENQUEUED");   /* allowFailedDeps: it runs after the crash */
+    CHECK_STR(wf_node_status(wf, "b"), "ENQUEUED");   /* allowFailedDeps: it runs after the crash */
     CHECK_STR(sql("SELECT count(*) FROM horsies_workflow_phase2_pending"), "0");   /* applied, gone */
     CHECK_STR(sql("SELECT count(*) FROM horsies_tasks WHERE workflow_id = '%s'", wf), "1");   /* b's, once */
     srv_stop(&s);
@@ -286,11 +238,6 @@ static const char *fail_attempt(silt_server *s, const task_claimed *c)
     return status;
 }
 
-static const char *workflow_status(const char *wf)
-{
-    return sql("SELECT status FROM horsies_workflows WHERE id = '%s'", wf);
-}
-
 /* A node's task that fails but has retries left is not a node failure:
  * the node waits for its task's last attempt (ENQUEUED again, the same
  * task), its successors wait, the workflow runs on; onError PAUSE does not
@@ -301,10 +248,10 @@ TEST(a_workflow_node_fails_only_when_its_task_has_exhausted_its_retries)
     silt_server s;
     srv_start(&s, NULL);
     char wf[96], paused[96];
-    keep_str(wf, start(&s, "{\"name\":\"retry\",\"nodes\":["
+    keep_str(wf, wf_start(&s, "{\"name\":\"retry\",\"nodes\":["
                            "{\"id\":\"flaky\",\"task\":\"bad\",\"queue\":\"q\",\"retry\":{\"maxRetries\":2,\"delaysMs\":[0]}},"
                            "{\"id\":\"after\",\"task\":\"ok\",\"queue\":\"later\",\"waitsFor\":[\"flaky\"]}]}"));
-    keep_str(paused, start(&s, "{\"name\":\"retry-pause\",\"onError\":\"PAUSE\",\"nodes\":["
+    keep_str(paused, wf_start(&s, "{\"name\":\"retry-pause\",\"onError\":\"PAUSE\",\"nodes\":["
                                "{\"id\":\"flaky\",\"task\":\"bad\",\"queue\":\"p\",\"retry\":{\"maxRetries\":1,"
                                "\"delaysMs\":[0]}}]}"));
     char first_task[96];
@@ -314,48 +261,34 @@ TEST(a_workflow_node_fails_only_when_its_task_has_exhausted_its_retries)
         claim_started(&s, "q", &c);
         CHECK_INT(c.attempt, attempt);
         CHECK_STR(c.id, first_task);   /* a retry is the same task, not a new node task */
-        CHECK_STR(node_status(wf, "flaky"), "RUNNING");
+        CHECK_STR(wf_node_status(wf, "flaky"), "RUNNING");
         CHECK_STR(fail_attempt(&s, &c), "PENDING");
-        CHECK_STR(node_status(wf, "flaky"), "ENQUEUED");
-        CHECK_STR(node_status(wf, "after"), "PENDING");
-        CHECK_STR(workflow_status(wf), "RUNNING");
+        CHECK_STR(wf_node_status(wf, "flaky"), "ENQUEUED");
+        CHECK_STR(wf_node_status(wf, "after"), "PENDING");
+        CHECK_STR(wf_status(wf), "RUNNING");
         CHECK_STR(sql("SELECT open_nodes FROM horsies_workflows WHERE id = '%s'", wf), "2");
     }
     task_claimed c;
     claim_started(&s, "p", &c);   /* onError PAUSE: the first attempt failing pauses nothing */
     CHECK_STR(fail_attempt(&s, &c), "PENDING");
-    CHECK_STR(workflow_status(paused), "RUNNING");
-    CHECK_STR(node_status(paused, "flaky"), "ENQUEUED");
+    CHECK_STR(wf_status(paused), "RUNNING");
+    CHECK_STR(wf_node_status(paused, "flaky"), "ENQUEUED");
     claim_started(&s, "q", &c);   /* the last attempt */
     CHECK_INT(c.attempt, 3);
     CHECK_STR(fail_attempt(&s, &c), "FAILED");
     CHECK_STR(sql("SELECT status || ' ' || error_code || ' ' || error_message FROM horsies_workflow_tasks"
                   " WHERE workflow_id = '%s' AND node_id = 'flaky'", wf), "FAILED BOOM attempt 3");
-    CHECK_STR(node_status(wf, "after"), "SKIPPED");   /* all join, no allowFailedDeps */
-    CHECK_STR(workflow_status(wf), "FAILED");
+    CHECK_STR(wf_node_status(wf, "after"), "SKIPPED");   /* all join, no allowFailedDeps */
+    CHECK_STR(wf_status(wf), "FAILED");
     CHECK_STR(sql("SELECT error_code || ' ' || error_message FROM horsies_workflows WHERE id = '%s'", wf),
               "BOOM node flaky failed: attempt 3");   /* the workflow says which node and why */
     CHECK_STR(sql("SELECT count(*) FROM horsies_task_attempts WHERE task_id = '%s'", first_task), "3");
     CHECK_STR(sql("SELECT count(*) FROM horsies_tasks WHERE workflow_id = '%s'", wf), "0");   /* after never sent */
     claim_started(&s, "p", &c);   /* and onError PAUSE pauses at the last attempt's failure */
     CHECK_STR(fail_attempt(&s, &c), "FAILED");
-    CHECK_STR(workflow_status(paused), "PAUSED");
-    CHECK_STR(node_status(paused, "flaky"), "FAILED");
+    CHECK_STR(wf_status(paused), "PAUSED");
+    CHECK_STR(wf_node_status(paused, "flaky"), "FAILED");
     srv_stop(&s);
-}
-
-/* Everything the database holds of workflows and their tasks, as text:
- * a refused control must leave it as it was. */
-static char *workflow_state(void)
-{
-    return strdup(sql("SELECT concat_ws(E'\\n',"
-                      " (SELECT string_agg(row_to_json(w)::text, E'\\n' ORDER BY id) FROM horsies_workflows w),"
-                      " (SELECT string_agg(row_to_json(n)::text, E'\\n' ORDER BY workflow_id, node_id)"
-                      "    FROM horsies_workflow_tasks n),"
-                      " (SELECT string_agg(row_to_json(t)::text, E'\\n' ORDER BY id) FROM horsies_tasks t),"
-                      " (SELECT string_agg(row_to_json(h)::text, E'\\n' ORDER BY id) FROM horsies_task_history h),"
-                      " (SELECT string_agg(row_to_json(o)::text, E'\\n' ORDER BY task_id)"
-                      "    FROM horsies_workflow_phase2_pending o))"));
 }
 
 /* A control that does not apply to the workflow's status answers 200 with
@@ -363,13 +296,13 @@ static char *workflow_state(void)
  * the one the action would have made, and writes nothing. */
 static void control_refused(silt_server *s, const char *wf, const char *action, const char *status)
 {
-    char *before = workflow_state();
+    char *before = wf_state();
     reply r;
     rq(s, "POST", sfmt("/api/v1/workflows/%s/%s", wf, action), NULL, &r);
     if (r.status != 200 || strcmp(jstr(&r, "status"), status) != 0)
         harness_failf(__FILE__, __LINE__, "%s of a %s workflow: %d %s", action, status, r.status, r.raw.body.data);
     reply_fini(&r);
-    char *after = workflow_state();
+    char *after = wf_state();
     if (strcmp(before, after) != 0)
         harness_failf(__FILE__, __LINE__, "%s of a %s workflow changed the database:\n%s\n---\n%s", action, status,
                       before, after);
@@ -380,13 +313,13 @@ static void control_refused(silt_server *s, const char *wf, const char *action, 
 /* The error a control of no such workflow answers; nothing written. */
 static void control_error(silt_server *s, const char *id, const char *action, int code, const char *error)
 {
-    char *before = workflow_state();
+    char *before = wf_state();
     reply r;
     rq(s, "POST", sfmt("/api/v1/workflows/%s/%s", id, action), NULL, &r);
     if (r.status != code || !strstr(jstr(&r, "error"), error))
         harness_failf(__FILE__, __LINE__, "%s of %s: %d %s", action, id, r.status, r.raw.body.data);
     reply_fini(&r);
-    char *after = workflow_state();
+    char *after = wf_state();
     CHECK_STR(after, before);
     free(before);
     free(after);
@@ -397,14 +330,14 @@ TEST(workflow_controls_that_do_not_apply_change_nothing_and_unknown_or_malformed
     silt_server s;
     srv_start(&s, NULL);
     char running[96], completed[96], failed[96], cancelled[96];
-    keep_str(running, start(&s, "{\"name\":\"r\",\"nodes\":[{\"id\":\"a\",\"task\":\"ok\",\"queue\":\"r\"},"
+    keep_str(running, wf_start(&s, "{\"name\":\"r\",\"nodes\":[{\"id\":\"a\",\"task\":\"ok\",\"queue\":\"r\"},"
                                 "{\"id\":\"b\",\"task\":\"ok\",\"queue\":\"r\",\"waitsFor\":[\"a\"]}]}"));
-    keep_str(completed, start(&s, "{\"name\":\"c\",\"nodes\":[{\"id\":\"a\",\"task\":\"ok\",\"queue\":\"q\"}]}"));
-    keep_str(failed, start(&s, "{\"name\":\"f\",\"nodes\":[{\"id\":\"a\",\"task\":\"bad\",\"queue\":\"q\"}]}"));
-    CHECK_INT(run_round(&s, "q"), 2);
-    CHECK_STR(workflow_status(completed), "COMPLETED");
-    CHECK_STR(workflow_status(failed), "FAILED");
-    keep_str(cancelled, start(&s, "{\"name\":\"x\",\"nodes\":[{\"id\":\"a\",\"task\":\"ok\",\"queue\":\"x\"}]}"));
+    keep_str(completed, wf_start(&s, "{\"name\":\"c\",\"nodes\":[{\"id\":\"a\",\"task\":\"ok\",\"queue\":\"q\"}]}"));
+    keep_str(failed, wf_start(&s, "{\"name\":\"f\",\"nodes\":[{\"id\":\"a\",\"task\":\"bad\",\"queue\":\"q\"}]}"));
+    CHECK_INT(wf_run_round(&s, "q"), 2);
+    CHECK_STR(wf_status(completed), "COMPLETED");
+    CHECK_STR(wf_status(failed), "FAILED");
+    keep_str(cancelled, wf_start(&s, "{\"name\":\"x\",\"nodes\":[{\"id\":\"a\",\"task\":\"ok\",\"queue\":\"x\"}]}"));
     reply r;
     rq(&s, "POST", sfmt("/api/v1/workflows/%s/cancel", cancelled), NULL, &r);
     CHECK_STR(jstr(&r, "status"), "CANCELLED");
@@ -412,7 +345,7 @@ TEST(workflow_controls_that_do_not_apply_change_nothing_and_unknown_or_malformed
 
     control_refused(&s, running, "resume", "RUNNING");   /* not paused: nothing to resume */
     char paused[96];
-    keep_str(paused, start(&s, "{\"name\":\"p\",\"nodes\":[{\"id\":\"a\",\"task\":\"ok\",\"queue\":\"p\"}]}"));
+    keep_str(paused, wf_start(&s, "{\"name\":\"p\",\"nodes\":[{\"id\":\"a\",\"task\":\"ok\",\"queue\":\"p\"}]}"));
     rq(&s, "POST", sfmt("/api/v1/workflows/%s/pause", paused), NULL, &r);
     CHECK_STR(jstr(&r, "status"), "PAUSED");
     reply_fini(&r);
@@ -425,10 +358,10 @@ TEST(workflow_controls_that_do_not_apply_change_nothing_and_unknown_or_malformed
         control_error(&s, "01a233f6-7074-706c-a9b9-8691edad8860", actions[i], 404, "no workflow");
         control_error(&s, "not-a-uuid", actions[i], 400, "id");
     }
-    CHECK_STR(node_status(running, "a"), "ENQUEUED");   /* the running one still runs */
-    CHECK_INT(run_round(&s, "r"), 1);
-    CHECK_INT(run_round(&s, "r"), 1);
-    CHECK_STR(workflow_status(running), "COMPLETED");
+    CHECK_STR(wf_node_status(running, "a"), "ENQUEUED");   /* the running one still runs */
+    CHECK_INT(wf_run_round(&s, "r"), 1);
+    CHECK_INT(wf_run_round(&s, "r"), 1);
+    CHECK_STR(wf_status(running), "COMPLETED");
     srv_stop(&s);
 }
 
@@ -440,29 +373,29 @@ TEST(workflow_pause_during_a_running_node_lets_it_finish_and_its_successor_waits
     silt_server s;
     srv_start(&s, NULL);
     char wf[96];
-    keep_str(wf, start(&s, "{\"name\":\"p\",\"nodes\":[{\"id\":\"a\",\"task\":\"ok\",\"queue\":\"q\"},"
+    keep_str(wf, wf_start(&s, "{\"name\":\"p\",\"nodes\":[{\"id\":\"a\",\"task\":\"ok\",\"queue\":\"q\"},"
                            "{\"id\":\"b\",\"task\":\"ok\",\"queue\":\"q\",\"waitsFor\":[\"a\"],\"argsFrom\":{\"in\":\"a\"}}]}"));
     task_claimed a;
     claim_started(&s, "q", &a);
-    CHECK_STR(node_status(wf, "a"), "RUNNING");
+    CHECK_STR(wf_node_status(wf, "a"), "RUNNING");
     reply r;
     rq(&s, "POST", sfmt("/api/v1/workflows/%s/pause", wf), NULL, &r);
     CHECK_STR(jstr(&r, "status"), "PAUSED");
     reply_fini(&r);
     CHECK_STR(task_heartbeat(&s, "w", &a), "ok");   /* a pause does not stop what runs */
     CHECK_INT(task_call(&s, "complete", &a, "\"result\":{\"from\":\"a\"}"), 200);
-    CHECK_STR(node_status(wf, "a"), "COMPLETED");
-    CHECK_STR(node_status(wf, "b"), "READY");
-    CHECK_STR(workflow_status(wf), "PAUSED");
+    CHECK_STR(wf_node_status(wf, "a"), "COMPLETED");
+    CHECK_STR(wf_node_status(wf, "b"), "READY");
+    CHECK_STR(wf_status(wf), "PAUSED");
     CHECK_STR(sql("SELECT count(*) FROM horsies_tasks WHERE workflow_id = '%s'", wf), "0");   /* b not sent */
     rq(&s, "POST", sfmt("/api/v1/workflows/%s/resume", wf), NULL, &r);
     CHECK_STR(jstr(&r, "status"), "RUNNING");
     reply_fini(&r);
-    CHECK_STR(node_status(wf, "b"), "ENQUEUED");
+    CHECK_STR(wf_node_status(wf, "b"), "ENQUEUED");
     CHECK_STR(sql("SELECT t.args::text FROM horsies_tasks t WHERE t.workflow_id = '%s'", wf),
               "{\"in\": {\"from\": \"a\"}}");   /* a's result, though it ended while paused */
-    CHECK_INT(run_round(&s, "q"), 1);
-    CHECK_STR(workflow_status(wf), "COMPLETED");
+    CHECK_INT(wf_run_round(&s, "q"), 1);
+    CHECK_STR(wf_status(wf), "COMPLETED");
     srv_stop(&s);
 }
 
@@ -474,7 +407,7 @@ TEST(a_workflow_whose_last_node_ended_while_paused_ends_on_resume)
     silt_server s;
     srv_start(&s, NULL);
     char wf[96];
-    keep_str(wf, start(&s, "{\"name\":\"p\",\"output\":\"a\",\"nodes\":[{\"id\":\"a\",\"task\":\"ok\",\"queue\":\"q\"}]}"));
+    keep_str(wf, wf_start(&s, "{\"name\":\"p\",\"output\":\"a\",\"nodes\":[{\"id\":\"a\",\"task\":\"ok\",\"queue\":\"q\"}]}"));
     task_claimed a;
     claim_started(&s, "q", &a);
     reply r;
@@ -482,7 +415,7 @@ TEST(a_workflow_whose_last_node_ended_while_paused_ends_on_resume)
     CHECK_STR(jstr(&r, "status"), "PAUSED");
     reply_fini(&r);
     CHECK_INT(task_call(&s, "complete", &a, "\"result\":{\"done\":true}"), 200);
-    CHECK_STR(node_status(wf, "a"), "COMPLETED");
+    CHECK_STR(wf_node_status(wf, "a"), "COMPLETED");
     CHECK_STR(sql("SELECT status || ' ' || open_nodes || ' ' || (finished_at IS NULL) FROM horsies_workflows"
                   " WHERE id = '%s'", wf), "PAUSED 0 true");
     rq(&s, "POST", sfmt("/api/v1/workflows/%s/resume", wf), NULL, &r);
@@ -501,7 +434,7 @@ TEST(the_example_of_docs_workflows_is_a_good_workflow_definition)
     silt_server s;
     srv_start(&s, NULL);
     char wf[96];
-    keep_str(wf, start(&s, example));
+    keep_str(wf, wf_start(&s, example));
     free(example);
     CHECK_STR(sql("SELECT string_agg(node_id || ':' || status, ' ' ORDER BY node_id) FROM horsies_workflow_tasks"
                   " WHERE workflow_id = '%s'", wf),

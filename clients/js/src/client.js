@@ -128,7 +128,7 @@ export class Client {
      * @param {string} id
      * @param {{name?: string, queue?: string, args?: unknown, priority?: number, timeoutMs?: number,
      *          retry?: object, retentionClassKey?: string|null, includeCompleted?: boolean}} [overrides]
-     * @returns {Promise<{id: string, rerunOf: string, created: boolean}>}
+     * @returns {Promise<{id: string, rerunOf: string, created: boolean, workflowId: string|null, workflowStatus: string|null}>}
      */
     async rerun(id, overrides = {}) {
         if (overrides === null || typeof overrides !== "object" || Array.isArray(overrides))

@@ -324,7 +324,7 @@ test("rerun_sends_an_ended_task_again_once_with_overrides_and_rerun_of", async (
     assert.deepEqual(t.args, { n: 1 });
     assert.equal((await client.get(h.id)).rerunOf, null);
     const again = await client.rerun(h.id, { priority: 99 });
-    assert.deepEqual(again, { id: rerun.id, rerunOf: h.id, created: false });
+    assert.deepEqual(again, { id: rerun.id, rerunOf: h.id, created: false, workflowId: null, workflowStatus: null });
     const viaHandle = await h.rerun();
     assert.deepEqual([viaHandle.id, viaHandle.created], [rerun.id, false]);
     // overrides of name, queue, args (null included) and retry, on a rerun of the rerun

@@ -198,7 +198,9 @@ class Client:
               retention_class_key=UNSET, include_completed=False):
         """Sends a finished task again as a new task that names it in
         ``rerunOf`` (docs/tasks.md, "Rerunning finished tasks"); returns
-        ``{"id", "rerunOf", "created"}``. A task is rerun at most once:
+        ``{"id", "rerunOf", "created", "workflowId", "workflowStatus"}``
+        (the workflow a node's task belongs to, which goes on from the
+        rerun node; None for a plain task). A task is rerun at most once:
         asked again, ``created`` is False and ``id`` the rerun made before.
         FAILED, CANCELLED and EXPIRED tasks are rerun, COMPLETED ones with
         ``include_completed``; 409 (SiltError) for one that has not ended.

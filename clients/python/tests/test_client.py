@@ -297,7 +297,8 @@ class ClientTests(ServerCase):
                          (sent["id"], "PENDING", 10, 2500, 2, "rk", {"n": 1}, 0))
         self.assertIsNone(self.client.get(sent["id"])["rerunOf"])
         self.assertEqual(self.client.rerun(sent["id"], priority=99), {"id": rerun["id"], "rerunOf": sent["id"],
-                                                                      "created": False})
+                                                                      "created": False, "workflowId": None,
+                                                                      "workflowStatus": None})
         app = App(client=self.client)
         handle = app.task(lambda: None, name="r", queue=self.queue).send()
         handle.cancel()
