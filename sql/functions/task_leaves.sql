@@ -180,7 +180,7 @@ BEGIN
         EXECUTE format('DELETE FROM horsies_task_idempotency i USING %I h '
                        'WHERE h.idempotency_key IS NOT NULL AND i.idempotency_key = h.idempotency_key '
                        'AND i.task_id = h.id', p_leaf);
-        EXECUTE format('DELETE FROM horsies_task_attempts a USING %I h WHERE a.task_id = h.id', p_leaf);
+        EXECUTE format('DELETE FROM tasks.attempt_records a USING %I h WHERE a.task_id = h.id', p_leaf);
     END IF;
     EXECUTE format('DROP TABLE %I', p_leaf);
     DELETE FROM horsies_task_history_leaf_catalog WHERE leaf_name = p_leaf;

@@ -4,8 +4,9 @@
 -- from concurrent requests): one row per item, in batch order, with the
 -- task's status afterwards, or NULL where the claim is not the task's
 -- running one (fenced), and its queue. Completions are set-based: the
--- rows that end leave horsies_tasks for horsies_task_history, and their
--- attempts' rows are written, in one statement whatever their number, and
+-- rows that end leave horsies_tasks for horsies_task_history, which keeps
+-- the completing attempt (its claim with the rest: horsies_task_attempts
+-- reads it from there), in one statement whatever their number, and
 -- those that are workflow nodes advance their workflows
 -- (tasks.nodes_entered_history); failures take tasks.fail one by one (a
 -- retry decision each).
@@ -74,23 +75,20 @@ BEGIN
                AND tasks.batch_item(e_claims, e_ids, e_ords, CASE WHEN t.status = 'RUNNING' THEN t.claim_id END,
                                     t.id) IS NOT NULL
             RETURNING t.*, tasks.batch_item(e_claims, e_ids, e_ords, t.claim_id, t.id) AS k),
-        ended AS (   -- as tasks.end_attempt, for the batch
-            INSERT INTO horsies_task_attempts (task_id, attempt, worker_id, claim_id, started_at, finished_at,
-                                               outcome)
-            SELECT g.id, g.attempt, g.worker_id, g.claim_id, g.started_at, now(), 'COMPLETED' FROM gone g),
         kept AS (
             INSERT INTO horsies_task_history (id, task_name, queue_name, args, priority, status, sent_at,
                                               enqueued_at, good_until, max_retries, retry_count, attempt,
                                               idempotency_key, retention_class_key, worker_id, claimed_at,
                                               started_at, result, timeout_ms, retry_delays_ms, retry_base_ms,
                                               retry_cap_ms, retry_jitter, retry_on, rerun_of, workflow_id,
-                                              workflow_node, progress, progress_info, progress_at, rate_key)
+                                              workflow_node, progress, progress_info, progress_at, rate_key,
+                                              claim_id)
             SELECT g.id, g.task_name, g.queue_name, g.args, g.priority, 'COMPLETED', g.sent_at, g.enqueued_at,
                    g.good_until, g.max_retries, g.retry_count, g.attempt, g.idempotency_key,
                    g.retention_class_key, g.worker_id, g.claimed_at, g.started_at, p_results[g.k]::json,
                    g.timeout_ms, g.retry_delays_ms, g.retry_base_ms, g.retry_cap_ms, g.retry_jitter, g.retry_on,
                    g.rerun_of, g.workflow_id, g.workflow_node, g.progress, g.progress_info, g.progress_at,
-                   g.rate_key
+                   g.rate_key, g.claim_id
               FROM gone g)
         SELECT array_agg(g.k ORDER BY g.k), array_agg(g.queue_name ORDER BY g.k),
                array_agg(g.id) FILTER (WHERE g.workflow_id IS NOT NULL),
@@ -152,12 +150,13 @@ BEGIN
     RETURN tasks.fail_running(t, p_code, p_message);
 END $$;
 
--- Writes the row of t's running attempt, ended now with p_outcome. While it
--- runs, an attempt is the task row's (tasks.attempts shows it from there):
--- its row is written once, when it ends.
+-- Writes the record of t's running attempt, ended now with p_outcome
+-- (failed or cancelled: a completion's attempt is kept in its history row).
+-- While it runs, an attempt is the task row's (tasks.attempts shows it
+-- from there): its record is written once, when it ends.
 CREATE OR REPLACE FUNCTION tasks.end_attempt(t horsies_tasks, p_outcome text, p_code text, p_message text)
 RETURNS void LANGUAGE sql AS $$
-    INSERT INTO horsies_task_attempts (task_id, attempt, worker_id, claim_id, started_at, finished_at, outcome,
+    INSERT INTO tasks.attempt_records (task_id, attempt, worker_id, claim_id, started_at, finished_at, outcome,
                                        error_code, error_message)
     VALUES (t.id, t.attempt, t.worker_id, t.claim_id, t.started_at, now(), p_outcome, p_code, p_message)
 $$;
@@ -285,15 +284,33 @@ CREATE OR REPLACE VIEW tasks.all_tasks AS
            workflow_id, workflow_node, rerun_of, progress, progress_info, progress_at, rate_key
       FROM horsies_task_history;
 
--- A task's attempts, oldest first: those that ended, from their rows, and
--- the one running now, from the task's row (tasks.end_attempt).
+-- Every attempt that ended, one row each: the attempt records (attempts
+-- that did not complete their task, tasks.end_attempt, and every attempt
+-- that ended before migration 053), and the attempt that completed each
+-- task, read from its history row (only a completion sets claim_id there).
+CREATE OR REPLACE VIEW horsies_task_attempts AS
+    SELECT a.task_id, a.attempt, a.worker_id, a.claim_id, a.started_at, a.finished_at, a.outcome, a.error_code,
+           a.error_message
+      FROM tasks.attempt_records a
+    UNION ALL
+    SELECT h.id, h.attempt, h.worker_id, h.claim_id, h.started_at, h.finished_at, 'COMPLETED', NULL, NULL
+      FROM horsies_task_history h
+     WHERE h.claim_id IS NOT NULL;
+
+-- A task's attempts, oldest first: those that ended (as
+-- horsies_task_attempts has them, its history row looked for only in the
+-- leaves it can be in), and the one running now, from the task's row.
 CREATE OR REPLACE FUNCTION tasks.attempts(p_id uuid)
 RETURNS TABLE (attempt integer, worker_id text, claim_id uuid, started_at timestamptz, finished_at timestamptz,
                outcome text, error_code text, error_message text)
 LANGUAGE sql STABLE AS $$
     SELECT a.attempt, a.worker_id, a.claim_id, a.started_at, a.finished_at, a.outcome, a.error_code, a.error_message
-      FROM horsies_task_attempts a
+      FROM tasks.attempt_records a
      WHERE a.task_id = p_id
+    UNION ALL
+    SELECT h.attempt, h.worker_id, h.claim_id, h.started_at, h.finished_at, 'COMPLETED', NULL, NULL
+      FROM horsies_task_history h
+     WHERE h.id = p_id AND h.claim_id IS NOT NULL AND h.finished_at >= tasks.history_floor(p_id)
     UNION ALL
     SELECT t.attempt, t.worker_id, t.claim_id, t.started_at, NULL, NULL, NULL, NULL
       FROM horsies_tasks t

@@ -1,6 +1,8 @@
 /* Integration: GET /api/v1/tasks/:id/attempts — one task's attempts, oldest
  * first: those that ended as horsies_task_attempts holds them, the running
  * one from the task's row (its attempt row is written once, when it ends).
+ * The attempt that completes a task is kept in its history row, the others
+ * in tasks.attempt_records; the view horsies_task_attempts shows both.
  * Whether the task exists is decided as GET /api/v1/tasks/:id decides it. */
 #include <string.h>
 #include "harness.h"
@@ -62,6 +64,45 @@ TEST(a_task_that_failed_once_then_completed_lists_both_attempts_with_outcome_and
 /* Pending, claimed (not started), and cancelled before it ran (its record
  * in history): the task is there, with no attempt. A started one has its
  * attempt, running: no outcome, no end yet. */
+/* A completion writes no attempt record: its history row keeps the claim
+ * with the attempt's number, worker and times, and horsies_task_attempts
+ * reads it from there. A failed attempt is a record. An attempt record
+ * written before that (its history row without a claim) is shown once. */
+TEST(the_attempt_that_completes_a_task_is_kept_in_its_history_row_and_shown_once)
+{
+    silt_server s;
+    srv_start(&s, NULL);
+    char id[96];
+    keep_str(id, task_send(&s, "{\"name\":\"t\",\"queue\":\"q\",\"retry\":{\"maxRetries\":1,\"delaysMs\":[0]}}"));
+    task_claimed first, second;
+    CHECK(task_claim_one(&s, "w1", "q", &first));
+    CHECK_INT(task_call(&s, "start", &first, NULL), 200);
+    CHECK_INT(task_call(&s, "fail", &first, "\"errorCode\":\"BOOM\""), 200);
+    CHECK(task_claim_one(&s, "w2", "q", &second));
+    CHECK_INT(task_call(&s, "start", &second, NULL), 200);
+    CHECK_INT(task_call(&s, "complete", &second, NULL), 200);
+    CHECK_STR(sql("SELECT string_agg(attempt || ' ' || outcome, ',') FROM tasks.attempt_records WHERE task_id = '%s'",
+                  id), "1 FAILED");
+    CHECK_STR(sql("SELECT format('%%s %%s %%s %%s', attempt, worker_id, claim_id, started_at IS NOT NULL)"
+                  " FROM horsies_task_history WHERE id = '%s'", id), sfmt("2 w2 %s t", second.claim));
+    CHECK_STR(sql("SELECT string_agg(format('%%s %%s %%s %%s', attempt, outcome, worker_id, claim_id), ','"
+                  " ORDER BY attempt) FROM horsies_task_attempts WHERE task_id = '%s'", id),
+              sfmt("1 FAILED w1 %s,2 COMPLETED w2 %s", first.claim, second.claim));
+    /* as a completion before migration 053 left it: a record, no claim in history */
+    sql("INSERT INTO tasks.attempt_records (task_id, attempt, worker_id, claim_id, started_at, finished_at, outcome)"
+        " SELECT id, attempt, worker_id, claim_id, started_at, finished_at, 'COMPLETED' FROM horsies_task_history"
+        " WHERE id = '%s'", id);
+    sql("UPDATE horsies_task_history SET claim_id = NULL WHERE id = '%s'", id);
+    CHECK_STR(sql("SELECT string_agg(attempt || ' ' || outcome, ',' ORDER BY attempt) FROM horsies_task_attempts"
+                  " WHERE task_id = '%s'", id), "1 FAILED,2 COMPLETED");
+    reply r;
+    rq(&s, "GET", sfmt("/api/v1/tasks/%s/attempts", id), NULL, &r);
+    CHECK_STR(jstr(&r, "attempts.1.outcome"), "COMPLETED");
+    CHECK(jpath(&r, "attempts.2") < 0);
+    reply_fini(&r);
+    srv_stop(&s);
+}
+
 TEST(a_task_never_started_has_no_attempts_and_a_running_one_its_open_attempt)
 {
     silt_server s;
