@@ -1,6 +1,6 @@
 // silt's side of the peers benchmark: what a careful user writes with no
-// library — plain HTTP through clients/js's Http (Node's built-in fetch,
-// connections kept alive; no npm dependency).
+// library — plain HTTP through clients/js's Http (node:http, connections
+// kept alive; no npm dependency).
 //
 // Workers: 8 loops, each registered once, each claiming up to 100 tasks
 // started by the claim itself ("start": true, long-polling 1 s), then

@@ -7,23 +7,10 @@ import assert from "node:assert/strict";
 import http from "node:http";
 import { once } from "node:events";
 import { App, Client, SiltError, TransportError, TaskFailedError, WaitTimeoutError } from "../src/index.js";
-import { startSilt, uniqueQueue, freePort, queryRow } from "./support.mjs";
+import { startSilt, uniqueQueue, freePort, queryRow, countRequests } from "./support.mjs";
 
 const silt = await startSilt("client");
 const client = new Client({ url: silt.url });
-
-/** Counts the requests made through global fetch while fn runs. */
-async function countRequests(fn) {
-    const real = globalThis.fetch;
-    let n = 0;
-    globalThis.fetch = (...args) => { n++; return real(...args); };
-    try {
-        await fn();
-    } finally {
-        globalThis.fetch = real;
-    }
-    return n;
-}
 
 test("send_then_get_reads_back_every_send_option", async () => {
     const queue = uniqueQueue("options");

@@ -6,7 +6,7 @@
 import test from "node:test";
 import assert from "node:assert/strict";
 import { App, Client, SiltError } from "../src/index.js";
-import { startSilt, waitFor, quiet, metric } from "./support.mjs";
+import { startSilt, waitFor, quiet, metric, countRequests } from "./support.mjs";
 
 const CONFIG = `[queue.images]
 
@@ -21,19 +21,6 @@ queue = images
 
 const silt = await startSilt("queues", { config: CONFIG });
 const client = new Client({ url: silt.url });
-
-/** Counts the requests made through global fetch while fn runs. */
-async function countRequests(fn) {
-    const real = globalThis.fetch;
-    let n = 0;
-    globalThis.fetch = (...args) => { n++; return real(...args); };
-    try {
-        await fn();
-    } finally {
-        globalThis.fetch = real;
-    }
-    return n;
-}
 
 /** Runs a worker of app on queues while fn runs, then stops it. */
 async function withWorker(app, queues, fn) {

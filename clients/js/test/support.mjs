@@ -10,6 +10,7 @@
 
 import { spawn, execFile } from "node:child_process";
 import { once } from "node:events";
+import { Http } from "../src/http.js";
 import fs from "node:fs";
 import net from "node:net";
 import os from "node:os";
@@ -172,6 +173,19 @@ export function gate() {
 
 /** Logs nothing: the worker's outage warnings are expected in these tests. */
 export const quiet = { info() {}, warn() {}, error() {} };
+
+/** Counts the requests made (every one goes through Http's exchange) while fn runs. */
+export async function countRequests(fn) {
+    const real = Http.prototype.exchange;
+    let n = 0;
+    Http.prototype.exchange = function (...args) { n++; return real.apply(this, args); };
+    try {
+        await fn();
+    } finally {
+        Http.prototype.exchange = real;
+    }
+    return n;
+}
 
 /** silt.conf of a server whose recovery acts within seconds: a running task without heartbeats for 2 s is crashed. */
 export const QUICK_RECOVERY = `[recovery]
