@@ -38,9 +38,7 @@ static void take_form(db_array *a, uint32_t oid)
 {
     if (a->n == 0 && a->oid != oid) {
         a->oid = oid;
-        buf_reset(&a->text);
-        if (!oid) buf_putc(&a->text, '{');
-        a->closed = false;
+        if (a->closed) { a->text.len--; a->closed = false; }   /* back to the '{' alone */
     }
     if (a->oid != oid) misuse("elements of two forms in one array");
 }
@@ -133,13 +131,11 @@ const char *db_array_param(db_array *a, int *length, int *format)
     put_be32(&a->wire, a->oid);
     put_be32(&a->wire, (uint32_t)a->n);
     put_be32(&a->wire, 1);
-    buf_append(&a->wire, a->text.data, a->text.len);
+    buf_append(&a->wire, a->text.data + 1, a->text.len - 1);   /* past the '{' */
     *length = (int)a->wire.len;
     *format = 1;
     return a->wire.data;
 }
-
-size_t db_array_start(const db_array *a) { return a->oid ? 0 : 1; }
 
 void db_array_append_span(db_array *a, const db_array *src, size_t start, size_t end, size_t count)
 {
@@ -153,7 +149,7 @@ void db_array_append_span(db_array *a, const db_array *src, size_t start, size_t
 void db_array_append(db_array *a, db_array *src)
 {
     if (src->n == 0) return;
-    if (src->oid) { db_array_append_span(a, src, 0, src->text.len, src->n); return; }
+    if (src->oid) { db_array_append_span(a, src, 1, src->text.len, src->n); return; }
     const char *lit = db_array_literal(src);   /* "{e1,e2}": the elements are what lies between */
     db_array_append_raw(a, lit + 1, strlen(lit) - 2, src->n);
 }

@@ -13,7 +13,7 @@
 #include "base/buf.h"
 
 typedef struct db_array {
-    buf    text;   /* the literal so far; binary: the elements so far (length, bytes) */
+    buf    text;   /* the literal so far; binary: '{', then the elements so far (length, bytes) */
     buf    wire;   /* binary: header and elements, made by db_array_param */
     size_t n;      /* elements added */
     bool   closed; /* the literal ends in its '}' (db_array_literal) */
@@ -35,10 +35,10 @@ void        db_array_str(db_array *a, const char *s);
 void        db_array_uuid_bytes(db_array *a, const uint8_t id[16]);
 /* Appends every element of src to a (of the same form, or a empty). */
 void        db_array_append(db_array *a, db_array *src);
-/* Where the elements begin in a->text: after the '{' of a literal, at 0
- * for binary. Elements start..end of src's text (count of them, as
- * ended by earlier appends) appended to a. */
-size_t      db_array_start(const db_array *a);
+/* The count elements that lie between offsets start and end of src's
+ * text, whatever its form, appended to a. Every array's text begins with
+ * its '{' (offset 1: the first element), and its elements end where its
+ * text did when they were added. */
 void        db_array_append_span(db_array *a, const db_array *src, size_t start, size_t end, size_t count);
 /* Appends count elements already written as literal text ("e1,e2"; a
  * leading comma is dropped), as cut from another array's literal. */

@@ -87,7 +87,7 @@ static void move_req(batch *to, const batch *from, size_t i)
 {
     gather_req q = from->reqs[i];
     for (int a = 0; a < to->g->narrays; a++) {
-        size_t start = i ? from->reqs[i - 1].ends[a] : db_array_start(&from->arrays[a]);
+        size_t start = i ? from->reqs[i - 1].ends[a] : 1;   /* past the '{' */
         db_array_append_span(&to->arrays[a], &from->arrays[a], start, q.ends[a], (size_t)q.n);
         q.ends[a] = to->arrays[a].text.len;
     }

@@ -53,18 +53,21 @@ TEST(db_array_of_uuids_or_strs_goes_binary_and_cuts_like_a_literal)
     db_array_init(&a);
     db_array_init(&b);
     int len, fmt;
+    CHECK(a.text.len == 1);   /* where the first element begins, whatever the form (a gather's first start) */
     CHECK_STR(db_array_param(&a, &len, &fmt), "{}");   /* empty: the literal, whatever it would hold */
     CHECK(fmt == 0);
     db_array_uuid(&a, "0192d6a4-0000-7000-8000-00000000000a");
     size_t one = a.text.len;
+    CHECK(one == 1 + 4 + 16);
     db_array_uuid(&a, NULL);
     const char *p = db_array_param(&a, &len, &fmt);
     CHECK(fmt == 1 && len == 20 + 4 + 16 + 4);
     CHECK(be32_at(p) == 1 && be32_at(p + 8) == 2950 && be32_at(p + 12) == 2 && be32_at(p + 16) == 1);
     CHECK(be32_at(p + 20) == 16 && (unsigned char)p[24] == 0x01 && (unsigned char)p[39] == 0x0a);
     CHECK(be32_at(p + 40) == UINT32_MAX);
-    /* the second element cut out alone, as a gather moves a request */
-    CHECK(db_array_start(&a) == 0);
+    /* the second element cut out alone, as a gather moves a request, into
+     * an array that had been read as an empty literal */
+    CHECK_STR(db_array_literal(&b), "{}");
     db_array_append_span(&b, &a, one, a.text.len, 1);
     p = db_array_param(&b, &len, &fmt);
     CHECK(fmt == 1 && len == 24 && be32_at(p + 12) == 1 && be32_at(p + 20) == UINT32_MAX);
