@@ -124,12 +124,12 @@ static void ended(void *arg, const db_reply *reply, const PGresult *r, int first
 static void add_end(db_array *a, const char *id, const char *claim, const char *outcome, const char *result,
                     const char *code, const char *message)
 {
-    db_array_text(&a[0], id);
-    db_array_text(&a[1], claim);
-    db_array_text(&a[2], outcome);
-    db_array_text(&a[3], result);
-    db_array_text(&a[4], code);
-    db_array_text(&a[5], message);
+    db_array_uuid(&a[0], id);
+    db_array_uuid(&a[1], claim);
+    db_array_str(&a[2], outcome);
+    db_array_str(&a[3], result);
+    db_array_str(&a[4], code);
+    db_array_str(&a[5], message);
 }
 
 static void finish(server *srv, run_call *c, const char *claim, const char *outcome, const char *result,

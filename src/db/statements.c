@@ -3,9 +3,12 @@
  * Between C and SQL there is one way (docs/architecture.md, "Between C and
  * SQL"):
  *  - parameters: a scalar as text; a batch as one typed array per field,
- *    parallel, each a text-format literal from db/array.h; bytes as bytea in
- *    binary format, a batch of them concatenated in one bytea (16 bytes per
- *    hash, or with a lengths array). Never JSON, never hex.
+ *    parallel, each a text-format literal from db/array.h, except the
+ *    uuid[] and text[] of the task engine's gathered batches (tasks.enqueue,
+ *    tasks.finish_many, task_notify), which db/array.h sends in binary
+ *    format; bytes as bytea in binary format, a batch of them concatenated
+ *    in one bytea (16 bytes per hash, or with a lengths array). Never JSON,
+ *    never hex.
  *  - results: always binary (the pool asks for them), read only through
  *    db/result.h, whose helpers check each column's type and format and
  *    abort naming the column when a statement and its reader disagree.

@@ -58,9 +58,10 @@ static void flushed(void *arg, const db_reply *reply);
 static void submit(batch *b)
 {
     const char *values[DB_MAX_PARAMS];
-    for (int i = 0; i < b->g->narrays; i++) values[i] = db_array_literal(&b->arrays[i]);
+    int lengths[DB_MAX_PARAMS], formats[DB_MAX_PARAMS];
+    for (int i = 0; i < b->g->narrays; i++) values[i] = db_array_param(&b->arrays[i], &lengths[i], &formats[i]);
     db_job *job = db_job_new(flushed, b);
-    db_job_call(job, b->g->stmt, values, NULL, NULL);
+    db_job_call(job, b->g->stmt, values, lengths, formats);
     if (b->nreqs == 1) {
         db_job_abandon_when(job, b->reqs[0].gone);
         db_job_note_sent(job, b->reqs[0].sent);
@@ -87,7 +88,7 @@ static void move_req(batch *to, const batch *from, size_t i)
     gather_req q = from->reqs[i];
     for (int a = 0; a < to->g->narrays; a++) {
         size_t start = i ? from->reqs[i - 1].ends[a] : 1;   /* past the '{' */
-        db_array_append_raw(&to->arrays[a], from->arrays[a].text.data + start, q.ends[a] - start, (size_t)q.n);
+        db_array_append_span(&to->arrays[a], &from->arrays[a], start, q.ends[a], (size_t)q.n);
         q.ends[a] = to->arrays[a].text.len;
     }
     q.first = to->nitems;

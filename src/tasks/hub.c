@@ -326,8 +326,11 @@ static void notify_outbox(task_hub *h)
 {
     if (h->notifying || h->outbox.n == 0) return;
     h->notifying = true;
-    const char *values[1] = { db_array_literal(&h->outbox) };
-    db_submit_stmt(h->pool, STMT_TASK_NOTIFY, values, notified, h);
+    int length, format;
+    const char *values[1] = { db_array_param(&h->outbox, &length, &format) };
+    db_job *job = db_job_new(notified, h);
+    db_job_call(job, STMT_TASK_NOTIFY, values, &length, &format);
+    db_submit(h->pool, job);
     db_array_fini(&h->outbox);
     db_array_init(&h->outbox);
 }
@@ -335,7 +338,7 @@ static void notify_outbox(task_hub *h)
 /* payload leaves for the other servers with the next notification. */
 static void tell_others(task_hub *h, const char *payload)
 {
-    db_array_text(&h->outbox, payload);
+    db_array_str(&h->outbox, payload);   /* binary: one a task ended, none parsed as a literal */
     notify_outbox(h);
 }
 

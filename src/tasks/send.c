@@ -41,13 +41,12 @@ void task_add_optional_int(db_array *a, int64_t v)
 
 void task_send_add(db_array *a, const task_spec *t)
 {
-    char id[IDS_UUID_TEXT], jitter[32];
-    ids_uuid_format(t->id, id);
+    char jitter[32];
     snprintf(jitter, sizeof jitter, "%.6f", t->retry.jitter);
-    db_array_text(&a[S_IDS], id);
-    db_array_text(&a[S_NAMES], t->name);
-    db_array_text(&a[S_QUEUES], t->queue);
-    db_array_text(&a[S_ARGS], t->args);
+    db_array_uuid_bytes(&a[S_IDS], t->id);
+    db_array_str(&a[S_NAMES], t->name);
+    db_array_str(&a[S_QUEUES], t->queue);
+    db_array_str(&a[S_ARGS], t->args);
     task_add_optional_int(&a[S_PRIORITIES], t->priority);   /* 0: the queue's */
     db_array_text(&a[S_RUN_AT], t->run_at);
     db_array_int(&a[S_DELAYS], t->delay_ms);
@@ -59,8 +58,8 @@ void task_send_add(db_array *a, const task_spec *t)
     task_add_optional_int(&a[S_CAPS], t->retry.cap_ms);
     db_array_text(&a[S_JITTERS], jitter);
     task_add_retry_on(&a[S_RETRY_ON], &t->retry);
-    db_array_text(&a[S_KEYS], t->idempotency_key);
-    db_array_text(&a[S_CLASSES], t->retention_class);
-    db_array_text(&a[S_RATE_KEYS], t->rate_key);
-    db_array_text(&a[S_UNIQUE], t->unique);
+    db_array_str(&a[S_KEYS], t->idempotency_key);
+    db_array_str(&a[S_CLASSES], t->retention_class);
+    db_array_str(&a[S_RATE_KEYS], t->rate_key);
+    db_array_str(&a[S_UNIQUE], t->unique);
 }

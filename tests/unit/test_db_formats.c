@@ -39,6 +39,50 @@ TEST(db_array_writes_numbers_and_booleans_and_reopens_after_reading)
     db_array_fini(&a);
 }
 
+/* array_recv's form: ndim 1, a flag, the element type's oid, the size and
+ * lower bound 1, then each element as a length (-1: NULL) and its bytes. */
+static uint32_t be32_at(const char *p)
+{
+    const unsigned char *u = (const unsigned char *)p;
+    return (uint32_t)u[0] << 24 | (uint32_t)u[1] << 16 | (uint32_t)u[2] << 8 | u[3];
+}
+
+TEST(db_array_of_uuids_or_strs_goes_binary_and_cuts_like_a_literal)
+{
+    db_array a, b;
+    db_array_init(&a);
+    db_array_init(&b);
+    int len, fmt;
+    CHECK(a.text.len == 1);   /* where the first element begins, whatever the form (a gather's first start) */
+    CHECK_STR(db_array_param(&a, &len, &fmt), "{}");   /* empty: the literal, whatever it would hold */
+    CHECK(fmt == 0);
+    db_array_uuid(&a, "0192d6a4-0000-7000-8000-00000000000a");
+    size_t one = a.text.len;
+    CHECK(one == 1 + 4 + 16);
+    db_array_uuid(&a, NULL);
+    const char *p = db_array_param(&a, &len, &fmt);
+    CHECK(fmt == 1 && len == 20 + 4 + 16 + 4);
+    CHECK(be32_at(p) == 1 && be32_at(p + 8) == 2950 && be32_at(p + 12) == 2 && be32_at(p + 16) == 1);
+    CHECK(be32_at(p + 20) == 16 && (unsigned char)p[24] == 0x01 && (unsigned char)p[39] == 0x0a);
+    CHECK(be32_at(p + 40) == UINT32_MAX);
+    /* the second element cut out alone, as a gather moves a request, into
+     * an array that had been read as an empty literal */
+    CHECK_STR(db_array_literal(&b), "{}");
+    db_array_append_span(&b, &a, one, a.text.len, 1);
+    p = db_array_param(&b, &len, &fmt);
+    CHECK(fmt == 1 && len == 24 && be32_at(p + 12) == 1 && be32_at(p + 20) == UINT32_MAX);
+    db_array_fini(&b);
+    db_array_fini(&a);
+    db_array_init(&a);
+    db_array_str(&a, "a \"quoted\" {x}");
+    db_array_str(&a, "");
+    p = db_array_param(&a, &len, &fmt);
+    CHECK(fmt == 1 && be32_at(p + 8) == 25 && be32_at(p + 12) == 2);
+    CHECK(be32_at(p + 20) == 14 && memcmp(p + 24, "a \"quoted\" {x}", 14) == 0 && be32_at(p + 38) == 0);
+    CHECK(len == 42);
+    db_array_fini(&a);
+}
+
 TEST(db_time_param_keeps_microseconds)
 {
     char out[40];
