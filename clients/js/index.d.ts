@@ -514,7 +514,7 @@ export declare class SiltError extends Error {
 /** No answer from the server (refused, reset, timed out, not JSON). */
 export declare class TransportError extends Error {
     readonly name: "TransportError";
-    /** ECONNREFUSED, ECONNRESET, ... when known */
+    /** ECONNREFUSED, ECONNRESET, ETIMEDOUT (no reply in time), ... when known */
     readonly code?: string;
 }
 

@@ -60,9 +60,8 @@ export class Http {
         const abort = linkedAbort(signal, limit);
         try {
             const payload = rawBody ?? (body === undefined ? undefined : JSON.stringify(body));
-            const { status, text } = await this.exchange(method, path + queryString(query), payload, abort.signal,
-                                                         onHeaders);
-            return parseReply(status, text);
+            const reply = await this.exchange(method, path + queryString(query), payload, abort.signal, onHeaders);
+            return parseReply(reply, `${method} ${path}`);
         } catch (err) {
             throw translate(err, signal, abort, `${method} ${path}`, limit);
         } finally {
@@ -80,7 +79,8 @@ export class Http {
                     if (onHeaders) onHeaders();
                     const chunks = [];
                     res.on("data", (chunk) => chunks.push(chunk));
-                    res.on("end", () => resolve({ status: res.statusCode, text: Buffer.concat(chunks).toString("utf8") }));
+                    res.on("end", () => resolve({ status: res.statusCode, location: res.headers.location,
+                                                  text: Buffer.concat(chunks).toString("utf8") }));
                     res.on("error", reject);
                     res.on("close", () => {
                         if (!res.complete) reject(Object.assign(new Error("the connection closed before the reply ended"),
@@ -102,7 +102,13 @@ function queryString(query) {
     return text ? `?${text}` : "";
 }
 
-function parseReply(status, text) {
+// Redirects are not followed: silt answers none, so one comes from
+// something in between (a proxy sending http to https), and following it
+// could resend a request to an address nobody chose.
+function parseReply({ status, location, text }, what) {
+    if (status >= 300 && status < 400)
+        throw new TransportError(`${what}: answered ${status}, a redirect to ${location ?? "nowhere"}: requests are not ` +
+                                 "redirected; use the address it names");
     let json = null;
     if (text.length > 0) {
         try {
@@ -138,7 +144,9 @@ function linkedAbort(outer, timeoutMs) {
 function translate(err, outer, abort, what, limit) {
     if (err instanceof SiltError || err instanceof TransportError) return err;
     if (outer && outer.aborted) return outer.reason ?? err;
-    if (abort.timedOut) return new TransportError(`${what}: no reply within ${limit} ms`, err);
+    if (abort.timedOut)
+        return new TransportError(`${what}: no reply within ${limit} ms`, Object.assign(new Error("timed out"),
+                                                                                         { code: "ETIMEDOUT" }));
     const code = err && (err.code || (err.cause && err.cause.code));
     const why = code || (err && err.cause && err.cause.message) || (err && err.message) || String(err);
     return new TransportError(`${what}: ${why}`, err);

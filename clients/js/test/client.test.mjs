@@ -218,6 +218,29 @@ test("the_token_is_sent_as_a_bearer_authorization", async () => {
     }
 });
 
+test("a_redirect_is_a_transport_error_naming_it_and_no_reply_in_time_is_etimedout", async () => {
+    let posts = 0;
+    const server = http.createServer((req, res) => {
+        if (req.url.startsWith("/slow")) return;   // never answers
+        posts++;
+        res.writeHead(308, { location: "https://elsewhere.example/api/v1/tasks" });
+        res.end();
+    });
+    server.listen(0, "127.0.0.1");
+    await once(server, "listening");
+    try {
+        const url = `http://127.0.0.1:${server.address().port}`;
+        await assert.rejects(new Client({ url }).send({ name: "t", queue: "q" }),
+            (err) => err instanceof TransportError && /answered 308, a redirect to https:\/\/elsewhere/.test(err.message));
+        assert.equal(posts, 1);   // not followed
+        const slow = new Client({ url: `${url}/slow`, timeoutMs: 200 });
+        await assert.rejects(slow.list(), (err) => err instanceof TransportError && err.code === "ETIMEDOUT");
+    } finally {
+        server.closeAllConnections();
+        server.close();
+    }
+});
+
 test("workflows_start_get_list_pause_resume_and_cancel", async () => {
     const queue = uniqueQueue("wf");
     const name = `wf-${queue}`;
