@@ -188,10 +188,26 @@ static int apply_all(PGconn *pg, const bool *pending, char *err, size_t errlen)
     return rc;
 }
 
+/* A database a newer silt migrated is left alone: this binary's function
+ * files would put back the functions that silt replaced, written for
+ * tables its migrations changed (servers sharing a database upgrade
+ * together, docs/operations.md). */
+static int refuse_newer(PGconn *pg, char *err, size_t errlen)
+{
+    char newest[32];
+    query_text(pg, "SELECT coalesce(max(version), 0) FROM queen.schema_migrations", newest, sizeof newest);
+    if (atoi(newest) <= migrate_latest()) return 0;
+    snprintf(err, errlen, "the database's schema is at migration %s, newer than this silt's %d: a newer silt "
+             "upgraded it; run that version (servers sharing a database upgrade together)", newest, migrate_latest());
+    return -1;
+}
+
 static int migrate_locked(PGconn *pg, char *err, size_t errlen)
 {
     if (exec_ok(pg, "BEGIN", err, errlen) < 0) return -1;
-    if (exec_ok(pg, setup_sql, err, errlen) < 0 || bridge_replaced(pg, err, errlen) < 0) goto fail;
+    if (exec_ok(pg, setup_sql, err, errlen) < 0 || bridge_replaced(pg, err, errlen) < 0 ||
+        refuse_newer(pg, err, errlen) < 0)
+        goto fail;
     bool pending[1024] = { false }, any = false;
     for (int i = 0; embed_migrations[i].name && i < 1024; i++)
         any |= pending[i] = !is_applied(pg, atoi(embed_migrations[i].name));

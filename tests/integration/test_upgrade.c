@@ -241,6 +241,28 @@ TEST(migrate_on_a_current_database_changes_nothing)
     check_same(&before, &after);
 }
 
+/* A database a newer silt migrated (a migration this binary does not
+ * know) is refused, and its functions are not put back: an older server
+ * restarting beside newer ones must not undo their schema. */
+TEST(migrate_refuses_a_database_a_newer_silt_migrated_and_changes_nothing)
+{
+    silt_server s;
+    srv_start(&s, NULL);
+    CHECK_INT(srv_stop(&s), 0);
+    sql("INSERT INTO queen.schema_migrations (version, name) VALUES (%d, 'from_a_newer_silt.sql')",
+        migrate_latest() + 1);
+    sql("UPDATE queen.schema_functions SET bundle = 'a newer bundle'");
+    snapshot before, after;
+    take(test_db(), &before);
+    char out[4096];
+    CHECK_INT(migrate_output(test_db(), out, sizeof out), 1);
+    CHECK(strstr(out, sfmt("the database's schema is at migration %d, newer than this silt's %d", migrate_latest() + 1,
+                           migrate_latest())) != NULL);
+    CHECK_STR(sql("SELECT bundle FROM queen.schema_functions"), "a newer bundle");
+    take(test_db(), &after);
+    check_same(&before, &after);
+}
+
 /* Tables a migration renamed: their rows are kept under the new name. */
 static const char *const renamed[][2] = {
     { "horsies_task_attempts", "attempt_records" },   /* 053: a view of it has the old name */
