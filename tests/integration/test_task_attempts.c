@@ -31,19 +31,26 @@ static void check_attempt(const reply *r, int i, const char *id, const char *wor
               attempt_col(id, i + 1, "coalesce('\"' || queen.iso_ms(finished_at) || '\"', 'null')"));
 }
 
+/* A task whose first attempt (worker w1) fails with BOOM "it broke" and
+ * whose retry (worker w2) completes with {"ok": true}: its id in id. */
+static void failed_then_completed(silt_server *s, char id[96], task_claimed *first, task_claimed *second)
+{
+    keep_str(id, task_send(s, "{\"name\":\"t\",\"queue\":\"q\",\"retry\":{\"maxRetries\":1,\"delaysMs\":[0]}}"));
+    CHECK(task_claim_one(s, "w1", "q", first));
+    CHECK_INT(task_call(s, "start", first, NULL), 200);
+    CHECK_INT(task_call(s, "fail", first, "\"errorCode\":\"BOOM\",\"errorMessage\":\"it broke\""), 200);
+    CHECK(task_claim_one(s, "w2", "q", second));
+    CHECK_INT(task_call(s, "start", second, NULL), 200);
+    CHECK_INT(task_call(s, "complete", second, "\"result\":{\"ok\":true}"), 200);
+}
+
 TEST(a_task_that_failed_once_then_completed_lists_both_attempts_with_outcome_and_error)
 {
     silt_server s;
     srv_start(&s, NULL);
     char id[96];
-    keep_str(id, task_send(&s, "{\"name\":\"t\",\"queue\":\"q\",\"retry\":{\"maxRetries\":1,\"delaysMs\":[0]}}"));
     task_claimed first, second;
-    CHECK(task_claim_one(&s, "w1", "q", &first));
-    CHECK_INT(task_call(&s, "start", &first, NULL), 200);
-    CHECK_INT(task_call(&s, "fail", &first, "\"errorCode\":\"BOOM\",\"errorMessage\":\"it broke\""), 200);
-    CHECK(task_claim_one(&s, "w2", "q", &second));
-    CHECK_INT(task_call(&s, "start", &second, NULL), 200);
-    CHECK_INT(task_call(&s, "complete", &second, "\"result\":{\"ok\":true}"), 200);
+    failed_then_completed(&s, id, &first, &second);
     reply r;
     rq(&s, "GET", sfmt("/api/v1/tasks/%s/attempts", id), NULL, &r);
     CHECK_INT(r.status, 200);
@@ -61,9 +68,6 @@ TEST(a_task_that_failed_once_then_completed_lists_both_attempts_with_outcome_and
     srv_stop(&s);
 }
 
-/* Pending, claimed (not started), and cancelled before it ran (its record
- * in history): the task is there, with no attempt. A started one has its
- * attempt, running: no outcome, no end yet. */
 /* A completion writes no attempt record: its history row keeps the claim
  * with the attempt's number, worker and times, and horsies_task_attempts
  * reads it from there. A failed attempt is a record. An attempt record
@@ -73,14 +77,8 @@ TEST(the_attempt_that_completes_a_task_is_kept_in_its_history_row_and_shown_once
     silt_server s;
     srv_start(&s, NULL);
     char id[96];
-    keep_str(id, task_send(&s, "{\"name\":\"t\",\"queue\":\"q\",\"retry\":{\"maxRetries\":1,\"delaysMs\":[0]}}"));
     task_claimed first, second;
-    CHECK(task_claim_one(&s, "w1", "q", &first));
-    CHECK_INT(task_call(&s, "start", &first, NULL), 200);
-    CHECK_INT(task_call(&s, "fail", &first, "\"errorCode\":\"BOOM\""), 200);
-    CHECK(task_claim_one(&s, "w2", "q", &second));
-    CHECK_INT(task_call(&s, "start", &second, NULL), 200);
-    CHECK_INT(task_call(&s, "complete", &second, NULL), 200);
+    failed_then_completed(&s, id, &first, &second);
     CHECK_STR(sql("SELECT string_agg(attempt || ' ' || outcome, ',') FROM tasks.attempt_records WHERE task_id = '%s'",
                   id), "1 FAILED");
     CHECK_STR(sql("SELECT format('%%s %%s %%s %%s', attempt, worker_id, claim_id, started_at IS NOT NULL)"
@@ -103,6 +101,9 @@ TEST(the_attempt_that_completes_a_task_is_kept_in_its_history_row_and_shown_once
     srv_stop(&s);
 }
 
+/* Pending, claimed (not started), and cancelled before it ran (its record
+ * in history): the task is there, with no attempt. A started one has its
+ * attempt, running: no outcome, no end yet. */
 TEST(a_task_never_started_has_no_attempts_and_a_running_one_its_open_attempt)
 {
     silt_server s;
