@@ -299,20 +299,17 @@ CREATE OR REPLACE VIEW horsies_task_attempts AS
       FROM horsies_task_history h
      WHERE h.claim_id IS NOT NULL;
 
--- A task's attempts, oldest first: those that ended (as
--- horsies_task_attempts has them, its history row looked for only in the
--- leaves it can be in), and the one running now, from the task's row.
+-- A task's attempts, oldest first: those that ended, as
+-- horsies_task_attempts has them (an attempt ends after its task was
+-- made, so no earlier than history_floor: the history leaves it can be in
+-- are the only ones read), and the one running now, from the task's row.
 CREATE OR REPLACE FUNCTION tasks.attempts(p_id uuid)
 RETURNS TABLE (attempt integer, worker_id text, claim_id uuid, started_at timestamptz, finished_at timestamptz,
                outcome text, error_code text, error_message text)
 LANGUAGE sql STABLE AS $$
     SELECT a.attempt, a.worker_id, a.claim_id, a.started_at, a.finished_at, a.outcome, a.error_code, a.error_message
-      FROM tasks.attempt_records a
-     WHERE a.task_id = p_id
-    UNION ALL
-    SELECT h.attempt, h.worker_id, h.claim_id, h.started_at, h.finished_at, 'COMPLETED', NULL, NULL
-      FROM horsies_task_history h
-     WHERE h.id = p_id AND h.claim_id IS NOT NULL AND h.finished_at >= tasks.history_floor(p_id)
+      FROM horsies_task_attempts a
+     WHERE a.task_id = p_id AND a.finished_at >= tasks.history_floor(p_id)
     UNION ALL
     SELECT t.attempt, t.worker_id, t.claim_id, t.started_at, NULL, NULL, NULL, NULL
       FROM horsies_tasks t

@@ -55,11 +55,7 @@ BEGIN
     IF w.open_nodes = 0 THEN RETURN tasks.workflow_finish(w); END IF;
     nodes := ARRAY(SELECT n.node_id FROM horsies_workflow_tasks n WHERE n.workflow_id = p_workflow
                       AND (n.status = 'READY' OR (n.status = 'PENDING' AND cardinality(n.waits_for) = 0)));
-    IF cardinality(nodes) > 0 THEN
-        PERFORM tasks.nodes_wave(array_fill(p_workflow, ARRAY[cardinality(nodes)]), nodes,
-                                 array_fill(0, ARRAY[cardinality(nodes)]), array_fill(0, ARRAY[cardinality(nodes)]),
-                                 ARRAY[p_workflow]);
-    END IF;
+    PERFORM tasks.nodes_decide(p_workflow, nodes, ARRAY[p_workflow]);
     RETURN w.status;
 END $$;
 
@@ -127,6 +123,23 @@ BEGIN
     -- NOTIFY, once per queue, in these transactions only.
     FOREACH q IN ARRAY coalesce(queues, '{}') LOOP
         PERFORM pg_notify('silt_tasks', 'sent:' || q);
+    END LOOP;
+END $$;
+
+-- Nodes p_nodes of workflow p_workflow decide by their joins from the
+-- counts they hold (no new end to count), and what they skip after them,
+-- in waves (tasks.nodes_wave) until none is left: the start's roots, a
+-- resume's READY nodes, what a rerun reopened. p_running: as nodes_wave's.
+CREATE OR REPLACE FUNCTION tasks.nodes_decide(p_workflow uuid, p_nodes text[], p_running uuid[]) RETURNS void
+LANGUAGE plpgsql AS $$
+DECLARE
+    c_node text[] := coalesce(p_nodes, '{}');
+    c_wf   uuid[] := array_fill(p_workflow, ARRAY[cardinality(c_node)]);
+    c_ok   integer[] := array_fill(0, ARRAY[cardinality(c_node)]);
+    c_bad  integer[] := c_ok;
+BEGIN
+    WHILE cardinality(c_wf) > 0 LOOP   -- NULL: no next wave
+        SELECT * INTO c_wf, c_node, c_ok, c_bad FROM tasks.nodes_wave(c_wf, c_node, c_ok, c_bad, p_running);
     END LOOP;
 END $$;
 
@@ -230,10 +243,6 @@ DECLARE
     below   text[];   -- skipped through the node: open again
     recount text[];   -- below, and the successors still waiting
     running uuid[];
-    c_wf    uuid[];
-    c_node  text[];
-    c_ok    integer[];
-    c_bad   integer[];
 BEGIN
     WITH RECURSIVE down(node) AS (
         SELECT s.node FROM horsies_workflow_tasks n, unnest(n.next_nodes) AS s(node)
@@ -269,14 +278,7 @@ BEGIN
            finished_at = NULL, result = NULL, error_code = NULL, error_message = NULL
      WHERE id = p_workflow;
     running := ARRAY(SELECT w.id FROM horsies_workflows w WHERE w.id = p_workflow AND w.status = 'RUNNING');
-    IF recount IS NULL THEN RETURN; END IF;
-    c_wf := array_fill(p_workflow, ARRAY[cardinality(recount)]);
-    c_node := recount;
-    c_ok := array_fill(0, ARRAY[cardinality(recount)]);
-    c_bad := c_ok;
-    WHILE c_wf IS NOT NULL LOOP
-        SELECT * INTO c_wf, c_node, c_ok, c_bad FROM tasks.nodes_wave(c_wf, c_node, c_ok, c_bad, running);
-    END LOOP;
+    PERFORM tasks.nodes_decide(p_workflow, recount, running);
 END $$;
 
 -- A workflow whose every node ended completes when its output node (or,
