@@ -54,3 +54,9 @@ const char *task_heartbeat(silt_server *s, const char *worker, const task_claime
     reply_fini(&r);
     return state;
 }
+
+int task_rerun(silt_server *s, const char *id, const char *body, reply *r)
+{
+    rq(s, "POST", sfmt("/api/v1/tasks/%s/rerun", id), body, r);
+    return r->status;
+}

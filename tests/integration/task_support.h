@@ -22,5 +22,8 @@ int  task_call(silt_server *s, const char *what, const task_claimed *c, const ch
 /* One heartbeat of worker for c: the state the server answers ("ok",
  * "cancelled", "lost"). */
 const char *task_heartbeat(silt_server *s, const char *worker, const task_claimed *c);
+/* POST /api/v1/tasks/:id/rerun with body (NULL: none): the status, the
+ * reply in r. */
+int task_rerun(silt_server *s, const char *id, const char *body, reply *r);
 
 #endif

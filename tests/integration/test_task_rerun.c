@@ -38,13 +38,6 @@ static const char *cancelled_task(silt_server *s, const char *task_json)
     return sfmt("%s", id);
 }
 
-/* POST .../rerun with body (NULL: none): the status, the reply in r. */
-static int rerun(silt_server *s, const char *id, const char *body, reply *r)
-{
-    rq(s, "POST", sfmt("/api/v1/tasks/%s/rerun", id), body, r);
-    return r->status;
-}
-
 static int tasks_count(void) { return atoi(sql("SELECT count(*) FROM tasks.all_tasks")); }
 
 TEST(a_failed_task_is_rerun_as_a_new_task_naming_it_with_everything_it_was_sent_with)
@@ -56,7 +49,7 @@ TEST(a_failed_task_is_rerun_as_a_new_task_naming_it_with_everything_it_was_sent_
                                  "\"timeoutMs\":5000,\"retentionClassKey\":\"forever\",\"retry\":{\"maxRetries\":2,"
                                  "\"delaysMs\":[10,20],\"jitter\":0.5,\"retryOn\":[\"BOOM\"]}}", "OTHER"));
     reply r;
-    CHECK_INT(rerun(&s, id, NULL, &r), 201);
+    CHECK_INT(task_rerun(&s, id, NULL, &r), 201);
     CHECK_STR(jstr(&r, "rerunOf"), id);
     CHECK(jbool(&r, "created"));
     keep_str(again, jstr(&r, "id"));
@@ -95,7 +88,7 @@ TEST(a_rerun_takes_the_overrides_its_request_gives)
     keep_str(id, failed_task(&s, "{\"name\":\"a\",\"queue\":\"q\",\"args\":1,"
                                  "\"retry\":{\"maxRetries\":3,\"retryOn\":[\"X\"]}}", "E"));
     reply r;
-    CHECK_INT(rerun(&s, id, "{\"name\":\"b\",\"queue\":\"q2\",\"args\":{\"k\":[1]},\"priority\":2,\"timeoutMs\":77,"
+    CHECK_INT(task_rerun(&s, id, "{\"name\":\"b\",\"queue\":\"q2\",\"args\":{\"k\":[1]},\"priority\":2,\"timeoutMs\":77,"
                             "\"retry\":{\"backoff\":{\"baseMs\":100}},\"retentionClassKey\":null}", &r), 201);
     keep_str(again, jstr(&r, "id"));
     reply_fini(&r);
@@ -112,10 +105,10 @@ TEST(a_task_is_rerun_at_most_once_and_asking_again_answers_its_rerun)
     char id[96], first[96];
     keep_str(id, failed_task(&s, "{\"name\":\"a\",\"queue\":\"q\"}", "E"));
     reply r;
-    CHECK_INT(rerun(&s, id, NULL, &r), 201);
+    CHECK_INT(task_rerun(&s, id, NULL, &r), 201);
     keep_str(first, jstr(&r, "id"));
     reply_fini(&r);
-    CHECK_INT(rerun(&s, id, "{\"priority\":1}", &r), 200);
+    CHECK_INT(task_rerun(&s, id, "{\"priority\":1}", &r), 200);
     CHECK_STR(jstr(&r, "id"), first);
     CHECK(!jbool(&r, "created"));
     reply_fini(&r);
@@ -131,21 +124,21 @@ TEST(rerun_refuses_a_live_task_409_an_unknown_one_404_and_a_bad_id_400)
     char id[96];
     keep_str(id, task_send(&s, "{\"name\":\"a\",\"queue\":\"q\"}"));
     reply r;
-    CHECK_INT(rerun(&s, id, NULL, &r), 409);
+    CHECK_INT(task_rerun(&s, id, NULL, &r), 409);
     CHECK(strstr(r.raw.body.data, "PENDING") != NULL);
     reply_fini(&r);
     task_claimed c;
     CHECK(task_claim_one(&s, "w", "q", &c));
-    CHECK_INT(rerun(&s, id, NULL, &r), 409);
+    CHECK_INT(task_rerun(&s, id, NULL, &r), 409);
     CHECK(strstr(r.raw.body.data, "CLAIMED") != NULL);
     reply_fini(&r);
     CHECK_INT(task_call(&s, "start", &c, NULL), 200);
-    CHECK_INT(rerun(&s, id, NULL, &r), 409);
+    CHECK_INT(task_rerun(&s, id, NULL, &r), 409);
     CHECK(strstr(r.raw.body.data, "RUNNING") != NULL);
     reply_fini(&r);
-    CHECK_INT(rerun(&s, UNKNOWN_TASK, NULL, &r), 404);
+    CHECK_INT(task_rerun(&s, UNKNOWN_TASK, NULL, &r), 404);
     reply_fini(&r);
-    CHECK_INT(rerun(&s, "not-a-uuid", NULL, &r), 400);
+    CHECK_INT(task_rerun(&s, "not-a-uuid", NULL, &r), 400);
     CHECK_STR(jstr(&r, "field"), "id");
     reply_fini(&r);
     CHECK_INT(tasks_count(), 1);
@@ -173,12 +166,12 @@ TEST(a_bad_field_of_a_rerun_is_a_400_naming_it_and_writes_nothing)
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         reply r;
-        CHECK_INT(rerun(&s, id, cases[i][0], &r), 400);
+        CHECK_INT(task_rerun(&s, id, cases[i][0], &r), 400);
         CHECK_STR(jstr(&r, "field"), cases[i][1]);
         reply_fini(&r);
     }
     reply r;
-    CHECK_INT(rerun(&s, id, "[1]", &r), 400);
+    CHECK_INT(task_rerun(&s, id, "[1]", &r), 400);
     reply_fini(&r);
     CHECK_INT(tasks_count(), 1);
     CHECK_STR(sql("SELECT count(*) FROM horsies_task_idempotency"), "0");
@@ -196,14 +189,14 @@ TEST(a_completed_task_is_rerun_only_with_include_completed_and_a_cancelled_one_a
     CHECK_INT(task_call(&s, "start", &c, NULL), 200);
     CHECK_INT(task_call(&s, "complete", &c, "\"result\":1"), 200);
     reply r;
-    CHECK_INT(rerun(&s, done, NULL, &r), 409);
+    CHECK_INT(task_rerun(&s, done, NULL, &r), 409);
     CHECK(strstr(r.raw.body.data, "includeCompleted") != NULL);
     reply_fini(&r);
     CHECK_INT(tasks_count(), 1);
-    CHECK_INT(rerun(&s, done, "{\"includeCompleted\":true}", &r), 201);
+    CHECK_INT(task_rerun(&s, done, "{\"includeCompleted\":true}", &r), 201);
     reply_fini(&r);
     keep_str(gone, cancelled_task(&s, "{\"name\":\"b\",\"queue\":\"q\"}"));
-    CHECK_INT(rerun(&s, gone, NULL, &r), 201);
+    CHECK_INT(task_rerun(&s, gone, NULL, &r), 201);
     reply_fini(&r);
     CHECK_STR(sql("SELECT count(*) FROM horsies_tasks WHERE rerun_of IS NOT NULL AND status = 'PENDING'"), "2");
     srv_stop(&s);
@@ -219,7 +212,7 @@ TEST(a_rerun_is_claimable_at_once_and_wakes_a_parked_claimer)
     bg_start(&w, &s, "POST", "/api/v1/workers/w2/claim", "{\"queues\":[\"q\"],\"waitMs\":20000}");
     srv_await_metric(&s, "silt_task_claims_parked", 1, 5000);
     reply r;
-    CHECK_INT(rerun(&s, id, NULL, &r), 201);
+    CHECK_INT(task_rerun(&s, id, NULL, &r), 201);
     reply_fini(&r);
     int status;
     int64_t elapsed;

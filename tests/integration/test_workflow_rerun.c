@@ -18,19 +18,12 @@ static const char *node_task(const char *wf, const char *node)
     return sql("SELECT task_id FROM horsies_workflow_tasks WHERE workflow_id = '%s' AND node_id = '%s'", wf, node);
 }
 
-/* POST .../rerun with body: the status, the reply in r. */
-static int rerun(silt_server *s, const char *task, const char *body, reply *r)
-{
-    rq(s, "POST", sfmt("/api/v1/tasks/%s/rerun", task), body, r);
-    return r->status;
-}
-
 /* A rerun of task refused 409 with an error holding want; nothing written. */
 static void refused(silt_server *s, const char *task, const char *body, const char *want)
 {
     char *before = wf_state();
     reply r;
-    if (rerun(s, task, body, &r) != 409 || !strstr(jstr(&r, "error"), want))
+    if (task_rerun(s, task, body, &r) != 409 || !strstr(jstr(&r, "error"), want))
         harness_failf(__FILE__, __LINE__, "rerun of %s: %d %s (want 409 \"%s\")", task, r.status, r.raw.body.data,
                       want);
     reply_fini(&r);
@@ -58,7 +51,7 @@ TEST(a_failed_node_rerun_runs_again_and_its_failed_workflow_goes_on_to_complete)
     keep_str(failed, node_task(wf, "extract"));
 
     reply r;
-    CHECK_INT(rerun(&s, failed, "{\"name\":\"ok\"}", &r), 201);
+    CHECK_INT(task_rerun(&s, failed, "{\"name\":\"ok\"}", &r), 201);
     CHECK(jbool(&r, "created"));
     CHECK_STR(jstr(&r, "rerunOf"), failed);
     CHECK_STR(jstr(&r, "workflowId"), wf);
@@ -85,7 +78,7 @@ TEST(a_failed_node_rerun_runs_again_and_its_failed_workflow_goes_on_to_complete)
 
     /* asked again, the rerun already made: nothing sent, the workflow as it ended */
     char *before = wf_state();
-    CHECK_INT(rerun(&s, failed, NULL, &r), 200);
+    CHECK_INT(task_rerun(&s, failed, NULL, &r), 200);
     CHECK(!jbool(&r, "created"));
     CHECK_STR(jstr(&r, "id"), again);
     CHECK_STR(jstr(&r, "workflowStatus"), "COMPLETED");
@@ -139,7 +132,7 @@ TEST(a_node_rerun_leaves_skipped_what_another_failure_still_rules_out)
     keep_str(x, node_task(wf, "x"));
     keep_str(y, node_task(wf, "y"));
     reply r;
-    CHECK_INT(rerun(&s, x, "{\"name\":\"ok\"}", &r), 201);
+    CHECK_INT(task_rerun(&s, x, "{\"name\":\"ok\"}", &r), 201);
     reply_fini(&r);
     CHECK_STR(wf_status(wf), "RUNNING");
     CHECK_STR(wf_node_status(wf, "all"), "SKIPPED");
@@ -149,7 +142,7 @@ TEST(a_node_rerun_leaves_skipped_what_another_failure_still_rules_out)
     CHECK_STR(wf_status(wf), "FAILED");
     CHECK_STR(sql("SELECT error_message FROM horsies_workflows WHERE id = '%s'", wf), "node y failed");
 
-    CHECK_INT(rerun(&s, y, "{\"name\":\"ok\"}", &r), 201);
+    CHECK_INT(task_rerun(&s, y, "{\"name\":\"ok\"}", &r), 201);
     reply_fini(&r);
     CHECK_STR(wf_node_status(wf, "all"), "PENDING");   /* x completed, y open again */
     CHECK_STR(sql("SELECT format('%%s %%s', deps_done, deps_failed) FROM horsies_workflow_tasks"
@@ -178,7 +171,7 @@ TEST(quorum_and_any_joins_decide_again_after_a_rerun_upstream)
     CHECK_STR(wf_node_status(wf, "one"), "SKIPPED");
     CHECK_STR(wf_status(wf), "FAILED");
     reply r;
-    CHECK_INT(rerun(&s, node_task(wf, "x"), "{\"name\":\"ok\"}", &r), 201);
+    CHECK_INT(task_rerun(&s, node_task(wf, "x"), "{\"name\":\"ok\"}", &r), 201);
     reply_fini(&r);
     CHECK_STR(sql("SELECT string_agg(format('%%s %%s %%s/%%s', node_id, status, deps_done, deps_failed), ', '"
                   " ORDER BY node_id) FROM horsies_workflow_tasks WHERE workflow_id = '%s' AND node_id IN ('one', 'two')",
@@ -208,12 +201,12 @@ TEST(a_node_rerun_waits_for_reopened_predecessors_and_takes_their_new_results)
     keep_str(b_task, node_task(wf, "b"));
     CHECK_STR(sql("SELECT args::text FROM horsies_task_history WHERE id = '%s'", b_task), "{\"k\": 1, \"x\": null}");
     reply r;
-    CHECK_INT(rerun(&s, node_task(wf, "a"), "{\"name\":\"ok\"}", &r), 201);
+    CHECK_INT(task_rerun(&s, node_task(wf, "a"), "{\"name\":\"ok\"}", &r), 201);
     reply_fini(&r);
     refused(&s, b_task, "{\"name\":\"ok\"}", "waits for predecessors that have not ended");
     CHECK_INT(wf_run_round(&s, "q"), 1);
     CHECK_STR(wf_status(wf), "FAILED");   /* b, a sink, failed */
-    CHECK_INT(rerun(&s, b_task, "{\"name\":\"ok\"}", &r), 201);
+    CHECK_INT(task_rerun(&s, b_task, "{\"name\":\"ok\"}", &r), 201);
     reply_fini(&r);
     CHECK_STR(sql("SELECT args::text FROM horsies_tasks WHERE id = '%s'", node_task(wf, "b")),
               "{\"k\": 1, \"x\": {\"node\": \"a\"}}");
@@ -237,7 +230,7 @@ TEST(a_node_rerun_in_a_paused_workflow_runs_and_its_successors_wait_for_resume)
     CHECK_STR(wf_status(wf), "PAUSED");
     sql("UPDATE horsies_workflows SET paused_at = now() - interval '1 day' WHERE id = '%s'", wf);
     reply r;
-    CHECK_INT(rerun(&s, node_task(wf, "a"), "{\"name\":\"ok\"}", &r), 201);
+    CHECK_INT(task_rerun(&s, node_task(wf, "a"), "{\"name\":\"ok\"}", &r), 201);
     CHECK_STR(jstr(&r, "workflowStatus"), "PAUSED");
     reply_fini(&r);
     /* attended to: its pause counts from the rerun (paused_workflow_auto_cancel_after) */
@@ -307,7 +300,7 @@ TEST(a_node_rerun_that_does_not_apply_is_refused_saying_why_and_writes_nothing)
     refused(&s, task, NULL, "has not taken its end yet");
     sql("UPDATE horsies_workflow_tasks SET status = 'FAILED' WHERE task_id = '%s'", task);
     /* no longer the node's task (its rerun's key dropped with the rerun's record) */
-    CHECK_INT(rerun(&s, task, NULL, &r), 201);
+    CHECK_INT(task_rerun(&s, task, NULL, &r), 201);
     reply_fini(&r);
     sql("DELETE FROM horsies_task_idempotency WHERE idempotency_key = 'rerun:%s'", task);
     refused(&s, task, NULL, "no longer its workflow node's task");
@@ -317,7 +310,7 @@ TEST(a_node_rerun_that_does_not_apply_is_refused_saying_why_and_writes_nothing)
             "whose record is gone");
     /* a bad field is still a 400, nothing written */
     char *before = wf_state();
-    CHECK_INT(rerun(&s, node_task(failed, "a"), "{\"priority\":0}", &r), 400);
+    CHECK_INT(task_rerun(&s, node_task(failed, "a"), "{\"priority\":0}", &r), 400);
     CHECK_STR(jstr(&r, "field"), "priority");
     reply_fini(&r);
     char *after = wf_state();
