@@ -141,6 +141,8 @@ static void put_stream_metrics(buf *out, server *srv)
           (double)popper_reconciles(srv->pop) },
         { "silt_notify_listening", NULL, GAUGE, "the connection that hears other servers' commits is listening",
           task_hub_listening(srv->tasks) ? 1 : 0 },
+        { "silt_notify_alone", NULL, GAUGE, "no other server has said hello lately: announcements are sent to nobody",
+          task_hub_alone(srv->tasks) ? 1 : 0 },
         { "silt_database_up", NULL, GAUGE, NULL, db_pool_ready(srv->pool) ? 1 : 0 },
         { "process_resident_memory_bytes", NULL, GAUGE, NULL, (double)resident_bytes() },
         { "silt_retention_passes_total", NULL, COUNTER, NULL, (double)rt->passes },

@@ -21,6 +21,12 @@
 #define TASK_GATHER_IN_FLIGHT 2
 /* Outbox rows (crashed workflow nodes) applied per recovery round. */
 #define TASK_OUTBOX_BATCH "500"
+/* PostgreSQL refuses a NOTIFY payload of 8,000 bytes or more. */
+#define NOTIFY_PAYLOAD_MAX 7999
+/* Presence: every server says "hello" on the channel this often; one that
+ * has listened for PRESENCE_LAPSE_MS without hearing another's is alone. */
+#define PRESENCE_MS 1000
+#define PRESENCE_LAPSE_MS 3500
 
 typedef enum park_kind { PARK_DONE, PARK_SENT } park_kind;
 
@@ -51,7 +57,13 @@ struct task_hub {
     gather            *sends, *finishes, *claims;
     char               origin[IDS_UUID_TEXT];   /* this server, in its announcements */
     db_array           outbox;                  /* announcements not yet notified */
+    buf                ended;                   /* "<origin> done:<id>,<id>..." not yet in the outbox */
+    struct event      *notify_soon;             /* the outbox leaves once this turn of the loop ends */
     bool               notifying;
+    struct event      *presence;                /* says hello every PRESENCE_MS */
+    int64_t            listening_since_us;      /* the listener's last (re)connect, monotonic; 0: never */
+    int64_t            others_heard_us;         /* another server's last hello */
+    bool               told_nobody;             /* an announcement was dropped, alone, since the last hello heard */
     task_log_wake_fn   log_wake;                /* the other servers' log commits */
     void              *log_arg;
     task_outbox_fn     outbox_wake;             /* pushes made from SQL */
@@ -178,9 +190,9 @@ static bool read_announcement(const char *payload, announcement *a)
 {
     memset(a, 0, sizeof *a);
     if (!payload) { a->all = true; return true; }
-    if (strncmp(payload, "sent:", 5) == 0) { a->kind = PARK_SENT; a->queue = payload + 5; return true; }
-    a->kind = PARK_DONE;
-    return strncmp(payload, "done:", 5) == 0 && ids_uuid_parse(payload + 5, strlen(payload + 5), a->id) == 0;
+    a->kind = PARK_SENT;
+    a->queue = payload + 5;
+    return strncmp(payload, "sent:", 5) == 0;
 }
 
 static bool park_matches(const task_park *p, const announcement *a)
@@ -251,8 +263,32 @@ static void load_paused(task_hub *h)
     db_submit(h->pool, job);
 }
 
+static void wake_matching(task_hub *h, const announcement *a)
+{
+    for (task_park *p = h->parks; p; p = p->next) {
+        if (p->woken || !park_matches(p, a)) continue;
+        p->woken = true;
+        if (p->armed) fire_soon(p);
+    }
+}
+
+/* "done:" is followed by one task id or more, separated by commas. */
+static void wake_done(task_hub *h, const char *ids)
+{
+    if (h->parked[PARK_DONE] == 0) return;   /* nobody here waits for an end */
+    for (const char *s = ids;; ) {
+        const char *comma = strchr(s, ',');
+        size_t n = comma ? (size_t)(comma - s) : strlen(s);
+        announcement a = { .kind = PARK_DONE };
+        if (ids_uuid_parse(s, n, a.id) == 0) wake_matching(h, &a);
+        if (!comma) return;
+        s = comma + 1;
+    }
+}
+
 static void wake(task_hub *h, const char *payload)
 {
+    if (payload && strncmp(payload, "done:", 5) == 0) { wake_done(h, payload + 5); return; }
     if (payload && strncmp(payload, "paused:", 7) == 0) { set_paused(h, payload + 7, true); return; }
     char resumed[8 + NAMES_MAX_BYTES];
     if (payload && strncmp(payload, "resumed:", 8) == 0) {   /* claimable again: its claimers look */
@@ -262,12 +298,8 @@ static void wake(task_hub *h, const char *payload)
     }
     announcement a;
     if (!read_announcement(payload, &a)) return;
-    if (!a.all && a.kind == PARK_SENT && queue_paused(h, a.queue)) return;   /* nothing of it is claimable */
-    for (task_park *p = h->parks; p; p = p->next) {
-        if (p->woken || !park_matches(p, &a)) continue;
-        p->woken = true;
-        if (p->armed) fire_soon(p);
-    }
+    if (!a.all && queue_paused(h, a.queue)) return;   /* nothing of it is claimable */
+    wake_matching(h, &a);
 }
 
 #define LOG_WAKE_MAX_PARTITIONS 64   /* more in one announcement: the whole queue wakes */
@@ -288,21 +320,36 @@ static void wake_log(task_hub *h, const char *what)
     free(copy);
 }
 
-/* Another server's announcement, "<origin> <what>"; ours came first-hand. */
+/* Announcements may have been missed: everything parked here looks again,
+ * and the paused queues are read whole. */
+static void look_again(task_hub *h)
+{
+    load_paused(h);
+    wake(h, NULL);
+    if (h->log_wake) h->log_wake(h->log_arg, NULL, NULL, NULL, 0);
+    if (h->outbox_wake) h->outbox_wake(h->outbox_arg);
+}
+
+static void say_hello(task_hub *h);
+static void heard_hello(task_hub *h);
+
+/* Another server's announcement, "<origin> <what>"; ours came first-hand.
+ * NULL: the listener (re)connected. */
 static void on_notify(void *arg, const char *payload)
 {
     task_hub *h = arg;
     if (!payload) {
-        load_paused(h);
-        wake(h, NULL);
-        if (h->log_wake) h->log_wake(h->log_arg, NULL, NULL, NULL, 0);
-        if (h->outbox_wake) h->outbox_wake(h->outbox_arg);
+        h->listening_since_us = clock_mono_us();
+        say_hello(h);
+        look_again(h);
         return;
     }
     const char *space = strchr(payload, ' ');
     if (space && (size_t)(space - payload) == strlen(h->origin) && strncmp(payload, h->origin, strlen(h->origin)) == 0)
         return;
     const char *what = space ? space + 1 : payload;
+    if (strcmp(what, "hello") == 0) { heard_hello(h); return; }
+    if (strcmp(what, "lookagain") == 0) { look_again(h); return; }
     if (strncmp(what, "log:", 4) == 0) { if (h->log_wake) wake_log(h, what); return; }
     if (strcmp(what, "outbox") == 0) { if (h->outbox_wake) h->outbox_wake(h->outbox_arg); return; }
     if (strncmp(what, "lease:", 6) == 0) { if (h->log_wake) h->log_wake(h->log_arg, NULL, what + 6, NULL, 0); return; }
@@ -321,9 +368,19 @@ static void notified(void *arg, const db_reply *reply)
     notify_outbox(h);
 }
 
+/* The ended tasks gathered so far become one announcement of the outbox. */
+static void close_ended(task_hub *h)
+{
+    if (h->ended.len == 0) return;
+    buf_putc(&h->ended, '\0');
+    db_array_str(&h->outbox, h->ended.data);
+    buf_reset(&h->ended);
+}
+
 /* One transaction carries every announcement gathered so far. */
 static void notify_outbox(task_hub *h)
 {
+    close_ended(h);
     if (h->notifying || h->outbox.n == 0) return;
     h->notifying = true;
     int length, format;
@@ -335,11 +392,96 @@ static void notify_outbox(task_hub *h)
     db_array_init(&h->outbox);
 }
 
+static void on_notify_soon(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd; (void)what;
+    notify_outbox(arg);
+}
+
+/* Whatever is announced in this turn of the event loop (a batch's ends, a
+ * send's queues) leaves in one notification, sent once the turn ends;
+ * while one is with the database, the next gathers. */
+static void notify_later(task_hub *h)
+{
+    static const struct timeval now = { 0, 0 };
+    if (!h->notifying && !evtimer_pending(h->notify_soon, NULL)) evtimer_add(h->notify_soon, &now);
+}
+
+/* ---- presence ----
+ *
+ * A NOTIFY is a transaction of its own, with a commit to flush: for a busy
+ * server alone on its database, a fifth of its transactions told nobody
+ * anything. So every server says "hello" on the channel when its listener
+ * connects and every PRESENCE_MS; one that has listened for
+ * PRESENCE_LAPSE_MS without hearing another's sends its announcements to
+ * nobody. A hello heard after an announcement was dropped is answered with
+ * "lookagain": whatever the newcomer parked since it began to listen looks
+ * again, as after a reconnect, so nothing it was owed is lost; what it
+ * parks later hears every announcement, this server no longer alone. */
+
+static bool alone(const task_hub *h)
+{
+    int64_t now = clock_mono_us(), lapse = (int64_t)PRESENCE_LAPSE_MS * 1000;
+    return db_listener_ready(h->listener) && h->listening_since_us != 0 && now - h->listening_since_us >= lapse &&
+           now - h->others_heard_us >= lapse;
+}
+
+/* what leaves for every other server, alone or not */
+static void tell_all(task_hub *h, const char *what)
+{
+    char payload[IDS_UUID_TEXT + 16];
+    snprintf(payload, sizeof payload, "%s %s", h->origin, what);
+    db_array_str(&h->outbox, payload);
+    notify_later(h);
+}
+
+static void say_hello(task_hub *h)
+{
+    if (!h->stopped) tell_all(h, "hello");
+}
+
+static void heard_hello(task_hub *h)
+{
+    h->others_heard_us = clock_mono_us();
+    if (!h->told_nobody) return;
+    h->told_nobody = false;
+    tell_all(h, "lookagain");
+}
+
+static void on_presence(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd; (void)what;
+    say_hello(arg);
+}
+
+bool task_hub_alone(const task_hub *h) { return alone(h); }
+
+/* False, and nothing is sent, when nobody would hear it. */
+static bool anyone_to_tell(task_hub *h)
+{
+    if (!alone(h)) return true;
+    h->told_nobody = true;
+    return false;
+}
+
 /* payload leaves for the other servers with the next notification. */
 static void tell_others(task_hub *h, const char *payload)
 {
-    db_array_str(&h->outbox, payload);   /* binary: one a task ended, none parsed as a literal */
-    notify_outbox(h);
+    if (!anyone_to_tell(h)) return;
+    db_array_str(&h->outbox, payload);   /* binary: none parsed as a literal */
+    notify_later(h);
+}
+
+/* Ended tasks travel as few announcements as fit, "done:<id>,<id>...":
+ * one notification for each task would cost the database (an entry of its
+ * queue, a message to every listener) more than the task's own end. */
+static void tell_others_ended(task_hub *h, const char *id)
+{
+    if (!anyone_to_tell(h)) return;
+    if (h->ended.len + 1 + strlen(id) > NOTIFY_PAYLOAD_MAX) close_ended(h);
+    if (h->ended.len == 0) buf_printf(&h->ended, "%s done:%s", h->origin, id);
+    else { buf_putc(&h->ended, ','); buf_puts(&h->ended, id); }
+    notify_later(h);
 }
 
 void task_hub_announce(task_hub *h, const char *what)
@@ -423,7 +565,8 @@ void task_hub_announce_done(task_hub *h, const uint8_t id[16])
     char what[8 + IDS_UUID_TEXT];
     memcpy(what, "done:", 5);
     ids_uuid_format(id, what + 5);
-    task_hub_announce(h, what);
+    wake(h, what);
+    tell_others_ended(h, what + 5);
 }
 
 /* ---- recovery ---- */
@@ -502,6 +645,11 @@ task_hub *task_hub_new(struct event_base *base, db_pool *pool, const char *conni
     ids_uuid7(origin);
     ids_uuid_format(origin, h->origin);
     db_array_init(&h->outbox);
+    buf_init(&h->ended);
+    h->notify_soon = evtimer_new(base, on_notify_soon, h);
+    h->presence = event_new(base, -1, EV_PERSIST, on_presence, h);
+    struct timeval every = { PRESENCE_MS / 1000, (PRESENCE_MS % 1000) * 1000 };
+    event_add(h->presence, &every);
     h->listener = db_listener_new(base, conninfo, TASK_CHANNEL, on_notify, h);
     h->recovery = evtimer_new(base, on_recovery, h);
     h->sends = gather_new(pool, STMT_TASK_SEND, TASK_SEND_ARRAYS, TASK_GATHER_IN_FLIGHT);
@@ -526,7 +674,7 @@ gather *task_hub_claims(task_hub *h) { return h->claims; }
 
 bool task_hub_idle(const task_hub *h)
 {
-    return !h->recovering && !h->notifying && !h->loading_paused && !h->parks && gather_idle(h->sends) &&
+    return !h->recovering && !h->notifying && h->outbox.n == 0 && h->ended.len == 0 && !h->loading_paused && !h->parks && gather_idle(h->sends) &&
            gather_idle(h->finishes) && gather_idle(h->claims);
 }
 
@@ -534,6 +682,7 @@ void task_hub_drain(task_hub *h)
 {
     h->stopped = true;
     evtimer_del(h->recovery);
+    event_del(h->presence);
     wake(h, NULL);
 }
 
@@ -546,7 +695,10 @@ void task_hub_free(task_hub *h)
     gather_free(h->sends);
     gather_free(h->finishes);
     gather_free(h->claims);
+    event_free(h->notify_soon);
+    event_free(h->presence);
     db_array_fini(&h->outbox);
+    buf_fini(&h->ended);
     clear_paused(h);
     free(h);
 }

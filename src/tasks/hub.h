@@ -89,6 +89,9 @@ typedef void (*task_outbox_fn)(void *arg);
 void      task_hub_on_outbox(task_hub *h, task_outbox_fn fn, void *arg);
 /* The channel is heard: the silt_notify_listening gauge. */
 bool      task_hub_listening(const task_hub *h);
+/* No other server has said hello for a while: announcements go to nobody
+ * (see "presence" in hub.c). The silt_notify_alone gauge. */
+bool      task_hub_alone(const task_hub *h);
 
 /* Parks until a task becomes terminal (id) or wait_ms pass (at most
  * TASK_WAIT_RECHECK_MS: an announcement lost with a server that died

@@ -1,0 +1,110 @@
+/* Integration: servers' presence on the announcement channel (silt_tasks,
+ * "presence" in src/tasks/hub.c). A server that has heard no other's hello
+ * for a while sends its announcements to nobody; a hello makes it announce
+ * again, and answers "lookagain" when something was dropped meanwhile, so
+ * that a newcomer's parked requests look again. These tests listen on the
+ * channel themselves, as another server would, and run two servers. */
+#include <poll.h>
+#include <stdio.h>
+#include <string.h>
+#include <libpq-fe.h>
+#include "harness.h"
+#include "support.h"
+#include "task_support.h"
+
+#define LAPSE_DEADLINE_MS 10000   /* the server's lapse is 3.5 s of silence */
+
+/* The next notification on pg's channel whose payload ends with suffix,
+ * within timeout_ms; the payloads passed over on the way are appended to
+ * seen (with a newline each). Fails the test at the deadline. */
+static const char *await_payload(PGconn *pg, const char *suffix, char *seen, size_t seen_size, int timeout_ms)
+{
+    int64_t deadline = now_ms() + timeout_ms;
+    for (;;) {
+        PGnotify *n;
+        while ((n = PQnotifies(pg)) != NULL) {
+            size_t len = strlen(n->extra), slen = strlen(suffix);
+            if (len >= slen && strcmp(n->extra + len - slen, suffix) == 0) {
+                const char *payload = sfmt("%s", n->extra);
+                PQfreemem(n);
+                return payload;
+            }
+            size_t used = strlen(seen);
+            snprintf(seen + used, seen_size - used, "%s\n", n->extra);
+            PQfreemem(n);
+        }
+        int left = (int)(deadline - now_ms());
+        if (left <= 0) harness_failf(__FILE__, __LINE__, "no notification ending \"%s\" came (saw: %s)", suffix, seen);
+        struct pollfd p = { .fd = PQsocket(pg), .events = POLLIN };
+        poll(&p, 1, left);
+        if (!PQconsumeInput(pg)) harness_failf(__FILE__, __LINE__, "listening: %s", PQerrorMessage(pg));
+    }
+}
+
+/* Alone, a server drops its announcements; another's hello is answered
+ * with lookagain (something was dropped), and from then on it announces. */
+TEST(a_server_alone_tells_nobody_until_another_says_hello)
+{
+    silt_server s;
+    srv_start(&s, NULL);
+    srv_await_metric(&s, "silt_notify_alone", 1, LAPSE_DEADLINE_MS);
+    PGconn *ear = test_session();
+    session_run(ear, "LISTEN silt_tasks");
+    task_send(&s, "{\"name\":\"t\",\"queue\":\"dropped\"}");   /* "sent:dropped" goes to nobody */
+    session_run(ear, "NOTIFY silt_tasks, 'test-origin hello'");
+    char seen[4096] = "";
+    await_payload(ear, " lookagain", seen, sizeof seen, 5000);
+    CHECK(strstr(seen, "sent:dropped") == NULL);
+    CHECK_INT(srv_metric(&s, "silt_notify_alone"), 0);
+    task_send(&s, "{\"name\":\"t\",\"queue\":\"heard\"}");
+    await_payload(ear, " sent:heard", seen, sizeof seen, 5000);
+    PQfinish(ear);
+    srv_stop(&s);
+}
+
+/* Nothing was dropped: a hello is heard, and not answered. */
+TEST(a_hello_after_nothing_was_dropped_asks_nobody_to_look_again)
+{
+    silt_server s;
+    srv_start(&s, NULL);
+    srv_await_metric(&s, "silt_notify_alone", 1, LAPSE_DEADLINE_MS);
+    PGconn *ear = test_session();
+    session_run(ear, "LISTEN silt_tasks");
+    session_run(ear, "NOTIFY silt_tasks, 'test-origin hello'");
+    srv_await_metric(&s, "silt_notify_alone", 0, 5000);
+    task_send(&s, "{\"name\":\"t\",\"queue\":\"q\"}");
+    char seen[4096] = "";
+    await_payload(ear, " sent:q", seen, sizeof seen, 5000);
+    CHECK(strstr(seen, "lookagain") == NULL);
+    PQfinish(ear);
+    srv_stop(&s);
+}
+
+/* A server that starts beside one alone is heard by it: a wait parked on
+ * the newcomer is woken by a completion through the first, well before its
+ * 5 s recheck; once the newcomer stops, the first is alone again. */
+TEST(a_server_alone_hears_a_newcomer_and_is_alone_again_when_it_leaves)
+{
+    silt_server a, b;
+    srv_start(&a, NULL);
+    srv_await_metric(&a, "silt_notify_alone", 1, LAPSE_DEADLINE_MS);
+    srv_start(&b, NULL);
+    srv_await_metric(&a, "silt_notify_alone", 0, 5000);
+    task_send(&a, "{\"name\":\"t\",\"queue\":\"q\"}");
+    task_claimed c;
+    task_claim_one(&a, "w", "q", &c);
+    task_call(&a, "start", &c, NULL);
+    bg_req w;
+    bg_start(&w, &b, "GET", sfmt("/api/v1/tasks/%s?wait=20000", c.id), NULL);
+    srv_await_metric(&b, "silt_task_waits_parked", 1, 5000);
+    task_call(&a, "complete", &c, "\"result\":1");
+    int status;
+    int64_t elapsed;
+    bg_wait(&w, &status, &elapsed);
+    CHECK_INT(status, 200);
+    CHECK(elapsed < 4000);
+    CHECK_INT(srv_metric(&b, "silt_notify_alone"), 0);
+    srv_stop(&b);
+    srv_await_metric(&a, "silt_notify_alone", 1, LAPSE_DEADLINE_MS);
+    srv_stop(&a);
+}
