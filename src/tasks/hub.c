@@ -63,6 +63,7 @@ struct task_hub {
     struct event      *presence;                /* says hello every PRESENCE_MS */
     int64_t            listening_since_us;      /* the listener's last (re)connect, monotonic; 0: never */
     int64_t            others_heard_us;         /* another server's last hello */
+    int64_t            own_heard_us;            /* our own last hello, back through the listener */
     bool               told_nobody;             /* an announcement was dropped, alone, since the last hello heard */
     task_log_wake_fn   log_wake;                /* the other servers' log commits */
     void              *log_arg;
@@ -324,6 +325,7 @@ static void wake_log(task_hub *h, const char *what)
  * and the paused queues are read whole. */
 static void look_again(task_hub *h)
 {
+    h->pause_news++;   /* a read of them already in flight may predate what was missed: it reads again */
     load_paused(h);
     wake(h, NULL);
     if (h->log_wake) h->log_wake(h->log_arg, NULL, NULL, NULL, 0);
@@ -345,9 +347,11 @@ static void on_notify(void *arg, const char *payload)
         return;
     }
     const char *space = strchr(payload, ' ');
-    if (space && (size_t)(space - payload) == strlen(h->origin) && strncmp(payload, h->origin, strlen(h->origin)) == 0)
-        return;
     const char *what = space ? space + 1 : payload;
+    if (space && (size_t)(space - payload) == strlen(h->origin) && strncmp(payload, h->origin, strlen(h->origin)) == 0) {
+        if (strcmp(what, "hello") == 0) h->own_heard_us = clock_mono_us();   /* the listener hears */
+        return;
+    }
     if (strcmp(what, "hello") == 0) { heard_hello(h); return; }
     if (strcmp(what, "lookagain") == 0) { look_again(h); return; }
     if (strncmp(what, "log:", 4) == 0) { if (h->log_wake) wake_log(h, what); return; }
@@ -364,7 +368,10 @@ static void notified(void *arg, const db_reply *reply)
 {
     task_hub *h = arg;
     h->notifying = false;
-    if (reply->error) log_warn("task announcements to other servers: %s", reply->error);
+    if (reply->error) {
+        log_warn("task announcements to other servers: %s", reply->error);
+        h->told_nobody = true;   /* the next hello heard is answered with lookagain */
+    }
     notify_outbox(h);
 }
 
@@ -414,16 +421,19 @@ static void notify_later(task_hub *h)
  * anything. So every server says "hello" on the channel when its listener
  * connects and every PRESENCE_MS; one that has listened for
  * PRESENCE_LAPSE_MS without hearing another's sends its announcements to
- * nobody. A hello heard after an announcement was dropped is answered with
- * "lookagain": whatever the newcomer parked since it began to listen looks
- * again, as after a reconnect, so nothing it was owed is lost; what it
- * parks later hears every announcement, this server no longer alone. */
+ * nobody. A hello heard after an announcement was dropped (or a batch of
+ * them failed) is answered with "lookagain": whatever the newcomer parked
+ * since it began to listen looks again, as after a reconnect, so nothing it
+ * was owed is lost; what it parks later hears every announcement, this
+ * server no longer alone. Silence proves nothing unless the listener is
+ * known to hear: its own hello must have come back within the lapse (a
+ * connection that died without a word still looks ready). */
 
 static bool alone(const task_hub *h)
 {
     int64_t now = clock_mono_us(), lapse = (int64_t)PRESENCE_LAPSE_MS * 1000;
     return db_listener_ready(h->listener) && h->listening_since_us != 0 && now - h->listening_since_us >= lapse &&
-           now - h->others_heard_us >= lapse;
+           now - h->own_heard_us < lapse && now - h->others_heard_us >= lapse;
 }
 
 /* what leaves for every other server, alone or not */

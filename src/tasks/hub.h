@@ -1,6 +1,7 @@
 /* hub: what the task engine keeps between requests on one server. Whatever
  * changed a task announces it once committed: "sent:<queue>" when a queue
- * got claimable work, "done:<task id>" when a task became terminal. An
+ * got claimable work, "done:<task id>" when a task became terminal (to
+ * the other servers, "done:<id>,<id>..." for as many as fit). An
  * announcement wakes the claimers and result waiters parked here at once,
  * and goes to the other servers as a NOTIFY on channel silt_tasks, sent in a
  * transaction of its own after the commit (one per batch of announcements:
