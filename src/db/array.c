@@ -137,6 +137,20 @@ const char *db_array_param(db_array *a, int *length, int *format)
     return a->wire.data;
 }
 
+bool db_array_nulls_only(const db_array *a)
+{
+    if (a->n == 0) return false;
+    const char *p = a->text.data + 1, *end = a->text.data + a->text.len - (a->closed ? 1 : 0);   /* past the '{' */
+    if (a->oid) {   /* binary: each element's length, -1 for a NULL, which has no bytes */
+        for (; p + 4 <= end; p += 4)
+            if (memcmp(p, "\xff\xff\xff\xff", 4) != 0) return false;
+        return true;
+    }
+    for (size_t i = 0; i < a->n; i++, p += 5)   /* "NULL," ... "NULL": a quoted text is never bare */
+        if (end - p < 4 || memcmp(p, "NULL", 4) != 0 || (p + 4 < end && p[4] != ',')) return false;
+    return true;
+}
+
 void db_array_append_span(db_array *a, const db_array *src, size_t start, size_t end, size_t count)
 {
     if (count == 0) return;

@@ -48,5 +48,7 @@ const char *db_array_literal(db_array *a);
 /* The parameter: its value, *length and *format (0 text, 1 binary) as
  * PQsendQueryPrepared takes them; valid until the next call on a. */
 const char *db_array_param(db_array *a, int *length, int *format);
+/* Elements there are, all of them NULL. */
+bool        db_array_nulls_only(const db_array *a);
 
 #endif

@@ -30,6 +30,7 @@ struct gather {
     int      solo_in_flight;   /* requests of a failed batch, sent again one by one */
     batch   *open;
     uint64_t flushes;
+    bool     nulls_as_null;    /* gather_nulls_as_null */
 };
 
 static batch *batch_new(gather *g)
@@ -59,7 +60,11 @@ static void submit(batch *b)
 {
     const char *values[DB_MAX_PARAMS];
     int lengths[DB_MAX_PARAMS], formats[DB_MAX_PARAMS];
-    for (int i = 0; i < b->g->narrays; i++) values[i] = db_array_param(&b->arrays[i], &lengths[i], &formats[i]);
+    for (int i = 0; i < b->g->narrays; i++) {
+        lengths[i] = formats[i] = 0;
+        values[i] = b->g->nulls_as_null && db_array_nulls_only(&b->arrays[i])
+            ? NULL : db_array_param(&b->arrays[i], &lengths[i], &formats[i]);
+    }
     db_job *job = db_job_new(flushed, b);
     db_job_call(job, b->g->stmt, values, lengths, formats);
     if (b->nreqs == 1) {
@@ -224,6 +229,8 @@ void gather_add(gather *g, int nitems, const bool *gone, bool *sent, gather_done
     add_req(b, q);
     flush(g);
 }
+
+void gather_nulls_as_null(gather *g) { g->nulls_as_null = true; }
 
 bool gather_idle(const gather *g) { return g->in_flight == 0 && g->solo_in_flight == 0 && g->open->nreqs == 0; }
 uint64_t gather_flushes(const gather *g) { return g->flushes; }

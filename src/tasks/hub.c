@@ -663,6 +663,7 @@ task_hub *task_hub_new(struct event_base *base, db_pool *pool, const char *conni
     h->listener = db_listener_new(base, conninfo, TASK_CHANNEL, on_notify, h);
     h->recovery = evtimer_new(base, on_recovery, h);
     h->sends = gather_new(pool, STMT_TASK_SEND, TASK_SEND_ARRAYS, TASK_GATHER_IN_FLIGHT);
+    gather_nulls_as_null(h->sends);   /* most sends set no option: tasks.enqueue reads NULL for "none" */
     h->finishes = gather_new(pool, STMT_TASK_FINISH_MANY, TASK_FINISH_ARRAYS, TASK_GATHER_IN_FLIGHT);
     h->claims = gather_new(pool, STMT_TASK_CLAIM_MANY, TASK_CLAIM_ARRAYS, 1);   /* one taker at a time */
     schedule_recovery(h);

@@ -83,6 +83,39 @@ TEST(db_array_of_uuids_or_strs_goes_binary_and_cuts_like_a_literal)
     db_array_fini(&a);
 }
 
+/* What a gather sends as NULL (gather_nulls_as_null): an array with
+ * elements, every one NULL, in either form; a quoted "NULL" is a text. */
+TEST(db_array_nulls_only_is_an_array_of_nothing_but_nulls)
+{
+    db_array a;
+    db_array_init(&a);
+    CHECK(!db_array_nulls_only(&a));   /* empty */
+    db_array_int(&a, 0);
+    CHECK(!db_array_nulls_only(&a));
+    db_array_fini(&a);
+    db_array_init(&a);
+    db_array_text(&a, NULL);
+    db_array_text(&a, NULL);
+    CHECK(db_array_nulls_only(&a));
+    CHECK_STR(db_array_literal(&a), "{NULL,NULL}");
+    CHECK(db_array_nulls_only(&a));   /* closed by the read */
+    db_array_text(&a, "NULL");
+    CHECK(!db_array_nulls_only(&a));
+    db_array_fini(&a);
+    db_array_init(&a);
+    db_array_text(&a, NULL);
+    db_array_text(&a, "NULLx");
+    CHECK(!db_array_nulls_only(&a));
+    db_array_fini(&a);
+    db_array_init(&a);
+    db_array_str(&a, NULL);
+    db_array_str(&a, NULL);
+    CHECK(db_array_nulls_only(&a));
+    db_array_str(&a, "");
+    CHECK(!db_array_nulls_only(&a));
+    db_array_fini(&a);
+}
+
 TEST(db_time_param_keeps_microseconds)
 {
     char out[40];
