@@ -354,7 +354,11 @@ $$;
 -- uniqueness arrays only when some task has one. The first task with a problem raises 22023 with its
 -- message (prefixed "tasks[i]: " when p_batch) and DETAIL
 -- "<index>:<field>" (0-based, the HTTP path's field for its 400), and
--- nothing is written. Rows as tasks.send's.
+-- nothing is written. Rows as tasks.send's. Any array but p_ids may come
+-- as NULL for one of NULLs (the server sends an option no task of the
+-- batch sets that way: gather_nulls_as_null): here and in tasks.send they
+-- are read only through unnest of several arrays, which pads a NULL one
+-- with NULLs, or by tests that take NULL as "none".
 CREATE OR REPLACE FUNCTION tasks.enqueue(p_ids uuid[], p_names text[], p_queues text[], p_args text[],
                                          p_priorities integer[], p_run_at timestamptz[], p_delays_ms bigint[],
                                          p_good_until timestamptz[], p_timeouts integer[], p_max_retries integer[],

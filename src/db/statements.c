@@ -6,7 +6,8 @@
  *    parallel, each a text-format literal from db/array.h, except the
  *    uuid[] and text[] of the task engine's gathered batches (tasks.enqueue,
  *    tasks.finish_many, task_notify), which db/array.h sends in binary
- *    format; bytes as bytea in binary format, a batch of them concatenated
+ *    format (a gathered send's array of NULLs alone goes as NULL:
+ *    gather_nulls_as_null); bytes as bytea in binary format, a batch of them concatenated
  *    in one bytea (16 bytes per hash, or with a lengths array). Never JSON,
  *    never hex.
  *  - results: always binary (the pool asks for them), read only through

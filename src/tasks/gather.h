@@ -44,8 +44,9 @@ db_array *gather_arrays(gather *g);
  * it must stay writable until done runs. */
 void      gather_add(gather *g, int nitems, const bool *gone, bool *sent, gather_done_fn done, void *arg);
 /* An array whose elements are all NULL goes as NULL instead, for a
- * statement that reads one as the other (unnest pads a NULL array with
- * NULLs): PostgreSQL then parses and unnests nothing for it. */
+ * statement that reads one as the other (an unnest of several arrays pads
+ * a NULL one with NULLs): PostgreSQL then parses and unnests nothing for
+ * it. */
 void      gather_nulls_as_null(gather *g);
 bool      gather_idle(const gather *g);
 uint64_t  gather_flushes(const gather *g);

@@ -103,9 +103,9 @@ TEST(db_array_nulls_only_is_an_array_of_nothing_but_nulls)
     CHECK(!db_array_nulls_only(&a));
     db_array_fini(&a);
     db_array_init(&a);
+    db_array_int(&a, 1);
     db_array_text(&a, NULL);
-    db_array_text(&a, "NULLx");
-    CHECK(!db_array_nulls_only(&a));
+    CHECK(!db_array_nulls_only(&a));   /* a value first */
     db_array_fini(&a);
     db_array_init(&a);
     db_array_str(&a, NULL);
@@ -114,6 +114,29 @@ TEST(db_array_nulls_only_is_an_array_of_nothing_but_nulls)
     db_array_str(&a, "");
     CHECK(!db_array_nulls_only(&a));
     db_array_fini(&a);
+    db_array_init(&a);
+    db_array_str(&a, "x");
+    db_array_str(&a, NULL);
+    CHECK(!db_array_nulls_only(&a));   /* a value first */
+    db_array_fini(&a);
+    /* cut from another array, as a failed batch's requests are sent alone */
+    for (int binary = 0; binary < 2; binary++) {
+        db_array src, cut;
+        db_array_init(&src);
+        db_array_init(&cut);
+        size_t at[4] = { 1 };
+        const char *elements[3] = { NULL, NULL, "v" };
+        for (int i = 0; i < 3; i++) {
+            if (binary) db_array_str(&src, elements[i]); else db_array_text(&src, elements[i]);
+            at[i + 1] = src.text.len;
+        }
+        db_array_append_span(&cut, &src, at[0], at[2], 2);
+        CHECK(db_array_nulls_only(&cut));
+        db_array_append_span(&cut, &src, at[2], at[3], 1);
+        CHECK(!db_array_nulls_only(&cut));
+        db_array_fini(&src);
+        db_array_fini(&cut);
+    }
 }
 
 TEST(db_time_param_keeps_microseconds)
