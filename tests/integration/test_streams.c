@@ -1014,12 +1014,15 @@ TEST(push_created_queue_has_the_default_options)
 /* A commit wakes at most as many parked pops of a group as partitions it
  * wrote (more could not be served), the longest waiting first; a pop of one
  * partition wakes only for a commit to that partition. Rechecks are a
- * minute away here, so only wake-ups move a parked pop. */
+ * minute away here, so only wake-ups move a parked pop; and the listener
+ * is connected before any pop parks, because its connecting makes every
+ * parked pop look again, which parks them anew in another order. */
 TEST(a_commit_wakes_as_many_parked_pops_as_it_can_serve)
 {
     const char *env[] = { "LONG_POLL_RECHECK_MS=60000", NULL };
     silt_server s;
     srv_start(&s, env);
+    srv_await_metric(&s, "silt_notify_listening", 1, 10000);
     const char *q = uniq("herd");
     bg_req any[5], only_b;
     for (int i = 0; i < 5; i++) {
