@@ -60,3 +60,22 @@ int task_rerun(silt_server *s, const char *id, const char *body, reply *r)
     rq(s, "POST", sfmt("/api/v1/tasks/%s/rerun", id), body, r);
     return r->status;
 }
+
+void task_wait_woken_across(silt_server *waiter, silt_server *worker)
+{
+    task_send(worker, "{\"name\":\"t\",\"queue\":\"woken-across\"}");
+    task_claimed c;
+    if (!task_claim_one(worker, "w", "woken-across", &c)) harness_fail(__FILE__, __LINE__, "nothing to claim");
+    task_call(worker, "start", &c, NULL);
+    int64_t parked_before = srv_metric(waiter, "silt_task_waits_parked");
+    bg_req w;
+    bg_start(&w, waiter, "GET", sfmt("/api/v1/tasks/%s?wait=20000", c.id), NULL);
+    srv_await_metric(waiter, "silt_task_waits_parked", parked_before + 1, 5000);
+    task_call(worker, "complete", &c, "\"result\":7");
+    int64_t completed = now_ms();
+    int status;
+    int64_t elapsed;
+    bg_wait(&w, &status, &elapsed);
+    CHECK_INT(status, 200);
+    CHECK(w.ended_ms - completed < 3000);
+}

@@ -25,5 +25,10 @@ const char *task_heartbeat(silt_server *s, const char *worker, const task_claime
 /* POST /api/v1/tasks/:id/rerun with body (NULL: none): the status, the
  * reply in r. */
 int task_rerun(silt_server *s, const char *id, const char *body, reply *r);
+/* A task sent, claimed, started and completed through worker while a
+ * GET ?wait parks on waiter: fails the test unless the wait answers 200
+ * within 3 s of the completion, woken by an announcement (the recheck of a
+ * parked wait comes 5 s after it parks). */
+void task_wait_woken_across(silt_server *waiter, silt_server *worker);
 
 #endif

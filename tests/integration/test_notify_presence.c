@@ -127,20 +127,7 @@ TEST(a_server_alone_hears_a_newcomer_and_is_alone_again_when_it_leaves)
     srv_await_metric(&a, "silt_notify_alone", 1, LAPSE_DEADLINE_MS);
     srv_start(&b, NULL);
     srv_await_metric(&a, "silt_notify_alone", 0, 5000);
-    task_send(&a, "{\"name\":\"t\",\"queue\":\"q\"}");
-    task_claimed c;
-    task_claim_one(&a, "w", "q", &c);
-    task_call(&a, "start", &c, NULL);
-    bg_req w;
-    bg_start(&w, &b, "GET", sfmt("/api/v1/tasks/%s?wait=20000", c.id), NULL);
-    srv_await_metric(&b, "silt_task_waits_parked", 1, 5000);
-    task_call(&a, "complete", &c, "\"result\":1");
-    int64_t completed = now_ms();
-    int status;
-    int64_t elapsed;
-    bg_wait(&w, &status, &elapsed);
-    CHECK_INT(status, 200);
-    CHECK(w.ended_ms - completed < 3000);   /* the announcement woke it, not the recheck */
+    task_wait_woken_across(&b, &a);
     CHECK_INT(srv_metric(&b, "silt_notify_alone"), 0);
     srv_stop(&b);
     srv_await_metric(&a, "silt_notify_alone", 1, LAPSE_DEADLINE_MS);

@@ -386,20 +386,7 @@ TEST(a_wait_is_woken_by_a_completion_through_another_server)
     silt_server a, b;
     srv_start(&a, NULL);
     srv_start(&b, NULL);
-    task_send(&a, "{\"name\":\"t\",\"queue\":\"q\"}");
-    task_claimed c;
-    task_claim_one(&b, "w", "q", &c);
-    task_call(&b, "start", &c, NULL);
-    bg_req w;
-    bg_start(&w, &a, "GET", sfmt("/api/v1/tasks/%s?wait=20000", c.id), NULL);
-    srv_await_metric(&a, "silt_task_waits_parked", 1, 5000);
-    task_call(&b, "complete", &c, "\"result\":7");
-    int64_t completed = now_ms();
-    int status;
-    int64_t elapsed;
-    bg_wait(&w, &status, &elapsed);
-    CHECK_INT(status, 200);
-    CHECK(w.ended_ms - completed < 3000);   /* the announcement woke it, not the recheck 5 s after the park */
+    task_wait_woken_across(&a, &b);
     srv_stop(&a);
     srv_stop(&b);
 }
