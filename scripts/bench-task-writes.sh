@@ -6,7 +6,8 @@
 # the WAL records by type and their bytes (pg_waldump), the rows inserted,
 # updated (heap-only) and deleted per table and the index scans
 # (pg_stat_user_tables, pg_stat_user_indexes), and every statement's calls
-# and plans per 1,000 tasks (pg_stat_statements, nested ones too).
+# and plans per 1,000 tasks and wall time per task (pg_stat_statements,
+# nested ones too: a function's time includes its statements').
 #   scripts/bench-task-writes.sh BINARY [N]      (N: 20000)
 # The counts cover the send and the drain; the server is stopped before
 # the second reading so that its backends have reported their statistics.
@@ -88,6 +89,7 @@ psql_ -c "SELECT b.indexrelname AS index, round((b.idx_scan - a.idx_scan)::numer
 echo "== statements per 1,000 tasks (nested ones indented)"
 psql_ -c "SELECT round(calls * 1000.0 / $n, 1) AS calls, round(plans * 1000.0 / $n, 1) AS plans,
                  round(rows * 1000.0 / $n) AS rows, round(wal_bytes / $n) AS wal_bytes_a_task,
+                 round((total_exec_time * 1000 / $n)::numeric, 2) AS us_a_task,
                  CASE WHEN toplevel THEN '' ELSE '  ' END || left(regexp_replace(query, '\s+', ' ', 'g'), 90) AS statement
             FROM pg_stat_statements
            WHERE dbid = (SELECT oid FROM pg_database WHERE datname = 'writes') AND calls * 1000 >= $n
