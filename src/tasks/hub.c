@@ -429,20 +429,26 @@ static void notify_later(task_hub *h)
  * known to hear: its own hello must have come back within the lapse (a
  * connection that died without a word still looks ready). */
 
-static bool alone(const task_hub *h)
+bool task_hub_alone(const task_hub *h)
 {
     int64_t now = clock_mono_us(), lapse = (int64_t)PRESENCE_LAPSE_MS * 1000;
     return db_listener_ready(h->listener) && h->listening_since_us != 0 && now - h->listening_since_us >= lapse &&
            now - h->own_heard_us < lapse && now - h->others_heard_us >= lapse;
 }
 
+/* payload ("<origin> <what>") joins the next notification */
+static void to_outbox(task_hub *h, const char *payload)
+{
+    db_array_str(&h->outbox, payload);   /* binary: none parsed as a literal */
+    notify_later(h);
+}
+
 /* what leaves for every other server, alone or not */
 static void tell_all(task_hub *h, const char *what)
 {
-    char payload[IDS_UUID_TEXT + 16];
+    char payload[IDS_UUID_TEXT + 16 + NAMES_MAX_BYTES];
     snprintf(payload, sizeof payload, "%s %s", h->origin, what);
-    db_array_str(&h->outbox, payload);
-    notify_later(h);
+    to_outbox(h, payload);
 }
 
 static void say_hello(task_hub *h)
@@ -464,12 +470,10 @@ static void on_presence(evutil_socket_t fd, short what, void *arg)
     say_hello(arg);
 }
 
-bool task_hub_alone(const task_hub *h) { return alone(h); }
-
 /* False, and nothing is sent, when nobody would hear it. */
 static bool anyone_to_tell(task_hub *h)
 {
-    if (!alone(h)) return true;
+    if (!task_hub_alone(h)) return true;
     h->told_nobody = true;
     return false;
 }
@@ -477,9 +481,7 @@ static bool anyone_to_tell(task_hub *h)
 /* payload leaves for the other servers with the next notification. */
 static void tell_others(task_hub *h, const char *payload)
 {
-    if (!anyone_to_tell(h)) return;
-    db_array_str(&h->outbox, payload);   /* binary: none parsed as a literal */
-    notify_later(h);
+    if (anyone_to_tell(h)) to_outbox(h, payload);
 }
 
 /* Ended tasks travel as few announcements as fit, "done:<id>,<id>...":
@@ -497,9 +499,7 @@ static void tell_others_ended(task_hub *h, const char *id)
 void task_hub_announce(task_hub *h, const char *what)
 {
     wake(h, what);
-    char payload[IDS_UUID_TEXT + 16 + NAMES_MAX_BYTES];
-    snprintf(payload, sizeof payload, "%s %s", h->origin, what);
-    tell_others(h, payload);
+    if (anyone_to_tell(h)) tell_all(h, what);
 }
 
 /* Partitions are left out (the whole queue wakes) when they would not fit
@@ -685,8 +685,8 @@ gather *task_hub_claims(task_hub *h) { return h->claims; }
 
 bool task_hub_idle(const task_hub *h)
 {
-    return !h->recovering && !h->notifying && h->outbox.n == 0 && h->ended.len == 0 && !h->loading_paused && !h->parks && gather_idle(h->sends) &&
-           gather_idle(h->finishes) && gather_idle(h->claims);
+    return !h->recovering && !h->notifying && h->outbox.n == 0 && h->ended.len == 0 && !h->loading_paused &&
+           !h->parks && gather_idle(h->sends) && gather_idle(h->finishes) && gather_idle(h->claims);
 }
 
 void task_hub_drain(task_hub *h)

@@ -2,6 +2,7 @@
 #include <arpa/inet.h>
 #include <dirent.h>
 #include <limits.h>
+#include <poll.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -325,6 +326,23 @@ const char *session_run(PGconn *pg, const char *q)
     snprintf(value, sizeof value, "%s", PQntuples(r) > 0 ? PQgetvalue(r, 0, 0) : "");
     PQclear(r);
     return value;
+}
+
+const char *session_notification(PGconn *pg, int64_t deadline_ms)
+{
+    for (;;) {
+        PGnotify *n = PQnotifies(pg);
+        if (n) {
+            const char *payload = sfmt("%s", n->extra);
+            PQfreemem(n);
+            return payload;
+        }
+        int64_t left = deadline_ms - now_ms();
+        if (left <= 0) return NULL;
+        struct pollfd p = { .fd = PQsocket(pg), .events = POLLIN };
+        poll(&p, 1, (int)left);
+        if (!PQconsumeInput(pg)) harness_failf(__FILE__, __LINE__, "listening: %s", PQerrorMessage(pg));
+    }
 }
 
 const char *session_refused(PGconn *pg, const char *q, const char *state)

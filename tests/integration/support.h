@@ -115,6 +115,10 @@ void await_silt_lock_waiters(int n);
 char *doc_block(const char *path, const char *after);
 /* Runs q on pg, which must succeed: its first value (static), "" for none. */
 const char *session_run(PGconn *pg, const char *q);
+/* The next notification pg has heard (a session that ran LISTEN), waiting
+ * for one until now_ms() reaches deadline_ms: its payload (sfmt ring), or
+ * NULL at the deadline. */
+const char *session_notification(PGconn *pg, int64_t deadline_ms);
 /* Runs q on pg, which must fail with SQLSTATE state: its primary message
  * (static), the words a caller of silt's SQL functions reads. */
 const char *session_refused(PGconn *pg, const char *q, const char *state);

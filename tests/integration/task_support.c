@@ -61,16 +61,21 @@ int task_rerun(silt_server *s, const char *id, const char *body, reply *r)
     return r->status;
 }
 
+void task_started_with_wait(silt_server *worker, silt_server *waiter, task_claimed *c, bg_req *w)
+{
+    task_send(worker, "{\"name\":\"t\",\"queue\":\"waited\"}");
+    if (!task_claim_one(worker, "w", "waited", c)) harness_fail(__FILE__, __LINE__, "nothing to claim");
+    task_call(worker, "start", c, NULL);
+    int64_t parked_before = srv_metric(waiter, "silt_task_waits_parked");
+    bg_start(w, waiter, "GET", sfmt("/api/v1/tasks/%s?wait=20000", c->id), NULL);
+    srv_await_metric(waiter, "silt_task_waits_parked", parked_before + 1, 5000);
+}
+
 void task_wait_woken_across(silt_server *waiter, silt_server *worker)
 {
-    task_send(worker, "{\"name\":\"t\",\"queue\":\"woken-across\"}");
     task_claimed c;
-    if (!task_claim_one(worker, "w", "woken-across", &c)) harness_fail(__FILE__, __LINE__, "nothing to claim");
-    task_call(worker, "start", &c, NULL);
-    int64_t parked_before = srv_metric(waiter, "silt_task_waits_parked");
     bg_req w;
-    bg_start(&w, waiter, "GET", sfmt("/api/v1/tasks/%s?wait=20000", c.id), NULL);
-    srv_await_metric(waiter, "silt_task_waits_parked", parked_before + 1, 5000);
+    task_started_with_wait(worker, waiter, &c, &w);
     task_call(worker, "complete", &c, "\"result\":7");
     int64_t completed = now_ms();
     int status;

@@ -25,6 +25,9 @@ const char *task_heartbeat(silt_server *s, const char *worker, const task_claime
 /* POST /api/v1/tasks/:id/rerun with body (NULL: none): the status, the
  * reply in r. */
 int task_rerun(silt_server *s, const char *id, const char *body, reply *r);
+/* A task sent, claimed and started through worker (c), with a GET ?wait
+ * for its end parked on waiter (w, started in the background). */
+void task_started_with_wait(silt_server *worker, silt_server *waiter, task_claimed *c, bg_req *w);
 /* A task sent, claimed, started and completed through worker while a
  * GET ?wait parks on waiter: fails the test unless the wait answers 200
  * within 3 s of the completion, woken by an announcement (the recheck of a

@@ -4,7 +4,6 @@
  * again, and answers "lookagain" when something was dropped meanwhile, so
  * that a newcomer's parked requests look again. These tests listen on the
  * channel themselves, as another server would, and run two servers. */
-#include <poll.h>
 #include <stdio.h>
 #include <string.h>
 #include <libpq-fe.h>
@@ -20,25 +19,25 @@
 static const char *await_payload(PGconn *pg, const char *suffix, char *seen, size_t seen_size, int timeout_ms)
 {
     int64_t deadline = now_ms() + timeout_ms;
-    for (;;) {
-        PGnotify *n;
-        while ((n = PQnotifies(pg)) != NULL) {
-            size_t len = strlen(n->extra), slen = strlen(suffix);
-            if (len >= slen && strcmp(n->extra + len - slen, suffix) == 0) {
-                const char *payload = sfmt("%s", n->extra);
-                PQfreemem(n);
-                return payload;
-            }
-            size_t used = strlen(seen);
-            snprintf(seen + used, seen_size - used, "%s\n", n->extra);
-            PQfreemem(n);
-        }
-        int left = (int)(deadline - now_ms());
-        if (left <= 0) harness_failf(__FILE__, __LINE__, "no notification ending \"%s\" came (saw: %s)", suffix, seen);
-        struct pollfd p = { .fd = PQsocket(pg), .events = POLLIN };
-        poll(&p, 1, left);
-        if (!PQconsumeInput(pg)) harness_failf(__FILE__, __LINE__, "listening: %s", PQerrorMessage(pg));
+    size_t slen = strlen(suffix);
+    for (const char *n; (n = session_notification(pg, deadline)) != NULL; ) {
+        size_t len = strlen(n);
+        if (len >= slen && strcmp(n + len - slen, suffix) == 0) return n;
+        size_t used = strlen(seen);
+        snprintf(seen + used, seen_size - used, "%s\n", n);
     }
+    harness_failf(__FILE__, __LINE__, "no notification ending \"%s\" came (saw: %s)", suffix, seen);
+}
+
+/* A server started and left until it is alone, and a session listening on
+ * its channel as another server would. */
+static PGconn *start_alone_with_ear(silt_server *s)
+{
+    srv_start(s, NULL);
+    srv_await_metric(s, "silt_notify_alone", 1, LAPSE_DEADLINE_MS);
+    PGconn *ear = test_session();
+    session_run(ear, "LISTEN silt_tasks");
+    return ear;
 }
 
 /* Another server's hello, said by the test's session: the server is not
@@ -53,10 +52,7 @@ static void say_hello(PGconn *ear)
 TEST(a_server_alone_tells_nobody_until_another_says_hello)
 {
     silt_server s;
-    srv_start(&s, NULL);
-    srv_await_metric(&s, "silt_notify_alone", 1, LAPSE_DEADLINE_MS);
-    PGconn *ear = test_session();
-    session_run(ear, "LISTEN silt_tasks");
+    PGconn *ear = start_alone_with_ear(&s);
     task_send(&s, "{\"name\":\"t\",\"queue\":\"dropped\"}");   /* "sent:dropped" goes to nobody */
     say_hello(ear);
     char seen[4096] = "";
@@ -74,10 +70,7 @@ TEST(a_server_alone_tells_nobody_until_another_says_hello)
 TEST(a_hello_after_nothing_was_dropped_asks_nobody_to_look_again)
 {
     silt_server s;
-    srv_start(&s, NULL);
-    srv_await_metric(&s, "silt_notify_alone", 1, LAPSE_DEADLINE_MS);
-    PGconn *ear = test_session();
-    session_run(ear, "LISTEN silt_tasks");
+    PGconn *ear = start_alone_with_ear(&s);
     say_hello(ear);
     srv_await_metric(&s, "silt_notify_alone", 0, 5000);
     task_send(&s, "{\"name\":\"t\",\"queue\":\"q\"}");
@@ -95,13 +88,9 @@ TEST(a_lookagain_makes_a_parked_wait_look_again)
 {
     silt_server s;
     srv_start(&s, NULL);
-    task_send(&s, "{\"name\":\"t\",\"queue\":\"q\"}");
     task_claimed c;
-    task_claim_one(&s, "w", "q", &c);
-    task_call(&s, "start", &c, NULL);
     bg_req w;
-    bg_start(&w, &s, "GET", sfmt("/api/v1/tasks/%s?wait=20000", c.id), NULL);
-    srv_await_metric(&s, "silt_task_waits_parked", 1, 5000);
+    task_started_with_wait(&s, &s, &c, &w);
     CHECK_STR(sql("SELECT status FROM tasks.finish_many(ARRAY['%s']::uuid[], ARRAY['%s']::uuid[], "
                   "ARRAY['COMPLETED'], ARRAY['1'], ARRAY[NULL]::text[], ARRAY[NULL]::text[])", c.id, c.claim),
               "COMPLETED");

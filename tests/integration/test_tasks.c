@@ -3,7 +3,6 @@
  * (test_task_recovery.c). */
 #include <arpa/inet.h>
 #include <netinet/in.h>
-#include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -446,16 +445,12 @@ TEST(waits_on_another_server_hear_every_end_of_a_large_batch)
     }
     int payloads = 0, ids = 0;
     int64_t deadline = now_ms() + 5000;
-    while (ids < N && now_ms() < deadline) {
-        PQconsumeInput(ear);
-        for (PGnotify *n; (n = PQnotifies(ear)) != NULL; PQfreemem(n)) {
-            const char *done = strstr(n->extra, " done:");
-            if (!done) continue;
-            payloads++;
-            CHECK(strlen(n->extra) < 8000);
-            for (const char *p = done; p; p = strchr(p + 1, ',')) ids++;
-        }
-        if (ids < N) poll(&(struct pollfd){ .fd = PQsocket(ear), .events = POLLIN }, 1, 50);
+    for (const char *n; ids < N && (n = session_notification(ear, deadline)) != NULL; ) {
+        const char *done = strstr(n, " done:");
+        if (!done) continue;
+        payloads++;
+        CHECK(strlen(n) < 8000);
+        for (const char *p = done; p; p = strchr(p + 1, ',')) ids++;
     }
     CHECK_INT(ids, N);
     CHECK_INT(payloads, 2);
